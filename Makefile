@@ -1,0 +1,73 @@
+# nsvqa — build, demo, test and benchmark entry points.
+#   make demo    set up .venv if needed, run the executors demo
+#   make test    set up .venv if needed, run the test suite (2 workers)
+#   make bench   set up .venv if needed, run the executor benchmark
+#   make clean   remove build outputs and caches (keeps .venv); `make distclean` also removes .venv
+
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+PIP    := $(VENV)/bin/pip
+
+# The install stamp is keyed on the content of the dependency files, so editing either reinstalls.
+DEPS_HASH := $(shell cat requirements.txt pyproject.toml 2>/dev/null | sha256sum | cut -c1-12)
+STAMP     := $(VENV)/.installed-$(DEPS_HASH)
+
+# Debian packages for headless OpenGL (EGL + Mesa llvmpipe) used by the moderngl renderer.
+APT_PACKAGES := libegl1 libgl1-mesa-dri libgles2 libegl-mesa0
+
+.PHONY: help venv apt demo test bench clean distclean
+
+help:
+	@echo "make demo   - run the executors demo (creates .venv on first use)"
+	@echo "make test   - run the test suite with 2 workers (creates .venv on first use)"
+	@echo "make bench  - run the executor benchmark"
+	@echo "make clean  - remove build outputs and caches; make distclean also removes .venv"
+
+# editable_mode=compat puts the repo root on sys.path (a .pth), so top-level packages created after
+# the install (executors/, parsers/, ...) import from anywhere, e.g. `python scripts/x.py`.
+venv: $(STAMP)
+
+$(STAMP):
+	@test -x $(PY) || { echo "Creating $(VENV) with $$($(PYTHON) --version)"; $(PYTHON) -m venv $(VENV); }
+	$(PIP) install -r requirements.txt
+	$(PIP) install -e . --no-deps --config-settings editable_mode=compat
+	@rm -f $(VENV)/.installed-*
+	@touch $@
+
+# Installs missing Debian packages (apt-get update only when something is missing).
+# Without root or apt-get it names the packages and carries on; only rendering needs them.
+apt:
+	@missing=""; \
+	for p in $(APT_PACKAGES); do \
+	  dpkg -s "$$p" 2>/dev/null | grep -q '^Status: install ok installed' || missing="$$missing $$p"; \
+	done; \
+	[ -z "$$missing" ] && exit 0; \
+	if [ "$$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then \
+	  echo "WARNING: missing system packages for headless OpenGL rendering:$$missing" >&2; \
+	  echo "         install them as root: apt-get install -y$$missing  (continuing without them)" >&2; \
+	  exit 0; \
+	fi; \
+	echo "Installing system packages:$$missing"; \
+	if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; }; then \
+	  echo "WARNING: apt-get failed to install:$$missing (rendering will not work; continuing)" >&2; \
+	fi
+
+demo: apt venv
+	$(PY) scripts/demo_executors.py
+
+test: apt venv
+	$(PY) -m pytest -n 2 tests
+
+bench: apt venv
+	$(PY) benchmarks/bench_executor.py
+
+clean:
+	rm -rf build dist *.egg-info .pytest_cache .hypothesis
+	find . -path ./$(VENV) -prune -o -name __pycache__ -type d -prune -exec rm -rf {} +
+
+distclean: clean
+	rm -rf $(VENV)

@@ -1,0 +1,191 @@
+"""Attribute vocabularies, the shape hierarchy and part lists of a dataset.
+
+An :class:`Ontology` is loaded from ``data/ontology/<name>.json`` (see
+``scripts/build_ontology.py`` for where the facts come from) or from any JSON file or dict of the
+same schema. It answers three kinds of questions for the executors and validators:
+
+* which values an attribute takes, in a fixed order (the column order of likelihood arrays);
+* which concrete values a filter value keeps (a Super-CLEVR category such as ``car`` keeps every
+  car; a generic part name such as ``wheel`` keeps every wheel);
+* how a value is spoken in an answer (``articulated`` -> "articulated bus",
+  ``wheel_front_left`` -> "front left wheel").
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Mapping
+
+from .errors import FormatError
+
+#: Attributes in their canonical order; an ontology uses the ones it defines.
+ATTRIBUTE_ORDER = ("shape", "color", "material", "size", "texture")
+
+_BUILTIN_DIR = Path(__file__).resolve().parent.parent / "data" / "ontology"
+
+
+@dataclass(frozen=True)
+class Ontology:
+    """Vocabularies of one dataset.
+
+    Args:
+        name: short name (``"clevr"``, ``"superclevr"``).
+        attributes: attribute -> ordered tuple of canonical values.
+        categories: shape category -> tuple of shapes (empty for CLEVR).
+        spoken: attribute -> {value: answer string} where the answer differs from the value.
+        aliases: attribute -> {alternative spelling: canonical value} accepted on input.
+        relations: spatial relation names.
+        relation_margin: minimum projected distance for a relation between 3D positions.
+        parts_per_shape: shape -> ordered part names (the order defines part ids ``"<obj>_<k>"``).
+        part_spoken: part name -> spoken form.
+        partname_filters: filter value (full or generic part name) -> part names it keeps.
+        part_attributes: attributes a part carries.
+    """
+
+    name: str
+    attributes: Mapping[str, tuple[str, ...]]
+    categories: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    spoken: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    aliases: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    relations: tuple[str, ...] = ("left", "right", "front", "behind")
+    relation_margin: float = 0.2
+    parts_per_shape: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    part_spoken: Mapping[str, str] = field(default_factory=dict)
+    partname_filters: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    part_attributes: tuple[str, ...] = ()
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def from_dict(cls, d: Mapping, source: str = "<dict>") -> "Ontology":
+        """Build from the JSON schema of ``data/ontology/*.json``; errors name ``source``."""
+        try:
+            attrs = d["attributes"]
+            attributes = {a: tuple(attrs[a]["values"]) for a in ATTRIBUTE_ORDER if a in attrs}
+            shape = attrs.get("shape", {})
+            parts = d.get("parts", {})
+            spoken = {a: dict(attrs[a].get("spoken", {})) for a in attributes}
+            aliases = {a: dict(attrs[a].get("aliases", {})) for a in attributes}
+            return cls(
+                name=str(d["name"]),
+                attributes=attributes,
+                categories={c: tuple(v) for c, v in shape.get("categories", {}).items()},
+                spoken=spoken,
+                aliases=aliases,
+                relations=tuple(d.get("relations", ("left", "right", "front", "behind"))),
+                relation_margin=float(d.get("relation_margin", 0.2)),
+                parts_per_shape={s: tuple(v) for s, v in parts.get("per_shape", {}).items()},
+                part_spoken=dict(parts.get("spoken", {})),
+                partname_filters={k: tuple(v) for k, v in parts.get("filters", {}).items()},
+                part_attributes=tuple(parts.get("part_attributes", ())),
+            )
+        except (KeyError, TypeError) as e:
+            raise FormatError(f"{source}: malformed ontology, missing or bad field {e}") from None
+
+    def __post_init__(self) -> None:
+        names = tuple(sorted({p for v in self.parts_per_shape.values() for p in v}))
+        object.__setattr__(self, "_part_names", names)
+
+    def __hash__(self) -> int:  # dict fields make the dataclass hash fail; the name is enough
+        return hash((self.name, self.attributes.get("shape")))
+
+    # ------------------------------------------------------------------ attribute values
+    @property
+    def attribute_names(self) -> tuple[str, ...]:
+        """Attributes this ontology defines, in canonical order."""
+        return tuple(self.attributes)
+
+    @property
+    def has_parts(self) -> bool:
+        return bool(self.parts_per_shape)
+
+    def values(self, attribute: str) -> tuple[str, ...]:
+        """Ordered canonical values of ``attribute``; raises KeyError listing valid attributes."""
+        try:
+            return self.attributes[attribute]
+        except KeyError:
+            raise KeyError(f"attribute {attribute!r} not in ontology {self.name!r}; "
+                           f"valid: {sorted(self.attributes)}") from None
+
+    def canonical(self, attribute: str, value: str) -> str | None:
+        """The canonical spelling of ``value`` (aliases resolved), or None if unknown."""
+        vals = self.attributes.get(attribute, ())
+        if value in vals:
+            return value
+        return self.aliases.get(attribute, {}).get(value)
+
+    def filter_values(self, attribute: str) -> tuple[str, ...]:
+        """Values a ``filter_<attribute>`` node may carry (shape categories included)."""
+        vals = self.values(attribute)
+        if attribute == "shape":
+            return vals + tuple(self.categories)
+        return vals
+
+    def matching(self, attribute: str, value: str) -> tuple[str, ...]:
+        """Concrete values kept by a filter value; a category expands to its shapes.
+
+        Returns an empty tuple for a value the ontology does not know.
+        """
+        if attribute == "shape" and value in self.categories:
+            return self.categories[value]
+        c = self.canonical(attribute, value)
+        return (c,) if c is not None else ()
+
+    def spoken_value(self, attribute: str, value: str) -> str:
+        """Answer string of a canonical value (``articulated`` -> "articulated bus")."""
+        if attribute == "partname":
+            return self.part_spoken.get(value, value.replace("_", " "))
+        return self.spoken.get(attribute, {}).get(value, value)
+
+    def category_of(self, shape: str) -> str | None:
+        for cat, shapes in self.categories.items():
+            if shape in shapes:
+                return cat
+        return None
+
+    # ------------------------------------------------------------------ parts
+    @property
+    def part_names(self) -> tuple[str, ...]:
+        """All distinct part names, sorted (the part axis of likelihood arrays)."""
+        return self._part_names  # type: ignore[attr-defined]
+
+    def parts_of(self, shape: str) -> tuple[str, ...]:
+        return self.parts_per_shape.get(shape, ())
+
+    def partname_matching(self, value: str) -> tuple[str, ...]:
+        """Part names a ``partfilter_partname`` value keeps (``wheel`` -> every wheel)."""
+        return self.partname_filters.get(value, ())
+
+    # ------------------------------------------------------------------ answers
+    def answer_vocabulary(self) -> dict[str, list[str]]:
+        """Spoken answers per answer type (integers as strings up to 10, booleans yes/no)."""
+        vocab = {a: [self.spoken_value(a, v) for v in self.values(a)] for a in self.attributes}
+        if self.has_parts:
+            vocab["partname"] = sorted({self.spoken_value("partname", p) for p in self.part_names})
+        vocab["integer"] = [str(i) for i in range(11)]
+        vocab["bool"] = ["yes", "no"]
+        return vocab
+
+
+def ontology_dir() -> Path:
+    """Folder of the built-in ontologies (``$NSVQA_ONTOLOGY_DIR`` overrides)."""
+    return Path(os.environ.get("NSVQA_ONTOLOGY_DIR", _BUILTIN_DIR))
+
+
+@lru_cache(maxsize=16)
+def load_ontology(name_or_path: str | os.PathLike = "superclevr") -> Ontology:
+    """Load a built-in ontology by name (``clevr``, ``superclevr``) or a JSON file by path."""
+    p = Path(name_or_path)
+    if not p.suffix:
+        p = ontology_dir() / f"{name_or_path}.json"
+        if not p.exists():
+            names = sorted(q.stem for q in ontology_dir().glob("*.json"))
+            raise FileNotFoundError(f"no ontology named {str(name_or_path)!r} in {ontology_dir()}; "
+                                    f"valid names: {names}")
+    try:
+        data = json.loads(p.read_text())
+    except json.JSONDecodeError as e:
+        raise FormatError(f"{p}: not valid JSON ({e})") from None
+    return Ontology.from_dict(data, source=str(p))

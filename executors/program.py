@@ -1,0 +1,229 @@
+"""Programs: a list of nodes in topological order whose last node gives the answer.
+
+Readers accept both release spellings: the node key ``type`` (Super-CLEVR, CLEVR questions) or
+``function`` (CLEVR v1.0 programs), and ``value_inputs`` or the older ``side_inputs``. The prefix
+token form (``count filter_color[red] scene``) is what the question parser reads and writes.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping, Sequence
+
+from .dsl import ANSWER_TYPES, SIGNATURES, FUNCTIONS, Signature
+from .errors import InvalidProgram, TypeMismatch
+from .ontology import Ontology
+
+
+@dataclass(frozen=True)
+class Node:
+    """One program step.
+
+    Args:
+        function: function name (a key of :data:`executors.dsl.SIGNATURES`).
+        inputs: indices of earlier nodes whose outputs this node consumes.
+        value_inputs: literal arguments (``["red"]`` for ``filter_color``).
+    """
+
+    function: str
+    inputs: tuple[int, ...] = ()
+    value_inputs: tuple[str, ...] = ()
+
+    @property
+    def value(self) -> str | None:
+        return self.value_inputs[0] if self.value_inputs else None
+
+    def token(self) -> str:
+        """Prefix token ``function[value]`` (or ``function`` without a value)."""
+        return f"{self.function}[{self.value}]" if self.value_inputs else self.function
+
+
+@dataclass(frozen=True)
+class Program:
+    """An immutable program; ``nodes[-1]`` is the answer node."""
+
+    nodes: tuple[Node, ...]
+
+    def __len__(self) -> int:
+        return len(self.nodes)
+
+    def __iter__(self):
+        return iter(self.nodes)
+
+    def __getitem__(self, i: int) -> Node:
+        return self.nodes[i]
+
+    # ------------------------------------------------------------------ JSON
+    @classmethod
+    def from_json(cls, nodes: Sequence[Mapping[str, Any]], ontology: Ontology | None = None) -> "Program":
+        """Read release JSON nodes; with ``ontology`` also :meth:`validate`.
+
+        Raises:
+            InvalidProgram: a node without ``type``/``function`` or ``inputs``, or with non-integer
+                inputs; with an ontology, everything :meth:`validate` rejects.
+        """
+        if not isinstance(nodes, (list, tuple)) or not nodes:
+            raise InvalidProgram("program must be a non-empty list of nodes")
+        out = []
+        for i, n in enumerate(nodes):
+            if not isinstance(n, Mapping):
+                raise InvalidProgram(f"node must be an object, got {type(n).__name__}", node=i)
+            fn = n.get("type", n.get("function"))
+            if not isinstance(fn, str):
+                raise InvalidProgram("missing field 'type' (or 'function')", node=i)
+            if "inputs" not in n:
+                raise InvalidProgram("missing field 'inputs'", node=i, function=fn)
+            values = n.get("value_inputs", n.get("side_inputs", []))
+            try:
+                inputs = tuple(_as_index(x) for x in n["inputs"])
+                vals = tuple(_as_value(v) for v in values)
+            except (TypeError, ValueError) as e:
+                raise InvalidProgram(f"bad field: {e}", node=i, function=fn) from None
+            out.append(Node(fn, inputs, vals))
+        prog = cls(tuple(out))
+        if ontology is not None:
+            prog.validate(ontology)
+        return prog
+
+    def to_json(self, key: str = "type") -> list[dict]:
+        """Release JSON nodes; ``key="function"`` writes the CLEVR v1.0 spelling."""
+        return [{key: n.function, "inputs": list(n.inputs), "value_inputs": list(n.value_inputs)}
+                for n in self.nodes]
+
+    # ------------------------------------------------------------------ prefix tokens
+    def to_prefix(self) -> list[str]:
+        """Tokens of the program tree in prefix order, starting from the answer node."""
+        out: list[str] = []
+        stack = [len(self.nodes) - 1]
+        while stack:
+            i = stack.pop()
+            n = self.nodes[i]
+            out.append(n.token())
+            stack.extend(reversed(n.inputs))
+        return out
+
+    @classmethod
+    def from_prefix(cls, tokens: Iterable[str]) -> "Program":
+        """Inverse of :meth:`to_prefix`: nodes in post-order (children before parents).
+
+        Raises:
+            InvalidProgram: an unknown function, a malformed token, or too few/many tokens.
+        """
+        toks = list(tokens)
+        nodes: list[Node] = []
+        pos = 0
+
+        def parse() -> int:
+            nonlocal pos
+            if pos >= len(toks):
+                raise InvalidProgram(f"prefix program ends early after {len(toks)} tokens")
+            fn, vals = parse_token(toks[pos], pos)
+            sig = SIGNATURES.get(fn)
+            if sig is None:
+                raise InvalidProgram(f"unknown function {fn!r} at token {pos}; valid: {', '.join(FUNCTIONS)}")
+            pos += 1
+            kids = tuple(parse() for _ in range(sig.arity))
+            nodes.append(Node(fn, kids, vals))
+            return len(nodes) - 1
+
+        parse()
+        if pos != len(toks):
+            raise InvalidProgram(f"{len(toks) - pos} tokens left after a complete program: {toks[pos:]}")
+        return cls(tuple(nodes))
+
+    def canonical(self) -> "Program":
+        """The same program with nodes in post-order and unused nodes dropped."""
+        return Program.from_prefix(self.to_prefix())
+
+    # ------------------------------------------------------------------ validation
+    def validate(self, ontology: Ontology) -> tuple[str, ...]:
+        """Check structure, types and values; return each node's output type.
+
+        Raises:
+            InvalidProgram: unknown function, wrong arity, an input that is not an earlier node,
+                a value outside the ontology (the message lists the valid ones), an empty or
+                extra ``value_inputs``, or a final node that yields no answer.
+            TypeMismatch: an input of a type the function does not accept.
+        """
+        types: list[str] = []
+        for i, n in enumerate(self.nodes):
+            sig = SIGNATURES.get(n.function)
+            if sig is None:
+                raise InvalidProgram(f"unknown function {n.function!r}; valid: {', '.join(FUNCTIONS)}", node=i)
+            if len(n.inputs) != sig.arity:
+                raise InvalidProgram(f"takes {sig.arity} input(s), got {len(n.inputs)}", node=i,
+                                     function=n.function)
+            for j in n.inputs:
+                if not 0 <= j < i:
+                    raise InvalidProgram(f"input {j} does not point to an earlier node", node=i,
+                                         function=n.function)
+            in_types = tuple(types[j] for j in n.inputs)
+            for k, (t, ok) in enumerate(zip(in_types, sig.inputs)):
+                if t not in ok:
+                    raise TypeMismatch(f"input {k} (node {n.inputs[k]}) is {t}, expected {' or '.join(ok)}",
+                                       node=i, function=n.function)
+            if sig.attribute is not None and sig.attribute not in ontology.attributes:
+                raise InvalidProgram(f"attribute {sig.attribute!r} is not in ontology {ontology.name!r} "
+                                     f"(it has {', '.join(ontology.attributes)})", node=i, function=n.function)
+            if sig.kind.startswith("part") or sig.kind == "object2part":
+                if not ontology.has_parts:
+                    raise InvalidProgram(f"ontology {ontology.name!r} has no parts", node=i, function=n.function)
+            _check_value(n, sig, ontology, i)
+            types.append(sig.output_type(in_types))
+        if types[-1] not in ANSWER_TYPES:
+            raise InvalidProgram(f"the last node yields {types[-1]}, not an answer "
+                                 f"({', '.join(sorted(ANSWER_TYPES))})", node=len(types) - 1,
+                                 function=self.nodes[-1].function)
+        return tuple(types)
+
+
+def parse_token(tok: str, pos: int = 0) -> tuple[str, tuple[str, ...]]:
+    """``"filter_color[red]"`` -> ``("filter_color", ("red",))``."""
+    if "[" in tok:
+        if not tok.endswith("]") or tok.index("[") == 0:
+            raise InvalidProgram(f"malformed token {tok!r} at position {pos}")
+        fn, val = tok[:-1].split("[", 1)
+        return fn, (val,)
+    return tok, ()
+
+
+def _check_value(n: Node, sig: Signature, onto: Ontology, i: int) -> None:
+    if sig.value is None:
+        if n.value_inputs:
+            raise InvalidProgram(f"takes no value_inputs, got {list(n.value_inputs)}", node=i, function=n.function)
+        return
+    valid = _valid_values(sig.value, onto)
+    if not n.value_inputs:
+        raise InvalidProgram(f"empty value_inputs; expected one of {valid}", node=i, function=n.function)
+    if len(n.value_inputs) > 1:
+        raise InvalidProgram(f"takes one value, got {list(n.value_inputs)}", node=i, function=n.function)
+    v = n.value_inputs[0]
+    ok = (v in onto.relations if sig.value == "relation"
+          else bool(onto.partname_matching(v)) if sig.value == "partname"
+          else bool(onto.matching(sig.value, v)))
+    if not ok:
+        raise InvalidProgram(f"value {v!r} is not a valid {sig.value}; valid: {valid}", node=i,
+                             function=n.function)
+
+
+def _valid_values(kind: str, onto: Ontology) -> list[str]:
+    if kind == "relation":
+        return list(onto.relations)
+    if kind == "partname":
+        return sorted(onto.partname_filters)
+    if kind not in onto.attributes:
+        return []
+    return list(onto.filter_values(kind))
+
+
+def _as_index(x: Any) -> int:
+    if isinstance(x, bool) or not isinstance(x, int):
+        raise TypeError(f"input {x!r} is not an integer node index")
+    return x
+
+
+def _as_value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, (str, int)):
+        return str(v)
+    raise TypeError(f"value input {v!r} is not a string")

@@ -1,0 +1,136 @@
+"""Write ``data/ontology/{clevr,superclevr}.json`` from the facts of the reference releases.
+
+The Super-CLEVR ontology is read from the generator's property and part files
+(``properties_cgpart.json``, ``part_dict.json``); the CLEVR one from the CLEVR v1.0 facts
+(Johnson et al. 2017). The output is checked in; this script documents where it came from and
+regenerates it when the reference files change::
+
+    python scripts/build_ontology.py --superclevr ../shared/reference/superclevr --out data/ontology
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tempfile
+from pathlib import Path
+
+# CLEVR v1.0 (Johnson et al., 2017): three shapes, eight colors, two materials, two sizes.
+CLEVR_COLORS = {
+    "gray": [87, 87, 87], "red": [173, 35, 35], "blue": [42, 75, 215], "green": [29, 105, 20],
+    "brown": [129, 74, 25], "purple": [129, 38, 192], "cyan": [41, 208, 208],
+    "yellow": [255, 238, 51],
+}
+RELATIONS = ["left", "right", "front", "behind"]
+# Words that name a position on a vehicle; spoken part names put them first ("wheel_front_left"
+# -> "front left wheel") and generic part filters drop them ("wheel").
+DIRECTION_WORDS = ["front", "back", "left", "right", "mid", "center"]
+# Answer names of Super-CLEVR shapes whose spoken form differs from the key (REFERENCE.md).
+SUPERCLEVR_SPOKEN_SHAPES = {
+    "articulated": "articulated bus", "regular": "regular bus", "double": "double bus",
+    "school": "school bus", "road": "road bike", "utility": "utility bike",
+    "mountain": "mountain bike", "tandem": "tandem bike",
+}
+SUPERCLEVR_SHAPE_ORDER = [
+    "suv", "wagon", "minivan", "sedan", "truck",
+    "articulated", "regular", "double", "school",
+    "chopper", "dirtbike", "scooter", "cruiser",
+    "jet", "fighter", "biplane", "airliner",
+    "road", "utility", "mountain", "tandem",
+]
+
+
+def spoken_part_name(name: str) -> str:
+    """``front_left_wheel``/``wheel_front_left`` -> "front left wheel"; ``exhaust_left_s`` -> "left exhaust"."""
+    tokens = name.split("_")
+    if tokens[-1] == "s":
+        tokens = tokens[:-1]
+    directions = [t for t in tokens if t in DIRECTION_WORDS]
+    rest = [t for t in tokens if t not in DIRECTION_WORDS]
+    return " ".join(directions + rest)
+
+
+def generic_part_name(name: str) -> str:
+    """The part noun without position words: ``wheel_front_left`` -> ``wheel``."""
+    tokens = [t for t in name.split("_") if t not in DIRECTION_WORDS and t != "s" and not t.isdigit()]
+    return "_".join(tokens)
+
+
+def clevr_ontology() -> dict:
+    return {
+        "name": "clevr",
+        "info": {"source": "CLEVR v1.0 (Johnson et al., CVPR 2017), CC-BY 4.0"},
+        "attributes": {
+            "shape": {"values": ["cube", "sphere", "cylinder"]},
+            "color": {"values": list(CLEVR_COLORS), "rgb": CLEVR_COLORS},
+            "material": {"values": ["rubber", "metal"]},
+            "size": {"values": ["large", "small"], "scale": {"large": 0.7, "small": 0.35}},
+        },
+        "relations": RELATIONS,
+        "relation_margin": 0.2,
+    }
+
+
+def superclevr_ontology(reference: Path) -> dict:
+    props = json.loads((reference / "properties_cgpart.json").read_text())
+    part_dict = json.loads((reference / "part_dict.json").read_text())
+    hier = {cat: [s for s in shapes if s in part_dict] for cat, shapes in props["info_hier"].items()}
+    shapes = [s for s in SUPERCLEVR_SHAPE_ORDER if s in part_dict]
+    assert sorted(shapes) == sorted(part_dict), "shape list out of date with part_dict.json"
+    textures = ["none" if t == "None" else t for t in props["textures"]]
+    all_parts = sorted({p for names in part_dict.values() for p in names})
+    generic = sorted({generic_part_name(p) for p in all_parts} - set(all_parts))
+    return {
+        "name": "superclevr",
+        "info": {"source": "Super-CLEVR generator (Li et al., CVPR 2023; Lizw14/Super-CLEVR, BSD): "
+                           "properties_cgpart.json and part_dict.json"},
+        "attributes": {
+            "shape": {
+                "values": shapes,
+                "categories": hier,
+                "spoken": {s: SUPERCLEVR_SPOKEN_SHAPES.get(s, s) for s in shapes},
+            },
+            "color": {"values": list(props["colors"]), "rgb": props["colors"]},
+            "material": {"values": list(props["materials"])},
+            "size": {"values": list(props["sizes"]), "scale": props["sizes"]},
+            "texture": {"values": textures, "aliases": {"None": "none"}},
+        },
+        "relations": RELATIONS,
+        "relation_margin": 0.2,
+        "parts": {
+            "per_shape": {s: part_dict[s] for s in shapes},
+            "spoken": {p: spoken_part_name(p) for p in all_parts},
+            # A partname filter value matches every part whose name contains it (REFERENCE.md):
+            # a full name ("wheel_front") or a generic noun ("wheel") -> the names it keeps.
+            "filters": {v: sorted(p for p in all_parts if v in p) for v in sorted(set(all_parts) | set(generic))},
+            "direction_words": DIRECTION_WORDS,
+            "part_attributes": ["color", "material", "size", "texture"],
+        },
+    }
+
+
+def write_json(path: Path, obj: dict) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+    with os.fdopen(fd, "w") as f:
+        json.dump(obj, f, indent=1)
+        f.write("\n")
+    os.replace(tmp, path)
+
+
+def get_args_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--superclevr", type=Path, default=Path("../shared/reference/superclevr"))
+    p.add_argument("--out", type=Path, default=Path("data/ontology"))
+    return p
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = get_args_parser().parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    write_json(args.out / "clevr.json", clevr_ontology())
+    write_json(args.out / "superclevr.json", superclevr_ontology(args.superclevr))
+    print(f"wrote {args.out}/clevr.json and {args.out}/superclevr.json")
+
+
+if __name__ == "__main__":
+    main()
