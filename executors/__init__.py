@@ -7,6 +7,7 @@ from .dsl import FUNCTIONS, SIGNATURES, Signature, signature
 from .errors import (ExecutionError, FormatError, InvalidObjectReference, InvalidProgram,
                      TypeMismatch, UniquenessError)
 from .ontology import Ontology, load_ontology
+from .probabilistic import ProbabilisticExecutor
 from .program import Node, Program
 from .scene import SceneLikelihoods, SymbolicScene
 

@@ -176,6 +176,15 @@ class CompiledProgram:
     types: tuple[str, ...]
 
 
+@dataclass
+class PreparedBatch:
+    """Programs and scenes compiled for :meth:`DeterministicExecutor.execute`."""
+
+    programs: list[CompiledProgram]
+    scenes: list[CompiledScene]
+    scene_index: list[int]
+
+
 class DeterministicExecutor:
     """Runs programs on :class:`SymbolicScene` objects with the official engines' semantics.
 
@@ -252,18 +261,28 @@ class DeterministicExecutor:
         attr = "partname" if t == "Partname" else t.lower()
         return self.ontology.spoken_value(attr, value)
 
-    def run_many(self, programs: Sequence[CompiledProgram], scenes: Sequence[CompiledScene],
-                 scene_index: Sequence[int]) -> list[Any]:
-        """Answers of many compiled programs; an :class:`ExecutionError` is returned in place of
-        the answer of a question that fails, so one bad question does not stop the batch."""
+    def prepare(self, programs: Sequence[Program], scenes: Sequence[SymbolicScene],
+                scene_index: Sequence[int]) -> "PreparedBatch":
+        """Compile programs and scenes once for :meth:`execute` (validation happens here)."""
+        return PreparedBatch([self.compile(p) for p in programs],
+                             [self.compile_scene(s) for s in scenes], list(scene_index))
+
+    def execute(self, batch: "PreparedBatch") -> list[Any]:
+        """Answers of a prepared batch; an :class:`ExecutionError` stands in place of the answer
+        of a question that fails, so one bad question does not stop the batch."""
         answers: list[Any] = []
-        ex, ans = self._execute, self.answer
-        for cp, si in zip(programs, scene_index):
+        ex, ans, scenes = self._execute, self.answer, batch.scenes
+        for cp, si in zip(batch.programs, batch.scene_index):
             try:
                 answers.append(ans(cp, ex(cp, scenes[si])[-1]))
             except ExecutionError as e:
                 answers.append(e)
         return answers
+
+    def run_batch(self, programs: Sequence[Program], scenes: Sequence[SymbolicScene],
+                  scene_index: Sequence[int]) -> list[Any]:
+        """:meth:`prepare` then :meth:`execute`."""
+        return self.execute(self.prepare(programs, scenes, scene_index))
 
     @staticmethod
     def decode_trace(cp: CompiledProgram, cs: CompiledScene, out: list) -> list:

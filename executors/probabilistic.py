@@ -1,0 +1,688 @@
+"""P-NSVQA: probabilistic execution of programs on per-object likelihoods.
+
+Every intermediate result is a probability, and the answer is the most likely value of the final
+distribution (instead of NS-VQA's argmax of every attribute before reasoning). The rules, for a
+scene of N detections with existence probabilities e_i and attribute distributions P_i(v):
+
+* ``scene``: the object set s_i = e_i (the probability that detection i is an object).
+* ``filter_<a>[v]``: s_i * P_i(a in keep(v)), where keep(v) expands a category to its shapes.
+* ``unique``: the distribution over which element is *the* element, conditioned on exactly one
+  element being in the set: q_i = s_i * prod_{j != i} (1 - s_j) / Z, with
+  Z = P(exactly one) (the step's confidence). Z = 0 (an empty set, or two certain elements) is
+  the deterministic failure and raises :class:`UniquenessError`.
+* ``relate[r]``: s_j = e_j * sum_i q_i * p_r(i, j); p_r is the scene's relation matrix when given,
+  else the spatial likelihood of :func:`executors.scene.spatial_likelihood`. p_r(i, i) = 0.
+* ``same_<a>``: s_j = e_j * sum_i q_i * [j != i] * sum_v P_i(v) P_j(v).
+* ``union`` / ``intersect``: elementwise max / min (the sets come from the same detections, so
+  their memberships are positively dependent; max/min are the Frechet bounds for that case).
+* ``count`` / ``exist``: mode ``threshold`` (the paper): the objects with s_i >= 0.7 are counted,
+  exist = any s_i >= 0.7; mode ``exact``: the Poisson-binomial distribution of the number of
+  elements, exist = 1 - prod_i (1 - s_i).
+* ``query_<a>``: sum_i q_i P_i(.) ; ``equal_<a>``: sum_v P(v) P'(v) ; ``equal_object``: sum_i q_i q'_i.
+* ``equal_integer`` / ``less_than`` / ``greater_than``: P(m = n), P(m < n), P(m > n) from the two
+  count distributions (independent).
+* Parts: ``object2part``: s_ik = w_i * pe_ik (pe: probability that part k of object i is a
+  distinct part); ``partfilter_<a>[v]``: s_ik * P_ik(v); ``partfilter_partname[v]``: s_ik * [k in
+  keep(v)]; ``unique`` on parts as above over (i, k); ``partquery_<a>``: sum_ik q_ik P_ik(.);
+  ``partquery_partname``: sum_i q_ik; ``part2object``: s_i = max_k s_ik for a part set and
+  sum_k q_ik for one part.
+
+With one-hot likelihoods every rule reduces to the deterministic one, so both executors answer
+alike (tested on the reference sets and on random programs).
+
+Execution is batched: the nodes of all questions are grouped by (depth in the program, rule) and
+each group runs as a few array operations over all its questions, on numpy or on torch tensors
+(CPU or CUDA; ``device=``). Padded objects have e_i = 0.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+
+from .deterministic import ExecutionResult
+from .dsl import OBJECT, OBJECT_SET, PART, PART_SET, SIGNATURES
+from .errors import ExecutionError, UniquenessError
+from .ontology import Ontology
+from .program import Program
+from .scene import SceneLikelihoods, SymbolicScene, spatial_likelihood
+
+MODES = ("threshold", "exact")
+
+# Storage kinds of node outputs.
+_OBJ, _PART, _VAL = 0, 1, 2
+_KIND_OF_TYPE = {OBJECT_SET: _OBJ, OBJECT: _OBJ, PART_SET: _PART, PART: _PART}
+
+# Rules (op codes).
+(SCENE, FILTER, UNIQUE_O, UNIQUE_P, RELATE, UNION, INTERSECT, COUNT, EXIST, QUERY, SAME,
+ EQUAL_VALUE, EQUAL_INT, LESS, GREATER, EQUAL_OBJECT, OBJ2PART, PART2OBJ_SET, PART2OBJ_ONE,
+ PARTFILTER, PARTNAME, PARTQUERY, PARTQUERY_NAME) = range(23)
+_SIMPLE = {"scene": SCENE, "filter": FILTER, "relate": RELATE, "union": UNION, "intersect": INTERSECT,
+           "count": COUNT, "exist": EXIST, "query": QUERY, "same": SAME, "equal_value": EQUAL_VALUE,
+           "equal_object": EQUAL_OBJECT, "object2part": OBJ2PART, "partfilter": PARTFILTER,
+           "partfilter_partname": PARTNAME, "partquery": PARTQUERY, "partquery_partname": PARTQUERY_NAME}
+_COMPARE = {"equal_integer": EQUAL_INT, "less_than": LESS, "greater_than": GREATER}
+
+
+# ====================================================================== backends
+class _Numpy:
+    name = "numpy"
+
+    def __init__(self, dtype):
+        self.dtype = np.dtype(dtype)
+        self.xp = np
+
+    def asarray(self, x, dtype=None):
+        return np.asarray(x, dtype=dtype or self.dtype)
+
+    def index(self, x):
+        return np.asarray(x, dtype=np.intp)
+
+    def zeros(self, shape):
+        return np.zeros(shape, dtype=self.dtype)
+
+    def empty(self, shape):
+        return np.empty(shape, dtype=self.dtype)
+
+    def cumprod(self, x, axis):
+        return np.cumprod(x, axis=axis)
+
+    def flip(self, x, axis):
+        return np.flip(x, axis=axis)
+
+    def to_numpy(self, x):
+        return np.asarray(x)
+
+    def as_float(self, x):
+        return x.astype(self.dtype)
+
+    def cat(self, xs, axis):
+        return np.concatenate(xs, axis=axis)
+
+    def stack(self, xs, axis):
+        return np.stack(xs, axis=axis)
+
+
+class _Torch:
+    name = "torch"
+
+    def __init__(self, dtype, device):
+        import torch  # lazily: executors needs numpy only
+
+        self.torch = torch
+        self.xp = torch
+        self.dtype = {"float64": torch.float64, "float32": torch.float32}[np.dtype(dtype).name]
+        self.device = torch.device(device)
+
+    def asarray(self, x, dtype=None):
+        return self.torch.as_tensor(np.asarray(x), dtype=dtype or self.dtype, device=self.device)
+
+    def index(self, x):
+        return self.torch.as_tensor(np.asarray(x, dtype=np.int64), device=self.device)
+
+    def zeros(self, shape):
+        return self.torch.zeros(shape, dtype=self.dtype, device=self.device)
+
+    def empty(self, shape):
+        return self.torch.empty(shape, dtype=self.dtype, device=self.device)
+
+    def cumprod(self, x, axis):
+        return self.torch.cumprod(x, dim=axis)
+
+    def flip(self, x, axis):
+        return self.torch.flip(x, dims=(axis,))
+
+    def to_numpy(self, x):
+        return x.detach().cpu().numpy()
+
+    def as_float(self, x):
+        return x.to(self.dtype)
+
+    def cat(self, xs, axis):
+        return self.torch.cat(xs, dim=axis)
+
+    def stack(self, xs, axis):
+        return self.torch.stack(xs, dim=axis)
+
+
+# ====================================================================== value space
+@dataclass(frozen=True)
+class ValueSpace:
+    """Layout of answer distributions: every value type is a slice of one vector of length V.
+
+    ``[attribute values (shape, color, ...)] [part names] [yes, no] [integers 0..max_objects]``.
+    """
+
+    labels: tuple[str, ...]
+    values: np.ndarray  # object array: the answer of each entry (int for integers, else label)
+    attr_slices: dict
+    part_start: int
+    yes: int
+    int_start: int
+    n_int: int
+
+    @property
+    def size(self) -> int:
+        return len(self.labels)
+
+    @classmethod
+    def build(cls, onto: Ontology, max_objects: int) -> "ValueSpace":
+        labels: list[str] = []
+        slices = {}
+        for a in onto.attributes:
+            vals = onto.values(a)
+            slices[a] = (len(labels), len(labels) + len(vals))
+            labels += [onto.spoken_value(a, v) for v in vals]
+        part_start = len(labels)
+        labels += [onto.spoken_value("partname", p) for p in onto.part_names]
+        yes = len(labels)
+        labels += ["yes", "no"]
+        int_start = len(labels)
+        labels += [str(i) for i in range(max_objects + 1)]
+        values = np.array(labels[:int_start] + list(range(max_objects + 1)), dtype=object)
+        return cls(tuple(labels), values, slices, part_start, yes, int_start, max_objects + 1)
+
+    def slice_of(self, answer_type: str) -> tuple[int, int]:
+        if answer_type == "Bool":
+            return self.yes, self.yes + 2
+        if answer_type == "Integer":
+            return self.int_start, self.int_start + self.n_int
+        if answer_type == "Partname":
+            return self.part_start, self.yes
+        return self.attr_slices[answer_type.lower()]
+
+
+# ====================================================================== prepared scenes
+class SceneBatch:
+    """Likelihoods of S scenes stacked and padded to N objects, with derived tensors.
+
+    Attributes (S scenes, N objects, K = all attribute values, C = filter columns, P parts):
+        E: (S, N) existence; A: (S, N, K) attribute distributions; F: (S, N, C) filter columns;
+        R: (S, 4, N, N) relation likelihoods times e_j; SAME: (S, n_attr, N, N) same-attribute
+        likelihoods times e_j; PE: (S, N, P) part existence; PA: (S, N, P, Kp) part attributes.
+    """
+
+    def __init__(self, liks: Sequence[SceneLikelihoods], onto: Ontology, be, with_parts: bool):
+        self.onto = onto
+        self.n_objects = [len(l) for l in liks]
+        S, N = len(liks), max([1, *self.n_objects])
+        self.N = N
+        attrs = list(onto.attributes)
+        K = sum(len(onto.values(a)) for a in attrs)
+        E = np.zeros((S, N))
+        A = np.zeros((S, N, K))
+        R = np.zeros((S, len(onto.relations), N, N))
+        SAME = np.zeros((S, len(attrs), N, N))
+        for s, l in enumerate(liks):
+            n = len(l)
+            E[s, :n] = l.exist
+            A[s, :n] = np.concatenate([l.attributes[a] for a in attrs], axis=1) if n else 0
+            for r, rel in enumerate(onto.relations):
+                m = l.relations[rel] if l.relations is not None else spatial_likelihood(l, rel)
+                m = m * (1.0 - np.eye(n))
+                R[s, r, :n, :n] = m * l.exist[None, :]
+            for k, a in enumerate(attrs):
+                p = l.attributes[a]
+                m = (p @ p.T) * (1.0 - np.eye(n))
+                SAME[s, k, :n, :n] = m * l.exist[None, :]
+        # filter columns: value columns mapped to filter values (a category keeps its shapes)
+        cols, self.filter_col = [], {}
+        off = 0
+        for a in attrs:
+            vals = onto.values(a)
+            for v in onto.filter_values(a):
+                col = np.zeros(K)
+                for m in onto.matching(a, v):
+                    col[off + vals.index(m)] = 1.0
+                self.filter_col[(a, v)] = len(cols)
+                cols.append(col)
+            off += len(vals)
+        F = A @ np.stack(cols, axis=1)
+        self.attr_mask = np.zeros((len(attrs), K))
+        self.attr_index = {a: k for k, a in enumerate(attrs)}
+        off = 0
+        for k, a in enumerate(attrs):
+            self.attr_mask[k, off:off + len(onto.values(a))] = 1.0
+            off += len(onto.values(a))
+        self.K = K
+        self.be = be
+        # flat per-(scene, parameter) tables: row scene * n + parameter
+        Ft = F.transpose(0, 2, 1).reshape(S * F.shape[2], N)
+        self.E, self.A, self.Ft = map(be.asarray, (E, A, Ft))
+        self.Rf = be.asarray(R.reshape(-1, N, N))
+        self.SAMEf = be.asarray(SAME.reshape(-1, N, N))
+        self.attr_mask_t = be.asarray(self.attr_mask)
+        self.has_parts = with_parts and onto.has_parts
+        if self.has_parts:
+            self._build_parts(liks, onto, attrs, be)
+
+    def _build_parts(self, liks, onto, attrs, be) -> None:
+        names = onto.part_names
+        P = len(names)
+        pattrs = [a for a in onto.part_attributes if a in onto.attributes]
+        Kp = sum(len(onto.values(a)) for a in pattrs)
+        S, N = len(liks), self.N
+        PE = np.zeros((S, N, P))
+        PA = np.zeros((S, N, P, Kp))
+        for s, l in enumerate(liks):
+            n = len(l)
+            if l.part_exist is None or n == 0:
+                continue
+            PE[s, :n] = l.part_exist
+            PA[s, :n] = np.concatenate([l.part_attributes[a] for a in pattrs], axis=-1)
+        # part attribute column -> value-space column; masks per attribute; filter columns
+        self.part_col, kp2k, pmask = {}, [], np.zeros((len(attrs), Kp))
+        off = 0
+        for a in pattrs:
+            vals = onto.values(a)
+            a_off = sum(len(onto.values(b)) for b in attrs[:attrs.index(a)])
+            for j, v in enumerate(vals):
+                self.part_col[(a, v)] = off + j
+                kp2k.append(a_off + j)
+            pmask[self.attr_index[a], off:off + len(vals)] = 1.0
+            off += len(vals)
+        self.partname_row = {v: r for r, v in enumerate(sorted(onto.partname_filters))}
+        PF = np.zeros((len(self.partname_row), P))
+        index = {p: k for k, p in enumerate(names)}
+        for v, r in self.partname_row.items():
+            for p in onto.partname_matching(v):
+                PF[r, index[p]] = 1.0
+        self.P, self.Kp = P, Kp
+        self.kp2k = be.index(kp2k)
+        PAt = PA.transpose(0, 3, 1, 2).reshape(S * Kp, N, P)  # row scene * Kp + column
+        self.PE, self.PA, self.PAt, self.PF, self.pmask = map(be.asarray, (PE, PA, PAt, PF, pmask))
+
+
+# ====================================================================== compiled programs
+@dataclass
+class _Group:
+    """Nodes of one rule run together: flat store rows of inputs and output, and parameters."""
+
+    op: int
+    s: Any            # scene index per node
+    a: Any            # store row of input 0
+    b: Any            # store row of input 1
+    out: Any          # store row of the output
+    param: Any        # rule parameter; flat (scene * n + parameter) for per-scene tables
+    node: np.ndarray  # node index per row (error reports, confidences)
+    qn: np.ndarray    # question per row
+
+
+@dataclass
+class PreparedBatch:
+    """Programs, scenes and schedule ready for :meth:`ProbabilisticExecutor.execute`."""
+
+    scenes: SceneBatch
+    space: ValueSpace
+    groups: list
+    n_questions: int
+    slots: tuple[int, int, int]
+    n_part_rows: int
+    final_rows: Any
+    answer_types: list[str]
+    answer_mask: np.ndarray  # (B, V) bool: the value-space entries of each answer's type
+    node_slots: list = field(default_factory=list)  # per question: [(kind, slot)] per node
+    part_row: np.ndarray | None = None
+    scene_index: np.ndarray | None = None
+
+
+class ProbabilisticExecutor:
+    """P-NSVQA executor over :class:`SceneLikelihoods`.
+
+    Args:
+        ontology: the dataset's vocabularies.
+        mode: ``"threshold"`` (the paper: count/exist select objects with probability >=
+            ``threshold``) or ``"exact"`` (Poisson-binomial count, exist = 1 - prod(1 - p)).
+        threshold: the selection threshold of ``threshold`` mode (0.7 in the paper).
+        device: None for numpy; ``"cpu"``/``"cuda"``/a torch.device to run on torch tensors.
+        dtype: ``"float32"`` (default) or ``"float64"``.
+        max_batch: questions per chunk in :meth:`prepare` (bounds memory).
+    """
+
+    def __init__(self, ontology: Ontology, mode: str = "threshold", threshold: float = 0.7,
+                 device: Any = None, dtype: str = "float32", max_batch: int = 8192):
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+        if not 0.0 < threshold <= 1.0:
+            raise ValueError(f"threshold must be in (0, 1], got {threshold!r}")
+        self.ontology, self.mode, self.threshold = ontology, mode, float(threshold)
+        self.be = _Numpy(dtype) if device is None else _Torch(dtype, device)
+        self.max_batch = int(max_batch)
+
+    # ------------------------------------------------------------------ public API
+    def run(self, program: Program, likelihoods: SceneLikelihoods | SymbolicScene,
+            trace: bool = True) -> ExecutionResult:
+        """Execute one program; returns the answer, its distribution and a per-step trace.
+
+        Raises:
+            InvalidProgram, TypeMismatch: malformed program.
+            UniquenessError: ``unique`` on a set that holds exactly one element with probability 0.
+        """
+        if isinstance(likelihoods, SymbolicScene):
+            likelihoods = SceneLikelihoods.from_scene(likelihoods)
+        (batch,) = self.prepare([program], [likelihoods], [0])
+        res = self._execute(batch, keep=True)
+        out = res["answers"][0]
+        if isinstance(out, ExecutionError):
+            raise out
+        tr, conf = self._trace(batch, res, 0) if trace else (None, None)
+        return ExecutionResult(out, batch.answer_types[0], tr, res["distributions"][0], conf)
+
+    def prepare(self, programs: Sequence[Program], likelihoods: Sequence[SceneLikelihoods | SymbolicScene],
+                scene_index: Sequence[int]) -> list[PreparedBatch]:
+        """Validate and schedule ``programs`` (question i runs on ``likelihoods[scene_index[i]]``).
+
+        Returns a list of chunks of at most ``max_batch`` questions for :meth:`execute`.
+
+        Raises:
+            InvalidProgram, TypeMismatch: a malformed program (message names the question).
+            InvalidObjectReference: a scene index outside ``likelihoods``.
+        """
+        from .errors import InvalidObjectReference
+
+        liks = [SceneLikelihoods.from_scene(l) if isinstance(l, SymbolicScene) else l for l in likelihoods]
+        si = np.asarray(scene_index, dtype=np.intp).reshape(-1)
+        if len(si) != len(programs):
+            raise ValueError(f"{len(programs)} programs but {len(si)} scene indices")
+        if len(si) and (si.min() < 0 or si.max() >= len(liks)):
+            bad = int(np.flatnonzero((si < 0) | (si >= len(liks)))[0])
+            raise InvalidObjectReference(f"question {bad}: scene index {int(si[bad])} outside the "
+                                         f"{len(liks)} scenes given")
+        typed = []
+        for i, p in enumerate(programs):
+            try:
+                typed.append(p.validate(self.ontology))
+            except ExecutionError as e:
+                raise e.with_context(f"question {i}")
+        with_parts = any(SIGNATURES[n.function].kind in ("object2part",) for p in programs for n in p.nodes)
+        scenes = SceneBatch(liks, self.ontology, self.be, with_parts)
+        space = ValueSpace.build(self.ontology, scenes.N)
+        chunks = []
+        for start in range(0, max(len(programs), 1), self.max_batch):
+            stop = min(start + self.max_batch, len(programs))
+            chunks.append(self._schedule(programs[start:stop], typed[start:stop], si[start:stop], scenes, space))
+        return chunks
+
+    def execute(self, batches: PreparedBatch | Sequence[PreparedBatch]) -> list[Any]:
+        """Answers of prepared questions; an :class:`ExecutionError` stands in place of the answer
+        of a question that fails."""
+        if isinstance(batches, PreparedBatch):
+            batches = [batches]
+        out: list[Any] = []
+        for b in batches:
+            out += self._execute(b, keep=False, distributions=False)["answers"]
+        return out
+
+    def run_batch(self, programs: Sequence[Program], likelihoods: Sequence[SceneLikelihoods | SymbolicScene],
+                  scene_index: Sequence[int]) -> list[Any]:
+        """:meth:`prepare` then :meth:`execute`."""
+        return self.execute(self.prepare(programs, likelihoods, scene_index))
+
+    def distributions(self, batches: PreparedBatch | Sequence[PreparedBatch]) -> list[dict | None]:
+        """Answer distributions (answer -> probability) of prepared questions (None on error)."""
+        if isinstance(batches, PreparedBatch):
+            batches = [batches]
+        out: list = []
+        for b in batches:
+            out += self._execute(b, keep=False, distributions=True)["distributions"]
+        return out
+
+    # ------------------------------------------------------------------ scheduling
+    def _schedule(self, programs, typed, si, scenes: SceneBatch, space: ValueSpace) -> PreparedBatch:
+        """Assign every node a storage slot and group nodes of all questions into steps.
+
+        A node runs as late as its consumers allow (its height below the answer node), so that
+        nodes of one rule at the same height across questions form one group; ``scene`` nodes
+        all run first. Stores are 2-D (slot * rows + row, ...) so each gather is one take.
+        """
+        B = len(programs)
+        n_slots = [0, 0, 0]
+        node_slots = []
+        part_row = np.full(B, -1, dtype=np.intp)
+        n_part_rows = 0
+        pending = []
+        for qi, (p, types) in enumerate(zip(programs, typed)):
+            counters = [0, 0, 0]
+            slots: list[tuple[int, int]] = []
+            if any(_KIND_OF_TYPE.get(t) == _PART for t in types):
+                part_row[qi] = n_part_rows
+                n_part_rows += 1
+            height = [0] * len(p.nodes)
+            for i in range(len(p.nodes) - 1, -1, -1):
+                for j in p.nodes[i].inputs:
+                    height[j] = max(height[j], height[i] + 1)
+            for i, n in enumerate(p.nodes):
+                kind = _KIND_OF_TYPE.get(types[i], _VAL)
+                slots.append((kind, counters[kind]))
+                counters[kind] += 1
+                op, param = self._rule(SIGNATURES[n.function], n, types, scenes)
+                pending.append((qi, i, op, param, -10 ** 6 if op == SCENE else -height[i]))
+            for k in range(3):
+                n_slots[k] = max(n_slots[k], counters[k])
+            node_slots.append(slots)
+        rows_per = (B, n_part_rows, B)
+
+        def row(qi: int, kind_slot: tuple[int, int]) -> int:
+            kind, slot = kind_slot
+            return slot * rows_per[kind] + (part_row[qi] if kind == _PART else qi)
+
+        per_scene = {FILTER: len(scenes.filter_col), RELATE: len(self.ontology.relations),
+                     SAME: len(scenes.attr_index), PARTFILTER: getattr(scenes, "Kp", 0)}
+        grouped: dict[tuple[int, int], list] = {}
+        for qi, i, op, param, level in pending:
+            slots, node = node_slots[qi], programs[qi].nodes[i]
+            ra = row(qi, slots[node.inputs[0]]) if node.inputs else 0
+            rb = row(qi, slots[node.inputs[1]]) if len(node.inputs) > 1 else 0
+            sp = si[qi] * per_scene[op] + param if op in per_scene else param
+            grouped.setdefault((level, op), []).append((qi, si[qi], ra, rb, row(qi, slots[i]), sp, i))
+        be = self.be
+        groups = []
+        for (_, op), r in sorted(grouped.items()):
+            arr = np.asarray(r, dtype=np.intp)
+            groups.append(_Group(op, be.index(arr[:, 1]), be.index(arr[:, 2]), be.index(arr[:, 3]),
+                                 be.index(arr[:, 4]), be.index(arr[:, 5]), arr[:, 6], arr[:, 0]))
+        answer_types = [t[-1] for t in typed]
+        final_rows = [row(qi, node_slots[qi][-1]) for qi in range(B)]
+        mask = np.zeros((B, space.size), dtype=bool)
+        for qi, t in enumerate(answer_types):
+            lo, hi = space.slice_of(t)
+            mask[qi, lo:hi] = True
+        return PreparedBatch(scenes, space, groups, B, tuple(n_slots), n_part_rows,
+                             be.index(final_rows), answer_types, mask, node_slots, part_row, si)
+
+    def _rule(self, sig, n, types, scenes: SceneBatch) -> tuple[int, int]:
+        onto, kind = self.ontology, sig.kind
+        if kind == "filter":
+            v = n.value if n.value in onto.filter_values(sig.attribute) else onto.canonical(sig.attribute, n.value)
+            return FILTER, scenes.filter_col[(sig.attribute, v)]
+        if kind == "unique":
+            return (UNIQUE_P if types[n.inputs[0]] == PART_SET else UNIQUE_O), 0
+        if kind == "relate":
+            return RELATE, onto.relations.index(n.value)
+        if kind in ("query", "same"):
+            return _SIMPLE[kind], scenes.attr_index[sig.attribute]
+        if kind == "compare":
+            return _COMPARE[sig.name], 0
+        if kind == "part2object":
+            return (PART2OBJ_ONE if types[n.inputs[0]] == PART else PART2OBJ_SET), 0
+        if kind == "partfilter":
+            return PARTFILTER, scenes.part_col[(sig.attribute, onto.canonical(sig.attribute, n.value))]
+        if kind == "partfilter_partname":
+            return PARTNAME, scenes.partname_row[n.value]
+        if kind == "partquery":
+            return PARTQUERY, scenes.attr_index[sig.attribute]
+        return _SIMPLE[kind], 0
+
+    # ------------------------------------------------------------------ execution
+    def _execute(self, b: PreparedBatch, keep: bool, distributions: bool = True) -> dict:
+        be, xp, sc, sp = self.be, self.be.xp, b.scenes, b.space
+        B, N, V = b.n_questions, sc.N, sp.size
+        obj = be.empty((b.slots[_OBJ] * B, N))
+        val = be.zeros((b.slots[_VAL] * B, V))
+        part = be.empty((b.slots[_PART] * b.n_part_rows, N, sc.P)) if b.n_part_rows else None
+        fails_q, fails_n = [], []
+        tau = self.threshold
+        exact = self.mode == "exact"
+        conf = {} if keep else None
+        yes, ints = slice(sp.yes, sp.yes + 2), slice(sp.int_start, sp.int_start + N + 1)
+        for g in b.groups:
+            op = g.op
+            if op == FILTER:
+                obj[g.out] = obj[g.a] * sc.Ft[g.param]
+            elif op == SCENE:
+                obj[g.out] = sc.E[g.s]
+            elif op == UNIQUE_O:
+                q, z = _exactly_one(be, obj[g.a])
+                obj[g.out] = q
+                self._fail(be, z, g, fails_q, fails_n, conf)
+            elif op == RELATE:
+                obj[g.out] = xp.einsum("gi,gij->gj", obj[g.a], sc.Rf[g.param])
+            elif op == UNION:
+                obj[g.out] = xp.maximum(obj[g.a], obj[g.b])
+            elif op == INTERSECT:
+                obj[g.out] = xp.minimum(obj[g.a], obj[g.b])
+            elif op == SAME:
+                obj[g.out] = xp.einsum("gi,gij->gj", obj[g.a], sc.SAMEf[g.param])
+            elif op == QUERY:
+                val[g.out, :sc.K] = xp.einsum("gn,gnk->gk", obj[g.a], sc.A[g.s]) * sc.attr_mask_t[g.param]
+            elif op == COUNT:
+                p = obj[g.a]
+                val[g.out, ints] = _poisson_binomial(be, p) if exact else _point_count(be, p >= tau, N)
+            elif op == EXIST:
+                p = obj[g.a]
+                y = (1.0 - xp.prod(1.0 - p, -1)) if exact else be.as_float((p >= tau).any(-1))
+                val[g.out, yes] = _yes_no(be, y)
+            elif op == EQUAL_VALUE:
+                val[g.out, yes] = _yes_no(be, (val[g.a] * val[g.b]).sum(-1))
+            elif op == EQUAL_OBJECT:
+                val[g.out, yes] = _yes_no(be, (obj[g.a] * obj[g.b]).sum(-1))
+            elif op in (EQUAL_INT, LESS, GREATER):
+                m, n = val[g.a, ints], val[g.b, ints]
+                if op == EQUAL_INT:
+                    y = (m * n).sum(-1)
+                else:
+                    cn = _cumsum(be, n)  # P(n <= k)
+                    y = (m * (1.0 - cn)).sum(-1) if op == LESS else (m * (cn - n)).sum(-1)
+                val[g.out, yes] = _yes_no(be, y)
+            elif op == OBJ2PART:
+                part[g.out] = obj[g.a][:, :, None] * sc.PE[g.s]
+            elif op == PART2OBJ_SET:
+                obj[g.out] = xp.amax(part[g.a], -1)
+            elif op == PART2OBJ_ONE:
+                obj[g.out] = part[g.a].sum(-1)
+            elif op == PARTFILTER:
+                part[g.out] = part[g.a] * sc.PAt[g.param]
+            elif op == PARTNAME:
+                part[g.out] = part[g.a] * sc.PF[g.param][:, None, :]
+            elif op == UNIQUE_P:
+                x = part[g.a]
+                q, z = _exactly_one(be, x.reshape(x.shape[0], -1))
+                part[g.out] = q.reshape(x.shape)
+                self._fail(be, z, g, fails_q, fails_n, conf)
+            elif op == PARTQUERY:
+                d = xp.einsum("gnp,gnpk->gk", part[g.a], sc.PA[g.s]) * sc.pmask[g.param]
+                rows = val[g.out]
+                rows[:, sc.kp2k] = d
+                val[g.out] = rows
+            elif op == PARTQUERY_NAME:
+                val[g.out, sp.part_start:sp.part_start + sc.P] = part[g.a].sum(1)
+            else:  # pragma: no cover - every rule of the DSL is handled above
+                raise AssertionError(f"unhandled rule {op}")
+        final_np = be.to_numpy(val[b.final_rows])
+        # the answer is the most likely value of the final node's type
+        best = np.where(b.answer_mask, final_np, -1.0).argmax(1)
+        answers: list[Any] = sp.values[best].tolist()
+        failed: dict[int, int] = {}
+        for fq, fn in zip(fails_q, fails_n):
+            for qq, nn in zip(fq, fn):
+                failed[qq] = min(nn, failed.get(qq, nn))
+        for qq, nn in failed.items():
+            answers[qq] = UniquenessError("the set holds exactly one element with probability 0",
+                                          node=nn, function="unique")
+        dists: list[Any] = []
+        if distributions:
+            for qi in range(B):
+                if qi in failed:
+                    dists.append(None)
+                    continue
+                nz = np.flatnonzero(b.answer_mask[qi] & (final_np[qi] > 0))
+                dists.append({sp.values[j]: float(final_np[qi, j]) for j in nz})
+        out = {"answers": answers, "distributions": dists}
+        if keep:
+            out.update(obj=obj, val=val, part=part, conf=conf)
+        return out
+
+    def _fail(self, be, z, g: _Group, fails_q, fails_n, conf) -> None:
+        zn = be.to_numpy(z)
+        bad = np.flatnonzero(~(zn > 0))
+        if len(bad):
+            fails_q.append(g.qn[bad].tolist())
+            fails_n.append(g.node[bad].tolist())
+        if conf is not None:
+            for qq, nn, zz in zip(g.qn.tolist(), g.node.tolist(), zn.tolist()):
+                conf[(qq, nn)] = zz
+
+    def _trace(self, b: PreparedBatch, res: dict, qi: int) -> tuple[list, list]:
+        """Per node of question ``qi``: its output (probabilities per object / part, or
+        answer -> probability) and the step's confidence where one is defined."""
+        be, sp = self.be, b.space
+        n = b.scenes.n_objects[int(b.scene_index[qi])]
+        trace, conf = [], []
+        for i, (kind, slot) in enumerate(b.node_slots[qi]):
+            if kind == _OBJ:
+                trace.append(be.to_numpy(res["obj"][slot * b.n_questions + qi])[:n].copy())
+            elif kind == _PART:
+                trace.append(be.to_numpy(res["part"][slot * b.n_part_rows + b.part_row[qi]])[:n].copy())
+            else:
+                row = be.to_numpy(res["val"][slot * b.n_questions + qi])
+                trace.append({sp.labels[j]: float(row[j]) for j in np.flatnonzero(row > 0)})
+            conf.append(res["conf"].get((qi, i)))
+        return trace, conf
+
+
+# ====================================================================== kernels
+def _exactly_one(be, p):
+    """q_i = p_i prod_{j != i}(1 - p_j) / Z and Z = P(exactly one) along the last axis."""
+    xp = be.xp
+    r = 1.0 - p
+    ones = xp.ones_like(p[..., :1])
+    pre = be.cumprod(be.cat([ones, r[..., :-1]], -1), -1)  # prod_{j < i} (1 - p_j)
+    rr = be.flip(r, -1)
+    suf = be.flip(be.cumprod(be.cat([ones, rr[..., :-1]], -1), -1), -1)  # prod_{j > i}
+    w = p * pre * suf
+    z = w.sum(-1)
+    safe = xp.where(z > 0, z, xp.ones_like(z))
+    return w / safe[..., None], z
+
+
+def _poisson_binomial(be, p):
+    """(G, N+1) distribution of the number of elements of independent memberships p (G, N)."""
+    G, N = p.shape
+    d = be.zeros((G, N + 1))
+    d[:, 0] = 1.0
+    for j in range(N):
+        pj = p[:, j:j + 1]
+        nd = d * (1.0 - pj)
+        nd[:, 1:] += d[:, :-1] * pj
+        d = nd
+    return d
+
+
+def _point_count(be, selected, N):
+    """(G, N+1) one-hot at the number of selected elements."""
+    G = selected.shape[0]
+    k = selected.sum(-1)
+    out = be.zeros((G, N + 1))
+    idx = be.index(np.arange(G))
+    out[idx, k] = 1.0
+    return out
+
+
+def _yes_no(be, y):
+    """(G, 2) [P(yes), P(no)]."""
+    return be.stack([y, 1.0 - y], -1)
+
+
+def _cumsum(be, x):
+    return be.xp.cumsum(x, -1) if be.name == "numpy" else be.torch.cumsum(x, dim=-1)
