@@ -49,8 +49,8 @@ class ExecutionResult:
 class CompiledScene:
     """Bit-set view of a :class:`SymbolicScene` for fast execution."""
 
-    __slots__ = ("n", "all", "attrs", "masks", "rel", "obj_parts", "part_attrs", "part_names",
-                 "_partname", "onto")
+    __slots__ = ("n", "all", "attrs", "masks", "_rel", "_scene", "obj_parts", "part_attrs",
+                 "part_names", "_partname", "onto")
 
     def __init__(self, scene: SymbolicScene):
         onto = scene.ontology
@@ -68,7 +68,7 @@ class CompiledScene:
                         m |= 1 << i
                 masks[(a, v)] = m
         self.masks = masks
-        self.rel = {r: [_mask(js) for js in lists] for r, lists in scene.relation_lists().items()}
+        self._scene, self._rel = scene, None
         self.obj_parts = [0] * n
         self.part_attrs: dict[int, dict[str, str]] = {}
         self.part_names: dict[int, str] = {}
@@ -80,6 +80,13 @@ class CompiledScene:
                 self.part_attrs[bit] = pa
                 self.part_names[bit] = name
         self._partname: dict[str, int] = {}
+
+    @property
+    def rel(self) -> dict[str, list[int]]:
+        """relation -> per object, the mask of objects in that relation (computed on first use)."""
+        if self._rel is None:
+            self._rel = {r: [_mask(js) for js in lists] for r, lists in self._scene.relation_lists().items()}
+        return self._rel
 
     def part_mask(self, attr: str, value: str) -> int:
         m = 0
@@ -127,7 +134,7 @@ def _single(m: int, node: int, fn: str) -> int:
 # Each step is f(outputs, a, b, key, scene, node) -> output. a, b: input node indices.
 def _scene(o, a, b, k, s, i): return s.all
 def _filter(o, a, b, k, s, i): return o[a] & s.masks[k]
-def _unique(o, a, b, k, s, i): return _single(o[a], i, "unique")
+def _unique(o, a, b, k, s, i): return _single(o[a], i, k)
 def _relate(o, a, b, k, s, i): return s.rel[k][o[a]]
 def _union(o, a, b, k, s, i): return o[a] | o[b]
 def _intersect(o, a, b, k, s, i): return o[a] & o[b]
@@ -214,6 +221,8 @@ class DeterministicExecutor:
                 key = n.value
             elif kind in ("query", "same", "partquery"):
                 key = sig.attribute
+            elif kind == "unique":
+                key = n.function  # named in the error
             if kind == "compare":
                 fn = _COMPARE[n.function]
             elif kind == "object2part":

@@ -58,6 +58,10 @@ _KIND_OF_TYPE = {OBJECT_SET: _OBJ, OBJECT: _OBJ, PART_SET: _PART, PART: _PART}
 (SCENE, FILTER, UNIQUE_O, UNIQUE_P, RELATE, UNION, INTERSECT, COUNT, EXIST, QUERY, SAME,
  EQUAL_VALUE, EQUAL_INT, LESS, GREATER, EQUAL_OBJECT, OBJ2PART, PART2OBJ_SET, PART2OBJ_ONE,
  PARTFILTER, PARTNAME, PARTQUERY, PARTQUERY_NAME) = range(23)
+RULE_NAMES = ("scene", "filter", "unique", "unique_part", "relate", "union", "intersect", "count",
+              "exist", "query", "same", "equal_value", "equal_integer", "less_than", "greater_than",
+              "equal_object", "object2part", "part2object_set", "part2object_one", "partfilter",
+              "partfilter_partname", "partquery", "partquery_partname")
 _SIMPLE = {"scene": SCENE, "filter": FILTER, "relate": RELATE, "union": UNION, "intersect": INTERSECT,
            "count": COUNT, "exist": EXIST, "query": QUERY, "same": SAME, "equal_value": EQUAL_VALUE,
            "equal_object": EQUAL_OBJECT, "object2part": OBJ2PART, "partfilter": PARTFILTER,
@@ -304,7 +308,8 @@ class _Group:
     a: Any            # store row of input 0
     b: Any            # store row of input 1
     out: Any          # store row of the output
-    param: Any        # rule parameter; flat (scene * n + parameter) for per-scene tables
+    param: Any        # rule parameter; flat (scene * n + parameter) for per-scene tables;
+    #                   for a filter chain, one such array per filter
     node: np.ndarray  # node index per row (error reports, confidences)
     qn: np.ndarray    # question per row
 
@@ -325,6 +330,8 @@ class PreparedBatch:
     node_slots: list = field(default_factory=list)  # per question: [(kind, slot)] per node
     part_row: np.ndarray | None = None
     scene_index: np.ndarray | None = None
+    programs: Sequence[Program] = ()
+    buffers: Any = None  # stores reused across executions (no re-allocation, no page faults)
 
 
 class ProbabilisticExecutor:
@@ -361,7 +368,7 @@ class ProbabilisticExecutor:
         """
         if isinstance(likelihoods, SymbolicScene):
             likelihoods = SceneLikelihoods.from_scene(likelihoods)
-        (batch,) = self.prepare([program], [likelihoods], [0])
+        (batch,) = self.prepare([program], [likelihoods], [0], fuse=False)
         res = self._execute(batch, keep=True)
         out = res["answers"][0]
         if isinstance(out, ExecutionError):
@@ -370,10 +377,11 @@ class ProbabilisticExecutor:
         return ExecutionResult(out, batch.answer_types[0], tr, res["distributions"][0], conf)
 
     def prepare(self, programs: Sequence[Program], likelihoods: Sequence[SceneLikelihoods | SymbolicScene],
-                scene_index: Sequence[int]) -> list[PreparedBatch]:
+                scene_index: Sequence[int], fuse: bool = True) -> list[PreparedBatch]:
         """Validate and schedule ``programs`` (question i runs on ``likelihoods[scene_index[i]]``).
 
-        Returns a list of chunks of at most ``max_batch`` questions for :meth:`execute`.
+        Returns a list of chunks of at most ``max_batch`` questions for :meth:`execute`. With
+        ``fuse`` a chain of filters runs as one step (its inner outputs are not kept).
 
         Raises:
             InvalidProgram, TypeMismatch: a malformed program (message names the question).
@@ -401,7 +409,8 @@ class ProbabilisticExecutor:
         chunks = []
         for start in range(0, max(len(programs), 1), self.max_batch):
             stop = min(start + self.max_batch, len(programs))
-            chunks.append(self._schedule(programs[start:stop], typed[start:stop], si[start:stop], scenes, space))
+            chunks.append(self._schedule(programs[start:stop], typed[start:stop], si[start:stop], scenes,
+                                         space, fuse))
         return chunks
 
     def execute(self, batches: PreparedBatch | Sequence[PreparedBatch]) -> list[Any]:
@@ -429,7 +438,8 @@ class ProbabilisticExecutor:
         return out
 
     # ------------------------------------------------------------------ scheduling
-    def _schedule(self, programs, typed, si, scenes: SceneBatch, space: ValueSpace) -> PreparedBatch:
+    def _schedule(self, programs, typed, si, scenes: SceneBatch, space: ValueSpace,
+                  fuse: bool = True) -> PreparedBatch:
         """Assign every node a storage slot and group nodes of all questions into steps.
 
         A node runs as late as its consumers allow (its height below the answer node), so that
@@ -452,12 +462,32 @@ class ProbabilisticExecutor:
             for i in range(len(p.nodes) - 1, -1, -1):
                 for j in p.nodes[i].inputs:
                     height[j] = max(height[j], height[i] + 1)
+            users = [0] * len(p.nodes)
+            for n in p.nodes:
+                for j in n.inputs:
+                    users[j] += 1
+            rules = [self._rule(SIGNATURES[n.function], n, types, scenes) for n in p.nodes]
             for i, n in enumerate(p.nodes):
                 kind = _KIND_OF_TYPE.get(types[i], _VAL)
                 slots.append((kind, counters[kind]))
                 counters[kind] += 1
-                op, param = self._rule(SIGNATURES[n.function], n, types, scenes)
-                pending.append((qi, i, op, param, -10 ** 6 if op == SCENE else -height[i]))
+                op, param = rules[i]
+                head = i
+                if op == FILTER and fuse:
+                    if users[i] == 1 and any(rules[c][0] == FILTER and p.nodes[c].inputs[0] == i
+                                             for c in range(i + 1, len(p.nodes))):
+                        continue  # absorbed into the filter that consumes it
+                    chain = [param]
+                    while True:
+                        j = p.nodes[head].inputs[0]
+                        if rules[j][0] != FILTER or users[j] != 1:
+                            break
+                        head = j
+                        chain.append(rules[j][1])
+                    param = tuple(chain)
+                elif op == FILTER:
+                    param = (param,)
+                pending.append((qi, i, head, op, param, -10 ** 6 if op == SCENE else -height[i]))
             for k in range(3):
                 n_slots[k] = max(n_slots[k], counters[k])
             node_slots.append(slots)
@@ -470,18 +500,24 @@ class ProbabilisticExecutor:
         per_scene = {FILTER: len(scenes.filter_col), RELATE: len(self.ontology.relations),
                      SAME: len(scenes.attr_index), PARTFILTER: getattr(scenes, "Kp", 0)}
         grouped: dict[tuple[int, int], list] = {}
-        for qi, i, op, param, level in pending:
-            slots, node = node_slots[qi], programs[qi].nodes[i]
-            ra = row(qi, slots[node.inputs[0]]) if node.inputs else 0
-            rb = row(qi, slots[node.inputs[1]]) if len(node.inputs) > 1 else 0
+        for qi, i, head, op, param, level in pending:
+            slots, nodes = node_slots[qi], programs[qi].nodes
+            ra = row(qi, slots[nodes[head].inputs[0]]) if nodes[head].inputs else 0
+            rb = row(qi, slots[nodes[i].inputs[1]]) if len(nodes[i].inputs) > 1 else 0
+            if op == FILTER:  # a chain of filter columns: one group per chain length
+                cols = tuple(si[qi] * per_scene[op] + c for c in param)
+                grouped.setdefault((level, op, len(cols)), []).append(
+                    (qi, si[qi], ra, rb, row(qi, slots[i]), i) + cols)
+                continue
             sp = si[qi] * per_scene[op] + param if op in per_scene else param
-            grouped.setdefault((level, op), []).append((qi, si[qi], ra, rb, row(qi, slots[i]), sp, i))
+            grouped.setdefault((level, op, 1), []).append((qi, si[qi], ra, rb, row(qi, slots[i]), i, sp))
         be = self.be
         groups = []
-        for (_, op), r in sorted(grouped.items()):
+        for (_, op, width), r in sorted(grouped.items()):
             arr = np.asarray(r, dtype=np.intp)
+            param = [be.index(arr[:, 6 + k]) for k in range(width)] if op == FILTER else be.index(arr[:, 6])
             groups.append(_Group(op, be.index(arr[:, 1]), be.index(arr[:, 2]), be.index(arr[:, 3]),
-                                 be.index(arr[:, 4]), be.index(arr[:, 5]), arr[:, 6], arr[:, 0]))
+                                 be.index(arr[:, 4]), param, arr[:, 5], arr[:, 0]))
         answer_types = [t[-1] for t in typed]
         final_rows = [row(qi, node_slots[qi][-1]) for qi in range(B)]
         mask = np.zeros((B, space.size), dtype=bool)
@@ -489,7 +525,8 @@ class ProbabilisticExecutor:
             lo, hi = space.slice_of(t)
             mask[qi, lo:hi] = True
         return PreparedBatch(scenes, space, groups, B, tuple(n_slots), n_part_rows,
-                             be.index(final_rows), answer_types, mask, node_slots, part_row, si)
+                             be.index(final_rows), answer_types, mask, node_slots, part_row, si,
+                             programs)
 
     def _rule(self, sig, n, types, scenes: SceneBatch) -> tuple[int, int]:
         onto, kind = self.ontology, sig.kind
@@ -515,27 +552,40 @@ class ProbabilisticExecutor:
         return _SIMPLE[kind], 0
 
     # ------------------------------------------------------------------ execution
-    def _execute(self, b: PreparedBatch, keep: bool, distributions: bool = True) -> dict:
+    def _execute(self, b: PreparedBatch, keep: bool, distributions: bool = True,
+                 timings: dict | None = None) -> dict:
         be, xp, sc, sp = self.be, self.be.xp, b.scenes, b.space
         B, N, V = b.n_questions, sc.N, sp.size
-        obj = be.empty((b.slots[_OBJ] * B, N))
-        val = be.zeros((b.slots[_VAL] * B, V))
-        part = be.empty((b.slots[_PART] * b.n_part_rows, N, sc.P)) if b.n_part_rows else None
-        fails_q, fails_n = [], []
+        if b.buffers is None or keep:
+            # every row of obj/part is written before it is read; val rows are partly written
+            b.buffers = (be.empty((b.slots[_OBJ] * B, N)), be.zeros((b.slots[_VAL] * B, V)),
+                         be.empty((b.slots[_PART] * b.n_part_rows, N, sc.P)) if b.n_part_rows else None)
+        else:
+            b.buffers[1][:] = 0.0
+        obj, val, part = b.buffers
+        uniques: list = []  # (group, Z) of every unique step; read back once at the end
         tau = self.threshold
         exact = self.mode == "exact"
-        conf = {} if keep else None
         yes, ints = slice(sp.yes, sp.yes + 2), slice(sp.int_start, sp.int_start + N + 1)
+        clock = None
+        if timings is not None:
+            import time
+            clock = time.perf_counter
         for g in b.groups:
             op = g.op
+            if clock is not None:
+                t0 = clock()
             if op == FILTER:
-                obj[g.out] = obj[g.a] * sc.Ft[g.param]
+                x = obj[g.a] * sc.Ft[g.param[0]]
+                for col in g.param[1:]:
+                    x *= sc.Ft[col]
+                obj[g.out] = x
             elif op == SCENE:
                 obj[g.out] = sc.E[g.s]
             elif op == UNIQUE_O:
                 q, z = _exactly_one(be, obj[g.a])
                 obj[g.out] = q
-                self._fail(be, z, g, fails_q, fails_n, conf)
+                uniques.append((g, z))
             elif op == RELATE:
                 obj[g.out] = xp.einsum("gi,gij->gj", obj[g.a], sc.Rf[g.param])
             elif op == UNION:
@@ -579,7 +629,7 @@ class ProbabilisticExecutor:
                 x = part[g.a]
                 q, z = _exactly_one(be, x.reshape(x.shape[0], -1))
                 part[g.out] = q.reshape(x.shape)
-                self._fail(be, z, g, fails_q, fails_n, conf)
+                uniques.append((g, z))
             elif op == PARTQUERY:
                 d = xp.einsum("gnp,gnpk->gk", part[g.a], sc.PA[g.s]) * sc.pmask[g.param]
                 rows = val[g.out]
@@ -589,17 +639,28 @@ class ProbabilisticExecutor:
                 val[g.out, sp.part_start:sp.part_start + sc.P] = part[g.a].sum(1)
             else:  # pragma: no cover - every rule of the DSL is handled above
                 raise AssertionError(f"unhandled rule {op}")
+            if clock is not None:
+                name = RULE_NAMES[op]
+                n_, t_ = timings.get(name, (0, 0.0))
+                timings[name] = (n_ + len(g.qn), t_ + clock() - t0)
         final_np = be.to_numpy(val[b.final_rows])
         # the answer is the most likely value of the final node's type
         best = np.where(b.answer_mask, final_np, -1.0).argmax(1)
         answers: list[Any] = sp.values[best].tolist()
-        failed: dict[int, int] = {}
-        for fq, fn in zip(fails_q, fails_n):
-            for qq, nn in zip(fq, fn):
+        failed: dict[int, int] = {}  # question -> first node whose unique failed
+        conf: dict | None = {} if keep else None
+        if uniques:
+            zs = be.to_numpy(be.cat([z for _, z in uniques], 0))
+            qs = np.concatenate([g.qn for g, _ in uniques])
+            nodes = np.concatenate([g.node for g, _ in uniques])
+            for k in np.flatnonzero(~(zs > 0)):
+                qq, nn = int(qs[k]), int(nodes[k])
                 failed[qq] = min(nn, failed.get(qq, nn))
+            if conf is not None:
+                conf = {(int(q), int(n)): float(z) for q, n, z in zip(qs, nodes, zs)}
         for qq, nn in failed.items():
             answers[qq] = UniquenessError("the set holds exactly one element with probability 0",
-                                          node=nn, function="unique")
+                                          node=nn, function=b.programs[qq].nodes[nn].function)
         dists: list[Any] = []
         if distributions:
             for qi in range(B):
@@ -612,16 +673,6 @@ class ProbabilisticExecutor:
         if keep:
             out.update(obj=obj, val=val, part=part, conf=conf)
         return out
-
-    def _fail(self, be, z, g: _Group, fails_q, fails_n, conf) -> None:
-        zn = be.to_numpy(z)
-        bad = np.flatnonzero(~(zn > 0))
-        if len(bad):
-            fails_q.append(g.qn[bad].tolist())
-            fails_n.append(g.node[bad].tolist())
-        if conf is not None:
-            for qq, nn, zz in zip(g.qn.tolist(), g.node.tolist(), zn.tolist()):
-                conf[(qq, nn)] = zz
 
     def _trace(self, b: PreparedBatch, res: dict, qi: int) -> tuple[list, list]:
         """Per node of question ``qi``: its output (probabilities per object / part, or
@@ -643,30 +694,49 @@ class ProbabilisticExecutor:
 
 # ====================================================================== kernels
 def _exactly_one(be, p):
-    """q_i = p_i prod_{j != i}(1 - p_j) / Z and Z = P(exactly one) along the last axis."""
-    xp = be.xp
-    r = 1.0 - p
-    ones = xp.ones_like(p[..., :1])
-    pre = be.cumprod(be.cat([ones, r[..., :-1]], -1), -1)  # prod_{j < i} (1 - p_j)
-    rr = be.flip(r, -1)
-    suf = be.flip(be.cumprod(be.cat([ones, rr[..., :-1]], -1), -1), -1)  # prod_{j > i}
-    w = p * pre * suf
-    z = w.sum(-1)
-    safe = xp.where(z > 0, z, xp.ones_like(z))
-    return w / safe[..., None], z
+    """q_i = p_i prod_{j != i}(1 - p_j) / Z and Z = P(exactly one), along the last axis of p (G, M).
+
+    Leave-one-out products on the transposed (M, G) layout: a running product forwards and one
+    backwards (explicit loops for small M, where they beat cumprod; cumprod otherwise).
+    """
+    pt = p.T.contiguous() if be.name == "torch" else np.ascontiguousarray(p.T)
+    r = 1.0 - pt
+    M = pt.shape[0]
+    if be.name == "numpy" and M <= 32:
+        w = pt.copy()
+        acc = r[0].copy()
+        for j in range(1, M):
+            w[j] *= acc  # prod_{k < j} r_k
+            acc *= r[j]
+        acc = r[M - 1].copy()
+        for j in range(M - 2, -1, -1):
+            w[j] *= acc  # prod_{k > j} r_k
+            acc *= r[j]
+    else:
+        ones = be.xp.ones_like(r[:1])
+        pre = be.cumprod(be.cat([ones, r[:-1]], 0), 0)
+        suf = be.flip(be.cumprod(be.cat([ones, be.flip(r, 0)[:-1]], 0), 0), 0)
+        w = pt * pre * suf
+    z = w.sum(0)
+    w = w / be.xp.where(z > 0, z, be.xp.ones_like(z))
+    return w.T, z
 
 
 def _poisson_binomial(be, p):
-    """(G, N+1) distribution of the number of elements of independent memberships p (G, N)."""
+    """(G, N+1) distribution of the number of elements of independent memberships p (G, N).
+
+    Dynamic programme over the elements, on the transposed (count, G) layout so every step is a
+    few vector operations over all G rows; after element j only counts 0..j+1 are non-zero.
+    """
     G, N = p.shape
-    d = be.zeros((G, N + 1))
-    d[:, 0] = 1.0
+    pt = p.T.contiguous() if be.name == "torch" else np.ascontiguousarray(p.T)
+    qt = 1.0 - pt
+    d = be.zeros((N + 1, G))
+    d[0] = 1.0
     for j in range(N):
-        pj = p[:, j:j + 1]
-        nd = d * (1.0 - pj)
-        nd[:, 1:] += d[:, :-1] * pj
-        d = nd
-    return d
+        d[1:j + 2] = d[1:j + 2] * qt[j] + d[0:j + 1] * pt[j]
+        d[0] = d[0] * qt[j]
+    return d.T
 
 
 def _point_count(be, selected, N):

@@ -73,6 +73,9 @@ class Program:
             if "inputs" not in n:
                 raise InvalidProgram("missing field 'inputs'", node=i, function=fn)
             values = n.get("value_inputs", n.get("side_inputs", []))
+            if not isinstance(values, (list, tuple)) or not isinstance(n["inputs"], (list, tuple)):
+                field = "inputs" if not isinstance(n["inputs"], (list, tuple)) else "value_inputs"
+                raise InvalidProgram(f"field {field!r} must be a list", node=i, function=fn)
             try:
                 inputs = tuple(_as_index(x) for x in n["inputs"])
                 vals = tuple(_as_value(v) for v in values)

@@ -114,6 +114,8 @@ class SymbolicScene:
         """
         if self.relationships is not None:
             return self.relationships
+        if len(self) <= 1:  # nothing can be in a relation to anything else
+            return {r: [[] for _ in range(len(self))] for r in self.ontology.relations}
         if self.coords is not None and self.directions is not None:
             pos, dirs, margin = self.coords, self.directions, self.ontology.relation_margin
         elif self.pixel_coords is not None:
@@ -177,6 +179,8 @@ def _parts(onto: Ontology, o: Mapping, obj: dict[str, str], where: str) -> dict[
             raise FormatError(f"{where}, field 'parts': {name!r} is not a part of {obj['shape']!r}; "
                               f"valid: {list(valid)}")
         pw = f"{where}, part {name!r}"
+        if not isinstance(attrs, Mapping):
+            raise FormatError(f"{pw}: expected an object of part attributes, got {attrs!r}")
         attrs = dict(attrs)
         for a in onto.part_attributes:
             if a in onto.attributes:
