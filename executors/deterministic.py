@@ -272,8 +272,18 @@ class DeterministicExecutor:
 
     def prepare(self, programs: Sequence[Program], scenes: Sequence[SymbolicScene],
                 scene_index: Sequence[int]) -> "PreparedBatch":
-        """Compile programs and scenes once for :meth:`execute` (validation happens here)."""
-        return PreparedBatch([self.compile(p) for p in programs],
+        """Compile programs and scenes once for :meth:`execute` (validation happens here).
+
+        Raises:
+            InvalidProgram, TypeMismatch: a malformed program; the message names the question.
+        """
+        compiled = []
+        for i, p in enumerate(programs):
+            try:
+                compiled.append(self.compile(p))
+            except ExecutionError as e:
+                raise e.with_context(f"question {i}")
+        return PreparedBatch(compiled,
                              [self.compile_scene(s) for s in scenes], list(scene_index))
 
     def execute(self, batch: "PreparedBatch") -> list[Any]:

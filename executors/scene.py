@@ -122,8 +122,9 @@ class SymbolicScene:
             pos, margin = self.pixel_coords, 0.0
             dirs = {r: np.asarray(v) for r, v in IMAGE_DIRECTIONS.items()}
         else:
-            raise FormatError("scene has neither 'relationships' nor positions (3d_coords with "
-                              "directions, or pixel_coords) to compute relations from")
+            name = self.image_filename or self.image_index
+            raise FormatError(f"scene {name!r}: has neither 'relationships' nor positions (3d_coords "
+                              "with directions, or pixel_coords) to compute relations from")
         out = {}
         for r in self.ontology.relations:
             proj = pos @ dirs[r]
@@ -223,7 +224,7 @@ def _relationships(rel: Any, onto: Ontology, n: int, where: str) -> dict[str, li
             raise FormatError(f"{where}, field 'relationships.{r}': expected one list per object ({n})")
         for i, js in enumerate(lists):
             for j in js:
-                if not isinstance(j, int) or not 0 <= j < n:
+                if isinstance(j, bool) or not isinstance(j, int) or not 0 <= j < n:
                     raise InvalidObjectReference(f"{where}, field 'relationships.{r}', object {i}: "
                                                  f"no object {j!r} in a scene of {n}")
         out[r] = [list(js) for js in lists]
@@ -379,6 +380,8 @@ class SceneLikelihoods:
         except KeyError as e:
             raise FormatError(f"{where}: missing field {e}") from None
         except FormatError as e:
+            if where == "likelihoods":
+                raise
             raise FormatError(f"{where}: {e}") from None
 
 
@@ -392,7 +395,7 @@ def _prob(x: Any, shape: tuple[int, ...] | None, name: str, ndim: int, dist_axis
     if not np.all(np.isfinite(a)) or np.any(a < 0) or np.any(a > 1 + 1e-6):
         bad = np.argwhere(~np.isfinite(a) | (a < 0) | (a > 1 + 1e-6))[0]
         raise FormatError(f"likelihoods, field {name!r}, index {tuple(int(i) for i in bad)}: "
-                          f"value {a[tuple(bad)]!r} is not a probability")
+                          f"value {float(a[tuple(bad)])!r} is not a probability")
     if dist_axis is not None and a.size:
         s = a.sum(axis=dist_axis)
         bad = np.argwhere(np.abs(s - 1) > 1e-4)

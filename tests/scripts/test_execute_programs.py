@@ -1,0 +1,235 @@
+"""scripts/execute_programs.py, called in-process through main(argv)."""
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+from executors import SceneLikelihoods, load_ontology
+from executors.io import load_scenes
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLES = REPO / "data" / "examples"
+SCENES, QUESTIONS = EXAMPLES / "scenes.json", EXAMPLES / "questions.json"
+MALFORMED = 10  # the example question with an empty filter_color value
+N_EXAMPLES = 14
+SUMMARY_KEYS = {"n", "correct", "accuracy", "invalid_programs", "execution_errors", "questions_per_second",
+                "prepare_seconds", "executor", "mode"}
+
+
+def _load(name: str):
+    spec = importlib.util.spec_from_file_location(f"_script_{name}", REPO / "scripts" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.fixture(scope="module")
+def script():
+    return _load("execute_programs")
+
+
+def _has_probabilistic() -> bool:
+    try:
+        from executors.probabilistic import ProbabilisticExecutor  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+needs_probabilistic = pytest.mark.skipif(not _has_probabilistic(), reason="executors.probabilistic not available")
+
+
+def run(script, capsys, *argv) -> tuple[int, dict | None, str]:
+    rc = script.main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    lines = out.splitlines()
+    if rc == 0:
+        assert len(lines) == 1, out  # exactly one JSON line on stdout
+        return rc, json.loads(lines[0]), err
+    assert out == ""
+    return rc, None, err
+
+
+def _copy_examples(tmp_path: Path) -> tuple[Path, Path, dict, dict]:
+    scenes = json.loads(SCENES.read_text())
+    questions = json.loads(QUESTIONS.read_text())
+    s, q = tmp_path / "scenes.json", tmp_path / "questions.json"
+    s.write_text(json.dumps(scenes))
+    q.write_text(json.dumps(questions))
+    return s, q, scenes, questions
+
+
+# ---------------------------------------------------------------------------- the example set
+def test_examples_deterministic(script, capsys, tmp_path):
+    out = tmp_path / "run" / "predictions.jsonl"
+    rc, summary, err = run(script, capsys, "--scenes", SCENES, "--questions", QUESTIONS, "--out", out)
+    assert rc == 0
+    assert set(summary) == SUMMARY_KEYS
+    assert summary["n"] == N_EXAMPLES
+    assert summary["correct"] == N_EXAMPLES - 1
+    assert summary["accuracy"] == pytest.approx((N_EXAMPLES - 1) / N_EXAMPLES)
+    assert summary["invalid_programs"] == 1
+    assert summary["execution_errors"] == 0
+    assert summary["executor"] == "deterministic" and summary["mode"] is None
+    assert summary["questions_per_second"] > 0 and summary["prepare_seconds"] >= 0
+    assert f"{QUESTIONS}, question {MALFORMED}: node 1 (filter_color): empty value_inputs" in err
+
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    gold = json.loads(QUESTIONS.read_text())["questions"]
+    assert [r["question_index"] for r in rows] == list(range(N_EXAMPLES))
+    assert [r["image_index"] for r in rows] == [q["image_index"] for q in gold]
+    assert [r["gold"] for r in rows] == [q["answer"] for q in gold]
+    for i, r in enumerate(rows):
+        assert set(r) == {"question_index", "image_index", "answer", "gold", "correct", "error"}
+        if i == MALFORMED:
+            assert r["answer"] is None and r["correct"] is False
+            assert r["error"].startswith(f"InvalidProgram: {QUESTIONS}, question {MALFORMED}: node 1 (filter_color)")
+        else:
+            assert r["correct"] is True and r["error"] is None and r["answer"] == r["gold"]
+    assert [p.name for p in out.parent.iterdir()] == ["predictions.jsonl"]  # no temp file left
+
+
+def test_limit(script, capsys):
+    rc, summary, _ = run(script, capsys, "--scenes", SCENES, "--questions", QUESTIONS, "--limit", 3)
+    assert rc == 0 and summary["n"] == 3 and summary["correct"] == 3 and summary["invalid_programs"] == 0
+
+
+def test_ontology_by_name_and_unknown(script, capsys):
+    rc, summary, _ = run(script, capsys, "--scenes", SCENES, "--questions", QUESTIONS, "--ontology", "superclevr")
+    assert rc == 0 and summary["correct"] == N_EXAMPLES - 1
+    rc, _, err = run(script, capsys, "--scenes", SCENES, "--questions", QUESTIONS, "--ontology", "nosuch")
+    assert rc == 2 and "nosuch" in err and "clevr" in err and len(err.strip().splitlines()) == 1
+
+
+@needs_probabilistic
+@pytest.mark.parametrize("mode", ["threshold", "exact"])
+def test_examples_probabilistic(script, capsys, mode):
+    rc, summary, _ = run(script, capsys, "--scenes", SCENES, "--questions", QUESTIONS,
+                         "--executor", "probabilistic", "--mode", mode)
+    assert rc == 0
+    assert (summary["n"], summary["correct"], summary["invalid_programs"], summary["execution_errors"]) == \
+        (N_EXAMPLES, N_EXAMPLES - 1, 1, 0)
+    assert summary["executor"] == "probabilistic" and summary["mode"] == mode
+
+
+@needs_probabilistic
+def test_likelihoods_file(script, capsys, tmp_path):
+    onto = load_ontology("superclevr")
+    scenes, _ = load_scenes(SCENES, onto)
+    liks = [SceneLikelihoods.from_scene(s).to_json() for s in scenes]
+    path = tmp_path / "likelihoods.json"
+    path.write_text(json.dumps({"scenes": liks[::-1]}))  # matched by image_index, not position
+    rc, summary, _ = run(script, capsys, "--scenes", SCENES, "--questions", QUESTIONS,
+                         "--executor", "probabilistic", "--likelihoods", path)
+    assert rc == 0 and summary["correct"] == N_EXAMPLES - 1
+
+    path.write_text(json.dumps({"scenes": liks[:2]}))  # scene 2 has no likelihoods
+    rc, _, err = run(script, capsys, "--scenes", SCENES, "--questions", QUESTIONS,
+                     "--executor", "probabilistic", "--likelihoods", path)
+    assert rc == 2 and str(path) in err and "image_index 2" in err
+
+
+def test_likelihoods_need_probabilistic(script, capsys, tmp_path):
+    with pytest.raises(SystemExit) as e:
+        script.main(["--scenes", str(SCENES), "--questions", str(QUESTIONS), "--likelihoods", str(SCENES)])
+    assert e.value.code == 2
+
+
+# ---------------------------------------------------------------------------- broken input
+def test_broken_programs_name_file_and_question(script, capsys, tmp_path):
+    s, q, _, questions = _copy_examples(tmp_path)
+    qs = questions["questions"]
+    qs[4]["program"][-1]["type"] = "count"          # count of a Part: TypeMismatch at the last node
+    qs[7]["program"][1]["type"] = "filter_colour"    # unknown function
+    qs[0]["program"][-1] = {"type": "unique", "inputs": [1], "value_inputs": []}
+    qs[0]["program"].append({"type": "query_color", "inputs": [2], "value_inputs": []})  # 2 cars: not unique
+    q.write_text(json.dumps(questions))
+    out = tmp_path / "p.jsonl"
+    rc, summary, err = run(script, capsys, "--scenes", s, "--questions", q, "--out", out)
+    assert rc == 0
+    assert summary["invalid_programs"] == 3 and summary["execution_errors"] == 1
+    assert summary["correct"] == N_EXAMPLES - 4 and summary["n"] == N_EXAMPLES
+    assert f"{q}, question 4: node 6 (count): input 0 (node 5) is Part" in err
+    assert f"{q}, question 7: node 1: unknown function 'filter_colour'" in err
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert rows[4]["error"].startswith("TypeMismatch: ")
+    assert rows[0]["error"] == "UniquenessError: node 2 (unique): expects exactly one element, the set has 2"
+    assert rows[0]["answer"] is None and not rows[0]["correct"]
+
+
+def test_invalid_messages_are_capped(script, capsys, tmp_path):
+    s, q, _, questions = _copy_examples(tmp_path)
+    for rec in questions["questions"][:8]:
+        rec["program"][0]["type"] = "bogus"
+    q.write_text(json.dumps(questions))
+    rc, summary, err = run(script, capsys, "--scenes", s, "--questions", q)
+    assert rc == 0 and summary["invalid_programs"] == 9
+    assert err.count("invalid program:") == 5
+    assert "... and 4 more invalid programs (9 in all)" in err
+
+
+def test_broken_question_record(script, capsys, tmp_path):
+    s, q, _, questions = _copy_examples(tmp_path)
+    del questions["questions"][2]["program"]
+    q.write_text(json.dumps(questions))
+    rc, _, err = run(script, capsys, "--scenes", s, "--questions", q)
+    assert rc == 2
+    assert err.strip() == f"execute_programs.py: error: {q}, question 2: missing field 'program'"
+
+
+def test_question_without_scene(script, capsys, tmp_path):
+    s, q, _, questions = _copy_examples(tmp_path)
+    questions["questions"][5]["image_index"] = 99
+    questions["questions"][5]["image_filename"] = "example_000099.png"
+    q.write_text(json.dumps(questions))
+    rc, _, err = run(script, capsys, "--scenes", s, "--questions", q)
+    assert rc == 2 and f"{q}, question 5, field 'image_index': no scene 99" in err
+
+
+def test_broken_scene_record(script, capsys, tmp_path):
+    s, q, scenes, _ = _copy_examples(tmp_path)
+    scenes["scenes"][1]["objects"][2]["color"] = "pink"
+    s.write_text(json.dumps(scenes))
+    rc, _, err = run(script, capsys, "--scenes", s, "--questions", q)
+    assert rc == 2
+    assert f"{s}, scene 1, object 2, field 'color': 'pink' is not a valid color" in err
+    assert len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("which", ["scenes", "questions"])
+def test_missing_file(script, capsys, tmp_path, which):
+    missing = tmp_path / "nowhere" / f"{which}.json"
+    args = {"scenes": SCENES, "questions": QUESTIONS, which: missing}
+    rc, _, err = run(script, capsys, "--scenes", args["scenes"], "--questions", args["questions"])
+    assert rc == 2
+    assert err.strip() == f"execute_programs.py: error: {which} file not found: {missing}"
+
+
+def test_not_json(script, capsys, tmp_path):
+    bad = tmp_path / "scenes.json"
+    bad.write_text("{not json")
+    rc, _, err = run(script, capsys, "--scenes", bad, "--questions", QUESTIONS)
+    assert rc == 2 and f"{bad}: not valid JSON" in err
+
+
+# ---------------------------------------------------------------------------- reference data
+def test_clevr_reference_all_correct(script, capsys, reference_dir):
+    d = reference_dir / "clevr"
+    rc, summary, _ = run(script, capsys, "--scenes", d / "CLEVR_val_scenes_500.json",
+                         "--questions", d / "CLEVR_val_questions_500_official.json")
+    assert rc == 0
+    assert summary["n"] == 5000 and summary["accuracy"] == 1.0
+    assert summary["invalid_programs"] == 0 and summary["execution_errors"] == 0
+
+
+def test_superclevr_raw_parts_invalid(script, capsys, reference_dir):
+    d = reference_dir / "superclevr"
+    rc, summary, err = run(script, capsys, "--scenes", d / "superCLEVR_scenes.json",
+                           "--questions", d / "superCLEVR_questions_official_parts_raw.json")
+    assert rc == 0
+    assert summary["invalid_programs"] == 437 and summary["execution_errors"] == 0
+    assert summary["correct"] == summary["n"] - 437
+    assert "... and 432 more invalid programs (437 in all)" in err
