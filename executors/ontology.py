@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -24,7 +25,8 @@ from .errors import FormatError
 #: Attributes in their canonical order; an ontology uses the ones it defines.
 ATTRIBUTE_ORDER = ("shape", "color", "material", "size", "texture")
 
-_BUILTIN_DIR = Path(__file__).resolve().parent.parent / "data" / "ontology"
+_REPO_DIR = Path(__file__).resolve().parent.parent / "data" / "ontology"
+_INSTALLED_DIR = Path(sys.prefix) / "share" / "nsvqa" / "ontology"  # pyproject data-files
 
 
 @dataclass(frozen=True)
@@ -170,8 +172,11 @@ class Ontology:
 
 
 def ontology_dir() -> Path:
-    """Folder of the built-in ontologies (``$NSVQA_ONTOLOGY_DIR`` overrides)."""
-    return Path(os.environ.get("NSVQA_ONTOLOGY_DIR", _BUILTIN_DIR))
+    """Folder of the built-in ontologies: ``$NSVQA_ONTOLOGY_DIR``, else the repository's
+    ``data/ontology``, else the copy a regular ``pip install`` places under the prefix."""
+    if "NSVQA_ONTOLOGY_DIR" in os.environ:
+        return Path(os.environ["NSVQA_ONTOLOGY_DIR"])
+    return _REPO_DIR if _REPO_DIR.is_dir() else _INSTALLED_DIR
 
 
 @lru_cache(maxsize=16)

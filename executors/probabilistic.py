@@ -165,6 +165,7 @@ class ValueSpace:
     yes: int
     int_start: int
     n_int: int
+    part_columns: np.ndarray  # (P,) value-space column of each part name (its spoken form)
 
     @property
     def size(self) -> int:
@@ -179,13 +180,17 @@ class ValueSpace:
             slices[a] = (len(labels), len(labels) + len(vals))
             labels += [onto.spoken_value(a, v) for v in vals]
         part_start = len(labels)
-        labels += [onto.spoken_value("partname", p) for p in onto.part_names]
+        # one column per spoken part name: "front_left_wheel" and "wheel_front_left" are one answer
+        spoken_parts = sorted({onto.spoken_value("partname", p) for p in onto.part_names})
+        labels += spoken_parts
         yes = len(labels)
         labels += ["yes", "no"]
         int_start = len(labels)
         labels += [str(i) for i in range(max_objects + 1)]
         values = np.array(labels[:int_start] + list(range(max_objects + 1)), dtype=object)
-        return cls(tuple(labels), values, slices, part_start, yes, int_start, max_objects + 1)
+        col = {name: part_start + k for k, name in enumerate(spoken_parts)}
+        part_columns = np.array([col[onto.spoken_value("partname", p)] for p in onto.part_names], dtype=np.intp)
+        return cls(tuple(labels), values, slices, part_start, yes, int_start, max_objects + 1, part_columns)
 
     def slice_of(self, answer_type: str) -> tuple[int, int]:
         if answer_type == "Bool":
@@ -223,8 +228,8 @@ class SceneBatch:
             E[s, :n] = l.exist
             A[s, :n] = np.concatenate([l.attributes[a] for a in attrs], axis=1) if n else 0
             for r, rel in enumerate(onto.relations):
+                # given relations are used as they are; the spatial likelihood has a zero diagonal
                 m = l.relations[rel] if l.relations is not None else spatial_likelihood(l, rel)
-                m = m * (1.0 - np.eye(n))
                 R[s, r, :n, :n] = m * l.exist[None, :]
             for k, a in enumerate(attrs):
                 p = l.attributes[a]
@@ -293,6 +298,10 @@ class SceneBatch:
             for p in onto.partname_matching(v):
                 PF[r, index[p]] = 1.0
         self.P, self.Kp = P, Kp
+        space = ValueSpace.build(onto, N)
+        to_spoken = np.zeros((P, space.yes - space.part_start))
+        to_spoken[np.arange(P), space.part_columns - space.part_start] = 1.0
+        self.part_to_spoken = be.asarray(to_spoken)
         self.kp2k = be.index(kp2k)
         PAt = PA.transpose(0, 3, 1, 2).reshape(S * Kp, N, P)  # row scene * Kp + column
         self.PE, self.PA, self.PAt, self.PF, self.pmask = map(be.asarray, (PE, PA, PAt, PF, pmask))
@@ -563,7 +572,7 @@ class ProbabilisticExecutor:
         else:
             b.buffers[1][:] = 0.0
         obj, val, part = b.buffers
-        uniques: list = []  # (group, Z) of every unique step; read back once at the end
+        uniques: list = []  # (group, ok, Z) of every unique step; read back once at the end
         tau = self.threshold
         exact = self.mode == "exact"
         yes, ints = slice(sp.yes, sp.yes + 2), slice(sp.int_start, sp.int_start + N + 1)
@@ -583,9 +592,9 @@ class ProbabilisticExecutor:
             elif op == SCENE:
                 obj[g.out] = sc.E[g.s]
             elif op == UNIQUE_O:
-                q, z = _exactly_one(be, obj[g.a])
+                q, ok, z = _exactly_one(be, obj[g.a])
                 obj[g.out] = q
-                uniques.append((g, z))
+                uniques.append((g, ok, z))
             elif op == RELATE:
                 obj[g.out] = xp.einsum("gi,gij->gj", obj[g.a], sc.Rf[g.param])
             elif op == UNION:
@@ -627,16 +636,16 @@ class ProbabilisticExecutor:
                 part[g.out] = part[g.a] * sc.PF[g.param][:, None, :]
             elif op == UNIQUE_P:
                 x = part[g.a]
-                q, z = _exactly_one(be, x.reshape(x.shape[0], -1))
+                q, ok, z = _exactly_one(be, x.reshape(x.shape[0], -1))
                 part[g.out] = q.reshape(x.shape)
-                uniques.append((g, z))
+                uniques.append((g, ok, z))
             elif op == PARTQUERY:
                 d = xp.einsum("gnp,gnpk->gk", part[g.a], sc.PA[g.s]) * sc.pmask[g.param]
                 rows = val[g.out]
                 rows[:, sc.kp2k] = d
                 val[g.out] = rows
             elif op == PARTQUERY_NAME:
-                val[g.out, sp.part_start:sp.part_start + sc.P] = part[g.a].sum(1)
+                val[g.out, sp.part_start:sp.yes] = part[g.a].sum(1) @ sc.part_to_spoken
             else:  # pragma: no cover - every rule of the DSL is handled above
                 raise AssertionError(f"unhandled rule {op}")
             if clock is not None:
@@ -650,10 +659,11 @@ class ProbabilisticExecutor:
         failed: dict[int, int] = {}  # question -> first node whose unique failed
         conf: dict | None = {} if keep else None
         if uniques:
-            zs = be.to_numpy(be.cat([z for _, z in uniques], 0))
-            qs = np.concatenate([g.qn for g, _ in uniques])
-            nodes = np.concatenate([g.node for g, _ in uniques])
-            for k in np.flatnonzero(~(zs > 0)):
+            oks = be.to_numpy(be.cat([ok for _, ok, _ in uniques], 0))
+            zs = be.to_numpy(be.cat([z for _, _, z in uniques], 0))
+            qs = np.concatenate([g.qn for g, _, _ in uniques])
+            nodes = np.concatenate([g.node for g, _, _ in uniques])
+            for k in np.flatnonzero(~oks):
                 qq, nn = int(qs[k]), int(nodes[k])
                 failed[qq] = min(nn, failed.get(qq, nn))
             if conf is not None:
@@ -694,15 +704,29 @@ class ProbabilisticExecutor:
 
 # ====================================================================== kernels
 def _exactly_one(be, p):
-    """q_i = p_i prod_{j != i}(1 - p_j) / Z and Z = P(exactly one), along the last axis of p (G, M).
+    """Posterior of *the* element given exactly one: q_i = p_i prod_{j != i}(1 - p_j) / Z.
 
-    Leave-one-out products on the transposed (M, G) layout: a running product forwards and one
-    backwards (explicit loops for small M, where they beat cumprod; cumprod otherwise).
+    Args:
+        p: (G, M) membership probabilities.
+    Returns:
+        q (G, M); ok (G,) bool, False where Z = P(exactly one) is exactly 0 (all p = 0, or two
+        elements with p = 1: the deterministic failure); Z (G,), the step's confidence.
+
+    numpy: running products on the transposed layout for small M, a product-over-quotient form
+    otherwise; rows whose Z underflows although it is not 0 are redone in log space. torch:
+    log space throughout (no host synchronisation).
     """
-    pt = p.T.contiguous() if be.name == "torch" else np.ascontiguousarray(p.T)
-    r = 1.0 - pt
-    M = pt.shape[0]
-    if be.name == "numpy" and M <= 32:
+    xp = be.xp
+    certain = p >= 1.0
+    k = certain.sum(-1)
+    ok = (k < 2) & (p > 0).any(-1)
+    if be.name != "numpy":
+        q, z = _exactly_one_log(be, p, certain, k)
+        return q, ok, z
+    G, M = p.shape
+    if M <= 32:
+        pt = np.ascontiguousarray(p.T)
+        r = 1.0 - pt
         w = pt.copy()
         acc = r[0].copy()
         for j in range(1, M):
@@ -712,14 +736,39 @@ def _exactly_one(be, p):
         for j in range(M - 2, -1, -1):
             w[j] *= acc  # prod_{k > j} r_k
             acc *= r[j]
+        w = w.T
     else:
-        ones = be.xp.ones_like(r[:1])
-        pre = be.cumprod(be.cat([ones, r[:-1]], 0), 0)
-        suf = be.flip(be.cumprod(be.cat([ones, be.flip(r, 0)[:-1]], 0), 0), 0)
-        w = pt * pre * suf
-    z = w.sum(0)
-    w = w / be.xp.where(z > 0, z, be.xp.ones_like(z))
-    return w.T, z
+        r = np.where(certain, 1.0, 1.0 - p)
+        prod = r.prod(-1, keepdims=True)  # product over the uncertain elements
+        w = p * np.where(certain, prod * (k == 1)[:, None], prod * (k == 0)[:, None] / r)
+    z = w.sum(-1)
+    under = ok & ~(z > 0)
+    if under.any():
+        rows = np.flatnonzero(under)
+        w[rows], z[rows] = _exactly_one_log(be, p[rows], certain[rows], k[rows])
+        return w, ok, z
+    return w / xp.where(z > 0, z, 1.0)[:, None], ok, z
+
+
+def _exactly_one_log(be, p, certain, k):
+    """:func:`_exactly_one` in log space (no underflow): returns normalised q and Z."""
+    xp = be.xp
+    one = xp.ones_like(p)
+    log_r = xp.log(xp.where(certain, one, 1.0 - p))
+    total = log_r.sum(-1, keepdims=True)
+    with np.errstate(divide="ignore"):
+        log_w = xp.log(p) + total - log_r
+    neg = xp.full_like(p, -np.inf)
+    k1 = (k == 1)[:, None]
+    k0 = (k == 0)[:, None]
+    log_w = xp.where(certain, xp.where(k1, log_w, neg), xp.where(k0, log_w, neg))
+    m = xp.amax(log_w, -1, keepdims=True)
+    fin = xp.isfinite(m)
+    e = xp.exp(log_w - xp.where(fin, m, xp.zeros_like(m)))
+    s = e.sum(-1, keepdims=True)
+    q = e / xp.where(fin, s, xp.ones_like(s))
+    z = xp.where(fin, xp.exp(m) * s, xp.zeros_like(s))[:, 0]
+    return q, z
 
 
 def _poisson_binomial(be, p):

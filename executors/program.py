@@ -113,24 +113,23 @@ class Program:
         """
         toks = list(tokens)
         nodes: list[Node] = []
-        pos = 0
-
-        def parse() -> int:
-            nonlocal pos
-            if pos >= len(toks):
-                raise InvalidProgram(f"prefix program ends early after {len(toks)} tokens")
-            fn, vals = parse_token(toks[pos], pos)
+        # iterative parse: a stack of [function, values, arity, children so far]
+        stack: list[list] = []
+        for pos, tok in enumerate(toks):
+            if not stack and nodes:
+                raise InvalidProgram(f"{len(toks) - pos} tokens left after a complete program: {toks[pos:]}")
+            fn, vals = parse_token(tok, pos)
             sig = SIGNATURES.get(fn)
             if sig is None:
                 raise InvalidProgram(f"unknown function {fn!r} at token {pos}; valid: {', '.join(FUNCTIONS)}")
-            pos += 1
-            kids = tuple(parse() for _ in range(sig.arity))
-            nodes.append(Node(fn, kids, vals))
-            return len(nodes) - 1
-
-        parse()
-        if pos != len(toks):
-            raise InvalidProgram(f"{len(toks) - pos} tokens left after a complete program: {toks[pos:]}")
+            stack.append([fn, vals, sig.arity, []])
+            while stack and len(stack[-1][3]) == stack[-1][2]:
+                fn, vals, _, kids = stack.pop()
+                nodes.append(Node(fn, tuple(kids), vals))
+                if stack:
+                    stack[-1][3].append(len(nodes) - 1)
+        if stack or not nodes:
+            raise InvalidProgram(f"prefix program ends early after {len(toks)} tokens")
         return cls(tuple(nodes))
 
     def canonical(self) -> "Program":

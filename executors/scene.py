@@ -93,8 +93,8 @@ class SymbolicScene:
         px = np.asarray(pixels, dtype=float).reshape(n, 2) if n and all(x is not None for x in pixels) else None
         dirs = None
         if isinstance(d.get("directions"), Mapping):
-            dirs = {r: np.asarray(d["directions"][r], dtype=float) for r in ontology.relations
-                    if r in d["directions"]}
+            dirs = {r: _float_array(d["directions"][r], (3,), f"{where}, field 'directions.{r}'")
+                    for r in ontology.relations if r in d["directions"]}
             if len(dirs) != len(ontology.relations):
                 dirs = None
         rel = None
@@ -197,16 +197,19 @@ def _pixel(p: Any, where: str) -> tuple[float, float] | None:
     if isinstance(p, Sequence) and p and isinstance(p[0], Sequence):
         p = p[0]
     try:
-        return float(p[0]), float(p[1])
-    except (TypeError, ValueError, IndexError):
+        x, y = float(p[0]), float(p[1])
+        if not (math.isfinite(x) and math.isfinite(y)):
+            raise ValueError
+        return x, y
+    except (TypeError, ValueError, IndexError, KeyError, OverflowError):
         raise FormatError(f"{where}, field 'pixel_coords': expected [x, y, ...], got {p!r}") from None
 
 
 def _float_array(x: Any, shape: tuple[int, ...], where: str) -> np.ndarray:
     try:
         a = np.asarray(x, dtype=float)
-    except (TypeError, ValueError):
-        raise FormatError(f"{where}: not numeric") from None
+    except (TypeError, ValueError, OverflowError):
+        raise FormatError(f"{where}: expected numbers of shape {shape}, got {x!r}") from None
     if a.shape != shape:
         raise FormatError(f"{where}: expected shape {shape}, got {a.shape}")
     if not np.all(np.isfinite(a)):
@@ -223,6 +226,9 @@ def _relationships(rel: Any, onto: Ontology, n: int, where: str) -> dict[str, li
         if not isinstance(lists, list) or len(lists) != n:
             raise FormatError(f"{where}, field 'relationships.{r}': expected one list per object ({n})")
         for i, js in enumerate(lists):
+            if not isinstance(js, list):
+                raise FormatError(f"{where}, field 'relationships.{r}', object {i}: expected a list "
+                                  f"of object indices, got {js!r}")
             for j in js:
                 if isinstance(j, bool) or not isinstance(j, int) or not 0 <= j < n:
                     raise InvalidObjectReference(f"{where}, field 'relationships.{r}', object {i}: "
@@ -388,7 +394,7 @@ class SceneLikelihoods:
 def _prob(x: Any, shape: tuple[int, ...] | None, name: str, ndim: int, dist_axis: int | None = None) -> np.ndarray:
     try:
         a = np.asarray(x, dtype=float)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise FormatError(f"likelihoods, field {name!r}: not numeric") from None
     if a.ndim != ndim or (shape is not None and a.shape != shape):
         raise FormatError(f"likelihoods, field {name!r}: expected shape {shape or ('N',)}, got {a.shape}")
