@@ -640,7 +640,7 @@ class ProbabilisticExecutor:
                 part[g.out] = q.reshape(x.shape)
                 uniques.append((g, ok, z))
             elif op == PARTQUERY:
-                d = xp.einsum("gnp,gnpk->gk", part[g.a], sc.PA[g.s]) * sc.pmask[g.param]
+                d = _part_marginal(be, part[g.a], sc.PA, g.s) * sc.pmask[g.param]
                 rows = val[g.out]
                 rows[:, sc.kp2k] = d
                 val[g.out] = rows
@@ -742,12 +742,12 @@ def _exactly_one(be, p):
         prod = r.prod(-1, keepdims=True)  # product over the uncertain elements
         w = p * np.where(certain, prod * (k == 1)[:, None], prod * (k == 0)[:, None] / r)
     z = w.sum(-1)
+    q = w / xp.where(z > 0, z, 1.0)[:, None]
     under = ok & ~(z > 0)
-    if under.any():
+    if under.any():  # Z underflowed although it is not 0: redo those rows in log space
         rows = np.flatnonzero(under)
-        w[rows], z[rows] = _exactly_one_log(be, p[rows], certain[rows], k[rows])
-        return w, ok, z
-    return w / xp.where(z > 0, z, 1.0)[:, None], ok, z
+        q[rows], z[rows] = _exactly_one_log(be, p[rows], certain[rows], k[rows])
+    return q, ok, z
 
 
 def _exactly_one_log(be, p, certain, k):
@@ -795,6 +795,22 @@ def _point_count(be, selected, N):
     out = be.zeros((G, N + 1))
     idx = be.index(np.arange(G))
     out[idx, k] = 1.0
+    return out
+
+
+def _part_marginal(be, q, PA, s):
+    """(G, Kp) sum_{n,p} q[g, n, p] * PA[s[g], n, p, :].
+
+    A part distribution is non-zero on a few parts (those of the objects it came from), so on
+    numpy only the non-zero entries gather their attribute rows; torch uses the dense einsum.
+    """
+    if be.name != "numpy":
+        return be.xp.einsum("gnp,gnpk->gk", q, PA[s])
+    g, n, p = np.nonzero(q)
+    if len(g) > q.size // 4:
+        return np.einsum("gnp,gnpk->gk", q, PA[s])
+    out = np.zeros((q.shape[0], PA.shape[-1]), dtype=q.dtype)
+    np.add.at(out, g, q[g, n, p][:, None] * PA[s[g], n, p])
     return out
 
 
