@@ -57,10 +57,6 @@ from typing import Any, Callable  # noqa: E402
 import numpy as np  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
-try:
-    import executors  # noqa: F401
-except ImportError:  # not installed in the environment: use the checkout
-    sys.path.insert(0, str(REPO))
 
 from executors import DeterministicExecutor, ProbabilisticExecutor  # noqa: E402
 from executors.errors import ExecutionError  # noqa: E402

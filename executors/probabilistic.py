@@ -726,7 +726,6 @@ def _exactly_one(be, p):
     otherwise; rows whose Z underflows although it is not 0 are redone in log space. torch:
     log space throughout (no host synchronisation).
     """
-    xp = be.xp
     if be.name != "numpy":
         certain = p >= 1.0
         k = certain.sum(-1)

@@ -30,13 +30,7 @@ from executors.errors import ExecutionError, FormatError, InvalidProgram
 from executors.io import load_questions, load_scenes, normalize_answer, parse_program, question_scene, scene_lookup
 from executors.scene import SceneLikelihoods
 
-try:  # the probabilistic executor is optional here: without it the demo shows the deterministic column
-    from executors.probabilistic import ProbabilisticExecutor
-except ImportError as _e:  # pragma: no cover - depends on the checkout
-    ProbabilisticExecutor = None
-    _PROBABILISTIC_MISSING = str(_e)
-else:
-    _PROBABILISTIC_MISSING = ""
+from executors.probabilistic import ProbabilisticExecutor
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "data" / "examples"
@@ -155,13 +149,12 @@ def main(argv: list[str] | None = None) -> int:
     det = DeterministicExecutor(onto)
     columns = ["#", "question", "official", "deterministic"]
     prob: list[tuple[str, Any, list]] = []  # (column title, executor, likelihoods per scene)
-    if ProbabilisticExecutor is not None:
-        one_hot = [SceneLikelihoods.from_scene(s) for s in scenes]
-        rng = np.random.default_rng(args.seed)
-        soft = [soften_likelihoods(l, args.noise, args.exist, rng) for l in one_hot]
-        for name, liks in (("1-hot", one_hot), ("soft", soft)):
-            for m in MODES:
-                prob.append((f"{m} {name}", ProbabilisticExecutor(onto, mode=m, threshold=args.threshold), liks))
+    one_hot = [SceneLikelihoods.from_scene(s) for s in scenes]
+    rng = np.random.default_rng(args.seed)
+    soft = [soften_likelihoods(l, args.noise, args.exist, rng) for l in one_hot]
+    for name, liks in (("1-hot", one_hot), ("soft", soft)):
+        for m in MODES:
+            prob.append((f"{m} {name}", ProbabilisticExecutor(onto, mode=m, threshold=args.threshold), liks))
     columns += [title for title, _, _ in prob]
 
     lookup = scene_lookup(scenes)
@@ -201,13 +194,9 @@ def main(argv: list[str] | None = None) -> int:
 
     print(f"Scenes: {_display_path(args.scenes)} ({len(scenes)}, ontology {onto.name}); "
           f"questions: {qname} ({len(questions)})")
-    if prob:
-        print(f"Probabilistic columns: answer (probability of that answer); soft = one-hot rows mixed with "
-              f"random noise {args.noise}, detections exist with {args.exist}, seed {args.seed}; "
-              f"threshold {args.threshold}.")
-    else:
-        print(f"(probabilistic executor not available: {_PROBABILISTIC_MISSING}; showing the deterministic "
-              "executor only)")
+    print(f"Probabilistic columns: answer (probability of that answer); soft = one-hot rows mixed with "
+          f"random noise {args.noise}, detections exist with {args.exist}, seed {args.seed}; "
+          f"threshold {args.threshold}.")
     print()
     print(render_table(columns, rows))
     print()

@@ -133,10 +133,7 @@ def make_executor(kind: str, onto, mode: str, threshold: float):
     if kind == "deterministic":
         from executors.deterministic import DeterministicExecutor
         return DeterministicExecutor(onto)
-    try:
-        from executors.probabilistic import ProbabilisticExecutor
-    except ImportError as e:
-        raise InputError(f"the probabilistic executor is not available ({e})") from None
+    from executors.probabilistic import ProbabilisticExecutor
     return ProbabilisticExecutor(onto, mode=mode, threshold=threshold)
 
 

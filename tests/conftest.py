@@ -1,9 +1,12 @@
 """Shared fixtures of the test suite."""
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 
 import pytest
+
+REPO = Path(__file__).resolve().parents[1]
 
 #: ../shared/reference next to the repository (absent in a user's clone).
 REFERENCE_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "reference"
@@ -15,3 +18,17 @@ def reference_dir() -> Path:
     if not REFERENCE_DIR.is_dir():
         pytest.skip("../shared/reference not present (a user's clone has no ../shared)")
     return REFERENCE_DIR
+
+
+def _load_script(name: str):
+    """Import ``scripts/<name>.py`` as a module (scripts/ is not a package)."""
+    spec = importlib.util.spec_from_file_location(f"_script_{name}", REPO / "scripts" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.fixture(scope="session")
+def load_script():
+    """``load_script("execute_programs")`` -> the script's module (its ``main(argv)``)."""
+    return _load_script

@@ -1,7 +1,6 @@
 """scripts/demo_executors.py and the example data it runs on (scripts/make_examples.py)."""
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
@@ -16,16 +15,9 @@ EXAMPLES = REPO / "data" / "examples"
 MALFORMED = 10
 
 
-def _load(name: str):
-    spec = importlib.util.spec_from_file_location(f"_script_{name}", REPO / "scripts" / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 @pytest.fixture(scope="module")
-def demo():
-    return _load("demo_executors")
+def demo(load_script):
+    return load_script("demo_executors")
 
 
 @pytest.fixture(scope="module")
@@ -35,8 +27,8 @@ def examples():
 
 
 # ---------------------------------------------------------------------------- example data
-def test_examples_are_up_to_date(tmp_path):
-    make = _load("make_examples")
+def test_examples_are_up_to_date(tmp_path, load_script):
+    make = load_script("make_examples")
     assert make.main(["--check"]) == 0
     assert make.main(["--out-dir", str(tmp_path)]) == 0
     for name in ("scenes.json", "questions.json"):
@@ -111,13 +103,6 @@ def test_soften_likelihoods(demo, examples):
 
 
 # ---------------------------------------------------------------------------- the demo
-def _has_probabilistic() -> bool:
-    try:
-        from executors.probabilistic import ProbabilisticExecutor  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
 
 def _table_rows(out: str) -> dict[str, str]:
     return {line.split()[0]: line for line in out.splitlines() if line.split() and line.split()[0].isdigit()}
@@ -135,12 +120,11 @@ def test_demo_table(demo, capsys, examples):
             "node 1 (filter_color): empty value_inputs") in out
     assert "InvalidProgram" in rows[str(MALFORMED)]
     assert "school bus" in rows["1"]
-    if _has_probabilistic():
-        for col in ("threshold 1-hot", "exact 1-hot", "threshold soft", "exact soft"):
-            assert col in out
-        # one-hot likelihoods: the probabilistic executor answers like the deterministic one
-        assert "threshold 1-hot 13/14" in out and "exact 1-hot 13/14" in out
-        assert "school bus (1.00)" in rows["1"]
+    for col in ("threshold 1-hot", "exact 1-hot", "threshold soft", "exact soft"):
+        assert col in out
+    # one-hot likelihoods: the probabilistic executor answers like the deterministic one
+    assert "threshold 1-hot 13/14" in out and "exact 1-hot 13/14" in out
+    assert "school bus (1.00)" in rows["1"]
 
 
 def test_demo_is_deterministic(demo, capsys):
@@ -148,14 +132,6 @@ def test_demo_is_deterministic(demo, capsys):
     first = capsys.readouterr().out
     assert demo.main(["--seed", "5"]) == 0
     assert capsys.readouterr().out == first
-
-
-def test_demo_without_probabilistic(demo, capsys, monkeypatch):
-    monkeypatch.setattr(demo, "ProbabilisticExecutor", None)
-    assert demo.main([]) == 0
-    out = capsys.readouterr().out
-    assert "probabilistic executor not available" in out
-    assert "threshold 1-hot" not in out and "deterministic 13/14" in out
 
 
 def test_demo_missing_file(demo, capsys, tmp_path):

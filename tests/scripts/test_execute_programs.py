@@ -1,7 +1,6 @@
 """scripts/execute_programs.py, called in-process through main(argv)."""
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
@@ -19,27 +18,11 @@ SUMMARY_KEYS = {"n", "correct", "accuracy", "invalid_programs", "execution_error
                 "prepare_seconds", "executor", "mode"}
 
 
-def _load(name: str):
-    spec = importlib.util.spec_from_file_location(f"_script_{name}", REPO / "scripts" / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 @pytest.fixture(scope="module")
-def script():
-    return _load("execute_programs")
+def script(load_script):
+    return load_script("execute_programs")
 
 
-def _has_probabilistic() -> bool:
-    try:
-        from executors.probabilistic import ProbabilisticExecutor  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
-needs_probabilistic = pytest.mark.skipif(not _has_probabilistic(), reason="executors.probabilistic not available")
 
 
 def run(script, capsys, *argv) -> tuple[int, dict | None, str]:
@@ -104,7 +87,6 @@ def test_ontology_by_name_and_unknown(script, capsys):
     assert rc == 2 and "nosuch" in err and "clevr" in err and len(err.strip().splitlines()) == 1
 
 
-@needs_probabilistic
 @pytest.mark.parametrize("mode", ["threshold", "exact"])
 def test_examples_probabilistic(script, capsys, mode):
     rc, summary, _ = run(script, capsys, "--scenes", SCENES, "--questions", QUESTIONS,
@@ -115,7 +97,6 @@ def test_examples_probabilistic(script, capsys, mode):
     assert summary["executor"] == "probabilistic" and summary["mode"] == mode
 
 
-@needs_probabilistic
 def test_likelihoods_file(script, capsys, tmp_path):
     onto = load_ontology("superclevr")
     scenes, _ = load_scenes(SCENES, onto)
