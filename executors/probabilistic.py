@@ -57,11 +57,11 @@ _KIND_OF_TYPE = {OBJECT_SET: _OBJ, OBJECT: _OBJ, PART_SET: _PART, PART: _PART}
 # Rules (op codes).
 (SCENE, FILTER, UNIQUE_O, UNIQUE_P, RELATE, UNION, INTERSECT, COUNT, EXIST, QUERY, SAME,
  EQUAL_VALUE, EQUAL_INT, LESS, GREATER, EQUAL_OBJECT, OBJ2PART, PART2OBJ_SET, PART2OBJ_ONE,
- PARTFILTER, PARTNAME, PARTQUERY, PARTQUERY_NAME, FILTER_SCENE) = range(24)
+ PARTFILTER, PARTNAME, PARTQUERY, PARTQUERY_NAME) = range(23)
 RULE_NAMES = ("scene", "filter", "unique", "unique_part", "relate", "union", "intersect", "count",
               "exist", "query", "same", "equal_value", "equal_integer", "less_than", "greater_than",
               "equal_object", "object2part", "part2object_set", "part2object_one", "partfilter",
-              "partfilter_partname", "partquery", "partquery_partname", "filter_scene")
+              "partfilter_partname", "partquery", "partquery_partname")
 _SIMPLE = {"scene": SCENE, "filter": FILTER, "relate": RELATE, "union": UNION, "intersect": INTERSECT,
            "count": COUNT, "exist": EXIST, "query": QUERY, "same": SAME, "equal_value": EQUAL_VALUE,
            "equal_object": EQUAL_OBJECT, "object2part": OBJ2PART, "partfilter": PARTFILTER,
@@ -476,18 +476,12 @@ class ProbabilisticExecutor:
                 for j in n.inputs:
                     users[j] += 1
             rules = [self._rule(SIGNATURES[n.function], n, types, scenes) for n in p.nodes]
-            # a scene node read only by a filter chain is fused into it (the chain starts from e)
-            fused_scene = {n.inputs[0] for n, (op, _) in zip(p.nodes, rules)
-                           if fuse and op == FILTER and rules[n.inputs[0]][0] == SCENE
-                           and users[n.inputs[0]] == 1}
             for i, n in enumerate(p.nodes):
                 kind = _KIND_OF_TYPE.get(types[i], _VAL)
                 slots.append((kind, counters[kind]))
                 counters[kind] += 1
                 op, param = rules[i]
                 head = i
-                if op == SCENE and i in fused_scene:
-                    continue
                 if op == FILTER and fuse:
                     if users[i] == 1 and any(rules[c][0] == FILTER and p.nodes[c].inputs[0] == i
                                              for c in range(i + 1, len(p.nodes))):
@@ -500,8 +494,6 @@ class ProbabilisticExecutor:
                         head = j
                         chain.append(rules[j][1])
                     param = tuple(chain)
-                    if p.nodes[head].inputs[0] in fused_scene:
-                        op = FILTER_SCENE
                 elif op == FILTER:
                     param = (param,)
                 pending.append((qi, i, head, op, param, -10 ** 6 if op == SCENE else -height[i]))
@@ -521,8 +513,8 @@ class ProbabilisticExecutor:
             slots, nodes = node_slots[qi], programs[qi].nodes
             ra = row(qi, slots[nodes[head].inputs[0]]) if nodes[head].inputs else 0
             rb = row(qi, slots[nodes[i].inputs[1]]) if len(nodes[i].inputs) > 1 else 0
-            if op in (FILTER, FILTER_SCENE):  # a chain of filter columns: one group per chain length
-                cols = tuple(si[qi] * per_scene[FILTER] + c for c in param)
+            if op == FILTER:  # a chain of filter columns: one group per chain length
+                cols = tuple(si[qi] * per_scene[op] + c for c in param)
                 grouped.setdefault((level, op, len(cols)), []).append(
                     (qi, si[qi], ra, rb, row(qi, slots[i]), i) + cols)
                 continue
@@ -532,8 +524,7 @@ class ProbabilisticExecutor:
         groups = []
         for (_, op, width), r in sorted(grouped.items()):
             arr = np.asarray(r, dtype=np.intp)
-            param = ([be.index(arr[:, 6 + k]) for k in range(width)] if op in (FILTER, FILTER_SCENE)
-                     else be.index(arr[:, 6]))
+            param = [be.index(arr[:, 6 + k]) for k in range(width)] if op == FILTER else be.index(arr[:, 6])
             groups.append(_Group(op, be.index(arr[:, 1]), be.index(arr[:, 2]), be.index(arr[:, 3]),
                                  be.index(arr[:, 4]), param, arr[:, 5], arr[:, 0]))
         answer_types = [t[-1] for t in typed]
@@ -594,8 +585,8 @@ class ProbabilisticExecutor:
             op = g.op
             if clock is not None:
                 t0 = clock()
-            if op == FILTER or op == FILTER_SCENE:
-                x = (obj[g.a] if op == FILTER else sc.E[g.s]) * sc.Ft[g.param[0]]
+            if op == FILTER:
+                x = obj[g.a] * sc.Ft[g.param[0]]
                 for col in g.param[1:]:
                     x *= sc.Ft[col]
                 obj[g.out] = x
@@ -736,7 +727,6 @@ def _exactly_one(be, p):
         # transposed (M, G) layout: every step below is a vector operation over the G rows
         pt = np.ascontiguousarray(p.T)
         r = 1.0 - pt
-        ok = (np.count_nonzero(r <= 0, axis=0) < 2) & (pt.max(0) > 0)
         wt = pt.copy()
         acc = r[0].copy()
         for j in range(1, M):
@@ -752,18 +742,25 @@ def _exactly_one(be, p):
     else:
         certain = p >= 1.0
         k = certain.sum(-1)
-        ok = (k < 2) & (p > 0).any(-1)
         r = np.where(certain, 1.0, 1.0 - p)
         prod = r.prod(-1, keepdims=True)  # product over the uncertain elements
         w = p * np.where(certain, prod * (k == 1)[:, None], prod * (k == 0)[:, None] / r)
         z = w.sum(-1)
         q = w / np.where(z > 0, z, 1.0)[:, None]
-    under = ok & ~(z > 0)
-    if under.any():  # Z underflowed although it is not 0: redo those rows in log space
-        rows = np.flatnonzero(under)
-        certain = p[rows] >= 1.0
-        q = np.array(q)
-        q[rows], z[rows] = _exactly_one_log(be, p[rows], certain, certain.sum(-1))
+    ok = z > 0
+    zero = np.flatnonzero(~ok)
+    if len(zero):
+        # Z == 0 is a failure only if it is exactly 0: no element, or two certain ones; else it
+        # underflowed, and those rows are redone in log space
+        pz = p[zero]
+        certain = pz >= 1.0
+        k = certain.sum(-1)
+        exact_ok = (k < 2) & (pz > 0).any(-1)
+        ok[zero] = exact_ok
+        rows = zero[exact_ok]
+        if len(rows):
+            q = np.array(q)
+            q[rows], z[rows] = _exactly_one_log(be, p[rows], certain[exact_ok], k[exact_ok])
     return q, ok, z
 
 
