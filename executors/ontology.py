@@ -45,6 +45,7 @@ class Ontology:
         part_spoken: part name -> spoken form.
         partname_filters: filter value (full or generic part name) -> part names it keeps.
         part_attributes: attributes a part carries.
+        rgb: color -> (r, g, b) in 0..255, as rendered.
     """
 
     name: str
@@ -58,6 +59,7 @@ class Ontology:
     part_spoken: Mapping[str, str] = field(default_factory=dict)
     partname_filters: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     part_attributes: tuple[str, ...] = ()
+    rgb: Mapping[str, tuple[int, int, int]] = field(default_factory=dict)
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -82,6 +84,7 @@ class Ontology:
                 part_spoken=dict(parts.get("spoken", {})),
                 partname_filters={k: tuple(v) for k, v in parts.get("filters", {}).items()},
                 part_attributes=tuple(parts.get("part_attributes", ())),
+                rgb={c: tuple(v) for c, v in attrs.get("color", {}).get("rgb", {}).items()},
             )
         except (KeyError, TypeError) as e:
             raise FormatError(f"{source}: malformed ontology, missing or bad field {e}") from None

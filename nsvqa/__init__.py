@@ -1,0 +1,1 @@
+"""nsvqa: glue and infrastructure (data generation, datasets, pipeline, training, evaluation)."""

@@ -1,0 +1,1 @@
+"""Super-CLEVR-style data generation: procedural vehicles, scene sampling, rendering, annotations."""

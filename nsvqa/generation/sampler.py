@@ -1,0 +1,243 @@
+"""Scene sampling: attributes from concept weights, non-overlapping layouts, parts and textures.
+
+One image is a deterministic function of (seed, image index, parameters). Independent random
+streams are drawn for the layout (objects, their attributes, positions, camera, lights), the
+recoloured parts and the textures, so that the visual-complexity levels share everything they have
+in common: for one seed, ``easy``, ``mid`` and ``hard`` give the same layout and object attributes;
+``mid`` and ``hard`` recolour the same parts; ``hard`` only adds textures.
+
+Concept distribution and compositionality (Super-CLEVR, REFERENCE.md) enter as weights: shape,
+color and material weights d_i (d_i proportional to a^-i for the long-tail variants), and an
+optional 21 x 8 shape -> color matrix (co-1 / co-2) that replaces the color weights.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from executors import Ontology
+
+COMPLEXITIES = ("easy", "mid", "hard")
+#: Vehicle length (world units) per size; the ratio follows Super-CLEVR's 3.5 : 1.8 scales.
+SIZE_LENGTH = {"large": 1.6, "small": 0.85}
+#: CLEVR's default camera position (Johnson et al. 2017), jittered per image.
+CAMERA_EYE = (7.48, -6.51, 5.34)
+CAMERA_JITTER = 0.5
+LIGHT_JITTER = 0.1
+
+
+def power_weights(n: int, a: float) -> np.ndarray:
+    """d_i proportional to a^-i, i = 0..n-1, normalised (a = 1 uniform, 1.3 slight, 2 long tail)."""
+    w = float(a) ** -np.arange(n, dtype=float)
+    return w / w.sum()
+
+
+@dataclass(frozen=True)
+class ConceptWeights:
+    """Sampling weights over the ontology's values (None = uniform).
+
+    Attributes:
+        shape: (21,) weights over ``onto.values('shape')``.
+        color: (8,) weights over colors, used when ``shape_color`` is None.
+        material: (2,) weights over materials.
+        shape_color: (21, 8) rows P(color | shape) for the compositionality variants.
+    """
+
+    shape: np.ndarray | None = None
+    color: np.ndarray | None = None
+    material: np.ndarray | None = None
+    shape_color: np.ndarray | None = None
+
+    def validated(self, onto: Ontology) -> "ConceptWeights":
+        def norm(w, n, name):
+            if w is None:
+                return np.full(n, 1.0 / n)
+            w = np.asarray(w, dtype=float)
+            if w.shape != (n,) or np.any(w < 0) or not np.isfinite(w).all() or w.sum() <= 0:
+                raise ValueError(f"concept weights {name!r}: expected {n} non-negative weights, got {w!r}")
+            return w / w.sum()
+
+        n_s, n_c = len(onto.values("shape")), len(onto.values("color"))
+        sc = None
+        if self.shape_color is not None:
+            sc = np.asarray(self.shape_color, dtype=float)
+            if sc.shape != (n_s, n_c) or np.any(sc < 0) or np.any(sc.sum(1) <= 0):
+                raise ValueError(f"concept weights 'shape_color': expected a non-negative ({n_s}, {n_c}) "
+                                 f"matrix with positive rows, got shape {sc.shape}")
+            sc = sc / sc.sum(1, keepdims=True)
+        return ConceptWeights(norm(self.shape, n_s, "shape"), norm(self.color, n_c, "color"),
+                              norm(self.material, len(onto.values("material")), "material"), sc)
+
+
+@dataclass(frozen=True)
+class SceneParams:
+    """Everything a scene depends on besides (seed, index).
+
+    Attributes:
+        complexity: ``easy`` | ``mid`` | ``hard``.
+        min_objects, max_objects: object count range (inclusive).
+        weights: concept weights.
+        max_parts: at most this many recoloured parts per object (mid/hard).
+        area: objects are placed with centres in [-area, area]^2.
+        min_gap: free space between object footprints.
+        min_object_pixels, min_part_pixels: visibility thresholds at 320x240 (scaled with the
+            image area).
+        max_retries: layouts tried before giving up with an error.
+    """
+
+    complexity: str = "mid"
+    min_objects: int = 3
+    max_objects: int = 10
+    weights: ConceptWeights = field(default_factory=ConceptWeights)
+    max_parts: int = 3
+    area: float = 3.0
+    min_gap: float = 0.1
+    min_object_pixels: int = 60
+    min_part_pixels: int = 12
+    max_retries: int = 50
+
+    def __post_init__(self) -> None:
+        if self.complexity not in COMPLEXITIES:
+            raise ValueError(f"complexity must be one of {COMPLEXITIES}, got {self.complexity!r}")
+        if not 1 <= self.min_objects <= self.max_objects:
+            raise ValueError(f"need 1 <= min_objects <= max_objects, got {self.min_objects}, {self.max_objects}")
+
+
+def streams(seed: int, index: int) -> dict[str, np.random.Generator]:
+    """Independent generators for the layout, parts and textures of one image."""
+    root = np.random.SeedSequence([int(seed), int(index)])
+    lay, parts, tex = root.spawn(3)
+    return {"layout": np.random.default_rng(lay), "parts": np.random.default_rng(parts),
+            "texture": np.random.default_rng(tex)}
+
+
+def sample_attributes(rng: np.random.Generator, onto: Ontology, weights: ConceptWeights, n: int) -> list[dict]:
+    """Shape, color, material and size of ``n`` objects (``weights`` already validated)."""
+    shapes, colors, mats = onto.values("shape"), onto.values("color"), onto.values("material")
+    sizes = onto.values("size")
+    out = []
+    for _ in range(n):
+        s = int(rng.choice(len(shapes), p=weights.shape))
+        cw = weights.shape_color[s] if weights.shape_color is not None else weights.color
+        out.append({"shape": shapes[s], "color": colors[int(rng.choice(len(colors), p=cw))],
+                    "material": mats[int(rng.choice(len(mats), p=weights.material))],
+                    "size": sizes[int(rng.integers(len(sizes)))]})
+    return out
+
+
+def footprint(center: np.ndarray, half: np.ndarray, theta: float) -> np.ndarray:
+    """(4, 2) corners of a rectangle with half extents ``half`` rotated by ``theta`` (radians)."""
+    c, s = math.cos(theta), math.sin(theta)
+    rot = np.array([[c, -s], [s, c]])
+    corners = np.array([[1, 1], [1, -1], [-1, -1], [-1, 1]], dtype=float) * half
+    return corners @ rot.T + center
+
+
+def rectangles_overlap(a: np.ndarray, b: np.ndarray, gap: float = 0.0) -> bool:
+    """Separating-axis test of two convex quadrilaterals (corner arrays), with a minimum ``gap``."""
+    for poly in (a, b):
+        for k in range(4):
+            edge = poly[(k + 1) % 4] - poly[k]
+            axis = np.array([-edge[1], edge[0]])
+            axis /= np.linalg.norm(axis)
+            pa, pb = a @ axis, b @ axis
+            if pa.max() + gap <= pb.min() or pb.max() + gap <= pa.min():
+                return False
+    return True
+
+
+@dataclass
+class PlacedObject:
+    """An object of a sampled layout (world units; rotation in degrees about +z)."""
+
+    shape: str
+    color: str
+    material: str
+    size: str
+    scale: float
+    rotation: float
+    position: tuple[float, float]
+    texture: str = "none"
+    parts: dict[str, dict[str, str]] = field(default_factory=dict)
+
+
+@dataclass
+class Layout:
+    """Objects, camera and light parameters of one image (before parts and textures)."""
+
+    objects: list[PlacedObject]
+    camera_eye: tuple[float, float, float]
+    key_light: tuple[float, float, float]
+    fill_light: tuple[float, float, float]
+
+
+def sample_layout(rng: np.random.Generator, onto: Ontology, params: SceneParams,
+                  extents: Mapping[str, tuple[float, float]]) -> Layout:
+    """Objects at non-overlapping rotated footprints in [-area, area]^2, jittered camera/lights.
+
+    Args:
+        extents: shape -> (length, width) of the canonical model (longest side 1).
+
+    Raises:
+        RuntimeError: no placement found within ``max_retries`` attempts per object.
+    """
+    weights = params.weights.validated(onto)
+    n = int(rng.integers(params.min_objects, params.max_objects + 1))
+    attrs = sample_attributes(rng, onto, weights, n)
+    placed: list[PlacedObject] = []
+    rects: list[np.ndarray] = []
+    for a in attrs:
+        scale = SIZE_LENGTH[a["size"]]
+        length, width = extents[a["shape"]]
+        half = np.array([length, width]) * scale / 2
+        for _ in range(params.max_retries * 10):
+            pos = rng.uniform(-params.area, params.area, size=2)
+            theta = float(rng.uniform(0, 2 * math.pi))
+            rect = footprint(pos, half, theta)
+            if not any(rectangles_overlap(rect, r, params.min_gap) for r in rects):
+                break
+        else:
+            raise RuntimeError(f"could not place object {len(placed)} ({a['size']} {a['shape']}) without "
+                               f"overlap after {params.max_retries * 10} tries")
+        rects.append(rect)
+        placed.append(PlacedObject(a["shape"], a["color"], a["material"], a["size"], scale,
+                                   math.degrees(theta), (float(pos[0]), float(pos[1]))))
+    eye = tuple(float(c + rng.uniform(-CAMERA_JITTER, CAMERA_JITTER)) for c in CAMERA_EYE)
+    key = _unit(np.array([-0.6, -0.9, 1.4]) + rng.uniform(-LIGHT_JITTER, LIGHT_JITTER, 3))
+    fill = _unit(np.array([0.9, -0.4, 0.8]) + rng.uniform(-LIGHT_JITTER, LIGHT_JITTER, 3))
+    return Layout(placed, eye, key, fill)
+
+
+def choose_parts(rng: np.random.Generator, onto: Ontology, obj: PlacedObject, visible: Sequence[str],
+                 max_parts: int, weights: ConceptWeights) -> dict[str, dict[str, str]]:
+    """Up to ``max_parts`` of the ``visible`` parts of ``obj`` with a color and material that
+    differ from the object's (at least the color differs), as in Super-CLEVR's ``parts``."""
+    k = int(rng.integers(0, min(max_parts, len(visible)) + 1))
+    names = [visible[i] for i in sorted(rng.choice(len(visible), size=k, replace=False))] if k else []
+    colors, mats = onto.values("color"), onto.values("material")
+    out = {}
+    for name in names:
+        cw = weights.color.copy()
+        cw[colors.index(obj.color)] = 0.0
+        if cw.sum() <= 0:
+            cw = np.ones(len(colors))
+            cw[colors.index(obj.color)] = 0.0
+        out[name] = {"color": colors[int(rng.choice(len(colors), p=cw / cw.sum()))],
+                     "material": mats[int(rng.integers(len(mats)))], "size": obj.size}
+    return out
+
+
+def choose_textures(rng: np.random.Generator, onto: Ontology, obj: PlacedObject) -> None:
+    """Hard variant: a random texture for the object and for each of its recoloured parts."""
+    tex = onto.values("texture")
+    obj.texture = tex[int(rng.integers(len(tex)))]
+    for pa in obj.parts.values():
+        pa["texture"] = tex[int(rng.integers(len(tex)))]
+
+
+def _unit(v: np.ndarray) -> tuple[float, float, float]:
+    v = v / np.linalg.norm(v)
+    return float(v[0]), float(v[1]), float(v[2])

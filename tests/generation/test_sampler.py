@@ -1,0 +1,121 @@
+"""Scene sampling without rendering: concept weights, layouts, parts, textures, streams."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from executors import load_ontology
+from nsvqa.generation.sampler import (ConceptWeights, PlacedObject, SceneParams, choose_parts,
+                                      choose_textures, footprint, power_weights, rectangles_overlap,
+                                      sample_attributes, sample_layout, streams)
+
+
+@pytest.fixture(scope="module")
+def onto():
+    return load_ontology("superclevr")
+
+
+def _extents(onto):
+    return {s: (1.0, 0.45) for s in onto.values("shape")}
+
+
+def test_power_weights():
+    np.testing.assert_allclose(power_weights(4, 1.0), [0.25] * 4)
+    w = power_weights(8, 2.0)
+    np.testing.assert_allclose(w[:-1] / w[1:], 2.0)
+    assert w.sum() == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("a", [1.0, 1.3, 2.0])
+def test_sampled_frequencies_match_the_weights(onto, a):
+    """Chi-square goodness of fit of 6,000 sampled objects, fixed seed."""
+    w = ConceptWeights(shape=power_weights(21, a), color=power_weights(8, a),
+                       material=power_weights(2, a)).validated(onto)
+    objs = sample_attributes(np.random.default_rng(0), onto, w, 6000)
+    for attr, p in (("shape", w.shape), ("color", w.color), ("material", w.material)):
+        vals = onto.values(attr)
+        counts = np.array([sum(o[attr] == v for o in objs) for v in vals])
+        assert stats.chisquare(counts, p * counts.sum()).pvalue > 0.001, attr
+    sizes = np.array([sum(o["size"] == v for o in objs) for v in onto.values("size")])
+    assert stats.chisquare(sizes).pvalue > 0.001  # size stays uniform
+
+
+def test_shape_color_matrix_conditions_colors(onto):
+    """co-2 style: cars only red/blue, everything else only green."""
+    shapes, colors = onto.values("shape"), onto.values("color")
+    m = np.zeros((21, 8))
+    for k, s in enumerate(shapes):
+        if s in onto.categories["car"]:
+            m[k, [colors.index("red"), colors.index("blue")]] = [3, 1]
+        else:
+            m[k, colors.index("green")] = 1
+    w = ConceptWeights(shape_color=m).validated(onto)
+    objs = sample_attributes(np.random.default_rng(1), onto, w, 3000)
+    cars = [o for o in objs if o["shape"] in onto.categories["car"]]
+    assert {o["color"] for o in cars} == {"red", "blue"}
+    assert {o["color"] for o in objs if o not in cars} == {"green"}
+    red = sum(o["color"] == "red" for o in cars)
+    assert stats.binomtest(red, len(cars), 0.75).pvalue > 0.001
+
+
+@pytest.mark.parametrize("bad", [dict(shape=np.ones(20)), dict(color=-np.ones(8)), dict(material=[0, 0]),
+                                 dict(shape_color=np.ones((21, 7)))])
+def test_bad_weights_are_rejected(onto, bad):
+    with pytest.raises(ValueError, match="concept weights"):
+        ConceptWeights(**bad).validated(onto)
+
+
+def test_rectangles_overlap():
+    a = footprint(np.zeros(2), np.array([1.0, 0.5]), 0.0)
+    assert rectangles_overlap(a, footprint(np.array([1.5, 0.0]), np.array([1.0, 0.5]), 0.0))
+    assert not rectangles_overlap(a, footprint(np.array([2.5, 0.0]), np.array([1.0, 0.5]), 0.0))
+    # rotated 45 degrees: the corner of b reaches into a only when close enough
+    b = footprint(np.array([1.9, 1.0]), np.array([0.5, 0.5]), math.pi / 4)
+    assert not rectangles_overlap(a, b)
+    assert rectangles_overlap(a, footprint(np.array([1.5, 0.6]), np.array([0.5, 0.5]), math.pi / 4))
+    assert rectangles_overlap(a, footprint(np.array([2.05, 0.0]), np.array([1.0, 0.5]), 0.0), gap=0.1)
+
+
+def test_layouts_do_not_overlap_and_stay_in_the_area(onto):
+    params = SceneParams(min_objects=10, max_objects=10)
+    ext = _extents(onto)
+    for seed in range(20):
+        lay = sample_layout(np.random.default_rng(seed), onto, params, ext)
+        assert len(lay.objects) == 10
+        rects = [footprint(np.array(o.position), np.array(ext[o.shape]) * o.scale / 2, math.radians(o.rotation))
+                 for o in lay.objects]
+        for i in range(10):
+            assert np.all(np.abs(lay.objects[i].position) <= params.area)
+            for j in range(i):
+                assert not rectangles_overlap(rects[i], rects[j], params.min_gap - 1e-9)
+
+
+def test_streams_are_independent_and_reproducible(onto):
+    a, b = streams(7, 3), streams(7, 3)
+    assert a["layout"].random() == b["layout"].random()
+    assert streams(7, 3)["layout"].random() != streams(7, 4)["layout"].random()
+    # drawing from the parts stream does not move the layout stream
+    s = streams(7, 3)
+    s["parts"].random(100)
+    assert s["layout"].random() == streams(7, 3)["layout"].random()
+
+
+def test_parts_differ_from_the_object_and_textures(onto):
+    rng = np.random.default_rng(0)
+    w = ConceptWeights().validated(onto)
+    seen = set()
+    for _ in range(200):
+        o = PlacedObject("sedan", "red", "metal", "large", 1.6, 0.0, (0.0, 0.0))
+        visible = list(onto.parts_of("sedan")[:5])
+        o.parts = choose_parts(rng, onto, o, visible, 3, w)
+        assert len(o.parts) <= 3 and set(o.parts) <= set(visible)
+        assert all(p["color"] != "red" for p in o.parts.values())
+        seen.add(len(o.parts))
+        choose_textures(rng, onto, o)
+        assert o.texture in onto.values("texture")
+        assert all(p["texture"] in onto.values("texture") for p in o.parts.values())
+    assert seen == {0, 1, 2, 3}
+    assert choose_parts(rng, onto, PlacedObject("sedan", "red", "metal", "large", 1, 0, (0, 0)), [], 3, w) == {}
