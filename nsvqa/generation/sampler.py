@@ -22,7 +22,7 @@ from executors import Ontology
 
 COMPLEXITIES = ("easy", "mid", "hard")
 #: Vehicle length (world units) per size; the ratio follows Super-CLEVR's 3.5 : 1.8 scales.
-SIZE_LENGTH = {"large": 1.6, "small": 0.85}
+SIZE_LENGTH = {"large": 2.2, "small": 1.15}
 #: CLEVR's default camera position (Johnson et al. 2017), jittered per image.
 CAMERA_EYE = (7.48, -6.51, 5.34)
 CAMERA_JITTER = 0.5
@@ -170,8 +170,8 @@ class Layout:
 
     objects: list[PlacedObject]
     camera_eye: tuple[float, float, float]
-    key_light: tuple[float, float, float]
-    fill_light: tuple[float, float, float]
+    key_jitter: tuple[float, float, float]   # added to the renderer's default light directions
+    fill_jitter: tuple[float, float, float]
 
 
 def sample_layout(rng: np.random.Generator, onto: Ontology, params: SceneParams,
@@ -182,33 +182,46 @@ def sample_layout(rng: np.random.Generator, onto: Ontology, params: SceneParams,
         extents: shape -> (length, width) of the canonical model (longest side 1).
 
     Raises:
-        RuntimeError: no placement found within ``max_retries`` attempts per object.
+        RuntimeError: no placement of all objects found within ``max_retries`` attempts.
     """
     weights = params.weights.validated(onto)
     n = int(rng.integers(params.min_objects, params.max_objects + 1))
     attrs = sample_attributes(rng, onto, weights, n)
+    placed: list[PlacedObject] = []
+    for _ in range(params.max_retries):  # place all objects; start again when one does not fit
+        placed = _place(rng, attrs, extents, params)
+        if placed is not None:
+            break
+    else:
+        raise RuntimeError(f"could not place {n} objects ({', '.join(a['size'] + ' ' + a['shape'] for a in attrs)}) "
+                           f"without overlap in [-{params.area}, {params.area}]^2 after {params.max_retries} attempts")
+    eye = tuple(float(c + rng.uniform(-CAMERA_JITTER, CAMERA_JITTER)) for c in CAMERA_EYE)
+    key = tuple(float(x) for x in rng.uniform(-LIGHT_JITTER, LIGHT_JITTER, 3))
+    fill = tuple(float(x) for x in rng.uniform(-LIGHT_JITTER, LIGHT_JITTER, 3))
+    return Layout(placed, eye, key, fill)
+
+
+def _place(rng: np.random.Generator, attrs: list[dict], extents: Mapping[str, tuple[float, float]],
+           params: SceneParams, tries: int = 100) -> list[PlacedObject] | None:
+    """Positions and rotations for every object, or None when one finds no free spot."""
     placed: list[PlacedObject] = []
     rects: list[np.ndarray] = []
     for a in attrs:
         scale = SIZE_LENGTH[a["size"]]
         length, width = extents[a["shape"]]
         half = np.array([length, width]) * scale / 2
-        for _ in range(params.max_retries * 10):
+        for _ in range(tries):
             pos = rng.uniform(-params.area, params.area, size=2)
             theta = float(rng.uniform(0, 2 * math.pi))
             rect = footprint(pos, half, theta)
             if not any(rectangles_overlap(rect, r, params.min_gap) for r in rects):
                 break
         else:
-            raise RuntimeError(f"could not place object {len(placed)} ({a['size']} {a['shape']}) without "
-                               f"overlap after {params.max_retries * 10} tries")
+            return None
         rects.append(rect)
         placed.append(PlacedObject(a["shape"], a["color"], a["material"], a["size"], scale,
                                    math.degrees(theta), (float(pos[0]), float(pos[1]))))
-    eye = tuple(float(c + rng.uniform(-CAMERA_JITTER, CAMERA_JITTER)) for c in CAMERA_EYE)
-    key = _unit(np.array([-0.6, -0.9, 1.4]) + rng.uniform(-LIGHT_JITTER, LIGHT_JITTER, 3))
-    fill = _unit(np.array([0.9, -0.4, 0.8]) + rng.uniform(-LIGHT_JITTER, LIGHT_JITTER, 3))
-    return Layout(placed, eye, key, fill)
+    return placed
 
 
 def choose_parts(rng: np.random.Generator, onto: Ontology, obj: PlacedObject, visible: Sequence[str],
@@ -236,8 +249,3 @@ def choose_textures(rng: np.random.Generator, onto: Ontology, obj: PlacedObject)
     obj.texture = tex[int(rng.integers(len(tex)))]
     for pa in obj.parts.values():
         pa["texture"] = tex[int(rng.integers(len(tex)))]
-
-
-def _unit(v: np.ndarray) -> tuple[float, float, float]:
-    v = v / np.linalg.norm(v)
-    return float(v[0]), float(v[1]), float(v[2])

@@ -1,0 +1,170 @@
+"""One generated image: layout -> render -> visibility -> parts/textures -> final render -> JSON.
+
+The scene record follows the Super-CLEVR schema (REFERENCE.md) and adds, per object, its COCO
+RLE ``mask`` and ``bbox`` and the masks of its visible parts (``part_masks``), so annotations can
+be rebuilt from the scenes file alone.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from executors import Ontology, SymbolicScene
+
+from .renderer import Camera, DrawItem, Lights, Renderer
+from .sampler import (Layout, SceneParams, choose_parts, choose_textures, sample_layout, streams)
+from .vehicles import build_vehicle
+
+#: Reference resolution of the visibility thresholds.
+_REF_PIXELS = 320 * 240
+
+
+@lru_cache(maxsize=None)
+def model_extents(shape: str) -> tuple[float, float, float]:
+    """(length, width, height) of the canonical model of ``shape``."""
+    m = build_vehicle(shape)
+    lo = np.min([p.bounds()[0] for p in [m.body, *m.parts.values()]], axis=0)
+    hi = np.max([p.bounds()[1] for p in [m.body, *m.parts.values()]], axis=0)
+    ext = hi - lo
+    return float(ext[0]), float(ext[1]), float(ext[2])
+
+
+def object_matrix(scale: float, rotation_deg: float, position: tuple[float, float]) -> np.ndarray:
+    """Model -> world: uniform scale, rotation about +z, translation on the ground."""
+    t = math.radians(rotation_deg)
+    c, s = math.cos(t), math.sin(t)
+    m = np.eye(4)
+    m[:3, :3] = np.array([[c, -s, 0], [s, c, 0], [0, 0, 1]]) * scale
+    m[0, 3], m[1, 3] = position
+    return m
+
+
+def draw_items(layout: Layout, onto: Ontology) -> list[DrawItem]:
+    """The body and every part of every object, coloured by the object or its part override."""
+    rgb = {c: tuple(v / 255.0 for v in c_rgb) for c, c_rgb in onto.rgb.items()}
+    items = []
+    for i, o in enumerate(layout.objects):
+        model = build_vehicle(o.shape)
+        mat = object_matrix(o.scale, o.rotation, o.position)
+        items.append(DrawItem(model.body, mat, rgb[o.color], o.material == "metal", o.texture, i, 0))
+        for k, (name, mesh) in enumerate(model.parts.items()):
+            pa = o.parts.get(name)
+            color = rgb[pa["color"]] if pa else rgb[o.color]
+            metal = (pa["material"] if pa else o.material) == "metal"
+            tex = pa.get("texture", o.texture) if pa else o.texture
+            items.append(DrawItem(mesh, mat, color, metal, tex, i, k + 1))
+    return items
+
+
+@dataclass
+class GeneratedImage:
+    """Rendered pixels, exact id maps and the scene record of one image."""
+
+    rgb: np.ndarray
+    object_ids: np.ndarray
+    part_ids: np.ndarray
+    scene: dict
+
+
+def object_centers(layout: Layout) -> np.ndarray:
+    """(N, 3) centre of each object: its ground position at half its height (``3d_coords``)."""
+    return np.array([(o.position[0], o.position[1], model_extents(o.shape)[2] * o.scale / 2)
+                     for o in layout.objects], dtype=float)
+
+
+def camera_for(layout: Layout) -> Camera:
+    return Camera(eye=layout.camera_eye, target=(0.0, 0.0, 0.0), fov_y_deg=34.0)
+
+
+def lights_for(layout: Layout) -> Lights:
+    """The renderer's default light rig with the layout's jitter on the key and fill directions."""
+    base = Lights()
+    key = np.asarray(base.key_dir) + layout.key_jitter
+    fill = np.asarray(base.fill_dir) + layout.fill_jitter
+    return dataclasses.replace(base, key_dir=tuple(map(float, key / np.linalg.norm(key))),
+                               fill_dir=tuple(map(float, fill / np.linalg.norm(fill))))
+
+
+def generate_image(renderer: Renderer, onto: Ontology, params: SceneParams, seed: int, index: int,
+                   split: str, image_filename: str) -> GeneratedImage:
+    """Sample, check visibility and render image ``index`` of a split.
+
+    Raises:
+        RuntimeError: no layout with every object visible within ``params.max_retries`` tries.
+    """
+    rng = streams(seed, index)
+    extents = {s: model_extents(s)[:2] for s in onto.values("shape")}
+    h, w = renderer.height, renderer.width
+    scale = (h * w) / _REF_PIXELS
+    min_obj, min_part = params.min_object_pixels * scale, params.min_part_pixels * scale
+    for _ in range(params.max_retries):
+        layout = sample_layout(rng["layout"], onto, params, extents)
+        # the id pass alone decides visibility (and is the same for every complexity level)
+        # every object centre in the frame (3% margin) and enough of every object visible
+        pix = camera_for(layout).project(object_centers(layout), w, h)
+        if not (np.all((pix[:, 0] > 0.03 * w) & (pix[:, 0] < 0.97 * w))
+                and np.all((pix[:, 1] > 0.03 * h) & (pix[:, 1] < 0.97 * h))):
+            continue
+        object_ids, part_ids = renderer.render_ids(draw_items(layout, onto), camera_for(layout))
+        counts = np.bincount(object_ids.ravel() + 1, minlength=len(layout.objects) + 1)[1:]
+        if np.all(counts >= min_obj):
+            break
+    else:
+        raise RuntimeError(f"image {index}: no layout with every object visible (>= {min_obj:.0f} px) "
+                           f"in {params.max_retries} tries")
+    if params.complexity != "easy":
+        weights = params.weights.validated(onto)
+        for i, o in enumerate(layout.objects):
+            names = onto.parts_of(o.shape)
+            pix = np.bincount(part_ids[object_ids == i].ravel(), minlength=len(names) + 1)
+            visible = [n for k, n in enumerate(names) if pix[k + 1] >= min_part]
+            o.parts = choose_parts(rng["parts"], onto, o, visible, params.max_parts, weights)
+        if params.complexity == "hard":
+            for o in layout.objects:
+                choose_textures(rng["texture"], onto, o)
+    result = renderer.render(draw_items(layout, onto), camera_for(layout), lights_for(layout))
+    scene = scene_record(layout, result, onto, index, split, image_filename, renderer)
+    return GeneratedImage(result.rgb, result.object_ids, result.part_ids, scene)
+
+
+def scene_record(layout: Layout, result, onto: Ontology, index: int, split: str, image_filename: str,
+                 renderer: Renderer) -> dict:
+    """The Super-CLEVR scene JSON of a rendered layout (with RLE masks and boxes)."""
+    from .annotations import mask_to_rle
+
+    cam = camera_for(layout)
+    centers = object_centers(layout)
+    pix = cam.project(centers, renderer.width, renderer.height)
+    objects = []
+    for i, o in enumerate(layout.objects):
+        mask = result.object_ids == i
+        rle, bbox = mask_to_rle(mask)
+        part_masks = {}
+        names = onto.parts_of(o.shape)
+        for k, name in enumerate(names):
+            pm = mask & (result.part_ids == k + 1)
+            if pm.any():
+                prle, pbox = mask_to_rle(pm)
+                part_masks[name] = {"bbox": pbox, "mask": prle}
+        objects.append({
+            "shape": o.shape, "color": o.color, "material": o.material, "size": o.size,
+            "texture": o.texture, "rotation": round(o.rotation, 6),
+            "3d_coords": [round(float(c), 6) for c in centers[i]],
+            "pixel_coords": [round(float(pix[i, 0]), 3), round(float(pix[i, 1]), 3), round(float(pix[i, 2]), 4)],
+            "parts": {n: dict(pa) for n, pa in o.parts.items()},
+            "bbox": bbox, "mask": rle, "part_masks": part_masks,
+        })
+    record = {"image_index": index, "image_filename": image_filename, "split": split,
+              "directions": cam.ground_directions(), "objects": objects,
+              "camera": {"eye": list(cam.eye), "target": list(cam.target), "fov_y_deg": cam.fov_y_deg},
+              "lights": {"key": list(lights_for(layout).key_dir), "fill": list(lights_for(layout).fill_dir)}}
+    # relationships exactly as the executors compute them (0.2 margin along the directions)
+    sym = SymbolicScene.from_json({**record, "objects": [{k: v for k, v in o.items()
+                                                          if k not in ("mask", "part_masks")}
+                                                         for o in objects]}, onto)
+    record["relationships"] = sym.relation_lists()
+    return record

@@ -1,0 +1,138 @@
+"""End-to-end generation at 64x48: determinism, resume, masks, relationships, COCO, variants."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from executors import SymbolicScene, load_ontology
+from nsvqa.generation.annotations import rle_to_mask
+
+renderer = pytest.importorskip("nsvqa.generation.renderer")
+from nsvqa.generation.dataset import SplitJob, generate_split, variant_params  # noqa: E402
+
+W, H, N = 64, 48, 4
+
+
+def _job(root: Path, variant: str = "mid", n: int = N, seed: int = 3) -> SplitJob:
+    return SplitJob(root, variant, "val", n, seed, variant_params(variant), W, H)
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory):
+    """The same split generated three times: in-process, with 2 workers, and across 2 shards."""
+    try:
+        renderer.Renderer(W, H).release()
+    except renderer.RendererUnavailable as e:
+        pytest.skip(str(e))
+    roots = [tmp_path_factory.mktemp(n) for n in ("one", "two", "shards")]
+    generate_split(_job(roots[0]), workers=1, progress=False)
+    generate_split(_job(roots[1]), workers=2, progress=False)
+    generate_split(_job(roots[2]), shard=(1, 2), progress=False)
+    generate_split(_job(roots[2]), shard=(0, 2), progress=False)
+    return roots
+
+
+def test_same_bytes_for_any_division_of_the_work(generated):
+    a, b, c = (_files(r / "mid") for r in generated)
+    assert sorted(a) == sorted(b) == sorted(c)
+    assert len([k for k in a if k.endswith(".png")]) == N
+    for k in a:
+        assert a[k] == b[k] == c[k], k
+
+
+def test_resume_after_an_interruption_gives_the_same_bytes(generated, tmp_path):
+    job = _job(tmp_path)
+
+    class Stop(Exception):
+        pass
+
+    def stop_after_two(k, seen=[]):
+        seen.append(k)
+        if len(seen) == 2:
+            raise Stop
+
+    with pytest.raises(Stop):
+        generate_split(job, progress=False, on_image=stop_after_two)
+    assert not (job.folder / "manifest.json").exists()
+    assert not list(job.folder.rglob("*.tmp"))
+    res = generate_split(job, progress=False)
+    assert (res["rendered"], res["skipped"], res["finalized"]) == (N - 2, 2, True)
+    assert _files(job.folder) == _files(generated[0] / "mid")
+
+
+@pytest.fixture(scope="module")
+def scenes(generated):
+    data = json.loads((generated[0] / "mid" / "scenes" / "val_scenes.json").read_text())
+    return data["scenes"]
+
+
+def test_scene_records(scenes):
+    onto = load_ontology("superclevr")
+    assert [s["image_index"] for s in scenes] == list(range(N))
+    for s in scenes:
+        assert 3 <= len(s["objects"]) <= 10
+        for o in s["objects"]:
+            mask = rle_to_mask(o["mask"])
+            assert mask.shape == (H, W) and mask.sum() > 0
+            ys, xs = np.nonzero(mask)
+            x, y, w, h = o["bbox"]
+            assert (xs.min(), ys.min(), xs.max() + 1, ys.max() + 1) == (x, y, x + w, y + h)
+            px, py, depth = o["pixel_coords"]
+            assert x - 2 <= px <= x + w + 2 and y - 2 <= py <= y + h + 2 and depth > 0
+            assert set(o["parts"]) <= set(o["part_masks"])        # recoloured parts are visible
+            for name, pm in o["part_masks"].items():
+                pmask = rle_to_mask(pm["mask"])
+                assert pmask.sum() > 0 and not (pmask & ~mask).any()  # parts lie inside their object
+                assert name in onto.parts_of(o["shape"])
+        # relationships are what the executors compute from the coordinates (0.2 margin)
+        plain = {k: v for k, v in s.items() if k != "relationships"}
+        assert SymbolicScene.from_json(plain, onto).relation_lists() == s["relationships"]
+
+
+def test_coco_file_loads_in_pycocotools(generated, scenes):
+    from pycocotools.coco import COCO
+
+    coco = COCO(str(generated[0] / "mid" / "annotations" / "val_coco.json"))
+    onto = load_ontology("superclevr")
+    assert len(coco.getCatIds()) == 21 + len(onto.part_names)
+    for s in scenes:
+        anns = coco.loadAnns(coco.getAnnIds(imgIds=[s["image_index"]]))
+        objs = [a for a in anns if "part_name" not in a]
+        assert len(objs) == len(s["objects"])
+        for a in objs:
+            o = s["objects"][a["object_index"]]
+            assert coco.loadCats(a["category_id"])[0]["name"] == o["shape"]
+            assert (coco.annToMask(a).astype(bool) == rle_to_mask(o["mask"])).all()
+
+
+def test_manifest(generated):
+    m = json.loads((generated[0] / "mid" / "manifest.json").read_text())
+    split = m["splits"]["val"]
+    assert split["counts"]["images"] == N and split["config"]["seed"] == 3
+    import hashlib
+    for rel, digest in split["sha256"].items():
+        assert hashlib.sha256((generated[0] / "mid" / rel).read_bytes()).hexdigest() == digest
+
+
+def test_visual_complexity_levels_share_the_layout(tmp_path):
+    recs = {}
+    for v in ("easy", "mid", "hard"):
+        job = _job(tmp_path, v, n=2, seed=11)
+        generate_split(job, progress=False)
+        recs[v] = json.loads((job.folder / "scenes" / "val_scenes.json").read_text())["scenes"]
+    keys = ("shape", "color", "material", "size", "rotation", "3d_coords")
+    for e, m, h in zip(recs["easy"], recs["mid"], recs["hard"]):
+        for oe, om, oh in zip(e["objects"], m["objects"], h["objects"]):
+            assert [oe[k] for k in keys] == [om[k] for k in keys] == [oh[k] for k in keys]
+            assert oe["parts"] == {} and oe["texture"] == "none"
+            assert {n: {k: v for k, v in p.items() if k != "texture"} for n, p in oh["parts"].items()} == om["parts"]
+            assert om["texture"] == "none"
+    assert any(o["parts"] for s in recs["mid"] for o in s["objects"])
+    assert any(o["texture"] != "none" for s in recs["hard"] for o in s["objects"])
