@@ -16,7 +16,7 @@ from PIL import Image, ImageDraw
 
 from executors import load_ontology
 from nsvqa.generation.renderer import Camera, DrawItem, Lights, Renderer
-from nsvqa.generation.scenes import generate_image, object_matrix
+from nsvqa.generation.scenes import GLASS_RGB, body_meshes, generate_image, object_matrix
 from nsvqa.generation.dataset import png_bytes, variant_params, write_atomic
 from nsvqa.generation.vehicles import build_vehicle
 
@@ -26,12 +26,15 @@ PART_COLORS = ["red", "blue", "green", "yellow", "purple", "cyan", "brown"]
 def shape_tile(renderer: Renderer, onto, shape: str, color: str, show_parts: bool) -> np.ndarray:
     model = build_vehicle(shape)
     rgb = {c: tuple(v / 255 for v in x) for c, x in onto.rgb.items()}
-    mat = object_matrix(1.0, -35.0, (0.0, 0.0))
-    items = [DrawItem(model.body, mat, rgb[color], False, "none", 0, 0)]
+    mat = object_matrix(1.0, 20.0, (0.0, 0.0))
+    body, glass = body_meshes(shape)
+    items = [DrawItem(body, mat, rgb[color], False, "none", 0, 0)]
+    if glass is not None:
+        items.append(DrawItem(glass, mat, GLASS_RGB, True, "none", 0, 0))
     for k, mesh in enumerate(model.parts.values()):
         c = PART_COLORS[k % len(PART_COLORS)] if show_parts else color
         items.append(DrawItem(mesh, mat, rgb[c], show_parts and k % 2 == 1, "none", 0, k + 1))
-    cam = Camera(eye=(1.35, -1.2, 0.95), target=(0.0, 0.0, 0.12), fov_y_deg=38.0)
+    cam = Camera(eye=(1.05, -0.95, 0.7), target=(0.0, 0.0, 0.12), fov_y_deg=38.0)
     lights = Lights(key_dir=(-0.37, -0.56, 0.74), key_intensity=0.9, fill_dir=(0.7, -0.3, 0.6),
                     fill_intensity=0.35, ambient=0.25)
     return renderer.render(items, cam, lights).rgb

@@ -15,6 +15,7 @@ import numpy as np
 
 from executors import Ontology, SymbolicScene
 
+from .meshes import Mesh
 from .renderer import Camera, DrawItem, Lights, Renderer
 from .sampler import (Layout, SceneParams, choose_parts, choose_textures, sample_layout, streams)
 from .vehicles import build_vehicle
@@ -31,6 +32,22 @@ def model_extents(shape: str) -> tuple[float, float, float]:
     hi = np.max([p.bounds()[1] for p in [m.body, *m.parts.values()]], axis=0)
     ext = hi - lo
     return float(ext[0]), float(ext[1]), float(ext[2])
+
+
+#: Window glass: dark and shiny whatever the object's colour (part of the body: part id 0).
+GLASS_RGB = (0.10, 0.12, 0.15)
+
+
+@lru_cache(maxsize=None)
+def body_meshes(shape: str) -> tuple[Mesh, Mesh | None]:
+    """The body of ``shape`` split into its coloured surface and its window glass (or None)."""
+    model = build_vehicle(shape)
+    glass = model.body_glass
+    if glass is None or not np.any(glass):
+        return model.body, None
+    b = model.body
+    sub = lambda keep: Mesh(b.positions, b.normals, b.uvs, np.ascontiguousarray(b.indices[keep]))  # noqa: E731
+    return sub(~glass), sub(glass)
 
 
 def object_matrix(scale: float, rotation_deg: float, position: tuple[float, float]) -> np.ndarray:
@@ -50,7 +67,10 @@ def draw_items(layout: Layout, onto: Ontology) -> list[DrawItem]:
     for i, o in enumerate(layout.objects):
         model = build_vehicle(o.shape)
         mat = object_matrix(o.scale, o.rotation, o.position)
-        items.append(DrawItem(model.body, mat, rgb[o.color], o.material == "metal", o.texture, i, 0))
+        body, glass = body_meshes(o.shape)
+        items.append(DrawItem(body, mat, rgb[o.color], o.material == "metal", o.texture, i, 0))
+        if glass is not None:
+            items.append(DrawItem(glass, mat, GLASS_RGB, True, "none", i, 0))
         for k, (name, mesh) in enumerate(model.parts.items()):
             pa = o.parts.get(name)
             color = rgb[pa["color"]] if pa else rgb[o.color]
