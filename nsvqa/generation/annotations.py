@@ -15,6 +15,39 @@ def mask_to_rle(mask: np.ndarray) -> tuple[dict, list[float]]:
     return {"size": [int(rle["size"][0]), int(rle["size"][1])], "counts": rle["counts"].decode("ascii")}, bbox
 
 
+def label_rles(labels: np.ndarray, wanted: Sequence[int]) -> dict[int, tuple[dict, list[float]]]:
+    """COCO RLE and box of ``labels == l`` for every ``l`` in ``wanted``, in one pass.
+
+    COCO RLE counts alternate runs of 0 and 1 in column-major order; the runs of every label are
+    read off the runs of equal values of the whole label image at once, then compressed by
+    pycocotools (a label absent from the image gets an empty mask).
+    """
+    from pycocotools import mask as mask_util
+
+    h, w = labels.shape
+    flat = labels.ravel(order="F")
+    n = flat.size
+    cut = np.flatnonzero(flat[1:] != flat[:-1]) + 1
+    starts = np.concatenate([[0], cut])
+    ends = np.concatenate([cut, [n]])
+    vals = flat[starts]
+    order = np.argsort(vals, kind="stable")
+    sv = vals[order]
+    out = {}
+    for lab in wanted:
+        lo, hi = np.searchsorted(sv, lab, "left"), np.searchsorted(sv, lab, "right")
+        s, e = starts[order[lo:hi]], ends[order[lo:hi]]
+        gaps = s - np.concatenate([[0], e[:-1]])
+        counts = np.stack([gaps, e - s], 1).ravel().tolist()
+        tail = int(n - (e[-1] if len(e) else 0))
+        if tail or not counts:  # like pycocotools: no trailing empty run
+            counts.append(tail)
+        rle = mask_util.frPyObjects({"counts": counts, "size": [h, w]}, h, w)
+        bbox = [float(v) for v in mask_util.toBbox(rle)]
+        out[lab] = ({"size": [h, w], "counts": rle["counts"].decode("ascii")}, bbox)
+    return out
+
+
 def rle_to_mask(rle: dict) -> np.ndarray:
     """Boolean (H, W) mask of a COCO RLE dict (string or bytes counts)."""
     from pycocotools import mask as mask_util

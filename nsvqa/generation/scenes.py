@@ -154,22 +154,23 @@ def generate_image(renderer: Renderer, onto: Ontology, params: SceneParams, seed
 def scene_record(layout: Layout, result, onto: Ontology, index: int, split: str, image_filename: str,
                  renderer: Renderer) -> dict:
     """The Super-CLEVR scene JSON of a rendered layout (with RLE masks and boxes)."""
-    from .annotations import mask_to_rle
+    from .annotations import label_rles
 
     cam = camera_for(layout)
     centers = object_centers(layout)
     pix = cam.project(centers, renderer.width, renderer.height)
+    # one pass over each id map gives every object's and every visible part's RLE
+    n_obj = len(layout.objects)
+    obj_rles = label_rles(result.object_ids, range(n_obj))
+    part_labels = np.where(result.part_ids > 0, result.object_ids.astype(np.int32) * 64 + result.part_ids, -1)
+    present = np.unique(part_labels[part_labels >= 0])
+    part_rles = label_rles(part_labels, present.tolist())
     objects = []
     for i, o in enumerate(layout.objects):
-        mask = result.object_ids == i
-        rle, bbox = mask_to_rle(mask)
-        part_masks = {}
+        rle, bbox = obj_rles[i]
         names = onto.parts_of(o.shape)
-        for k, name in enumerate(names):
-            pm = mask & (result.part_ids == k + 1)
-            if pm.any():
-                prle, pbox = mask_to_rle(pm)
-                part_masks[name] = {"bbox": pbox, "mask": prle}
+        part_masks = {names[lab % 64 - 1]: {"bbox": part_rles[lab][1], "mask": part_rles[lab][0]}
+                      for lab in present[(present // 64) == i].tolist()}
         objects.append({
             "shape": o.shape, "color": o.color, "material": o.material, "size": o.size,
             "texture": o.texture, "rotation": round(o.rotation, 6),
