@@ -12,7 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from nsvqa.generation.dataset import SPLITS, SplitJob, generate_split, variant_params
+from nsvqa.generation.dataset import PROFILES, SPLITS, SplitJob, generate_split, variant_params
 
 
 def _shard(text: str) -> tuple[int, int]:
@@ -34,8 +34,10 @@ def get_args_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--workers", type=int, default=1)
     p.add_argument("--shard", type=_shard, default=(0, 1), help="i/N: render the indices k with k %% N == i")
-    p.add_argument("--width", type=int, default=320)
-    p.add_argument("--height", type=int, default=240)
+    p.add_argument("--profile", choices=sorted(PROFILES), default="mini",
+                   help="image size: tiny 64x48, mini 320x240, full 640x480")
+    p.add_argument("--width", type=int, help="overrides the profile's width")
+    p.add_argument("--height", type=int, help="overrides the profile's height")
     p.add_argument("--no-progress", action="store_true")
     return p
 
@@ -47,8 +49,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyError as e:
         print(f"generate_dataset.py: error: {e.args[0]}", file=sys.stderr)
         return 2
+    prof = PROFILES[args.profile]
     job = SplitJob(args.out, args.variant, args.split, args.num_images, args.seed, params,
-                   args.width, args.height)
+                   args.width or prof.width, args.height or prof.height)
     res = generate_split(job, workers=args.workers, shard=args.shard, progress=not args.no_progress)
     print(f"{job.folder}: {args.split}: rendered {res['rendered']}, already done {res['skipped']}"
           + (", split merged (scenes, COCO annotations, manifest)" if res["finalized"] else ""),

@@ -33,6 +33,17 @@ from .sampler import SceneParams
 GENERATOR_VERSION = "0.1.0"
 SPLITS = ("train", "val", "test")
 PREFIX = "nsvqa"
+@dataclass(frozen=True)
+class GenerationProfile:
+    """Image size of a profile: ``tiny`` for tests, ``mini`` for CPU work, ``full`` the paper's."""
+
+    width: int
+    height: int
+
+
+PROFILES = {"tiny": GenerationProfile(64, 48), "mini": GenerationProfile(320, 240),
+            "full": GenerationProfile(640, 480)}
+
 #: Named variants available before the variant catalogue: the visual-complexity levels.
 BASIC_VARIANTS = {c: SceneParams(complexity=c) for c in ("easy", "mid", "hard")}
 

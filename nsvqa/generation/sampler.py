@@ -35,6 +35,31 @@ def power_weights(n: int, a: float) -> np.ndarray:
     return w / w.sum()
 
 
+#: Long-tail exponents of the Super-CLEVR concept-distribution variants (REFERENCE.md).
+TAIL_EXPONENTS = {"bal": 1.0, "slt": 1.3, "long": 2.0}
+
+
+def distribution_weights(n: int, kind: str) -> np.ndarray:
+    """Weights over n concepts (in the ontology's order) for a concept-distribution variant.
+
+    ``bal`` / ``slt`` / ``long``: d_i proportional to a^-i with a = 1, 1.3, 2; the test-only
+    ``head`` (the frequent half, uniform), ``tail`` (the rare half, uniform) and ``oppo`` (the
+    long tail reversed).
+    """
+    if kind in TAIL_EXPONENTS:
+        return power_weights(n, TAIL_EXPONENTS[kind])
+    half = n // 2
+    if kind == "head":
+        w = np.r_[np.ones(n - half), np.zeros(half)]
+    elif kind == "tail":
+        w = np.r_[np.zeros(n - half), np.ones(half)]
+    elif kind == "oppo":
+        w = power_weights(n, TAIL_EXPONENTS["long"])[::-1].copy()
+    else:
+        raise ValueError(f"unknown distribution {kind!r}; valid: {sorted([*TAIL_EXPONENTS, 'head', 'tail', 'oppo'])}")
+    return w / w.sum()
+
+
 @dataclass(frozen=True)
 class ConceptWeights:
     """Sampling weights over the ontology's values (None = uniform).

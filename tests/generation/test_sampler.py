@@ -9,8 +9,8 @@ from scipy import stats
 
 from executors import load_ontology
 from nsvqa.generation.sampler import (ConceptWeights, PlacedObject, SceneParams, choose_parts,
-                                      choose_textures, footprint, power_weights, rectangles_overlap,
-                                      sample_attributes, sample_layout, streams)
+                                      choose_textures, distribution_weights, footprint, power_weights,
+                                      rectangles_overlap, sample_attributes, sample_layout, streams)
 
 
 @pytest.fixture(scope="module")
@@ -27,6 +27,20 @@ def test_power_weights():
     w = power_weights(8, 2.0)
     np.testing.assert_allclose(w[:-1] / w[1:], 2.0)
     assert w.sum() == pytest.approx(1.0)
+
+
+def test_distribution_variants():
+    n = 8
+    long = distribution_weights(n, "long")
+    np.testing.assert_allclose(long, power_weights(n, 2.0))
+    np.testing.assert_allclose(distribution_weights(n, "slt"), power_weights(n, 1.3))
+    np.testing.assert_allclose(distribution_weights(n, "bal"), np.full(n, 1 / n))
+    np.testing.assert_allclose(distribution_weights(n, "head"), [0.25] * 4 + [0] * 4)
+    np.testing.assert_allclose(distribution_weights(n, "tail"), [0] * 4 + [0.25] * 4)
+    np.testing.assert_allclose(distribution_weights(n, "oppo"), long[::-1])
+    assert distribution_weights(21, "head")[:11].sum() == pytest.approx(1.0)  # odd n: head gets the middle
+    with pytest.raises(ValueError, match="unknown distribution 'wide'; valid"):
+        distribution_weights(n, "wide")
 
 
 @pytest.mark.parametrize("a", [1.0, 1.3, 2.0])
