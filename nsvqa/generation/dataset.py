@@ -3,7 +3,8 @@
 Layout under ``<root>/<variant>/``::
 
     images/<split>/<prefix>_<split>_<index:06d>.png
-    scenes/<split>/<index:06d>.json          one record per image (the completion marker)
+    scenes/<split>/<index:06d>.json          one record per image while the split is being made
+                                             (its completion marker; removed once merged)
     scenes/<split>_scenes.json               {"info", "scenes"}: merged when the split is complete
     annotations/<split>_coco.json            COCO instances (objects and parts, RLE masks)
     manifest.json                            generator version, parameters, seed, counts, sha256
@@ -130,8 +131,23 @@ def png_bytes(rgb: np.ndarray) -> bytes:
 
 
 # ---------------------------------------------------------------------- generation
+def merged_path(job: SplitJob) -> Path:
+    return job.folder / "scenes" / f"{job.split}_scenes.json"
+
+
+def is_complete(job: SplitJob) -> bool:
+    """The split was merged for this job's configuration (recorded in the manifest)."""
+    path = job.folder / "manifest.json"
+    if not merged_path(job).exists() or not path.exists():
+        return False
+    done = json.loads(path.read_text()).get("splits", {}).get(job.split, {})
+    return done.get("config") == job.config()
+
+
 def pending(job: SplitJob, shard: tuple[int, int] = (0, 1)) -> list[int]:
     """Indices of this shard whose record does not exist yet."""
+    if is_complete(job):
+        return []
     i, n = shard
     return [k for k in range(i, job.num_images, n) if not job.record_path(k).exists()]
 
@@ -212,7 +228,7 @@ def generate_split(job: SplitJob, workers: int = 1, shard: tuple[int, int] = (0,
                     on_image(k)
     bar.close()
     done = not pending(job)
-    if finalize and done:
+    if finalize and done and not is_complete(job):
         finalize_split(job)
     return {"rendered": len(todo), "skipped": total - len(todo), "finalized": bool(finalize and done)}
 
@@ -224,10 +240,17 @@ def finalize_split(job: SplitJob) -> None:
     onto = load_ontology(job.ontology)
     scenes = [json.loads(job.record_path(k).read_text()) for k in range(job.num_images)]
     info = {"generator": "nsvqa", "version": GENERATOR_VERSION, "variant": job.variant, "split": job.split}
-    write_json_atomic(job.folder / "scenes" / f"{job.split}_scenes.json", {"info": info, "scenes": scenes})
+    write_json_atomic(merged_path(job), {"info": info, "scenes": scenes})
     coco = coco_from_scenes(scenes, onto.values("shape"), onto.part_names, job.width, job.height, info)
     write_json_atomic(job.folder / "annotations" / f"{job.split}_coco.json", coco)
     update_manifest(job)
+    # the split is whole: the per-image records were only the resume markers
+    for k in range(job.num_images):
+        job.record_path(k).unlink()
+    try:
+        (job.folder / "scenes" / job.split).rmdir()
+    except OSError:
+        pass
 
 
 def sha256_file(path: Path) -> str:
