@@ -33,7 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     args = get_args_parser().parse_args(argv)
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
-    from nsvqa.generation.dataset import SplitJob, generate_split, variant_params
+    from nsvqa.generation.dataset import generate_split, job_for
 
     rows = []
     for size in args.sizes:
@@ -41,8 +41,8 @@ def main(argv: list[str] | None = None) -> int:
         n = args.images if w * h <= 320 * 240 else max(5, args.images // 4)
         for v in args.variants:
             with tempfile.TemporaryDirectory() as tmp:
-                job = SplitJob(Path(tmp), v, "val", n, 0, variant_params(v), w, h)
-                generate_split(SplitJob(Path(tmp) / "warm", v, "val", 1, 99, variant_params(v), w, h),
+                job = job_for(Path(tmp), v, "val", n, 0, w, h)
+                generate_split(job_for(Path(tmp) / "warm", v, "val", 1, 99, w, h),
                                progress=False)  # warm-up: context, shaders, vehicle meshes
                 t = time.perf_counter()
                 generate_split(job, progress=False, finalize=False)

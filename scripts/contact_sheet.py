@@ -17,7 +17,8 @@ from PIL import Image, ImageDraw
 from executors import load_ontology
 from nsvqa.generation.renderer import Camera, DrawItem, Lights, Renderer
 from nsvqa.generation.scenes import GLASS_RGB, body_meshes, generate_image, object_matrix
-from nsvqa.generation.dataset import png_bytes, variant_params, write_atomic
+from nsvqa.generation.dataset import png_bytes, write_atomic
+from nsvqa.generation.variants import load_variant
 from nsvqa.generation.vehicles import build_vehicle
 
 PART_COLORS = ["red", "blue", "green", "yellow", "purple", "cyan", "brown"]
@@ -80,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     with Renderer(args.width, args.height) as r:
         for seed in args.seeds:
             for v in ("easy", "mid", "hard"):
-                img = generate_image(r, onto, variant_params(v), seed, 0, "val", "x.png")
+                img = generate_image(r, onto, load_variant(v).scene_params("val", onto), seed, 0, "val", "x.png")
                 rows.append(label(img.rgb, f"seed {seed} {v}"))
     write_atomic(args.out / "variants.png", png_bytes(grid(rows, 3)))
     print(f"wrote {args.out / 'shapes.png'} and {args.out / 'variants.png'}", file=sys.stderr)

@@ -12,7 +12,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from nsvqa.generation.dataset import PROFILES, SPLITS, SplitJob, generate_split, variant_params
+from nsvqa.generation.dataset import PROFILES, SPLITS, generate_split, job_for
+from nsvqa.generation.variants import VariantError, list_variants
 
 
 def _shard(text: str) -> tuple[int, int]:
@@ -28,7 +29,7 @@ def _shard(text: str) -> tuple[int, int]:
 def get_args_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", type=Path, required=True, help="dataset root (one folder per variant inside)")
-    p.add_argument("--variant", default="mid", help="variant name (easy, mid, hard)")
+    p.add_argument("--variant", default="mid", help=f"catalogue name ({', '.join(list_variants())})")
     p.add_argument("--split", choices=SPLITS, default="train")
     p.add_argument("--num-images", type=int, required=True)
     p.add_argument("--seed", type=int, default=0)
@@ -44,14 +45,13 @@ def get_args_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = get_args_parser().parse_args(argv)
-    try:
-        params = variant_params(args.variant)
-    except KeyError as e:
-        print(f"generate_dataset.py: error: {e.args[0]}", file=sys.stderr)
-        return 2
     prof = PROFILES[args.profile]
-    job = SplitJob(args.out, args.variant, args.split, args.num_images, args.seed, params,
-                   args.width or prof.width, args.height or prof.height)
+    try:
+        job = job_for(args.out, args.variant, args.split, args.num_images, args.seed,
+                      args.width or prof.width, args.height or prof.height)
+    except VariantError as e:
+        print(f"generate_dataset.py: error: {e}", file=sys.stderr)
+        return 2
     res = generate_split(job, workers=args.workers, shard=args.shard, progress=not args.no_progress)
     print(f"{job.folder}: {args.split}: rendered {res['rendered']}, already done {res['skipped']}"
           + (", split merged (scenes, COCO annotations, manifest)" if res["finalized"] else ""),

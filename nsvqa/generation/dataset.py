@@ -23,13 +23,14 @@ import os
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
 from executors import load_ontology
 
 from .sampler import SceneParams
+from .variants import load_variant
 
 GENERATOR_VERSION = "0.1.0"
 SPLITS = ("train", "val", "test")
@@ -45,10 +46,6 @@ class GenerationProfile:
 PROFILES = {"tiny": GenerationProfile(64, 48), "mini": GenerationProfile(320, 240),
             "full": GenerationProfile(640, 480)}
 
-#: Named variants available before the variant catalogue: the visual-complexity levels.
-BASIC_VARIANTS = {c: SceneParams(complexity=c) for c in ("easy", "mid", "hard")}
-
-
 @dataclass(frozen=True)
 class SplitJob:
     """What to generate: one split of one variant."""
@@ -62,6 +59,7 @@ class SplitJob:
     width: int = 320
     height: int = 240
     ontology: str = "superclevr"
+    spec: Mapping[str, Any] | None = None  # the variant's catalogue spec, recorded in the manifest
 
     def __post_init__(self) -> None:
         if self.split not in SPLITS:
@@ -93,6 +91,8 @@ class SplitJob:
         params = dataclasses.asdict(self.params)
         params["weights"] = {k: (None if v is None else np.asarray(v).tolist())
                              for k, v in dataclasses.asdict(self.params.weights).items()}
+        params["joint"] = None if self.params.joint is None else [list(p) for p in self.params.joint]
+        params["camera_scales"] = list(self.params.camera_scales)
         return {"variant": self.variant, "split": self.split, "num_images": self.num_images,
                 "seed": self.seed, "width": self.width, "height": self.height,
                 "ontology": self.ontology, "params": params}
@@ -269,6 +269,8 @@ def update_manifest(job: SplitJob) -> dict:
     files += [job.folder / "scenes" / f"{job.split}_scenes.json",
               job.folder / "annotations" / f"{job.split}_coco.json"]
     manifest.update({"generator": "nsvqa", "generator_version": GENERATOR_VERSION, "variant": job.variant})
+    if job.spec is not None:
+        manifest["variant_spec"] = dict(job.spec)
     manifest.setdefault("splits", {})[job.split] = {
         "config": job.config(), "counts": {"images": job.num_images},
         "sha256": {str(p.relative_to(job.folder)): sha256_file(p) for p in files},
@@ -277,9 +279,10 @@ def update_manifest(job: SplitJob) -> dict:
     return manifest
 
 
-def variant_params(name: str) -> SceneParams:
-    """Parameters of a named variant (until the variant catalogue: easy, mid, hard)."""
-    try:
-        return BASIC_VARIANTS[name]
-    except KeyError:
-        raise KeyError(f"unknown variant {name!r}; valid: {sorted(BASIC_VARIANTS)}") from None
+def job_for(root: Path, variant: str, split: str, num_images: int, seed: int, width: int = 320,
+            height: int = 240) -> SplitJob:
+    """A :class:`SplitJob` for a catalogue variant (its scene parameters for ``split``)."""
+    v = load_variant(variant)
+    onto = load_ontology("superclevr")
+    return SplitJob(Path(root), v.name, split, num_images, seed, v.scene_params(split, onto), width, height,
+                    spec=v.spec())

@@ -68,7 +68,8 @@ class ConceptWeights:
         shape: (21,) weights over ``onto.values('shape')``.
         color: (8,) weights over colors, used when ``shape_color`` is None.
         material: (2,) weights over materials.
-        shape_color: (21, 8) rows P(color | shape) for the compositionality variants.
+        shape_color: (21, 8) rows P(color | shape) for the compositionality variants; a shape
+            whose row is all zero does not occur.
     """
 
     shape: np.ndarray | None = None
@@ -86,14 +87,22 @@ class ConceptWeights:
             return w / w.sum()
 
         n_s, n_c = len(onto.values("shape")), len(onto.values("color"))
+        shape = norm(self.shape, n_s, "shape")
         sc = None
         if self.shape_color is not None:
+            # joint semantics: P(shape, color) ~ shape weight x matrix entry, so a shape whose row
+            # is all zero never occurs
             sc = np.asarray(self.shape_color, dtype=float)
-            if sc.shape != (n_s, n_c) or np.any(sc < 0) or np.any(sc.sum(1) <= 0):
+            if sc.shape != (n_s, n_c) or np.any(sc < 0) or not np.isfinite(sc).all():
                 raise ValueError(f"concept weights 'shape_color': expected a non-negative ({n_s}, {n_c}) "
-                                 f"matrix with positive rows, got shape {sc.shape}")
-            sc = sc / sc.sum(1, keepdims=True)
-        return ConceptWeights(norm(self.shape, n_s, "shape"), norm(self.color, n_c, "color"),
+                                 f"matrix, got shape {sc.shape}")
+            rows = sc.sum(1)
+            shape = shape * (rows > 0)
+            if shape.sum() <= 0:
+                raise ValueError("concept weights 'shape_color': no shape with weight has a color")
+            shape = shape / shape.sum()
+            sc = sc / np.where(rows > 0, rows, 1.0)[:, None]
+        return ConceptWeights(shape, norm(self.color, n_c, "color"),
                               norm(self.material, len(onto.values("material")), "material"), sc)
 
 
@@ -111,6 +120,10 @@ class SceneParams:
         min_object_pixels, min_part_pixels: visibility thresholds at 320x240 (scaled with the
             image area).
         max_retries: layouts tried before giving up with an error.
+        camera_scales: distance of the camera from the scene centre, as multiples of CLEVR's
+            camera distance, drawn uniformly per image.
+        joint: when given, the (object count, camera scale) pairs allowed, drawn uniformly
+            (the systematic splits hold combinations of these factors out of training).
     """
 
     complexity: str = "mid"
@@ -123,8 +136,15 @@ class SceneParams:
     min_object_pixels: int = 60
     min_part_pixels: int = 12
     max_retries: int = 50
+    camera_scales: tuple[float, ...] = (1.0,)
+    joint: tuple[tuple[int, float], ...] | None = None
 
     def __post_init__(self) -> None:
+        if self.joint is not None:
+            if not self.joint or any(n < 1 or s <= 0 for n, s in self.joint):
+                raise ValueError(f"joint must list (object count >= 1, camera scale > 0) pairs, got {self.joint!r}")
+        if not self.camera_scales or any(s <= 0 for s in self.camera_scales):
+            raise ValueError(f"camera_scales must be positive, got {self.camera_scales!r}")
         if self.complexity not in COMPLEXITIES:
             raise ValueError(f"complexity must be one of {COMPLEXITIES}, got {self.complexity!r}")
         if not 1 <= self.min_objects <= self.max_objects:
@@ -195,6 +215,7 @@ class Layout:
 
     objects: list[PlacedObject]
     camera_eye: tuple[float, float, float]
+    camera_scale: float
     key_jitter: tuple[float, float, float]   # added to the renderer's default light directions
     fill_jitter: tuple[float, float, float]
 
@@ -210,7 +231,11 @@ def sample_layout(rng: np.random.Generator, onto: Ontology, params: SceneParams,
         RuntimeError: no placement of all objects found within ``max_retries`` attempts.
     """
     weights = params.weights.validated(onto)
-    n = int(rng.integers(params.min_objects, params.max_objects + 1))
+    if params.joint is not None:
+        n, cam_scale = params.joint[int(rng.integers(len(params.joint)))]
+    else:
+        n = int(rng.integers(params.min_objects, params.max_objects + 1))
+        cam_scale = params.camera_scales[int(rng.integers(len(params.camera_scales)))]
     attrs = sample_attributes(rng, onto, weights, n)
     placed: list[PlacedObject] = []
     for _ in range(params.max_retries):  # place all objects; start again when one does not fit
@@ -220,10 +245,10 @@ def sample_layout(rng: np.random.Generator, onto: Ontology, params: SceneParams,
     else:
         raise RuntimeError(f"could not place {n} objects ({', '.join(a['size'] + ' ' + a['shape'] for a in attrs)}) "
                            f"without overlap in [-{params.area}, {params.area}]^2 after {params.max_retries} attempts")
-    eye = tuple(float(c + rng.uniform(-CAMERA_JITTER, CAMERA_JITTER)) for c in CAMERA_EYE)
+    eye = tuple(float(c * cam_scale + rng.uniform(-CAMERA_JITTER, CAMERA_JITTER)) for c in CAMERA_EYE)
     key = tuple(float(x) for x in rng.uniform(-LIGHT_JITTER, LIGHT_JITTER, 3))
     fill = tuple(float(x) for x in rng.uniform(-LIGHT_JITTER, LIGHT_JITTER, 3))
-    return Layout(placed, eye, key, fill)
+    return Layout(placed, eye, float(cam_scale), key, fill)
 
 
 def _place(rng: np.random.Generator, attrs: list[dict], extents: Mapping[str, tuple[float, float]],

@@ -181,7 +181,8 @@ def scene_record(layout: Layout, result, onto: Ontology, index: int, split: str,
         })
     record = {"image_index": index, "image_filename": image_filename, "split": split,
               "directions": cam.ground_directions(), "objects": objects,
-              "camera": {"eye": list(cam.eye), "target": list(cam.target), "fov_y_deg": cam.fov_y_deg},
+              "camera": {"eye": list(cam.eye), "target": list(cam.target), "fov_y_deg": cam.fov_y_deg,
+                         "distance_scale": layout.camera_scale},
               "lights": {"key": list(lights_for(layout).key_dir), "fill": list(lights_for(layout).fill_dir)}}
     # relationships exactly as the executors compute them (0.2 margin along the directions)
     sym = SymbolicScene.from_json({**record, "objects": [{k: v for k, v in o.items()

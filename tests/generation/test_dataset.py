@@ -11,13 +11,13 @@ from executors import SymbolicScene, load_ontology
 from nsvqa.generation.annotations import rle_to_mask
 
 renderer = pytest.importorskip("nsvqa.generation.renderer")
-from nsvqa.generation.dataset import SplitJob, generate_split, variant_params  # noqa: E402
+from nsvqa.generation.dataset import generate_split, job_for  # noqa: E402
 
 W, H, N = 64, 48, 4
 
 
-def _job(root: Path, variant: str = "mid", n: int = N, seed: int = 3) -> SplitJob:
-    return SplitJob(root, variant, "val", n, seed, variant_params(variant), W, H)
+def _job(root: Path, variant: str = "mid", n: int = N, seed: int = 3):
+    return job_for(root, variant, "val", n, seed, W, H)
 
 
 def _files(folder: Path) -> dict[str, bytes]:

@@ -40,7 +40,9 @@ def test_writes_the_dataset_layout(gen, tmp_path, capsys):
 
 def test_unknown_variant_and_bad_shard(gen, tmp_path, capsys):
     assert gen.main(["--out", str(tmp_path), "--variant", "medium", "--num-images", "1"]) == 2
-    assert "unknown variant 'medium'; valid: ['easy', 'hard', 'mid']" in capsys.readouterr().err
+    assert "unknown variant 'medium'; valid: ['bal', 'co-0'" in capsys.readouterr().err
+    assert gen.main(["--out", str(tmp_path), "--variant", "head", "--split", "train", "--num-images", "1"]) == 2
+    assert "variant 'head' has no 'train' split (only ('test',))" in capsys.readouterr().err
     with pytest.raises(SystemExit) as e:
         gen.main(["--out", str(tmp_path), "--num-images", "1", "--shard", "2/2"])
     assert e.value.code == 2

@@ -1,0 +1,158 @@
+"""The variant catalogue: one frozen spec per name in ``data/variants/<name>.json``.
+
+A spec names its domain-shift factor, the scene parameters (visual complexity, concept weights,
+shape -> color matrix), the question redundancy level, optional per-split overrides (the
+systematic splits train and test on different factor values) and, for those, which factor values
+are train-only and test-only (``ood``), so the evaluator can score ID and OOD concepts apart.
+``scripts/build_variants.py`` writes the catalogue and cites where its figures come from.
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+
+from executors import Ontology
+
+from .sampler import COMPLEXITIES, ConceptWeights, SceneParams
+
+VARIANT_DIR = Path(__file__).resolve().parents[2] / "data" / "variants"
+REDUNDANCY = ("rd-", "rd", "rd+")
+SPLITS = ("train", "val", "test")
+
+
+class VariantError(ValueError):
+    """A malformed or unknown variant spec (the message names the file and the field)."""
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One named domain variant.
+
+    Attributes:
+        name, factor, description: identification (factor: visual, redundancy, distribution,
+            compositionality or systematic).
+        scene: scene parameters shared by every split.
+        redundancy: question redundancy level (rd-, rd, rd+).
+        test_only: only a test split exists (head, tail, oppo).
+        splits: split -> scene parameter overrides.
+        ood: factor values that occur only in training / only in testing.
+        source: the file the spec was read from.
+    """
+
+    name: str
+    factor: str
+    description: str
+    scene: Mapping[str, Any]
+    redundancy: str = "rd"
+    test_only: bool = False
+    splits: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    ood: Mapping[str, Any] | None = None
+    source: str = "<dict>"
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any], source: str = "<dict>") -> "Variant":
+        try:
+            red = d.get("questions", {}).get("redundancy", "rd")
+            v = cls(str(d["name"]), str(d["factor"]), str(d.get("description", "")), dict(d["scene"]),
+                    red, bool(d.get("test_only", False)), dict(d.get("splits", {})), d.get("ood"), source)
+        except (KeyError, TypeError, AttributeError) as e:
+            raise VariantError(f"{source}: missing or bad field {e}") from None
+        if red not in REDUNDANCY:
+            raise VariantError(f"{source}, field 'questions.redundancy': {red!r} not in {REDUNDANCY}")
+        if v.scene.get("complexity", "mid") not in COMPLEXITIES:
+            raise VariantError(f"{source}, field 'scene.complexity': {v.scene.get('complexity')!r} "
+                               f"not in {COMPLEXITIES}")
+        bad = set(v.splits) - set(SPLITS)
+        if bad:
+            raise VariantError(f"{source}, field 'splits': unknown split(s) {sorted(bad)}; valid: {SPLITS}")
+        return v
+
+    @property
+    def available_splits(self) -> tuple[str, ...]:
+        return ("test",) if self.test_only else SPLITS
+
+    def spec(self) -> dict:
+        """The spec as JSON (what the manifest records)."""
+        out = {"name": self.name, "factor": self.factor, "description": self.description,
+               "scene": dict(self.scene), "questions": {"redundancy": self.redundancy},
+               "test_only": self.test_only}
+        if self.splits:
+            out["splits"] = {k: dict(v) for k, v in self.splits.items()}
+        if self.ood is not None:
+            out["ood"] = self.ood
+        return out
+
+    def scene_params(self, split: str, onto: Ontology) -> SceneParams:
+        """Scene parameters of ``split`` (the shared ones with the split's overrides).
+
+        Raises:
+            VariantError: a split the variant does not have, or a bad weight table.
+        """
+        if split not in self.available_splits:
+            raise VariantError(f"variant {self.name!r} has no {split!r} split (only {self.available_splits})")
+        s = {**self.scene, **self.splits.get(split, {})}
+        w = s.get("weights", {})
+        weights = ConceptWeights(
+            shape=_vector(w.get("shape"), onto.values("shape"), f"{self.source}, field 'scene.weights.shape'"),
+            color=_vector(w.get("color"), onto.values("color"), f"{self.source}, field 'scene.weights.color'"),
+            material=_vector(w.get("material"), onto.values("material"),
+                             f"{self.source}, field 'scene.weights.material'"),
+            shape_color=_matrix(s.get("shape_color"), onto, f"{self.source}, field 'shape_color'"))
+        try:
+            weights.validated(onto)
+            joint = tuple((int(n), float(c)) for n, c in s["joint"]) if s.get("joint") else None
+            return SceneParams(complexity=s.get("complexity", "mid"), weights=weights, joint=joint)
+        except (ValueError, TypeError) as e:
+            raise VariantError(f"{self.source}, split {split!r}: {e}") from None
+
+
+def _vector(table: Mapping[str, float] | None, names: tuple[str, ...], where: str) -> np.ndarray | None:
+    if table is None:
+        return None
+    if not isinstance(table, Mapping) or set(table) != set(names):
+        raise VariantError(f"{where}: expected a weight for each of {list(names)}")
+    return np.array([float(table[n]) for n in names])
+
+
+def _matrix(table: Mapping[str, list] | None, onto: Ontology, where: str) -> np.ndarray | None:
+    if table is None:
+        return None
+    shapes = onto.values("shape")
+    if not isinstance(table, Mapping) or set(table) != set(shapes):
+        raise VariantError(f"{where}: expected a row for each of the {len(shapes)} shapes")
+    m = np.array([table[s] for s in shapes], dtype=float)
+    if m.shape != (len(shapes), len(onto.values("color"))):
+        raise VariantError(f"{where}: expected {len(onto.values('color'))} color weights per shape")
+    return m
+
+
+def variant_dir() -> Path:
+    return Path(os.environ.get("NSVQA_VARIANT_DIR", VARIANT_DIR))
+
+
+def list_variants() -> list[str]:
+    """Names of the catalogue's variants."""
+    return sorted(p.stem for p in variant_dir().glob("*.json"))
+
+
+def load_variant(name_or_path: str | os.PathLike) -> Variant:
+    """A variant by catalogue name (``long``, ``rd+``, ``sys-composition``...) or JSON path.
+
+    Raises:
+        VariantError: unknown name (the valid ones are listed) or a malformed file.
+    """
+    p = Path(name_or_path)
+    if p.suffix != ".json":
+        p = variant_dir() / f"{name_or_path}.json"
+        if not p.exists():
+            raise VariantError(f"unknown variant {str(name_or_path)!r}; valid: {list_variants()}")
+    try:
+        data = json.loads(p.read_text())
+    except json.JSONDecodeError as e:
+        raise VariantError(f"{p}: not valid JSON ({e})") from None
+    return Variant.from_dict(data, source=str(p))

@@ -1,0 +1,170 @@
+"""Write the variant catalogue ``data/variants/*.json``.
+
+The concept-distribution weights and the shape -> color matrices are the figures of the
+Super-CLEVR generator (Li et al., CVPR 2023; ``dist/*.npz`` of Lizw14/Super-CLEVR, read from
+``../shared/reference/superclevr/dist``): ``orig`` is the long tail (a = 2), ``a1`` the slight one
+(a = 1.3), ``co_sub`` / ``co_super`` the co-1 / co-2 matrices. The systematic splits follow Schott et
+al. (ICLR 2022): random / interpolation / extrapolation over the number of objects and the camera
+distance, composition over shape category x color.
+The output is checked in; this script documents where it came from::
+
+    python scripts/build_variants.py --dist ../shared/reference/superclevr/dist --out data/variants
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+SOURCE = "Super-CLEVR generator dist/*.npz (Li et al., CVPR 2023; Lizw14/Super-CLEVR, BSD)"
+DEFAULT = {"complexity": "mid", "redundancy": "rd"}
+OBJECT_COUNTS = list(range(3, 11))
+CAMERA_SCALES = [0.8, 0.9, 1.0, 1.1, 1.2, 1.3]
+
+
+def _weights(dist: Path, attr: str, kind: str) -> dict[str, float]:
+    d = np.load(dist / f"{attr}_dist_{kind}.npz", allow_pickle=True)
+    return {str(n): round(float(w), 6) for n, w in zip(d["names"], d["dist"])}
+
+
+def _matrix(dist: Path, kind: str) -> dict[str, list[float]]:
+    d = np.load(dist / f"shape_color_co_{kind}.npz", allow_pickle=True)
+    names = [str(n) for n in d["names"]]
+    shapes, colors = names[:21], names[21:]
+    assert colors == ["gray", "red", "blue", "green", "brown", "purple", "cyan", "yellow"], colors
+    return {s: [round(float(x), 6) for x in row] for s, row in zip(shapes, d["dist"])}
+
+
+def _grid() -> list[tuple[int, float]]:
+    return [(n, s) for n in OBJECT_COUNTS for s in CAMERA_SCALES]
+
+
+def systematic(kind: str) -> dict:
+    """Train and test (object count, camera scale) pairs of a systematic split."""
+    grid = _grid()
+    if kind == "random":  # ~30% of the grid trains, the other ~70% tests, drawn at random
+        rng = np.random.default_rng(0)
+        held = {grid[k] for k in rng.choice(len(grid), size=round(0.7 * len(grid)), replace=False)}
+    elif kind == "interpolation":  # interior values of both factors
+        held = {(n, s) for n, s in grid if n in (6, 7) or s == 1.0}
+    elif kind == "extrapolation":  # values beyond a threshold on either factor
+        held = {(n, s) for n, s in grid if n >= 9 or s >= 1.3}
+    else:
+        raise ValueError(kind)
+    train = [p for p in grid if p not in held]
+    test_pairs = sorted(held)
+    tr_n, te_n = {n for n, _ in train}, {n for n, _ in test_pairs}
+    tr_s, te_s = {s for _, s in train}, {s for _, s in test_pairs}
+    return {
+        "train": {"joint": [list(p) for p in train]},
+        "val": {"joint": [list(p) for p in train]},
+        "test": {"joint": [list(p) for p in test_pairs]},
+        "ood": {"factors": ["num_objects", "camera_scale"],
+                "test_only": {"num_objects": sorted(te_n - tr_n), "camera_scale": sorted(te_s - tr_s),
+                              "pairs": [list(p) for p in sorted(set(test_pairs) - set(train))]},
+                "train_only": {"num_objects": sorted(tr_n - te_n), "camera_scale": sorted(tr_s - te_s)}},
+    }
+
+
+#: composition: this block of shape category x color combinations never occurs in training.
+HELD_CATEGORIES = ["car", "bus"]
+HELD_COLORS = ["red", "blue", "green"]
+
+
+def composition(ontology: dict) -> dict:
+    """Train on every (shape, color) pair except a block of category x color; test on the block."""
+    colors = ontology["attributes"]["color"]["values"]
+    cats = ontology["attributes"]["shape"]["categories"]
+    train, test = {}, {}
+    for cat, shapes in cats.items():
+        for s in shapes:
+            held = cat in HELD_CATEGORIES
+            train[s] = [0.0 if held and c in HELD_COLORS else 1.0 for c in colors]
+            test[s] = [1.0 if held and c in HELD_COLORS else 0.0 for c in colors]
+    pairs = [[cat, c] for cat in HELD_CATEGORIES for c in HELD_COLORS]
+    return {"train": {"shape_color": train}, "val": {"shape_color": train}, "test": {"shape_color": test},
+            "ood": {"factors": ["shape_category", "color"], "test_only": {"pairs": pairs},
+                    "train_only": {"pairs": [[cat, c] for cat in cats for c in colors if [cat, c] not in pairs]}}}
+
+
+def catalogue(dist: Path, ontology: dict) -> dict[str, dict]:
+    v: dict[str, dict] = {}
+
+    def add(name, factor, description, scene=None, questions=None, test_only=False, splits=None, ood=None):
+        spec = {"name": name, "factor": factor, "description": description,
+                "scene": {"complexity": DEFAULT["complexity"], **(scene or {})},
+                "questions": {"redundancy": DEFAULT["redundancy"], **(questions or {})},
+                "test_only": test_only}
+        if splits:
+            spec["splits"] = splits
+        if ood:
+            spec["ood"] = ood
+        v[name] = spec
+
+    add("easy", "visual", "whole objects of one color and material")
+    v["easy"]["scene"]["complexity"] = "easy"
+    add("mid", "visual", "default: up to 3 visible parts per object recoloured (also rd, bal's "
+        "untextured counterpart and co-0)")
+    add("hard", "visual", "mid plus random textures on objects and parts", {"complexity": "hard"})
+    add("rd-", "redundancy", "no redundant attribute or relation in questions", questions={"redundancy": "rd-"})
+    add("rd+", "redundancy", "every attribute and relation that holds is added", questions={"redundancy": "rd+"})
+    for name, kind, desc, test_only in (
+            ("bal", None, "balanced concepts (uniform), on textured scenes", False),
+            ("slt", "a1", "slightly long-tailed concepts, d_i ~ 1.3^-i", False),
+            ("long", "orig", "long-tailed concepts, d_i ~ 2^-i", False),
+            ("head", "head", "test only: the frequent half of each concept, uniform", True),
+            ("tail", "tail", "test only: the rare half of each concept, uniform", True),
+            ("oppo", "oppo", "test only: the long tail reversed", True)):
+        scene = {"complexity": "hard"}
+        if kind:
+            scene["weights"] = {a: _weights(dist, f, kind) for a, f in
+                                (("shape", "shape"), ("color", "color"), ("material", "mat"))}
+            scene["weights_source"] = SOURCE + f", {kind}"
+        add(name, "distribution", desc, scene, test_only=test_only)
+    add("co-0", "compositionality", "default: colors independent of shapes (= mid)")
+    add("co-1", "compositionality", "every shape of a category has a different color distribution",
+        {"shape_color": _matrix(dist, "sub"), "weights_source": SOURCE + ", co_sub"})
+    add("co-2", "compositionality", "shapes of one category share a color distribution, categories differ",
+        {"shape_color": _matrix(dist, "super"), "weights_source": SOURCE + ", co_super"})
+    for kind, desc in (("random", "random ~70% of the (object count, camera scale) grid held out"),
+                       ("composition", "held out: cars and buses in red, blue or green (every category "
+                                       "and color still seen in training)"),
+                       ("interpolation", "held out: interior object counts (6, 7) and camera scale 1.0"),
+                       ("extrapolation", "held out: object counts >= 9 or camera scale >= 1.3")):
+        s = composition(ontology) if kind == "composition" else systematic(kind)
+        add(f"sys-{kind}", "systematic", desc, splits={k: s[k] for k in ("train", "val", "test")}, ood=s["ood"])
+    return v
+
+
+def write_json(path: Path, obj: dict) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+    with os.fdopen(fd, "w") as f:
+        json.dump(obj, f, indent=1)
+        f.write("\n")
+    os.replace(tmp, path)
+
+
+def get_args_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--dist", type=Path, default=Path("../shared/reference/superclevr/dist"))
+    p.add_argument("--ontology", type=Path, default=Path("data/ontology/superclevr.json"))
+    p.add_argument("--out", type=Path, default=Path("data/variants"))
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = get_args_parser().parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    cat = catalogue(args.dist, json.loads(args.ontology.read_text()))
+    for name, spec in cat.items():
+        write_json(args.out / f"{name}.json", spec)
+    print(f"wrote {len(cat)} variants to {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
