@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,7 @@ def _load_script(name: str):
     """Import ``scripts/<name>.py`` as a module (scripts/ is not a package)."""
     spec = importlib.util.spec_from_file_location(f"_script_{name}", REPO / "scripts" / f"{name}.py")
     mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod  # dataclasses in a script look their module up here
     spec.loader.exec_module(mod)
     return mod
 
