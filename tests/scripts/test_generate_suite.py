@@ -33,3 +33,13 @@ def test_distribution_suite(load_script, tmp_path, capsys):
     assert suite.main(["--factor", "distribution", "--profile", "tiny", "--out", str(tmp_path),
                        "--no-progress"]) == 0
     assert "rendered 0" in capsys.readouterr().err.splitlines()[-2]
+    # statistics: concepts of head lie inside its target; written into the manifest
+    stats = load_script("dataset_stats")
+    assert stats.main([str(tmp_path / "head")]) == 0
+    m = json.loads((tmp_path / "head" / "manifest.json").read_text())
+    concepts = m["stats"]["test"]["concepts"]
+    assert {a: concepts[a]["outside_target"] for a in ("shape", "color", "material")} == {
+        "shape": 0, "color": 0, "material": 0}
+    assert sum(concepts["shape"]["counts"].values()) == sum(
+        int(k) * v for k, v in concepts["objects_per_scene"].items())
+    assert stats.main([str(tmp_path / "nowhere")]) == 2

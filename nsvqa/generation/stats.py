@@ -1,0 +1,94 @@
+"""Statistics of a generated variant: concepts vs the variant's target, and question statistics."""
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from executors import DeterministicExecutor, Program, SymbolicScene, load_ontology
+from executors.dsl import SIGNATURES
+
+from .sampler import ConceptWeights
+from .variants import Variant
+
+
+def target_frequencies(weights: ConceptWeights, onto) -> dict[str, np.ndarray]:
+    """Expected frequency of each shape, color and material (color marginalised over shapes
+    when a shape -> color matrix is given)."""
+    w = weights.validated(onto)
+    color = w.shape @ w.shape_color if w.shape_color is not None else w.color
+    return {"shape": w.shape, "color": color, "material": w.material}
+
+
+def concept_stats(scenes: list[dict], weights: ConceptWeights, onto) -> dict[str, Any]:
+    """Observed counts per concept, the target shares and a chi-square goodness-of-fit p-value."""
+    from scipy import stats
+
+    out: dict[str, Any] = {}
+    target = target_frequencies(weights, onto)
+    objs = [o for s in scenes for o in s["objects"]]
+    for attr in ("shape", "color", "material", "size"):
+        vals = onto.values(attr)
+        counts = np.array([sum(o[attr] == v for o in objs) for v in vals], dtype=float)
+        t = target.get(attr, np.full(len(vals), 1.0 / len(vals)))
+        keep = t > 0
+        p = None
+        if counts.sum() > 0 and keep.sum() > 1:
+            p = float(stats.chisquare(counts[keep], t[keep] / t[keep].sum() * counts[keep].sum()).pvalue)
+        out[attr] = {"counts": dict(zip(vals, counts.astype(int).tolist())),
+                     "target": dict(zip(vals, np.round(t, 6).tolist())),
+                     "outside_target": int(counts[~keep].sum()), "chi2_p": p}
+    out["objects_per_scene"] = dict(sorted(Counter(len(s["objects"]) for s in scenes).items()))
+    return out
+
+
+def redundant_filters(program: Program, scene: SymbolicScene, ex: DeterministicExecutor) -> int:
+    """Filter nodes whose output equals their input on this scene (they select nothing away)."""
+    trace = ex.run(program, scene).trace
+    n = 0
+    for i, node in enumerate(program.nodes):
+        kind = SIGNATURES[node.function].kind
+        if kind in ("filter", "partfilter", "partfilter_partname") and trace[i] == trace[node.inputs[0]]:
+            n += 1
+    return n
+
+
+def question_stats(questions: list[dict], scenes: list[dict], onto) -> dict[str, Any]:
+    """Questions per family, largest answer share per question type, program length, redundancy."""
+    ex = DeterministicExecutor(onto)
+    sym = {s["image_index"]: SymbolicScene.from_json(s, onto) for s in scenes}
+    fam = Counter(f"{q.get('template_filename', '?')}:{q.get('question_family_index')}" for q in questions)
+    by_type: dict[str, Counter] = {}
+    lengths, red = [], []
+    for q in questions:
+        prog = Program.from_json(q["program"], onto)
+        by_type.setdefault(prog.nodes[-1].function, Counter())[str(q["answer"])] += 1
+        lengths.append(len(prog))
+        red.append(redundant_filters(prog, sym[q["image_index"]], ex))
+    return {
+        "n": len(questions), "per_family": dict(sorted(fam.items())),
+        "largest_answer_share": {t: round(max(c.values()) / sum(c.values()), 4) for t, c in sorted(by_type.items())},
+        "program_length_mean": float(np.mean(lengths)) if lengths else None,
+        "redundant_filters_per_question": float(np.mean(red)) if red else None,
+    }
+
+
+def variant_stats(folder: Path, variant: Variant) -> dict[str, Any]:
+    """Statistics of every generated split of ``folder`` (``ROOT/VARIANT``)."""
+    onto = load_ontology("superclevr")
+    out: dict[str, Any] = {}
+    for split in variant.available_splits:
+        sf = folder / "scenes" / f"{split}_scenes.json"
+        if not sf.exists():
+            continue
+        scenes = json.loads(sf.read_text())["scenes"]
+        entry = {"images": len(scenes),
+                 "concepts": concept_stats(scenes, variant.scene_params(split, onto).weights, onto)}
+        qf = folder / "questions" / f"{split}_questions.json"
+        if qf.exists():
+            entry["questions"] = question_stats(json.loads(qf.read_text())["questions"], scenes, onto)
+        out[split] = entry
+    return out
