@@ -51,7 +51,8 @@ def main(argv: list[str] | None = None) -> int:
         if "questions" in s:
             q = s["questions"]
             print(f"   questions: {q['n']}, families: {len(q['per_family'])}, program length "
-                  f"{q['program_length_mean']:.1f}, redundant filters/question {q['redundant_filters_per_question']:.2f}")
+                  f"{q['program_length_mean']:.1f}, redundant filters/question {q['redundant_filters_per_question']:.2f} "
+                  f"(part filters {q['redundant_part_filters_per_question']:.2f})")
             print("   largest answer share: " + ", ".join(f"{k} {v:.2f}" for k, v in q["largest_answer_share"].items()))
     manifest["stats"] = stats
     write_json_atomic(mpath, manifest)

@@ -6,6 +6,7 @@ Layout under ``<root>/<variant>/``::
     scenes/<split>/<index:06d>.json          one record per image while the split is being made
                                              (its completion marker; removed once merged)
     scenes/<split>_scenes.json               {"info", "scenes"}: merged when the split is complete
+    questions/<split>_questions.json         {"info", "questions"}: programs, answers, obj_map
     annotations/<split>_coco.json            COCO instances (objects and parts, RLE masks)
     manifest.json                            generator version, parameters, seed, counts, sha256
 
@@ -60,6 +61,8 @@ class SplitJob:
     height: int = 240
     ontology: str = "superclevr"
     spec: Mapping[str, Any] | None = None  # the variant's catalogue spec, recorded in the manifest
+    redundancy: str = "rd"                  # question redundancy level (rd-, rd, rd+)
+    questions_per_image: tuple[int, int] = (10, 10)  # object questions, part questions
 
     def __post_init__(self) -> None:
         if self.split not in SPLITS:
@@ -95,7 +98,8 @@ class SplitJob:
         params["camera_scales"] = list(self.params.camera_scales)
         return {"variant": self.variant, "split": self.split, "num_images": self.num_images,
                 "seed": self.seed, "width": self.width, "height": self.height,
-                "ontology": self.ontology, "params": params}
+                "ontology": self.ontology, "params": params, "redundancy": self.redundancy,
+                "questions_per_image": list(self.questions_per_image)}
 
 
 # ---------------------------------------------------------------------- atomic writes
@@ -229,21 +233,38 @@ def generate_split(job: SplitJob, workers: int = 1, shard: tuple[int, int] = (0,
     bar.close()
     done = not pending(job)
     if finalize and done and not is_complete(job):
-        finalize_split(job)
+        finalize_split(job, progress)
     return {"rendered": len(todo), "skipped": total - len(todo), "finalized": bool(finalize and done)}
 
 
-def finalize_split(job: SplitJob) -> None:
-    """Merge the per-image records into the split files and update the manifest."""
+def finalize_split(job: SplitJob, progress: bool = False) -> None:
+    """Merge the per-image records into the split files, ask the questions, update the manifest.
+
+    Questions are made in one pass over the images in index order with one generator, so answer
+    balancing spans the split and the result does not depend on how rendering was divided.
+    """
+    from tqdm import tqdm
+
     from .annotations import coco_from_scenes
+    from .questions import QuestionGenerator, load_templates
 
     onto = load_ontology(job.ontology)
     scenes = [json.loads(job.record_path(k).read_text()) for k in range(job.num_images)]
-    info = {"generator": "nsvqa", "version": GENERATOR_VERSION, "variant": job.variant, "split": job.split}
+    info = {"generator": "nsvqa", "version": GENERATOR_VERSION, "variant": job.variant, "split": job.split,
+            "redundancy": job.redundancy}
+    qgen = QuestionGenerator(onto, load_templates(ontology=onto))
+    n_obj, n_part = job.questions_per_image
+    questions = []
+    for sc in tqdm(scenes, disable=not progress, unit="img", desc=f"{job.variant}/{job.split} questions"):
+        rng = np.random.default_rng([job.split_seed, int(sc["image_index"]), 1])
+        questions += qgen.generate(sc, rng, n_object=n_obj, n_part=n_part, redundancy=job.redundancy)
+    for k, q in enumerate(questions):
+        q["question_index"] = k
     write_json_atomic(merged_path(job), {"info": info, "scenes": scenes})
+    write_json_atomic(questions_path(job), {"info": info, "questions": questions})
     coco = coco_from_scenes(scenes, onto.values("shape"), onto.part_names, job.width, job.height, info)
     write_json_atomic(job.folder / "annotations" / f"{job.split}_coco.json", coco)
-    update_manifest(job)
+    update_manifest(job, n_questions=len(questions))
     # the split is whole: the per-image records were only the resume markers
     for k in range(job.num_images):
         job.record_path(k).unlink()
@@ -251,6 +272,10 @@ def finalize_split(job: SplitJob) -> None:
         (job.folder / "scenes" / job.split).rmdir()
     except OSError:
         pass
+
+
+def questions_path(job: SplitJob) -> Path:
+    return job.folder / "questions" / f"{job.split}_questions.json"
 
 
 def sha256_file(path: Path) -> str:
@@ -261,18 +286,17 @@ def sha256_file(path: Path) -> str:
     return h.hexdigest()
 
 
-def update_manifest(job: SplitJob) -> dict:
+def update_manifest(job: SplitJob, n_questions: int) -> dict:
     """Record this split (config, counts, sha256 of its files) in ``manifest.json``."""
     path = job.folder / "manifest.json"
     manifest = json.loads(path.read_text()) if path.exists() else {}
     files = [job.image_path(k) for k in range(job.num_images)]
-    files += [job.folder / "scenes" / f"{job.split}_scenes.json",
-              job.folder / "annotations" / f"{job.split}_coco.json"]
+    files += [merged_path(job), questions_path(job), job.folder / "annotations" / f"{job.split}_coco.json"]
     manifest.update({"generator": "nsvqa", "generator_version": GENERATOR_VERSION, "variant": job.variant})
     if job.spec is not None:
         manifest["variant_spec"] = dict(job.spec)
     manifest.setdefault("splits", {})[job.split] = {
-        "config": job.config(), "counts": {"images": job.num_images},
+        "config": job.config(), "counts": {"images": job.num_images, "questions": n_questions},
         "sha256": {str(p.relative_to(job.folder)): sha256_file(p) for p in files},
     }
     write_json_atomic(path, manifest)
@@ -285,4 +309,4 @@ def job_for(root: Path, variant: str, split: str, num_images: int, seed: int, wi
     v = load_variant(variant)
     onto = load_ontology("superclevr")
     return SplitJob(Path(root), v.name, split, num_images, seed, v.scene_params(split, onto), width, height,
-                    spec=v.spec())
+                    spec=v.spec(), redundancy=v.redundancy)

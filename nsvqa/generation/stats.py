@@ -45,15 +45,22 @@ def concept_stats(scenes: list[dict], weights: ConceptWeights, onto) -> dict[str
     return out
 
 
-def redundant_filters(program: Program, scene: SymbolicScene, ex: DeterministicExecutor) -> int:
-    """Filter nodes whose output equals their input on this scene (they select nothing away)."""
+def redundant_filters(program: Program, scene: SymbolicScene, ex: DeterministicExecutor) -> tuple[int, int]:
+    """(object, part) filter nodes whose output equals their input on this scene.
+
+    Part filters are counted apart: the executor sees only a scene's listed (recoloured) parts,
+    so a part filter that picks one part out of the image can look redundant to it.
+    """
     trace = ex.run(program, scene).trace
-    n = 0
+    obj = part = 0
     for i, node in enumerate(program.nodes):
         kind = SIGNATURES[node.function].kind
         if kind in ("filter", "partfilter", "partfilter_partname") and trace[i] == trace[node.inputs[0]]:
-            n += 1
-    return n
+            if kind == "filter":
+                obj += 1
+            else:
+                part += 1
+    return obj, part
 
 
 def question_stats(questions: list[dict], scenes: list[dict], onto) -> dict[str, Any]:
@@ -72,7 +79,8 @@ def question_stats(questions: list[dict], scenes: list[dict], onto) -> dict[str,
         "n": len(questions), "per_family": dict(sorted(fam.items())),
         "largest_answer_share": {t: round(max(c.values()) / sum(c.values()), 4) for t, c in sorted(by_type.items())},
         "program_length_mean": float(np.mean(lengths)) if lengths else None,
-        "redundant_filters_per_question": float(np.mean(red)) if red else None,
+        "redundant_filters_per_question": float(np.mean([a for a, _ in red])) if red else None,
+        "redundant_part_filters_per_question": float(np.mean([b for _, b in red])) if red else None,
     }
 
 

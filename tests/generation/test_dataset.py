@@ -45,7 +45,7 @@ def test_same_bytes_for_any_division_of_the_work(generated):
     assert len([k for k in a if k.endswith(".png")]) == N
     # the per-image records (resume markers) are gone once the split is merged
     assert sorted(k for k in a if not k.startswith("images/")) == [
-        "annotations/val_coco.json", "manifest.json", "scenes/val_scenes.json"]
+        "annotations/val_coco.json", "manifest.json", "questions/val_questions.json", "scenes/val_scenes.json"]
     for k in a:
         assert a[k] == b[k] == c[k], k
 
@@ -139,3 +139,21 @@ def test_visual_complexity_levels_share_the_layout(tmp_path):
             assert om["texture"] == "none"
     assert any(o["parts"] for s in recs["mid"] for o in s["objects"])
     assert any(o["texture"] != "none" for s in recs["hard"] for o in s["objects"])
+
+
+def test_questions_are_answered_by_the_executor(generated, scenes):
+    from executors import DeterministicExecutor, Program
+    from executors.io import normalize_answer
+
+    onto = load_ontology("superclevr")
+    data = json.loads((generated[0] / "mid" / "questions" / "val_questions.json").read_text())
+    qs = data["questions"]
+    assert data["info"]["redundancy"] == "rd" and len(qs) > 5 * N
+    assert [q["question_index"] for q in qs] == list(range(len(qs)))
+    sym = {s["image_index"]: SymbolicScene.from_json(s, onto) for s in scenes}
+    ex = DeterministicExecutor(onto)
+    for q in qs:
+        answer = ex.run(Program.from_json(q["program"], onto), sym[q["image_index"]]).answer
+        assert normalize_answer(answer) == normalize_answer(q["answer"]), q["question"]
+    m = json.loads((generated[0] / "mid" / "manifest.json").read_text())
+    assert m["splits"]["val"]["counts"]["questions"] == len(qs)

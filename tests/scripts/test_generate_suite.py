@@ -43,3 +43,44 @@ def test_distribution_suite(load_script, tmp_path, capsys):
     assert sum(concepts["shape"]["counts"].values()) == sum(
         int(k) * v for k, v in concepts["objects_per_scene"].items())
     assert stats.main([str(tmp_path / "nowhere")]) == 2
+    # every question of the suite: its program validates and the executor gives its answer
+    from executors import DeterministicExecutor, Program, SymbolicScene, load_ontology
+    from executors.io import normalize_answer
+
+    onto = load_ontology("superclevr")
+    ex = DeterministicExecutor(onto)
+    n = 0
+    for folder in tmp_path.iterdir():
+        for qf in (folder / "questions").glob("*_questions.json"):
+            split = qf.name.split("_")[0]
+            scenes = json.loads((folder / "scenes" / f"{split}_scenes.json").read_text())["scenes"]
+            sym = {s["image_index"]: SymbolicScene.from_json(s, onto) for s in scenes}
+            for q in json.loads(qf.read_text())["questions"]:
+                got = ex.run(Program.from_json(q["program"], onto), sym[q["image_index"]]).answer
+                assert normalize_answer(got) == normalize_answer(q["answer"])
+                n += 1
+    assert n > 100
+    assert stats.main([str(tmp_path / "long")]) == 0
+    q = json.loads((tmp_path / "long" / "manifest.json").read_text())["stats"]["train"]["questions"]
+    assert q["n"] > 0 and q["program_length_mean"] > 2 and 0 < max(q["largest_answer_share"].values()) <= 1
+
+
+def test_redundancy_levels_measured(load_script, tmp_path):
+    from nsvqa.generation.renderer import Renderer, RendererUnavailable
+
+    try:
+        Renderer(64, 48).release()
+    except RendererUnavailable as e:
+        pytest.skip(str(e))
+    suite, stats = load_script("generate_suite"), load_script("dataset_stats")
+    assert suite.main(["--factor", "redundancy", "--profile", "tiny", "--out", str(tmp_path), "--no-progress"]) == 0
+    red = {}
+    for v in ("rd-", "mid", "rd+"):
+        assert stats.main([str(tmp_path / v)]) == 0
+        red[v] = json.loads((tmp_path / v / "manifest.json").read_text())["stats"]["train"]["questions"][
+            "redundant_filters_per_question"]
+    assert red["rd-"] == 0 and red["rd+"] > red["mid"] > 0
+    # the three levels ask about the same images and intents (aligned by question_hash)
+    hashes = {v: {q["question_hash"] for q in json.loads(
+        (tmp_path / v / "questions" / "train_questions.json").read_text())["questions"]} for v in red}
+    assert hashes["rd-"] == hashes["mid"] == hashes["rd+"]
