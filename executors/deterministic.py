@@ -114,7 +114,8 @@ def _mask(idx) -> int:
     return m
 
 
-def _bits(m: int) -> list[int]:
+def mask_bits(m: int) -> list[int]:
+    """Positions of the set bits of ``m``, ascending (the elements of a bit-set)."""
     out = []
     while m:
         low = m & -m
@@ -148,7 +149,7 @@ def _greater(o, a, b, k, s, i): return o[a] > o[b]
 def _obj2part(o, a, b, k, s, i): return s.obj_parts[o[a]]
 def _set2part(o, a, b, k, s, i):
     m = 0
-    for j in _bits(o[a]):
+    for j in mask_bits(o[a]):
         m |= s.obj_parts[j]
     return m
 def _part2obj(o, a, b, k, s, i):
@@ -309,9 +310,9 @@ class DeterministicExecutor:
         res = []
         for t, v in zip(cp.types, out):
             if t == OBJECT_SET:
-                res.append(_bits(v))
+                res.append(mask_bits(v))
             elif t == PART_SET:
-                res.append([_part_id(b) for b in _bits(v)])
+                res.append([_part_id(b) for b in mask_bits(v)])
             elif t == PART:
                 res.append(_part_id(v))
             else:

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import tempfile
 from pathlib import Path
+
+from nsvqa.fileio import write_json_atomic
 
 # CLEVR v1.0 (Johnson et al., 2017): three shapes, eight colors, two materials, two sizes.
 CLEVR_COLORS = {
@@ -109,14 +109,6 @@ def superclevr_ontology(reference: Path) -> dict:
     }
 
 
-def write_json(path: Path, obj: dict) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-    with os.fdopen(fd, "w") as f:
-        json.dump(obj, f, indent=1)
-        f.write("\n")
-    os.replace(tmp, path)
-
-
 def get_args_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--superclevr", type=Path, default=Path("../shared/reference/superclevr"))
@@ -127,8 +119,8 @@ def get_args_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> None:
     args = get_args_parser().parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
-    write_json(args.out / "clevr.json", clevr_ontology())
-    write_json(args.out / "superclevr.json", superclevr_ontology(args.superclevr))
+    write_json_atomic(args.out / "clevr.json", clevr_ontology(), indent=1)
+    write_json_atomic(args.out / "superclevr.json", superclevr_ontology(args.superclevr), indent=1)
     print(f"wrote {args.out}/clevr.json and {args.out}/superclevr.json")
 
 

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
+
+from nsvqa.fileio import write_json_atomic
 
 SOURCE = "Super-CLEVR generator dist/*.npz (Li et al., CVPR 2023; Lizw14/Super-CLEVR, BSD)"
 DEFAULT = {"complexity": "mid", "redundancy": "rd"}
@@ -140,14 +140,6 @@ def catalogue(dist: Path, ontology: dict) -> dict[str, dict]:
     return v
 
 
-def write_json(path: Path, obj: dict) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-    with os.fdopen(fd, "w") as f:
-        json.dump(obj, f, indent=1)
-        f.write("\n")
-    os.replace(tmp, path)
-
-
 def get_args_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--dist", type=Path, default=Path("../shared/reference/superclevr/dist"))
@@ -161,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     cat = catalogue(args.dist, json.loads(args.ontology.read_text()))
     for name, spec in cat.items():
-        write_json(args.out / f"{name}.json", spec)
+        write_json_atomic(args.out / f"{name}.json", spec, indent=1)
     print(f"wrote {len(cat)} variants to {args.out}")
     return 0
 

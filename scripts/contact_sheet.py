@@ -17,7 +17,8 @@ from PIL import Image, ImageDraw
 from executors import load_ontology
 from nsvqa.generation.renderer import Camera, DrawItem, Lights, Renderer
 from nsvqa.generation.scenes import GLASS_RGB, body_meshes, generate_image, object_matrix
-from nsvqa.generation.dataset import png_bytes, write_atomic
+from nsvqa.fileio import write_atomic
+from nsvqa.generation.dataset import png_bytes
 from nsvqa.generation.variants import load_variant
 from nsvqa.generation.vehicles import build_vehicle
 

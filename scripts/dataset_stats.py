@@ -13,7 +13,7 @@ import json
 import sys
 from pathlib import Path
 
-from nsvqa.generation.dataset import write_json_atomic
+from nsvqa.fileio import write_json_atomic
 from nsvqa.generation.stats import variant_stats
 from nsvqa.generation.variants import Variant, VariantError, load_variant
 

@@ -22,13 +22,12 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from executors import DeterministicExecutor, Program, SymbolicScene, load_ontology
+from nsvqa.fileio import write_atomic
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = REPO / "data" / "examples"
@@ -218,20 +217,6 @@ def _dumps(x: Any, pad: str) -> str:
         return "[\n" + ",\n".join(inner + _dumps(v, inner) for v in x) + "\n" + pad + "]"
     items = [f"{inner}{json.dumps(k)}: {_dumps(v, inner)}" for k, v in x.items()]
     return "{\n" + ",\n".join(items) + "\n" + pad + "}"
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temp file in the same folder and ``os.replace``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def get_args_parser() -> argparse.ArgumentParser:

@@ -20,8 +20,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
@@ -29,6 +27,8 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from executors import load_ontology
+
+from ..fileio import write_atomic, write_json_atomic
 
 from .sampler import SceneParams
 from .variants import load_variant
@@ -100,27 +100,6 @@ class SplitJob:
                 "seed": self.seed, "width": self.width, "height": self.height,
                 "ontology": self.ontology, "params": params, "redundancy": self.redundancy,
                 "questions_per_image": list(self.questions_per_image)}
-
-
-# ---------------------------------------------------------------------- atomic writes
-def write_atomic(path: Path, data: bytes) -> None:
-    """Write ``data`` to a temporary file beside ``path`` and rename it into place."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-
-
-def write_json_atomic(path: Path, obj: Any) -> None:
-    write_atomic(path, (json.dumps(obj, separators=(",", ":"), sort_keys=False) + "\n").encode())
 
 
 def png_bytes(rgb: np.ndarray) -> bytes:

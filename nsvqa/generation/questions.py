@@ -122,6 +122,7 @@ import numpy as np
 
 from executors import (DeterministicExecutor, ExecutionError, Node, Ontology, Program, SymbolicScene,
                        load_ontology)
+from executors.deterministic import mask_bits
 from executors.dsl import SIGNATURES
 from executors.scene import PART_BITS
 
@@ -612,15 +613,6 @@ def _name_words(spoken: str) -> frozenset[str]:
     return frozenset(s.split())
 
 
-def _bits(m: int) -> list[int]:
-    out = []
-    while m:
-        low = m & -m
-        out.append(low.bit_length() - 1)
-        m ^= low
-    return out
-
-
 # ====================================================================== per-scene index
 class _SceneIndex:
     """Bit-set tables of one scene for the search (objects: bit i; parts: bit i*32+k, every part of
@@ -721,7 +713,7 @@ class _SceneIndex:
         r = self._range.get(objmask)
         if r is None:
             r = 0
-            for i in _bits(objmask):
+            for i in mask_bits(objmask):
                 r |= self.obj_range[i]
             self._range[objmask] = r
         return r
@@ -1091,7 +1083,7 @@ class QuestionGenerator:
                 rels = list(onto.relations)
                 rnd.shuffle(rels)
                 if t == "relate_filter_unique":
-                    cands = [(r, o) for r in rels for o in _bits(idx.rel[r][a]) if not taken_o >> o & 1]
+                    cands = [(r, o) for r in rels for o in mask_bits(idx.rel[r][a]) if not taken_o >> o & 1]
                     rnd.shuffle(cands)
                     for r, o in cands:
                         descs = self._min_object_descs(idx, o, idx.rel[r][a], spec, True)
@@ -1200,7 +1192,7 @@ class QuestionGenerator:
 
     # ------------------------------------------------------------------ descriptions
     def _unique_object(self, idx, dom, spec, relational, rnd, taken):
-        cands = [t for t in _bits(dom) if not taken >> t & 1]
+        cands = [t for t in mask_bits(dom) if not taken >> t & 1]
         rnd.shuffle(cands)
         for t in cands:
             descs = self._min_object_descs(idx, t, dom, spec, relational)
@@ -1231,7 +1223,7 @@ class QuestionGenerator:
         """A set description over ``dom`` in which every filter changes the set."""
         onto = self.ontology
         allowed = [a for a in OBJECT_ATTRS if spec.allows(a) and (a != "texture" or idx.tex)]
-        members = _bits(dom)
+        members = mask_bits(dom)
         for _ in range(3):
             if spec.required:
                 attrs = list(spec.attrs)
@@ -1282,7 +1274,7 @@ class QuestionGenerator:
 
     def _unique_part(self, idx, dom, spec, relational, rnd, taken):
         r = idx.range(dom)
-        cands = [p for p in _bits(r & idx.listed) if p not in taken]
+        cands = [p for p in mask_bits(r & idx.listed) if p not in taken]
         rnd.shuffle(cands)
         for p in cands:
             descs = self._min_part_descs(idx, p, r, spec, relational)
@@ -1315,7 +1307,7 @@ class QuestionGenerator:
         """A part p and descriptions of its object (a set filter) and of p, jointly shortest, such
         that of the parts of the matching objects exactly p fits the part description (in the
         image, hence also for the executor)."""
-        cands = [p for p in _bits(idx.range(dom) & idx.listed) if p not in taken_p]
+        cands = [p for p in mask_bits(idx.range(dom) & idx.listed) if p not in taken_p]
         rnd.shuffle(cands)
         for p in cands:
             o = p // PART_BITS
@@ -1399,7 +1391,7 @@ class QuestionGenerator:
                 else:
                     out.append((a, (pa[a],)))
             return out
-        members = [r.target] if r.unique else _bits(r.out)
+        members = [r.target] if r.unique else mask_bits(r.out)
         if not members:
             return out
         for a in OBJECT_ATTRS:
@@ -1514,7 +1506,7 @@ class QuestionGenerator:
             elif r.unique:
                 keys = (str(r.target),)
             else:
-                keys = tuple(str(j) for j in _bits(r.out))
+                keys = tuple(str(j) for j in mask_bits(r.out))
             words = self._np_words(name, descs[name], r.spec.kind, form, keys, seed, k)
             if form == "a":
                 words.insert(0, ("an" if words[0][0][:1] in "aeio" else "a", ()))

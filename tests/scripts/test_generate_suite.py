@@ -8,7 +8,8 @@ import pytest
 pytest.importorskip("moderngl")
 
 
-def test_distribution_suite(load_script, tmp_path, capsys):
+def test_full_tiny_suite(load_script, tmp_path, capsys):
+    """Every variant of every factor at the tiny profile; every question checked by the executor."""
     from nsvqa.generation.renderer import Renderer, RendererUnavailable
 
     try:
@@ -18,8 +19,8 @@ def test_distribution_suite(load_script, tmp_path, capsys):
     suite = load_script("generate_suite")
     assert suite.variants_of("distribution") == ["bal", "slt", "long", "head", "tail", "oppo"]
     assert len(suite.variants_of("all")) == 18
-    assert suite.main(["--factor", "distribution", "--profile", "tiny", "--out", str(tmp_path),
-                       "--no-progress"]) == 0
+    assert suite.main(["--factor", "all", "--profile", "tiny", "--out", str(tmp_path), "--no-progress"]) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(suite.variants_of("all"))
     sizes = suite.SUITE_PROFILES["tiny"]
     for name in ("bal", "slt", "long"):
         m = json.loads((tmp_path / name / "manifest.json").read_text())
