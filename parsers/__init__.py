@@ -1,0 +1,1 @@
+"""Perception and language parsers: scenes (detector + attribute head) and questions (seq2seq)."""

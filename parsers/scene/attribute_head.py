@@ -1,0 +1,117 @@
+"""The attribute network of NS-VQA / P-NSVQA: a ResNet on 4-channel crops (RGB + instance mask).
+
+One shared trunk, a classification head per attribute (objects: shape, color, material, size,
+texture; parts: part name, color, material) and, for objects, a regression of the ground-plane
+position with a predicted log-variance (a Gaussian negative log-likelihood), so the probabilistic
+executor's spatial relations get a calibrated uncertainty.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping
+
+import torch
+from torch import nn
+
+OBJECT_HEADS = ("shape", "color", "material", "size", "texture")
+PART_HEADS = ("partname", "color", "material")
+
+
+@dataclass(frozen=True)
+class AttributeHeadProfile:
+    """Size of the network and its input, per profile."""
+
+    depth: int        # ResNet depth: 18 or 34
+    crop_size: int    # side of the square input crops
+    width: int = 64   # channels of the first stage
+
+
+PROFILES = {"tiny": AttributeHeadProfile(18, 32, 16), "mini": AttributeHeadProfile(18, 64, 64),
+            "full": AttributeHeadProfile(34, 112, 64)}
+
+
+def _resnet(depth: int, width: int) -> nn.Module:
+    """A torchvision ResNet-18/34 trunk (no pretrained weights) with a 4-channel stem."""
+    from torchvision.models.resnet import BasicBlock, ResNet
+
+    layers = {18: [2, 2, 2, 2], 34: [3, 4, 6, 3]}[depth]
+    net = ResNet(BasicBlock, layers) if width == 64 else _narrow_resnet(layers, width)
+    net.conv1 = nn.Conv2d(4, net.conv1.out_channels, kernel_size=7, stride=2, padding=3, bias=False)
+    net.fc = nn.Identity()
+    return net
+
+
+def _narrow_resnet(layers: list[int], width: int) -> nn.Module:
+    from torchvision.models.resnet import BasicBlock, ResNet
+
+    net = ResNet(BasicBlock, layers)
+    # scale every stage's width by width/64 (torchvision's ResNet fixes 64-128-256-512)
+    net.inplanes = width
+    net.conv1 = nn.Conv2d(3, width, 7, 2, 3, bias=False)
+    net.bn1 = nn.BatchNorm2d(width)
+    net.layer1 = net._make_layer(BasicBlock, width, layers[0])
+    net.layer2 = net._make_layer(BasicBlock, width * 2, layers[1], stride=2)
+    net.layer3 = net._make_layer(BasicBlock, width * 4, layers[2], stride=2)
+    net.layer4 = net._make_layer(BasicBlock, width * 8, layers[3], stride=2)
+    return net
+
+
+class AttributeHead(nn.Module):
+    """ResNet trunk + per-attribute classifiers + position regression.
+
+    Args:
+        num_values: attribute -> number of classes (every head of OBJECT_HEADS and PART_HEADS
+            present in the mapping gets a classifier; ``color`` and ``material`` are shared by
+            objects and parts).
+        depth, width: ResNet depth (18/34) and first-stage channels.
+
+    forward(x: (B, 4, S, S)) -> dict: attribute -> logits (B, K), ``position`` (B, 2),
+    ``position_logvar`` (B, 2).
+    """
+
+    def __init__(self, num_values: Mapping[str, int], depth: int = 18, width: int = 64):
+        super().__init__()
+        self.trunk = _resnet(depth, width)
+        feat = width * 8
+        self.heads = nn.ModuleDict({a: nn.Linear(feat, int(k)) for a, k in num_values.items()})
+        self.position = nn.Linear(feat, 4)
+
+    @classmethod
+    def from_profile(cls, num_values: Mapping[str, int], profile: str) -> "AttributeHead":
+        p = PROFILES[profile]
+        return cls(num_values, p.depth, p.width)
+
+    def forward(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
+        f = self.trunk(x)
+        out = {a: h(f) for a, h in self.heads.items()}
+        pos = self.position(f)
+        out["position"], out["position_logvar"] = pos[:, :2], pos[:, 2:].clamp(-10, 10)
+        return out
+
+
+def attribute_loss(out: Mapping[str, torch.Tensor], labels: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """Losses of a batch that may mix objects and parts (``labels['kind']``: 0 object, 1 part).
+
+    Cross-entropy per attribute over the items that have that label (objects: OBJECT_HEADS,
+    parts: PART_HEADS); Gaussian NLL of the position for objects. Returns the parts and ``total``.
+    """
+    kind = labels["kind"]
+    losses: dict[str, torch.Tensor] = {}
+    for a in set(OBJECT_HEADS) | set(PART_HEADS):
+        if a not in out or a not in labels:
+            continue
+        rows = torch.ones_like(kind, dtype=torch.bool)
+        if a in OBJECT_HEADS and a not in PART_HEADS:
+            rows = kind == 0
+        elif a in PART_HEADS and a not in OBJECT_HEADS:
+            rows = kind == 1
+        target = labels[a]
+        rows = rows & (target >= 0)
+        if rows.any():
+            losses[a] = nn.functional.cross_entropy(out[a][rows], target[rows])
+    obj = kind == 0
+    if "position" in labels and obj.any():
+        losses["position"] = nn.functional.gaussian_nll_loss(
+            out["position"][obj], labels["position"][obj], out["position_logvar"][obj].exp())
+    losses["total"] = sum(losses.values())
+    return losses

@@ -1,0 +1,65 @@
+"""The attribute head: shapes of its outputs, mixed object/part losses, and that it learns."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from parsers.scene.attribute_head import AttributeHead, attribute_loss
+
+NUM = {"shape": 21, "color": 8, "material": 2, "size": 2, "texture": 5, "partname": 85}
+
+
+def _batch(n=8, size=32, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.rand((n, 4, size, size), generator=g)
+    kind = torch.tensor([0, 1] * (n // 2))
+    labels = {"kind": kind, "position": torch.randn((n, 2), generator=g)}
+    for a, k in NUM.items():
+        labels[a] = torch.randint(0, k, (n,), generator=g)
+    return x, labels
+
+
+@pytest.mark.parametrize("profile", ["tiny", "mini"])
+def test_outputs(profile):
+    torch.manual_seed(0)
+    net = AttributeHead.from_profile(NUM, profile).eval()
+    x, _ = _batch(size=32 if profile == "tiny" else 64)
+    with torch.no_grad():
+        out = net(x)
+    for a, k in NUM.items():
+        assert out[a].shape == (8, k)
+    assert out["position"].shape == out["position_logvar"].shape == (8, 2)
+
+
+def test_loss_uses_the_right_items():
+    torch.manual_seed(0)
+    net = AttributeHead(NUM, 18, 16)
+    x, labels = _batch()
+    out = net(x)
+    losses = attribute_loss(out, labels)
+    assert set(losses) == set(NUM) | {"position", "total"}
+    # partname only over parts, shape only over objects: changing an object's partname label
+    # (meaningless for objects) does not change the loss
+    labels2 = dict(labels, partname=labels["partname"].clone())
+    labels2["partname"][0] = (labels["partname"][0] + 1) % 85  # item 0 is an object
+    assert torch.equal(attribute_loss(out, labels2)["partname"], losses["partname"])
+    only_objects = {k: v[::2] for k, v in labels.items()}
+    out_obj = {k: v[::2] for k, v in out.items()}
+    assert "partname" not in attribute_loss(out_obj, only_objects)
+
+
+def test_one_training_step_lowers_the_loss_on_a_repeated_batch():
+    torch.manual_seed(0)
+    torch.set_num_threads(1)
+    net = AttributeHead(NUM, 18, 16)
+    x, labels = _batch()
+    opt = torch.optim.Adam(net.parameters(), lr=1e-3)
+    net.train()
+    first = None
+    for _ in range(8):
+        loss = attribute_loss(net(x), labels)["total"]
+        first = float(loss.detach()) if first is None else first
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    assert torch.isfinite(loss) and float(loss.detach()) < first
