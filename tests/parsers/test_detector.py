@@ -1,0 +1,61 @@
+"""The Mask R-CNN builder: real image size kept, trains on a repeated batch, valid empty output."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from parsers.scene.detector import build_detector
+
+
+def _sample(h=48, w=64):
+    img = torch.full((3, h, w), 0.5)
+    img[:, 10:30, 8:30] = torch.tensor([0.8, 0.1, 0.1])[:, None, None]
+    img[:, 20:40, 38:60] = torch.tensor([0.1, 0.2, 0.9])[:, None, None]
+    masks = torch.zeros((2, h, w), dtype=torch.uint8)
+    masks[0, 10:30, 8:30] = 1
+    masks[1, 20:40, 38:60] = 1
+    target = {"boxes": torch.tensor([[8.0, 10.0, 30.0, 30.0], [38.0, 20.0, 60.0, 40.0]]),
+              "labels": torch.tensor([1, 2]), "masks": masks}
+    return img, target
+
+
+def test_keeps_the_image_size_and_learns():
+    torch.manual_seed(0)
+    torch.set_num_threads(1)
+    model = build_detector(num_classes=3, height=48, width=64, profile="tiny")
+    assert (model.transform.min_size, model.transform.max_size) == ((48,), 64)
+    img, target = _sample()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    model.train()
+    losses = []
+    for _ in range(6):
+        ld = model([img], [target])
+        loss = sum(ld.values())
+        assert torch.isfinite(loss), {k: float(v.detach()) for k, v in ld.items()}
+        losses.append(float(loss.detach()))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    assert set(ld) == {"loss_classifier", "loss_box_reg", "loss_mask", "loss_objectness", "loss_rpn_box_reg"}
+    assert losses[-1] < losses[0]
+
+
+def test_eval_output_is_valid_even_with_no_detection():
+    torch.manual_seed(0)
+    model = build_detector(num_classes=3, height=48, width=64, profile="tiny", score_thresh=1.1).eval()
+    with torch.no_grad():
+        (out,) = model([torch.rand(3, 48, 64)])
+    assert out["boxes"].shape == (0, 4) and out["masks"].shape[1:] == (1, 48, 64)
+    assert out["scores"].numel() == out["labels"].numel() == 0
+
+
+def test_unknown_profile():
+    with pytest.raises(KeyError, match=r"unknown detector profile 'huge'; valid: \['full', 'mini', 'tiny'\]"):
+        build_detector(3, 48, 64, profile="huge")
+
+
+def test_full_profile_is_resnet50_fpn_at_the_real_size():
+    model = build_detector(num_classes=22, height=480, width=640, profile="full")
+    assert type(model.backbone.body).__name__ == "IntermediateLayerGetter"
+    assert (model.transform.min_size, model.transform.max_size) == ((480,), 640)
+    assert model.roi_heads.box_predictor.cls_score.out_features == 22
