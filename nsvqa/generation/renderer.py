@@ -509,6 +509,20 @@ class _Frame:
 _FRAME_FLOATS = 2 * 16 + 6 * 4
 
 
+def _load_torchvision_first() -> None:
+    """Import torchvision (when installed) before the first EGL context exists.
+
+    Loading torchvision's native extension into a process where Mesa's llvmpipe is already loaded
+    crashes the process (segmentation fault; seen with Mesa 22.3 and torchvision 0.29.1); loaded
+    in the other order both work. A generator process that later trains a model — or a test
+    worker that runs both — must not crash, so the renderer loads torchvision first.
+    """
+    try:
+        import torchvision  # noqa: F401
+    except ImportError:
+        pass
+
+
 class Renderer:
     """Renders lists of :class:`DrawItem` to RGB + exact object/part id images.
 
@@ -524,6 +538,7 @@ class Renderer:
         except ImportError as e:  # pragma: no cover - moderngl is a dependency of the generator
             raise RendererUnavailable(f"moderngl is not installed (pip install moderngl); "
                                       f"then {_APT_HINT}") from e
+        _load_torchvision_first()
         try:
             ctx = moderngl.create_standalone_context(require=330, backend="egl")
         except Exception as e:

@@ -18,13 +18,13 @@ class DetectorProfile:
     """Backbone and anchor sizes of a profile (images are never resized)."""
 
     backbone: str
-    anchor_sizes: tuple[int, ...]
-    trainable_layers: int = 6  # from scratch: everything trains
+    anchor_sizes: tuple[int, ...]  # MobileNetV3-FPN anchors; ResNet-50-FPN uses torchvision's
+    trainable_layers: int = 6      # from scratch: every MobileNetV3 stage trains
 
 
 PROFILES = {"tiny": DetectorProfile("mobilenet_v3", (8, 16, 32)),
             "mini": DetectorProfile("mobilenet_v3", (16, 32, 64, 128)),
-            "full": DetectorProfile("resnet50", (32, 64, 128, 256, 512), 5)}
+            "full": DetectorProfile("resnet50", (32, 64, 128, 256, 512))}
 
 
 def build_detector(num_classes: int, height: int, width: int, profile: str = "mini",
@@ -48,8 +48,8 @@ def build_detector(num_classes: int, height: int, width: int, profile: str = "mi
     size = dict(min_size=min(height, width), max_size=max(height, width),
                 box_detections_per_img=detections_per_image, box_score_thresh=score_thresh)
     if p.backbone == "resnet50":
-        return maskrcnn_resnet50_fpn(weights=None, weights_backbone=None, num_classes=num_classes,
-                                     trainable_backbone_layers=p.trainable_layers, **size)
+        # without pretrained weights torchvision trains every backbone layer
+        return maskrcnn_resnet50_fpn(weights=None, weights_backbone=None, num_classes=num_classes, **size)
     backbone = mobilenet_backbone(backbone_name="mobilenet_v3_large", weights=None, fpn=True,
                                   trainable_layers=p.trainable_layers)
     n_maps = 3  # mobilenet FPN: two feature levels + max pool

@@ -310,3 +310,17 @@ def test_ids_identical_with_and_without_msaa():
         assert np.array_equal(a.part_ids, b.part_ids)
         # same picture up to the anti-aliasing of the edges
         assert np.abs(a.rgb.astype(int) - b.rgb).mean() < 4
+
+
+def test_torchvision_can_be_used_after_rendering():
+    """Regression: importing torchvision after an llvmpipe EGL context existed segfaulted."""
+    import subprocess
+    import sys
+
+    code = ("from nsvqa.generation.renderer import Renderer, RendererUnavailable\n"
+            "try:\n    Renderer(32, 24).release()\nexcept RendererUnavailable:\n    pass\n"
+            "import torch, torchvision\n"
+            "print(torchvision.models.resnet18().eval()(torch.rand(1, 3, 64, 64)).shape)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "torch.Size([1, 1000])" in r.stdout
