@@ -517,8 +517,10 @@ def _load_torchvision_first() -> None:
     in the other order both work. A generator process that later trains a model — or a test
     worker that runs both — must not crash, so the renderer loads torchvision first.
     """
+    import importlib
+
     try:
-        import torchvision  # noqa: F401
+        importlib.import_module("torchvision")
     except ImportError:
         pass
 
