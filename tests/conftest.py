@@ -34,3 +34,14 @@ def _load_script(name: str):
 def load_script():
     """``load_script("execute_programs")`` -> the script's module (its ``main(argv)``)."""
     return _load_script
+
+
+@pytest.fixture(scope="session")
+def require_renderer() -> None:
+    """Skips the test when no headless EGL OpenGL context can be made (the message says why)."""
+    from nsvqa.generation.renderer import Renderer, RendererUnavailable
+
+    try:
+        Renderer(32, 24).release()
+    except RendererUnavailable as e:
+        pytest.skip(str(e))

@@ -10,8 +10,7 @@ import pytest
 from executors import SymbolicScene, load_ontology
 from nsvqa.generation.annotations import rle_to_mask
 
-renderer = pytest.importorskip("nsvqa.generation.renderer")
-from nsvqa.generation.dataset import generate_split, job_for  # noqa: E402
+from nsvqa.generation.dataset import generate_split, job_for
 
 W, H, N = 64, 48, 4
 
@@ -25,12 +24,8 @@ def _files(folder: Path) -> dict[str, bytes]:
 
 
 @pytest.fixture(scope="module")
-def generated(tmp_path_factory):
+def generated(tmp_path_factory, require_renderer):
     """The same split generated three times: in-process, with 2 workers, and across 2 shards."""
-    try:
-        renderer.Renderer(W, H).release()
-    except renderer.RendererUnavailable as e:
-        pytest.skip(str(e))
     roots = [tmp_path_factory.mktemp(n) for n in ("one", "two", "shards")]
     generate_split(_job(roots[0]), workers=1, progress=False)
     generate_split(_job(roots[1]), workers=2, progress=False)
@@ -124,7 +119,7 @@ def test_manifest(generated):
         assert hashlib.sha256((generated[0] / "mid" / rel).read_bytes()).hexdigest() == digest
 
 
-def test_visual_complexity_levels_share_the_layout(tmp_path):
+def test_visual_complexity_levels_share_the_layout(tmp_path, require_renderer):
     recs = {}
     for v in ("easy", "mid", "hard"):
         job = _job(tmp_path, v, n=2, seed=11)

@@ -12,14 +12,9 @@ from nsvqa.generation.annotations import rle_to_mask
 
 
 @pytest.fixture(scope="module")
-def split(tmp_path_factory):
+def split(tmp_path_factory, require_renderer):
     from nsvqa.generation.dataset import generate_split, job_for
-    from nsvqa.generation.renderer import Renderer, RendererUnavailable
 
-    try:
-        Renderer(64, 48).release()
-    except RendererUnavailable as e:
-        pytest.skip(str(e))
     root = tmp_path_factory.mktemp("data")
     job = job_for(root, "mid", "train", 3, 5, 64, 48)
     generate_split(job, progress=False)

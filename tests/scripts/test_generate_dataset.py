@@ -10,13 +10,7 @@ pytest.importorskip("moderngl")
 
 
 @pytest.fixture(scope="module")
-def gen(load_script):
-    from nsvqa.generation.renderer import Renderer, RendererUnavailable
-
-    try:
-        Renderer(64, 48).release()
-    except RendererUnavailable as e:
-        pytest.skip(str(e))
+def gen(load_script, require_renderer):
     return load_script("generate_dataset")
 
 

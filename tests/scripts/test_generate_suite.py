@@ -8,14 +8,8 @@ import pytest
 pytest.importorskip("moderngl")
 
 
-def test_full_tiny_suite(load_script, tmp_path, capsys):
+def test_full_tiny_suite(load_script, tmp_path, capsys, require_renderer):
     """Every variant of every factor at the tiny profile; every question checked by the executor."""
-    from nsvqa.generation.renderer import Renderer, RendererUnavailable
-
-    try:
-        Renderer(64, 48).release()
-    except RendererUnavailable as e:
-        pytest.skip(str(e))
     suite = load_script("generate_suite")
     assert suite.variants_of("distribution") == ["bal", "slt", "long", "head", "tail", "oppo"]
     assert len(suite.variants_of("all")) == 18
@@ -66,13 +60,7 @@ def test_full_tiny_suite(load_script, tmp_path, capsys):
     assert q["n"] > 0 and q["program_length_mean"] > 2 and 0 < max(q["largest_answer_share"].values()) <= 1
 
 
-def test_redundancy_levels_measured(load_script, tmp_path):
-    from nsvqa.generation.renderer import Renderer, RendererUnavailable
-
-    try:
-        Renderer(64, 48).release()
-    except RendererUnavailable as e:
-        pytest.skip(str(e))
+def test_redundancy_levels_measured(load_script, tmp_path, require_renderer):
     suite, stats = load_script("generate_suite"), load_script("dataset_stats")
     assert suite.main(["--factor", "redundancy", "--profile", "tiny", "--out", str(tmp_path), "--no-progress"]) == 0
     red = {}
