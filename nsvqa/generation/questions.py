@@ -1193,12 +1193,7 @@ class QuestionGenerator:
     # ------------------------------------------------------------------ descriptions
     def _unique_object(self, idx, dom, spec, relational, rnd, taken):
         cands = [t for t in mask_bits(dom) if not taken >> t & 1]
-        rnd.shuffle(cands)
-        for t in cands:
-            descs = self._min_object_descs(idx, t, dom, spec, relational)
-            if descs:
-                return t, descs[rnd.randrange(len(descs))]
-        return None
+        return _pick_described(cands, lambda t: self._min_object_descs(idx, t, dom, spec, relational), rnd)
 
     @staticmethod
     def _min_object_descs(idx, t, dom, spec, relational) -> list[tuple]:
@@ -1275,12 +1270,7 @@ class QuestionGenerator:
     def _unique_part(self, idx, dom, spec, relational, rnd, taken):
         r = idx.range(dom)
         cands = [p for p in mask_bits(r & idx.listed) if p not in taken]
-        rnd.shuffle(cands)
-        for p in cands:
-            descs = self._min_part_descs(idx, p, r, spec, relational)
-            if descs:
-                return p, descs[rnd.randrange(len(descs))]
-        return None
+        return _pick_described(cands, lambda p: self._min_part_descs(idx, p, r, spec, relational), rnd)
 
     @staticmethod
     def _min_part_descs(idx, p, rng_mask, spec, relational) -> list[tuple]:
@@ -1627,3 +1617,14 @@ def synthetic_scene(onto: Ontology, rng: np.random.Generator, n_objects: int | N
            "directions": {k: list(v) for k, v in CLEVR_DIRECTIONS.items()}, "objects": objects}
     rec["relationships"] = SymbolicScene.from_json(rec, onto).relation_lists()
     return rec
+
+
+def _pick_described(cands: list, describe, rnd) -> tuple | None:
+    """The first candidate (in a random order) that has a description, with one of its
+    descriptions drawn at random; None when no candidate can be described."""
+    rnd.shuffle(cands)
+    for c in cands:
+        descs = describe(c)
+        if descs:
+            return c, descs[rnd.randrange(len(descs))]
+    return None

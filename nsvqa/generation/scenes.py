@@ -156,7 +156,7 @@ def scene_record(layout: Layout, result, onto: Ontology, index: int, split: str,
     """The Super-CLEVR scene JSON of a rendered layout (with RLE masks and boxes)."""
     from .annotations import label_rles
 
-    cam = camera_for(layout)
+    cam, lights = camera_for(layout), lights_for(layout)
     centers = object_centers(layout)
     pix = cam.project(centers, renderer.width, renderer.height)
     # one pass over each id map gives every object's and every visible part's RLE
@@ -183,7 +183,7 @@ def scene_record(layout: Layout, result, onto: Ontology, index: int, split: str,
               "directions": cam.ground_directions(), "objects": objects,
               "camera": {"eye": list(cam.eye), "target": list(cam.target), "fov_y_deg": cam.fov_y_deg,
                          "distance_scale": layout.camera_scale},
-              "lights": {"key": list(lights_for(layout).key_dir), "fill": list(lights_for(layout).fill_dir)}}
+              "lights": {"key": list(lights.key_dir), "fill": list(lights.fill_dir)}}
     # relationships exactly as the executors compute them (0.2 margin along the directions)
     sym = SymbolicScene.from_json({**record, "objects": [{k: v for k, v in o.items()
                                                           if k not in ("mask", "part_masks")}
