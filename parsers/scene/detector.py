@@ -20,10 +20,17 @@ class DetectorProfile:
     backbone: str
     anchor_sizes: tuple[int, ...]  # MobileNetV3-FPN anchors; ResNet-50-FPN uses torchvision's
     trainable_layers: int = 6      # from scratch: every MobileNetV3 stage trains
+    # proposals and sampled RoIs per image; torchvision's defaults (2000 / 1000 / 512) are sized for
+    # COCO's crowded 800-px images, a Super-CLEVR scene holds at most ~10 objects
+    rpn_post_nms_train: int = 2000
+    rpn_post_nms_test: int = 1000
+    rois_per_image: int = 512
 
 
-PROFILES = {"tiny": DetectorProfile("mobilenet_v3", (8, 16, 32)),
-            "mini": DetectorProfile("mobilenet_v3", (16, 32, 64, 128)),
+PROFILES = {"tiny": DetectorProfile("mobilenet_v3", (8, 16, 32), rpn_post_nms_train=200, rpn_post_nms_test=100,
+                                    rois_per_image=64),
+            "mini": DetectorProfile("mobilenet_v3", (16, 32, 64, 128), rpn_post_nms_train=300, rpn_post_nms_test=200,
+                                    rois_per_image=128),
             "full": DetectorProfile("resnet50", (32, 64, 128, 256, 512))}
 
 
@@ -46,12 +53,17 @@ def build_detector(num_classes: int, height: int, width: int, profile: str = "mi
     except KeyError:
         raise KeyError(f"unknown detector profile {profile!r}; valid: {sorted(PROFILES)}") from None
     size = dict(min_size=min(height, width), max_size=max(height, width),
-                box_detections_per_img=detections_per_image, box_score_thresh=score_thresh)
+                box_detections_per_img=detections_per_image, box_score_thresh=score_thresh,
+                rpn_pre_nms_top_n_train=2 * p.rpn_post_nms_train, rpn_post_nms_top_n_train=p.rpn_post_nms_train,
+                rpn_pre_nms_top_n_test=2 * p.rpn_post_nms_test, rpn_post_nms_top_n_test=p.rpn_post_nms_test,
+                box_batch_size_per_image=p.rois_per_image)
     if p.backbone == "resnet50":
         # without pretrained weights torchvision trains every backbone layer
         return maskrcnn_resnet50_fpn(weights=None, weights_backbone=None, num_classes=num_classes, **size)
+    # torchvision's default FrozenBatchNorm2d is meant for pretrained weights: from random weights
+    # it normalises nothing (identity statistics), so a from-scratch backbone needs real BatchNorm.
     backbone = mobilenet_backbone(backbone_name="mobilenet_v3_large", weights=None, fpn=True,
-                                  trainable_layers=p.trainable_layers)
+                                  trainable_layers=p.trainable_layers, norm_layer=nn.BatchNorm2d)
     n_maps = 3  # mobilenet FPN: two feature levels + max pool
     anchors = AnchorGenerator(sizes=(p.anchor_sizes,) * n_maps, aspect_ratios=((0.5, 1.0, 2.0),) * n_maps)
     names = ["0", "1"]

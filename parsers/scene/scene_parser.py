@@ -15,6 +15,7 @@ import torch
 from torch import nn
 
 from executors import Ontology, SceneLikelihoods, SymbolicScene
+from parsers.scene.crops import crop_instance
 
 
 @dataclass
@@ -58,8 +59,6 @@ class SceneParser(nn.Module):
     @torch.no_grad()
     def parse(self, images: Sequence[torch.Tensor]) -> list[ParsedScene]:
         """Parse (3, H, W) float images in [0, 1]."""
-        from nsvqa.datasets import crop_instance
-
         self.eval()
         out = []
         for img, det in zip(images, self.detector(list(images))):

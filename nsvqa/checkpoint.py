@@ -1,0 +1,83 @@
+"""Checkpoints: {format version, config, state_dict, vocabularies} written atomically.
+
+A checkpoint rebuilds its model alone (the config names the profile and every size), and loads with
+``torch.load(weights_only=True)`` — only tensors and plain containers, no pickled code. Training
+state (optimizer, scheduler, step, RNG) rides along under ``train_state`` so ``--resume`` continues
+a run exactly where its last checkpoint left it.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Mapping
+
+FORMAT_VERSION = 1
+
+
+class CheckpointError(ValueError):
+    """A checkpoint file that cannot be used; the message names the file and the field."""
+
+
+def save_checkpoint(path: str | Path, *, kind: str, config: Mapping[str, Any], state_dict: Mapping[str, Any],
+                    vocabularies: Mapping[str, Any], train_state: Mapping[str, Any] | None = None,
+                    extra: Mapping[str, Any] | None = None) -> Path:
+    """Write a checkpoint atomically (temp file in the same folder, fsync, rename).
+
+    Args:
+        path: destination ``.pt`` file.
+        kind: what the checkpoint holds (e.g. ``scene_parser``), checked on load.
+        config: the resolved run config (plain JSON types).
+        state_dict: model parameters (nested dicts of tensors are fine).
+        vocabularies: the label spaces the outputs index (e.g. attribute -> values).
+        train_state: optimizer / scheduler state, step, RNG — for resuming.
+        extra: anything else plain (metrics of the checkpoint, ...).
+    """
+    import torch
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    payload = {"version": FORMAT_VERSION, "kind": kind, "config": dict(config), "state_dict": state_dict,
+               "vocabularies": dict(vocabularies), "train_state": dict(train_state or {}), "extra": dict(extra or {})}
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            torch.save(payload, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return path
+
+
+def load_checkpoint(path: str | Path, kind: str | None = None, map_location: str = "cpu") -> dict[str, Any]:
+    """Load a checkpoint written by :func:`save_checkpoint` (``weights_only=True``).
+
+    Raises:
+        CheckpointError: missing file, unreadable payload, other format version or kind,
+            missing field — the message names the file and the field.
+    """
+    import torch
+
+    path = Path(path)
+    if not path.is_file():
+        raise CheckpointError(f"{path}: no checkpoint file")
+    try:
+        payload = torch.load(path, map_location=map_location, weights_only=True)
+    except Exception as e:  # truncated or foreign file
+        raise CheckpointError(f"{path}: not a readable checkpoint ({type(e).__name__}: {e})") from None
+    if not isinstance(payload, dict):
+        raise CheckpointError(f"{path}: expected a dict payload, got {type(payload).__name__}")
+    for field in ("version", "kind", "config", "state_dict", "vocabularies"):
+        if field not in payload:
+            raise CheckpointError(f"{path}: missing field {field!r}")
+    if payload["version"] != FORMAT_VERSION:
+        raise CheckpointError(f"{path}, field 'version': {payload['version']!r}; this code reads {FORMAT_VERSION}")
+    if kind is not None and payload["kind"] != kind:
+        raise CheckpointError(f"{path}, field 'kind': {payload['kind']!r}, expected {kind!r}")
+    payload.setdefault("train_state", {})
+    payload.setdefault("extra", {})
+    return payload

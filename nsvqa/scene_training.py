@@ -1,0 +1,486 @@
+"""Training of the scene parser: the Mask R-CNN detector, then the attribute head.
+
+Stage ``detector``: torchvision Mask R-CNN on the generator's COCO annotations (AdamW, linear
+warm-up then cosine decay, gradient clipping). Stage ``attributes``: the ResNet attribute head on
+4-channel crops of the ground-truth masks and of detector masks matched to ground truth by mask IoU
+(so the head sees the masks it will get at test time). Each stage checkpoints atomically into the
+run directory (``detector.pt``, ``attributes.pt``) and resumes from there; the batch of step ``s``
+is a function of ``(seed, s)`` only, so a resumed run sees the same data as an uninterrupted one.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any, Iterable
+
+import numpy as np
+import torch
+
+from executors import load_ontology
+from nsvqa.checkpoint import load_checkpoint, save_checkpoint
+from nsvqa.datasets import OBJECT_ATTRIBUTES, PART_ATTRIBUTES, AttributeCropDataset, DetectionDataset
+from nsvqa.training import RunDir, check_finite, seed_everything
+from parsers.scene.attribute_head import PROFILES as HEAD_PROFILES, AttributeHead, attribute_loss
+from parsers.scene.crops import crop_instance
+from parsers.scene.detector import build_detector
+
+STAGES = ("detector", "attributes", "all")
+LABEL_KEYS = ("shape", "color", "material", "size", "texture", "partname")
+
+
+@dataclass(frozen=True)
+class SceneTrainProfile:
+    """Schedule of a profile (the network sizes live next to the networks)."""
+
+    det_iterations: int
+    det_batch: int
+    det_lr: float
+    attr_epochs: int
+    attr_batch: int
+    attr_lr: float
+    det_crop_images: int   # training images whose matched detector crops join the attribute set
+    checkpoint_every: int  # detector iterations between checkpoints
+
+
+PROFILES = {
+    "tiny": SceneTrainProfile(4, 2, 5e-4, 2, 16, 1e-3, 2, 2),
+    "mini": SceneTrainProfile(3000, 2, 4e-4, 12, 64, 1e-3, 400, 100),
+    # the authors: Mask R-CNN 30k iterations at batch 16, attribute net 100 epochs at batch 64
+    "full": SceneTrainProfile(30000, 16, 4e-4, 100, 64, 1e-3, 4000, 1000),
+}
+
+
+@dataclass(frozen=True)
+class SceneParserConfig:
+    """Resolved config of one scene-parser run (written to RUN_DIR/config.json)."""
+
+    data: str
+    profile: str = "mini"
+    mode: str = "objects"              # detector classes: objects | objects+parts
+    stage: str = "all"
+    seed: int = 0
+    device: str = "cpu"
+    det_iterations: int = 0
+    det_batch: int = 0
+    det_lr: float = 0.0
+    attr_epochs: int = 0
+    attr_batch: int = 0
+    attr_lr: float = 0.0
+    det_crop_images: int = 0
+    checkpoint_every: int = 0
+    crop_size: int = 0
+    attr_parts: bool = True            # the head also learns part crops (part name, color, material)
+    max_train_images: int | None = None
+    min_score: float = 0.5
+    match_iou: float = 0.5
+    workers: int = 0
+
+    @classmethod
+    def resolve(cls, data: str, profile: str = "mini", **overrides: Any) -> "SceneParserConfig":
+        """Profile defaults, then every override that is not None."""
+        if profile not in PROFILES:
+            raise KeyError(f"unknown profile {profile!r}; valid: {sorted(PROFILES)}")
+        base = asdict(PROFILES[profile])
+        base["crop_size"] = HEAD_PROFILES[profile].crop_size
+        names = {f.name for f in fields(cls)}
+        unknown = set(overrides) - names
+        if unknown:
+            raise TypeError(f"unknown config fields {sorted(unknown)}; valid: {sorted(names)}")
+        base.update({k: v for k, v in overrides.items() if v is not None})
+        cfg = cls(data=str(data), profile=profile, **base)
+        if cfg.stage not in STAGES:
+            raise ValueError(f"stage must be one of {STAGES}, got {cfg.stage!r}")
+        return cfg
+
+
+# --------------------------------------------------------------------------------------- detector
+
+def _lr_lambda(total: int, warmup: int):
+    def f(step: int) -> float:
+        if step < warmup:
+            return (step + 1) / warmup
+        return 0.5 * (1 + math.cos(math.pi * min(1.0, (step - warmup) / max(1, total - warmup)))) * 0.95 + 0.05
+    return f
+
+
+def _batch_indices(n: int, batch: int, step: int, seed: int) -> list[int]:
+    """The dataset indices of step ``step``: consecutive slices of a per-epoch permutation."""
+    out = []
+    for k in range(step * batch, (step + 1) * batch):
+        epoch, pos = divmod(k, n)
+        g = torch.Generator().manual_seed(seed * 100003 + epoch)
+        out.append(int(torch.randperm(n, generator=g)[pos]))
+    return out
+
+
+def detector_vocabulary(ds: DetectionDataset) -> dict[str, Any]:
+    info = ds.coco.loadImgs(ds.image_ids[0])[0] if ds.image_ids else {"height": 0, "width": 0}
+    parts = {c["id"] for c in ds.coco.loadCats(ds.coco.getCatIds()) if c["supercategory"] == "part"}
+    return {"classes": {str(k): v for k, v in sorted(ds.categories.items())},
+            "part_class_ids": sorted(k for k in ds.categories if k in parts),
+            "num_classes": ds.num_classes, "image_size": [int(info["height"]), int(info["width"])]}
+
+
+def detector_from_checkpoint(ckpt: dict) -> torch.nn.Module:
+    """Rebuild the Mask R-CNN of a ``detector.pt`` payload (eval mode)."""
+    v = ckpt["vocabularies"]
+    h, w = v["image_size"]
+    model = build_detector(v["num_classes"], h, w, ckpt["config"]["profile"])
+    model.load_state_dict(ckpt["state_dict"])
+    return model.eval()
+
+
+def train_detector(cfg: SceneParserConfig, run: RunDir, *, resume: bool = False, progress: bool = True) -> Path:
+    """Train (or resume) the detector; returns the path of ``detector.pt``."""
+    from tqdm import tqdm
+
+    ds = DetectionDataset(cfg.data, "train", cfg.mode)
+    n = len(ds) if cfg.max_train_images is None else min(len(ds), cfg.max_train_images)
+    if n == 0:
+        raise ValueError(f"{cfg.data}: the train split has no images")
+    vocab = detector_vocabulary(ds)
+    h, w = vocab["image_size"]
+    dev = torch.device(cfg.device)
+    model = build_detector(ds.num_classes, h, w, cfg.profile).to(dev)
+    params = [p for p in model.parameters() if p.requires_grad]
+    opt = torch.optim.AdamW(params, lr=cfg.det_lr, weight_decay=1e-4)
+    warmup = min(500, max(1, cfg.det_iterations // 10))
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, _lr_lambda(cfg.det_iterations, warmup))
+    path = run.path / "detector.pt"
+    start = 0
+    if resume and path.exists():
+        ck = load_checkpoint(path, kind="detector")
+        model.load_state_dict(ck["state_dict"])
+        ts = ck["train_state"]
+        opt.load_state_dict(ts["optimizer"])
+        sched.load_state_dict(ts["scheduler"])
+        torch.set_rng_state(ts["rng"])
+        start = int(ts["step"])
+        run.log(f"detector: resumed at step {start} from {path}")
+
+    def save(step: int, extra: dict | None = None) -> None:
+        save_checkpoint(path, kind="detector", config=asdict(cfg), state_dict=model.state_dict(),
+                        vocabularies=vocab, extra=extra,
+                        train_state={"optimizer": opt.state_dict(), "scheduler": sched.state_dict(),
+                                     "step": step, "rng": torch.get_rng_state()})
+
+    model.train()
+    t0, smooth = time.time(), None
+    bar = tqdm(range(start, cfg.det_iterations), desc="detector", disable=not progress, initial=start,
+               total=cfg.det_iterations)
+    for step in bar:
+        batch = [ds[i] for i in _batch_indices(n, cfg.det_batch, step, cfg.seed)]
+        images = [b[0].to(dev) for b in batch]
+        targets = [{k: (v.to(dev) if torch.is_tensor(v) else v) for k, v in b[1].items()} for b in batch]
+        losses = model(images, targets)
+        loss = sum(losses.values())
+        values = {k: float(v.detach()) for k, v in losses.items()} | {"total": float(loss.detach())}
+        check_finite(values, step)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(params, 10.0)
+        opt.step()
+        sched.step()
+        smooth = values["total"] if smooth is None else 0.95 * smooth + 0.05 * values["total"]
+        bar.set_postfix(loss=f"{smooth:.3f}")
+        if step % 10 == 0 or step + 1 == cfg.det_iterations:
+            run.scalars("detector", values | {"lr": sched.get_last_lr()[0]}, step)
+            run.log(f"detector step {step} " + " ".join(f"{k}={v:.4f}" for k, v in values.items()))
+        if (step + 1) % cfg.checkpoint_every == 0 and step + 1 < cfg.det_iterations:
+            save(step + 1)
+    save(cfg.det_iterations, {"seconds": time.time() - t0})
+    return path
+
+
+# ------------------------------------------------------------------------------------ crop sets
+
+@dataclass
+class CropSet:
+    """Attribute-head examples held in memory.
+
+    ``x`` (M, 4, S, S) uint8 (RGB + mask scaled to 0..255), ``labels`` key -> (M,) int64 (-1 where an
+    item has no such label: parts have no shape, objects no part name), ``position`` (M, 2) float32,
+    ``kind`` (M,) int64 (0 object, 1 part), ``source`` (M,) int64 (0 ground-truth mask, 1 detector).
+    """
+
+    x: torch.Tensor
+    labels: dict[str, torch.Tensor]
+    position: torch.Tensor
+    kind: torch.Tensor
+    source: torch.Tensor = field(default_factory=lambda: torch.zeros(0, dtype=torch.int64))
+
+    def __len__(self) -> int:
+        return int(self.x.shape[0])
+
+    @staticmethod
+    def build(crops: list[torch.Tensor], labels: list[dict], source: int, size: int) -> "CropSet":
+        m = len(crops)
+        x = (torch.stack(crops).mul(255).round().clamp(0, 255).to(torch.uint8) if m
+             else torch.zeros((0, 4, size, size), dtype=torch.uint8))
+        lab = {k: torch.tensor([int(d.get(k, -1)) for d in labels], dtype=torch.int64) for k in LABEL_KEYS}
+        pos = torch.stack([torch.as_tensor(d["position"], dtype=torch.float32) if "position" in d
+                           else torch.zeros(2) for d in labels]) if m else torch.zeros((0, 2))
+        kind = torch.tensor([int(d["kind"]) for d in labels], dtype=torch.int64)
+        return CropSet(x, lab, pos, kind, torch.full((m,), source, dtype=torch.int64))
+
+    @staticmethod
+    def concat(sets: Iterable["CropSet"]) -> "CropSet":
+        sets = list(sets)
+        return CropSet(torch.cat([s.x for s in sets]), {k: torch.cat([s.labels[k] for s in sets]) for k in LABEL_KEYS},
+                       torch.cat([s.position for s in sets]), torch.cat([s.kind for s in sets]),
+                       torch.cat([s.source for s in sets]))
+
+    def batch(self, idx: torch.Tensor) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        labels = {k: v[idx] for k, v in self.labels.items()} | {"position": self.position[idx], "kind": self.kind[idx]}
+        return self.x[idx].float().div_(255.0), labels
+
+    def state(self) -> dict[str, torch.Tensor]:
+        return {"x": self.x, "position": self.position, "kind": self.kind, "source": self.source,
+                **{f"label.{k}": v for k, v in self.labels.items()}}
+
+    @staticmethod
+    def from_state(d: dict[str, torch.Tensor]) -> "CropSet":
+        return CropSet(d["x"], {k: d[f"label.{k}"] for k in LABEL_KEYS}, d["position"], d["kind"], d["source"])
+
+
+def gt_crops(root: str | Path, split: str, crop_size: int, parts: bool, limit: int | None = None,
+             progress: bool = True) -> CropSet:
+    """Crops of every ground-truth object (and visible part) mask, each image read once."""
+    from tqdm import tqdm
+
+    from nsvqa.datasets import _image_tensor
+    from nsvqa.generation.annotations import rle_to_mask
+
+    ds = AttributeCropDataset(root, split, crop_size, parts=parts)
+    wanted = sorted(ds.scenes)[:limit] if limit is not None else sorted(ds.scenes)
+    by_image: dict[int, list] = {}
+    for item in ds.items:
+        by_image.setdefault(item.image_index, []).append(item)
+    crops, labels = [], []
+    for idx in tqdm(wanted, desc=f"crops {split}", disable=not progress):
+        scene = ds.scenes[idx]
+        img = _image_tensor(ds.root / "images" / split / scene["image_filename"])
+        for item in by_image.get(idx, []):
+            o = scene["objects"][item.object_index]
+            ann = o if item.part is None else o["part_masks"][item.part]
+            mask = torch.from_numpy(rle_to_mask(ann["mask"])).float()[None]
+            crops.append(crop_instance(img, mask, ann["bbox"], crop_size, ds.margin))
+            labels.append(ds.labels(item))
+    return CropSet.build(crops, labels, 0, crop_size)
+
+
+def detector_crops(detector: torch.nn.Module, vocab: dict, root: str | Path, split: str, crop_size: int,
+                   n_images: int, min_score: float, match_iou: float, parts: bool,
+                   progress: bool = True) -> CropSet:
+    """Crops of detector masks matched one-to-one to ground-truth masks by mask IoU (Hungarian on
+    IoU, pairs under ``match_iou`` dropped), labelled with the matched ground truth."""
+    from pycocotools import mask as mask_utils
+    from scipy.optimize import linear_sum_assignment
+    from tqdm import tqdm
+
+    from nsvqa.datasets import _image_tensor
+
+    ds = AttributeCropDataset(root, split, crop_size, parts=parts)
+    part_ids = set(vocab.get("part_class_ids", []))
+    crops, labels = [], []
+    detector.eval()
+    for idx in tqdm(sorted(ds.scenes)[:n_images], desc=f"detector crops {split}", disable=not progress):
+        scene = ds.scenes[idx]
+        img = _image_tensor(ds.root / "images" / split / scene["image_filename"])
+        with torch.no_grad():
+            det = detector([img])[0]
+        keep = det["scores"] >= min_score
+        boxes, masks, cls = det["boxes"][keep], det["masks"][keep, 0] >= 0.5, det["labels"][keep]
+        if not len(boxes):
+            continue
+        det_rles = mask_utils.encode(np.asfortranarray(masks.numpy().transpose(1, 2, 0).astype(np.uint8)))
+        for want_part in ((False, True) if parts else (False,)):
+            sel = [k for k in range(len(cls)) if (int(cls[k]) in part_ids) == want_part]
+            gts = []  # (CropItem-like labels, rle)
+            for oi, o in enumerate(scene["objects"]):
+                if not want_part:
+                    gts.append((ds.labels(_Item(idx, oi, None)), o["mask"]))
+                else:
+                    gts += [(ds.labels(_Item(idx, oi, name)), pm["mask"]) for name, pm in sorted(o["part_masks"].items())]
+            if not sel or not gts:
+                continue
+            gt_rles = [_coco_rle(r) for _, r in gts]
+            iou = mask_utils.iou([det_rles[k] for k in sel], gt_rles, [0] * len(gt_rles))
+            rows, cols = linear_sum_assignment(-np.asarray(iou))
+            for r, c in zip(rows, cols):
+                if iou[r, c] < match_iou:
+                    continue
+                k = sel[r]
+                b = boxes[k]
+                crops.append(crop_instance(img, masks[k][None].float(),
+                                           [float(b[0]), float(b[1]), float(b[2] - b[0]), float(b[3] - b[1])], crop_size))
+                labels.append(gts[c][0])
+    return CropSet.build(crops, labels, 1, crop_size)
+
+
+@dataclass(frozen=True)
+class _Item:
+    image_index: int
+    object_index: int
+    part: str | None
+
+
+def _coco_rle(rle: dict) -> dict:
+    """The generator's RLE (counts as str) in the form pycocotools' C code takes (bytes)."""
+    out = dict(rle)
+    if isinstance(out.get("counts"), str):
+        out["counts"] = out["counts"].encode("ascii")
+    return out
+
+
+# -------------------------------------------------------------------------------- attribute head
+
+def attribute_vocabulary() -> dict[str, list[str]]:
+    """Attribute -> values, in the order of the head's outputs (the Super-CLEVR ontology)."""
+    onto = load_ontology("superclevr")
+    out = {a: list(onto.values(a)) for a in OBJECT_ATTRIBUTES}
+    out["partname"] = list(onto.part_names)
+    return out
+
+
+def head_from_checkpoint(ckpt: dict) -> AttributeHead:
+    """Rebuild the attribute head of an ``attributes.pt`` payload (eval mode)."""
+    vocab = ckpt["vocabularies"]["attributes"]
+    head = AttributeHead.from_profile({a: len(v) for a, v in vocab.items()}, ckpt["config"]["profile"])
+    head.load_state_dict(ckpt["state_dict"])
+    return head.eval()
+
+
+@torch.no_grad()
+def crop_accuracy(head: AttributeHead, crops: CropSet, batch: int = 256) -> dict[str, float]:
+    """Accuracy per attribute on a crop set, objects (``object.color``) and parts (``part.color``)
+    separately, and the position RMSE of objects (ground-plane units)."""
+    head.eval()
+    correct: dict[str, int] = {}
+    total: dict[str, int] = {}
+    sq, n_pos = 0.0, 0
+    for s in range(0, len(crops), batch):
+        idx = torch.arange(s, min(s + batch, len(crops)))
+        x, lab = crops.batch(idx)
+        out = head(x)
+        for kind_id, kind in ((0, "object"), (1, "part")):
+            rows = lab["kind"] == kind_id
+            attrs = OBJECT_ATTRIBUTES if kind_id == 0 else PART_ATTRIBUTES
+            for a in attrs:
+                r = rows & (lab[a] >= 0)
+                if r.any():
+                    key = f"{kind}.{a}"
+                    correct[key] = correct.get(key, 0) + int((out[a][r].argmax(-1) == lab[a][r]).sum())
+                    total[key] = total.get(key, 0) + int(r.sum())
+        obj = lab["kind"] == 0
+        sq += float(((out["position"][obj] - lab["position"][obj]) ** 2).sum())
+        n_pos += int(obj.sum())
+    res = {k: correct[k] / total[k] for k in sorted(total)}
+    if n_pos:
+        res["object.position_rmse"] = math.sqrt(sq / n_pos)
+    return res
+
+
+def _crop_cache(run: RunDir, name: str, build, progress: bool) -> CropSet:
+    """A crop set cached in the run directory (built once, reused on resume)."""
+    path = run.path / f"{name}.pt"
+    if path.exists():
+        return CropSet.from_state(load_checkpoint(path, kind="crops")["state_dict"])
+    crops = build()
+    save_checkpoint(path, kind="crops", config=dict(run.config), state_dict=crops.state(), vocabularies={})
+    return crops
+
+
+def train_attributes(cfg: SceneParserConfig, run: RunDir, *, resume: bool = False, progress: bool = True) -> Path:
+    """Train (or resume) the attribute head; returns the path of ``attributes.pt``."""
+    from tqdm import tqdm
+
+    vocab = attribute_vocabulary()
+    train = [_crop_cache(run, "crops_train_gt", lambda: gt_crops(cfg.data, "train", cfg.crop_size, cfg.attr_parts,
+                                                                  cfg.max_train_images, progress), progress)]
+    det_path = run.path / "detector.pt"
+    if cfg.det_crop_images > 0 and det_path.exists():
+        ck = load_checkpoint(det_path, kind="detector")
+        det = detector_from_checkpoint(ck)
+        train.append(_crop_cache(run, "crops_train_det", lambda: detector_crops(
+            det, ck["vocabularies"], cfg.data, "train", cfg.crop_size, cfg.det_crop_images, cfg.min_score,
+            cfg.match_iou, cfg.attr_parts and cfg.mode == "objects+parts", progress), progress))
+    elif cfg.det_crop_images > 0:
+        run.log(f"attributes: no {det_path}; training on ground-truth crops only")
+    train_set = CropSet.concat(train)
+    val_root = Path(cfg.data) / "scenes" / "val_scenes.json"
+    val_set = (_crop_cache(run, "crops_val_gt", lambda: gt_crops(cfg.data, "val", cfg.crop_size, cfg.attr_parts,
+                                                                  None, progress), progress)
+               if val_root.exists() else None)
+    if len(train_set) == 0:
+        raise ValueError(f"{cfg.data}: no training crops (empty train split?)")
+    dev = torch.device(cfg.device)
+    head = AttributeHead.from_profile({a: len(v) for a, v in vocab.items()}, cfg.profile).to(dev)
+    opt = torch.optim.AdamW(head.parameters(), lr=cfg.attr_lr, weight_decay=1e-4)
+    steps_per_epoch = math.ceil(len(train_set) / cfg.attr_batch)
+    total = cfg.attr_epochs * steps_per_epoch
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, _lr_lambda(total, max(1, steps_per_epoch // 2)))
+    path = run.path / "attributes.pt"
+    start_epoch = 0
+    if resume and path.exists():
+        ck = load_checkpoint(path, kind="attributes")
+        head.load_state_dict(ck["state_dict"])
+        opt.load_state_dict(ck["train_state"]["optimizer"])
+        sched.load_state_dict(ck["train_state"]["scheduler"])
+        start_epoch = int(ck["train_state"]["epoch"])
+        run.log(f"attributes: resumed after epoch {start_epoch} from {path}")
+    run.log(f"attributes: {len(train_set)} train crops ({int((train_set.source == 1).sum())} from the detector), "
+            f"{len(val_set) if val_set is not None else 0} val crops")
+    metrics: dict[str, float] = {}
+    t0 = time.time()
+    for epoch in range(start_epoch, cfg.attr_epochs):
+        head.train()
+        g = torch.Generator().manual_seed(cfg.seed * 7919 + epoch)
+        perm = torch.randperm(len(train_set), generator=g)
+        bar = tqdm(range(steps_per_epoch), desc=f"attributes {epoch + 1}/{cfg.attr_epochs}", disable=not progress)
+        for k in bar:
+            step = epoch * steps_per_epoch + k
+            x, lab = train_set.batch(perm[k * cfg.attr_batch:(k + 1) * cfg.attr_batch])
+            losses = attribute_loss(head(x.to(dev)), {a: v.to(dev) for a, v in lab.items()})
+            values = {a: float(v.detach()) for a, v in losses.items()}
+            check_finite(values, step)
+            opt.zero_grad(set_to_none=True)
+            losses["total"].backward()
+            opt.step()
+            sched.step()
+            bar.set_postfix(loss=f"{values['total']:.3f}")
+            if step % 10 == 0:
+                run.scalars("attributes", values | {"lr": sched.get_last_lr()[0]}, step)
+        if val_set is not None:
+            metrics = crop_accuracy(head, val_set)
+            run.scalars("attributes_val", metrics, epoch + 1)
+            run.log(f"attributes epoch {epoch + 1} val " + " ".join(f"{k}={v:.4f}" for k, v in metrics.items()))
+        save_checkpoint(path, kind="attributes", config=asdict(cfg), state_dict=head.state_dict(),
+                        vocabularies={"attributes": vocab}, extra={"val": metrics, "seconds": time.time() - t0},
+                        train_state={"optimizer": opt.state_dict(), "scheduler": sched.state_dict(), "epoch": epoch + 1})
+    if not path.exists():  # zero epochs requested
+        save_checkpoint(path, kind="attributes", config=asdict(cfg), state_dict=head.state_dict(),
+                        vocabularies={"attributes": vocab}, train_state={"epoch": 0})
+    return path
+
+
+def train_scene_parser(cfg: SceneParserConfig, out: str | Path, *, resume: bool = False,
+                       progress: bool = True) -> RunDir:
+    """Run the configured stages into ``out`` (a run directory)."""
+    seed_everything(cfg.seed)
+    run = RunDir(out, cfg, resume=resume, must_match=("data", "profile", "mode", "seed"))
+    try:
+        if cfg.stage in ("detector", "all"):
+            train_detector(cfg, run, resume=resume, progress=progress)
+        if cfg.stage in ("attributes", "all"):
+            train_attributes(cfg, run, resume=resume, progress=progress)
+    finally:
+        run.close()
+    return run
+
+
+__all__ = ["PROFILES", "SceneParserConfig", "SceneTrainProfile", "CropSet", "train_scene_parser",
+           "train_detector", "train_attributes", "gt_crops", "detector_crops", "crop_accuracy",
+           "detector_from_checkpoint", "head_from_checkpoint", "attribute_vocabulary"]

@@ -1,0 +1,24 @@
+"""Square 4-channel crops (RGB + instance mask): the attribute head's input, shared by training
+(ground-truth masks) and parsing (detector masks)."""
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+
+def crop_instance(image: torch.Tensor, mask: torch.Tensor, bbox: list[float], size: int,
+                  margin: float = 0.15) -> torch.Tensor:
+    """(4, size, size): the box (xywh, widened by ``margin`` and made square) cut from the image
+    and its mask, resized bilinearly (the mask channel stays in [0, 1])."""
+    x, y, w, h = bbox
+    side = max(w, h) * (1 + 2 * margin) + 1.0
+    cx, cy = x + w / 2, y + h / 2
+    x0, y0 = int(np.floor(cx - side / 2)), int(np.floor(cy - side / 2))
+    s = int(np.ceil(side))
+    stacked = torch.cat([image, mask], 0)
+    _, H, W = stacked.shape
+    pad = torch.zeros((4, s, s), dtype=stacked.dtype)
+    sx0, sy0, sx1, sy1 = max(x0, 0), max(y0, 0), min(x0 + s, W), min(y0 + s, H)
+    if sx1 > sx0 and sy1 > sy0:
+        pad[:, sy0 - y0:sy1 - y0, sx0 - x0:sx1 - x0] = stacked[:, sy0:sy1, sx0:sx1]
+    return torch.nn.functional.interpolate(pad[None], size=(size, size), mode="bilinear", align_corners=False)[0]
