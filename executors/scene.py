@@ -279,6 +279,9 @@ class SceneLikelihoods:
             self.attributes[a] = _prob(self.attributes[a], (n, len(onto.values(a))), f"attributes.{a}", 2,
                                        dist_axis=-1)
         self.positions = np.asarray(self.positions, dtype=float)
+        if self.positions.size == 0 and n == 0:  # JSON of a (0, D) array is []
+            d0 = len(next(iter(self.directions.values()))) if self.directions else 2
+            self.positions = self.positions.reshape(0, d0)
         if self.positions.ndim != 2 or self.positions.shape[0] != n or not np.all(np.isfinite(self.positions)):
             raise FormatError(f"likelihoods, field 'positions': expected finite ({n}, D), got {self.positions.shape}")
         d = self.positions.shape[1]
@@ -396,6 +399,8 @@ def _prob(x: Any, shape: tuple[int, ...] | None, name: str, ndim: int, dist_axis
         a = np.asarray(x, dtype=float)
     except (TypeError, ValueError, OverflowError):
         raise FormatError(f"likelihoods, field {name!r}: not numeric") from None
+    if a.size == 0 and shape is not None and 0 in shape:
+        a = a.reshape(shape)  # zero objects: JSON keeps no inner dimensions ([] for (0, K))
     if a.ndim != ndim or (shape is not None and a.shape != shape):
         raise FormatError(f"likelihoods, field {name!r}: expected shape {shape or ('N',)}, got {a.shape}")
     if not np.all(np.isfinite(a)) or np.any(a < 0) or np.any(a > 1 + 1e-6):

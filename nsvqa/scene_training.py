@@ -345,6 +345,38 @@ def attribute_vocabulary() -> dict[str, list[str]]:
     return out
 
 
+def mean_directions(root: str | Path, split: str = "train") -> dict[str, list[float]]:
+    """The split's mean ground-plane direction per relation (unit length): the parser's frame for
+    relations on images whose camera it does not know (cameras jitter by a few degrees)."""
+    import json
+
+    path = Path(root) / "scenes" / f"{split}_scenes.json"
+    scenes = json.loads(path.read_text())["scenes"]
+    if not scenes:
+        raise ValueError(f"{path}: no scenes to take directions from")
+    out = {}
+    for r in scenes[0]["directions"]:
+        v = np.mean([np.asarray(s["directions"][r], dtype=float)[:2] for s in scenes], axis=0)
+        out[r] = (v / max(np.linalg.norm(v), 1e-12)).tolist()
+    return out
+
+
+def load_scene_parser(run_dir: str | Path, min_score: float | None = None):
+    """A :class:`parsers.scene.scene_parser.SceneParser` from a run directory's ``detector.pt`` and
+    ``attributes.pt`` (each checkpoint rebuilds its network alone)."""
+    from parsers.scene.scene_parser import SceneParser
+
+    run_dir = Path(run_dir)
+    det_ck = load_checkpoint(run_dir / "detector.pt", kind="detector")
+    head_ck = load_checkpoint(run_dir / "attributes.pt", kind="attributes")
+    dv = det_ck["vocabularies"]
+    parts = {int(k): dv["classes"][str(k)] for k in dv.get("part_class_ids", [])}
+    cfg = head_ck["config"]
+    return SceneParser(detector_from_checkpoint(det_ck), head_from_checkpoint(head_ck), load_ontology("superclevr"),
+                       head_ck["vocabularies"]["directions"], cfg["crop_size"],
+                       cfg["min_score"] if min_score is None else min_score, parts)
+
+
 def head_from_checkpoint(ckpt: dict) -> AttributeHead:
     """Rebuild the attribute head of an ``attributes.pt`` payload (eval mode)."""
     vocab = ckpt["vocabularies"]["attributes"]
@@ -398,6 +430,7 @@ def train_attributes(cfg: SceneParserConfig, run: RunDir, *, resume: bool = Fals
     from tqdm import tqdm
 
     vocab = attribute_vocabulary()
+    directions = mean_directions(cfg.data, "train")
     train = [_crop_cache(run, "crops_train_gt", lambda: gt_crops(cfg.data, "train", cfg.crop_size, cfg.attr_parts,
                                                                   cfg.max_train_images, progress), progress)]
     det_path = run.path / "detector.pt"
@@ -419,7 +452,8 @@ def train_attributes(cfg: SceneParserConfig, run: RunDir, *, resume: bool = Fals
     dev = torch.device(cfg.device)
     head = AttributeHead.from_profile({a: len(v) for a, v in vocab.items()}, cfg.profile).to(dev)
     opt = torch.optim.AdamW(head.parameters(), lr=cfg.attr_lr, weight_decay=1e-4)
-    steps_per_epoch = math.ceil(len(train_set) / cfg.attr_batch)
+    # the incomplete last batch is dropped (a batch of one breaks BatchNorm); every epoch reshuffles
+    steps_per_epoch = max(1, len(train_set) // cfg.attr_batch)
     total = cfg.attr_epochs * steps_per_epoch
     sched = torch.optim.lr_scheduler.LambdaLR(opt, _lr_lambda(total, max(1, steps_per_epoch // 2)))
     path = run.path / "attributes.pt"
@@ -458,11 +492,11 @@ def train_attributes(cfg: SceneParserConfig, run: RunDir, *, resume: bool = Fals
             run.scalars("attributes_val", metrics, epoch + 1)
             run.log(f"attributes epoch {epoch + 1} val " + " ".join(f"{k}={v:.4f}" for k, v in metrics.items()))
         save_checkpoint(path, kind="attributes", config=asdict(cfg), state_dict=head.state_dict(),
-                        vocabularies={"attributes": vocab}, extra={"val": metrics, "seconds": time.time() - t0},
+                        vocabularies={"attributes": vocab, "directions": directions}, extra={"val": metrics, "seconds": time.time() - t0},
                         train_state={"optimizer": opt.state_dict(), "scheduler": sched.state_dict(), "epoch": epoch + 1})
     if not path.exists():  # zero epochs requested
         save_checkpoint(path, kind="attributes", config=asdict(cfg), state_dict=head.state_dict(),
-                        vocabularies={"attributes": vocab}, train_state={"epoch": 0})
+                        vocabularies={"attributes": vocab, "directions": directions}, train_state={"epoch": 0})
     return path
 
 
@@ -483,4 +517,5 @@ def train_scene_parser(cfg: SceneParserConfig, out: str | Path, *, resume: bool 
 
 __all__ = ["PROFILES", "SceneParserConfig", "SceneTrainProfile", "CropSet", "train_scene_parser",
            "train_detector", "train_attributes", "gt_crops", "detector_crops", "crop_accuracy",
-           "detector_from_checkpoint", "head_from_checkpoint", "attribute_vocabulary"]
+           "detector_from_checkpoint", "head_from_checkpoint", "attribute_vocabulary", "load_scene_parser",
+           "mean_directions"]

@@ -1,13 +1,20 @@
 """Image -> SceneLikelihoods: detections (Mask R-CNN) + attributes of their crops (ResNet head).
 
-Every detection becomes one object of the likelihoods: its score is the existence probability,
-the attribute head's softmax outputs are the attribute distributions, its position regression
-(mean and variance) is the object's ground-plane position with its uncertainty. The argmax of the
-likelihoods is the symbolic scene NS-VQA executes.
+Every object detection becomes one object of the likelihoods: its score is the existence
+probability, the attribute head's softmax outputs are the attribute distributions, its position
+regression (mean and variance) is the object's ground-plane position with its uncertainty. The argmax
+of the likelihoods is the symbolic scene NS-VQA executes.
+
+In objects+parts mode the detector also finds parts (one class per part name). A part detection
+belongs to the object whose mask contains most of it (containment = |part ∩ object| / |part| ≥
+``min_containment``). A scene lists only the parts whose attributes differ from their object's (the
+official engine's convention), so ``part_exist[i, p]`` = score × P(the part's colour or material
+differs from the object's) under the two heads' distributions; the part's attribute distributions
+are its own head outputs (size is the object's), and undetected parts look like their object.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Sequence
 
 import numpy as np
@@ -23,18 +30,31 @@ class ParsedScene:
     """One parsed image.
 
     Attributes:
-        likelihoods: the hand-off to the probabilistic executor (N detections).
-        boxes: (N, 4) xyxy; masks: (N, H, W) bool; labels: (N,) detector classes.
+        likelihoods: the hand-off to the probabilistic executor (N object detections).
+        boxes: (N, 4) xyxy; masks: (N, H, W) bool; labels: (N,) detector classes; scores: (N,).
+        part_boxes, part_masks, part_labels, part_scores: the part detections (M of them);
+        part_owner: (M,) the object each part belongs to (-1: none contains it).
     """
 
     likelihoods: SceneLikelihoods
     boxes: np.ndarray
     masks: np.ndarray
     labels: np.ndarray
+    scores: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    part_boxes: np.ndarray = field(default_factory=lambda: np.zeros((0, 4)))
+    part_masks: np.ndarray | None = None
+    part_labels: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    part_scores: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    part_owner: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
-    def symbolic(self) -> SymbolicScene:
+    def symbolic(self, min_part: float = 0.5) -> SymbolicScene:
         """The argmax scene (every detection kept) in the scene schema."""
-        return argmax_scene(self.likelihoods)
+        return argmax_scene(self.likelihoods, min_part)
+
+
+def _crops(img: torch.Tensor, boxes: torch.Tensor, masks: torch.Tensor, size: int) -> list[torch.Tensor]:
+    return [crop_instance(img, m[None].float(), [float(b[0]), float(b[1]), float(b[2] - b[0]), float(b[3] - b[1])], size)
+            for b, m in zip(boxes, masks)]
 
 
 class SceneParser(nn.Module):
@@ -42,37 +62,61 @@ class SceneParser(nn.Module):
 
     Args:
         detector: a torchvision Mask R-CNN (see :func:`parsers.scene.detector.build_detector`).
-        attribute_head: :class:`parsers.scene.attribute_head.AttributeHead` with the object heads.
+        attribute_head: :class:`parsers.scene.attribute_head.AttributeHead` with the object heads
+            (and ``partname`` when the detector finds parts).
         ontology: gives the order of every distribution.
         directions: relation -> (2,) ground-plane direction (the scenes' ``directions`` without z).
         crop_size: side of the attribute head's input crops.
         min_score: detections below this score are dropped (the paper uses 0.7 at the detector).
+        part_classes: detector class id -> part name, for a detector trained in objects+parts mode.
+        min_containment: share of a part's mask inside its object's for the part to belong to it.
     """
 
     def __init__(self, detector: nn.Module, attribute_head: nn.Module, ontology: Ontology,
-                 directions: dict[str, Sequence[float]], crop_size: int = 64, min_score: float = 0.5):
+                 directions: dict[str, Sequence[float]], crop_size: int = 64, min_score: float = 0.5,
+                 part_classes: dict[int, str] | None = None, min_containment: float = 0.5):
         super().__init__()
         self.detector, self.attribute_head = detector, attribute_head
         self.ontology, self.crop_size, self.min_score = ontology, int(crop_size), float(min_score)
         self.directions = {r: np.asarray(v, dtype=float)[:2] for r, v in directions.items()}
+        self.part_classes = {int(k): v for k, v in (part_classes or {}).items()}
+        unknown = set(self.part_classes.values()) - set(ontology.part_names)
+        if unknown:
+            raise ValueError(f"part classes not in the ontology's part names: {sorted(unknown)}")
+        self.min_containment = float(min_containment)
 
     @torch.no_grad()
     def parse(self, images: Sequence[torch.Tensor]) -> list[ParsedScene]:
-        """Parse (3, H, W) float images in [0, 1]."""
+        """Parse (3, H, W) float images in [0, 1] (one detector batch)."""
         self.eval()
         out = []
         for img, det in zip(images, self.detector(list(images))):
             keep = det["scores"] >= self.min_score
-            boxes, scores = det["boxes"][keep], det["scores"][keep]
+            boxes, scores, labels = det["boxes"][keep], det["scores"][keep], det["labels"][keep]
             masks = (det["masks"][keep, 0] >= 0.5) if len(boxes) else torch.zeros((0, *img.shape[1:]), dtype=torch.bool)
-            crops = [crop_instance(img, m[None].float(), [float(b[0]), float(b[1]), float(b[2] - b[0]), float(b[3] - b[1])],
-                                   self.crop_size) for b, m in zip(boxes, masks)]
+            is_part = torch.tensor([int(c) in self.part_classes for c in labels], dtype=torch.bool)
+            obj, prt = ~is_part, is_part
+            crops = _crops(img, boxes, masks, self.crop_size)
             heads = self.attribute_head(torch.stack(crops)) if crops else None
-            out.append(ParsedScene(self._likelihoods(scores, heads), boxes.numpy(), masks.numpy(),
-                                   det["labels"][keep].numpy()))
+            owner = self._owners(masks[prt], masks[obj])
+            lik = self._likelihoods(scores[obj], _rows(heads, obj), scores[prt], labels[prt], _rows(heads, prt), owner)
+            out.append(ParsedScene(lik, boxes[obj].numpy(), masks[obj].numpy(), labels[obj].numpy(), scores[obj].numpy(),
+                                   boxes[prt].numpy(), masks[prt].numpy(), labels[prt].numpy(), scores[prt].numpy(),
+                                   owner))
         return out
 
-    def _likelihoods(self, scores: torch.Tensor, heads: dict | None) -> SceneLikelihoods:
+    def _owners(self, part_masks: torch.Tensor, obj_masks: torch.Tensor) -> np.ndarray:
+        """(M,) index of the object containing each part, -1 when none holds ``min_containment``."""
+        if not len(part_masks) or not len(obj_masks):
+            return np.full(len(part_masks), -1, dtype=np.int64)
+        p = part_masks.flatten(1).float()
+        inter = p @ obj_masks.flatten(1).float().T                      # (M, N)
+        contain = (inter / p.sum(1, keepdim=True).clamp(min=1)).numpy()
+        best = contain.argmax(1)
+        return np.where(contain[np.arange(len(best)), best] >= self.min_containment, best, -1).astype(np.int64)
+
+    def _likelihoods(self, scores: torch.Tensor, heads: dict | None, part_scores: torch.Tensor,
+                     part_labels: torch.Tensor, part_heads: dict | None, owner: np.ndarray) -> SceneLikelihoods:
         onto = self.ontology
         n = len(scores)
         attrs = {}
@@ -85,16 +129,51 @@ class SceneParser(nn.Module):
         pos = heads["position"].double().numpy() if heads is not None else np.zeros((n, 2))
         std = (heads["position_logvar"].double().exp().mean(-1).sqrt().numpy() if heads is not None
                else np.zeros(n))
-        return SceneLikelihoods(onto, scores.double().numpy(), attrs, pos, std, self.directions, onto.relation_margin)
+        part_exist = part_attrs = None
+        if self.part_classes and onto.has_parts:
+            names = list(onto.part_names)
+            pattrs = [a for a in onto.part_attributes if a in onto.attributes]
+            part_exist = np.zeros((n, len(names)))
+            part_attrs = {a: np.repeat(attrs[a][:, None, :], len(names), axis=1) for a in pattrs}
+            own = {a: torch.softmax(part_heads[a].double(), -1).numpy() for a in ("color", "material")
+                   if part_heads is not None and a in part_heads}
+            for j in np.argsort(-part_scores.numpy(), kind="stable"):  # best detection of a name wins
+                i = int(owner[j])
+                if i < 0:
+                    continue
+                k = names.index(self.part_classes[int(part_labels[j])])
+                if part_exist[i, k] > 0:
+                    continue
+                same = 1.0
+                for a, dist in own.items():
+                    part_attrs[a][i, k] = dist[j]
+                    same *= float(dist[j] @ attrs[a][i])
+                part_exist[i, k] = float(part_scores[j]) * (1.0 - same)
+        return SceneLikelihoods(onto, scores.double().numpy(), attrs, pos, std, self.directions,
+                                onto.relation_margin, part_exist=part_exist, part_attributes=part_attrs)
 
 
-def argmax_scene(lik: SceneLikelihoods) -> SymbolicScene:
+def _rows(heads: dict | None, rows: torch.Tensor) -> dict | None:
+    if heads is None or not bool(rows.any()):
+        return None
+    return {k: v[rows] for k, v in heads.items()}
+
+
+def argmax_scene(lik: SceneLikelihoods, min_part: float = 0.5) -> SymbolicScene:
     """The most likely value of every attribute of every detection, as a SymbolicScene with
-    ground-plane positions (relations from them with the ontology's margin)."""
+    ground-plane positions (relations from them with the ontology's margin); parts with
+    ``part_exist >= min_part`` that the most likely shape has are listed with their most likely
+    attributes."""
     onto = lik.ontology
     objects = [{a: onto.values(a)[int(np.argmax(lik.attributes[a][i]))] for a in onto.attributes}
                for i in range(len(lik))]
+    parts: list[dict[str, dict[str, str]]] = [{} for _ in objects]
+    if lik.part_exist is not None:
+        for i, k in zip(*np.nonzero(lik.part_exist >= min_part)):
+            if onto.part_names[k] not in onto.parts_of(objects[i]["shape"]):
+                continue  # a part the most likely shape does not have
+            parts[i][onto.part_names[k]] = {a: onto.values(a)[int(np.argmax(v[i, k]))]
+                                            for a, v in lik.part_attributes.items()}
     coords = np.concatenate([lik.positions, np.zeros((len(lik), 1))], 1) if len(lik) else None
     dirs = {r: np.r_[v, 0.0] for r, v in lik.directions.items()}
-    return SymbolicScene(onto, objects, [{} for _ in objects], coords, dirs, None, None, lik.image_index)
-
+    return SymbolicScene(onto, objects, parts, coords, dirs, None, None, lik.image_index)

@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from executors import (DeterministicExecutor, FormatError, InvalidObjectReference, Program,
+from executors import (DeterministicExecutor, FormatError, InvalidObjectReference, ProbabilisticExecutor, Program,
                        SceneLikelihoods, SymbolicScene, UniquenessError)
 from executors.io import load_scenes
 
@@ -452,3 +452,21 @@ def test_likelihoods_json_round_trip_of_soft_values(clevr):
     back = SceneLikelihoods.from_json(json.loads(json.dumps(lik.to_json())), clevr)
     _assert_likelihoods_equal(lik, back)
     assert back.relations is None and back.part_exist is None
+
+
+@pytest.mark.parametrize("dim", [2, 3])
+def test_likelihoods_json_round_trip_of_zero_objects(superclevr, dim):
+    """A parse with no detection: JSON keeps no inner dimensions ([] for (0, K)), loading restores them."""
+    attrs = {a: np.zeros((0, len(superclevr.values(a)))) for a in superclevr.attributes}
+    dirs = {r: np.eye(dim)[0] * (1 if r in ("right", "behind") else -1) for r in superclevr.relations}
+    p = len(superclevr.part_names)
+    pattrs = {a: np.zeros((0, p, len(superclevr.values(a)))) for a in superclevr.part_attributes
+              if a in superclevr.attributes}
+    lik = SceneLikelihoods(superclevr, np.zeros(0), attrs, np.zeros((0, dim)), None, dirs, 0.2, None,
+                           np.zeros((0, p)), pattrs, 4)
+    back = SceneLikelihoods.from_json(json.loads(json.dumps(lik.to_json())), superclevr)
+    _assert_likelihoods_equal(lik, back)
+    assert back.positions.shape == (0, dim) and back.part_exist.shape == (0, p)
+    assert DeterministicExecutor(superclevr).run(Program.from_prefix(["count", "scene"]),
+                                                 SymbolicScene(superclevr, [])).answer == 0
+    assert ProbabilisticExecutor(superclevr).run(Program.from_prefix(["exist", "scene"]), back).answer == "no"

@@ -9,7 +9,7 @@ from executors import (DeterministicExecutor, ProbabilisticExecutor, Program, Sc
                        load_ontology)
 from parsers.scene.attribute_head import AttributeHead
 from parsers.scene.detector import build_detector
-from parsers.scene.scene_parser import SceneParser
+from parsers.scene.scene_parser import SceneParser, argmax_scene
 
 ONTO = load_ontology("superclevr")
 DIRS = {"right": [0.66, 0.75], "left": [-0.66, -0.75], "behind": [-0.75, 0.66], "front": [0.75, -0.66]}
@@ -60,3 +60,75 @@ def test_zero_detections_give_an_empty_valid_scene():
     assert DeterministicExecutor(ONTO).run(Program.from_prefix(["count", "scene"]), p.symbolic()).answer == 0
     r = ProbabilisticExecutor(ONTO).run(Program.from_prefix(["exist", "scene"]), p.likelihoods)
     assert r.answer == "no"
+
+
+class _FixedDetector(torch.nn.Module):
+    """Returns the same detections for every image (what a trained Mask R-CNN would output)."""
+
+    def __init__(self, boxes, labels, scores, masks):
+        super().__init__()
+        self.out = {"boxes": torch.tensor(boxes, dtype=torch.float32), "labels": torch.tensor(labels),
+                    "scores": torch.tensor(scores), "masks": torch.stack(masks)[:, None].float()}
+
+    def forward(self, images):
+        return [dict(self.out) for _ in images]
+
+
+class _FixedHead(torch.nn.Module):
+    """Attribute logits chosen per crop row (rows in detection order)."""
+
+    def __init__(self, logits: dict[str, torch.Tensor]):
+        super().__init__()
+        self.logits = logits
+
+    def forward(self, x):
+        n = x.shape[0]
+        out = {a: v[:n] for a, v in self.logits.items()}
+        out["position"], out["position_logvar"] = torch.zeros(n, 2), torch.zeros(n, 2)
+        return out
+
+
+def _onehot(values: list[str], attr: str, scale: float = 20.0) -> torch.Tensor:
+    vals = ONTO.values(attr) if attr != "partname" else ONTO.part_names
+    m = torch.zeros(len(values), len(vals))
+    for i, v in enumerate(values):
+        m[i, vals.index(v)] = scale
+    return m
+
+
+def test_parts_belong_to_the_object_that_contains_them():
+    h, w = 48, 64
+    car, plane = torch.zeros(h, w, dtype=torch.bool), torch.zeros(h, w, dtype=torch.bool)
+    car[5:25, 5:30] = True
+    plane[20:45, 35:60] = True
+    wheel, wing, stray = (torch.zeros(h, w, dtype=torch.bool) for _ in range(3))
+    wheel[18:24, 8:14] = True     # inside the car
+    wing[25:30, 40:55] = True     # inside the plane
+    stray[0:4, 60:64] = True      # inside nothing
+    names = {22: "wheel_front_left", 23: "wing_left", 24: "door_front_left"}
+    det = _FixedDetector([[5, 5, 30, 25], [35, 20, 60, 45], [8, 18, 14, 24], [40, 25, 55, 30], [60, 0, 64, 4]],
+                         [1, 2, 22, 23, 24], [0.9, 0.8, 0.6, 0.7, 0.9], [car, plane, wheel, wing, stray])
+    rows = 5
+    logits = {a: torch.zeros(rows, len(ONTO.values(a))) for a in ONTO.attributes}
+    logits["shape"] = _onehot(["regular", "jet", "suv", "suv", "suv"], "shape")
+    logits["color"] = _onehot(["red", "blue", "blue", "blue", "red"], "color")   # wheel differs, wing does not
+    logits["material"] = _onehot(["metal", "rubber", "metal", "rubber", "metal"], "material")
+    logits["partname"] = torch.zeros(rows, len(ONTO.part_names))
+    parser = SceneParser(det, _FixedHead(logits), ONTO, DIRS, crop_size=16, min_score=0.5, part_classes=names)
+    p = parser.parse([torch.rand(3, h, w)])[0]
+    assert len(p.likelihoods) == 2 and list(p.part_owner) == [0, 1, -1]
+    k_wheel, k_wing = ONTO.part_names.index("wheel_front_left"), ONTO.part_names.index("wing_left")
+    pe = p.likelihoods.part_exist
+    assert pe[0, k_wheel] == pytest.approx(0.6, abs=1e-6)        # detected and recoloured: listed
+    assert pe[1, k_wing] == pytest.approx(0.0, abs=1e-6)         # detected but looks like its object
+    assert pe.sum() == pytest.approx(pe[0, k_wheel])
+    scene = p.symbolic()
+    assert scene.parts[0] == {"wheel_front_left": {"color": "blue", "material": "metal",
+                                                   "size": scene.objects[0]["size"],
+                                                   "texture": scene.objects[0]["texture"]}} and scene.parts[1] == {}
+    prog = Program.from_prefix(["partquery_color", "uniquepart", "partfilter_partname[wheel_front_left]",
+                                "object2part", "unique", "filter_color[red]", "scene"])
+    assert DeterministicExecutor(ONTO).run(prog, scene).answer == "blue"
+    assert ProbabilisticExecutor(ONTO).run(prog, p.likelihoods).answer == "blue"
+    p.likelihoods.attributes["shape"][0] = _onehot(["suv"], "shape", 1.0)[0].numpy()  # a car without that wheel
+    assert argmax_scene(p.likelihoods).parts[0] == {}

@@ -1,0 +1,252 @@
+"""Scene-parser outputs on disk, and their evaluation against a generated split.
+
+``likelihoods.json`` (written by ``scripts/parse_scenes.py``)::
+
+    {"version": 1, "checkpoint": RUN_DIR, "data": ROOT/VARIANT, "split": "val",
+     "detector_classes": {id: name},
+     "scenes": [{"image_index", "image_filename",
+                 "likelihoods": SceneLikelihoods.to_json(),
+                 "detections": [{"box": xyxy, "score", "label", "mask": RLE}],      # objects, row i
+                 "parts": [{"object": i | -1, "box", "score", "label", "mask": RLE}]}]}
+
+Evaluation: COCOeval (pycocotools) bbox and segm AP / AP50 / AP75 with classes and class-agnostic;
+objects matched one-to-one to ground truth by mask IoU (Hungarian, IoU ≥ 0.5) for per-attribute
+accuracy, detection precision / recall and position error; both executors on the split's
+ground-truth programs with the parsed scenes.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+from executors import DeterministicExecutor, Ontology, ProbabilisticExecutor, SceneLikelihoods, load_ontology
+from executors.errors import ExecutionError
+
+FORMAT_VERSION = 1
+OBJECT_ATTRIBUTES = ("shape", "color", "material", "size", "texture")
+
+
+def encode_mask(mask: np.ndarray) -> dict:
+    """(H, W) bool -> COCO RLE with ``counts`` as str (JSON-ready)."""
+    from pycocotools import mask as mask_utils
+
+    rle = mask_utils.encode(np.asfortranarray(mask.astype(np.uint8)))
+    return {"size": [int(s) for s in rle["size"]], "counts": rle["counts"].decode("ascii")}
+
+
+def _rle(r: dict) -> dict:
+    out = dict(r)
+    if isinstance(out["counts"], str):
+        out["counts"] = out["counts"].encode("ascii")
+    return out
+
+
+def scene_record(parsed, image_index: int, image_filename: str | None) -> dict:
+    """One ``scenes`` entry of likelihoods.json from a :class:`ParsedScene`."""
+    parsed.likelihoods.image_index = image_index
+    dets = [{"box": [float(v) for v in b], "score": float(s), "label": int(c), "mask": encode_mask(m)}
+            for b, s, c, m in zip(parsed.boxes, parsed.scores, parsed.labels, parsed.masks)]
+    parts = []
+    if parsed.part_masks is not None:
+        parts = [{"object": int(o), "box": [float(v) for v in b], "score": float(s), "label": int(c),
+                  "mask": encode_mask(m)}
+                 for o, b, s, c, m in zip(parsed.part_owner, parsed.part_boxes, parsed.part_scores,
+                                          parsed.part_labels, parsed.part_masks)]
+    return {"image_index": int(image_index), "image_filename": image_filename,
+            "likelihoods": parsed.likelihoods.to_json(), "detections": dets, "parts": parts}
+
+
+def load_parsed(path: str | Path, ontology: Ontology | None = None) -> tuple[dict, list[SceneLikelihoods]]:
+    """Read likelihoods.json: (the document, one SceneLikelihoods per scene). Errors name the file
+    and the scene."""
+    path = Path(path)
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as e:
+        raise ValueError(f"{path}: not a readable likelihoods file ({e})") from None
+    if doc.get("version") != FORMAT_VERSION or "scenes" not in doc:
+        raise ValueError(f"{path}: expected version {FORMAT_VERSION} with 'scenes', got version {doc.get('version')!r}")
+    onto = ontology or load_ontology("superclevr")
+    liks = [SceneLikelihoods.from_json(s["likelihoods"], onto, where=f"{path}, scene {k}")
+            for k, s in enumerate(doc["scenes"])]
+    return doc, liks
+
+
+# ------------------------------------------------------------------------------------- COCO AP
+
+def coco_results(doc: dict, parts: bool = True) -> list[dict]:
+    """The detections of a likelihoods document in COCO result form (one per detection)."""
+    out = []
+    for s in doc["scenes"]:
+        for d in s["detections"] + (s.get("parts", []) if parts else []):
+            x0, y0, x1, y1 = d["box"]
+            out.append({"image_id": int(s["image_index"]), "category_id": int(d["label"]),
+                        "bbox": [x0, y0, x1 - x0, y1 - y0], "score": float(d["score"]), "segmentation": d["mask"]})
+    return out
+
+
+def coco_ap(gt_path: str | Path, results: list[dict], image_ids: Sequence[int],
+            category_ids: Sequence[int] | None = None) -> dict[str, dict[str, float]]:
+    """COCOeval bbox and segm on ``image_ids``: AP, AP50, AP75 with classes (``bbox``, ``segm``)
+    and class-agnostic (``bbox_agnostic``, ``segm_agnostic``). Categories restricted to
+    ``category_ids`` (e.g. the shapes only). Empty results give 0."""
+    from pycocotools.coco import COCO
+    from pycocotools.cocoeval import COCOeval
+
+    with contextlib.redirect_stdout(io.StringIO()):
+        gt = COCO(str(gt_path))
+    out: dict[str, dict[str, float]] = {}
+    for iou_type in ("bbox", "segm"):
+        for agnostic in (False, True):
+            key = iou_type + ("_agnostic" if agnostic else "")
+            res = [r for r in results if category_ids is None or r["category_id"] in category_ids]
+            if not res:
+                out[key] = {"AP": 0.0, "AP50": 0.0, "AP75": 0.0}
+                continue
+            with contextlib.redirect_stdout(io.StringIO()):
+                dt = gt.loadRes([dict(r, segmentation=_rle(r["segmentation"])) for r in res])
+                ev = COCOeval(gt, dt, iou_type)
+                ev.params.imgIds = list(image_ids)
+                if category_ids is not None:
+                    ev.params.catIds = list(category_ids)
+                ev.params.useCats = 0 if agnostic else 1
+                ev.evaluate()
+                ev.accumulate()
+                ev.summarize()
+            out[key] = {"AP": float(max(ev.stats[0], 0)), "AP50": float(max(ev.stats[1], 0)),
+                        "AP75": float(max(ev.stats[2], 0))}
+    return out
+
+
+# ------------------------------------------------------------------------- attribute accuracy
+
+def match_objects(det_masks: Sequence[dict], gt_masks: Sequence[dict], min_iou: float = 0.5) -> list[tuple[int, int]]:
+    """One-to-one (detection, ground truth) pairs maximising mask IoU (Hungarian), IoU ≥ ``min_iou``."""
+    from pycocotools import mask as mask_utils
+    from scipy.optimize import linear_sum_assignment
+
+    if not det_masks or not gt_masks:
+        return []
+    iou = np.asarray(mask_utils.iou([_rle(m) for m in det_masks], [_rle(m) for m in gt_masks], [0] * len(gt_masks)))
+    rows, cols = linear_sum_assignment(-iou)
+    return [(int(r), int(c)) for r, c in zip(rows, cols) if iou[r, c] >= min_iou]
+
+
+def attribute_accuracy(doc: dict, liks: Sequence[SceneLikelihoods], gt_scenes: dict[int, dict],
+                       min_iou: float = 0.5) -> dict[str, Any]:
+    """Matched-object metrics: per-attribute argmax accuracy over matched objects (and over matched
+    listed parts), detection precision / recall at the parser's score cut, position RMSE."""
+    onto = liks[0].ontology if liks else load_ontology("superclevr")
+    correct = {a: 0 for a in OBJECT_ATTRIBUTES}
+    part_correct: dict[str, int] = {}
+    n_det = n_gt = n_match = 0
+    part_listed = part_found = 0
+    sq = 0.0
+    for s, lik in zip(doc["scenes"], liks):
+        gt = gt_scenes.get(int(s["image_index"]))
+        if gt is None:
+            raise KeyError(f"scene {s['image_index']}: no ground-truth scene with that image_index")
+        objs = gt["objects"]
+        n_det += len(s["detections"])
+        n_gt += len(objs)
+        pairs = match_objects([d["mask"] for d in s["detections"]], [o["mask"] for o in objs], min_iou)
+        n_match += len(pairs)
+        for i, j in pairs:
+            o = objs[j]
+            for a in OBJECT_ATTRIBUTES:
+                pred = onto.values(a)[int(np.argmax(lik.attributes[a][i]))]
+                correct[a] += pred == (o.get(a, "none") if a == "texture" else o[a])
+            sq += float(np.sum((lik.positions[i, :2] - np.asarray(o["3d_coords"][:2])) ** 2))
+            if lik.part_exist is not None:
+                for name, pa in o.get("parts", {}).items():
+                    k = onto.part_names.index(name)
+                    part_listed += 1
+                    part_found += lik.part_exist[i, k] >= 0.5
+                    for a, dist in lik.part_attributes.items():
+                        if a in pa:
+                            key = f"part.{a}"
+                            part_correct[key] = part_correct.get(key, 0) + (onto.values(a)[int(np.argmax(dist[i, k]))] == pa[a])
+    res: dict[str, Any] = {"objects_gt": n_gt, "detections": n_det, "matched": n_match,
+                           "precision": n_match / n_det if n_det else 0.0, "recall": n_match / n_gt if n_gt else 0.0}
+    res.update({f"object.{a}": correct[a] / n_match if n_match else 0.0 for a in OBJECT_ATTRIBUTES})
+    res["object.position_rmse"] = float(np.sqrt(sq / n_match)) if n_match else None
+    if part_listed:
+        res["part.recall"] = part_found / part_listed
+        res.update({k: v / part_listed for k, v in sorted(part_correct.items())})
+    return res
+
+
+# ---------------------------------------------------------------------- executors on parsed scenes
+
+def _uses_parts(program) -> bool:
+    return any("part" in node.function for node in program.nodes)
+
+
+def executor_accuracy(liks: Sequence[SceneLikelihoods], questions: Iterable[dict], ontology: Ontology,
+                      threshold: float = 0.7, min_part: float = 0.5) -> dict[str, Any]:
+    """Accuracy of NS-VQA (deterministic executor on the argmax scenes) and P-NSVQA (probabilistic
+    executor on the likelihoods, threshold and exact modes) on ground-truth programs; questions whose
+    scene was not parsed are skipped. A failed execution counts as wrong. Also split into questions
+    with and without part functions."""
+    from executors.io import normalize_answer, parse_program
+    from parsers.scene.scene_parser import argmax_scene
+
+    by_index = {lik.image_index: lik for lik in liks}
+    det = DeterministicExecutor(ontology)
+    probs = {"p_nsvqa_threshold": ProbabilisticExecutor(ontology, mode="threshold", threshold=threshold),
+             "p_nsvqa_exact": ProbabilisticExecutor(ontology, mode="exact")}
+    symbolic = {k: argmax_scene(v, min_part) for k, v in by_index.items()}
+    models = ["ns_vqa", *probs]
+    hits = {m: {"all": 0, "parts": 0, "objects": 0} for m in models}
+    counts = {"all": 0, "parts": 0, "objects": 0}
+    for k, q in enumerate(questions):
+        idx = q.get("image_index")
+        if idx not in by_index:
+            continue
+        program = parse_program(q, ontology, where=f"question {k}")
+        group = "parts" if _uses_parts(program) else "objects"
+        truth = normalize_answer(q["answer"])
+        counts["all"] += 1
+        counts[group] += 1
+        answers = {}
+        try:
+            answers["ns_vqa"] = det.run(program, symbolic[idx], trace=False).answer
+        except ExecutionError:
+            answers["ns_vqa"] = None
+        for m, ex in probs.items():
+            try:
+                answers[m] = ex.run(program, by_index[idx], trace=False).answer
+            except ExecutionError:
+                answers[m] = None
+        for m, a in answers.items():
+            ok = a is not None and normalize_answer(a) == truth
+            hits[m]["all"] += ok
+            hits[m][group] += ok
+    return {"questions": counts,
+            **{m: {g: (hits[m][g] / counts[g] if counts[g] else None) for g in counts} for m in models}}
+
+
+def format_table(metrics: dict[str, Any]) -> str:
+    """A readable table of a metrics dict (nested one level)."""
+    lines = []
+    for section, values in metrics.items():
+        if not isinstance(values, dict):
+            lines.append(f"{section:<28} {values}")
+            continue
+        lines.append(f"[{section}]")
+        for k, v in values.items():
+            if isinstance(v, dict):
+                v = "  ".join(f"{kk}={_fmt(vv)}" for kk, vv in v.items())
+            lines.append(f"  {k:<26} {_fmt(v)}")
+    return "\n".join(lines)
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:.4f}"
+    return str(v)

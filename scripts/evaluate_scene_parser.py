@@ -1,0 +1,61 @@
+"""Evaluate parsed scenes (likelihoods.json) against a generated split: COCO AP (pycocotools),
+per-attribute accuracy of matched objects and parts, and NS-VQA / P-NSVQA accuracy on the split's
+ground-truth programs with the parsed scenes.
+
+    python scripts/evaluate_scene_parser.py --parsed runs/scene/mid/parsed_val.json \
+        --data data/generated/mini/mid --split val --out runs/scene/mid/metrics_val.json
+
+Writes the metrics as JSON (atomically) and prints them as a table.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+
+def get_args_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--parsed", required=True, help="likelihoods.json of parse_scenes.py")
+    p.add_argument("--data", required=True, help="the variant folder ROOT/VARIANT holding the ground truth")
+    p.add_argument("--split", default="val")
+    p.add_argument("--out", required=True, help="metrics JSON to write")
+    p.add_argument("--min-iou", type=float, default=0.5, help="mask IoU for a detection to match ground truth")
+    p.add_argument("--threshold", type=float, default=0.7, help="P-NSVQA count/exist threshold")
+    p.add_argument("--no-questions", action="store_true", help="skip the executor accuracy")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    from executors import load_ontology
+    from executors.io import load_questions
+    from nsvqa.fileio import write_json_atomic
+    from nsvqa.scene_eval import attribute_accuracy, coco_ap, coco_results, executor_accuracy, format_table, load_parsed
+
+    args = get_args_parser().parse_args(argv)
+    data = Path(args.data)
+    onto = load_ontology("superclevr")
+    doc, liks = load_parsed(args.parsed, onto)
+    gt_path = data / "annotations" / f"{args.split}_coco.json"
+    gt = json.loads(gt_path.read_text())
+    image_ids = [int(s["image_index"]) for s in doc["scenes"]]
+    shape_ids = [c["id"] for c in gt["categories"] if c["supercategory"] == "object"]
+    part_ids = [c["id"] for c in gt["categories"] if c["supercategory"] == "part"]
+    results = coco_results(doc)
+    metrics = {"parsed": str(args.parsed), "data": str(data), "split": args.split, "images": len(image_ids),
+               "coco_objects": coco_ap(gt_path, results, image_ids, shape_ids)}
+    if any(s.get("parts") for s in doc["scenes"]):
+        metrics["coco_parts"] = coco_ap(gt_path, results, image_ids, part_ids)
+    scenes = {s["image_index"]: s for s in json.loads((data / "scenes" / f"{args.split}_scenes.json").read_text())["scenes"]}
+    metrics["attributes"] = attribute_accuracy(doc, liks, scenes, args.min_iou)
+    if not args.no_questions:
+        qpath = data / "questions" / f"{args.split}_questions.json"
+        metrics["executors"] = executor_accuracy(liks, load_questions(qpath), onto, args.threshold)
+    write_json_atomic(args.out, metrics)
+    print(format_table(metrics))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

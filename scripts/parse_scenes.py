@@ -1,0 +1,73 @@
+"""Parse the images of a split with a trained scene parser -> likelihoods.json.
+
+    python scripts/parse_scenes.py --checkpoint runs/scene/mid --data data/generated/mini/hard \
+        --split val --out runs/scene/mid/parsed_hard_val.json
+
+Any variant works (a parser trained on one variant is tested on the others). The output holds per
+image the SceneLikelihoods (what P-NSVQA executes; its argmax is NS-VQA's scene), and every
+detection with box, score, class and mask RLE (format: nsvqa/scene_eval.py). Written atomically.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import torch
+
+
+def get_args_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--checkpoint", required=True, help="run directory of train_scene_parser.py")
+    p.add_argument("--data", required=True, help="the variant folder ROOT/VARIANT")
+    p.add_argument("--split", default="val")
+    p.add_argument("--out", required=True, help="likelihoods.json to write")
+    p.add_argument("--min-score", type=float, default=None, help="detection score cut (default: the run's)")
+    p.add_argument("--batch", type=int, default=4)
+    p.add_argument("--limit", type=int, default=None, help="parse only the first N images")
+    p.add_argument("--threads", type=int, default=None)
+    p.add_argument("--no-progress", action="store_true")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    from tqdm import tqdm
+
+    from nsvqa.datasets import _image_tensor
+    from nsvqa.fileio import write_json_atomic
+    from nsvqa.scene_eval import FORMAT_VERSION, scene_record
+    from nsvqa.scene_training import load_checkpoint, load_scene_parser
+
+    args = get_args_parser().parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    parser = load_scene_parser(args.checkpoint, args.min_score)
+    data = Path(args.data)
+    scenes_path = data / "scenes" / f"{args.split}_scenes.json"
+    if scenes_path.exists():
+        items = [(s["image_index"], s["image_filename"]) for s in json.loads(scenes_path.read_text())["scenes"]]
+    else:  # images without scenes: index by sorted file name
+        files = sorted((data / "images" / args.split).glob("*.png"))
+        if not files:
+            raise FileNotFoundError(f"{data / 'images' / args.split}: no scenes file and no PNG images")
+        items = [(k, f.name) for k, f in enumerate(files)]
+    items = items[:args.limit] if args.limit is not None else items
+    records = []
+    for s in tqdm(range(0, len(items), args.batch), desc="parse", disable=args.no_progress):
+        chunk = items[s:s + args.batch]
+        images = [_image_tensor(data / "images" / args.split / name) for _, name in chunk]
+        for (idx, name), parsed in zip(chunk, parser.parse(images)):
+            records.append(scene_record(parsed, idx, name))
+    classes = load_checkpoint(Path(args.checkpoint) / "detector.pt", kind="detector")["vocabularies"]["classes"]
+    write_json_atomic(args.out, {"version": FORMAT_VERSION, "checkpoint": str(args.checkpoint), "data": str(data),
+                                 "split": args.split, "min_score": parser.min_score, "detector_classes": classes,
+                                 "scenes": records})
+    n = sum(len(r["detections"]) for r in records)
+    print(f"{args.out}: {len(records)} images, {n} object detections, "
+          f"{sum(len(r['parts']) for r in records)} part detections")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

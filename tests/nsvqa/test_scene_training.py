@@ -1,0 +1,172 @@
+"""Scene-parser training, parsing and evaluation on a tiny generated variant (CPU, 64x48 images)."""
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+import torch
+
+from executors import SceneLikelihoods, SymbolicScene, load_ontology
+from nsvqa import scene_training
+from nsvqa.checkpoint import load_checkpoint
+from nsvqa.scene_eval import (attribute_accuracy, coco_ap, coco_results, executor_accuracy, load_parsed,
+                              match_objects)
+from nsvqa.training import NonFiniteLoss
+
+ONTO = load_ontology("superclevr")
+TINY = ["--profile", "tiny", "--det-iterations", "2", "--attr-epochs", "1", "--det-crop-images", "2",
+        "--threads", "1", "--no-progress"]
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory, require_renderer):
+    from nsvqa.generation.dataset import generate_split, job_for
+
+    root = tmp_path_factory.mktemp("data")
+    for split, n, seed in (("train", 4, 3), ("val", 2, 4)):
+        job = job_for(root, "mid", split, n, seed, 64, 48)
+        generate_split(job, progress=False)
+    return job.folder
+
+
+@pytest.fixture(scope="module")
+def run(data, tmp_path_factory, load_script):
+    torch.manual_seed(0)
+    out = tmp_path_factory.mktemp("run") / "scene"
+    load_script("train_scene_parser").main(["--data", str(data), "--out", str(out), *TINY])
+    return out
+
+
+def test_run_directory_holds_config_logs_and_self_contained_checkpoints(run, data):
+    cfg = json.loads((run / "config.json").read_text())["config"]
+    assert cfg["profile"] == "tiny" and cfg["det_iterations"] == 2 and cfg["data"] == str(data)
+    assert any((run / "tb").iterdir()) and "attributes epoch 1 val" in (run / "train.log").read_text()
+    det = load_checkpoint(run / "detector.pt", kind="detector")
+    assert det["train_state"]["step"] == 2 and det["vocabularies"]["num_classes"] == 22
+    head = load_checkpoint(run / "attributes.pt", kind="attributes")
+    assert head["vocabularies"]["attributes"]["partname"] == list(ONTO.part_names)
+    assert set(head["extra"]["val"]) >= {"object.shape", "object.color", "part.partname", "part.color"}
+    parser = scene_training.load_scene_parser(run, min_score=0.0)
+    parsed = parser.parse([torch.rand(3, 48, 64)])[0]
+    assert parsed.likelihoods.attributes["color"].shape[1] == len(ONTO.values("color"))
+
+
+def test_resume_continues_from_the_checkpoint(run, data, tmp_path, load_script):
+    copy = tmp_path / "copy"
+    shutil.copytree(run, copy)
+    load_script("train_scene_parser").main(["--data", str(data), "--out", str(copy), "--resume", "--stage",
+                                            "detector", *TINY[:2], "--det-iterations", "3", "--threads", "1",
+                                            "--no-progress"])
+    assert "detector: resumed at step 2" in (copy / "train.log").read_text()
+    assert load_checkpoint(copy / "detector.pt")["train_state"]["step"] == 3
+    with pytest.raises(ValueError, match="cannot resume, field 'seed'"):
+        load_script("train_scene_parser").main(["--data", str(data), "--out", str(copy), "--resume", "--seed", "5",
+                                                *TINY])
+
+
+def test_batches_depend_only_on_seed_and_step():
+    a = [scene_training._batch_indices(5, 2, s, 0) for s in range(5)]
+    assert a == [scene_training._batch_indices(5, 2, s, 0) for s in range(5)]
+    flat = sum(a, [])
+    assert sorted(flat[:5]) == list(range(5)) and sorted(flat[5:10]) == list(range(5))
+    assert a != [scene_training._batch_indices(5, 2, s, 1) for s in range(5)]
+
+
+def test_a_non_finite_loss_stops_with_the_loss_dict(data, tmp_path, monkeypatch):
+    def nan_loss(out, labels):
+        return {"shape": torch.tensor(float("nan"), requires_grad=True),
+                "total": torch.tensor(float("nan"), requires_grad=True)}
+
+    monkeypatch.setattr(scene_training, "attribute_loss", nan_loss)
+    cfg = scene_training.SceneParserConfig.resolve(str(data), "tiny", stage="attributes", det_crop_images=0)
+    with pytest.raises(NonFiniteLoss, match=r"step 0: shape=nan, total=nan"):
+        scene_training.train_scene_parser(cfg, tmp_path / "nan", progress=False)
+
+
+def test_parse_and_evaluate_scripts(run, data, tmp_path, load_script):
+    out = tmp_path / "parsed.json"
+    load_script("parse_scenes").main(["--checkpoint", str(run), "--data", str(data), "--split", "val",
+                                      "--out", str(out), "--min-score", "0.0", "--no-progress"])
+    doc, liks = load_parsed(out)
+    assert [s["image_index"] for s in doc["scenes"]] == [0, 1] and len(liks) == 2
+    for s, lik in zip(doc["scenes"], liks):
+        assert len(s["detections"]) == len(lik)
+    load_script("evaluate_scene_parser").main(["--parsed", str(out), "--data", str(data), "--split", "val",
+                                               "--out", str(tmp_path / "m.json")])
+    m = json.loads((tmp_path / "m.json").read_text())
+    assert 0 <= m["coco_objects"]["segm"]["AP50"] <= 1
+    assert m["attributes"]["objects_gt"] == sum(len(o) for o in [s["objects"] for s in _scenes(data, "val")])
+    assert m["executors"]["questions"]["all"] == len(json.loads((data / "questions" / "val_questions.json")
+                                                             .read_text())["questions"])
+
+
+def _scenes(data, split):
+    return json.loads((data / "scenes" / f"{split}_scenes.json").read_text())["scenes"]
+
+
+def _gt_parse(data, split):
+    """A perfect parse of the split, in the likelihoods.json form: ground-truth masks as detections,
+    one-hot attributes, ground-plane positions (relations from them, as a parser's would be)."""
+    scenes = []
+    liks = []
+    for s in _scenes(data, split):
+        full = SceneLikelihoods.from_scene(SymbolicScene.from_json(s, ONTO))
+        lik = SceneLikelihoods(ONTO, full.exist, full.attributes, full.positions[:, :2], None,
+                               {r: np.asarray(v)[:2] for r, v in s["directions"].items()}, ONTO.relation_margin,
+                               None, full.part_exist, full.part_attributes, s["image_index"])
+        dets = []
+        for o in s["objects"]:
+            x, y, w, h = o["bbox"]
+            dets.append({"box": [x, y, x + w, y + h], "score": 1.0, "label": ONTO.values("shape").index(o["shape"]) + 1,
+                         "mask": o["mask"]})
+        scenes.append({"image_index": s["image_index"], "detections": dets, "parts": [], "likelihoods": lik.to_json()})
+        liks.append(lik)
+    return {"version": 1, "scenes": scenes}, liks
+
+
+def test_a_perfect_parse_scores_perfectly(data):
+    doc, liks = _gt_parse(data, "val")
+    gt_path = data / "annotations" / "val_coco.json"
+    shapes = list(range(1, 22))
+    ap = coco_ap(gt_path, coco_results(doc), [0, 1], shapes)
+    assert ap["bbox"]["AP50"] == pytest.approx(1.0) and ap["segm"]["AP"] == pytest.approx(1.0)
+    acc = attribute_accuracy(doc, liks, {s["image_index"]: s for s in _scenes(data, "val")})
+    assert acc["recall"] == acc["precision"] == 1.0
+    assert all(acc[f"object.{a}"] == 1.0 for a in ("shape", "color", "material", "size", "texture"))
+    assert acc["object.position_rmse"] == pytest.approx(0.0, abs=1e-6)
+    assert acc["part.recall"] == 1.0 and acc["part.color"] == 1.0
+    qs = json.loads((data / "questions" / "val_questions.json").read_text())["questions"]
+    ex = executor_accuracy(liks, qs, ONTO)
+    for model in ("ns_vqa", "p_nsvqa_threshold", "p_nsvqa_exact"):
+        assert ex[model]["all"] == 1.0, (model, ex)
+
+
+def test_a_wrong_parse_scores_lower(data):
+    doc, liks = _gt_parse(data, "val")
+    for s in doc["scenes"]:  # every label wrong, the first detection moved off its object
+        for d in s["detections"]:
+            d["label"] = d["label"] % 21 + 1
+        x0, y0, x1, y1 = s["detections"][0]["box"]
+        s["detections"][0]["box"] = [x0 + 30, y0, x1 + 30, y1]
+    ap = coco_ap(data / "annotations" / "val_coco.json", coco_results(doc), [0, 1], list(range(1, 22)))
+    assert ap["bbox"]["AP50"] == 0.0 and ap["bbox_agnostic"]["AP50"] < 1.0
+    assert ap["segm_agnostic"]["AP50"] == pytest.approx(1.0)  # masks still right, classes ignored
+    for lik in liks:  # every color wrong
+        lik.attributes["color"] = np.roll(lik.attributes["color"], 1, axis=1)
+    acc = attribute_accuracy(doc, liks, {s["image_index"]: s for s in _scenes(data, "val")})
+    assert acc["object.color"] == 0.0 and acc["object.shape"] == 1.0
+
+
+def test_match_objects_is_one_to_one_by_mask_iou():
+    from nsvqa.scene_eval import encode_mask
+
+    m = np.zeros((3, 10, 10), dtype=bool)
+    m[0, :5, :5] = True
+    m[1, :5, :6] = True  # IoU 25/30 with ground truth 0: loses it to the exact detection 1
+    m[2, 6:, 6:] = True
+    gts = [encode_mask(m[0]), encode_mask(m[2])]
+    dets = [encode_mask(m[1]), encode_mask(m[0]), encode_mask(m[2])]
+    assert sorted(match_objects(dets, gts)) == [(1, 0), (2, 1)]
+    assert match_objects([], gts) == [] and match_objects(dets, gts, min_iou=1.01) == []
