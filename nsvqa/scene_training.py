@@ -46,7 +46,7 @@ class SceneTrainProfile:
 
 PROFILES = {
     "tiny": SceneTrainProfile(4, 2, 5e-4, 2, 16, 1e-3, 2, 2),
-    "mini": SceneTrainProfile(3000, 2, 4e-4, 12, 64, 1e-3, 400, 100),
+    "mini": SceneTrainProfile(3000, 2, 4e-4, 8, 64, 1e-3, 400, 100),
     # the authors: Mask R-CNN 30k iterations at batch 16, attribute net 100 epochs at batch 64
     "full": SceneTrainProfile(30000, 16, 4e-4, 100, 64, 1e-3, 4000, 1000),
 }
@@ -73,6 +73,8 @@ class SceneParserConfig:
     crop_size: int = 0
     attr_parts: bool = True            # the head also learns part crops (part name, color, material)
     max_train_images: int | None = None
+    extra_parts: int = 1               # unlisted visible parts per object among the head's part crops
+    detector: str | None = None        # detector.pt of another run (default: RUN_DIR/detector.pt)
     min_score: float = 0.5
     match_iou: float = 0.5
     workers: int = 0
@@ -246,8 +248,10 @@ class CropSet:
 
 
 def gt_crops(root: str | Path, split: str, crop_size: int, parts: bool, limit: int | None = None,
-             progress: bool = True) -> CropSet:
-    """Crops of every ground-truth object (and visible part) mask, each image read once."""
+             progress: bool = True, extra_parts: int | None = None, seed: int = 0) -> CropSet:
+    """Crops of every ground-truth object mask and, with ``parts``, of its listed parts (those whose
+    attributes differ from the object's: what questions ask about) plus ``extra_parts`` of its other
+    visible parts chosen at random (all of them when None), each image read once."""
     from tqdm import tqdm
 
     from nsvqa.datasets import _image_tensor
@@ -255,9 +259,20 @@ def gt_crops(root: str | Path, split: str, crop_size: int, parts: bool, limit: i
 
     ds = AttributeCropDataset(root, split, crop_size, parts=parts)
     wanted = sorted(ds.scenes)[:limit] if limit is not None else sorted(ds.scenes)
+    rng = np.random.default_rng(seed)
     by_image: dict[int, list] = {}
     for item in ds.items:
+        if item.part is not None and extra_parts is not None:
+            o = ds.scenes[item.image_index]["objects"][item.object_index]
+            if item.part not in o.get("parts", {}):
+                continue
         by_image.setdefault(item.image_index, []).append(item)
+    if parts and extra_parts:
+        for idx in sorted(ds.scenes):
+            for oi, o in enumerate(ds.scenes[idx]["objects"]):
+                others = sorted(set(o.get("part_masks", {})) - set(o.get("parts", {})))
+                for name in rng.permutation(others)[:extra_parts] if others else []:
+                    by_image.setdefault(idx, []).append(_Item(idx, oi, str(name)))
     crops, labels = [], []
     for idx in tqdm(wanted, desc=f"crops {split}", disable=not progress):
         scene = ds.scenes[idx]
@@ -362,13 +377,16 @@ def mean_directions(root: str | Path, split: str = "train") -> dict[str, list[fl
 
 
 def load_scene_parser(run_dir: str | Path, min_score: float | None = None):
-    """A :class:`parsers.scene.scene_parser.SceneParser` from a run directory's ``detector.pt`` and
-    ``attributes.pt`` (each checkpoint rebuilds its network alone)."""
+    """A :class:`parsers.scene.scene_parser.SceneParser` from a run directory's ``detector.pt`` (or
+    the one its config names) and ``attributes.pt`` (each checkpoint rebuilds its network alone)."""
     from parsers.scene.scene_parser import SceneParser
 
     run_dir = Path(run_dir)
-    det_ck = load_checkpoint(run_dir / "detector.pt", kind="detector")
     head_ck = load_checkpoint(run_dir / "attributes.pt", kind="attributes")
+    det_path = run_dir / "detector.pt"
+    if not det_path.exists() and head_ck["config"].get("detector"):
+        det_path = Path(head_ck["config"]["detector"])  # the head was trained for another run's detector
+    det_ck = load_checkpoint(det_path, kind="detector")
     dv = det_ck["vocabularies"]
     parts = {int(k): dv["classes"][str(k)] for k in dv.get("part_class_ids", [])}
     cfg = head_ck["config"]
@@ -432,8 +450,9 @@ def train_attributes(cfg: SceneParserConfig, run: RunDir, *, resume: bool = Fals
     vocab = attribute_vocabulary()
     directions = mean_directions(cfg.data, "train")
     train = [_crop_cache(run, "crops_train_gt", lambda: gt_crops(cfg.data, "train", cfg.crop_size, cfg.attr_parts,
-                                                                  cfg.max_train_images, progress), progress)]
-    det_path = run.path / "detector.pt"
+                                                                  cfg.max_train_images, progress, cfg.extra_parts,
+                                                                  cfg.seed), progress)]
+    det_path = Path(cfg.detector) if cfg.detector else run.path / "detector.pt"
     if cfg.det_crop_images > 0 and det_path.exists():
         ck = load_checkpoint(det_path, kind="detector")
         det = detector_from_checkpoint(ck)
@@ -445,7 +464,8 @@ def train_attributes(cfg: SceneParserConfig, run: RunDir, *, resume: bool = Fals
     train_set = CropSet.concat(train)
     val_root = Path(cfg.data) / "scenes" / "val_scenes.json"
     val_set = (_crop_cache(run, "crops_val_gt", lambda: gt_crops(cfg.data, "val", cfg.crop_size, cfg.attr_parts,
-                                                                  None, progress), progress)
+                                                                  None, progress, cfg.extra_parts, cfg.seed + 1),
+                           progress)
                if val_root.exists() else None)
     if len(train_set) == 0:
         raise ValueError(f"{cfg.data}: no training crops (empty train split?)")

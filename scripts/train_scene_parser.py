@@ -33,7 +33,8 @@ def get_args_parser() -> argparse.ArgumentParser:
     g = p.add_argument_group("overrides of the profile's schedule")
     for name, typ in (("det_iterations", int), ("det_batch", int), ("det_lr", float), ("attr_epochs", int),
                       ("attr_batch", int), ("attr_lr", float), ("det_crop_images", int), ("checkpoint_every", int),
-                      ("crop_size", int), ("max_train_images", int), ("min_score", float), ("workers", int)):
+                      ("crop_size", int), ("max_train_images", int), ("min_score", float), ("workers", int),
+                      ("extra_parts", int), ("detector", str)):
         g.add_argument("--" + name.replace("_", "-"), dest=name, type=typ, default=None)
     g.add_argument("--no-part-crops", dest="attr_parts", action="store_false", default=None,
                    help="train the head on object crops only")
@@ -46,7 +47,8 @@ def main(argv: list[str] | None = None) -> int:
         torch.set_num_threads(args.threads)
     over = {k: getattr(args, k) for k in ("mode", "stage", "seed", "device", "det_iterations", "det_batch", "det_lr",
                                           "attr_epochs", "attr_batch", "attr_lr", "det_crop_images", "checkpoint_every",
-                                          "crop_size", "max_train_images", "min_score", "workers", "attr_parts")}
+                                          "crop_size", "max_train_images", "min_score", "workers", "attr_parts",
+                                          "extra_parts", "detector")}
     cfg = SceneParserConfig.resolve(args.data, args.profile, **over)
     run = train_scene_parser(cfg, args.out, resume=args.resume, progress=not args.no_progress)
     print(f"run directory: {run.path}")

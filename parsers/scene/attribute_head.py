@@ -26,7 +26,7 @@ class AttributeHeadProfile:
     width: int = 64   # channels of the first stage
 
 
-PROFILES = {"tiny": AttributeHeadProfile(18, 32, 16), "mini": AttributeHeadProfile(18, 64, 64),
+PROFILES = {"tiny": AttributeHeadProfile(18, 32, 16), "mini": AttributeHeadProfile(18, 64, 32),
             "full": AttributeHeadProfile(34, 112, 64)}
 
 

@@ -170,3 +170,27 @@ def test_match_objects_is_one_to_one_by_mask_iou():
     dets = [encode_mask(m[1]), encode_mask(m[0]), encode_mask(m[2])]
     assert sorted(match_objects(dets, gts)) == [(1, 0), (2, 1)]
     assert match_objects([], gts) == [] and match_objects(dets, gts, min_iou=1.01) == []
+
+
+def test_part_crops_are_the_listed_parts_plus_a_few_others(data):
+    scenes = _scenes(data, "train")
+    objects = sum(len(s["objects"]) for s in scenes)
+    listed = sum(len(o["parts"]) for s in scenes for o in s["objects"])
+    others = sum(min(1, len(set(o["part_masks"]) - set(o["parts"]))) for s in scenes for o in s["objects"])
+    crops = scene_training.gt_crops(data, "train", 16, parts=True, progress=False, extra_parts=1)
+    assert int((crops.kind == 0).sum()) == objects
+    assert int((crops.kind == 1).sum()) == listed + others
+    everything = scene_training.gt_crops(data, "train", 16, parts=True, progress=False, extra_parts=None)
+    assert int((everything.kind == 1).sum()) == sum(len(o["part_masks"]) for s in scenes for o in s["objects"])
+    assert torch.equal(crops.x, scene_training.gt_crops(data, "train", 16, parts=True, progress=False,
+                                                        extra_parts=1).x)  # same seed, same crops
+
+
+def test_a_head_trained_for_another_runs_detector(run, data, tmp_path, load_script):
+    head_dir = tmp_path / "head"
+    load_script("train_scene_parser").main(["--data", str(data), "--out", str(head_dir), "--stage", "attributes",
+                                            "--detector", str(run / "detector.pt"), *TINY])
+    assert not (head_dir / "detector.pt").exists()
+    assert bool((load_checkpoint(head_dir / "crops_train_det.pt")["state_dict"]["source"] == 1).all())
+    parser = scene_training.load_scene_parser(head_dir, min_score=0.0)
+    assert parser.parse([torch.rand(3, 48, 64)])[0].likelihoods.attributes["shape"].shape[1] == 21
