@@ -77,6 +77,42 @@ def load_parsed(path: str | Path, ontology: Ontology | None = None) -> tuple[dic
     return doc, liks
 
 
+def stack_likelihoods(liks: Sequence[SceneLikelihoods]) -> dict[str, np.ndarray]:
+    """Batched arrays of S parsed scenes, padded to N = the most detections in one scene:
+    ``valid`` (S, N) bool, ``exist`` (S, N), ``attr.<a>`` (S, N, K_a), ``positions`` (S, N, D),
+    ``position_std`` (S, N), ``image_index`` (S,), and with parts ``part_exist`` (S, N, P),
+    ``part_attr.<a>`` (S, N, P, K_a). Padding rows are zero (``valid`` False)."""
+    if not liks:
+        return {"valid": np.zeros((0, 0), dtype=bool), "image_index": np.zeros(0, dtype=np.int64)}
+    onto = liks[0].ontology
+    s, n = len(liks), max(len(lik) for lik in liks)
+    d = max(lik.positions.shape[1] for lik in liks)
+    out = {"valid": np.zeros((s, n), dtype=bool), "exist": np.zeros((s, n)), "positions": np.zeros((s, n, d)),
+           "position_std": np.zeros((s, n)),
+           "image_index": np.array([-1 if lik.image_index is None else lik.image_index for lik in liks])}
+    for a in onto.attributes:
+        out[f"attr.{a}"] = np.zeros((s, n, len(onto.values(a))))
+    parts = any(lik.part_exist is not None for lik in liks)
+    if parts:
+        p = len(onto.part_names)
+        out["part_exist"] = np.zeros((s, n, p))
+        for a in liks[0].part_attributes or {}:
+            out[f"part_attr.{a}"] = np.zeros((s, n, p, len(onto.values(a))))
+    for k, lik in enumerate(liks):
+        m = len(lik)
+        out["valid"][k, :m] = True
+        out["exist"][k, :m] = lik.exist
+        out["positions"][k, :m, :lik.positions.shape[1]] = lik.positions
+        out["position_std"][k, :m] = lik.position_std
+        for a in onto.attributes:
+            out[f"attr.{a}"][k, :m] = lik.attributes[a]
+        if parts and lik.part_exist is not None:
+            out["part_exist"][k, :m] = lik.part_exist
+            for a, v in lik.part_attributes.items():
+                out[f"part_attr.{a}"][k, :m] = v
+    return out
+
+
 # ------------------------------------------------------------------------------------- COCO AP
 
 def coco_results(doc: dict, parts: bool = True) -> list[dict]:

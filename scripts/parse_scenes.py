@@ -25,6 +25,7 @@ def get_args_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, help="likelihoods.json to write")
     p.add_argument("--min-score", type=float, default=None, help="detection score cut (default: the run's)")
     p.add_argument("--batch", type=int, default=4)
+    p.add_argument("--npz", default=None, help="also write the likelihoods as padded batched arrays (.npz)")
     p.add_argument("--limit", type=int, default=None, help="parse only the first N images")
     p.add_argument("--threads", type=int, default=None)
     p.add_argument("--no-progress", action="store_true")
@@ -63,6 +64,20 @@ def main(argv: list[str] | None = None) -> int:
     write_json_atomic(args.out, {"version": FORMAT_VERSION, "checkpoint": str(args.checkpoint), "data": str(data),
                                  "split": args.split, "min_score": parser.min_score, "detector_classes": classes,
                                  "scenes": records})
+    if args.npz:
+        import io
+
+        import numpy as np
+
+        from executors import SceneLikelihoods, load_ontology
+        from nsvqa.fileio import write_atomic
+        from nsvqa.scene_eval import stack_likelihoods
+
+        onto = load_ontology("superclevr")
+        buf = io.BytesIO()
+        np.savez_compressed(buf, **stack_likelihoods([SceneLikelihoods.from_json(r["likelihoods"], onto)
+                                                      for r in records]))
+        write_atomic(args.npz, buf.getvalue())
     n = sum(len(r["detections"]) for r in records)
     print(f"{args.out}: {len(records)} images, {n} object detections, "
           f"{sum(len(r['parts']) for r in records)} part detections")

@@ -12,7 +12,7 @@ from executors import SceneLikelihoods, SymbolicScene, load_ontology
 from nsvqa import scene_training
 from nsvqa.checkpoint import load_checkpoint
 from nsvqa.scene_eval import (attribute_accuracy, coco_ap, coco_results, executor_accuracy, load_parsed,
-                              match_objects)
+                              match_objects, stack_likelihoods)
 from nsvqa.training import NonFiniteLoss
 
 ONTO = load_ontology("superclevr")
@@ -88,11 +88,15 @@ def test_a_non_finite_loss_stops_with_the_loss_dict(data, tmp_path, monkeypatch)
 def test_parse_and_evaluate_scripts(run, data, tmp_path, load_script):
     out = tmp_path / "parsed.json"
     load_script("parse_scenes").main(["--checkpoint", str(run), "--data", str(data), "--split", "val",
-                                      "--out", str(out), "--min-score", "0.0", "--no-progress"])
+                                      "--out", str(out), "--min-score", "0.0", "--no-progress",
+                                      "--npz", str(tmp_path / "parsed.npz")])
     doc, liks = load_parsed(out)
     assert [s["image_index"] for s in doc["scenes"]] == [0, 1] and len(liks) == 2
-    for s, lik in zip(doc["scenes"], liks):
-        assert len(s["detections"]) == len(lik)
+    arrays = np.load(tmp_path / "parsed.npz")
+    for k, (s, lik) in enumerate(zip(doc["scenes"], liks)):
+        assert len(s["detections"]) == len(lik) == arrays["valid"][k].sum()
+        np.testing.assert_allclose(arrays["attr.color"][k, :len(lik)], lik.attributes["color"])
+        np.testing.assert_allclose(arrays["exist"][k, :len(lik)], lik.exist)
     load_script("evaluate_scene_parser").main(["--parsed", str(out), "--data", str(data), "--split", "val",
                                                "--out", str(tmp_path / "m.json")])
     m = json.loads((tmp_path / "m.json").read_text())
@@ -137,6 +141,12 @@ def test_a_perfect_parse_scores_perfectly(data):
     assert all(acc[f"object.{a}"] == 1.0 for a in ("shape", "color", "material", "size", "texture"))
     assert acc["object.position_rmse"] == pytest.approx(0.0, abs=1e-6)
     assert acc["part.recall"] == 1.0 and acc["part.color"] == 1.0
+    arrays = stack_likelihoods(liks)
+    n = max(len(lik) for lik in liks)
+    assert arrays["part_exist"].shape == (2, n, len(ONTO.part_names))
+    for k, lik in enumerate(liks):
+        assert arrays["valid"][k].sum() == len(lik) and not arrays["exist"][k, len(lik):].any()
+        np.testing.assert_array_equal(arrays["part_attr.color"][k, :len(lik)], lik.part_attributes["color"])
     qs = json.loads((data / "questions" / "val_questions.json").read_text())["questions"]
     ex = executor_accuracy(liks, qs, ONTO)
     for model in ("ns_vqa", "p_nsvqa_threshold", "p_nsvqa_exact"):
