@@ -125,7 +125,8 @@ def load_likelihoods(path: Path, onto, needed: dict[int, Any]) -> dict[int, Scen
         if image_index not in by_index:
             raise InputError(f"{path}: no likelihoods for image_index {image_index!r}")
         k, r = by_index[image_index]
-        out[pos] = SceneLikelihoods.from_json(r, onto, where=f"{path}, scene {k}")
+        # parse_scenes.py nests them under "likelihoods" beside the detections
+        out[pos] = SceneLikelihoods.from_json(r.get("likelihoods", r), onto, where=f"{path}, scene {k}")
     return out
 
 

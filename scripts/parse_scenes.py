@@ -26,6 +26,8 @@ def get_args_parser() -> argparse.ArgumentParser:
     p.add_argument("--min-score", type=float, default=None, help="detection score cut (default: the run's)")
     p.add_argument("--batch", type=int, default=4)
     p.add_argument("--npz", default=None, help="also write the likelihoods as padded batched arrays (.npz)")
+    p.add_argument("--scenes-out", default=None,
+                   help="also write the argmax scenes in the scene-file schema (what NS-VQA executes)")
     p.add_argument("--limit", type=int, default=None, help="parse only the first N images")
     p.add_argument("--threads", type=int, default=None)
     p.add_argument("--no-progress", action="store_true")
@@ -54,16 +56,23 @@ def main(argv: list[str] | None = None) -> int:
             raise FileNotFoundError(f"{data / 'images' / args.split}: no scenes file and no PNG images")
         items = [(k, f.name) for k, f in enumerate(files)]
     items = items[:args.limit] if args.limit is not None else items
-    records = []
+    records, symbolic = [], []
     for s in tqdm(range(0, len(items), args.batch), desc="parse", disable=args.no_progress):
         chunk = items[s:s + args.batch]
         images = [_image_tensor(data / "images" / args.split / name) for _, name in chunk]
         for (idx, name), parsed in zip(chunk, parser.parse(images)):
             records.append(scene_record(parsed, idx, name))
+            if args.scenes_out:
+                scene = parsed.symbolic()
+                scene.image_filename = name
+                symbolic.append(dict(scene.to_json(), split=args.split))
     classes = load_checkpoint(Path(args.checkpoint) / "detector.pt", kind="detector")["vocabularies"]["classes"]
     write_json_atomic(args.out, {"version": FORMAT_VERSION, "checkpoint": str(args.checkpoint), "data": str(data),
                                  "split": args.split, "min_score": parser.min_score, "detector_classes": classes,
                                  "scenes": records})
+    if args.scenes_out:
+        write_json_atomic(args.scenes_out, {"info": {"source": "parse_scenes.py argmax", "checkpoint": str(args.checkpoint),
+                                                     "split": args.split}, "scenes": symbolic})
     if args.npz:
         import io
 

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from executors import SceneLikelihoods, SymbolicScene, load_ontology
+from executors.io import load_scenes
 from nsvqa import scene_training
 from nsvqa.checkpoint import load_checkpoint
 from nsvqa.scene_eval import (attribute_accuracy, coco_ap, coco_results, executor_accuracy, load_parsed,
@@ -89,10 +90,23 @@ def test_parse_and_evaluate_scripts(run, data, tmp_path, load_script):
     out = tmp_path / "parsed.json"
     load_script("parse_scenes").main(["--checkpoint", str(run), "--data", str(data), "--split", "val",
                                       "--out", str(out), "--min-score", "0.0", "--no-progress",
-                                      "--npz", str(tmp_path / "parsed.npz")])
+                                      "--npz", str(tmp_path / "parsed.npz"), "--scenes-out", str(tmp_path / "sc.json")])
     doc, liks = load_parsed(out)
     assert [s["image_index"] for s in doc["scenes"]] == [0, 1] and len(liks) == 2
     arrays = np.load(tmp_path / "parsed.npz")
+    symbolic, _ = load_scenes(tmp_path / "sc.json", ONTO)  # the argmax scenes read as any scene file
+    assert [len(sc) for sc in symbolic] == [len(lik) for lik in liks]
+    assert [sc.image_filename for sc in symbolic] == [s["image_filename"] for s in doc["scenes"]]
+    rc = load_script("execute_programs").main(["--scenes", str(tmp_path / "sc.json"), "--questions",
+                                               str(data / "questions" / "val_questions.json"),
+                                               "--out", str(tmp_path / "answers.jsonl")])
+    assert rc == 0
+    answers = (tmp_path / "answers.jsonl").read_text().splitlines()
+    assert load_script("execute_programs").main(["--scenes", str(tmp_path / "sc.json"), "--questions",
+                                                 str(data / "questions" / "val_questions.json"), "--executor",
+                                                 "probabilistic", "--likelihoods", str(out),
+                                                 "--out", str(tmp_path / "p_answers.jsonl")]) == 0
+    assert len((tmp_path / "p_answers.jsonl").read_text().splitlines()) == len(answers) > 0
     for k, (s, lik) in enumerate(zip(doc["scenes"], liks)):
         assert len(s["detections"]) == len(lik) == arrays["valid"][k].sum()
         np.testing.assert_allclose(arrays["attr.color"][k, :len(lik)], lik.attributes["color"])
