@@ -1,0 +1,389 @@
+"""Training of the question parser: supervised seq2seq on ground-truth programs, then optionally
+REINFORCE with the executor's answer on the ground-truth scene as the reward (NS-VQA's recipe).
+
+The vocabularies are built from the training questions and programs and saved in the checkpoint
+(``RUN_DIR/question_parser.pt``, kind ``question_parser``), which is written atomically after every
+validation and at the end of each stage, and holds the optimizer, scheduler, RNG and step for
+``--resume``. The batch of step ``s`` is a function of ``(seed, s)`` only (per-epoch permutations,
+bucketed by question length), so a resumed run sees the same data as an uninterrupted one.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+
+from executors.deterministic import DeterministicExecutor
+from executors.errors import ExecutionError
+from executors.io import load_scenes, normalize_answer, question_scene, scene_lookup
+from executors.ontology import Ontology, load_ontology
+from nsvqa.checkpoint import load_checkpoint, save_checkpoint
+from nsvqa.question_eval import QuestionItem, read_question_items, score_parses
+from nsvqa.training import RunDir, check_finite, seed_everything
+from parsers.question.decode import ids_to_program
+from parsers.question.question_parser import QuestionParser
+from parsers.question.seq2seq import PROFILES as NET_PROFILES, Seq2Seq, pad_sequences
+from parsers.question.vocab import Vocabulary, build_vocabularies, tokenize
+
+CHECKPOINT = "question_parser.pt"
+KIND = "question_parser"
+BUCKET = 50  # batches per length-sorted chunk of an epoch's permutation
+
+
+@dataclass(frozen=True)
+class QuestionTrainProfile:
+    """Schedule of a profile (the network sizes live in :mod:`parsers.question.seq2seq`)."""
+
+    steps: int             # supervised steps
+    batch: int
+    lr: float
+    eval_every: int        # steps between validations (and checkpoints)
+    val_questions: int     # val questions scored at each validation (the first ones of the file)
+    reinforce_steps: int   # REINFORCE steps (only with reinforce=True)
+    reinforce_batch: int
+    reinforce_lr: float
+
+
+PROFILES = {
+    "tiny": QuestionTrainProfile(60, 16, 3e-3, 30, 32, 8, 16, 1e-4),
+    "mini": QuestionTrainProfile(2400, 64, 2e-3, 400, 1000, 300, 64, 1e-5),
+    # NS-VQA: Adam 7e-4, batch 64; REINFORCE at 1e-5
+    "full": QuestionTrainProfile(20000, 64, 7e-4, 1000, 5000, 20000, 64, 1e-5),
+}
+
+
+@dataclass(frozen=True)
+class QuestionParserConfig:
+    """Resolved config of one question-parser run (written to RUN_DIR/config.json)."""
+
+    data: str
+    profile: str = "mini"
+    seed: int = 0
+    device: str = "cpu"
+    ontology: str = "superclevr"
+    word_dim: int = 0
+    hidden: int = 0
+    layers: int = 0
+    dropout: float = 0.0
+    max_decode_len: int = 0
+    steps: int = 0
+    batch: int = 0
+    lr: float = 0.0
+    eval_every: int = 0
+    val_questions: int = 0
+    reinforce: bool = False
+    reinforce_steps: int = 0
+    reinforce_batch: int = 0
+    reinforce_lr: float = 0.0
+    min_word_count: int = 1
+    grad_clip: float = 5.0
+    max_train_questions: int | None = None
+
+    @classmethod
+    def resolve(cls, data: str | Path, profile: str = "mini", **overrides: Any) -> "QuestionParserConfig":
+        """Profile defaults (schedule and network), then every override that is not None."""
+        if profile not in PROFILES:
+            raise KeyError(f"unknown profile {profile!r}; valid: {sorted(PROFILES)}")
+        base = asdict(PROFILES[profile]) | asdict(NET_PROFILES[profile])
+        names = {f.name for f in fields(cls)}
+        unknown = set(overrides) - names
+        if unknown:
+            raise TypeError(f"unknown config fields {sorted(unknown)}; valid: {sorted(names)}")
+        base.update({k: v for k, v in overrides.items() if v is not None})
+        cfg = cls(data=str(data), profile=profile, **base)
+        for k in ("steps", "reinforce_steps", "val_questions"):
+            if getattr(cfg, k) < 0:
+                raise ValueError(f"{k} must be >= 0, got {getattr(cfg, k)}")
+        for k in ("batch", "eval_every", "reinforce_batch", "max_decode_len", "layers"):
+            if getattr(cfg, k) < 1:
+                raise ValueError(f"{k} must be >= 1, got {getattr(cfg, k)}")
+        return cfg
+
+
+# ------------------------------------------------------------------------------------- data
+
+def split_paths(root: str | Path, split: str) -> tuple[Path, Path]:
+    """(questions file, scenes file) of a split of ``ROOT/VARIANT``."""
+    root = Path(root)
+    return root / "questions" / f"{split}_questions.json", root / "scenes" / f"{split}_scenes.json"
+
+
+@dataclass
+class EncodedQuestions:
+    """A split ready for the network.
+
+    ``words[i]`` question word ids, ``targets[i]`` ``<START> program ids <END>`` (unknown program
+    tokens -> ``<UNK>``), ``lengths`` (N,) int64 numbers of words; ``items`` the source records.
+    """
+
+    items: list[QuestionItem]
+    words: list[list[int]]
+    targets: list[list[int]]
+    lengths: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    @staticmethod
+    def build(items: Sequence[QuestionItem], qv: Vocabulary, pv: Vocabulary) -> "EncodedQuestions":
+        words = [qv.encode(tokenize(it.question)) for it in items]
+        targets = [pv.encode(it.gold_tokens or (), add_start_end=True) for it in items]
+        return EncodedQuestions(list(items), words, targets, np.array([max(1, len(w)) for w in words], dtype=np.int64))
+
+    def batch(self, idx: Sequence[int], device: torch.device) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """words (B, L), lengths (B,), targets (B, T+2) of the questions ``idx``."""
+        w, n = pad_sequences([self.words[i] for i in idx])
+        t, _ = pad_sequences([self.targets[i] for i in idx])
+        return w.to(device), n.to(device), t.to(device)
+
+
+class BatchSchedule:
+    """Index batches as a function of (seed, step).
+
+    Each epoch is a permutation drawn from ``(seed, epoch)``, cut into chunks of ``BUCKET`` batches
+    that are sorted by question length (less padding), and the batches are then shuffled. Every
+    epoch has ``ceil(n / batch)`` steps.
+    """
+
+    def __init__(self, lengths: np.ndarray, batch: int, seed: int):
+        self.lengths, self.batch, self.seed = lengths, batch, seed
+        self.n = len(lengths)
+        if self.n == 0:
+            raise ValueError("no questions to train on")
+        self.steps_per_epoch = math.ceil(self.n / batch)
+        self._epoch, self._batches = -1, []
+
+    def epoch_batches(self, epoch: int) -> list[np.ndarray]:
+        rng = np.random.default_rng([self.seed, epoch])
+        perm = rng.permutation(self.n)
+        chunk = self.batch * BUCKET
+        batches = []
+        for s in range(0, self.n, chunk):
+            part = perm[s:s + chunk]
+            part = part[np.argsort(self.lengths[part], kind="stable")]
+            batches += [part[k:k + self.batch] for k in range(0, len(part), self.batch)]
+        order = rng.permutation(len(batches))
+        return [batches[i] for i in order]
+
+    def __call__(self, step: int) -> np.ndarray:
+        epoch, k = divmod(step, self.steps_per_epoch)
+        if epoch != self._epoch:
+            self._epoch, self._batches = epoch, self.epoch_batches(epoch)
+        return self._batches[k]
+
+
+# ------------------------------------------------------------------------------- checkpoints
+
+def parser_from_checkpoint(path: str | Path, device: str = "cpu") -> QuestionParser:
+    """A :class:`QuestionParser` from ``question_parser.pt`` or a run directory holding one."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / CHECKPOINT
+    ck = load_checkpoint(path, kind=KIND)
+    return QuestionParser.from_payload(ck, where=str(path), device=device)
+
+
+def _lr_lambda(total: int, warmup: int):
+    def f(step: int) -> float:
+        if step < warmup:
+            return (step + 1) / warmup
+        return 0.05 + 0.95 * 0.5 * (1 + math.cos(math.pi * min(1.0, (step - warmup) / max(1, total - warmup))))
+    return f
+
+
+def evaluate(parser: QuestionParser, items: Sequence[QuestionItem], scenes=None, beam_size: int = 1) -> dict:
+    """Exact / valid (/ answer accuracy with scenes) of ``parser`` on ``items``."""
+    parsed = parser.parse([it.question for it in items], beam_size=beam_size)
+    scores, _ = score_parses(items, parsed, parser.ontology, scenes)
+    return scores.summary()
+
+
+# ----------------------------------------------------------------------------------- training
+
+class _Trainer:
+    """State shared by the two stages of one run."""
+
+    def __init__(self, cfg: QuestionParserConfig, run: RunDir, resume: bool, progress: bool):
+        self.cfg, self.run, self.progress = cfg, run, progress
+        self.dev = torch.device(cfg.device)
+        self.onto: Ontology = load_ontology(cfg.ontology)
+        self.path = run.path / CHECKPOINT
+        qpath, _ = split_paths(cfg.data, "train")
+        t0 = time.time()
+        train_items = read_question_items(qpath, self.onto, require_program=True, limit=cfg.max_train_questions)
+        if not train_items:
+            raise ValueError(f"{qpath}: no training questions")
+        vqpath, _ = split_paths(cfg.data, "val")
+        self.val_items = (read_question_items(vqpath, self.onto, require_program=True, limit=cfg.val_questions)
+                          if cfg.val_questions and vqpath.is_file() else [])
+        self.ck = load_checkpoint(self.path, kind=KIND) if resume and self.path.exists() else None
+        if self.ck is not None:
+            self.qv = Vocabulary.from_dict(self.ck["vocabularies"]["question"], f"{self.path}, vocabularies.question")
+            self.pv = Vocabulary.from_dict(self.ck["vocabularies"]["program"], f"{self.path}, vocabularies.program")
+        else:
+            self.qv, self.pv = build_vocabularies((it.question for it in train_items),
+                                                  (it.gold_tokens for it in train_items), cfg.min_word_count)
+        self.train = EncodedQuestions.build(train_items, self.qv, self.pv)
+        run.log(f"data: {len(train_items)} train questions from {qpath}, {len(self.val_items)} val questions; "
+                f"vocabularies: {len(self.qv)} words, {len(self.pv)} program tokens ({time.time() - t0:.1f} s)")
+        self.model = Seq2Seq.from_config(asdict(cfg), len(self.qv), len(self.pv)).to(self.dev)
+        if self.ck is not None:
+            self.model.load_state_dict(self.ck["state_dict"])
+        self.parser = QuestionParser(self.model, self.qv, self.pv, self.onto, self.dev)
+        self.extra: dict[str, Any] = dict(self.ck["extra"]) if self.ck is not None else {}
+
+    def vocab(self) -> dict:
+        return {"question": self.qv.to_dict(), "program": self.pv.to_dict()}
+
+    def save(self, train_state: dict) -> None:
+        save_checkpoint(self.path, kind=KIND, config=asdict(self.cfg), state_dict=self.model.state_dict(),
+                        vocabularies=self.vocab(), train_state=train_state | {"rng": torch.get_rng_state()},
+                        extra=self.extra)
+
+    def validate(self, stage: str, step: int) -> dict:
+        if not self.val_items:
+            return {}
+        m = evaluate(self.parser, self.val_items)
+        self.model.train()
+        vals = {"exact": m["exact"], "valid": m["valid"]}
+        self.run.scalars(f"{stage}_val", vals, step)
+        self.run.log(f"{stage} step {step} val ({m['n']} questions) exact={m['exact']:.4f} valid={m['valid']:.4f}")
+        return vals
+
+    # ------------------------------------------------------------------ supervised
+    def supervised(self) -> None:
+        from tqdm import tqdm
+
+        cfg = self.cfg
+        opt = torch.optim.Adam(self.model.parameters(), lr=cfg.lr)
+        sched = torch.optim.lr_scheduler.LambdaLR(opt, _lr_lambda(cfg.steps, min(200, max(1, cfg.steps // 20))))
+        start = 0
+        ts = self.ck["train_state"] if self.ck is not None else {}
+        if ts.get("stage") == "supervised":
+            opt.load_state_dict(ts["optimizer"])
+            sched.load_state_dict(ts["scheduler"])
+            torch.set_rng_state(ts["rng"])
+            start = int(ts["step"])
+            self.run.log(f"supervised: resumed at step {start} from {self.path}")
+        elif ts.get("stage") == "reinforce":
+            return  # supervised stage already complete
+        schedule = BatchSchedule(self.train.lengths, cfg.batch, cfg.seed)
+        self.model.train()
+        t0 = time.time() - float(self.extra.get("supervised_seconds", 0.0))
+        smooth = None
+        bar = tqdm(range(start, cfg.steps), desc="question parser", disable=not self.progress, initial=start,
+                   total=cfg.steps)
+        for step in bar:
+            words, lengths, targets = self.train.batch(schedule(step), self.dev)
+            loss = self.model.loss(words, lengths, targets)
+            check_finite({"loss": loss.detach()}, step)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.grad_clip)
+            opt.step()
+            sched.step()
+            v = float(loss.detach())
+            smooth = v if smooth is None else 0.95 * smooth + 0.05 * v
+            bar.set_postfix(loss=f"{smooth:.4f}")
+            if step % 20 == 0 or step + 1 == cfg.steps:
+                self.run.scalars("supervised", {"loss": v, "lr": sched.get_last_lr()[0]}, step)
+            if (step + 1) % cfg.eval_every == 0 or step + 1 == cfg.steps:
+                self.run.log(f"supervised step {step + 1} loss={v:.5f} smoothed={smooth:.5f}")
+                val = self.validate("supervised", step + 1)
+                self.extra["supervised_seconds"] = time.time() - t0
+                self.extra["supervised_val"] = val
+                state = {"stage": "supervised", "step": step + 1, "optimizer": opt.state_dict(),
+                         "scheduler": sched.state_dict()}
+                if step + 1 == cfg.steps:
+                    state = {"stage": "reinforce", "step": 0}  # next stage starts fresh
+                self.save(state)
+        if start >= cfg.steps and not self.path.exists():  # zero steps requested
+            self.save({"stage": "reinforce", "step": 0})
+
+    # ------------------------------------------------------------------ REINFORCE
+    def reinforce(self) -> None:
+        """Policy gradient with reward 1 when the sampled program answers correctly on the ground-
+        truth train scene (0 otherwise, invalid decodes included), minus a moving-average baseline."""
+        from tqdm import tqdm
+
+        cfg = self.cfg
+        _, spath = split_paths(cfg.data, "train")
+        scenes, _ = load_scenes(spath, self.onto)
+        lookup = scene_lookup(scenes)
+        scene_of = [question_scene(it.record, lookup, f"{cfg.data} train question {it.index}")
+                    for it in self.train.items]
+        executor = DeterministicExecutor(self.onto)
+        opt = torch.optim.Adam(self.model.parameters(), lr=cfg.reinforce_lr)
+        ck = load_checkpoint(self.path, kind=KIND) if self.path.exists() else None
+        ts = ck["train_state"] if ck is not None else {}
+        start, baseline = 0, None
+        if ts.get("stage") == "reinforce" and int(ts.get("step", 0)) > 0:
+            opt.load_state_dict(ts["optimizer"])
+            torch.set_rng_state(ts["rng"])
+            start, baseline = int(ts["step"]), ts.get("baseline")
+            self.run.log(f"reinforce: resumed at step {start} from {self.path}")
+        else:
+            torch.manual_seed(cfg.seed + 1)  # dropout draws of this stage do not depend on the first one
+        schedule = BatchSchedule(self.train.lengths, cfg.reinforce_batch, cfg.seed + 1)
+        self.model.train()
+        t0 = time.time() - float(self.extra.get("reinforce_seconds", 0.0))
+        bar = tqdm(range(start, cfg.reinforce_steps), desc="reinforce", disable=not self.progress, initial=start,
+                   total=cfg.reinforce_steps)
+        for step in bar:
+            idx = schedule(step)
+            words, lengths, _ = self.train.batch(idx, self.dev)
+            gen = torch.Generator().manual_seed(cfg.seed * 1_000_003 + step)
+            ids, logp = self.model.sample(words, lengths, generator=gen)
+            rewards = torch.zeros(len(idx), device=self.dev)
+            for r, (i, row) in enumerate(zip(idx, ids.tolist())):
+                p = ids_to_program(row, self.pv, self.onto)
+                if p.program is None:
+                    continue
+                try:
+                    ans = executor.run(p.program, scenes[scene_of[i]], trace=False).answer
+                except ExecutionError:
+                    continue
+                rewards[r] = float(normalize_answer(ans) == normalize_answer(self.train.items[i].record.get("answer")))
+            mean_r = float(rewards.mean())
+            baseline = mean_r if baseline is None else 0.9 * baseline + 0.1 * mean_r
+            loss = -((rewards - baseline) * logp).mean()
+            check_finite({"loss": loss.detach(), "reward": mean_r}, step)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.grad_clip)
+            opt.step()
+            bar.set_postfix(reward=f"{baseline:.3f}")
+            if step % 10 == 0 or step + 1 == cfg.reinforce_steps:
+                self.run.scalars("reinforce", {"reward": mean_r, "baseline": baseline, "loss": float(loss.detach())}, step)
+            if (step + 1) % cfg.eval_every == 0 or step + 1 == cfg.reinforce_steps:
+                self.run.log(f"reinforce step {step + 1} reward={mean_r:.4f} baseline={baseline:.4f}")
+                self.extra["reinforce_val"] = self.validate("reinforce", step + 1)
+                self.extra["reinforce_seconds"] = time.time() - t0
+                self.save({"stage": "reinforce", "step": step + 1, "optimizer": opt.state_dict(),
+                           "baseline": baseline})
+
+
+def train_question_parser(cfg: QuestionParserConfig, out: str | Path, *, resume: bool = False,
+                          progress: bool = True) -> RunDir:
+    """Supervised training (and REINFORCE when ``cfg.reinforce``) into the run directory ``out``."""
+    seed_everything(cfg.seed)
+    run = RunDir(out, cfg, resume=resume,
+                 must_match=("data", "profile", "seed", "ontology", "word_dim", "hidden", "layers", "batch",
+                             "min_word_count", "max_train_questions"))
+    try:
+        tr = _Trainer(cfg, run, resume, progress)
+        tr.supervised()
+        if cfg.reinforce and cfg.reinforce_steps > 0:
+            tr.reinforce()
+    finally:
+        run.close()
+    return run
+
+
+__all__ = ["PROFILES", "QuestionTrainProfile", "QuestionParserConfig", "EncodedQuestions", "BatchSchedule",
+           "train_question_parser", "parser_from_checkpoint", "evaluate", "split_paths", "CHECKPOINT", "KIND"]

@@ -1,0 +1,97 @@
+"""Parse questions into programs with a trained question parser; score them when possible.
+
+    python scripts/parse_questions.py --checkpoint runs/qp/mid --questions Q.json --out programs.json
+    python scripts/parse_questions.py ... --scenes S.json --metrics metrics.json   # + answer accuracy
+
+``--out`` is a questions file (``{"info", "questions"}``) that the executors read directly
+(e.g. ``scripts/execute_programs.py``): each record keeps its fields, ``program`` becomes the
+parsed program — null for an invalid decode, which the executors reject as an invalid program,
+never run — the ground truth moves to ``gold_program``, and ``parse`` holds ``{"tokens", "valid",
+"error"}``. Prints one JSON line: ``{"n", "exact", "valid", "answer_accuracy", ...}`` — exact
+against the ground-truth programs when the questions have them, answer accuracy from executing the
+parsed programs on ``--scenes`` (invalid decodes and failed executions count as wrong).
+
+Exit status: 0 on success, 2 for bad input (a missing file, a malformed record or checkpoint).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from executors.errors import ExecutionError, FormatError
+from executors.io import load_scenes
+from nsvqa.checkpoint import CheckpointError
+from nsvqa.fileio import write_json_atomic
+from nsvqa.question_eval import read_question_items, score_parses
+from nsvqa.question_training import parser_from_checkpoint
+
+PROG = "parse_questions.py"
+
+
+def get_args_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--checkpoint", required=True, type=Path, help="run directory or question_parser.pt")
+    p.add_argument("--questions", required=True, type=Path, help="questions JSON ({'questions': [...]} or list)")
+    p.add_argument("--out", required=True, type=Path, help="where to write the parsed programs")
+    p.add_argument("--scenes", type=Path, default=None, help="ground-truth scenes: also score answers")
+    p.add_argument("--metrics", type=Path, default=None, help="also write the summary JSON here")
+    p.add_argument("--beam", type=int, default=1, help="beam size (1: greedy)")
+    p.add_argument("--batch-size", type=int, default=256)
+    p.add_argument("--limit", type=int, default=None, help="only the first N questions")
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+    return p
+
+
+def run(args: argparse.Namespace) -> dict:
+    parser = parser_from_checkpoint(args.checkpoint, args.device)
+    items = read_question_items(args.questions, parser.ontology, require_program=False, limit=args.limit)
+    scenes = load_scenes(args.scenes, parser.ontology)[0] if args.scenes is not None else None
+    t0 = time.perf_counter()
+    parsed = parser.parse([it.question for it in items], beam_size=args.beam, batch_size=args.batch_size)
+    seconds = time.perf_counter() - t0
+    scores, rows = score_parses(items, parsed, parser.ontology, scenes, where=str(args.questions))
+    out = []
+    for it, p in zip(items, parsed):
+        rec = {k: v for k, v in it.record.items() if k != "program"}
+        if "program" in it.record:
+            rec["gold_program"] = it.record["program"]
+        rec["program"] = p.program.to_json() if p.program is not None else None
+        rec["parse"] = {"tokens": list(p.tokens), "valid": p.valid, "error": p.error}
+        out.append(rec)
+    info = {"parser": str(args.checkpoint), "questions": str(args.questions), "beam": args.beam}
+    write_json_atomic(args.out, {"info": info, "questions": out})
+    summary = scores.summary() | {"beam": args.beam, "parse_seconds": seconds,
+                                  "questions_per_second": len(items) / seconds if seconds > 0 else None}
+    if args.metrics is not None:
+        write_json_atomic(args.metrics, summary | {"checkpoint": str(args.checkpoint),
+                                                   "questions_file": str(args.questions),
+                                                   "scenes_file": str(args.scenes) if args.scenes else None},
+                          indent=1)
+    return summary
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = get_args_parser()
+    args = p.parse_args(argv)
+    if args.beam < 1:
+        p.error("--beam must be >= 1")
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    try:
+        summary = run(args)
+    except (FormatError, CheckpointError, ExecutionError, FileNotFoundError) as e:
+        print(f"{PROG}: error: {e}", file=sys.stderr)
+        return 2
+    print(json.dumps(summary))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
