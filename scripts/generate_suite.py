@@ -14,15 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from nsvqa.generation.dataset import PROFILES, generate_split, job_for
-from nsvqa.generation.variants import load_variant
-
-FACTORS = {
-    "visual": ["easy", "mid", "hard"],
-    "redundancy": ["rd-", "mid", "rd+"],
-    "distribution": ["bal", "slt", "long", "head", "tail", "oppo"],
-    "compositionality": ["co-0", "co-1", "co-2"],
-    "systematic": ["sys-random", "sys-composition", "sys-interpolation", "sys-extrapolation"],
-}
+from nsvqa.generation.variants import FACTORS, load_variant
 
 
 @dataclass(frozen=True)
@@ -41,7 +33,7 @@ SUITE_PROFILES = {"tiny": SuiteProfile(6, 3, 3), "mini": SuiteProfile(600, 150, 
 def variants_of(factor: str) -> list[str]:
     if factor == "all":
         return list(dict.fromkeys(v for vs in FACTORS.values() for v in vs))
-    return FACTORS[factor]
+    return list(FACTORS[factor])
 
 
 def get_args_parser() -> argparse.ArgumentParser:

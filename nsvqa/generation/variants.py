@@ -24,6 +24,16 @@ VARIANT_DIR = Path(__file__).resolve().parents[2] / "data" / "variants"
 REDUNDANCY = ("rd-", "rd", "rd+")
 SPLITS = ("train", "val", "test")
 
+#: Domain-shift factor -> its variants (the default one included: ``mid`` is the rd level of
+#: question redundancy). Test-only variants (head, tail, oppo) are marked in their specs.
+FACTORS: Mapping[str, tuple[str, ...]] = {
+    "visual": ("easy", "mid", "hard"),
+    "redundancy": ("rd-", "mid", "rd+"),
+    "distribution": ("bal", "slt", "long", "head", "tail", "oppo"),
+    "compositionality": ("co-0", "co-1", "co-2"),
+    "systematic": ("sys-random", "sys-composition", "sys-interpolation", "sys-extrapolation"),
+}
+
 
 class VariantError(ValueError):
     """A malformed or unknown variant spec (the message names the file and the field)."""
