@@ -1,0 +1,305 @@
+"""Render an evaluation (the JSON of :func:`nsvqa.evaluation.evaluate`) as Markdown, LaTeX and PNGs.
+
+Per factor the report shows the train x test accuracy matrix of every model (rows = training
+variant, columns = test variant, as the Super-CLEVR paper's Table 1) and the models' Relative
+Degrade (its Table 2 gathers them, one column per factor). Missing cells are shown as missing:
+"—" in Markdown, "--" in LaTeX, null in JSON, hatched grey in heatmaps; an RD that cannot be computed
+is shown with its reason. matplotlib (Agg backend) is imported only when PNGs are drawn.
+"""
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+from .fileio import write_atomic, write_json_atomic
+from .predictions import QUESTION_TYPE_NAMES
+
+FACTOR_NAMES = {"visual": "visual complexity", "redundancy": "question redundancy",
+                "distribution": "concept distribution", "compositionality": "concept compositionality",
+                "systematic": "systematic splits"}
+MISSING_MD = "—"
+MISSING_TEX = "--"
+
+
+def variant_label(factor: str, variant: str) -> str:
+    """Column/row label of a variant: ``mid`` is the ``rd`` level of question redundancy."""
+    if factor == "redundancy" and variant == "mid":
+        return "rd (mid)"
+    return variant
+
+
+def pct(x: float | None, digits: int = 1, missing: str = MISSING_MD) -> str:
+    """``0.1234`` -> ``"12.3"`` (percent); None -> ``missing``."""
+    return missing if x is None else f"{100 * x:.{digits}f}"
+
+
+def _cell(x: float | None, std: float | None, missing: str, pm: str) -> str:
+    if x is None:
+        return missing
+    return pct(x) + (f" {pm} {100 * std:.1f}" if std is not None else "")
+
+
+def _md_table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
+    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    out += ["| " + " | ".join(r) + " |" for r in rows]
+    return out
+
+
+def _md_escape(s: str) -> str:
+    return s.replace("|", "\\|")
+
+
+def _rd_text(rd: Mapping[str, Any], missing: str = MISSING_MD) -> str:
+    return missing if rd["value"] is None else pct(rd["value"], 2) + ("*" if rd.get("partial") else "")
+
+
+# ---------------------------------------------------------------------------- markdown
+def to_markdown(report: Mapping[str, Any], images: Mapping[str, str] | None = None) -> str:
+    """The report as Markdown; ``images`` maps an image key (see :func:`write_report`) to its path."""
+    images = images or {}
+    metric = report["metric"]
+    lines = ["# Relative Degrade report", "",
+             f"Matrix entries: {metric} in %" + (" (a random guess after a failed program counts when it "
+                                                 "hits)" if metric == "accuracy" else
+                                                 " (guesses count as wrong)") +
+             "; mean ± sample std when several runs exist. RD in %, lower = more robust"
+             " (REFERENCE.md, Relative Degrade). " + MISSING_MD + " = missing (not measured).", ""]
+    factors = report["factors"]
+    rd_factors = [f for f in factors if f != "systematic"]
+    models = sorted({m for f in factors.values() for m in f["models"]})
+    lines += ["## Relative Degrade per factor (Table 2)", ""]
+    if models:
+        rows = [[_md_escape(m)] + [_rd_text(factors[f]["models"][m]["rd"]) if m in factors[f]["models"]
+                                   else MISSING_MD for f in rd_factors] for m in models]
+        lines += _md_table(["model"] + [FACTOR_NAMES.get(f, f) for f in rd_factors], rows)
+        lines += ["", "\\* averaged over the inputs that exist (--allow-partial-rd)."]
+    else:
+        lines.append("No predictions of any factor's variants.")
+    lines.append("")
+
+    for factor, fac in factors.items():
+        name = FACTOR_NAMES.get(factor, factor)
+        lines += [f"## {name[0].upper() + name[1:]}", ""]
+        if not fac["models"]:
+            lines += ["No predictions for this factor.", ""]
+            continue
+        tests = fac["test_variants"]
+        lines += ["### Accuracy (%), train × test (Table 1)", ""]
+        rows = []
+        for model, m in fac["models"].items():
+            for t, row, srow in zip(fac["train_variants"], m["matrix"], m["std"]):
+                rows.append([_md_escape(model), variant_label(factor, t)] +
+                            [_cell(x, s, MISSING_MD, "±") for x, s in zip(row, srow)])
+        lines += _md_table(["model", "train \\ test"] + [variant_label(factor, s) for s in tests], rows)
+        lines += ["", "### Relative Degrade (%)", ""]
+        rows = []
+        for model, m in fac["models"].items():
+            rd = m["rd"]
+            per = ", ".join(f"{variant_label(factor, t)}: {_rd_text(r)}" for t, r in rd.get("per_train", {}).items())
+            rows.append([_md_escape(model), _rd_text(rd), per or MISSING_MD, _md_escape(rd["reason"] or "")])
+        lines += _md_table(["model", "RD", "per training variant", "note"], rows)
+        for model in fac["models"]:
+            key = f"heatmap/{factor}/{model}"
+            if key in images:
+                lines += ["", f"![{model}, {name}]({images[key]})"]
+        lines.append("")
+
+    cells = report["cells"]
+    lines += ["## Accuracy and failures per cell", ""]
+    rows = [[_md_escape(c["model"]), c["train"], c["test"], str(c["n_runs"]), str(c["overall"]["n"]),
+             pct(c["overall"]["accuracy"]), pct(c["overall"]["accuracy_no_guess"]), str(c["overall"]["n_guessed"]),
+             str(c["overall"]["n_execution_error"]), str(c["overall"]["n_invalid_program"])] for c in cells]
+    lines += _md_table(["model", "train", "test", "runs", "questions", "acc.", "acc. without guesses", "guessed",
+                        "execution errors", "invalid programs"], rows) + [""]
+
+    qtypes = report["question_types"]
+    lines += ["## Accuracy per question type (%)", ""]
+    rows = [[_md_escape(c["model"]), c["train"], c["test"]] +
+            [pct(c["by_type"][t]["accuracy"]) + f" ({c['by_type'][t]['n']})" if t in c["by_type"] else MISSING_MD
+             for t in qtypes] for c in cells]
+    lines += _md_table(["model", "train", "test"] + [QUESTION_TYPE_NAMES[t] for t in qtypes], rows) + [""]
+
+    ht = [c for c in cells if c["head_tail"] is not None]
+    if ht:
+        lines += ["## Head vs tail concepts (%)", "",
+                  "Tail: the question mentions a tail concept (shape, color, material of the long-tailed "
+                  "distribution's rare half); head: every such concept it mentions is frequent.", ""]
+        rows = [[_md_escape(c["model"]), c["train"], c["test"]] +
+                [pct(c["head_tail"][g]["accuracy"]) + f" ({c['head_tail'][g]['n']})" for g in ("head", "tail")] +
+                [str(c["head_tail"]["other"]["n"])] for c in ht]
+        lines += _md_table(["model", "train", "test", "head (n)", "tail (n)", "neither (n)"], rows) + [""]
+
+    io = [c for c in cells if c["id_ood"] is not None]
+    if io:
+        lines += ["## Systematic splits: ID vs OOD concepts (%)", ""]
+        rows = [[_md_escape(c["model"]), c["train"], c["test"]] +
+                [pct(c["id_ood"][g]["accuracy"]) + f" ({c['id_ood'][g]['n']})" for g in ("id", "ood")] for c in io]
+        lines += _md_table(["model", "train", "test", "ID (n)", "OOD (n)"], rows) + [""]
+
+    cal = [c for c in cells if c["calibration"] is not None]
+    if cal:
+        lines += ["## Calibration", "", f"Expected calibration error over {report['n_bins']} equal-width "
+                  "confidence bins, for the predictions that carry a probability.", ""]
+        rows = []
+        for c in cal:
+            key = f"reliability/{c['model']}/{c['train']}/{c['test']}"
+            link = f"[diagram]({images[key]})" if key in images else MISSING_MD
+            rows.append([_md_escape(c["model"]), c["train"], c["test"], str(c["calibration"]["n"]),
+                         pct(c["calibration"]["coverage"]), pct(c["calibration"]["ece"], 2), link])
+        lines += _md_table(["model", "train", "test", "n", "coverage (%)", "ECE (%)", "reliability"], rows) + [""]
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------- LaTeX
+def tex_escape(s: str) -> str:
+    """Escape LaTeX's special characters in ``s``."""
+    rep = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
+           "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
+    return "".join(rep.get(ch, ch) for ch in s)
+
+
+def to_latex(report: Mapping[str, Any]) -> str:
+    """Table 1 (one tabular per factor) and Table 2 (RD per model and factor) as LaTeX
+    (needs ``\\usepackage{booktabs}``); missing values are ``--``."""
+    factors = report["factors"]
+    out = ["% Relative Degrade report (nsvqa.report); needs \\usepackage{booktabs}", ""]
+    for factor, fac in factors.items():
+        if not fac["models"]:
+            continue
+        tests = fac["test_variants"]
+        out += ["\\begin{table}[t]", "\\centering", "\\begin{tabular}{ll" + "r" * len(tests) + "}", "\\toprule",
+                "Model & Train & " + " & ".join(tex_escape(variant_label(factor, s)) for s in tests) + " \\\\",
+                "\\midrule"]
+        for model, m in fac["models"].items():
+            for k, (t, row, srow) in enumerate(zip(fac["train_variants"], m["matrix"], m["std"])):
+                cells = [_cell(x, s, MISSING_TEX, "$\\pm$") for x, s in zip(row, srow)]
+                out.append((tex_escape(model) if k == 0 else "") + " & " + tex_escape(variant_label(factor, t))
+                           + " & " + " & ".join(cells) + " \\\\")
+            out.append("\\midrule" if model != list(fac["models"])[-1] else "\\bottomrule")
+        out += ["\\end{tabular}",
+                f"\\caption{{Accuracy (\\%, {tex_escape(report['metric'])}) on {FACTOR_NAMES.get(factor, factor)}: "
+                "rows train, columns test.}", f"\\label{{tab:acc-{factor}}}", "\\end{table}", ""]
+    rd_factors = [f for f in factors if f != "systematic"]
+    models = sorted({m for f in factors.values() for m in f["models"]})
+    if models:
+        out += ["\\begin{table}[t]", "\\centering", "\\begin{tabular}{l" + "r" * len(rd_factors) + "}", "\\toprule",
+                "Model & " + " & ".join(tex_escape(FACTOR_NAMES.get(f, f)) for f in rd_factors) + " \\\\",
+                "\\midrule"]
+        for model in models:
+            vals = [_rd_text(factors[f]["models"][model]["rd"], MISSING_TEX) if model in factors[f]["models"]
+                    else MISSING_TEX for f in rd_factors]
+            out.append(tex_escape(model) + " & " + " & ".join(v.replace("*", "$^*$") for v in vals) + " \\\\")
+        out += ["\\bottomrule", "\\end{tabular}",
+                "\\caption{Relative Degrade (\\%, lower is more robust). $^*$ averaged over the inputs that exist.}",
+                "\\label{tab:rd}", "\\end{table}", ""]
+    return "\n".join(out)
+
+
+# ---------------------------------------------------------------------------- PNGs
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def plot_heatmap(path: str | os.PathLike, matrix: Sequence[Sequence[float | None]], rows: Sequence[str],
+                 cols: Sequence[str], title: str) -> None:
+    """A train x test accuracy heatmap (percent annotated); missing cells hatched grey."""
+    import numpy as np
+    from matplotlib.patches import Rectangle
+
+    plt = _pyplot()
+    data = np.array([[np.nan if x is None else 100 * x for x in row] for row in matrix], dtype=float)
+    fig, ax = plt.subplots(figsize=(1.1 * len(cols) + 2.2, 0.7 * len(rows) + 1.8))
+    im = ax.imshow(np.ma.masked_invalid(data), cmap="viridis", vmin=0, vmax=100)
+    for i in range(len(rows)):
+        for j in range(len(cols)):
+            if math.isnan(data[i, j]):
+                ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, facecolor="lightgrey", edgecolor="grey",
+                                       hatch="//", linewidth=0.5))
+                ax.text(j, i, "missing", ha="center", va="center", fontsize=7, color="dimgrey")
+            else:
+                ax.text(j, i, f"{data[i, j]:.1f}", ha="center", va="center", fontsize=8,
+                        color="white" if data[i, j] < 60 else "black")
+    ax.set_xticks(range(len(cols)), cols)
+    ax.set_yticks(range(len(rows)), rows)
+    ax.set_xlabel("test variant")
+    ax.set_ylabel("train variant")
+    ax.set_title(title, fontsize=9)
+    fig.colorbar(im, ax=ax, label="accuracy (%)")
+    fig.tight_layout()
+    _save(fig, path)
+
+
+def plot_reliability(path: str | os.PathLike, bins: Sequence[Mapping[str, Any]], ece: float | None, title: str) -> None:
+    """A reliability diagram: accuracy per confidence bin against the diagonal, with the bins'
+    mean confidence and their share of predictions."""
+    plt = _pyplot()
+    fig, (ax, axn) = plt.subplots(2, 1, figsize=(4.2, 5.0), sharex=True, gridspec_kw={"height_ratios": [3, 1]})
+    width = bins[0]["upper"] - bins[0]["lower"] if bins else 0.1
+    full = [b for b in bins if b["n"]]
+    ax.bar([b["lower"] for b in full], [b["accuracy"] for b in full], width=width, align="edge",
+           edgecolor="black", color="tab:blue", label="accuracy")
+    ax.scatter([b["confidence"] for b in full], [b["accuracy"] for b in full], color="tab:red", s=12,
+               zorder=3, label="mean confidence")
+    ax.plot([0, 1], [0, 1], "--", color="grey", label="perfect calibration")
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    ax.set_ylabel("accuracy")
+    ax.legend(fontsize=7, loc="upper left")
+    ax.set_title(title + (f"\nECE = {100 * ece:.2f}%" if ece is not None else ""), fontsize=9)
+    total = sum(b["n"] for b in bins) or 1
+    axn.bar([b["lower"] for b in bins], [b["n"] / total for b in bins], width=width, align="edge",
+            edgecolor="black", color="grey")
+    axn.set_xlabel("confidence")
+    axn.set_ylabel("share")
+    fig.tight_layout()
+    _save(fig, path)
+
+
+def _save(fig, path: str | os.PathLike) -> None:
+    import io
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=120, metadata={"Software": None})  # no version stamp: reproducible
+    _pyplot().close(fig)
+    write_atomic(path, buf.getvalue())
+
+
+# ---------------------------------------------------------------------------- all files
+def write_report(report: Mapping[str, Any], out_dir: str | os.PathLike, *, plots: bool = True) -> list[Path]:
+    """Write ``report.json``, ``report.md``, ``report.tex`` and (with ``plots``) the PNGs:
+    ``heatmaps/<factor>__<model>.png`` and ``reliability/<model>__train-<t>__test-<s>.png``.
+
+    Returns:
+        The paths written.
+    """
+    out = Path(out_dir)
+    written: list[Path] = []
+    images: dict[str, str] = {}
+    if plots:
+        for factor, fac in report["factors"].items():
+            for model, m in fac["models"].items():
+                p = out / "heatmaps" / f"{factor}__{model}.png"
+                plot_heatmap(p, m["matrix"], [variant_label(factor, t) for t in fac["train_variants"]],
+                             [variant_label(factor, s) for s in fac["test_variants"]],
+                             f"{model}: {FACTOR_NAMES.get(factor, factor)} ({report['metric']}, %)")
+                images[f"heatmap/{factor}/{model}"] = p.relative_to(out).as_posix()
+                written.append(p)
+        for c in report["cells"]:
+            if c["calibration"] is None:
+                continue
+            p = out / "reliability" / f"{c['model']}__train-{c['train']}__test-{c['test']}.png"
+            plot_reliability(p, c["calibration"]["bins"], c["calibration"]["ece"],
+                             f"{c['model']}, train {c['train']}, test {c['test']}")
+            images[f"reliability/{c['model']}/{c['train']}/{c['test']}"] = p.relative_to(out).as_posix()
+            written.append(p)
+    write_json_atomic(out / "report.json", report, indent=2)
+    write_atomic(out / "report.md", to_markdown(report, images) + "\n")
+    write_atomic(out / "report.tex", to_latex(report) + "\n")
+    return [out / "report.json", out / "report.md", out / "report.tex", *written]
