@@ -23,7 +23,7 @@ from nsvqa.checkpoint import load_checkpoint, save_checkpoint
 from nsvqa.datasets import OBJECT_ATTRIBUTES, PART_ATTRIBUTES, AttributeCropDataset, DetectionDataset
 from nsvqa.training import RunDir, check_finite, seed_everything
 from parsers.scene.attribute_head import PROFILES as HEAD_PROFILES, AttributeHead, attribute_loss
-from parsers.scene.crops import crop_instance
+from parsers.scene.crops import box_geometry, crop_instance
 from parsers.scene.detector import build_detector
 
 STAGES = ("detector", "attributes", "all")
@@ -204,7 +204,8 @@ class CropSet:
 
     ``x`` (M, 4, S, S) uint8 (RGB + mask scaled to 0..255), ``labels`` key -> (M,) int64 (-1 where an
     item has no such label: parts have no shape, objects no part name), ``position`` (M, 2) float32,
-    ``kind`` (M,) int64 (0 object, 1 part), ``source`` (M,) int64 (0 ground-truth mask, 1 detector).
+    ``kind`` (M,) int64 (0 object, 1 part), ``source`` (M,) int64 (0 ground-truth mask, 1 detector),
+    ``geometry`` (M, 4) float32 box centre and size relative to the image.
     """
 
     x: torch.Tensor
@@ -212,12 +213,14 @@ class CropSet:
     position: torch.Tensor
     kind: torch.Tensor
     source: torch.Tensor = field(default_factory=lambda: torch.zeros(0, dtype=torch.int64))
+    geometry: torch.Tensor = field(default_factory=lambda: torch.zeros((0, 4)))
 
     def __len__(self) -> int:
         return int(self.x.shape[0])
 
     @staticmethod
-    def build(crops: list[torch.Tensor], labels: list[dict], source: int, size: int) -> "CropSet":
+    def build(crops: list[torch.Tensor], labels: list[dict], source: int, size: int,
+              geometry: list[torch.Tensor] | None = None) -> "CropSet":
         m = len(crops)
         x = (torch.stack(crops).mul(255).round().clamp(0, 255).to(torch.uint8) if m
              else torch.zeros((0, 4, size, size), dtype=torch.uint8))
@@ -225,26 +228,30 @@ class CropSet:
         pos = torch.stack([torch.as_tensor(d["position"], dtype=torch.float32) if "position" in d
                            else torch.zeros(2) for d in labels]) if m else torch.zeros((0, 2))
         kind = torch.tensor([int(d["kind"]) for d in labels], dtype=torch.int64)
-        return CropSet(x, lab, pos, kind, torch.full((m,), source, dtype=torch.int64))
+        geo = torch.stack(geometry) if m and geometry else torch.zeros((m, 4))
+        return CropSet(x, lab, pos, kind, torch.full((m,), source, dtype=torch.int64), geo)
 
     @staticmethod
     def concat(sets: Iterable["CropSet"]) -> "CropSet":
         sets = list(sets)
         return CropSet(torch.cat([s.x for s in sets]), {k: torch.cat([s.labels[k] for s in sets]) for k in LABEL_KEYS},
                        torch.cat([s.position for s in sets]), torch.cat([s.kind for s in sets]),
-                       torch.cat([s.source for s in sets]))
+                       torch.cat([s.source for s in sets]), torch.cat([s.geometry for s in sets]))
 
-    def batch(self, idx: torch.Tensor) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    def batch(self, idx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]:
+        """(crops (B, 4, S, S) float in [0, 1], geometry (B, 4), labels)."""
         labels = {k: v[idx] for k, v in self.labels.items()} | {"position": self.position[idx], "kind": self.kind[idx]}
-        return self.x[idx].float().div_(255.0), labels
+        return self.x[idx].float().div_(255.0), self.geometry[idx], labels
 
     def state(self) -> dict[str, torch.Tensor]:
         return {"x": self.x, "position": self.position, "kind": self.kind, "source": self.source,
+                "geometry": self.geometry,
                 **{f"label.{k}": v for k, v in self.labels.items()}}
 
     @staticmethod
     def from_state(d: dict[str, torch.Tensor]) -> "CropSet":
-        return CropSet(d["x"], {k: d[f"label.{k}"] for k in LABEL_KEYS}, d["position"], d["kind"], d["source"])
+        return CropSet(d["x"], {k: d[f"label.{k}"] for k in LABEL_KEYS}, d["position"], d["kind"], d["source"],
+                       d["geometry"])
 
 
 def gt_crops(root: str | Path, split: str, crop_size: int, parts: bool, limit: int | None = None,
@@ -273,7 +280,7 @@ def gt_crops(root: str | Path, split: str, crop_size: int, parts: bool, limit: i
                 others = sorted(set(o.get("part_masks", {})) - set(o.get("parts", {})))
                 for name in rng.permutation(others)[:extra_parts] if others else []:
                     by_image.setdefault(idx, []).append(_Item(idx, oi, str(name)))
-    crops, labels = [], []
+    crops, labels, geometry = [], [], []
     for idx in tqdm(wanted, desc=f"crops {split}", disable=not progress):
         scene = ds.scenes[idx]
         img = _image_tensor(ds.root / "images" / split / scene["image_filename"])
@@ -282,8 +289,9 @@ def gt_crops(root: str | Path, split: str, crop_size: int, parts: bool, limit: i
             ann = o if item.part is None else o["part_masks"][item.part]
             mask = torch.from_numpy(rle_to_mask(ann["mask"])).float()[None]
             crops.append(crop_instance(img, mask, ann["bbox"], crop_size, ds.margin))
+            geometry.append(box_geometry(ann["bbox"], *img.shape[1:]))
             labels.append(ds.labels(item))
-    return CropSet.build(crops, labels, 0, crop_size)
+    return CropSet.build(crops, labels, 0, crop_size, geometry)
 
 
 def detector_crops(detector: torch.nn.Module, vocab: dict, root: str | Path, split: str, crop_size: int,
@@ -299,7 +307,7 @@ def detector_crops(detector: torch.nn.Module, vocab: dict, root: str | Path, spl
 
     ds = AttributeCropDataset(root, split, crop_size, parts=parts)
     part_ids = set(vocab.get("part_class_ids", []))
-    crops, labels = [], []
+    crops, labels, geometry = [], [], []
     detector.eval()
     for idx in tqdm(sorted(ds.scenes)[:n_images], desc=f"detector crops {split}", disable=not progress):
         scene = ds.scenes[idx]
@@ -329,10 +337,11 @@ def detector_crops(detector: torch.nn.Module, vocab: dict, root: str | Path, spl
                     continue
                 k = sel[r]
                 b = boxes[k]
-                crops.append(crop_instance(img, masks[k][None].float(),
-                                           [float(b[0]), float(b[1]), float(b[2] - b[0]), float(b[3] - b[1])], crop_size))
+                box = [float(b[0]), float(b[1]), float(b[2] - b[0]), float(b[3] - b[1])]
+                crops.append(crop_instance(img, masks[k][None].float(), box, crop_size))
+                geometry.append(box_geometry(box, *img.shape[1:]))
                 labels.append(gts[c][0])
-    return CropSet.build(crops, labels, 1, crop_size)
+    return CropSet.build(crops, labels, 1, crop_size, geometry)
 
 
 @dataclass(frozen=True)
@@ -413,8 +422,8 @@ def crop_accuracy(head: AttributeHead, crops: CropSet, batch: int = 256) -> dict
     sq, n_pos = 0.0, 0
     for s in range(0, len(crops), batch):
         idx = torch.arange(s, min(s + batch, len(crops)))
-        x, lab = crops.batch(idx)
-        out = head(x)
+        x, geo, lab = crops.batch(idx)
+        out = head(x, geo)
         for kind_id, kind in ((0, "object"), (1, "part")):
             rows = lab["kind"] == kind_id
             attrs = OBJECT_ATTRIBUTES if kind_id == 0 else PART_ATTRIBUTES
@@ -496,8 +505,8 @@ def train_attributes(cfg: SceneParserConfig, run: RunDir, *, resume: bool = Fals
         bar = tqdm(range(steps_per_epoch), desc=f"attributes {epoch + 1}/{cfg.attr_epochs}", disable=not progress)
         for k in bar:
             step = epoch * steps_per_epoch + k
-            x, lab = train_set.batch(perm[k * cfg.attr_batch:(k + 1) * cfg.attr_batch])
-            losses = attribute_loss(head(x.to(dev)), {a: v.to(dev) for a, v in lab.items()})
+            x, geo, lab = train_set.batch(perm[k * cfg.attr_batch:(k + 1) * cfg.attr_batch])
+            losses = attribute_loss(head(x.to(dev), geo.to(dev)), {a: v.to(dev) for a, v in lab.items()})
             values = {a: float(v.detach()) for a, v in losses.items()}
             check_finite(values, step)
             opt.zero_grad(set_to_none=True)

@@ -3,7 +3,9 @@
 One shared trunk, a classification head per attribute (objects: shape, color, material, size,
 texture; parts: part name, color, material) and, for objects, a regression of the ground-plane
 position with a predicted log-variance (a Gaussian negative log-likelihood), so the probabilistic
-executor's spatial relations get a calibrated uncertainty.
+executor's spatial relations get a calibrated uncertainty. A crop no longer shows where the object
+sits in the image, so the position regression also sees the box geometry (centre and size relative
+to the image): the image-to-ground mapping is what it has to learn.
 """
 from __future__ import annotations
 
@@ -65,8 +67,8 @@ class AttributeHead(nn.Module):
             objects and parts).
         depth, width: ResNet depth (18/34) and first-stage channels.
 
-    forward(x: (B, 4, S, S)) -> dict: attribute -> logits (B, K), ``position`` (B, 2),
-    ``position_logvar`` (B, 2).
+    forward(x: (B, 4, S, S), geometry: (B, 4) box (cx/W, cy/H, w/W, h/H) or None) -> dict:
+    attribute -> logits (B, K), ``position`` (B, 2), ``position_logvar`` (B, 2).
     """
 
     def __init__(self, num_values: Mapping[str, int], depth: int = 18, width: int = 64):
@@ -74,17 +76,20 @@ class AttributeHead(nn.Module):
         self.trunk = _resnet(depth, width)
         feat = width * 8
         self.heads = nn.ModuleDict({a: nn.Linear(feat, int(k)) for a, k in num_values.items()})
-        self.position = nn.Linear(feat, 4)
+        self.geometry = nn.Sequential(nn.Linear(4, 64), nn.ReLU(), nn.Linear(64, 64), nn.ReLU())
+        self.position = nn.Sequential(nn.Linear(feat + 64, 128), nn.ReLU(), nn.Linear(128, 4))
 
     @classmethod
     def from_profile(cls, num_values: Mapping[str, int], profile: str) -> "AttributeHead":
         p = PROFILES[profile]
         return cls(num_values, p.depth, p.width)
 
-    def forward(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
+    def forward(self, x: torch.Tensor, geometry: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
         f = self.trunk(x)
         out = {a: h(f) for a, h in self.heads.items()}
-        pos = self.position(f)
+        if geometry is None:
+            geometry = x.new_zeros((x.shape[0], 4))
+        pos = self.position(torch.cat([f, self.geometry(geometry)], 1))
         out["position"], out["position_logvar"] = pos[:, :2], pos[:, 2:].clamp(-10, 10)
         return out
 

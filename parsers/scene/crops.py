@@ -6,6 +6,13 @@ import numpy as np
 import torch
 
 
+def box_geometry(bbox: list[float], height: int, width: int) -> torch.Tensor:
+    """(4,) the box (xywh) as centre and size relative to the image: the attribute head's cue for
+    the ground-plane position, which a crop alone no longer shows."""
+    x, y, w, h = bbox
+    return torch.tensor([(x + w / 2) / width, (y + h / 2) / height, w / width, h / height], dtype=torch.float32)
+
+
 def crop_instance(image: torch.Tensor, mask: torch.Tensor, bbox: list[float], size: int,
                   margin: float = 0.15) -> torch.Tensor:
     """(4, size, size): the box (xywh, widened by ``margin`` and made square) cut from the image

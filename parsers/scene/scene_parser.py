@@ -22,7 +22,7 @@ import torch
 from torch import nn
 
 from executors import Ontology, SceneLikelihoods, SymbolicScene
-from parsers.scene.crops import crop_instance
+from parsers.scene.crops import box_geometry, crop_instance
 
 
 @dataclass
@@ -97,7 +97,10 @@ class SceneParser(nn.Module):
             is_part = torch.tensor([int(c) in self.part_classes for c in labels], dtype=torch.bool)
             obj, prt = ~is_part, is_part
             crops = _crops(img, boxes, masks, self.crop_size)
-            heads = self.attribute_head(torch.stack(crops)) if crops else None
+            h, w = img.shape[1:]
+            geometry = [box_geometry([float(b[0]), float(b[1]), float(b[2] - b[0]), float(b[3] - b[1])], h, w)
+                        for b in boxes]
+            heads = self.attribute_head(torch.stack(crops), torch.stack(geometry)) if crops else None
             owner = self._owners(masks[prt], masks[obj])
             lik = self._likelihoods(scores[obj], _rows(heads, obj), scores[prt], labels[prt], _rows(heads, prt), owner)
             out.append(ParsedScene(lik, boxes[obj].numpy(), masks[obj].numpy(), labels[obj].numpy(), scores[obj].numpy(),

@@ -63,3 +63,32 @@ def test_one_training_step_lowers_the_loss_on_a_repeated_batch():
         loss.backward()
         opt.step()
     assert torch.isfinite(loss) and float(loss.detach()) < first
+
+
+def test_position_is_read_from_the_box_geometry():
+    """Fresh random crops every step, positions a function of where the box is: only the geometry
+    input can explain them, and without it the prediction is far off."""
+    torch.manual_seed(0)
+    torch.set_num_threads(1)
+    net = AttributeHead({"shape": 3}, 18, 8)
+    opt = torch.optim.Adam(net.parameters(), lr=3e-3)
+
+    def batch(n):
+        g = torch.rand(n, 4)
+        return torch.rand(n, 4, 16, 16), g, {"kind": torch.zeros(n, dtype=torch.long),
+                                              "shape": torch.zeros(n, dtype=torch.long), "position": 6 * g[:, :2] - 3}
+
+    net.train()
+    for _ in range(200):
+        x, g, labels = batch(32)
+        loss = attribute_loss(net(x, g), labels)["total"]
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    net.eval()
+    x, g, labels = batch(256)
+    with torch.no_grad():
+        err = (net(x, g)["position"] - labels["position"]).pow(2).mean().sqrt()
+        blind = (net(x)["position"] - labels["position"]).pow(2).mean().sqrt()
+    spread = labels["position"].std(0).mean()
+    assert err < 0.25 * spread and blind > spread

@@ -81,8 +81,9 @@ class _FixedHead(torch.nn.Module):
         super().__init__()
         self.logits = logits
 
-    def forward(self, x):
+    def forward(self, x, geometry):
         n = x.shape[0]
+        assert geometry.shape == (n, 4) and bool(((geometry >= 0) & (geometry <= 1)).all())
         out = {a: v[:n] for a, v in self.logits.items()}
         out["position"], out["position_logvar"] = torch.zeros(n, 2), torch.zeros(n, 2)
         return out
