@@ -70,11 +70,17 @@ class SceneParser(nn.Module):
         min_score: detections below this score are dropped (the paper uses 0.7 at the detector).
         part_classes: detector class id -> part name, for a detector trained in objects+parts mode.
         min_containment: share of a part's mask inside its object's for the part to belong to it.
+        merge_iou: object detections of different shape classes whose boxes overlap this much are
+            one object (None: keep torchvision's per-class detections). The detector's score of a
+            class is that class's softmax share, so one object seen as 60% ``suv`` and 35% ``wagon``
+            would otherwise get existence 0.6; merged it gets 0.95 (≈ 1 − P(background)) and its
+            shape comes from the attribute head. The highest-scoring detection's box and mask stay.
     """
 
     def __init__(self, detector: nn.Module, attribute_head: nn.Module, ontology: Ontology,
                  directions: dict[str, Sequence[float]], crop_size: int = 64, min_score: float = 0.5,
-                 part_classes: dict[int, str] | None = None, min_containment: float = 0.5):
+                 part_classes: dict[int, str] | None = None, min_containment: float = 0.5,
+                 merge_iou: float | None = 0.7):
         super().__init__()
         self.detector, self.attribute_head = detector, attribute_head
         self.ontology, self.crop_size, self.min_score = ontology, int(crop_size), float(min_score)
@@ -84,6 +90,7 @@ class SceneParser(nn.Module):
         if unknown:
             raise ValueError(f"part classes not in the ontology's part names: {sorted(unknown)}")
         self.min_containment = float(min_containment)
+        self.merge_iou = merge_iou
 
     @torch.no_grad()
     def parse(self, images: Sequence[torch.Tensor]) -> list[ParsedScene]:
@@ -91,6 +98,11 @@ class SceneParser(nn.Module):
         self.eval()
         out = []
         for img, det in zip(images, self.detector(list(images))):
+            det = dict(det)
+            if self.merge_iou is not None:
+                idx, merged = merge_classes(det["boxes"], det["scores"], det["labels"], set(self.part_classes),
+                                            self.merge_iou)
+                det = {k: det[k][idx] for k in ("boxes", "labels", "masks")} | {"scores": merged}
             keep = det["scores"] >= self.min_score
             boxes, scores, labels = det["boxes"][keep], det["scores"][keep], det["labels"][keep]
             masks = (det["masks"][keep, 0] >= 0.5) if len(boxes) else torch.zeros((0, *img.shape[1:]), dtype=torch.bool)
@@ -154,6 +166,38 @@ class SceneParser(nn.Module):
                 part_exist[i, k] = float(part_scores[j]) * (1.0 - same)
         return SceneLikelihoods(onto, scores.double().numpy(), attrs, pos, std, self.directions,
                                 onto.relation_margin, part_exist=part_exist, part_attributes=part_attrs)
+
+
+def merge_classes(boxes: torch.Tensor, scores: torch.Tensor, labels: torch.Tensor, part_ids: set[int],
+                  iou: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """Class-agnostic merge of per-class object detections (parts are kept as they are).
+
+    Greedy from the highest score: the detection absorbs the remaining object detections whose box
+    IoU with it is ≥ ``iou``; its score becomes the sum over the absorbed classes of each class's
+    best score (capped at 1). Returns (indices kept (K,), their scores (K,)), in score order."""
+    from torchvision.ops import box_iou
+
+    order = torch.argsort(scores, descending=True)
+    is_part = torch.tensor([int(c) in part_ids for c in labels], dtype=torch.bool)
+    ious = box_iou(boxes, boxes) if len(boxes) else torch.zeros((0, 0))
+    taken = torch.zeros(len(boxes), dtype=torch.bool)
+    keep, merged = [], []
+    for i in order.tolist():
+        if taken[i]:
+            continue
+        taken[i] = True
+        if is_part[i]:
+            keep.append(i)
+            merged.append(float(scores[i]))
+            continue
+        group = (~taken) & (~is_part) & (ious[i] >= iou)
+        best = {int(labels[i]): float(scores[i])}
+        for j in torch.nonzero(group).flatten().tolist():
+            best[int(labels[j])] = max(best.get(int(labels[j]), 0.0), float(scores[j]))
+        taken |= group
+        keep.append(i)
+        merged.append(min(1.0, sum(best.values())))
+    return torch.tensor(keep, dtype=torch.int64), torch.tensor(merged, dtype=scores.dtype)
 
 
 def _rows(heads: dict | None, rows: torch.Tensor) -> dict | None:

@@ -115,7 +115,8 @@ def test_parts_belong_to_the_object_that_contains_them():
     logits["color"] = _onehot(["red", "blue", "blue", "blue", "red"], "color")   # wheel differs, wing does not
     logits["material"] = _onehot(["metal", "rubber", "metal", "rubber", "metal"], "material")
     logits["partname"] = torch.zeros(rows, len(ONTO.part_names))
-    parser = SceneParser(det, _FixedHead(logits), ONTO, DIRS, crop_size=16, min_score=0.5, part_classes=names)
+    parser = SceneParser(det, _FixedHead(logits), ONTO, DIRS, crop_size=16, min_score=0.5, part_classes=names,
+                         merge_iou=None)  # rows of _FixedHead follow the detection order
     p = parser.parse([torch.rand(3, h, w)])[0]
     assert len(p.likelihoods) == 2 and list(p.part_owner) == [0, 1, -1]
     k_wheel, k_wing = ONTO.part_names.index("wheel_front_left"), ONTO.part_names.index("wing_left")
@@ -133,3 +134,18 @@ def test_parts_belong_to_the_object_that_contains_them():
     assert ProbabilisticExecutor(ONTO).run(prog, p.likelihoods).answer == "blue"
     p.likelihoods.attributes["shape"][0] = _onehot(["suv"], "shape", 1.0)[0].numpy()  # a car without that wheel
     assert argmax_scene(p.likelihoods).parts[0] == {}
+
+
+def test_per_class_detections_of_one_object_merge_into_one():
+    from parsers.scene.scene_parser import merge_classes
+
+    boxes = torch.tensor([[0, 0, 10, 10], [0, 0, 10, 11], [0, 0, 10, 10.5], [20, 20, 30, 30], [1, 1, 4, 4], [1, 1, 4, 4.2]],
+                         dtype=torch.float32)
+    scores = torch.tensor([0.5, 0.3, 0.1, 0.4, 0.6, 0.5])
+    labels = torch.tensor([1, 2, 2, 3, 30, 31])  # 30, 31: parts, never merged
+    idx, merged = merge_classes(boxes, scores, labels, {30, 31}, 0.7)
+    assert idx.tolist() == [4, 0, 5, 3]
+    # class 1 (0.5) + class 2's best (0.3; its 0.1 duplicate adds nothing)
+    assert merged.tolist() == pytest.approx([0.6, 0.8, 0.5, 0.4])
+    idx, merged = merge_classes(boxes[:0], scores[:0], labels[:0], set(), 0.7)
+    assert len(idx) == len(merged) == 0
