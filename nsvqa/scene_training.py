@@ -304,6 +304,7 @@ def detector_crops(detector: torch.nn.Module, vocab: dict, root: str | Path, spl
     from tqdm import tqdm
 
     from nsvqa.datasets import _image_tensor
+    from parsers.scene.scene_parser import merge_classes
 
     ds = AttributeCropDataset(root, split, crop_size, parts=parts)
     part_ids = set(vocab.get("part_class_ids", []))
@@ -314,6 +315,9 @@ def detector_crops(detector: torch.nn.Module, vocab: dict, root: str | Path, spl
         img = _image_tensor(ds.root / "images" / split / scene["image_filename"])
         with torch.no_grad():
             det = detector([img])[0]
+        # the parser's view of the detections: per-class duplicates of one object merged
+        idx, merged = merge_classes(det["boxes"], det["scores"], det["labels"], part_ids, 0.7)
+        det = {k: det[k][idx] for k in ("boxes", "labels", "masks")} | {"scores": merged}
         keep = det["scores"] >= min_score
         boxes, masks, cls = det["boxes"][keep], det["masks"][keep, 0] >= 0.5, det["labels"][keep]
         if not len(boxes):
