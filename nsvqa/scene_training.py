@@ -316,8 +316,8 @@ def detector_crops(detector: torch.nn.Module, vocab: dict, root: str | Path, spl
         with torch.no_grad():
             det = detector([img])[0]
         # the parser's view of the detections: per-class duplicates of one object merged
-        idx, merged = merge_classes(det["boxes"], det["scores"], det["labels"], part_ids, 0.7)
-        det = {k: det[k][idx] for k in ("boxes", "labels", "masks")} | {"scores": merged}
+        rows, merged = merge_classes(det["boxes"], det["scores"], det["labels"], part_ids, 0.7)
+        det = {k: det[k][rows] for k in ("boxes", "labels", "masks")} | {"scores": merged}
         keep = det["scores"] >= min_score
         boxes, masks, cls = det["boxes"][keep], det["masks"][keep, 0] >= 0.5, det["labels"][keep]
         if not len(boxes):

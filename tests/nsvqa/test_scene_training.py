@@ -213,8 +213,40 @@ def test_part_crops_are_the_listed_parts_plus_a_few_others(data):
 def test_a_head_trained_for_another_runs_detector(run, data, tmp_path, load_script):
     head_dir = tmp_path / "head"
     load_script("train_scene_parser").main(["--data", str(data), "--out", str(head_dir), "--stage", "attributes",
-                                            "--detector", str(run / "detector.pt"), *TINY])
+                                            "--detector", str(run / "detector.pt"), "--min-score", "0.0", *TINY])
     assert not (head_dir / "detector.pt").exists()
     assert bool((load_checkpoint(head_dir / "crops_train_det.pt")["state_dict"]["source"] == 1).all())
     parser = scene_training.load_scene_parser(head_dir, min_score=0.0)
     assert parser.parse([torch.rand(3, 48, 64)])[0].likelihoods.attributes["shape"].shape[1] == 21
+
+
+def test_detector_crops_carry_the_labels_of_the_ground_truth_they_match(data):
+    """A detector that returns the ground-truth masks (in shuffled order, plus a miss) gets every
+    object matched to its own labels."""
+    from nsvqa.generation.annotations import rle_to_mask
+
+    scenes = _scenes(data, "train")[:2]
+
+    class Oracle(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.calls = iter(scenes)
+
+        def forward(self, images):
+            s = next(self.calls)
+            objs = s["objects"][::-1]
+            masks = [torch.from_numpy(rle_to_mask(o["mask"])).bool() for o in objs]
+            boxes = [[o["bbox"][0], o["bbox"][1], o["bbox"][0] + o["bbox"][2], o["bbox"][1] + o["bbox"][3]] for o in objs]
+            miss = torch.zeros_like(masks[0])
+            miss[:2, :2] = True
+            return [{"boxes": torch.tensor(boxes + [[0, 0, 2, 2]], dtype=torch.float32),
+                     "labels": torch.tensor([1] * len(objs) + [2]), "scores": torch.ones(len(objs) + 1),
+                     "masks": torch.stack(masks + [miss])[:, None].float()}]
+
+    crops = scene_training.detector_crops(Oracle(), {"part_class_ids": []}, data, "train", 16, 2, 0.5, 0.5,
+                                          parts=False, progress=False)
+    objects = [o for s in scenes for o in s["objects"]]
+    assert len(crops) == len(objects) and bool((crops.source == 1).all())
+    shapes = sorted(ONTO.values("shape").index(o["shape"]) for o in objects)
+    assert sorted(crops.labels["shape"].tolist()) == shapes
+    assert sorted(crops.labels["color"].tolist()) == sorted(ONTO.values("color").index(o["color"]) for o in objects)
