@@ -403,9 +403,12 @@ def load_scene_parser(run_dir: str | Path, min_score: float | None = None):
     dv = det_ck["vocabularies"]
     parts = {int(k): dv["classes"][str(k)] for k in dv.get("part_class_ids", [])}
     cfg = head_ck["config"]
-    return SceneParser(detector_from_checkpoint(det_ck), head_from_checkpoint(head_ck), load_ontology("superclevr"),
-                       head_ck["vocabularies"]["directions"], cfg["crop_size"],
-                       cfg["min_score"] if min_score is None else min_score, parts)
+    parser = SceneParser(detector_from_checkpoint(det_ck), head_from_checkpoint(head_ck), load_ontology("superclevr"),
+                         head_ck["vocabularies"]["directions"], cfg["crop_size"],
+                         cfg["min_score"] if min_score is None else min_score, parts)
+    parser.detector_classes = dict(dv["classes"])  # class id (str) -> name, for the outputs
+    parser.detector_path = str(det_path)
+    return parser
 
 
 def head_from_checkpoint(ckpt: dict) -> AttributeHead:

@@ -40,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     from nsvqa.datasets import _image_tensor
     from nsvqa.fileio import write_json_atomic
     from nsvqa.scene_eval import FORMAT_VERSION, scene_record
-    from nsvqa.scene_training import load_checkpoint, load_scene_parser
+    from nsvqa.scene_training import load_scene_parser
 
     args = get_args_parser().parse_args(argv)
     if args.threads:
@@ -66,8 +66,9 @@ def main(argv: list[str] | None = None) -> int:
                 scene = parsed.symbolic()
                 scene.image_filename = name
                 symbolic.append(dict(scene.to_json(), split=args.split))
-    classes = load_checkpoint(Path(args.checkpoint) / "detector.pt", kind="detector")["vocabularies"]["classes"]
-    write_json_atomic(args.out, {"version": FORMAT_VERSION, "checkpoint": str(args.checkpoint), "data": str(data),
+    classes = parser.detector_classes
+    write_json_atomic(args.out, {"version": FORMAT_VERSION, "checkpoint": str(args.checkpoint),
+                                 "detector": parser.detector_path, "data": str(data),
                                  "split": args.split, "min_score": parser.min_score, "detector_classes": classes,
                                  "scenes": records})
     if args.scenes_out:

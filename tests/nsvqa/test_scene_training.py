@@ -218,6 +218,9 @@ def test_a_head_trained_for_another_runs_detector(run, data, tmp_path, load_scri
     assert bool((load_checkpoint(head_dir / "crops_train_det.pt")["state_dict"]["source"] == 1).all())
     parser = scene_training.load_scene_parser(head_dir, min_score=0.0)
     assert parser.parse([torch.rand(3, 48, 64)])[0].likelihoods.attributes["shape"].shape[1] == 21
+    load_script("parse_scenes").main(["--checkpoint", str(head_dir), "--data", str(data), "--split", "val",
+                                      "--out", str(tmp_path / "p.json"), "--no-progress"])
+    assert json.loads((tmp_path / "p.json").read_text())["detector"] == str(run / "detector.pt")
 
 
 def test_detector_crops_carry_the_labels_of_the_ground_truth_they_match(data):
