@@ -1,7 +1,7 @@
 # nsvqa — build, demo, test and benchmark entry points.
 #   make demo    set up .venv if needed, run the executors demo
 #   make test    set up .venv if needed, run the test suite (2 workers)
-#   make bench   set up .venv if needed, run the executor, generator and question benchmarks
+#   make bench   set up .venv if needed, run the executor, generator, question and scene-parser benchmarks
 #   make clean   remove build outputs and caches (keeps .venv); `make distclean` also removes .venv
 
 SHELL := /bin/bash
@@ -24,7 +24,7 @@ APT_PACKAGES := libegl1 libgl1-mesa-dri libgles2 libegl-mesa0
 help:
 	@echo "make demo   - run the executors demo (creates .venv on first use)"
 	@echo "make test   - run the test suite with 2 workers (creates .venv on first use)"
-	@echo "make bench  - run the executor, generator and question benchmarks"
+	@echo "make bench  - run the executor, generator, question and scene-parser benchmarks"
 	@echo "make clean  - remove build outputs and caches; make distclean also removes .venv"
 
 # editable_mode=compat puts the repo root on sys.path (a .pth), so top-level packages created after
@@ -66,6 +66,7 @@ bench: apt venv
 	$(PY) benchmarks/bench_executor.py
 	$(PY) benchmarks/bench_generator.py
 	$(PY) benchmarks/bench_questions.py
+	$(PY) benchmarks/bench_scene_parser.py --profiles tiny mini
 
 clean:
 	rm -rf build dist *.egg-info .pytest_cache .hypothesis

@@ -1,0 +1,129 @@
+"""Scene-parser speed per profile: detector training iterations, attribute-head steps, parsing.
+
+    python benchmarks/bench_scene_parser.py [--profiles tiny mini full] [--iterations 5] [--device cuda]
+
+Synthetic inputs of the profile's real sizes (images of the generator's size with 6 box/mask
+targets; crops of the head's size), so no dataset is needed: it answers "how long would the
+profile's schedule take on this machine". Times are medians after one warm-up step. Writes
+runs/bench/bench_scene_parser.json and prints a table with the projected schedule time.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+IMAGE_SIZES = {"tiny": (48, 64), "mini": (240, 320), "full": (480, 640)}
+
+
+def get_args_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--profiles", nargs="+", default=["tiny", "mini", "full"])
+    p.add_argument("--iterations", type=int, default=5)
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--threads", type=int, default=None)
+    p.add_argument("--out", type=Path, default=REPO / "runs" / "bench" / "bench_scene_parser.json")
+    return p
+
+
+def _targets(batch: int, h: int, w: int, num_classes: int, device):
+    import torch
+
+    g = torch.Generator().manual_seed(0)
+    images, targets = [], []
+    for _ in range(batch):
+        img = torch.rand(3, h, w, generator=g)
+        boxes, masks = [], torch.zeros((6, h, w), dtype=torch.uint8)
+        for k in range(6):
+            bw, bh = w // 8, h // 8
+            x0, y0 = (k % 3) * w // 3 + 4, (k // 3) * h // 2 + 4
+            boxes.append([x0, y0, x0 + bw, y0 + bh])
+            masks[k, y0:y0 + bh, x0:x0 + bw] = 1
+        images.append(img.to(device))
+        targets.append({"boxes": torch.tensor(boxes, dtype=torch.float32, device=device),
+                        "labels": torch.randint(1, num_classes, (6,), generator=g).to(device),
+                        "masks": masks.to(device)})
+    return images, targets
+
+
+def _median_time(step, n: int, device: str) -> float:
+    import torch
+
+    step()  # warm-up
+    times = []
+    for _ in range(n):
+        if device.startswith("cuda"):
+            torch.cuda.synchronize()
+        t = time.perf_counter()
+        step()
+        if device.startswith("cuda"):
+            torch.cuda.synchronize()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def main(argv: list[str] | None = None) -> int:
+    import torch
+
+    from nsvqa.fileio import write_json_atomic
+    from nsvqa.scene_training import PROFILES, attribute_vocabulary
+    from parsers.scene.attribute_head import PROFILES as HEAD, AttributeHead, attribute_loss
+    from parsers.scene.detector import build_detector
+
+    args = get_args_parser().parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    dev = torch.device(args.device)
+    vocab = attribute_vocabulary()
+    rows = []
+    for prof in args.profiles:
+        sched, (h, w) = PROFILES[prof], IMAGE_SIZES[prof]
+        det = build_detector(22, h, w, prof).to(dev).train()
+        opt = torch.optim.AdamW(det.parameters(), lr=1e-4)
+        images, targets = _targets(sched.det_batch, h, w, 22, dev)
+
+        def det_step():
+            loss = sum(det(images, targets).values())
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+
+        det_s = _median_time(det_step, args.iterations, args.device)
+        det.eval()
+        with torch.no_grad():
+            infer_s = _median_time(lambda: det(images), args.iterations, args.device) / len(images)
+        hp = HEAD[prof]
+        head = AttributeHead.from_profile({a: len(v) for a, v in vocab.items()}, prof).to(dev).train()
+        hopt = torch.optim.AdamW(head.parameters(), lr=1e-3)
+        b = sched.attr_batch
+        x, geo = torch.rand(b, 4, hp.crop_size, hp.crop_size, device=dev), torch.rand(b, 4, device=dev)
+        labels = {a: torch.randint(0, len(v), (b,), device=dev) for a, v in vocab.items()}
+        labels |= {"kind": torch.zeros(b, dtype=torch.long, device=dev), "position": torch.rand(b, 2, device=dev)}
+
+        def head_step():
+            loss = attribute_loss(head(x, geo), labels)["total"]
+            hopt.zero_grad()
+            loss.backward()
+            hopt.step()
+
+        head_s = _median_time(head_step, args.iterations, args.device)
+        rows.append({"profile": prof, "image": f"{w}x{h}", "det_batch": sched.det_batch,
+                     "det_s_per_iteration": det_s, "det_schedule_hours": det_s * sched.det_iterations / 3600,
+                     "det_inference_s_per_image": infer_s, "head_batch": b, "crop": hp.crop_size,
+                     "head_s_per_step": head_s})
+        print(f"{prof:5} {w}x{h}  detector {det_s:7.3f} s/it (batch {sched.det_batch}; "
+              f"{sched.det_iterations} its = {rows[-1]['det_schedule_hours']:.2f} h)  inference {infer_s:.3f} s/img  "
+              f"head {head_s:.3f} s/step (batch {b}, {hp.crop_size} px)", flush=True)
+    write_json_atomic(args.out, {"device": args.device, "torch": torch.__version__, "machine": platform.machine(),
+                                 "threads": torch.get_num_threads(), "rows": rows})
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
