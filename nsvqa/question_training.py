@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -24,7 +24,7 @@ from executors.io import load_scenes, normalize_answer, question_scene, scene_lo
 from executors.ontology import Ontology, load_ontology
 from nsvqa.checkpoint import load_checkpoint, save_checkpoint
 from nsvqa.question_eval import QuestionItem, read_question_items, score_parses
-from nsvqa.training import RunDir, check_finite, seed_everything
+from nsvqa.training import RunDir, check_finite, resolve_config, seed_everything
 from parsers.question.decode import ids_to_program
 from parsers.question.question_parser import QuestionParser
 from parsers.question.seq2seq import PROFILES as NET_PROFILES, Seq2Seq, pad_sequences
@@ -87,15 +87,8 @@ class QuestionParserConfig:
     @classmethod
     def resolve(cls, data: str | Path, profile: str = "mini", **overrides: Any) -> "QuestionParserConfig":
         """Profile defaults (schedule and network), then every override that is not None."""
-        if profile not in PROFILES:
-            raise KeyError(f"unknown profile {profile!r}; valid: {sorted(PROFILES)}")
-        base = asdict(PROFILES[profile]) | asdict(NET_PROFILES[profile])
-        names = {f.name for f in fields(cls)}
-        unknown = set(overrides) - names
-        if unknown:
-            raise TypeError(f"unknown config fields {sorted(unknown)}; valid: {sorted(names)}")
-        base.update({k: v for k, v in overrides.items() if v is not None})
-        cfg = cls(data=str(data), profile=profile, **base)
+        defaults = asdict(PROFILES[profile]) | asdict(NET_PROFILES[profile]) if profile in PROFILES else {}
+        cfg = resolve_config(cls, data, profile, PROFILES, defaults, overrides)
         for k in ("steps", "reinforce_steps", "val_questions"):
             if getattr(cfg, k) < 0:
                 raise ValueError(f"{k} must be >= 0, got {getattr(cfg, k)}")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -21,7 +21,7 @@ import torch
 from executors import load_ontology
 from nsvqa.checkpoint import load_checkpoint, save_checkpoint
 from nsvqa.datasets import OBJECT_ATTRIBUTES, PART_ATTRIBUTES, AttributeCropDataset, DetectionDataset
-from nsvqa.training import RunDir, check_finite, seed_everything
+from nsvqa.training import RunDir, check_finite, resolve_config, seed_everything
 from parsers.scene.attribute_head import PROFILES as HEAD_PROFILES, AttributeHead, attribute_loss
 from parsers.scene.crops import box_geometry, crop_instance
 from parsers.scene.detector import build_detector
@@ -82,16 +82,9 @@ class SceneParserConfig:
     @classmethod
     def resolve(cls, data: str, profile: str = "mini", **overrides: Any) -> "SceneParserConfig":
         """Profile defaults, then every override that is not None."""
-        if profile not in PROFILES:
-            raise KeyError(f"unknown profile {profile!r}; valid: {sorted(PROFILES)}")
-        base = asdict(PROFILES[profile])
-        base["crop_size"] = HEAD_PROFILES[profile].crop_size
-        names = {f.name for f in fields(cls)}
-        unknown = set(overrides) - names
-        if unknown:
-            raise TypeError(f"unknown config fields {sorted(unknown)}; valid: {sorted(names)}")
-        base.update({k: v for k, v in overrides.items() if v is not None})
-        cfg = cls(data=str(data), profile=profile, **base)
+        defaults = (asdict(PROFILES[profile]) | {"crop_size": HEAD_PROFILES[profile].crop_size}
+                    if profile in PROFILES else {})
+        cfg = resolve_config(cls, data, profile, PROFILES, defaults, overrides)
         if cfg.stage not in STAGES:
             raise ValueError(f"stage must be one of {STAGES}, got {cfg.stage!r}")
         return cfg
