@@ -24,7 +24,7 @@ from executors.io import load_scenes, normalize_answer, question_scene, scene_lo
 from executors.ontology import Ontology, load_ontology
 from nsvqa.checkpoint import load_checkpoint, save_checkpoint
 from nsvqa.question_eval import QuestionItem, read_question_items, score_parses
-from nsvqa.training import RunDir, check_finite, resolve_config, seed_everything
+from nsvqa.training import RunDir, check_finite, resolve_config, seed_everything, warmup_cosine
 from parsers.question.decode import ids_to_program
 from parsers.question.question_parser import QuestionParser
 from parsers.question.seq2seq import PROFILES as NET_PROFILES, Seq2Seq, pad_sequences
@@ -181,14 +181,6 @@ def parser_from_checkpoint(path: str | Path, device: str = "cpu") -> QuestionPar
     return QuestionParser.from_payload(ck, where=str(path), device=device)
 
 
-def _lr_lambda(total: int, warmup: int):
-    def f(step: int) -> float:
-        if step < warmup:
-            return (step + 1) / warmup
-        return 0.05 + 0.95 * 0.5 * (1 + math.cos(math.pi * min(1.0, (step - warmup) / max(1, total - warmup))))
-    return f
-
-
 def evaluate(parser: QuestionParser, items: Sequence[QuestionItem], scenes=None, beam_size: int = 1) -> dict:
     """Exact / valid (/ answer accuracy with scenes) of ``parser`` on ``items``."""
     parsed = parser.parse([it.question for it in items], beam_size=beam_size)
@@ -254,7 +246,7 @@ class _Trainer:
 
         cfg = self.cfg
         opt = torch.optim.Adam(self.model.parameters(), lr=cfg.lr)
-        sched = torch.optim.lr_scheduler.LambdaLR(opt, _lr_lambda(cfg.steps, min(200, max(1, cfg.steps // 20))))
+        sched = torch.optim.lr_scheduler.LambdaLR(opt, warmup_cosine(cfg.steps, min(200, max(1, cfg.steps // 20))))
         start = 0
         ts = self.ck["train_state"] if self.ck is not None else {}
         if ts.get("stage") == "supervised":

@@ -26,35 +26,20 @@ import numpy as np
 
 from executors import DeterministicExecutor, Ontology, ProbabilisticExecutor, SceneLikelihoods, load_ontology
 from executors.errors import ExecutionError
+from nsvqa.generation.annotations import coco_rle, mask_to_rle
 
 FORMAT_VERSION = 1
-OBJECT_ATTRIBUTES = ("shape", "color", "material", "size", "texture")
-
-
-def encode_mask(mask: np.ndarray) -> dict:
-    """(H, W) bool -> COCO RLE with ``counts`` as str (JSON-ready)."""
-    from pycocotools import mask as mask_utils
-
-    rle = mask_utils.encode(np.asfortranarray(mask.astype(np.uint8)))
-    return {"size": [int(s) for s in rle["size"]], "counts": rle["counts"].decode("ascii")}
-
-
-def _rle(r: dict) -> dict:
-    out = dict(r)
-    if isinstance(out["counts"], str):
-        out["counts"] = out["counts"].encode("ascii")
-    return out
 
 
 def scene_record(parsed, image_index: int, image_filename: str | None) -> dict:
     """One ``scenes`` entry of likelihoods.json from a :class:`ParsedScene`."""
     parsed.likelihoods.image_index = image_index
-    dets = [{"box": [float(v) for v in b], "score": float(s), "label": int(c), "mask": encode_mask(m)}
+    dets = [{"box": [float(v) for v in b], "score": float(s), "label": int(c), "mask": mask_to_rle(m)[0]}
             for b, s, c, m in zip(parsed.boxes, parsed.scores, parsed.labels, parsed.masks)]
     parts = []
     if parsed.part_masks is not None:
         parts = [{"object": int(o), "box": [float(v) for v in b], "score": float(s), "label": int(c),
-                  "mask": encode_mask(m)}
+                  "mask": mask_to_rle(m)[0]}
                  for o, b, s, c, m in zip(parsed.part_owner, parsed.part_boxes, parsed.part_scores,
                                           parsed.part_labels, parsed.part_masks)]
     return {"image_index": int(image_index), "image_filename": image_filename,
@@ -145,7 +130,7 @@ def coco_ap(gt_path: str | Path, results: list[dict], image_ids: Sequence[int],
                 out[key] = {"AP": 0.0, "AP50": 0.0, "AP75": 0.0}
                 continue
             with contextlib.redirect_stdout(io.StringIO()):
-                dt = gt.loadRes([dict(r, segmentation=_rle(r["segmentation"])) for r in res])
+                dt = gt.loadRes([dict(r, segmentation=coco_rle(r["segmentation"])) for r in res])
                 ev = COCOeval(gt, dt, iou_type)
                 ev.params.imgIds = list(image_ids)
                 if category_ids is not None:
@@ -168,7 +153,7 @@ def match_objects(det_masks: Sequence[dict], gt_masks: Sequence[dict], min_iou: 
 
     if not det_masks or not gt_masks:
         return []
-    iou = np.asarray(mask_utils.iou([_rle(m) for m in det_masks], [_rle(m) for m in gt_masks], [0] * len(gt_masks)))
+    iou = np.asarray(mask_utils.iou([coco_rle(m) for m in det_masks], [coco_rle(m) for m in gt_masks], [0] * len(gt_masks)))
     rows, cols = linear_sum_assignment(-iou)
     return [(int(r), int(c)) for r, c in zip(rows, cols) if iou[r, c] >= min_iou]
 
@@ -177,6 +162,8 @@ def attribute_accuracy(doc: dict, liks: Sequence[SceneLikelihoods], gt_scenes: d
                        min_iou: float = 0.5) -> dict[str, Any]:
     """Matched-object metrics: per-attribute argmax accuracy over matched objects (and over matched
     listed parts), detection precision / recall at the parser's score cut, position RMSE."""
+    from nsvqa.datasets import OBJECT_ATTRIBUTES  # loads torch: only here, not on import
+
     onto = liks[0].ontology if liks else load_ontology("superclevr")
     correct = {a: 0 for a in OBJECT_ATTRIBUTES}
     part_correct: dict[str, int] = {}

@@ -20,8 +20,8 @@ import torch
 
 from executors import load_ontology
 from nsvqa.checkpoint import load_checkpoint, save_checkpoint
-from nsvqa.datasets import OBJECT_ATTRIBUTES, PART_ATTRIBUTES, AttributeCropDataset, DetectionDataset
-from nsvqa.training import RunDir, check_finite, resolve_config, seed_everything
+from nsvqa.datasets import OBJECT_ATTRIBUTES, PART_ATTRIBUTES, AttributeCropDataset, CropItem, DetectionDataset
+from nsvqa.training import RunDir, check_finite, resolve_config, seed_everything, warmup_cosine
 from parsers.scene.attribute_head import PROFILES as HEAD_PROFILES, AttributeHead, attribute_loss
 from parsers.scene.crops import box_geometry, crop_instance
 from parsers.scene.detector import build_detector
@@ -77,7 +77,6 @@ class SceneParserConfig:
     detector: str | None = None        # detector.pt of another run (default: RUN_DIR/detector.pt)
     min_score: float = 0.5
     match_iou: float = 0.5
-    workers: int = 0
 
     @classmethod
     def resolve(cls, data: str, profile: str = "mini", **overrides: Any) -> "SceneParserConfig":
@@ -91,14 +90,6 @@ class SceneParserConfig:
 
 
 # --------------------------------------------------------------------------------------- detector
-
-def _lr_lambda(total: int, warmup: int):
-    def f(step: int) -> float:
-        if step < warmup:
-            return (step + 1) / warmup
-        return 0.5 * (1 + math.cos(math.pi * min(1.0, (step - warmup) / max(1, total - warmup)))) * 0.95 + 0.05
-    return f
-
 
 def _batch_indices(n: int, batch: int, step: int, seed: int) -> list[int]:
     """The dataset indices of step ``step``: consecutive slices of a per-epoch permutation."""
@@ -142,7 +133,7 @@ def train_detector(cfg: SceneParserConfig, run: RunDir, *, resume: bool = False,
     params = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=cfg.det_lr, weight_decay=1e-4)
     warmup = min(500, max(1, cfg.det_iterations // 10))
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, _lr_lambda(cfg.det_iterations, warmup))
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, warmup_cosine(cfg.det_iterations, warmup))
     path = run.path / "detector.pt"
     start = 0
     if resume and path.exists():
@@ -272,7 +263,7 @@ def gt_crops(root: str | Path, split: str, crop_size: int, parts: bool, limit: i
             for oi, o in enumerate(ds.scenes[idx]["objects"]):
                 others = sorted(set(o.get("part_masks", {})) - set(o.get("parts", {})))
                 for name in rng.permutation(others)[:extra_parts] if others else []:
-                    by_image.setdefault(idx, []).append(_Item(idx, oi, str(name)))
+                    by_image.setdefault(idx, []).append(CropItem(idx, oi, str(name)))
     crops, labels, geometry = [], [], []
     for idx in tqdm(wanted, desc=f"crops {split}", disable=not progress):
         scene = ds.scenes[idx]
@@ -292,11 +283,11 @@ def detector_crops(detector: torch.nn.Module, vocab: dict, root: str | Path, spl
                    progress: bool = True) -> CropSet:
     """Crops of detector masks matched one-to-one to ground-truth masks by mask IoU (Hungarian on
     IoU, pairs under ``match_iou`` dropped), labelled with the matched ground truth."""
-    from pycocotools import mask as mask_utils
-    from scipy.optimize import linear_sum_assignment
     from tqdm import tqdm
 
     from nsvqa.datasets import _image_tensor
+    from nsvqa.generation.annotations import mask_to_rle
+    from nsvqa.scene_eval import match_objects
     from parsers.scene.scene_parser import merge_classes
 
     ds = AttributeCropDataset(root, split, crop_size, parts=parts)
@@ -315,23 +306,17 @@ def detector_crops(detector: torch.nn.Module, vocab: dict, root: str | Path, spl
         boxes, masks, cls = det["boxes"][keep], det["masks"][keep, 0] >= 0.5, det["labels"][keep]
         if not len(boxes):
             continue
-        det_rles = mask_utils.encode(np.asfortranarray(masks.numpy().transpose(1, 2, 0).astype(np.uint8)))
+        det_rles = [mask_to_rle(m)[0] for m in masks.numpy()]
         for want_part in ((False, True) if parts else (False,)):
             sel = [k for k in range(len(cls)) if (int(cls[k]) in part_ids) == want_part]
             gts = []  # (CropItem-like labels, rle)
             for oi, o in enumerate(scene["objects"]):
                 if not want_part:
-                    gts.append((ds.labels(_Item(idx, oi, None)), o["mask"]))
+                    gts.append((ds.labels(CropItem(idx, oi, None)), o["mask"]))
                 else:
-                    gts += [(ds.labels(_Item(idx, oi, name)), pm["mask"]) for name, pm in sorted(o["part_masks"].items())]
-            if not sel or not gts:
-                continue
-            gt_rles = [_coco_rle(r) for _, r in gts]
-            iou = mask_utils.iou([det_rles[k] for k in sel], gt_rles, [0] * len(gt_rles))
-            rows, cols = linear_sum_assignment(-np.asarray(iou))
-            for r, c in zip(rows, cols):
-                if iou[r, c] < match_iou:
-                    continue
+                    gts += [(ds.labels(CropItem(idx, oi, name)), pm["mask"])
+                            for name, pm in sorted(o["part_masks"].items())]
+            for r, c in match_objects([det_rles[k] for k in sel], [m for _, m in gts], match_iou):
                 k = sel[r]
                 b = boxes[k]
                 box = [float(b[0]), float(b[1]), float(b[2] - b[0]), float(b[3] - b[1])]
@@ -339,21 +324,6 @@ def detector_crops(detector: torch.nn.Module, vocab: dict, root: str | Path, spl
                 geometry.append(box_geometry(box, *img.shape[1:]))
                 labels.append(gts[c][0])
     return CropSet.build(crops, labels, 1, crop_size, geometry)
-
-
-@dataclass(frozen=True)
-class _Item:
-    image_index: int
-    object_index: int
-    part: str | None
-
-
-def _coco_rle(rle: dict) -> dict:
-    """The generator's RLE (counts as str) in the form pycocotools' C code takes (bytes)."""
-    out = dict(rle)
-    if isinstance(out.get("counts"), str):
-        out["counts"] = out["counts"].encode("ascii")
-    return out
 
 
 # -------------------------------------------------------------------------------- attribute head
@@ -484,7 +454,7 @@ def train_attributes(cfg: SceneParserConfig, run: RunDir, *, resume: bool = Fals
     # the incomplete last batch is dropped (a batch of one breaks BatchNorm); every epoch reshuffles
     steps_per_epoch = max(1, len(train_set) // cfg.attr_batch)
     total = cfg.attr_epochs * steps_per_epoch
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, _lr_lambda(total, max(1, steps_per_epoch // 2)))
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, warmup_cosine(total, max(1, steps_per_epoch // 2)))
     path = run.path / "attributes.pt"
     start_epoch = 0
     if resume and path.exists():

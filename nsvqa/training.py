@@ -54,6 +54,16 @@ def resolve_config(cls: type, data: Any, profile: str, profiles: Mapping[str, An
     return cls(data=str(data), profile=profile, **base)
 
 
+def warmup_cosine(total: int, warmup: int):
+    """LambdaLR factor of step s: linear warm-up over ``warmup`` steps, then a cosine from 1 down to
+    0.05 at ``total``."""
+    def factor(step: int) -> float:
+        if step < warmup:
+            return (step + 1) / warmup
+        return 0.05 + 0.95 * 0.5 * (1 + math.cos(math.pi * min(1.0, (step - warmup) / max(1, total - warmup))))
+    return factor
+
+
 def check_finite(losses: Mapping[str, Any], step: int) -> None:
     """Raise :class:`NonFiniteLoss` naming the step and every loss if one is not finite."""
     values = {k: float(v) for k, v in losses.items()}

@@ -17,6 +17,13 @@ import torch
 from nsvqa.scene_training import PROFILES, STAGES, SceneParserConfig, train_scene_parser
 
 
+# config fields settable from the command line (--det-iterations ...), with their types
+OVERRIDES = (("det_iterations", int), ("det_batch", int), ("det_lr", float), ("attr_epochs", int),
+             ("attr_batch", int), ("attr_lr", float), ("det_crop_images", int), ("checkpoint_every", int),
+             ("crop_size", int), ("max_train_images", int), ("min_score", float), ("extra_parts", int),
+             ("detector", str))
+
+
 def get_args_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--data", required=True, help="the variant folder ROOT/VARIANT")
@@ -31,10 +38,7 @@ def get_args_parser() -> argparse.ArgumentParser:
     p.add_argument("--resume", action="store_true", help="continue from the checkpoints in --out")
     p.add_argument("--no-progress", action="store_true")
     g = p.add_argument_group("overrides of the profile's schedule")
-    for name, typ in (("det_iterations", int), ("det_batch", int), ("det_lr", float), ("attr_epochs", int),
-                      ("attr_batch", int), ("attr_lr", float), ("det_crop_images", int), ("checkpoint_every", int),
-                      ("crop_size", int), ("max_train_images", int), ("min_score", float), ("workers", int),
-                      ("extra_parts", int), ("detector", str)):
+    for name, typ in OVERRIDES:
         g.add_argument("--" + name.replace("_", "-"), dest=name, type=typ, default=None)
     g.add_argument("--no-part-crops", dest="attr_parts", action="store_false", default=None,
                    help="train the head on object crops only")
@@ -45,10 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     args = get_args_parser().parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
-    over = {k: getattr(args, k) for k in ("mode", "stage", "seed", "device", "det_iterations", "det_batch", "det_lr",
-                                          "attr_epochs", "attr_batch", "attr_lr", "det_crop_images", "checkpoint_every",
-                                          "crop_size", "max_train_images", "min_score", "workers", "attr_parts",
-                                          "extra_parts", "detector")}
+    over = {k: getattr(args, k) for k in ("mode", "stage", "seed", "device", "attr_parts", *dict(OVERRIDES))}
     cfg = SceneParserConfig.resolve(args.data, args.profile, **over)
     run = train_scene_parser(cfg, args.out, resume=args.resume, progress=not args.no_progress)
     print(f"run directory: {run.path}")

@@ -48,13 +48,18 @@ def label_rles(labels: np.ndarray, wanted: Sequence[int]) -> dict[int, tuple[dic
     return out
 
 
+def coco_rle(rle: dict) -> dict:
+    """A COCO RLE in the form pycocotools' C functions take (``counts`` as bytes); the files hold
+    ``counts`` as a string."""
+    counts = rle["counts"]
+    return {"size": list(rle["size"]), "counts": counts.encode("ascii") if isinstance(counts, str) else counts}
+
+
 def rle_to_mask(rle: dict) -> np.ndarray:
     """Boolean (H, W) mask of a COCO RLE dict (string or bytes counts)."""
     from pycocotools import mask as mask_util
 
-    counts = rle["counts"]
-    r = {"size": list(rle["size"]), "counts": counts.encode("ascii") if isinstance(counts, str) else counts}
-    return mask_util.decode(r).astype(bool)
+    return mask_util.decode(coco_rle(rle)).astype(bool)
 
 
 def categories(shapes: Sequence[str], part_names: Sequence[str]) -> list[dict]:
@@ -88,7 +93,7 @@ def coco_from_scenes(scenes: Iterable[dict], shapes: Sequence[str], part_names: 
 def _ann(aid: int, iid: int, cid: int, rle: dict, bbox: list[float], obj: int, part: str | None = None) -> dict:
     from pycocotools import mask as mask_util
 
-    area = float(mask_util.area({"size": rle["size"], "counts": rle["counts"].encode("ascii")}))
+    area = float(mask_util.area(coco_rle(rle)))
     a = {"id": aid, "image_id": iid, "category_id": cid, "segmentation": rle, "area": area,
          "bbox": bbox, "iscrowd": 0, "object_index": obj}
     if part is not None:

@@ -184,7 +184,10 @@ def test_a_wrong_parse_scores_lower(data):
 
 
 def test_match_objects_is_one_to_one_by_mask_iou():
-    from nsvqa.scene_eval import encode_mask
+    from nsvqa.generation.annotations import mask_to_rle
+
+    def encode_mask(mask):
+        return mask_to_rle(mask)[0]
 
     m = np.zeros((3, 10, 10), dtype=bool)
     m[0, :5, :5] = True
