@@ -839,6 +839,12 @@ class QuestionGenerator:
         tries_per_template: attempts of one template in one pass before the next template.
         fruitless_passes: passes over all templates without a new question that end the search.
         use_texture: allow texture filters (never texture ``none``); off by default.
+        unambiguous_part_names: reject a question whose program filters a part name that the
+            question's words cannot determine. Super-CLEVR spells 17 spoken part names with two
+            keys (``front_right_wheel`` on some vehicles, ``wheel_front_right`` on others) and a
+            program must use the key of the vehicle's model; when the question does not name the
+            model (or a category whose models all use one key), the key is a guess from the text
+            alone. On by default; off reproduces the official engine, which asks such questions.
         balance_ratio, balance_slack: the answer-balancing rule (:meth:`is_balanced`).
 
     Attributes:
@@ -856,6 +862,7 @@ class QuestionGenerator:
     tries_per_template: int = 3
     fruitless_passes: int = 2
     use_texture: bool = False
+    unambiguous_part_names: bool = True
     balance_ratio: float = 1.5
     balance_slack: int = 2
     answer_counts: dict[str, Counter] = field(default_factory=lambda: defaultdict(Counter), init=False)
@@ -881,6 +888,11 @@ class QuestionGenerator:
             kw = _name_words(onto.spoken_value("partname", key))
             self._visual_names[key] = frozenset({n for n in onto.part_names if kw <= words[n]} | set(names))
         self._generic_keys = {k: tuple(sorted(v)) for k, v in self._generic_keys.items()}
+        # spoken part names with several keys: key -> the other keys spoken alike
+        spoken: dict[str, list[str]] = defaultdict(list)
+        for n in onto.part_names:
+            spoken[onto.spoken_value("partname", n)].append(n)
+        self._alike_keys = {n: frozenset(ks) - {n} for ks in spoken.values() if len(ks) > 1 for n in ks}
 
     @classmethod
     def default(cls, **kw) -> "QuestionGenerator":
@@ -969,8 +981,8 @@ class QuestionGenerator:
                             report["rejected"]["balance"] += 1
                             continue
                         rec = self._record(core, idx, scene, redundancy, seed, k)
-                        if rec is None:
-                            report["rejected"]["render"] += 1
+                        if isinstance(rec, str):
+                            report["rejected"][rec] += 1
                             continue
                         seen.add(core.key)
                         self.answer_counts[tpl.family][core.answer] += 1
@@ -1449,18 +1461,58 @@ class QuestionGenerator:
         return anchors
 
     # ------------------------------------------------------------------ records
-    def _record(self, core: _Core, idx: _SceneIndex, scene: Mapping, level: str, seed: int, k: int) -> dict | None:
+    def ambiguous_part_name(self, nodes: Sequence[Node]) -> str | None:
+        """The first part-name filter value of a program that its question's words cannot
+        determine, else None (see ``unambiguous_part_names``).
+
+        A key spoken like another key is determined when the shape filters on the chain of
+        objects whose parts are filtered leave only models that use this key among the models
+        having a part spoken that way.
+        """
+        onto = self.ontology
+        for node in nodes:
+            if node.function != "partfilter_partname" or node.value_inputs[0] not in self._alike_keys:
+                continue
+            key = node.value_inputs[0]
+            alike = self._alike_keys[key]
+            j = node.inputs[0]
+            while nodes[j].function.startswith("partfilter_") or nodes[j].function == "unique":
+                j = nodes[j].inputs[0]
+            shapes = set(onto.attributes["shape"])
+            if nodes[j].function == "object2part":
+                j = nodes[j].inputs[0]
+                while nodes[j].function.startswith("filter_") or nodes[j].function == "unique":
+                    if nodes[j].function == "filter_shape":
+                        shapes &= set(onto.matching("shape", nodes[j].value_inputs[0]))
+                    j = nodes[j].inputs[0]
+            for shape in shapes:
+                if alike & set(onto.parts_of(shape)):
+                    return key
+        return None
+
+    def _record(self, core: _Core, idx: _SceneIndex, scene: Mapping, level: str, seed: int, k: int) -> dict | str:
+        """The question record at a redundancy level, or why there is none."""
         tpl = core.tpl
         descs, anchors = self._level_descs(core, idx, level, seed, k)
         prog_anchors = {n: (a[0], a[1]) for n, a in anchors.items()}
         nodes, _ = _expand(tpl, descs, core.relations, prog_anchors, None)
+        if self.unambiguous_part_names:
+            # checked at every level, so that the three levels keep asking the same questions
+            for other in LEVELS:
+                if other == level:
+                    lvl_nodes = nodes
+                else:
+                    d, a = self._level_descs(core, idx, other, seed, k)
+                    lvl_nodes, _ = _expand(tpl, d, core.relations, {n: (v[0], v[1]) for n, v in a.items()}, None)
+                if self.ambiguous_part_name(lvl_nodes):
+                    return "ambiguous_part_name"
         program = Program(tuple(nodes))
         try:
             answer = self.executor.run(program, idx.cs, trace=False).answer
         except ExecutionError:
-            return None
+            return "render"
         if answer != core.answer:
-            return None
+            return "render"
         text, obj_map = self._text(core, idx, descs, anchors, seed, k)
         stem = tpl.filename[:-5] if tpl.filename.endswith(".json") else tpl.filename
         return {

@@ -471,3 +471,48 @@ def test_synthetic_scene_is_a_valid_record():
     assert len(sym) == 5 and rec["image_index"] == 3
     assert rec["relationships"] == sym.relation_lists()
     assert all(len(o["parts"]) <= 3 for o in rec["objects"])
+
+
+def _part_program(shape_filter, key):
+    from executors import Node
+    nodes = [Node("scene"), Node("filter_color", (0,), ("red",))]
+    if shape_filter:
+        nodes.append(Node("filter_shape", (1,), (shape_filter,)))
+    nodes += [Node("unique", (len(nodes) - 1,)), Node("object2part", (len(nodes),)),
+              Node("partfilter_partname", (len(nodes) + 1,), (key,))]
+    return nodes
+
+
+@pytest.mark.parametrize("shape_filter,key,ambiguous", [
+    (None, "wheel_back_left", True),          # "the back left wheel of the red thing": bus or car key?
+    (None, "back_left_wheel", True),
+    ("school", "wheel_back_left", False),     # a bus: its key
+    ("car", "back_left_wheel", False),        # every car model uses this key
+    (None, "wheel", False),                   # generic names have one key
+    (None, "back_left_door", False),          # only cars have it: no other key is spoken alike
+])
+def test_ambiguous_part_name_rule(templates, shape_filter, key, ambiguous):
+    gen = make_gen(templates)
+    got = gen.ambiguous_part_name(_part_program(shape_filter, key))
+    assert (got == key) if ambiguous else got is None
+
+
+def test_generated_part_names_are_determined_by_the_words(templates):
+    """A bus and a car both have a part spoken "back left wheel" under different keys; questions
+    about it name the model or category, unless the check is turned off (the official engine)."""
+    scene = hand_scene([("school", "red", "metal", "large", (0, 0), {"wheel_back_left": ("blue", "rubber")}),
+                        ("sedan", "green", "rubber", "small", (2, 2), {"back_left_wheel": ("yellow", "metal")}),
+                        ("jet", "gray", "metal", "small", (-2, 1), {"wheel_back_left": ("purple", "rubber")})], 12)
+    found = {}
+    for check in (True, False):
+        gen = make_gen(templates, unambiguous_part_names=check)
+        qs = []
+        for seed in range(6):
+            qs += gen.generate(scene, np.random.default_rng(seed), n_object=0, n_part=20, redundancy="rd-")
+        from executors import Node
+        found[check] = sum(bool(gen.ambiguous_part_name(
+            [Node(n["type"], tuple(n["inputs"]), tuple(n["value_inputs"])) for n in q["program"]])) for q in qs)
+        if check:
+            assert gen.rejections["ambiguous_part_name"] > 0
+            assert any("wheel_back_left" in json.dumps(q["program"]) for q in qs)
+    assert found[True] == 0 and found[False] > 0
