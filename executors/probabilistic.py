@@ -437,6 +437,17 @@ class ProbabilisticExecutor:
         """:meth:`prepare` then :meth:`execute`."""
         return self.execute(self.prepare(programs, likelihoods, scene_index))
 
+    def run_batch_distributions(self, programs: Sequence[Program],
+                                likelihoods: Sequence[SceneLikelihoods | SymbolicScene],
+                                scene_index: Sequence[int]) -> list[tuple[Any, dict | None]]:
+        """Per question, (answer or the :class:`ExecutionError` that stopped it, answer
+        distribution or None), from one pass of :meth:`prepare` and execution."""
+        out: list[tuple[Any, dict | None]] = []
+        for b in self.prepare(programs, likelihoods, scene_index):
+            res = self._execute(b, keep=False, distributions=True)
+            out += list(zip(res["answers"], res["distributions"]))
+        return out
+
     def distributions(self, batches: PreparedBatch | Sequence[PreparedBatch]) -> list[dict | None]:
         """Answer distributions (answer -> probability) of prepared questions (None on error)."""
         if isinstance(batches, PreparedBatch):

@@ -438,3 +438,36 @@ def spatial_likelihood(lik: SceneLikelihoods, relation: str) -> np.ndarray:
                      (t > 0).astype(float))
     np.fill_diagonal(p, 0.0)
     return p
+
+
+def argmax_scene(lik: SceneLikelihoods, min_part: float = 0.5, min_exist: float = 0.0) -> SymbolicScene:
+    """The most likely scene: what NS-VQA's deterministic executor runs on.
+
+    Every detection with ``exist >= min_exist`` becomes an object with the most likely value of
+    each attribute; parts with ``part_exist >= min_part`` that the object's most likely shape has
+    are listed with their most likely attributes. Relations come from the positions (ground-plane
+    positions get a zero height) with the likelihoods' directions and margin, or from
+    ``lik.relations`` thresholded at 0.5 when the likelihoods carry them.
+    """
+    onto = lik.ontology
+    keep = [i for i in range(len(lik)) if lik.exist[i] >= min_exist]
+    objects = [{a: onto.values(a)[int(np.argmax(lik.attributes[a][i]))] for a in onto.attributes} for i in keep]
+    parts: list[dict[str, dict[str, str]]] = [{} for _ in objects]
+    if lik.part_exist is not None:
+        for k_obj, i in enumerate(keep):
+            for k in np.flatnonzero(lik.part_exist[i] >= min_part):
+                name = onto.part_names[k]
+                if name not in onto.parts_of(objects[k_obj]["shape"]):
+                    continue  # a part the most likely shape does not have
+                parts[k_obj][name] = {a: onto.values(a)[int(np.argmax(v[i, k]))]
+                                      for a, v in lik.part_attributes.items()}
+    pos = lik.positions[keep]
+    if pos.shape[1] == 2:
+        pos = np.concatenate([pos, np.zeros((len(keep), 1))], 1)
+    dirs = {r: (np.r_[v, 0.0] if len(v) == 2 else np.asarray(v)) for r, v in lik.directions.items()}
+    relationships = None
+    if lik.relations is not None:
+        relationships = {r: [[keep.index(j) for j in keep if m[i, j] >= 0.5] for i in keep]
+                         for r, m in lik.relations.items()}
+    return SymbolicScene(onto, objects, parts, pos if len(keep) else None, dirs, None, relationships,
+                         lik.image_index)

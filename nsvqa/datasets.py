@@ -23,7 +23,7 @@ from executors import load_ontology
 from nsvqa.generation.annotations import rle_to_mask
 from parsers.scene.crops import crop_instance
 
-MODES = ("objects", "objects+parts")
+MODES = ("objects", "objects+parts", "agnostic")
 OBJECT_ATTRIBUTES = ("shape", "color", "material", "size", "texture")
 PART_ATTRIBUTES = ("partname", "color", "material")
 
@@ -41,7 +41,9 @@ class DetectionDataset(Dataset):
     Args:
         root: the variant folder (``ROOT/VARIANT``).
         split: ``train`` | ``val`` | ``test``.
-        mode: ``objects`` (21 shape classes) or ``objects+parts`` (shapes and part names).
+        mode: ``objects`` (21 shape classes), ``objects+parts`` (shapes and part names) or
+            ``agnostic`` (one class, ``object`` = 1: the detector finds objects and the attribute
+            head tells their shape).
 
     Each item is ``(image (3, H, W) float, target)`` with target ``boxes`` (N, 4) float32 xyxy,
     ``labels`` (N,) int64 COCO category ids, ``masks`` (N, H, W) uint8, ``image_id`` int.
@@ -59,7 +61,11 @@ class DetectionDataset(Dataset):
         self.coco = COCO(str(path))
         self.image_ids = sorted(self.coco.getImgIds())
         cats = self.coco.loadCats(self.coco.getCatIds())
-        self.categories = {c["id"]: c["name"] for c in cats if mode == "objects+parts" or c["supercategory"] == "object"}
+        kept = {c["id"]: c["name"] for c in cats if mode == "objects+parts" or c["supercategory"] == "object"}
+        self._kept = set(kept)
+        self.categories = {1: "object"} if mode == "agnostic" else kept
+        #: shape name -> COCO category id (every mode; agnostic outputs are labelled through it)
+        self.shape_ids = {c["name"]: c["id"] for c in cats if c["supercategory"] == "object"}
 
     @property
     def num_classes(self) -> int:
@@ -74,13 +80,14 @@ class DetectionDataset(Dataset):
         info = self.coco.loadImgs(iid)[0]
         img = _image_tensor(self.root / "images" / self.split / info["file_name"])
         anns = [a for a in self.coco.loadAnns(self.coco.getAnnIds(imgIds=[iid]))
-                if a["category_id"] in self.categories and a["area"] > 0]
+                if a["category_id"] in self._kept and a["area"] > 0]
         h, w = info["height"], info["width"]
         boxes = torch.tensor([[a["bbox"][0], a["bbox"][1], a["bbox"][0] + a["bbox"][2], a["bbox"][1] + a["bbox"][3]]
                               for a in anns], dtype=torch.float32).reshape(-1, 4)
         masks = (torch.from_numpy(np.stack([self.coco.annToMask(a) for a in anns]))
                  if anns else torch.zeros((0, h, w), dtype=torch.uint8))
-        target = {"boxes": boxes, "labels": torch.tensor([a["category_id"] for a in anns], dtype=torch.int64),
+        labels = [1 if self.mode == "agnostic" else a["category_id"] for a in anns]
+        target = {"boxes": boxes, "labels": torch.tensor(labels, dtype=torch.int64),
                   "masks": masks, "image_id": int(iid)}
         return img, target
 

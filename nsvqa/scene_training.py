@@ -106,7 +106,8 @@ def detector_vocabulary(ds: DetectionDataset) -> dict[str, Any]:
     parts = {c["id"] for c in ds.coco.loadCats(ds.coco.getCatIds()) if c["supercategory"] == "part"}
     return {"classes": {str(k): v for k, v in sorted(ds.categories.items())},
             "part_class_ids": sorted(k for k in ds.categories if k in parts),
-            "num_classes": ds.num_classes, "image_size": [int(info["height"]), int(info["width"])]}
+            "num_classes": ds.num_classes, "image_size": [int(info["height"]), int(info["width"])],
+            "mode": ds.mode, "shape_ids": dict(ds.shape_ids)}
 
 
 def detector_from_checkpoint(ckpt: dict) -> torch.nn.Module:
@@ -370,6 +371,10 @@ def load_scene_parser(run_dir: str | Path, min_score: float | None = None):
                          head_ck["vocabularies"]["directions"], cfg["crop_size"],
                          cfg["min_score"] if min_score is None else min_score, parts)
     parser.detector_classes = dict(dv["classes"])  # class id (str) -> name, for the outputs
+    if dv.get("mode") == "agnostic":  # outputs are labelled with the head's most likely shape
+        ids = dv["shape_ids"]
+        parser.shape_label_ids = np.array([ids[s] for s in parser.ontology.values("shape")], dtype=np.int64)
+        parser.detector_classes = {str(i): name for name, i in ids.items()}
     parser.detector_path = str(det_path)
     return parser
 

@@ -29,8 +29,9 @@ def get_args_parser() -> argparse.ArgumentParser:
     p.add_argument("--data", required=True, help="the variant folder ROOT/VARIANT")
     p.add_argument("--out", required=True, help="run directory")
     p.add_argument("--profile", choices=sorted(PROFILES), default="mini")
-    p.add_argument("--mode", choices=["objects", "objects+parts"], default="objects",
-                   help="detector classes: the 21 shapes, or shapes and part names")
+    p.add_argument("--mode", choices=["objects", "objects+parts", "agnostic"], default="objects",
+                   help="detector classes: the 21 shapes, shapes and part names, or one 'object' class "
+                        "(the attribute head tells the shape)")
     p.add_argument("--stage", choices=STAGES, default="all")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--device", default="cpu")

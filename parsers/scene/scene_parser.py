@@ -22,6 +22,7 @@ import torch
 from torch import nn
 
 from executors import Ontology, SceneLikelihoods, SymbolicScene
+from executors.scene import argmax_scene  # noqa: F401  (re-exported: the parser's argmax scene)
 from parsers.scene.crops import box_geometry, crop_instance
 
 
@@ -91,6 +92,9 @@ class SceneParser(nn.Module):
             raise ValueError(f"part classes not in the ontology's part names: {sorted(unknown)}")
         self.min_containment = float(min_containment)
         self.merge_iou = merge_iou
+        #: for a class-agnostic detector: ontology shape index -> COCO category id, so that output
+        #: labels are the attribute head's most likely shape (None: the detector's classes)
+        self.shape_label_ids: np.ndarray | None = None
 
     @torch.no_grad()
     def parse(self, images: Sequence[torch.Tensor]) -> list[ParsedScene]:
@@ -115,7 +119,10 @@ class SceneParser(nn.Module):
             heads = self.attribute_head(torch.stack(crops), torch.stack(geometry)) if crops else None
             owner = self._owners(masks[prt], masks[obj])
             lik = self._likelihoods(scores[obj], _rows(heads, obj), scores[prt], labels[prt], _rows(heads, prt), owner)
-            out.append(ParsedScene(lik, boxes[obj].numpy(), masks[obj].numpy(), labels[obj].numpy(), scores[obj].numpy(),
+            obj_labels = labels[obj].numpy()
+            if self.shape_label_ids is not None and len(obj_labels):
+                obj_labels = self.shape_label_ids[lik.attributes["shape"].argmax(1)]
+            out.append(ParsedScene(lik, boxes[obj].numpy(), masks[obj].numpy(), obj_labels, scores[obj].numpy(),
                                    boxes[prt].numpy(), masks[prt].numpy(), labels[prt].numpy(), scores[prt].numpy(),
                                    owner))
         return out
@@ -206,21 +213,3 @@ def _rows(heads: dict | None, rows: torch.Tensor) -> dict | None:
     return {k: v[rows] for k, v in heads.items()}
 
 
-def argmax_scene(lik: SceneLikelihoods, min_part: float = 0.5) -> SymbolicScene:
-    """The most likely value of every attribute of every detection, as a SymbolicScene with
-    ground-plane positions (relations from them with the ontology's margin); parts with
-    ``part_exist >= min_part`` that the most likely shape has are listed with their most likely
-    attributes."""
-    onto = lik.ontology
-    objects = [{a: onto.values(a)[int(np.argmax(lik.attributes[a][i]))] for a in onto.attributes}
-               for i in range(len(lik))]
-    parts: list[dict[str, dict[str, str]]] = [{} for _ in objects]
-    if lik.part_exist is not None:
-        for i, k in zip(*np.nonzero(lik.part_exist >= min_part)):
-            if onto.part_names[k] not in onto.parts_of(objects[i]["shape"]):
-                continue  # a part the most likely shape does not have
-            parts[i][onto.part_names[k]] = {a: onto.values(a)[int(np.argmax(v[i, k]))]
-                                            for a, v in lik.part_attributes.items()}
-    coords = np.concatenate([lik.positions, np.zeros((len(lik), 1))], 1) if len(lik) else None
-    dirs = {r: np.r_[v, 0.0] for r, v in lik.directions.items()}
-    return SymbolicScene(onto, objects, parts, coords, dirs, None, None, lik.image_index)

@@ -42,6 +42,11 @@ def test_detection_targets_match_the_scenes(split):
     _, t = parts[0]
     assert len(t["labels"]) == len(scenes[0]["objects"]) + sum(len(o["part_masks"]) for o in scenes[0]["objects"])
     assert parts.num_classes == 22 + len(onto.part_names)
+    agnostic = DetectionDataset(folder, "train", mode="agnostic")
+    assert agnostic.num_classes == 2 and agnostic.categories == {1: "object"}
+    for (_, t), (_, u) in zip(agnostic, ds):  # the same objects, all of class 1
+        assert t["labels"].tolist() == [1] * len(u["labels"]) and torch.equal(t["boxes"], u["boxes"])
+    assert {agnostic.shape_ids[s] for s in onto.values("shape")} == set(range(1, 22))
     images, targets = collate_detection([ds[0], ds[1]])
     assert len(images) == len(targets) == 2
     with pytest.raises(ValueError, match="mode must be one of"):

@@ -256,3 +256,20 @@ def test_detector_crops_carry_the_labels_of_the_ground_truth_they_match(data):
     shapes = sorted(ONTO.values("shape").index(o["shape"]) for o in objects)
     assert sorted(crops.labels["shape"].tolist()) == shapes
     assert sorted(crops.labels["color"].tolist()) == sorted(ONTO.values("color").index(o["color"]) for o in objects)
+
+
+def test_agnostic_detector_outputs_are_labelled_with_the_heads_shape(data, tmp_path, load_script):
+    out = tmp_path / "agnostic"
+    load_script("train_scene_parser").main(["--data", str(data), "--out", str(out), "--mode", "agnostic", *TINY])
+    det = load_checkpoint(out / "detector.pt", kind="detector")
+    assert det["vocabularies"]["num_classes"] == 2 and det["vocabularies"]["mode"] == "agnostic"
+    parser = scene_training.load_scene_parser(out, min_score=0.0)
+    parser.detector.roi_heads.score_thresh = 0.0
+    torch.manual_seed(1)
+    parsed = [p for p in parser.parse([torch.rand(3, 48, 64) for _ in range(4)]) if len(p.labels)]
+    assert parsed, "the untrained detector found nothing to label"
+    ids = det["vocabularies"]["shape_ids"]
+    for p in parsed:
+        shapes = [ONTO.values("shape")[k] for k in p.likelihoods.attributes["shape"].argmax(1)]
+        assert p.labels.tolist() == [ids[s] for s in shapes]
+    assert set(parser.detector_classes.values()) == set(ONTO.values("shape"))

@@ -1,0 +1,217 @@
+"""NS-VQA and P-NSVQA end to end: parsed scenes and programs in, predictions out.
+
+Three reasoners share the parsers and differ in how they execute a program:
+
+* ``nsvqa``: the most likely scene (:func:`executors.scene.argmax_scene`) run by the
+  deterministic executor (Yi et al., 2018);
+* ``pnsvqa``: the likelihoods run by the probabilistic executor in threshold mode, as in the
+  Super-CLEVR paper (count and exist select objects with probability >= 0.7);
+* ``pnsvqa-exact``: the probabilistic executor with exact inference (Poisson-binomial count,
+  exist = 1 - prod(1 - p)).
+
+Each runs on programs from the question parser (the real system) or on the ground-truth programs
+(``<model>+gtprog``, which isolates the scene parser and the executor). When a program is invalid or
+its execution fails, NS-VQA's habit is a random guess: :func:`predict` draws one among the answers
+of the program's answer type (all answers when the program is invalid), seeded per question, and
+flags it (``guessed`` with ``invalid_program`` or ``execution_error``), so that the evaluator reports
+accuracy with and without guesses.
+
+Only numpy and the executors are needed here; the parsers' outputs come as
+:class:`~executors.SceneLikelihoods` and :class:`~executors.Program` objects.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from executors import DeterministicExecutor, ExecutionError, Ontology, ProbabilisticExecutor, Program, SceneLikelihoods
+from executors.probabilistic import ValueSpace
+from executors.scene import argmax_scene
+
+from .predictions import Prediction, QuestionMeta
+
+#: Reasoner names (the ``<model>`` of predictions files).
+REASONERS = ("nsvqa", "pnsvqa", "pnsvqa-exact")
+#: Suffix of a reasoner run on the ground-truth programs.
+GT_PROGRAMS = "+gtprog"
+#: Largest count a guess may draw (scenes hold at most 10 objects).
+MAX_COUNT = 10
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A reasoner's output for one question.
+
+    Attributes:
+        answer: the answer, or None when there is none (invalid program, failed execution).
+        probability: the reasoner's probability of ``answer`` (None for NS-VQA).
+        invalid_program: the program was missing or failed validation.
+        execution_error: execution failed (a ``unique`` on a set that is not one object, a scene
+            that was not parsed, ...).
+        error: the error's message, for logs.
+    """
+
+    answer: Any = None
+    probability: float | None = None
+    invalid_program: bool = False
+    execution_error: bool = False
+    error: str | None = None
+
+
+class Reasoner:
+    """Executes programs on parsed scenes. Subclasses: :class:`NSVQA`, :class:`PNSVQA`."""
+
+    name = "reasoner"
+
+    def __init__(self, ontology: Ontology):
+        self.ontology = ontology
+
+    def answer(self, programs: Sequence[Program | None], scenes: Sequence[SceneLikelihoods | None]) -> list[Answer]:
+        """One :class:`Answer` per question: ``programs[i]`` (None: invalid) on ``scenes[i]``
+        (None: the image was not parsed)."""
+        out: list[Answer | None] = [None] * len(programs)
+        todo = []
+        for i, (p, s) in enumerate(zip(programs, scenes)):
+            if p is None:
+                out[i] = Answer(invalid_program=True, error="no valid program")
+                continue
+            try:
+                p.validate(self.ontology)
+            except ExecutionError as e:
+                out[i] = Answer(invalid_program=True, error=str(e))
+                continue
+            if s is None:
+                out[i] = Answer(execution_error=True, error="the question's image has no parsed scene")
+                continue
+            todo.append(i)
+        for i, a in zip(todo, self._run([programs[i] for i in todo], [scenes[i] for i in todo])):
+            out[i] = a
+        return out  # type: ignore[return-value]
+
+    def _run(self, programs: list[Program], scenes: list[SceneLikelihoods]) -> list[Answer]:
+        raise NotImplementedError
+
+
+class NSVQA(Reasoner):
+    """The deterministic executor on the most likely scene.
+
+    Args:
+        min_exist: detections below this existence probability are left out of the scene.
+        min_part: parts below this ``part_exist`` are left out.
+    """
+
+    name = "nsvqa"
+
+    def __init__(self, ontology: Ontology, min_exist: float = 0.5, min_part: float = 0.5):
+        super().__init__(ontology)
+        self.executor = DeterministicExecutor(ontology)
+        self.min_exist, self.min_part = float(min_exist), float(min_part)
+
+    def _run(self, programs, scenes):
+        out = []
+        symbolic: dict[int, Any] = {}  # one argmax scene per parsed scene (id of a live object)
+        for p, s in zip(programs, scenes):
+            sym = symbolic.get(id(s))
+            if sym is None:
+                sym = symbolic[id(s)] = argmax_scene(s, self.min_part, self.min_exist)
+            try:
+                out.append(Answer(self.executor.run(p, sym, trace=False).answer))
+            except ExecutionError as e:
+                out.append(Answer(execution_error=True, error=str(e)))
+        return out
+
+
+class PNSVQA(Reasoner):
+    """The probabilistic executor on the likelihoods.
+
+    Args:
+        mode: ``"threshold"`` (``pnsvqa``) or ``"exact"`` (``pnsvqa-exact``).
+        threshold: selection threshold of threshold mode (0.7 in the paper).
+        device: None for numpy, or a torch device for the executor's torch backend.
+    """
+
+    def __init__(self, ontology: Ontology, mode: str = "threshold", threshold: float = 0.7, device: Any = None):
+        super().__init__(ontology)
+        self.executor = ProbabilisticExecutor(ontology, mode=mode, threshold=threshold, device=device)
+        self.name = "pnsvqa" if mode == "threshold" else f"pnsvqa-{mode}"
+
+    def _run(self, programs, scenes):
+        if not programs:
+            return []
+        uniq: dict[int, int] = {}
+        liks: list[SceneLikelihoods] = []
+        index = []
+        for s in scenes:
+            if id(s) not in uniq:
+                uniq[id(s)] = len(liks)
+                liks.append(s)
+            index.append(uniq[id(s)])
+        out = []
+        for ans, dist in self.executor.run_batch_distributions(programs, liks, index):
+            if isinstance(ans, ExecutionError):
+                out.append(Answer(execution_error=True, error=str(ans)))
+            else:
+                p = None if dist is None else min(1.0, max(0.0, float(dist.get(ans, 0.0))))
+                out.append(Answer(ans, p))
+        return out
+
+
+def make_reasoner(name: str, ontology: Ontology, *, threshold: float = 0.7, device: Any = None,
+                  min_exist: float = 0.5, min_part: float = 0.5) -> Reasoner:
+    """The reasoner of a model name (:data:`REASONERS`, with or without :data:`GT_PROGRAMS`)."""
+    base = name[:-len(GT_PROGRAMS)] if name.endswith(GT_PROGRAMS) else name
+    if base == "nsvqa":
+        return NSVQA(ontology, min_exist, min_part)
+    if base == "pnsvqa":
+        return PNSVQA(ontology, "threshold", threshold, device)
+    if base == "pnsvqa-exact":
+        return PNSVQA(ontology, "exact", threshold, device)
+    raise ValueError(f"unknown model {name!r}; valid: {', '.join(REASONERS)} (each also with {GT_PROGRAMS!r})")
+
+
+def answer_pool(program: Program | None, ontology: Ontology, space: ValueSpace | None = None) -> list:
+    """The answers a guess draws from: those of the program's answer type, or every answer
+    when the program is missing or invalid."""
+    space = space or ValueSpace.build(ontology, MAX_COUNT)
+    if program is not None:
+        try:
+            a, b = space.slice_of(program.validate(ontology)[-1])
+            return list(space.values[a:b])
+        except (ExecutionError, KeyError):
+            pass
+    return list(space.values)
+
+
+def predict(reasoner: Reasoner, metas: Sequence[QuestionMeta], programs: Sequence[Program | None],
+            scenes: Mapping[int, SceneLikelihoods], *, seed: int = 0, guess: bool = True) -> list[Prediction]:
+    """Predictions of ``reasoner`` for the questions ``metas``.
+
+    Args:
+        programs: per question, its program (None: the parser produced no valid one).
+        scenes: image index -> parsed scene; a question whose image is missing fails to execute.
+        seed: seeds the guesses (each question's guess depends on (seed, question index) only).
+        guess: after a failure, answer at random (flagged ``guessed``) instead of not at all.
+    """
+    if len(programs) != len(metas):
+        raise ValueError(f"{len(metas)} questions but {len(programs)} programs")
+    answers = reasoner.answer(programs, [scenes.get(m.image_index) for m in metas])
+    space = ValueSpace.build(reasoner.ontology, MAX_COUNT)
+    out = []
+    for m, p, a in zip(metas, programs, answers):
+        if a.answer is not None:
+            out.append(m.prediction(a.answer, a.probability))
+            continue
+        pred = None
+        if guess:
+            pool = answer_pool(None if a.invalid_program else p, reasoner.ontology, space)
+            rng = np.random.default_rng([seed, m.question_index])
+            pred = pool[int(rng.integers(len(pool)))]
+        out.append(m.prediction(pred, None, invalid_program=a.invalid_program, execution_error=a.execution_error,
+                                guessed=guess))
+    return out
+
+
+__all__ = ["REASONERS", "GT_PROGRAMS", "Answer", "Reasoner", "NSVQA", "PNSVQA", "make_reasoner", "answer_pool",
+           "predict"]
