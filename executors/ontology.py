@@ -18,7 +18,7 @@ import sys
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Mapping
+from typing import Iterable, Mapping
 
 from .errors import FormatError
 
@@ -92,6 +92,10 @@ class Ontology:
     def __post_init__(self) -> None:
         names = tuple(sorted({p for v in self.parts_per_shape.values() for p in v}))
         object.__setattr__(self, "_part_names", names)
+        by_spoken: dict[str, list[str]] = {}
+        for n in names:
+            by_spoken.setdefault(self.part_spoken.get(n, n.replace("_", " ")), []).append(n)
+        object.__setattr__(self, "_alike", {n: tuple(v) for v in by_spoken.values() for n in v})
 
     def __hash__(self) -> int:  # dict fields make the dataclass hash fail; the name is enough
         return hash((self.name, self.attributes.get("shape")))
@@ -158,6 +162,21 @@ class Ontology:
 
     def parts_of(self, shape: str) -> tuple[str, ...]:
         return self.parts_per_shape.get(shape, ())
+
+    def alike_partnames(self, key: str) -> tuple[str, ...]:
+        """Part names spoken like ``key``, itself included. Super-CLEVR spells 17 spoken names
+        with two keys, one per family of models (``front_right_wheel`` on cars,
+        ``wheel_front_right`` on buses and aeroplanes)."""
+        return self._alike.get(key, (key,))  # type: ignore[attr-defined]
+
+    def partname_key(self, key: str, shapes: Iterable[str]) -> str | None:
+        """The key spoken like ``key`` that the models ``shapes`` use, when they agree on one
+        (None when they use several, or have no such part)."""
+        alike = self.alike_partnames(key)
+        if len(alike) == 1:
+            return key
+        used = {n for s in shapes for n in self.parts_of(s) if n in alike}
+        return used.pop() if len(used) == 1 else None
 
     def partname_matching(self, value: str) -> tuple[str, ...]:
         """Part names a ``partfilter_partname`` value keeps (``wheel`` -> every wheel)."""

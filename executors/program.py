@@ -178,6 +178,42 @@ class Program:
         return tuple(types)
 
 
+def partname_shapes(nodes: Sequence[Node], i: int, ontology: Ontology) -> set[str]:
+    """The shapes whose parts a ``partfilter_partname`` node ``i`` may filter: those its object
+    chain (the filters and ``unique`` steps before ``object2part``) allows by ``filter_shape``;
+    every shape when no shape is named or the parts do not come from such a chain."""
+    shapes = set(ontology.values("shape"))
+    j = nodes[i].inputs[0]
+    while nodes[j].function.startswith("partfilter_") or nodes[j].function == "unique":
+        j = nodes[j].inputs[0]
+    if nodes[j].function != "object2part":
+        return shapes
+    j = nodes[j].inputs[0]
+    while nodes[j].function.startswith("filter_") or nodes[j].function == "unique":
+        if nodes[j].function == "filter_shape":
+            shapes &= set(ontology.matching("shape", nodes[j].value_inputs[0]))
+        j = nodes[j].inputs[0]
+    return shapes
+
+
+def resolve_part_keys(program: Program, ontology: Ontology) -> Program:
+    """``program`` with each part-name key replaced by the key spoken alike that the named models
+    use (``front_right_wheel`` -> ``wheel_front_right`` on a filtered bus); keys the question's
+    words cannot determine are kept. A text-only parser cannot tell the two spellings apart
+    otherwise (see :meth:`Ontology.alike_partnames`)."""
+    nodes = list(program.nodes)
+    for i, n in enumerate(nodes):
+        if n.function != "partfilter_partname" or not n.value_inputs:
+            continue
+        key = n.value_inputs[0]
+        if len(ontology.alike_partnames(key)) == 1:
+            continue
+        better = ontology.partname_key(key, partname_shapes(nodes, i, ontology))
+        if better is not None and better != key:
+            nodes[i] = Node(n.function, n.inputs, (better,))
+    return Program(tuple(nodes))
+
+
 def parse_token(tok: str, pos: int = 0) -> tuple[str, tuple[str, ...]]:
     """``"filter_color[red]"`` -> ``("filter_color", ("red",))``."""
     if "[" in tok:

@@ -303,3 +303,27 @@ def write_report(report: Mapping[str, Any], out_dir: str | os.PathLike, *, plots
     write_atomic(out / "report.md", to_markdown(report, images) + "\n")
     write_atomic(out / "report.tex", to_latex(report) + "\n")
     return [out / "report.json", out / "report.md", out / "report.tex", *written]
+
+
+def report_from_runs(runs: Sequence[str | os.PathLike], out_dir: str | os.PathLike, *, metric: str = "accuracy",
+                     bins: int = 10, allow_partial: bool = False, plots: bool = True) -> tuple[dict, list[Path]]:
+    """Read every predictions file under ``runs``, evaluate and write the report to ``out_dir``.
+
+    Returns:
+        (the report, the paths written).
+
+    Raises:
+        FileNotFoundError: a run folder that does not exist, or no predictions file at all.
+        PredictionFormatError: a malformed predictions file (naming the file, line and field).
+    """
+    from .evaluation import ConceptSplit, evaluate
+    from .predictions import find_prediction_files, read_predictions
+
+    files = find_prediction_files(runs)
+    if not files:
+        raise FileNotFoundError(f"no predictions/<model>__train-<v>__test-<v>.jsonl under {[str(r) for r in runs]}")
+    cells = {key: [read_predictions(f) for f in paths] for key, paths in files.items()}
+    report = evaluate(cells, metric=metric, n_bins=bins, allow_partial=allow_partial,
+                      concept_split=ConceptSplit.from_catalogue(),
+                      files={k: [str(f) for f in v] for k, v in files.items()})
+    return report, write_report(report, out_dir, plots=plots)

@@ -46,6 +46,41 @@ def scene_record(parsed, image_index: int, image_filename: str | None) -> dict:
             "likelihoods": parsed.likelihoods.to_json(), "detections": dets, "parts": parts}
 
 
+def parse_split(parser, data: str | Path, split: str, *, batch: int = 4, limit: int | None = None,
+                progress: bool = True):
+    """Parse the images of ``DATA/images/<split>``: yields ``(image_index, file name, ParsedScene)``.
+
+    Images are listed by ``scenes/<split>_scenes.json`` when it exists, else by sorted file name
+    (indices 0, 1, ...)."""
+    from tqdm import tqdm
+
+    from nsvqa.datasets import _image_tensor
+
+    data = Path(data)
+    scenes_path = data / "scenes" / f"{split}_scenes.json"
+    if scenes_path.exists():
+        items = [(s["image_index"], s["image_filename"]) for s in json.loads(scenes_path.read_text())["scenes"]]
+    else:
+        files = sorted((data / "images" / split).glob("*.png"))
+        if not files:
+            raise FileNotFoundError(f"{data / 'images' / split}: no scenes file and no PNG images")
+        items = [(k, f.name) for k, f in enumerate(files)]
+    items = items[:limit] if limit is not None else items
+    for s in tqdm(range(0, len(items), batch), desc=f"parse {data.name}/{split}", disable=not progress):
+        chunk = items[s:s + batch]
+        images = [_image_tensor(data / "images" / split / name) for _, name in chunk]
+        for (idx, name), parsed in zip(chunk, parser.parse(images)):
+            yield idx, name, parsed
+
+
+def likelihoods_document(parser, checkpoint: str | Path, data: str | Path, split: str, records: list[dict],
+                         **extra) -> dict:
+    """The likelihoods.json document of parsed ``records`` (:func:`scene_record`)."""
+    return {"version": FORMAT_VERSION, "checkpoint": str(checkpoint), "detector": parser.detector_path,
+            "data": str(data), "split": split, "min_score": parser.min_score,
+            "detector_classes": parser.detector_classes, **extra, "scenes": records}
+
+
 def load_parsed(path: str | Path, ontology: Ontology | None = None) -> tuple[dict, list[SceneLikelihoods]]:
     """Read likelihoods.json: (the document, one SceneLikelihoods per scene). Errors name the file
     and the scene."""

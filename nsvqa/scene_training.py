@@ -47,6 +47,8 @@ class SceneTrainProfile:
 PROFILES = {
     "tiny": SceneTrainProfile(4, 2, 5e-4, 2, 16, 1e-3, 2, 2),
     "mini": SceneTrainProfile(3000, 2, 4e-4, 8, 64, 1e-3, 400, 100),
+    # make demo: minutes on 2 CPU cores (the mini networks, a short schedule)
+    "demo": SceneTrainProfile(500, 2, 4e-4, 6, 64, 1e-3, 0, 100),
     # the authors: Mask R-CNN 30k iterations at batch 16, attribute net 100 epochs at batch 64
     "full": SceneTrainProfile(30000, 16, 4e-4, 100, 64, 1e-3, 4000, 1000),
 }
@@ -145,6 +147,9 @@ def train_detector(cfg: SceneParserConfig, run: RunDir, *, resume: bool = False,
         sched.load_state_dict(ts["scheduler"])
         torch.set_rng_state(ts["rng"])
         start = int(ts["step"])
+        if start >= cfg.det_iterations:
+            run.log(f"detector: {path} has finished its {cfg.det_iterations} iterations")
+            return path  # untouched, so that outputs fingerprinted on it stay valid
         run.log(f"detector: resumed at step {start} from {path}")
 
     def save(step: int, extra: dict | None = None) -> None:

@@ -13,9 +13,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from nsvqa.evaluation import METRICS, ConceptSplit, evaluate
-from nsvqa.predictions import PredictionFormatError, find_prediction_files, read_predictions
-from nsvqa.report import write_report
+from nsvqa.evaluation import METRICS
+from nsvqa.predictions import PredictionFormatError
+from nsvqa.report import report_from_runs
 
 
 def get_args_parser() -> argparse.ArgumentParser:
@@ -38,21 +38,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: --bins must be >= 1, got {args.bins}", file=sys.stderr)
         return 2
     try:
-        files = find_prediction_files(args.runs)
-        cells = {key: [read_predictions(f) for f in paths] for key, paths in files.items()}
+        report, written = report_from_runs(args.runs, args.out, metric=args.metric, bins=args.bins,
+                                           allow_partial=args.allow_partial_rd, plots=not args.no_plots)
     except (FileNotFoundError, PredictionFormatError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    if not files:
-        print(f"error: no predictions/<model>__train-<v>__test-<v>.jsonl under {[str(r) for r in args.runs]}",
-              file=sys.stderr)
-        return 2
-    report = evaluate(cells, metric=args.metric, n_bins=args.bins, allow_partial=args.allow_partial_rd,
-                      concept_split=ConceptSplit.from_catalogue(),
-                      files={k: [str(f) for f in v] for k, v in files.items()})
-    written = write_report(report, args.out, plots=not args.no_plots)
-    n_files = sum(len(v) for v in files.values())
-    print(f"{n_files} predictions files, {len(files)} cells -> {len(written)} files in {args.out}", file=sys.stderr)
+    n_files = sum(len(c["files"]) for c in report["cells"])
+    print(f"{n_files} predictions files, {len(report['cells'])} cells -> {len(written)} files in {args.out}",
+          file=sys.stderr)
     return 0
 
 

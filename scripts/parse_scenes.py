@@ -10,7 +10,6 @@ detection with box, score, class and mask RLE (format: nsvqa/scene_eval.py). Wri
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -35,11 +34,8 @@ def get_args_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from tqdm import tqdm
-
-    from nsvqa.datasets import _image_tensor
     from nsvqa.fileio import write_json_atomic
-    from nsvqa.scene_eval import FORMAT_VERSION, scene_record
+    from nsvqa.scene_eval import likelihoods_document, parse_split, scene_record
     from nsvqa.scene_training import load_scene_parser
 
     args = get_args_parser().parse_args(argv)
@@ -47,30 +43,15 @@ def main(argv: list[str] | None = None) -> int:
         torch.set_num_threads(args.threads)
     parser = load_scene_parser(args.checkpoint, args.min_score)
     data = Path(args.data)
-    scenes_path = data / "scenes" / f"{args.split}_scenes.json"
-    if scenes_path.exists():
-        items = [(s["image_index"], s["image_filename"]) for s in json.loads(scenes_path.read_text())["scenes"]]
-    else:  # images without scenes: index by sorted file name
-        files = sorted((data / "images" / args.split).glob("*.png"))
-        if not files:
-            raise FileNotFoundError(f"{data / 'images' / args.split}: no scenes file and no PNG images")
-        items = [(k, f.name) for k, f in enumerate(files)]
-    items = items[:args.limit] if args.limit is not None else items
     records, symbolic = [], []
-    for s in tqdm(range(0, len(items), args.batch), desc="parse", disable=args.no_progress):
-        chunk = items[s:s + args.batch]
-        images = [_image_tensor(data / "images" / args.split / name) for _, name in chunk]
-        for (idx, name), parsed in zip(chunk, parser.parse(images)):
-            records.append(scene_record(parsed, idx, name))
-            if args.scenes_out:
-                scene = parsed.symbolic()
-                scene.image_filename = name
-                symbolic.append(dict(scene.to_json(), split=args.split))
-    classes = parser.detector_classes
-    write_json_atomic(args.out, {"version": FORMAT_VERSION, "checkpoint": str(args.checkpoint),
-                                 "detector": parser.detector_path, "data": str(data),
-                                 "split": args.split, "min_score": parser.min_score, "detector_classes": classes,
-                                 "scenes": records})
+    for idx, name, parsed in parse_split(parser, data, args.split, batch=args.batch, limit=args.limit,
+                                         progress=not args.no_progress):
+        records.append(scene_record(parsed, idx, name))
+        if args.scenes_out:
+            scene = parsed.symbolic()
+            scene.image_filename = name
+            symbolic.append(dict(scene.to_json(), split=args.split))
+    write_json_atomic(args.out, likelihoods_document(parser, args.checkpoint, data, args.split, records))
     if args.scenes_out:
         write_json_atomic(args.scenes_out, {"info": {"source": "parse_scenes.py argmax", "checkpoint": str(args.checkpoint),
                                                      "split": args.split}, "scenes": symbolic})

@@ -46,6 +46,7 @@ class GenerationProfile:
 
 PROFILES = {"tiny": GenerationProfile(64, 48), "mini": GenerationProfile(320, 240),
             "full": GenerationProfile(640, 480)}
+PROFILES["demo"] = PROFILES["mini"]  # fewer images (scripts/generate_suite.py), mini's size
 
 @dataclass(frozen=True)
 class SplitJob:

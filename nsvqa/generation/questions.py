@@ -123,6 +123,7 @@ import numpy as np
 from executors import (DeterministicExecutor, ExecutionError, Node, Ontology, Program, SymbolicScene,
                        load_ontology)
 from executors.deterministic import mask_bits
+from executors.program import partname_shapes
 from executors.dsl import SIGNATURES
 from executors.scene import PART_BITS
 
@@ -888,11 +889,6 @@ class QuestionGenerator:
             kw = _name_words(onto.spoken_value("partname", key))
             self._visual_names[key] = frozenset({n for n in onto.part_names if kw <= words[n]} | set(names))
         self._generic_keys = {k: tuple(sorted(v)) for k, v in self._generic_keys.items()}
-        # spoken part names with several keys: key -> the other keys spoken alike
-        spoken: dict[str, list[str]] = defaultdict(list)
-        for n in onto.part_names:
-            spoken[onto.spoken_value("partname", n)].append(n)
-        self._alike_keys = {n: frozenset(ks) - {n} for ks in spoken.values() if len(ks) > 1 for n in ks}
 
     @classmethod
     def default(cls, **kw) -> "QuestionGenerator":
@@ -1466,28 +1462,15 @@ class QuestionGenerator:
         determine, else None (see ``unambiguous_part_names``).
 
         A key spoken like another key is determined when the shape filters on the chain of
-        objects whose parts are filtered leave only models that use this key among the models
-        having a part spoken that way.
+        objects whose parts are filtered leave models that all use one key for that spoken name
+        (:func:`executors.program.partname_shapes`, :meth:`Ontology.partname_key`).
         """
         onto = self.ontology
-        for node in nodes:
-            if node.function != "partfilter_partname" or node.value_inputs[0] not in self._alike_keys:
+        for i, node in enumerate(nodes):
+            if node.function != "partfilter_partname" or len(onto.alike_partnames(node.value_inputs[0])) == 1:
                 continue
-            key = node.value_inputs[0]
-            alike = self._alike_keys[key]
-            j = node.inputs[0]
-            while nodes[j].function.startswith("partfilter_") or nodes[j].function == "unique":
-                j = nodes[j].inputs[0]
-            shapes = set(onto.attributes["shape"])
-            if nodes[j].function == "object2part":
-                j = nodes[j].inputs[0]
-                while nodes[j].function.startswith("filter_") or nodes[j].function == "unique":
-                    if nodes[j].function == "filter_shape":
-                        shapes &= set(onto.matching("shape", nodes[j].value_inputs[0]))
-                    j = nodes[j].inputs[0]
-            for shape in shapes:
-                if alike & set(onto.parts_of(shape)):
-                    return key
+            if onto.partname_key(node.value_inputs[0], partname_shapes(nodes, i, onto)) is None:
+                return node.value_inputs[0]
         return None
 
     def _record(self, core: _Core, idx: _SceneIndex, scene: Mapping, level: str, seed: int, k: int) -> dict | str:

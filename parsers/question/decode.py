@@ -5,6 +5,11 @@ parses as a prefix program (:meth:`Program.from_prefix`) and passes :meth:`Progr
 against the ontology (function signatures, value types, an answer-typed root). Anything else
 yields a :class:`ParsedProgram` with ``program=None`` and the reason in ``error``: the caller
 decides how to count it, and nothing downstream can execute it by accident.
+
+A valid decode's part-name keys are then resolved from the models the program names
+(:func:`executors.program.resolve_part_keys`): Super-CLEVR spells some spoken part names with two
+keys, one per family of models, and the words "front right wheel" alone do not say which.
+``tokens`` are those of the resolved program.
 """
 from __future__ import annotations
 
@@ -13,7 +18,7 @@ from typing import Iterable, Sequence
 
 from executors.errors import InvalidProgram
 from executors.ontology import Ontology
-from executors.program import Program
+from executors.program import Program, resolve_part_keys
 
 from .vocab import END, END_ID, SPECIALS, Vocabulary
 
@@ -61,6 +66,9 @@ def tokens_to_program(tokens: Sequence[str], ontology: Ontology) -> ParsedProgra
         program.validate(ontology)
     except InvalidProgram as e:  # TypeMismatch included
         return ParsedProgram(tokens, None, f"{type(e).__name__}: {e}")
+    resolved = resolve_part_keys(program, ontology)
+    if resolved != program:
+        return ParsedProgram(tuple(resolved.to_prefix()), resolved, None)
     return ParsedProgram(tokens, program, None)
 
 

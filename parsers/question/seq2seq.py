@@ -47,6 +47,7 @@ PROFILES = {
     # NS-VQA's sizes: 300-d embeddings, 256 hidden units per direction, 2 layers
     "full": Seq2SeqProfile(300, 256, 2, 0.1, 64),
 }
+PROFILES["demo"] = PROFILES["mini"]
 
 
 def pad_sequences(seqs: Sequence[Sequence[int]], pad: int = NULL_ID,

@@ -30,6 +30,7 @@ class AttributeHeadProfile:
 
 PROFILES = {"tiny": AttributeHeadProfile(18, 32, 16), "mini": AttributeHeadProfile(18, 64, 32),
             "full": AttributeHeadProfile(34, 112, 64)}
+PROFILES["demo"] = PROFILES["mini"]
 
 
 def _resnet(depth: int, width: int) -> nn.Module:

@@ -32,6 +32,7 @@ PROFILES = {"tiny": DetectorProfile("mobilenet_v3", (8, 16, 32), rpn_post_nms_tr
             "mini": DetectorProfile("mobilenet_v3", (16, 32, 64, 128), rpn_post_nms_train=300, rpn_post_nms_test=200,
                                     rois_per_image=128),
             "full": DetectorProfile("resnet50", (32, 64, 128, 256, 512))}
+PROFILES["demo"] = PROFILES["mini"]  # the demo profile trains the mini networks for less time
 
 
 def build_detector(num_classes: int, height: int, width: int, profile: str = "mini",

@@ -50,7 +50,7 @@ def test_eval_output_is_valid_even_with_no_detection():
 
 
 def test_unknown_profile():
-    with pytest.raises(KeyError, match=r"unknown detector profile 'huge'; valid: \['full', 'mini', 'tiny'\]"):
+    with pytest.raises(KeyError, match=r"unknown detector profile 'huge'; valid: \['demo', 'full', 'mini', 'tiny'\]"):
         build_detector(3, 48, 64, profile="huge")
 
 

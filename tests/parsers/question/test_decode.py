@@ -88,3 +88,23 @@ def test_ids_without_end_are_invalid():
     assert ok.valid and ok.program.to_prefix() == ["count", "scene"]
     assert not ids_to_program([4, UNK_ID, END_ID], vocab, ONTO).valid
     assert ids_to_program([START_ID, 4, 5, END_ID], vocab, ONTO).error == "special token <START> at position 0"
+
+
+@pytest.mark.parametrize("shape,decoded,expected", [
+    ("school", "back_left_wheel", "wheel_back_left"),   # a bus uses the wheel_* spelling
+    ("car", "wheel_back_left", "back_left_wheel"),      # every car model the other one
+    ("school", "wheel_back_left", "wheel_back_left"),   # already right
+    (None, "back_left_wheel", "back_left_wheel"),       # no model named: left as decoded
+    ("school", "roof", "roof"),                         # one spelling only
+])
+def test_part_name_keys_follow_the_named_model(shape, decoded, expected):
+    onto = load_ontology("superclevr")
+    chain = ["unique", f"filter_shape[{shape}]"] if shape else ["unique"]
+    tokens = ["partquery_color", "unique", f"partfilter_partname[{decoded}]", "object2part", *chain,
+              "filter_color[red]", "scene"]
+    p = tokens_to_program(tokens, onto)
+    assert p.valid
+    names = [n.value_inputs[0] for n in p.program.nodes if n.function == "partfilter_partname"]
+    assert names == [expected]
+    assert f"partfilter_partname[{expected}]" in p.tokens  # tokens are the resolved program's
+    assert onto.alike_partnames("back_left_wheel") == ("back_left_wheel", "wheel_back_left")

@@ -100,7 +100,7 @@ def test_sample_gives_log_probabilities_with_gradient():
 def test_profiles_and_bad_arguments():
     m = Seq2Seq.from_profile(10, 12, "tiny")
     assert m.max_decode_len == PROFILES["tiny"].max_decode_len
-    with pytest.raises(KeyError, match="unknown profile 'huge'; valid: \\['full', 'mini', 'tiny'\\]"):
+    with pytest.raises(KeyError, match="unknown profile 'huge'; valid: \\['demo', 'full', 'mini', 'tiny'\\]"):
         Seq2Seq.from_profile(10, 12, "huge")
     with pytest.raises(ValueError, match="beam_size must be >= 1, got 0"):
         _model().beam_search(*pad_sequences([[4]]), beam_size=0)

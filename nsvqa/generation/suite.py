@@ -1,0 +1,52 @@
+"""A suite: every variant of a domain-shift factor, with the split sizes of a profile.
+
+Variants of one factor share the seed, so their layouts line up (easy/mid/hard show the same
+scenes). Resumable like one split: calling again renders only what is missing.
+"""
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from .dataset import PROFILES, generate_split, job_for
+from .variants import FACTORS, load_variant
+
+
+@dataclass(frozen=True)
+class SuiteProfile:
+    """Images per split (train, val, test) of a profile; the image size is the profile's."""
+
+    train: int
+    val: int
+    test: int
+
+
+SUITE_PROFILES = {"tiny": SuiteProfile(6, 3, 3), "demo": SuiteProfile(300, 40, 60), "mini": SuiteProfile(600, 150, 150),
+                  "full": SuiteProfile(20000, 5000, 5000)}  # full: the paper's split sizes
+
+
+def variants_of(factor: str) -> list[str]:
+    """The variants of a factor (``all``: of every factor, each once)."""
+    if factor == "all":
+        return list(dict.fromkeys(v for vs in FACTORS.values() for v in vs))
+    if factor not in FACTORS:
+        raise KeyError(f"unknown factor {factor!r}; valid: {sorted(FACTORS)} or 'all'")
+    return list(FACTORS[factor])
+
+
+def generate_suite(out: str | Path, factor: str = "all", profile: str = "mini", *, seed: int = 0, workers: int = 1,
+                   progress: bool = True, variants: list[str] | None = None,
+                   echo: Callable[[str], None] = lambda s: print(s, file=sys.stderr)) -> dict[str, dict]:
+    """Generate (or complete) every split of the factor's variants under ``out``; returns
+    ``{"<variant>/<split>": generate_split's result}``."""
+    sizes, img = SUITE_PROFILES[profile], PROFILES[profile]
+    done = {}
+    for name in variants or variants_of(factor):
+        for split in load_variant(name).available_splits:
+            job = job_for(out, name, split, getattr(sizes, split), seed, img.width, img.height)
+            res = generate_split(job, workers=workers, progress=progress)
+            echo(f"{name}/{split}: rendered {res['rendered']}, already done {res['skipped']}")
+            done[f"{name}/{split}"] = res
+    return done

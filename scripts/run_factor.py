@@ -1,0 +1,112 @@
+"""The whole robustness experiment for a domain-shift factor: generate, train, predict, report.
+
+    python scripts/run_factor.py --factor visual --models nsvqa,pnsvqa,pnsvqa-exact --profile mini \
+        --data data/suite --runs runs --report reports --jobs 2
+
+1. generates the factor's variants with the profile's split sizes (what exists is kept);
+2. trains the models on every trainable variant of the factor (``--train-variants`` to choose) and
+   writes their predictions on every variant of the factor (train_variant.py; distribution models
+   are also tested on head, tail and oppo);
+3. writes the report (evaluate_rd.py) to ``REPORT/<factor>`` and prints it.
+
+Everything resumes: rerun the same command after an interruption. ``--factor all`` runs each factor.
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import time
+from pathlib import Path
+
+from executors.errors import FormatError
+from nsvqa.checkpoint import CheckpointError
+from nsvqa.experiment import ExperimentError, train_variant
+from nsvqa.generation.suite import SUITE_PROFILES, generate_suite
+from nsvqa.generation.variants import FACTORS, VariantError, load_variant
+from nsvqa.predictions import PredictionFormatError
+from nsvqa.report import report_from_runs
+
+PROG = "run_factor.py"
+
+
+def _load_train_variant_module():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("_train_variant", Path(__file__).with_name("train_variant.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+TV = _load_train_variant_module()
+
+
+def get_args_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--factor", choices=[*FACTORS, "all"], required=True)
+    p.add_argument("--data", required=True, type=Path, help="dataset root (one folder per variant)")
+    p.add_argument("--runs", required=True, type=Path, help="runs root; each factor gets RUNS/<factor>")
+    p.add_argument("--report", required=True, type=Path, help="report root; each factor gets REPORT/<factor>")
+    p.add_argument("--train-variants", default=None, help="comma-separated subset of the factor's variants to train on")
+    p.add_argument("--data-profile", default=None,
+                   help=f"split sizes when generating ({', '.join(SUITE_PROFILES)}; default: --profile)")
+    p.add_argument("--data-seed", type=int, default=0)
+    p.add_argument("--workers", type=int, default=1, help="rendering processes")
+    p.add_argument("--no-generate", action="store_true", help="fail on missing data instead of generating it")
+    p.add_argument("--no-plots", action="store_true")
+    p.add_argument("--allow-partial-rd", action="store_true",
+                   help="RD over the training variants that were run (e.g. only the default one)")
+    TV.add_training_args(p)
+    return p
+
+
+def run_one(args: argparse.Namespace, factor: str) -> int:
+    t0 = time.perf_counter()
+    variants = list(FACTORS[factor])
+    trainable = [v for v in variants if not load_variant(v).test_only]
+    chosen = args.train_variants.split(",") if args.train_variants else trainable
+    bad = [v for v in chosen if v not in trainable]
+    if bad:
+        raise ExperimentError(f"--train-variants {bad}: not trainable variants of {factor} ({', '.join(trainable)})")
+    if not args.no_generate:
+        profile = args.data_profile or args.profile
+        if profile not in SUITE_PROFILES:
+            raise ExperimentError(f"no split sizes for profile {profile!r}; pass --data-profile "
+                                  f"({', '.join(SUITE_PROFILES)})")
+        generate_suite(args.data, factor, profile, seed=args.data_seed, workers=args.workers,
+                       progress=not args.no_progress)
+    models, spec = TV.spec_from_args(args)
+    runs = args.runs / factor
+    for v in chosen:
+        for seed in args.seed:
+            train_variant(args.data, v, runs, models=models, spec=spec, seed=seed, factor=factor, split=args.split,
+                          skip_missing=args.skip_missing)
+    out = args.report / factor
+    report, written = report_from_runs([runs], out, plots=not args.no_plots, allow_partial=args.allow_partial_rd)
+    print((out / "report.md").read_text())
+    print(f"{factor}: {len(written)} report files in {out} ({time.perf_counter() - t0:.0f} s)", file=sys.stderr)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = get_args_parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
+    factors = list(FACTORS) if args.factor == "all" else [args.factor]
+    try:
+        for f in factors:
+            run_one(args, f)
+    except (ExperimentError, VariantError, FormatError, CheckpointError, PredictionFormatError, FileNotFoundError,
+            ValueError, KeyError, TypeError) as e:
+        print(f"{PROG}: error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

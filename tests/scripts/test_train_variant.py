@@ -1,0 +1,124 @@
+"""train_variant.py / run_factor.py: train on a variant, predict on its factor, resume, report."""
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from executors.io import load_questions
+from nsvqa.checkpoint import load_checkpoint
+from nsvqa.experiment import ExperimentError, VariantRun, variants_to_test
+from nsvqa.predictions import read_predictions
+
+TINY = ["--profile", "tiny", "--scene-set", "det_iterations=2", "--scene-set", "attr_epochs=1",
+        "--question-set", "steps=20", "--threads", "1", "--no-progress"]
+MODELS = "nsvqa,pnsvqa,pnsvqa-exact,nsvqa+gtprog"
+
+
+@pytest.fixture(scope="module")
+def suite(tmp_path_factory, require_renderer):
+    from nsvqa.generation.suite import generate_suite
+
+    root = tmp_path_factory.mktemp("suite")
+    generate_suite(root, "visual", "tiny", progress=False, echo=lambda s: None)
+    return root
+
+
+@pytest.fixture(scope="module")
+def trained(suite, tmp_path_factory, load_script):
+    torch.manual_seed(0)
+    runs = tmp_path_factory.mktemp("runs")
+    rc = load_script("train_variant").main(["--data", str(suite), "--variant", "mid", "--out", str(runs),
+                                            "--factor", "visual", "--models", MODELS, *TINY])
+    assert rc == 0
+    return runs
+
+
+def test_predictions_for_every_model_and_test_variant(suite, trained):
+    run = VariantRun(trained, "mid")
+    for test in ("easy", "mid", "hard"):
+        questions = load_questions(suite / test / "questions" / "test_questions.json")
+        for model in MODELS.split(","):
+            path = run.predictions(model, test)
+            assert path.name == f"{model}__train-mid__test-{test}.jsonl"
+            preds = read_predictions(path)
+            assert [p.question_index for p in preds] == list(range(len(questions)))
+            assert [p.answer for p in preds] == [str(q["answer"]).lower() for q in questions]
+            # every question gets an answer; failures are flagged guesses
+            assert all(p.prediction is not None for p in preds)
+            assert all(p.guessed == (p.invalid_program or p.execution_error) for p in preds)
+            if model.startswith("pnsvqa"):
+                assert all((p.probability is None) == p.guessed for p in preds)
+            if model.endswith("+gtprog"):
+                assert not any(p.invalid_program for p in preds)
+    summary = json.loads((run.path / "summary.json").read_text())
+    assert summary["tests"] == ["easy", "mid", "hard"]
+    assert set(summary["accuracy"]) == set(MODELS.split(","))
+    cfg = json.loads((run.path / "config.json").read_text())["config"]
+    assert cfg["variant"] == "mid" and cfg["profile"] == "tiny"
+    assert (run.scene_dir / "detector.pt").exists() and (run.question_dir / "question_parser.pt").exists()
+
+
+def test_a_second_call_resumes_without_redoing_work(suite, trained, load_script):
+    run = VariantRun(trained, "mid")
+    parsed = run.parsed("hard", "likelihoods")
+    programs = run.parsed("hard", "programs")
+    before = (parsed.stat().st_mtime_ns, programs.stat().st_mtime_ns)
+    step = load_checkpoint(run.scene_dir / "detector.pt", kind="detector")["train_state"]["step"]
+    rc = load_script("train_variant").main(["--data", str(suite), "--variant", "mid", "--out", str(trained),
+                                            "--factor", "visual", "--models", MODELS, *TINY])
+    assert rc == 0
+    assert (parsed.stat().st_mtime_ns, programs.stat().st_mtime_ns) == before
+    assert load_checkpoint(run.scene_dir / "detector.pt", kind="detector")["train_state"]["step"] == step
+    history = json.loads((run.path / "config.json").read_text())["history"]
+    assert len(history) == 2
+    # a stale parse (its provenance no longer matches) is redone
+    doc = json.loads(parsed.read_text())
+    doc["provenance"]["detector"] = "0" * 64
+    parsed.write_text(json.dumps(doc))
+    from nsvqa.experiment import parse_scenes
+
+    parse_scenes(run, suite / "hard", "test", progress=False)
+    assert json.loads(parsed.read_text())["provenance"]["detector"] != "0" * 64
+
+
+def test_report_from_the_runs(trained, tmp_path, load_script):
+    rc = load_script("evaluate_rd").main(["--runs", str(trained), "--out", str(tmp_path / "rep"),
+                                          "--allow-partial-rd", "--no-plots"])
+    assert rc == 0
+    rep = json.loads((tmp_path / "rep" / "report.json").read_text())
+    vis = rep["factors"]["visual"]
+    row = vis["models"]["pnsvqa"]["matrix"][vis["train_variants"].index("mid")]
+    assert all(x is not None for x in row)
+    other = vis["models"]["pnsvqa"]["matrix"][vis["train_variants"].index("easy")]
+    assert other == [None, None, None]  # not trained on easy: missing, not zero
+    rd = vis["models"]["nsvqa+gtprog"]["rd"]  # the tiny parsers' in-domain accuracy may be 0: no RD
+    assert rd["partial"] and rd["value"] is not None and set(rd["per_train"]) == {"easy", "mid", "hard"}, rd
+    acc = {s: rep_cell(rep, "nsvqa+gtprog", s) for s in ("easy", "mid", "hard")}
+    expect = ((acc["mid"] - acc["easy"]) / acc["mid"] + (acc["mid"] - acc["hard"]) / acc["mid"]) / 2
+    assert rd["value"] == pytest.approx(expect)
+
+
+def rep_cell(rep, model, test):
+    (cell,) = [c for c in rep["cells"] if c["model"] == model and c["train"] == "mid" and c["test"] == test]
+    return cell["value"]
+
+
+def test_errors_name_what_is_missing(suite, tmp_path, load_script, capsys):
+    tv = load_script("train_variant")
+    assert tv.main(["--data", str(tmp_path), "--variant", "mid", "--out", str(tmp_path / "r"), "--factor", "visual",
+                    *TINY]) == 2
+    assert "mid/questions/train_questions.json: missing" in capsys.readouterr().err
+    assert tv.main(["--data", str(suite), "--variant", "mid", "--out", str(tmp_path / "r"),
+                    "--models", "nsvqa,film", *TINY]) == 2
+    assert "unknown model(s) ['film']" in capsys.readouterr().err
+    assert tv.main(["--data", str(suite), "--variant", "head", "--out", str(tmp_path / "r"), *TINY]) == 2
+    assert "only a test split" in capsys.readouterr().err
+    with pytest.raises(ExperimentError, match="not a variant of factor 'visual'"):
+        variants_to_test("rd-", "visual")
+    assert variants_to_test("mid") == ["easy", "mid", "hard", "rd-", "rd+"]
+    assert variants_to_test("sys-random") == ["sys-random"]
+    # a missing test variant fails unless skipped
+    assert tv.main(["--data", str(suite), "--variant", "mid", "--out", str(tmp_path / "r"), *TINY]) == 2
+    assert "rd-/questions/test_questions.json: missing" in capsys.readouterr().err
