@@ -1,5 +1,7 @@
 # nsvqa — build, demo, test and benchmark entry points.
-#   make demo    set up .venv if needed, run the executors demo
+#   make demo    set up .venv if needed, then the visual-complexity experiment at the demo profile:
+#                generate easy/mid/hard, train NS-VQA and P-NSVQA on mid, test on all three, RD report
+#                (outputs/demo/); `make demo-executors` runs the executors on the bundled examples
 #   make test    set up .venv if needed, run the test suite (2 workers)
 #   make bench   set up .venv if needed, run the executor, generator, question and scene-parser benchmarks
 #   make clean   remove build outputs and caches (keeps .venv); `make distclean` also removes .venv
@@ -19,10 +21,13 @@ STAMP     := $(VENV)/.installed-$(DEPS_HASH)
 # Debian packages for headless OpenGL (EGL + Mesa llvmpipe) used by the moderngl renderer.
 APT_PACKAGES := libegl1 libgl1-mesa-dri libgles2 libegl-mesa0
 
-.PHONY: help venv apt demo test bench clean distclean
+DEMO_OUT ?= outputs/demo
+
+.PHONY: help venv apt demo demo-executors test bench clean distclean
 
 help:
-	@echo "make demo   - run the executors demo (creates .venv on first use)"
+	@echo "make demo   - visual-complexity experiment at the demo profile -> $(DEMO_OUT) (creates .venv on first use)"
+	@echo "make demo-executors - the executors on the bundled example scenes and questions"
 	@echo "make test   - run the test suite with 2 workers (creates .venv on first use)"
 	@echo "make bench  - run the executor, generator, question and scene-parser benchmarks"
 	@echo "make clean  - remove build outputs and caches; make distclean also removes .venv"
@@ -56,7 +61,15 @@ apt:
 	  echo "WARNING: apt-get failed to install:$$missing (rendering will not work; continuing)" >&2; \
 	fi
 
+# Resumable: rerunning continues where an interrupted run stopped.
 demo: apt venv
+	@start=$$(date +%s); \
+	$(PY) scripts/run_factor.py --factor visual --profile demo --train-variants mid \
+	    --models nsvqa,pnsvqa,pnsvqa-exact,nsvqa+gtprog,pnsvqa+gtprog --allow-partial-rd \
+	    --data $(DEMO_OUT)/data --runs $(DEMO_OUT)/runs --report $(DEMO_OUT)/report --workers 2 && \
+	echo "make demo: done in $$(( $$(date +%s) - start )) s; report: $(DEMO_OUT)/report/visual/report.md"
+
+demo-executors: apt venv
 	$(PY) scripts/demo_executors.py
 
 test: apt venv

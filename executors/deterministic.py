@@ -246,11 +246,22 @@ class DeterministicExecutor:
 
         Raises:
             InvalidProgram, TypeMismatch: the program is malformed (before any execution).
-            UniquenessError: ``unique`` on a set without exactly one element.
+            UniquenessError: ``unique`` on a set without exactly one element; with ``trace``
+                its ``trace`` holds the outputs of the steps before it (None from it on).
         """
         cp = program if isinstance(program, CompiledProgram) else self.compile(program)
         cs = scene if isinstance(scene, CompiledScene) else self.compile_scene(scene)
-        out = self._execute(cp, cs)
+        if trace:
+            out: list = [None] * len(cp.steps)
+            try:
+                for i, (fn, a, b, key) in enumerate(cp.steps):
+                    out[i] = fn(out, a, b, key, cs, i)
+            except ExecutionError as e:
+                done = self.decode_trace(cp, cs, out[:i])
+                e.trace = done + [None] * (len(cp.steps) - len(done))
+                raise
+        else:
+            out = self._execute(cp, cs)
         ans = self.answer(cp, out[-1])
         return ExecutionResult(ans, cp.types[-1], self.decode_trace(cp, cs, out) if trace else None)
 

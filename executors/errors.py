@@ -22,6 +22,9 @@ class ExecutionError(Exception):
     def __init__(self, message: str, *, node: int | None = None, function: str | None = None):
         self.node = node
         self.function = function
+        #: with ``trace=True``, what the executor computed before failing (per node, None after)
+        self.trace: list | None = None
+        self.confidence: list | None = None
         where = ""
         if node is not None:
             where = f"node {node}" + (f" ({function})" if function else "") + ": "

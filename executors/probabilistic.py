@@ -381,6 +381,11 @@ class ProbabilisticExecutor:
         res = self._execute(batch, keep=True)
         out = res["answers"][0]
         if isinstance(out, ExecutionError):
+            if trace:  # what was computed: the failing step's output and those after it are cut
+                tr, conf = self._trace(batch, res, 0)
+                cut = out.node if out.node is not None else len(tr)
+                out.trace = [t if k < cut else None for k, t in enumerate(tr)]
+                out.confidence = [c if k < cut else None for k, c in enumerate(conf)]
             raise out
         tr, conf = self._trace(batch, res, 0) if trace else (None, None)
         return ExecutionResult(out, batch.answer_types[0], tr, res["distributions"][0], conf)

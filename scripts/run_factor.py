@@ -75,8 +75,10 @@ def run_one(args: argparse.Namespace, factor: str) -> int:
         if profile not in SUITE_PROFILES:
             raise ExperimentError(f"no split sizes for profile {profile!r}; pass --data-profile "
                                   f"({', '.join(SUITE_PROFILES)})")
+        # train and val splits only of the variants trained on; test splits of every variant
+        need = {v: (["train", "val", args.split] if v in chosen else [args.split]) for v in variants}
         generate_suite(args.data, factor, profile, seed=args.data_seed, workers=args.workers,
-                       progress=not args.no_progress)
+                       progress=not args.no_progress, splits=need)
     models, spec = TV.spec_from_args(args)
     runs = args.runs / factor
     for v in chosen:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Mapping, Sequence
 
 from .dataset import PROFILES, generate_split, job_for
 from .variants import FACTORS, load_variant
@@ -38,13 +38,17 @@ def variants_of(factor: str) -> list[str]:
 
 def generate_suite(out: str | Path, factor: str = "all", profile: str = "mini", *, seed: int = 0, workers: int = 1,
                    progress: bool = True, variants: list[str] | None = None,
+                   splits: Mapping[str, Sequence[str]] | None = None,
                    echo: Callable[[str], None] = lambda s: print(s, file=sys.stderr)) -> dict[str, dict]:
     """Generate (or complete) every split of the factor's variants under ``out``; returns
-    ``{"<variant>/<split>": generate_split's result}``."""
+    ``{"<variant>/<split>": generate_split's result}``. ``splits`` (variant -> splits) limits
+    what is generated, e.g. only the test split of variants no model is trained on."""
     sizes, img = SUITE_PROFILES[profile], PROFILES[profile]
     done = {}
     for name in variants or variants_of(factor):
         for split in load_variant(name).available_splits:
+            if splits is not None and split not in splits.get(name, ()):
+                continue
             job = job_for(out, name, split, getattr(sizes, split), seed, img.width, img.height)
             res = generate_split(job, workers=workers, progress=progress)
             echo(f"{name}/{split}: rendered {res['rendered']}, already done {res['skipped']}")

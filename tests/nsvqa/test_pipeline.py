@@ -125,3 +125,20 @@ def test_model_names():
     assert make_reasoner("pnsvqa-exact" + GT_PROGRAMS, ONTO).name == "pnsvqa-exact"
     with pytest.raises(ValueError, match="unknown model 'film'"):
         make_reasoner("film", ONTO)
+
+
+def test_a_failed_execution_carries_the_trace_before_the_failure(world):
+    from executors import DeterministicExecutor, ExecutionError, ProbabilisticExecutor
+    from executors.scene import argmax_scene
+
+    _, _, liks = world
+    program = Program((Node("scene"), Node("filter_color", (0,), ("blue",)), Node("unique", (1,)),
+                       Node("query_shape", (2,))))
+    lik = _colored(liks[2], {})  # five blue objects: unique fails at node 2
+    with pytest.raises(ExecutionError) as d:
+        DeterministicExecutor(ONTO).run(program, argmax_scene(lik), trace=True)
+    assert d.value.node == 2 and d.value.trace == [[0, 1, 2, 3, 4], [0, 1, 2, 3, 4], None, None]
+    with pytest.raises(ExecutionError) as p:
+        ProbabilisticExecutor(ONTO, "exact").run(program, lik, trace=True)
+    assert p.value.node == 2 and p.value.trace[2:] == [None, None]
+    assert np.allclose(p.value.trace[1], 1.0)
