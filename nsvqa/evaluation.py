@@ -449,6 +449,50 @@ def evaluate_cell(runs: Sequence[Sequence[Prediction]], *, metric: str = "accura
     }
 
 
+def paired_comparison(a: Sequence[Sequence[Prediction]], b: Sequence[Sequence[Prediction]], *,
+                      n_boot: int = 2000, seed: int = 0) -> dict | None:
+    """Model A against model B on the same questions (run i of A paired with run i of B, questions
+    matched by index; a guess counts when it hits).
+
+    Returns ``{"n", "acc_a", "acc_b", "diff", "ci95": [lo, hi], "a_only", "b_only", "p_mcnemar"}``:
+    accuracies, A - B, its 95% percentile bootstrap interval over questions, the questions only one
+    model gets right, and the exact McNemar test's two-sided p-value (binomial on the discordant
+    pairs, scipy); None when no question is shared.
+    """
+    import numpy as np
+    from scipy.stats import binomtest
+
+    ca, cb = [], []
+    for ra, rb in zip(a, b):
+        by_q = {p.question_index: p.correct for p in rb}
+        for p in ra:
+            if p.question_index in by_q:
+                ca.append(p.correct)
+                cb.append(by_q[p.question_index])
+    if not ca:
+        return None
+    x, y = np.asarray(ca, dtype=float), np.asarray(cb, dtype=float)
+    d = x - y
+    rng = np.random.default_rng(seed)
+    boots = d[rng.integers(0, len(d), size=(n_boot, len(d)))].mean(1)
+    a_only, b_only = int(((x == 1) & (y == 0)).sum()), int(((x == 0) & (y == 1)).sum())
+    p = binomtest(a_only, a_only + b_only, 0.5).pvalue if a_only + b_only else 1.0
+    return {"n": len(d), "acc_a": float(x.mean()), "acc_b": float(y.mean()), "diff": float(d.mean()),
+            "ci95": [float(np.percentile(boots, 2.5)), float(np.percentile(boots, 97.5))],
+            "a_only": a_only, "b_only": b_only, "p_mcnemar": float(p)}
+
+
+def default_comparisons(models: Sequence[str]) -> list[tuple[str, str]]:
+    """Each P-NSVQA model against the NS-VQA model with the same program source (``+gtprog``)."""
+    out = []
+    for m in models:
+        if m.startswith("pnsvqa"):
+            suffix = m[m.index("+"):] if "+" in m else ""
+            if "nsvqa" + suffix in models:
+                out.append((m, "nsvqa" + suffix))
+    return out
+
+
 def evaluate(cells: Mapping[CellKey, Sequence[Sequence[Prediction]]], *, metric: str = "accuracy",
              n_bins: int = 10, allow_partial: bool = False, concept_split: ConceptSplit | None = None,
              files: Mapping[CellKey, Sequence[str]] | None = None,
@@ -485,6 +529,14 @@ def evaluate(cells: Mapping[CellKey, Sequence[Sequence[Prediction]]], *, metric:
         cell_out.append({"model": key.model, "train": key.train, "test": key.test,
                          "files": [str(f) for f in (files or {}).get(key, ())], **res})
     models = sorted({k.model for k in cells})
+    comparisons = []
+    for ma, mb in default_comparisons(models):
+        for key in sorted(cells, key=rank):
+            other = CellKey(mb, key.train, key.test)
+            if key.model == ma and other in cells:
+                res = paired_comparison(cells[key], cells[other])
+                if res is not None:
+                    comparisons.append({"a": ma, "b": mb, "train": key.train, "test": key.test, **res})
     factor_out = {}
     for factor, (trains, tests) in factors.items():
         per_model = {}
@@ -504,4 +556,4 @@ def evaluate(cells: Mapping[CellKey, Sequence[Sequence[Prediction]]], *, metric:
             "concept_split": ({"head": {a: sorted(v) for a, v in concept_split.head.items()},
                                "tail": {a: sorted(v) for a, v in concept_split.tail.items()}}
                               if concept_split is not None else None),
-            "cells": cell_out, "factors": factor_out}
+            "cells": cell_out, "factors": factor_out, "comparisons": comparisons}

@@ -138,6 +138,17 @@ def to_markdown(report: Mapping[str, Any], images: Mapping[str, str] | None = No
                 [pct(c["id_ood"][g]["accuracy"]) + f" ({c['id_ood'][g]['n']})" for g in ("id", "ood")] for c in io]
         lines += _md_table(["model", "train", "test", "ID (n)", "OOD (n)"], rows) + [""]
 
+    comps = report.get("comparisons") or []
+    if comps:
+        lines += ["## P-NSVQA vs NS-VQA on the same questions", "",
+                  "Paired over questions: A − B in points with its 95% bootstrap interval; questions only A / "
+                  "only B answers correctly; exact McNemar p-value.", ""]
+        rows = [[_md_escape(c["a"]), _md_escape(c["b"]), c["train"], c["test"], str(c["n"]), pct(c["acc_a"]), pct(c["acc_b"]),
+                 f"{100 * c['diff']:+.2f} [{100 * c['ci95'][0]:+.2f}, {100 * c['ci95'][1]:+.2f}]",
+                 f"{c['a_only']} / {c['b_only']}", f"{c['p_mcnemar']:.2g}"] for c in comps]
+        lines += _md_table(["A", "B", "train", "test", "n", "A (%)", "B (%)", "A − B (95% CI)", "only A / only B",
+                            "p"], rows) + [""]
+
     cal = [c for c in cells if c["calibration"] is not None]
     if cal:
         lines += ["## Calibration", "", f"Expected calibration error over {report['n_bins']} equal-width "

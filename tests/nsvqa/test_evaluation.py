@@ -376,3 +376,24 @@ def test_official_questions_get_labels(reference_dir):
                         else last)
             assert m.question_type == expected, (name, q["question_index"])
             assert all("=" in c for c in m.concepts)
+
+
+def test_paired_comparison_by_hand():
+    from nsvqa.evaluation import default_comparisons, evaluate, paired_comparison
+
+    # 10 shared questions: both right on 5, only A on 3, only B on 1, both wrong on 1
+    a_ok = [1, 1, 1, 1, 1, 1, 1, 1, 0, 0]
+    b_ok = [1, 1, 1, 1, 1, 0, 0, 0, 1, 0]
+    a = [P(i, bool(x)) for i, x in enumerate(a_ok)] + [P(99, True)]  # q 99: not in B, left out
+    b = [P(i, bool(x)) for i, x in enumerate(b_ok)]
+    r = paired_comparison([a], [b])
+    assert r["n"] == 10 and r["acc_a"] == 0.8 and r["acc_b"] == 0.6 and r["diff"] == pytest.approx(0.2)
+    assert (r["a_only"], r["b_only"]) == (3, 1)
+    assert r["p_mcnemar"] == pytest.approx(0.625)  # two-sided binomial: 2 * P(X >= 3 | n=4) = 2 * 5/16
+    assert r["ci95"][0] < 0.2 < r["ci95"][1] and -1 <= r["ci95"][0] and r["ci95"][1] <= 1
+    assert paired_comparison([a], [[]]) is None
+    assert default_comparisons(["nsvqa", "pnsvqa", "pnsvqa-exact", "pnsvqa+gtprog", "nsvqa+gtprog", "lstm"]) == [
+        ("pnsvqa", "nsvqa"), ("pnsvqa-exact", "nsvqa"), ("pnsvqa+gtprog", "nsvqa+gtprog")]
+    rep = evaluate({CellKey("pnsvqa", "mid", "mid"): [a], CellKey("nsvqa", "mid", "mid"): [b]})
+    (c,) = rep["comparisons"]
+    assert (c["a"], c["b"], c["train"], c["test"], c["n"]) == ("pnsvqa", "nsvqa", "mid", "mid", 10)
