@@ -6,6 +6,11 @@ The vocabularies are built from the training questions and programs and saved in
 validation and at the end of each stage, and holds the optimizer, scheduler, RNG and step for
 ``--resume``. The batch of step ``s`` is a function of ``(seed, s)`` only (per-epoch permutations,
 bucketed by question length), so a resumed run sees the same data as an uninterrupted one.
+
+Launched by ``torchrun`` (``WORLD_SIZE`` > 1) both stages train data-parallel
+(:mod:`nsvqa.distributed`): ``batch`` and ``reinforce_batch`` stay the global batch of a step, each
+rank takes its slice of it, the loss is weighted so that the averaged gradient is the one of the
+whole batch (mean over its target tokens, resp. questions), and rank 0 alone validates and writes.
 """
 from __future__ import annotations
 
@@ -23,12 +28,14 @@ from executors.errors import ExecutionError
 from executors.io import load_scenes, normalize_answer, question_scene, scene_lookup
 from executors.ontology import Ontology, load_ontology
 from nsvqa.checkpoint import load_checkpoint, save_checkpoint
+from nsvqa.distributed import (DistInfo, Dispatch, all_sum, barrier, check_global_batch, cleanup, init_from_env,
+                               open_run, seed_rank, shard, wrap)
 from nsvqa.question_eval import QuestionItem, read_question_items, score_parses
 from nsvqa.training import RunDir, check_finite, resolve_config, seed_everything, warmup_cosine
 from parsers.question.decode import ids_to_program
 from parsers.question.question_parser import QuestionParser
 from parsers.question.seq2seq import PROFILES as NET_PROFILES, Seq2Seq, pad_sequences
-from parsers.question.vocab import Vocabulary, build_vocabularies, tokenize
+from parsers.question.vocab import NULL_ID, Vocabulary, build_vocabularies, tokenize
 
 CHECKPOINT = "question_parser.pt"
 KIND = "question_parser"
@@ -51,7 +58,7 @@ class QuestionTrainProfile:
 
 PROFILES = {
     "tiny": QuestionTrainProfile(60, 16, 3e-3, 30, 32, 8, 16, 1e-4),
-    "mini": QuestionTrainProfile(2400, 64, 2e-3, 400, 1000, 300, 64, 1e-5),
+    "mini": QuestionTrainProfile(4800, 64, 2e-3, 800, 1000, 300, 64, 1e-5),  # 100% exact on mid val (5,981 questions)
     "demo": QuestionTrainProfile(800, 64, 2e-3, 200, 500, 100, 64, 1e-5),
     # NS-VQA: Adam 7e-4, batch 64; REINFORCE at 1e-5
     "full": QuestionTrainProfile(20000, 64, 7e-4, 1000, 5000, 20000, 64, 1e-5),
@@ -194,9 +201,11 @@ def evaluate(parser: QuestionParser, items: Sequence[QuestionItem], scenes=None,
 class _Trainer:
     """State shared by the two stages of one run."""
 
-    def __init__(self, cfg: QuestionParserConfig, run: RunDir, resume: bool, progress: bool):
-        self.cfg, self.run, self.progress = cfg, run, progress
-        self.dev = torch.device(cfg.device)
+    def __init__(self, cfg: QuestionParserConfig, run: RunDir, resume: bool, progress: bool,
+                 dist: DistInfo | None = None):
+        self.dist = DistInfo(device=cfg.device) if dist is None else dist
+        self.cfg, self.run, self.progress = cfg, run, progress and self.dist.is_main
+        self.dev = torch.device(self.dist.device)
         self.onto: Ontology = load_ontology(cfg.ontology)
         self.path = run.path / CHECKPOINT
         qpath, _ = split_paths(cfg.data, "train")
@@ -221,17 +230,21 @@ class _Trainer:
         if self.ck is not None:
             self.model.load_state_dict(self.ck["state_dict"])
         self.parser = QuestionParser(self.model, self.qv, self.pv, self.onto, self.dev)
+        # DDP synchronises what runs through its forward: the model's loss and sample methods
+        self.net = wrap(Dispatch(self.model), self.dist)
         self.extra: dict[str, Any] = dict(self.ck["extra"]) if self.ck is not None else {}
 
     def vocab(self) -> dict:
         return {"question": self.qv.to_dict(), "program": self.pv.to_dict()}
 
     def save(self, train_state: dict) -> None:
+        """Write the checkpoint (called on rank 0 only)."""
         save_checkpoint(self.path, kind=KIND, config=asdict(self.cfg), state_dict=self.model.state_dict(),
                         vocabularies=self.vocab(), train_state=train_state | {"rng": torch.get_rng_state()},
                         extra=self.extra)
 
     def validate(self, stage: str, step: int) -> dict:
+        """Exact/valid on the val questions (called on rank 0 only)."""
         if not self.val_items:
             return {}
         m = evaluate(self.parser, self.val_items)
@@ -259,26 +272,32 @@ class _Trainer:
         elif ts.get("stage") == "reinforce":
             return  # supervised stage already complete
         schedule = BatchSchedule(self.train.lengths, cfg.batch, cfg.seed)
+        dist = self.dist
+        seed_rank(dist, cfg.seed, start)
         self.model.train()
         t0 = time.time() - float(self.extra.get("supervised_seconds", 0.0))
         smooth = None
         bar = tqdm(range(start, cfg.steps), desc="question parser", disable=not self.progress, initial=start,
                    total=cfg.steps)
         for step in bar:
-            words, lengths, targets = self.train.batch(schedule(step), self.dev)
-            loss = self.model.loss(words, lengths, targets)
-            check_finite({"loss": loss.detach()}, step)
+            if not dist.enabled:
+                words, lengths, targets = self.train.batch(schedule(step), self.dev)
+                loss = self.net("loss", words, lengths, targets)
+                check_finite({"loss": loss.detach()}, step)
+                v = float(loss.detach())
+            else:
+                loss, v = self._shard_loss(schedule(step))
+                check_finite({"loss": v}, step)  # the whole batch's loss: every rank stops together
             opt.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.grad_clip)
             opt.step()
             sched.step()
-            v = float(loss.detach())
             smooth = v if smooth is None else 0.95 * smooth + 0.05 * v
             bar.set_postfix(loss=f"{smooth:.4f}")
             if step % 20 == 0 or step + 1 == cfg.steps:
                 self.run.scalars("supervised", {"loss": v, "lr": sched.get_last_lr()[0]}, step)
-            if (step + 1) % cfg.eval_every == 0 or step + 1 == cfg.steps:
+            if dist.is_main and ((step + 1) % cfg.eval_every == 0 or step + 1 == cfg.steps):
                 self.run.log(f"supervised step {step + 1} loss={v:.5f} smoothed={smooth:.5f}")
                 val = self.validate("supervised", step + 1)
                 self.extra["supervised_seconds"] = time.time() - t0
@@ -288,8 +307,26 @@ class _Trainer:
                 if step + 1 == cfg.steps:
                     state = {"stage": "reinforce", "step": 0}  # next stage starts fresh
                 self.save(state)
-        if start >= cfg.steps and not self.path.exists():  # zero steps requested
+        if dist.is_main and start >= cfg.steps and not self.path.exists():  # zero steps requested
             self.save({"stage": "reinforce", "step": 0})
+        barrier(dist)  # the checkpoint is written before any rank reads it
+
+    def _shard_loss(self, idx: np.ndarray) -> tuple[torch.Tensor, float]:
+        """This rank's part of the loss of the global batch ``idx`` (data-parallel only).
+
+        The rank's summed token cross-entropy over the batch's target tokens, times the world size
+        (DDP averages gradients over the ranks): the averaged gradient is the one of the model's
+        mean-per-token loss on the whole batch. A rank whose slice is empty (a last batch shorter
+        than the world size) runs one question with weight 0, so that it joins the reduction.
+        Returns (loss to backpropagate, the whole batch's mean loss).
+        """
+        dist = self.dist
+        mine = shard(idx, dist.rank, dist.world_size)
+        words, lengths, targets = self.train.batch(mine if len(mine) else idx[:1], self.dev)
+        tokens = float((targets[:, 1:] != NULL_ID).sum()) if len(mine) else 0.0
+        mean = self.net("loss", words, lengths, targets)
+        total_tokens, total_loss = all_sum(dist, [tokens, float(mean.detach()) * tokens])
+        return mean * (tokens * dist.world_size / total_tokens), total_loss / total_tokens
 
     # ------------------------------------------------------------------ REINFORCE
     def reinforce(self) -> None:
@@ -316,15 +353,21 @@ class _Trainer:
         else:
             torch.manual_seed(cfg.seed + 1)  # dropout draws of this stage do not depend on the first one
         schedule = BatchSchedule(self.train.lengths, cfg.reinforce_batch, cfg.seed + 1)
+        dist = self.dist
+        seed_rank(dist, cfg.seed + 1, start)
         self.model.train()
         t0 = time.time() - float(self.extra.get("reinforce_seconds", 0.0))
         bar = tqdm(range(start, cfg.reinforce_steps), desc="reinforce", disable=not self.progress, initial=start,
                    total=cfg.reinforce_steps)
         for step in bar:
-            idx = schedule(step)
+            idx = batch = schedule(step)
+            if dist.enabled:  # this rank's slice (one question with weight 0 when it is empty)
+                idx = shard(batch, dist.rank, dist.world_size)
+                idx = idx if len(idx) else batch[:1]
             words, lengths, _ = self.train.batch(idx, self.dev)
-            gen = torch.Generator().manual_seed(cfg.seed * 1_000_003 + step)
-            ids, logp = self.model.sample(words, lengths, generator=gen)
+            # sampling draws from (seed, step) (and the rank), on the model's device
+            gen = torch.Generator(device=self.dev).manual_seed(cfg.seed * 1_000_003 + step + (dist.rank << 40))
+            ids, logp = self.net("sample", words, lengths, generator=gen)
             rewards = torch.zeros(len(idx), device=self.dev)
             for r, (i, row) in enumerate(zip(idx, ids.tolist())):
                 p = ids_to_program(row, self.pv, self.onto)
@@ -335,39 +378,65 @@ class _Trainer:
                 except ExecutionError:
                     continue
                 rewards[r] = float(normalize_answer(ans) == normalize_answer(self.train.items[i].record.get("answer")))
-            mean_r = float(rewards.mean())
-            baseline = mean_r if baseline is None else 0.9 * baseline + 0.1 * mean_r
-            loss = -((rewards - baseline) * logp).mean()
-            check_finite({"loss": loss.detach(), "reward": mean_r}, step)
+            if not dist.enabled:
+                mean_r = float(rewards.mean())
+                baseline = mean_r if baseline is None else 0.9 * baseline + 0.1 * mean_r
+                loss = -((rewards - baseline) * logp).mean()
+            else:  # the whole batch's mean reward, baseline and loss on every rank
+                n_mine = len(shard(batch, dist.rank, dist.world_size))
+                weight = torch.full((len(idx),), float(n_mine > 0), device=self.dev)
+                lp = (logp * weight).detach()
+                reward_sum, n, lp_sum, rlp_sum = all_sum(dist, [float((rewards * weight).sum()), float(n_mine),
+                                                                float(lp.sum()), float((rewards * lp).sum())])
+                mean_r = reward_sum / n
+                baseline = mean_r if baseline is None else 0.9 * baseline + 0.1 * mean_r
+                # DDP averages over the ranks: the gradient is the one of the whole batch's mean loss
+                loss = -((rewards - baseline) * logp * weight).sum() * (dist.world_size / n)
+                global_loss = -(rlp_sum - baseline * lp_sum) / n
+            check_finite({"loss": loss.detach() if not dist.enabled else global_loss, "reward": mean_r}, step)
             opt.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.grad_clip)
             opt.step()
             bar.set_postfix(reward=f"{baseline:.3f}")
             if step % 10 == 0 or step + 1 == cfg.reinforce_steps:
-                self.run.scalars("reinforce", {"reward": mean_r, "baseline": baseline, "loss": float(loss.detach())}, step)
-            if (step + 1) % cfg.eval_every == 0 or step + 1 == cfg.reinforce_steps:
+                self.run.scalars("reinforce", {"reward": mean_r, "baseline": baseline,
+                                               "loss": float(loss.detach()) if not dist.enabled else global_loss}, step)
+            if dist.is_main and ((step + 1) % cfg.eval_every == 0 or step + 1 == cfg.reinforce_steps):
                 self.run.log(f"reinforce step {step + 1} reward={mean_r:.4f} baseline={baseline:.4f}")
                 self.extra["reinforce_val"] = self.validate("reinforce", step + 1)
                 self.extra["reinforce_seconds"] = time.time() - t0
                 self.save({"stage": "reinforce", "step": step + 1, "optimizer": opt.state_dict(),
                            "baseline": baseline})
+        barrier(dist)
 
 
 def train_question_parser(cfg: QuestionParserConfig, out: str | Path, *, resume: bool = False,
                           progress: bool = True) -> RunDir:
-    """Supervised training (and REINFORCE when ``cfg.reinforce``) into the run directory ``out``."""
+    """Supervised training (and REINFORCE when ``cfg.reinforce``) into the run directory ``out``.
+
+    Launched by torchrun (``WORLD_SIZE`` > 1) both stages train data-parallel; rank 0 writes ``out``
+    and returns its RunDir, the other ranks a :class:`nsvqa.distributed.QuietRun` on the same path.
+    """
     seed_everything(cfg.seed)
-    run = RunDir(out, cfg, resume=resume,
-                 must_match=("data", "profile", "seed", "ontology", "word_dim", "hidden", "layers", "batch",
-                             "min_word_count", "max_train_questions"))
+    dist = init_from_env(cfg.device)
     try:
-        tr = _Trainer(cfg, run, resume, progress)
-        tr.supervised()
-        if cfg.reinforce and cfg.reinforce_steps > 0:
-            tr.reinforce()
+        reinforce = cfg.reinforce and cfg.reinforce_steps > 0
+        check_global_batch(dist.world_size, batch=cfg.batch,
+                           **({"reinforce_batch": cfg.reinforce_batch} if reinforce else {}))
+        run = open_run(dist, lambda: RunDir(
+            out, cfg, resume=resume, must_match=("data", "profile", "seed", "ontology", "word_dim", "hidden", "layers",
+                                                 "batch", "min_word_count", "max_train_questions")), out, cfg)
+        try:
+            tr = _Trainer(cfg, run, resume, progress, dist)
+            tr.supervised()
+            if reinforce:
+                tr.reinforce()
+        finally:
+            run.close()
     finally:
-        run.close()
+        if dist.owns_group:
+            cleanup()
     return run
 
 
