@@ -6,6 +6,11 @@ warm-up then cosine decay, gradient clipping). Stage ``attributes``: the ResNet 
 (so the head sees the masks it will get at test time). Each stage checkpoints atomically into the
 run directory (``detector.pt``, ``attributes.pt``) and resumes from there; the batch of step ``s``
 is a function of ``(seed, s)`` only, so a resumed run sees the same data as an uninterrupted one.
+
+Launched by ``torchrun`` (``WORLD_SIZE`` > 1) both stages train data-parallel
+(:mod:`nsvqa.distributed`): ``det_batch`` and ``attr_batch`` stay the global batch of a step, each
+rank trains on its slice of it through DistributedDataParallel (SyncBatchNorm on CUDA), and rank 0
+alone writes the run directory.
 """
 from __future__ import annotations
 
@@ -21,6 +26,8 @@ import torch
 from executors import load_ontology
 from nsvqa.checkpoint import load_checkpoint, save_checkpoint
 from nsvqa.datasets import OBJECT_ATTRIBUTES, PART_ATTRIBUTES, AttributeCropDataset, CropItem, DetectionDataset
+from nsvqa.distributed import (DistInfo, barrier, check_global_batch, cleanup, init_from_env, mean_over_ranks,
+                               open_run, run_on_main, seed_rank, shard, wrap)
 from nsvqa.training import RunDir, check_finite, resolve_config, seed_everything, warmup_cosine
 from parsers.scene.attribute_head import PROFILES as HEAD_PROFILES, AttributeHead, attribute_loss
 from parsers.scene.crops import box_geometry, crop_instance
@@ -121,17 +128,26 @@ def detector_from_checkpoint(ckpt: dict) -> torch.nn.Module:
     return model.eval()
 
 
-def train_detector(cfg: SceneParserConfig, run: RunDir, *, resume: bool = False, progress: bool = True) -> Path:
-    """Train (or resume) the detector; returns the path of ``detector.pt``."""
+def train_detector(cfg: SceneParserConfig, run: RunDir, *, resume: bool = False, progress: bool = True,
+                   dist: DistInfo | None = None) -> Path:
+    """Train (or resume) the detector; returns the path of ``detector.pt``.
+
+    ``dist`` (default: :func:`nsvqa.distributed.init_from_env`): in a data-parallel job each rank
+    trains on its ``det_batch / world_size`` images of the step (ValueError naming ``det_batch``
+    when it does not divide) and rank 0 alone writes; every rank returns once ``detector.pt`` is
+    written.
+    """
     from tqdm import tqdm
 
+    dist = init_from_env(cfg.device) if dist is None else dist
+    check_global_batch(dist.world_size, det_batch=cfg.det_batch)
     ds = DetectionDataset(cfg.data, "train", cfg.mode)
     n = len(ds) if cfg.max_train_images is None else min(len(ds), cfg.max_train_images)
     if n == 0:
         raise ValueError(f"{cfg.data}: the train split has no images")
     vocab = detector_vocabulary(ds)
     h, w = vocab["image_size"]
-    dev = torch.device(cfg.device)
+    dev = torch.device(dist.device)
     model = build_detector(ds.num_classes, h, w, cfg.profile).to(dev)
     params = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=cfg.det_lr, weight_decay=1e-4)
@@ -151,8 +167,11 @@ def train_detector(cfg: SceneParserConfig, run: RunDir, *, resume: bool = False,
             run.log(f"detector: {path} has finished its {cfg.det_iterations} iterations")
             return path  # untouched, so that outputs fingerprinted on it stay valid
         run.log(f"detector: resumed at step {start} from {path}")
+    # gradients averaged over the ranks; BatchNorm statistics over the global batch on CUDA
+    net = wrap(model, dist, sync_bn=True)
+    seed_rank(dist, cfg.seed, start)
 
-    def save(step: int, extra: dict | None = None) -> None:
+    def save(step: int, extra: dict | None = None) -> None:  # rank 0 only
         save_checkpoint(path, kind="detector", config=asdict(cfg), state_dict=model.state_dict(),
                         vocabularies=vocab, extra=extra,
                         train_state={"optimizer": opt.state_dict(), "scheduler": sched.state_dict(),
@@ -160,15 +179,17 @@ def train_detector(cfg: SceneParserConfig, run: RunDir, *, resume: bool = False,
 
     model.train()
     t0, smooth = time.time(), None
-    bar = tqdm(range(start, cfg.det_iterations), desc="detector", disable=not progress, initial=start,
-               total=cfg.det_iterations)
+    bar = tqdm(range(start, cfg.det_iterations), desc="detector", disable=not progress or not dist.is_main,
+               initial=start, total=cfg.det_iterations)
     for step in bar:
-        batch = [ds[i] for i in _batch_indices(n, cfg.det_batch, step, cfg.seed)]
+        idx = shard(_batch_indices(n, cfg.det_batch, step, cfg.seed), dist.rank, dist.world_size)
+        batch = [ds[i] for i in idx]
         images = [b[0].to(dev) for b in batch]
         targets = [{k: (v.to(dev) if torch.is_tensor(v) else v) for k, v in b[1].items()} for b in batch]
-        losses = model(images, targets)
+        losses = net(images, targets)
         loss = sum(losses.values())
         values = {k: float(v.detach()) for k, v in losses.items()} | {"total": float(loss.detach())}
+        values = mean_over_ranks(dist, values)  # every rank stops together on a non-finite loss
         check_finite(values, step)
         opt.zero_grad(set_to_none=True)
         loss.backward()
@@ -180,9 +201,11 @@ def train_detector(cfg: SceneParserConfig, run: RunDir, *, resume: bool = False,
         if step % 10 == 0 or step + 1 == cfg.det_iterations:
             run.scalars("detector", values | {"lr": sched.get_last_lr()[0]}, step)
             run.log(f"detector step {step} " + " ".join(f"{k}={v:.4f}" for k, v in values.items()))
-        if (step + 1) % cfg.checkpoint_every == 0 and step + 1 < cfg.det_iterations:
+        if dist.is_main and (step + 1) % cfg.checkpoint_every == 0 and step + 1 < cfg.det_iterations:
             save(step + 1)
-    save(cfg.det_iterations, {"seconds": time.time() - t0})
+    if dist.is_main:
+        save(cfg.det_iterations, {"seconds": time.time() - t0})
+    barrier(dist)
     return path
 
 
@@ -422,43 +445,71 @@ def crop_accuracy(head: AttributeHead, crops: CropSet, batch: int = 256) -> dict
     return res
 
 
-def _crop_cache(run: RunDir, name: str, build, progress: bool) -> CropSet:
-    """A crop set cached in the run directory (built once, reused on resume)."""
+def _crop_cache(run: RunDir, name: str, build, progress: bool, dist: DistInfo | None = None,
+                everywhere: bool = True) -> CropSet | None:
+    """A crop set cached in the run directory (built once, reused on resume). In a data-parallel
+    job rank 0 builds and writes it while the others wait, then they read it (every rank trains on
+    the same set), or get None without ``everywhere``."""
     path = run.path / f"{name}.pt"
-    if path.exists():
-        return CropSet.from_state(load_checkpoint(path, kind="crops")["state_dict"])
-    crops = build()
-    save_checkpoint(path, kind="crops", config=dict(run.config), state_dict=crops.state(), vocabularies={})
-    return crops
+
+    def make() -> CropSet:
+        if path.exists():
+            return CropSet.from_state(load_checkpoint(path, kind="crops")["state_dict"])
+        crops = build()
+        save_checkpoint(path, kind="crops", config=dict(run.config), state_dict=crops.state(), vocabularies={})
+        return crops
+
+    if dist is None or not dist.enabled:
+        return make()
+    crops = run_on_main(dist, make)
+    if dist.is_main or not everywhere:
+        return crops
+    return CropSet.from_state(load_checkpoint(path, kind="crops")["state_dict"])
 
 
-def train_attributes(cfg: SceneParserConfig, run: RunDir, *, resume: bool = False, progress: bool = True) -> Path:
-    """Train (or resume) the attribute head; returns the path of ``attributes.pt``."""
+def train_attributes(cfg: SceneParserConfig, run: RunDir, *, resume: bool = False, progress: bool = True,
+                     dist: DistInfo | None = None) -> Path:
+    """Train (or resume) the attribute head; returns the path of ``attributes.pt``.
+
+    ``dist`` (default: :func:`nsvqa.distributed.init_from_env`): in a data-parallel job rank 0
+    builds the crop caches, each rank trains on its ``attr_batch / world_size`` crops of the step
+    (ValueError naming ``attr_batch`` when it does not divide), rank 0 alone validates and writes.
+    """
     from tqdm import tqdm
 
+    dist = init_from_env(cfg.device) if dist is None else dist
+    check_global_batch(dist.world_size, attr_batch=cfg.attr_batch)
+    progress = progress and dist.is_main
     vocab = attribute_vocabulary()
     directions = mean_directions(cfg.data, "train")
     train = [_crop_cache(run, "crops_train_gt", lambda: gt_crops(cfg.data, "train", cfg.crop_size, cfg.attr_parts,
                                                                   cfg.max_train_images, progress, cfg.extra_parts,
-                                                                  cfg.seed), progress)]
+                                                                  cfg.seed), progress, dist)]
     det_path = Path(cfg.detector) if cfg.detector else run.path / "detector.pt"
-    if cfg.det_crop_images > 0 and det_path.exists():
-        ck = load_checkpoint(det_path, kind="detector")
-        det = detector_from_checkpoint(ck)
+    val_root = Path(cfg.data) / "scenes" / "val_scenes.json"
+    # rank 0 decides what every rank builds (each crop cache is a collective step)
+    have_det, have_val = run_on_main(dist, lambda: (det_path.exists(), val_root.exists()), share=True)
+    if cfg.det_crop_images > 0 and have_det:
+        ck = det = None
+        if dist.is_main:  # only rank 0 runs the detector (the others read its crop cache)
+            ck = load_checkpoint(det_path, kind="detector")
+            det = detector_from_checkpoint(ck)
         train.append(_crop_cache(run, "crops_train_det", lambda: detector_crops(
             det, ck["vocabularies"], cfg.data, "train", cfg.crop_size, cfg.det_crop_images, cfg.min_score,
-            cfg.match_iou, cfg.attr_parts and cfg.mode == "objects+parts", progress), progress))
+            cfg.match_iou, cfg.attr_parts and cfg.mode == "objects+parts", progress), progress, dist))
     elif cfg.det_crop_images > 0:
         run.log(f"attributes: no {det_path}; training on ground-truth crops only")
     train_set = CropSet.concat(train)
-    val_root = Path(cfg.data) / "scenes" / "val_scenes.json"
     val_set = (_crop_cache(run, "crops_val_gt", lambda: gt_crops(cfg.data, "val", cfg.crop_size, cfg.attr_parts,
                                                                   None, progress, cfg.extra_parts, cfg.seed + 1),
-                           progress)
-               if val_root.exists() else None)
+                           progress, dist, everywhere=False)  # validation runs on rank 0
+               if have_val else None)
     if len(train_set) == 0:
         raise ValueError(f"{cfg.data}: no training crops (empty train split?)")
-    dev = torch.device(cfg.device)
+    if dist.enabled and len(train_set) < cfg.attr_batch:  # the one short batch could leave a rank without crops
+        raise ValueError(f"{cfg.data}: {len(train_set)} training crops, fewer than attr_batch={cfg.attr_batch}: "
+                         f"too few to train data-parallel")
+    dev = torch.device(dist.device)
     head = AttributeHead.from_profile({a: len(v) for a, v in vocab.items()}, cfg.profile).to(dev)
     opt = torch.optim.AdamW(head.parameters(), lr=cfg.attr_lr, weight_decay=1e-4)
     # the incomplete last batch is dropped (a batch of one breaks BatchNorm); every epoch reshuffles
@@ -474,6 +525,8 @@ def train_attributes(cfg: SceneParserConfig, run: RunDir, *, resume: bool = Fals
         sched.load_state_dict(ck["train_state"]["scheduler"])
         start_epoch = int(ck["train_state"]["epoch"])
         run.log(f"attributes: resumed after epoch {start_epoch} from {path}")
+    net = wrap(head, dist, sync_bn=True)
+    seed_rank(dist, cfg.seed, start_epoch * steps_per_epoch)
     run.log(f"attributes: {len(train_set)} train crops ({int((train_set.source == 1).sum())} from the detector), "
             f"{len(val_set) if val_set is not None else 0} val crops")
     metrics: dict[str, float] = {}
@@ -485,42 +538,71 @@ def train_attributes(cfg: SceneParserConfig, run: RunDir, *, resume: bool = Fals
         bar = tqdm(range(steps_per_epoch), desc=f"attributes {epoch + 1}/{cfg.attr_epochs}", disable=not progress)
         for k in bar:
             step = epoch * steps_per_epoch + k
-            x, geo, lab = train_set.batch(perm[k * cfg.attr_batch:(k + 1) * cfg.attr_batch])
-            losses = attribute_loss(head(x.to(dev), geo.to(dev)), {a: v.to(dev) for a, v in lab.items()})
+            idx = shard(perm[k * cfg.attr_batch:(k + 1) * cfg.attr_batch], dist.rank, dist.world_size)
+            x, geo, lab = train_set.batch(idx)
+            out = net(x.to(dev), geo.to(dev))
+            losses = attribute_loss(out, {a: v.to(dev) for a, v in lab.items()})
             values = {a: float(v.detach()) for a, v in losses.items()}
+            loss = losses["total"]
+            if dist.enabled:
+                # a rank's slice may lack parts or objects (no loss for some heads): every output
+                # joins the graph with weight 0 so that DDP reduces every gradient on every rank
+                loss = loss + 0.0 * sum(o.sum() for o in out.values())
+                values = mean_over_ranks(dist, values, sorted(set(out) | {"total"}))
             check_finite(values, step)
             opt.zero_grad(set_to_none=True)
-            losses["total"].backward()
+            loss.backward()
             opt.step()
             sched.step()
             bar.set_postfix(loss=f"{values['total']:.3f}")
             if step % 10 == 0:
                 run.scalars("attributes", values | {"lr": sched.get_last_lr()[0]}, step)
-        if val_set is not None:
+        if val_set is not None:  # None on ranks other than 0
             metrics = crop_accuracy(head, val_set)
             run.scalars("attributes_val", metrics, epoch + 1)
             run.log(f"attributes epoch {epoch + 1} val " + " ".join(f"{k}={v:.4f}" for k, v in metrics.items()))
-        save_checkpoint(path, kind="attributes", config=asdict(cfg), state_dict=head.state_dict(),
-                        vocabularies={"attributes": vocab, "directions": directions}, extra={"val": metrics, "seconds": time.time() - t0},
-                        train_state={"optimizer": opt.state_dict(), "scheduler": sched.state_dict(), "epoch": epoch + 1})
-    if not path.exists():  # zero epochs requested
+        if dist.is_main:
+            save_checkpoint(path, kind="attributes", config=asdict(cfg), state_dict=head.state_dict(),
+                            vocabularies={"attributes": vocab, "directions": directions},
+                            extra={"val": metrics, "seconds": time.time() - t0},
+                            train_state={"optimizer": opt.state_dict(), "scheduler": sched.state_dict(),
+                                         "epoch": epoch + 1})
+    if dist.is_main and not path.exists():  # zero epochs requested
         save_checkpoint(path, kind="attributes", config=asdict(cfg), state_dict=head.state_dict(),
                         vocabularies={"attributes": vocab, "directions": directions}, train_state={"epoch": 0})
+    barrier(dist)
     return path
 
 
 def train_scene_parser(cfg: SceneParserConfig, out: str | Path, *, resume: bool = False,
                        progress: bool = True) -> RunDir:
-    """Run the configured stages into ``out`` (a run directory)."""
+    """Run the configured stages into ``out`` (a run directory).
+
+    Launched by torchrun (``WORLD_SIZE`` > 1) the stages train data-parallel; rank 0 writes ``out``
+    and returns its RunDir, the other ranks a :class:`nsvqa.distributed.QuietRun` on the same path.
+    """
     seed_everything(cfg.seed)
-    run = RunDir(out, cfg, resume=resume, must_match=("data", "profile", "mode", "seed"))
+    dist = init_from_env(cfg.device)
     try:
+        # the global batches of the stages to run, checked before anything is written or trained
+        batches = {}
         if cfg.stage in ("detector", "all"):
-            train_detector(cfg, run, resume=resume, progress=progress)
+            batches["det_batch"] = cfg.det_batch
         if cfg.stage in ("attributes", "all"):
-            train_attributes(cfg, run, resume=resume, progress=progress)
+            batches["attr_batch"] = cfg.attr_batch
+        check_global_batch(dist.world_size, **batches)
+        run = open_run(dist, lambda: RunDir(out, cfg, resume=resume, must_match=("data", "profile", "mode", "seed")),
+                       out, cfg)
+        try:
+            if cfg.stage in ("detector", "all"):
+                train_detector(cfg, run, resume=resume, progress=progress, dist=dist)
+            if cfg.stage in ("attributes", "all"):
+                train_attributes(cfg, run, resume=resume, progress=progress, dist=dist)
+        finally:
+            run.close()
     finally:
-        run.close()
+        if dist.owns_group:
+            cleanup()
     return run
 
 
