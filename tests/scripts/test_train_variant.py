@@ -122,3 +122,21 @@ def test_errors_name_what_is_missing(suite, tmp_path, load_script, capsys):
     # a missing test variant fails unless skipped
     assert tv.main(["--data", str(suite), "--variant", "mid", "--out", str(tmp_path / "r"), *TINY]) == 2
     assert "rd-/questions/test_questions.json: missing" in capsys.readouterr().err
+
+
+def test_run_factor_generates_only_what_it_needs_and_reports(tmp_path, load_script, capsys, require_renderer):
+    rf = load_script("run_factor")
+    rc = rf.main(["--factor", "visual", "--data", str(tmp_path / "d"), "--runs", str(tmp_path / "r"),
+                  "--report", str(tmp_path / "rep"), "--train-variants", "mid", "--models", "nsvqa+gtprog",
+                  "--allow-partial-rd", "--no-plots", *TINY])
+    assert rc == 0
+    # train/val only for the variant trained on; the test split of every variant
+    assert sorted(p.name for p in (tmp_path / "d" / "easy" / "questions").iterdir()) == ["test_questions.json"]
+    assert sorted(p.name for p in (tmp_path / "d" / "mid" / "questions").iterdir()) == [
+        "test_questions.json", "train_questions.json", "val_questions.json"]
+    assert not (tmp_path / "r" / "visual" / "mid" / "question_parser").exists()  # gt programs: no parser
+    out = capsys.readouterr().out
+    assert "# Relative Degrade report" in out and (tmp_path / "rep" / "visual" / "report.md").exists()
+    assert rf.main(["--factor", "visual", "--data", str(tmp_path / "d"), "--runs", str(tmp_path / "r"),
+                    "--report", str(tmp_path / "rep"), "--train-variants", "rd-", *TINY]) == 2
+    assert "not trainable variants of visual" in capsys.readouterr().err
