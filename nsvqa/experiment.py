@@ -6,14 +6,17 @@ A *variant run* is one folder per (training variant, seed) under a runs root::
         config.json, train.log     what was asked, every command that touched the run
         scene_parser/              train_scene_parser.py run (detector.pt, attributes.pt)
         question_parser/           train_question_parser.py run (question_parser.pt)
+        baselines/<name>/          train_baseline.py run of each baseline asked for (baseline.pt)
         parsed/<test variant>/likelihoods.json   the scene parser on the test split
         parsed/<test variant>/programs.json      the question parser on the test questions
         predictions/<model>__train-<variant>__test-<test variant>.jsonl
         summary.json               accuracy per (model, test variant)
 
-Every step is resumable: the parsers resume from their checkpoints, and a parse output is reused
-when it records the fingerprints (SHA-256) of the checkpoints and inputs it came from. Predictions
-are recomputed each time (seconds). :func:`train_variant` is what ``scripts/train_variant.py``
+Every step is resumable: the parsers and baselines resume from their checkpoints, and a parse output
+is reused when it records the fingerprints (SHA-256) of the checkpoints and inputs it came from.
+Predictions are recomputed each time (seconds). The parsers are trained only for the NS-VQA /
+P-NSVQA models; a baseline (:mod:`baselines`, imported lazily: the package sits above ``nsvqa``)
+needs nothing but its own run. :func:`train_variant` is what ``scripts/train_variant.py``
 runs; ``scripts/run_factor.py`` calls it for every training variant of a factor.
 """
 from __future__ import annotations
@@ -39,10 +42,26 @@ from .pipeline import GT_PROGRAMS, REASONERS, make_reasoner, predict
 from .predictions import load_question_meta, predictions_path, write_predictions
 
 REPO = Path(__file__).resolve().parents[1]
-#: Models this module trains and runs (issue 8 adds the baselines).
-MODELS = tuple(REASONERS) + tuple(m + GT_PROGRAMS for m in REASONERS)
+#: The models run through the scene and question parsers (:mod:`nsvqa.pipeline`).
+PIPELINE_MODELS = tuple(REASONERS) + tuple(m + GT_PROGRAMS for m in REASONERS)
 DEFAULT_MODELS = ("nsvqa", "pnsvqa", "pnsvqa-exact")
 log = logging.getLogger("nsvqa.experiment")
+
+
+def baseline_models() -> tuple[str, ...]:
+    """The names registered in :mod:`baselines` (imported here, on first use)."""
+    import baselines
+
+    return baselines.names()
+
+
+def __getattr__(name: str) -> Any:
+    """``MODELS``: every model this module trains and runs, :data:`PIPELINE_MODELS` then the
+    baselines (computed on access, so importing this module does not import :mod:`baselines`;
+    hence not in ``__all__``)."""
+    if name == "MODELS":
+        return PIPELINE_MODELS + baseline_models()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class ExperimentError(RuntimeError):
@@ -69,6 +88,9 @@ class VariantRun:
     @property
     def question_dir(self) -> Path:
         return self.path / "question_parser"
+
+    def baseline_dir(self, name: str) -> Path:
+        return self.path / "baselines" / name
 
     def parsed(self, test: str, what: str) -> Path:
         return self.path / "parsed" / test / f"{what}.json"
@@ -99,11 +121,18 @@ def variants_to_test(variant: str, factor: str | None = None) -> list[str]:
 
 
 def needs(models: Sequence[str]) -> tuple[bool, bool]:
-    """(scene parser needed, question parser needed) for ``models``."""
-    unknown = [m for m in models if m not in MODELS]
+    """(scene parser needed, question parser needed) for ``models``: only the pipeline models use
+    the parsers (the baselines train alone).
+
+    Raises:
+        ExperimentError: a name that is no model (the valid ones listed).
+    """
+    valid = PIPELINE_MODELS + baseline_models()
+    unknown = [m for m in models if m not in valid]
     if unknown:
-        raise ExperimentError(f"unknown model(s) {unknown}; valid: {', '.join(MODELS)}")
-    return bool(models), any(not m.endswith(GT_PROGRAMS) for m in models)
+        raise ExperimentError(f"unknown model(s) {unknown}; valid: {', '.join(valid)}")
+    pipeline = [m for m in models if m in PIPELINE_MODELS]
+    return bool(pipeline), any(not m.endswith(GT_PROGRAMS) for m in pipeline)
 
 
 def fingerprint(*paths: str | os.PathLike) -> str:
@@ -135,14 +164,16 @@ class TrainSpec:
     Attributes:
         profile: scene- and question-parser profile (``tiny``, ``demo``, ``mini``, ``full``).
         scene_overrides, question_overrides: config fields over the profile's.
+        baseline_overrides: baseline name -> config fields over its profile's.
         jobs: 2 or more trains the question parser in a subprocess (1 thread) beside the scene
             parser (the other threads), which halves the wall time on a 2-core machine.
-        device: torch device of both parsers.
+        device: torch device of the parsers and the baselines.
     """
 
     profile: str = "mini"
     scene_overrides: dict = field(default_factory=dict)
     question_overrides: dict = field(default_factory=dict)
+    baseline_overrides: dict = field(default_factory=dict)
     jobs: int = 1
     device: str = "cpu"
     progress: bool = True
@@ -200,6 +231,22 @@ def train_parsers(data: Path, run: VariantRun, spec: TrainSpec, scene: bool, que
     return seconds
 
 
+def train_baselines(data: Path, run: VariantRun, spec: TrainSpec, names: Sequence[str]) -> dict[str, float]:
+    """Train (or resume, or find finished) each baseline of ``names`` on ``data`` into
+    ``RUN/baselines/<name>/`` at ``spec.profile``; returns seconds per baseline."""
+    import baselines
+
+    seconds = {}
+    for name in names:
+        t0 = time.perf_counter()
+        model = baselines.get(name)
+        cfg = model.config(str(data), spec.profile, seed=run.seed, device=spec.device,
+                           **spec.baseline_overrides.get(name, {}))
+        model.train(cfg, run.baseline_dir(name), resume=True, progress=spec.progress)
+        seconds[f"baseline_{name}"] = time.perf_counter() - t0
+    return seconds
+
+
 # ---------------------------------------------------------------------------- parsing
 def parse_scenes(run: VariantRun, data: Path, split: str, *, progress: bool = True, batch: int = 4) -> Path:
     """``parsed/<test>/likelihoods.json`` of the run's scene parser on ``data``'s split (reused
@@ -241,8 +288,22 @@ def parse_questions(run: VariantRun, data: Path, split: str, *, beam: int = 1) -
 
 # ---------------------------------------------------------------------------- predictions
 def write_model_predictions(run: VariantRun, data: Path, split: str, models: Sequence[str], *, seed: int = 0,
-                            threshold: float = 0.7) -> dict[str, Path]:
-    """Predictions files of ``models`` on ``data``'s split; returns model -> path."""
+                            threshold: float = 0.7, device: str = "cpu") -> dict[str, Path]:
+    """Predictions files of ``models`` on ``data``'s split; returns model -> path. Pipeline models
+    read the run's parse outputs, baselines their run in ``RUN/baselines/<name>/``."""
+    out = {}
+    base = [m for m in models if m not in PIPELINE_MODELS]
+    if base:
+        import baselines
+
+        for model in base:
+            preds = baselines.get(model).predict(run.baseline_dir(model), data.parent, data.name, split, device=device)
+            out[model] = run.predictions(model, data.name)
+            write_predictions(out[model], preds)
+    order = list(models)
+    models = [m for m in models if m in PIPELINE_MODELS]
+    if not models:
+        return {m: out[m] for m in order}
     from .scene_eval import load_parsed
 
     onto = load_ontology("superclevr")
@@ -260,13 +321,12 @@ def write_model_predictions(run: VariantRun, data: Path, split: str, models: Seq
             raise FormatError(f"{path}: {len(rows)} programs for the {len(records)} questions of {qpath}")
         parsed_programs = [Program.from_json(r["program"]) if r["program"] is not None else None for r in rows]
     gt = [Program.from_json(q["program"]) for q in records]
-    out = {}
     for model in models:
         programs = gt if model.endswith(GT_PROGRAMS) else parsed_programs
         preds = predict(make_reasoner(model, onto, threshold=threshold), metas, programs, scenes, seed=seed)
         out[model] = run.predictions(model, data.name)
         write_predictions(out[model], preds)
-    return out
+    return {m: out[m] for m in order}  # in the order asked
 
 
 # ---------------------------------------------------------------------------- one variant
@@ -284,8 +344,9 @@ def train_variant(root: str | os.PathLike, variant: str, runs: str | os.PathLike
                   models: Sequence[str] = DEFAULT_MODELS, spec: TrainSpec | None = None, seed: int = 0,
                   factor: str | None = None, tests: Sequence[str] | None = None, split: str = "test",
                   skip_missing: bool = False, echo: Callable[[str], None] = print) -> dict[str, Any]:
-    """Train what ``models`` need on ``root/variant`` and write their predictions on every test
-    variant (``tests``, default :func:`variants_to_test`). Returns the run's summary (also written
+    """Train what ``models`` need on ``root/variant`` (the parsers for the pipeline models, each
+    baseline in ``RUN/baselines/<name>/``) and write their predictions on every test variant
+    (``tests``, default :func:`variants_to_test`). Returns the run's summary (also written
     to ``summary.json``): accuracy per model and test variant, and the seconds each step took.
 
     Raises:
@@ -316,20 +377,27 @@ def train_variant(root: str | os.PathLike, variant: str, runs: str | os.PathLike
 
     rd = RunDir(run.path, {"data": str(root), "variant": variant, "seed": seed, "models": list(models),
                            "profile": spec.profile, "tests": present, "split": split,
-                           "scene_overrides": spec.scene_overrides, "question_overrides": spec.question_overrides},
+                           "scene_overrides": spec.scene_overrides, "question_overrides": spec.question_overrides,
+                           "baseline_overrides": spec.baseline_overrides},
                 resume=True, must_match=("data", "variant", "seed", "profile"))
     timing: dict[str, float] = {}
     try:
         t0 = time.perf_counter()
-        rd.log(f"training parsers on {root / variant} (profile {spec.profile}, seed {seed})")
-        timing |= train_parsers(root / variant, run, spec, scene, question)
+        if scene or question:
+            rd.log(f"training parsers on {root / variant} (profile {spec.profile}, seed {seed})")
+            timing |= train_parsers(root / variant, run, spec, scene, question)
+        base = [m for m in models if m not in PIPELINE_MODELS]
+        if base:
+            rd.log(f"training baselines {', '.join(base)} on {root / variant} (profile {spec.profile}, seed {seed})")
+            timing |= train_baselines(root / variant, run, spec, base)
         results: dict[str, dict[str, Any]] = {}
         for t in present:
             t1 = time.perf_counter()
-            parse_scenes(run, root / t, split, progress=spec.progress)
+            if scene:
+                parse_scenes(run, root / t, split, progress=spec.progress)
             if question:
                 parse_questions(run, root / t, split)
-            paths = write_model_predictions(run, root / t, split, models, seed=seed)
+            paths = write_model_predictions(run, root / t, split, models, seed=seed, device=spec.device)
             timing[f"test_{t}"] = time.perf_counter() - t1
             for m, p in paths.items():
                 from .predictions import read_predictions
@@ -363,6 +431,7 @@ def summary_table(summary: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["MODELS", "DEFAULT_MODELS", "ExperimentError", "VariantRun", "TrainSpec", "factors_of", "variants_to_test",
-           "needs", "fingerprint", "train_parsers", "parse_scenes", "parse_questions", "write_model_predictions",
-           "check_variant_data", "train_variant", "summary_table"]
+__all__ = ["PIPELINE_MODELS", "DEFAULT_MODELS", "baseline_models", "ExperimentError", "VariantRun",
+           "TrainSpec", "factors_of", "variants_to_test", "needs", "fingerprint", "train_parsers", "train_baselines",
+           "parse_scenes", "parse_questions", "write_model_predictions", "check_variant_data", "train_variant",
+           "summary_table"]

@@ -1,0 +1,590 @@
+"""What the learned baselines share: the answer vocabulary, question and image encoding, the data of
+a split, the network parts, and one training loop and prediction routine.
+
+A learned baseline is a classifier over the answer vocabulary. Its network takes
+
+* ``words`` (B, L) int64 question word ids (``<NULL>`` = 0 pads), ``lengths`` (B,) int64,
+* ``images`` (B, 3, H, W) float32 normalised images, or None for question-only models,
+
+and returns logits (B, A) over the A answers. The training loop (:func:`train_classifier`) is the
+project's: the run directory (:class:`nsvqa.training.RunDir`: ``config.json``, ``train.log``,
+``tb/``), Adam with warm-up + cosine, gradient clipping, a stop on a non-finite loss, validation
+accuracy on the first ``val_questions`` val questions every ``eval_every`` steps, and an atomic
+checkpoint ``baseline.pt`` (kind ``baseline_<name>``) holding the config, the weights, the word and
+answer vocabularies and the training state. The batch of step ``s`` is a function of ``(seed, s)``
+only (:class:`nsvqa.question_training.BatchSchedule`), so ``--resume`` continues exactly.
+
+Images are read once per split (one decode per image, shared by its questions), resized to the
+profile's size and kept as uint8; the training and validation images are cached in
+``RUN/cache/<split>_<W>x<H>.pt`` so a resumed run skips the decoding.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Any, ClassVar, Sequence
+
+import numpy as np
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from executors.errors import FormatError
+from executors.io import normalize_answer
+from executors.ontology import Ontology, load_ontology
+from nsvqa.checkpoint import load_checkpoint, save_checkpoint
+from nsvqa.predictions import Prediction, load_question_meta
+from nsvqa.question_eval import read_question_items
+from nsvqa.question_training import BatchSchedule
+from nsvqa.training import RunDir, check_finite, seed_everything, warmup_cosine
+from parsers.question.vocab import NULL_ID, Vocabulary, tokenize
+
+from . import Baseline
+
+CHECKPOINT = "baseline.pt"
+IMAGE_MEAN, IMAGE_STD = 0.5, 0.25  # images in [0, 1] -> roughly zero mean, unit variance
+
+
+def checkpoint_kind(name: str) -> str:
+    """The checkpoint ``kind`` of baseline ``name``."""
+    return f"baseline_{name}"
+
+
+def checkpoint_path(run: str | Path) -> Path:
+    """``RUN/baseline.pt`` of a run directory; a path ending in ``.pt`` is the checkpoint itself."""
+    run = Path(run)
+    return run if run.suffix == ".pt" else run / CHECKPOINT
+
+
+# ---------------------------------------------------------------------------- answers and questions
+def answer_vocabulary(ontology: Ontology, train_answers: Sequence[str] = ()) -> list[str]:
+    """Every answer the ontology can give (normalised, in its order: attribute values, part names,
+    0..10, yes/no), then the training answers outside it, sorted."""
+    out = list(dict.fromkeys(normalize_answer(a) for vals in ontology.answer_vocabulary().values() for a in vals))
+    known = set(out)
+    return out + sorted({a for a in train_answers if a not in known})
+
+
+@dataclass(frozen=True)
+class QARecord:
+    """One question of a split: text, normalised answer (None when the file has none), image file."""
+
+    index: int
+    question: str
+    answer: str | None
+    image_filename: str | None
+
+
+def read_qa(folder: str | Path, split: str, ontology: Ontology, *, require_answer: bool,
+            require_image: bool, limit: int | None = None) -> list[QARecord]:
+    """The questions of ``FOLDER/questions/<split>_questions.json`` (the first ``limit``).
+
+    Raises:
+        FormatError: no such file, or a record without a string ``question``, without ``answer``
+            (when required) or without a string ``image_filename`` (when required); the message
+            names the file, the question and the field.
+    """
+    path = Path(folder) / "questions" / f"{split}_questions.json"
+    items = read_question_items(path, ontology, require_program=False, limit=limit)
+    out = []
+    for it in items:
+        where = f"{path}, question {it.index}"
+        answer = it.record.get("answer")
+        if answer is None and require_answer:
+            raise FormatError(f"{where}: missing field 'answer'")
+        image = it.record.get("image_filename")
+        if require_image and not isinstance(image, str):
+            raise FormatError(f"{where}, field 'image_filename': expected a string, got {type(image).__name__}")
+        out.append(QARecord(it.index, it.question, None if answer is None else normalize_answer(answer),
+                            image if isinstance(image, str) else None))
+    return out
+
+
+def encode_questions(questions: Sequence[str], vocab: Vocabulary) -> tuple[list[list[int]], np.ndarray]:
+    """(word ids per question, lengths (N,) int64 >= 1); unknown words -> ``<UNK>``."""
+    words = [vocab.encode(tokenize(q)) for q in questions]
+    return words, np.array([max(1, len(w)) for w in words], dtype=np.int64)
+
+
+def pad_words(rows: Sequence[Sequence[int]]) -> tuple[torch.Tensor, torch.Tensor]:
+    """words (B, L) int64 padded with ``<NULL>`` (an empty question becomes one ``<NULL>``),
+    lengths (B,) int64."""
+    lengths = torch.tensor([max(1, len(r)) for r in rows], dtype=torch.long)
+    out = torch.full((len(rows), int(lengths.max()) if len(rows) else 1), NULL_ID, dtype=torch.long)
+    for i, r in enumerate(rows):
+        if r:
+            out[i, :len(r)] = torch.tensor(r, dtype=torch.long)
+    return out, lengths
+
+
+# ---------------------------------------------------------------------------- images
+def load_images(folder: str | Path, split: str, filenames: Sequence[str], width: int, height: int, *,
+                cache: Path | None = None, progress: bool = False) -> tuple[torch.Tensor, dict[str, int]]:
+    """The distinct images of ``filenames`` from ``FOLDER/images/<split>/``, resized.
+
+    Returns:
+        images (M, 3, height, width) uint8, and file name -> row.
+
+    With ``cache`` (a ``.pt`` path) the tensor is read from there when it holds the same files of
+    the same folder at this size, and written there (atomically) otherwise.
+
+    Raises:
+        FileNotFoundError: an image file that does not exist (its path named).
+    """
+    from tqdm import tqdm
+
+    from nsvqa.datasets import _image_tensor
+
+    folder = Path(folder)
+    files = list(dict.fromkeys(filenames))
+    key = {"source": str((folder / "images" / split).resolve()), "files": files, "size": [height, width]}
+    if cache is not None and cache.is_file():
+        try:
+            payload = torch.load(cache, weights_only=True)
+            if {k: payload.get(k) for k in key} == key:
+                return payload["images"], {f: i for i, f in enumerate(files)}
+        except Exception:  # a foreign or truncated cache is rebuilt
+            pass
+    out = torch.empty((len(files), 3, height, width), dtype=torch.uint8)
+    for i, name in enumerate(tqdm(files, desc=f"images {split}", disable=not progress)):
+        path = folder / "images" / split / name
+        if not path.is_file():
+            raise FileNotFoundError(f"{path}: image file missing")
+        x = _image_tensor(path)
+        if x.shape[1:] != (height, width):
+            x = F.interpolate(x[None], size=(height, width), mode="bilinear", antialias=True, align_corners=False)[0]
+        out[i] = x.mul(255.0).round_().clamp_(0, 255).to(torch.uint8)
+    if cache is not None:
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{cache.name}.", suffix=".tmp", dir=cache.parent)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                torch.save(key | {"images": out}, f)
+            os.replace(tmp, cache)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
+    return out, {f: i for i, f in enumerate(files)}
+
+
+def normalise_images(images: torch.Tensor) -> torch.Tensor:
+    """uint8 (B, 3, H, W) -> float32 (B, 3, H, W), ``(x / 255 - 0.5) / 0.25``."""
+    return images.float().div_(255.0).sub_(IMAGE_MEAN).div_(IMAGE_STD)
+
+
+@dataclass
+class EncodedQA:
+    """A split ready for a network.
+
+    Attributes:
+        words: word ids per question; ``lengths`` (N,) int64.
+        answers: (N,) int64 answer ids; -1 where the answer is unknown or outside the vocabulary.
+        image_rows: (N,) int64 row of each question's image in ``images``, or None.
+        images: (M, 3, H, W) uint8, or None for question-only models.
+    """
+
+    words: list[list[int]]
+    lengths: np.ndarray
+    answers: torch.Tensor
+    image_rows: torch.Tensor | None = None
+    images: torch.Tensor | None = None
+
+    def __len__(self) -> int:
+        return len(self.words)
+
+    @staticmethod
+    def build(records: Sequence[QARecord], vocab: Vocabulary, answers: Sequence[str], images=None) -> "EncodedQA":
+        """``images``: None, or (uint8 tensor, file name -> row) from :func:`load_images`."""
+        words, lengths = encode_questions([r.question for r in records], vocab)
+        index = {a: i for i, a in enumerate(answers)}
+        ans = torch.tensor([index.get(r.answer, -1) if r.answer is not None else -1 for r in records],
+                           dtype=torch.long)
+        if images is None:
+            return EncodedQA(words, lengths, ans)
+        tensor, rows = images
+        return EncodedQA(words, lengths, ans, torch.tensor([rows[r.image_filename] for r in records],
+                                                           dtype=torch.long), tensor)
+
+    def batch(self, idx: Sequence[int], device: torch.device) -> tuple[torch.Tensor, torch.Tensor,
+                                                                        torch.Tensor | None, torch.Tensor]:
+        """words (B, L), lengths (B,), images (B, 3, H, W) float or None, answers (B,) of ``idx``."""
+        idx = [int(i) for i in idx]
+        w, n = pad_words([self.words[i] for i in idx])
+        imgs = None
+        if self.images is not None:
+            imgs = normalise_images(self.images[self.image_rows[idx]]).to(device)
+        return w.to(device), n.to(device), imgs, self.answers[idx].to(device)
+
+
+# ---------------------------------------------------------------------------- configs
+@dataclass(frozen=True)
+class QuestionModelConfig:
+    """Resolved config of a learned baseline that reads the question (written to config.json).
+
+    Schedule: ``steps`` Adam steps of ``batch`` questions at ``lr`` (linear warm-up over ``warmup``
+    steps, then cosine to 5%), ``weight_decay``, gradient norm clipped at ``grad_clip``; validation
+    on the first ``val_questions`` val questions every ``eval_every`` steps. Question encoder: word
+    embeddings of ``word_dim``, an LSTM of ``layers`` x ``hidden``; classifier: one hidden layer of
+    ``mlp_hidden`` with ``dropout``. ``max_train_questions`` keeps the first questions of the train
+    file only (tests, quick runs).
+    """
+
+    data: str
+    profile: str = "mini"
+    model: str = ""
+    seed: int = 0
+    device: str = "cpu"
+    ontology: str = "superclevr"
+    steps: int = 0
+    batch: int = 1
+    lr: float = 1e-3
+    weight_decay: float = 0.0
+    warmup: int = 1
+    eval_every: int = 1
+    val_questions: int = 0
+    grad_clip: float = 5.0
+    min_word_count: int = 1
+    max_train_questions: int | None = None
+    word_dim: int = 1
+    hidden: int = 1
+    layers: int = 1
+    mlp_hidden: int = 1
+    dropout: float = 0.0
+
+    #: fields that must agree when a run is resumed
+    MUST_MATCH: ClassVar[tuple[str, ...]] = ("data", "profile", "model", "seed", "ontology", "batch", "min_word_count",
+                                             "max_train_questions", "word_dim", "hidden", "layers", "mlp_hidden")
+
+    def check(self) -> None:
+        """Raise ValueError naming the first field out of range."""
+        for k in ("steps", "val_questions"):
+            if getattr(self, k) < 0:
+                raise ValueError(f"{k} must be >= 0, got {getattr(self, k)}")
+        for k in ("batch", "eval_every", "warmup", "word_dim", "hidden", "layers", "mlp_hidden", "min_word_count"):
+            if getattr(self, k) < 1:
+                raise ValueError(f"{k} must be >= 1, got {getattr(self, k)}")
+        if not 0.0 <= self.dropout < 1.0:
+            raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
+        if not self.lr > 0:
+            raise ValueError(f"lr must be > 0, got {self.lr}")
+        if self.max_train_questions is not None and self.max_train_questions < 1:
+            raise ValueError(f"max_train_questions must be >= 1 or None, got {self.max_train_questions}")
+
+
+BACKBONES = ("small", "resnet18")
+
+
+@dataclass(frozen=True)
+class ImageQuestionModelConfig(QuestionModelConfig):
+    """A :class:`QuestionModelConfig` plus the image side: images resized to ``image_width`` x
+    ``image_height``; ``backbone`` ``small`` (four stride-2 conv-BN-ReLU blocks of ``cnn_width``,
+    2x, 4x, 8x channels) or ``resnet18`` (torchvision, ``weights=None``: trained from scratch); its
+    feature map is average-pooled to a 3 x 4 grid and projected to ``image_dim`` features.
+    ``cache_images`` keeps the resized train/val images in ``RUN/cache/``."""
+
+    image_width: int = 64
+    image_height: int = 48
+    backbone: str = "small"
+    cnn_width: int = 8
+    image_dim: int = 1
+    cache_images: bool = True
+
+    MUST_MATCH: ClassVar[tuple[str, ...]] = QuestionModelConfig.MUST_MATCH + (
+        "image_width", "image_height", "backbone", "cnn_width", "image_dim")
+
+    def check(self) -> None:
+        super().check()
+        for k in ("image_width", "image_height", "cnn_width", "image_dim"):
+            if getattr(self, k) < 1:
+                raise ValueError(f"{k} must be >= 1, got {getattr(self, k)}")
+        if self.backbone not in BACKBONES:
+            raise ValueError(f"backbone {self.backbone!r}: valid: {', '.join(BACKBONES)}")
+
+
+def config_from_dict(cls: type, d: dict, where: str) -> Any:
+    """``cls(**d)`` for a config read from a checkpoint (ValueError naming ``where`` and the
+    unknown fields)."""
+    names = {f.name for f in fields(cls)}
+    unknown = sorted(set(d) - names)
+    if unknown:
+        raise ValueError(f"{where}, field 'config': unknown fields {unknown} for {cls.__name__}")
+    return cls(**d)
+
+
+# ---------------------------------------------------------------------------- network parts
+class QuestionEncoder(nn.Module):
+    """Word embeddings and an LSTM; the question's feature is the last layer's final hidden state.
+
+    Args:
+        num_words: size of the word vocabulary (``<NULL>`` = 0 is the padding index).
+        word_dim, hidden, layers, dropout: sizes (dropout between LSTM layers).
+
+    ``forward(words (B, L) int64, lengths (B,) int64) -> (B, hidden)``.
+    """
+
+    def __init__(self, num_words: int, word_dim: int, hidden: int, layers: int = 1, dropout: float = 0.0):
+        super().__init__()
+        self.embed = nn.Embedding(num_words, word_dim, padding_idx=NULL_ID)
+        self.lstm = nn.LSTM(word_dim, hidden, num_layers=layers, batch_first=True,
+                            dropout=dropout if layers > 1 else 0.0)
+        self.out_dim = hidden
+
+    def forward(self, words: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        packed = nn.utils.rnn.pack_padded_sequence(self.embed(words), lengths.cpu().clamp(min=1), batch_first=True,
+                                                   enforce_sorted=False)
+        _, (h, _) = self.lstm(packed)
+        return h[-1]
+
+
+def mlp(in_dim: int, hidden: int, out_dim: int, dropout: float) -> nn.Sequential:
+    """Linear -> ReLU -> Dropout -> Linear."""
+    return nn.Sequential(nn.Linear(in_dim, hidden), nn.ReLU(inplace=True), nn.Dropout(dropout),
+                         nn.Linear(hidden, out_dim))
+
+
+class ImageEncoder(nn.Module):
+    """A CNN trained from scratch, its feature map pooled to a 3 x 4 grid and projected.
+
+    Args:
+        backbone: ``small`` (4 conv-BN-ReLU blocks, stride 2 each, ``width`` x 1, 2, 4, 8 channels)
+            or ``resnet18`` (torchvision, ``weights=None``, up to ``layer4``).
+        width: channels of the first small block (unused by resnet18).
+        out_dim: feature size.
+
+    ``forward(images (B, 3, H, W) float) -> (B, out_dim)``.
+    """
+
+    GRID = (3, 4)
+
+    def __init__(self, backbone: str, width: int, out_dim: int):
+        super().__init__()
+        if backbone == "small":
+            layers, c_in = [], 3
+            for k in range(4):
+                c = width * 2 ** k
+                layers += [nn.Conv2d(c_in, c, 3, stride=2, padding=1, bias=False), nn.BatchNorm2d(c),
+                           nn.ReLU(inplace=True)]
+                c_in = c
+            self.body = nn.Sequential(*layers)
+            channels = c_in
+        elif backbone == "resnet18":
+            from torchvision.models import resnet18
+
+            r = resnet18(weights=None)
+            self.body = nn.Sequential(r.conv1, r.bn1, r.relu, r.maxpool, r.layer1, r.layer2, r.layer3, r.layer4)
+            channels = 512
+        else:
+            raise ValueError(f"backbone {backbone!r}: valid: {', '.join(BACKBONES)}")
+        self.pool = nn.AdaptiveAvgPool2d(self.GRID)
+        self.proj = nn.Sequential(nn.Linear(channels * self.GRID[0] * self.GRID[1], out_dim), nn.ReLU(inplace=True))
+        self.out_dim = out_dim
+
+    def forward(self, images: torch.Tensor) -> torch.Tensor:
+        return self.proj(self.pool(self.body(images)).flatten(1))
+
+
+# ---------------------------------------------------------------------------- the learned baselines
+class NeuralBaseline(Baseline):
+    """A classifier over the answer vocabulary, trained by :func:`train_classifier`.
+
+    Subclasses set ``config_class``, ``profiles``, ``uses_images`` and implement
+    :meth:`build_model`.
+    """
+
+    uses_images: ClassVar[bool] = False
+
+    def build_model(self, cfg: Any, num_words: int, num_answers: int) -> nn.Module:
+        """The network: ``forward(words (B, L), lengths (B,), images (B, 3, H, W) | None)
+        -> logits (B, num_answers)``."""
+        raise NotImplementedError
+
+    def train(self, cfg: Any, out: str | Path, *, resume: bool = False, progress: bool = True) -> Path:
+        return train_classifier(self, cfg, out, resume=resume, progress=progress)
+
+    def load(self, run_dir: str | Path, device: str = "cpu") -> tuple[nn.Module, Any, Vocabulary, list[str]]:
+        """(network in eval mode, config, word vocabulary, answers) from ``RUN_DIR/baseline.pt``
+        (or that file itself).
+
+        Raises:
+            nsvqa.checkpoint.CheckpointError: no checkpoint, or one of another baseline.
+        """
+        path = checkpoint_path(run_dir)
+        ck = load_checkpoint(path, kind=checkpoint_kind(self.name))
+        cfg = config_from_dict(self.config_class, ck["config"], str(path))
+        vocab = Vocabulary.from_dict(ck["vocabularies"]["question"], f"{path}, vocabularies.question")
+        answers = list(ck["vocabularies"]["answer"])
+        model = self.build_model(cfg, len(vocab), len(answers))
+        model.load_state_dict(ck["state_dict"])
+        return model.to(device).eval(), cfg, vocab, answers
+
+    def predict(self, run_dir: str | Path, root: str | Path, variant: str, split: str = "test", *,
+                device: str = "cpu", progress: bool = False, batch: int = 256) -> list[Prediction]:
+        """The most probable answer of each question, with its softmax probability."""
+        from tqdm import tqdm
+
+        model, cfg, vocab, answers = self.load(run_dir, device)
+        onto = load_ontology(cfg.ontology)
+        folder = Path(root) / variant
+        metas = load_question_meta(root, variant, split, ontology=onto)
+        records = read_qa(folder, split, onto, require_answer=False, require_image=self.uses_images)
+        if len(records) != len(metas):  # both read the same file; a guard for the pairing below
+            raise FormatError(f"{folder}: {len(records)} questions but {len(metas)} labels for split {split!r}")
+        images = None
+        if self.uses_images:
+            images = load_images(folder, split, [r.image_filename for r in records], cfg.image_width, cfg.image_height,
+                                 progress=progress)
+        data = EncodedQA.build(records, vocab, answers, images)
+        dev = torch.device(device)
+        out: list[Prediction] = []
+        with torch.no_grad():
+            for s in tqdm(range(0, len(data), batch), desc=f"{self.name} {variant}", disable=not progress):
+                idx = list(range(s, min(len(data), s + batch)))
+                words, lengths, imgs, _ = data.batch(idx, dev)
+                prob, arg = F.softmax(model(words, lengths, imgs).float(), dim=1).max(dim=1)
+                for i, p, a in zip(idx, prob.tolist(), arg.tolist()):
+                    out.append(metas[i].prediction(answers[a], min(1.0, max(0.0, p))))
+        return out
+
+
+def _save(path: Path, name: str, cfg: Any, model: nn.Module, vocab: Vocabulary, answers: list[str],
+          train_state: dict, extra: dict) -> None:
+    """Write the checkpoint (a module function, so tests can interrupt a run after it)."""
+    save_checkpoint(path, kind=checkpoint_kind(name), config=asdict(cfg), state_dict=model.state_dict(),
+                    vocabularies={"question": vocab.to_dict(), "answer": list(answers)},
+                    train_state=train_state | {"rng": torch.get_rng_state()}, extra=extra)
+
+
+def accuracy(model: nn.Module, data: EncodedQA, device: torch.device, batch: int = 256) -> float:
+    """Share of questions whose argmax answer is the labelled one (unknown labels count wrong)."""
+    if len(data) == 0:
+        return float("nan")
+    was = model.training
+    model.eval()
+    hits = 0
+    with torch.no_grad():
+        for s in range(0, len(data), batch):
+            words, lengths, imgs, ans = data.batch(range(s, min(len(data), s + batch)), device)
+            hits += int((model(words, lengths, imgs).argmax(1) == ans).sum())
+    model.train(was)
+    return hits / len(data)
+
+
+def train_classifier(baseline: NeuralBaseline, cfg: Any, out: str | Path, *, resume: bool = False,
+                     progress: bool = True) -> Path:
+    """Train ``baseline``'s network on ``cfg.data``'s train split into the run directory ``out``.
+
+    With ``resume`` and a checkpoint in ``out``, training continues from its step (vocabularies,
+    weights, optimizer, scheduler and RNG restored); a finished run returns at once. Without
+    ``resume`` the run starts over.
+
+    Raises:
+        ValueError: ``cfg.model`` is not the baseline's name, a resume with a config that differs
+            in a field of ``MUST_MATCH``, or no training questions;
+        executors.errors.FormatError / FileNotFoundError: bad or missing data (file and field named);
+        nsvqa.training.NonFiniteLoss: a NaN or infinite loss.
+    """
+    from tqdm import tqdm
+
+    if cfg.model != baseline.name:
+        raise ValueError(f"config field 'model' is {cfg.model!r}, expected {baseline.name!r}")
+    seed_everything(cfg.seed)
+    run = RunDir(out, cfg, resume=resume, must_match=cfg.MUST_MATCH)
+    try:
+        dev = torch.device(cfg.device)
+        onto = load_ontology(cfg.ontology)
+        folder = Path(cfg.data)
+        path = run.path / CHECKPOINT
+        ck = load_checkpoint(path, kind=checkpoint_kind(baseline.name)) if resume and path.exists() else None
+        if ck is not None and int(ck["train_state"].get("step", 0)) >= cfg.steps:
+            run.log(f"finished at step {ck['train_state'].get('step')} ({path}); nothing to do")
+            return run.path
+        t0 = time.time()
+        train = read_qa(folder, "train", onto, require_answer=True, require_image=baseline.uses_images,
+                        limit=cfg.max_train_questions)
+        if not train:
+            raise ValueError(f"{folder / 'questions' / 'train_questions.json'}: no training questions")
+        val_path = folder / "questions" / "val_questions.json"
+        val = (read_qa(folder, "val", onto, require_answer=True, require_image=baseline.uses_images,
+                       limit=cfg.val_questions) if cfg.val_questions and val_path.is_file() else [])
+        if ck is not None:
+            vocab = Vocabulary.from_dict(ck["vocabularies"]["question"], f"{path}, vocabularies.question")
+            answers = list(ck["vocabularies"]["answer"])
+        else:
+            vocab = Vocabulary.build((tokenize(r.question) for r in train), cfg.min_word_count)
+            answers = answer_vocabulary(onto, [r.answer for r in train])
+
+        def images(records: list[QARecord], split: str):
+            if not baseline.uses_images or not records:
+                return None
+            cache = (run.path / "cache" / f"{split}_{cfg.image_width}x{cfg.image_height}.pt"
+                     if cfg.cache_images else None)
+            return load_images(folder, split, [r.image_filename for r in records], cfg.image_width,
+                               cfg.image_height, cache=cache, progress=progress)
+
+        train_data = EncodedQA.build(train, vocab, answers, images(train, "train"))
+        val_data = EncodedQA.build(val, vocab, answers, images(val, "val"))
+        run.log(f"data: {len(train_data)} train questions, {len(val_data)} val questions from {folder}; "
+                f"{len(vocab)} words, {len(answers)} answers ({time.time() - t0:.1f} s)")
+
+        model = baseline.build_model(cfg, len(vocab), len(answers)).to(dev)
+        opt = torch.optim.Adam(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+        sched = torch.optim.lr_scheduler.LambdaLR(opt, warmup_cosine(cfg.steps, cfg.warmup))
+        start = 0
+        extra: dict[str, Any] = {}
+        if ck is not None:
+            model.load_state_dict(ck["state_dict"])
+            extra = dict(ck["extra"])
+            ts = ck["train_state"]
+            if ts.get("optimizer") is not None:
+                opt.load_state_dict(ts["optimizer"])
+                sched.load_state_dict(ts["scheduler"])
+            if "rng" in ts:
+                torch.set_rng_state(ts["rng"])
+            start = int(ts.get("step", 0))
+            run.log(f"resumed at step {start} from {path}")
+        schedule = BatchSchedule(train_data.lengths, cfg.batch, cfg.seed)
+        model.train()
+        t_start = time.time() - float(extra.get("train_seconds", 0.0))
+        smooth = None
+        bar = tqdm(range(start, cfg.steps), desc=baseline.name, disable=not progress, initial=start, total=cfg.steps)
+        for step in bar:
+            words, lengths, imgs, ans = train_data.batch(schedule(step), dev)
+            loss = F.cross_entropy(model(words, lengths, imgs), ans)
+            check_finite({"loss": loss.detach()}, step)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+            opt.step()
+            sched.step()
+            v = float(loss.detach())
+            smooth = v if smooth is None else 0.95 * smooth + 0.05 * v
+            bar.set_postfix(loss=f"{smooth:.4f}")
+            if step % 20 == 0 or step + 1 == cfg.steps:
+                run.scalars("train", {"loss": v, "lr": sched.get_last_lr()[0]}, step)
+            if (step + 1) % cfg.eval_every == 0 or step + 1 == cfg.steps:
+                msg = f"step {step + 1} loss={v:.5f} smoothed={smooth:.5f}"
+                if len(val_data):
+                    acc = accuracy(model, val_data, dev)
+                    extra["val_accuracy"] = acc
+                    run.scalars("val", {"accuracy": acc}, step + 1)
+                    msg += f" val accuracy={acc:.4f} ({len(val_data)} questions)"
+                run.log(msg)
+                extra["train_seconds"] = time.time() - t_start
+                extra["step_seconds"] = extra["train_seconds"] / (step + 1)
+                _save(path, baseline.name, cfg, model, vocab, answers,
+                      {"step": step + 1, "optimizer": opt.state_dict(), "scheduler": sched.state_dict()}, extra)
+        if start >= cfg.steps and not path.exists():  # zero steps asked: an untrained model, still loadable
+            _save(path, baseline.name, cfg, model, vocab, answers, {"step": start}, extra)
+    finally:
+        run.close()
+    return run.path
+
+
+__all__ = ["CHECKPOINT", "checkpoint_kind", "checkpoint_path", "answer_vocabulary", "QARecord", "read_qa",
+           "encode_questions", "pad_words", "load_images", "normalise_images", "EncodedQA", "QuestionModelConfig",
+           "ImageQuestionModelConfig", "BACKBONES", "config_from_dict", "QuestionEncoder", "ImageEncoder", "mlp",
+           "NeuralBaseline", "accuracy", "train_classifier"]

@@ -1,0 +1,147 @@
+"""Random and Majority: answer priors per question type, counted on the training split.
+
+* ``majority`` answers every question with the most frequent training answer of its question type
+  (ties: the alphabetically first); the probability is that answer's share of the type's training
+  questions (its empirical frequency).
+* ``random`` answers uniformly at random among the distinct training answers of the question's type;
+  the draw is seeded by ``(config seed, question_index)``, so a run's predictions do not depend on
+  the order or the subset of questions asked; the probability is ``1 / number of candidates``.
+
+A question type absent from training falls back to the counts over all training questions. The
+question types are those of :func:`nsvqa.predictions.question_type` (the program's last function),
+so training questions need programs. "Training" writes the counts into ``RUN/baseline.pt`` (kind
+``baseline_<name>``, no weights), with ``config.json`` and ``train.log``; there is nothing to log to
+tensorboard.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+
+from . import Baseline, register
+
+CHECKPOINT = "baseline.pt"
+
+
+@dataclass(frozen=True)
+class PriorConfig:
+    """Resolved config of ``random`` / ``majority``: the training data, the seed of ``random``'s
+    draws, and optionally only the first ``max_train_questions`` training questions."""
+
+    data: str
+    profile: str = "mini"
+    model: str = ""
+    seed: int = 0
+    device: str = "cpu"  # unused; every baseline config has it
+    ontology: str = "superclevr"
+    max_train_questions: int | None = None
+
+    def check(self) -> None:
+        if self.max_train_questions is not None and self.max_train_questions < 1:
+            raise ValueError(f"max_train_questions must be >= 1 or None, got {self.max_train_questions}")
+
+
+#: the profiles differ only in the data they are trained on
+PROFILES: dict[str, dict[str, Any]] = {p: {} for p in ("tiny", "demo", "mini", "full")}
+
+
+class PriorBaseline(Baseline):
+    """Answer counts per question type; subclasses choose an answer from a type's counts."""
+
+    config_class = PriorConfig
+    profiles = PROFILES
+
+    def choose(self, counts: Mapping[str, int], rng: np.random.Generator) -> tuple[str, float]:
+        """(answer, probability) from one question type's training counts (non-empty)."""
+        raise NotImplementedError
+
+    def train(self, cfg: PriorConfig, out: str | Path, *, resume: bool = False, progress: bool = True) -> Path:
+        from nsvqa.checkpoint import save_checkpoint
+        from nsvqa.predictions import load_question_meta
+        from nsvqa.training import RunDir
+
+        from .common import checkpoint_kind
+
+        if cfg.model != self.name:
+            raise ValueError(f"config field 'model' is {cfg.model!r}, expected {self.name!r}")
+        run = RunDir(out, cfg, resume=resume, must_match=("data", "model", "seed", "ontology", "max_train_questions"))
+        try:
+            path = run.path / CHECKPOINT
+            if resume and path.exists():
+                self._load(path)  # a usable checkpoint of this model: nothing to redo
+                run.log(f"{path} exists; nothing to do")
+                return run.path
+            folder = Path(cfg.data)
+            from executors.ontology import load_ontology
+
+            metas = load_question_meta(folder.parent, folder.name, "train", ontology=load_ontology(cfg.ontology))
+            if cfg.max_train_questions is not None:
+                metas = metas[:cfg.max_train_questions]
+            if not metas:
+                raise ValueError(f"{folder / 'questions' / 'train_questions.json'}: no training questions")
+            by_type: dict[str, Counter] = {}
+            for m in metas:
+                by_type.setdefault(m.question_type, Counter())[m.answer] += 1
+            counts = {t: dict(sorted(c.items())) for t, c in sorted(by_type.items())}
+            save_checkpoint(path, kind=checkpoint_kind(self.name), config=asdict(cfg), state_dict={},
+                            vocabularies={"answers_by_type": counts}, extra={"train_questions": len(metas)})
+            run.log(f"{len(metas)} training questions from {folder}; answers per type: "
+                    + ", ".join(f"{t} {len(c)}" for t, c in counts.items()))
+        finally:
+            run.close()
+        return run.path
+
+    def _load(self, path: Path) -> tuple[PriorConfig, dict[str, dict[str, int]]]:
+        from nsvqa.checkpoint import CheckpointError, load_checkpoint
+
+        from .common import checkpoint_kind, config_from_dict
+
+        ck = load_checkpoint(path, kind=checkpoint_kind(self.name))
+        counts = ck["vocabularies"].get("answers_by_type")
+        if not isinstance(counts, dict) or not counts or not all(isinstance(c, dict) and c for c in counts.values()):
+            raise CheckpointError(f"{path}, field 'vocabularies.answers_by_type': expected non-empty answer counts "
+                                  f"per question type")
+        return config_from_dict(PriorConfig, ck["config"], str(path)), counts
+
+    def predict(self, run_dir: str | Path, root: str | Path, variant: str, split: str = "test", *,
+                device: str = "cpu", progress: bool = False) -> list:
+        from executors.ontology import load_ontology
+        from nsvqa.predictions import load_question_meta
+
+        from .common import checkpoint_path
+
+        cfg, counts = self._load(checkpoint_path(run_dir))
+        overall: Counter = Counter()
+        for c in counts.values():
+            overall.update(c)
+        out = []
+        for m in load_question_meta(root, variant, split, ontology=load_ontology(cfg.ontology)):
+            rng = np.random.default_rng([cfg.seed, m.question_index])
+            answer, p = self.choose(counts.get(m.question_type) or overall, rng)
+            out.append(m.prediction(answer, p))
+        return out
+
+
+@register("majority")
+class MajorityBaseline(PriorBaseline):
+    """The most frequent training answer of the question's type."""
+
+    def choose(self, counts: Mapping[str, int], rng: np.random.Generator) -> tuple[str, float]:
+        answer, n = min(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+        return answer, n / sum(counts.values())
+
+
+@register("random")
+class RandomBaseline(PriorBaseline):
+    """A uniform draw among the distinct training answers of the question's type."""
+
+    def choose(self, counts: Mapping[str, int], rng: np.random.Generator) -> tuple[str, float]:
+        options = sorted(counts)
+        return options[int(rng.integers(len(options)))], 1.0 / len(options)
+
+
+__all__ = ["PriorConfig", "PriorBaseline", "MajorityBaseline", "RandomBaseline", "PROFILES"]

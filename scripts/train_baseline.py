@@ -1,0 +1,112 @@
+"""Train a baseline (random, majority, lstm, cnn_lstm, ...) on one variant; predict on any variant.
+
+    python scripts/train_baseline.py --model lstm --data data/generated/mini/mid --profile mini --out runs/lstm/mid
+    python scripts/train_baseline.py ... --resume                       # continue after an interruption
+    python scripts/train_baseline.py ... --resume --predict data/generated/mini/hard --predict data/generated/mini/mid
+    python scripts/train_baseline.py ... --predict-only --predict ROOT/VARIANT --split val
+
+RUN_DIR gets config.json (resolved config + command line), train.log, tb/ (tensorboard) and
+baseline.pt (an atomic checkpoint with the vocabularies, that rebuilds the model alone). Each
+--predict ROOT/VARIANT writes RUN_DIR/predictions/<model>__train-<data variant>__test-<VARIANT>.jsonl,
+which scripts/evaluate_rd.py --runs RUN_DIR reads. Profile fields are overridden with
+--set NAME=VALUE (e.g. --set steps=500 --set image_width=96).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+PROG = "train_baseline.py"
+
+
+def get_args_parser() -> argparse.ArgumentParser:
+    import baselines
+
+    p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--model", required=True, help=f"baseline name: {', '.join(baselines.names())}")
+    p.add_argument("--data", required=True, help="the training variant folder ROOT/VARIANT")
+    p.add_argument("--out", required=True, help="run directory")
+    p.add_argument("--profile", default="mini", help=f"{' | '.join(baselines.PROFILE_NAMES)}")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+    p.add_argument("--resume", action="store_true", help="continue from the checkpoint in --out")
+    p.add_argument("--set", action="append", metavar="NAME=VALUE", dest="overrides",
+                   help="config override (e.g. steps=500); repeatable")
+    p.add_argument("--predict", action="append", metavar="ROOT/VARIANT", default=[],
+                   help="after training, write predictions on this variant's --split; repeatable")
+    p.add_argument("--split", default="test", help="split of the --predict variants")
+    p.add_argument("--predict-only", action="store_true", help="skip training: predict with the run's checkpoint")
+    p.add_argument("--no-progress", action="store_true")
+    return p
+
+
+def parse_overrides(items: list[str] | None) -> dict:
+    """``["steps=500", "lr=1e-3", "backbone=small"]`` -> {name: int / float / bool / None / str}."""
+    out = {}
+    for item in items or []:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise ValueError(f"--set: expected NAME=VALUE, got {item!r}")
+        key = name.strip().replace("-", "_")
+        for cast in (int, float):
+            try:
+                out[key] = cast(value)
+                break
+            except ValueError:
+                continue
+        else:
+            out[key] = {"true": True, "false": False, "none": None}.get(value.lower(), value)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = get_args_parser().parse_args(argv)
+    import torch
+
+    import baselines
+    from executors.errors import FormatError
+    from nsvqa.checkpoint import CheckpointError
+    from nsvqa.evaluation import accuracy
+    from nsvqa.predictions import predictions_path, write_predictions
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    try:
+        model = baselines.get(args.model)
+        data = Path(args.data)
+        if not args.predict_only:
+            if not data.is_dir():
+                raise FileNotFoundError(f"--data {data}: no such directory (expected ROOT/VARIANT)")
+            cfg = model.config(str(data), args.profile, seed=args.seed, device=args.device,
+                               **parse_overrides(args.overrides))
+            model.train(cfg, args.out, resume=args.resume, progress=not args.no_progress)
+            print(f"run directory: {args.out}")
+        else:  # the predictions file names the training variant: it must be the run's
+            import json
+
+            cfg_path = Path(args.out) / "config.json"
+            trained = json.loads(cfg_path.read_text()).get("config", {}).get("data") if cfg_path.is_file() else None
+            if trained is not None and Path(trained).name != data.name:
+                raise ValueError(f"{cfg_path}, field 'data': the run was trained on {trained}, not on --data {data}")
+        for target in args.predict:
+            target = Path(target)
+            if not target.is_dir():
+                raise FileNotFoundError(f"--predict {target}: no such directory (expected ROOT/VARIANT)")
+            preds = model.predict(args.out, target.parent, target.name, args.split, device=args.device,
+                                  progress=not args.no_progress)
+            path = predictions_path(args.out, model.name, data.name, target.name)
+            write_predictions(path, preds)
+            acc = accuracy(preds)
+            print(f"{path}: {acc.n} questions, accuracy {acc.accuracy:.4f}")
+    except (KeyError, TypeError, ValueError, FormatError, CheckpointError, FileNotFoundError) as e:
+        msg = e.args[0] if isinstance(e, KeyError) and e.args else str(e)
+        print(f"{PROG}: error: {msg}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,309 @@
+"""Baselines (random, majority, lstm, cnn_lstm): registry, learning, runs, predictions, CLI, experiment.
+
+One tiny rendered dataset (64x48 images, 20 questions each): ``mid`` train 4 / val 2 / test 2
+images and ``hard`` test 2 images; every test runs on one CPU thread.
+"""
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import pytest
+import torch
+
+import baselines
+from baselines import common
+from executors import load_ontology
+from executors.io import load_questions
+from nsvqa.checkpoint import load_checkpoint
+from nsvqa.predictions import QUESTION_TYPES, load_question_meta, read_predictions
+from parsers.question.vocab import Vocabulary, tokenize
+
+ONTO = load_ontology("superclevr")
+LEARNED = ("lstm", "cnn_lstm")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    old = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(old)
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory, require_renderer):
+    from nsvqa.generation.dataset import generate_split, job_for
+
+    root = tmp_path_factory.mktemp("data")
+    for variant, split, n, seed in (("mid", "train", 4, 3), ("mid", "val", 2, 4), ("mid", "test", 2, 5),
+                                    ("hard", "test", 2, 6)):
+        generate_split(job_for(root, variant, split, n, seed, 64, 48), progress=False)
+    return root
+
+
+def _train(name, root, out, **over):
+    model = baselines.get(name)
+    cfg = model.config(str(root / "mid"), "tiny", **over)
+    model.train(cfg, out, progress=False)
+    return model
+
+
+# ---------------------------------------------------------------------------- registry and configs
+def test_registry_names_lookup_and_profiles():
+    assert set(baselines.names()) >= {"random", "majority", "lstm", "cnn_lstm"}
+    with pytest.raises(baselines.UnknownBaseline, match=r"unknown baseline 'film'; valid: cnn_lstm, lstm, "):
+        baselines.get("film")
+    for name in baselines.names():
+        model = baselines.get(name)
+        assert model.name == name and set(model.profiles) >= set(baselines.PROFILE_NAMES)
+        assert model.config("ROOT/mid", "mini").model == name
+    with pytest.raises(ValueError, match="already registered"):
+        @baselines.register("lstm")
+        class Other(baselines.Baseline):
+            profiles = {p: {} for p in baselines.PROFILE_NAMES}
+    with pytest.raises(ValueError, match="model 'a__b'"):
+        baselines.register("a__b")(type("X", (baselines.Baseline,), {"profiles": {}}))
+    lstm = baselines.get("lstm")
+    with pytest.raises(KeyError, match="unknown profile 'huge'"):
+        lstm.config("ROOT/mid", "huge")
+    with pytest.raises(TypeError, match=r"unknown config fields \['image_width'\]"):
+        lstm.config("ROOT/mid", "tiny", image_width=32)
+    with pytest.raises(ValueError, match="batch must be >= 1, got 0"):
+        lstm.config("ROOT/mid", "tiny", batch=0)
+    with pytest.raises(ValueError, match="backbone 'vgg'"):
+        baselines.get("cnn_lstm").config("ROOT/mid", "tiny", backbone="vgg")
+    assert baselines.get("cnn_lstm").config("ROOT/mid", "full").backbone == "resnet18"
+
+
+def test_answer_vocabulary_covers_the_ontology_then_extra_training_answers():
+    answers = common.answer_vocabulary(ONTO, ["yes", "zebra", "12"])
+    assert answers[-2:] == ["12", "zebra"] and len(set(answers)) == len(answers)
+    assert {"yes", "no", "0", "10", "red", "metal"} <= set(answers)
+
+
+def test_image_encoders_give_the_feature_size():
+    x = torch.rand(2, 3, 48, 64)
+    assert common.ImageEncoder("small", 4, 16)(x).shape == (2, 16)
+    assert common.ImageEncoder("resnet18", 0, 8)(x).shape == (2, 8)  # weights=None
+
+
+# ---------------------------------------------------------------------------- learning
+@pytest.mark.parametrize("name", LEARNED)
+def test_one_step_lowers_the_loss_on_a_repeated_batch(root, name):
+    torch.manual_seed(0)
+    model = baselines.get(name)
+    cfg = model.config(str(root / "mid"), "tiny", dropout=0.0)
+    records = common.read_qa(root / "mid", "train", ONTO, require_answer=True, require_image=True, limit=16)
+    vocab = Vocabulary.build(tokenize(r.question) for r in records)
+    answers = common.answer_vocabulary(ONTO, [r.answer for r in records])
+    images = common.load_images(root / "mid", "train", [r.image_filename for r in records], 64, 48)
+    data = common.EncodedQA.build(records, vocab, answers, images if model.uses_images else None)
+    net = model.build_model(cfg, len(vocab), len(answers))
+    opt = torch.optim.Adam(net.parameters(), lr=1e-3)
+    words, lengths, imgs, ans = data.batch(range(16), torch.device("cpu"))
+    assert (imgs is None) != model.uses_images and words.shape[0] == 16
+
+    def loss():
+        return torch.nn.functional.cross_entropy(net(words, lengths, imgs), ans)
+
+    before = loss()
+    opt.zero_grad()
+    before.backward()
+    opt.step()
+    assert float(loss().detach()) < float(before.detach())
+
+
+@pytest.mark.parametrize("name,steps", [("lstm", 120), ("cnn_lstm", 120)])
+def test_overfits_eight_questions(root, tmp_path, name, steps):
+    records = common.read_qa(root / "mid", "train", ONTO, require_answer=True, require_image=False, limit=8)
+    assert len({r.question for r in records}) == 8  # a question-only model can tell them apart
+    torch.manual_seed(0)
+    model = _train(name, root, tmp_path / name, max_train_questions=8, batch=8, steps=steps, lr=3e-3, warmup=1,
+                   eval_every=steps, val_questions=0)
+    preds = model.predict(tmp_path / name, root, "mid", "train")
+    assert [p.correct for p in preds[:8]] == [True] * 8
+    assert all(0.0 <= p.probability <= 1.0 for p in preds)
+
+
+def test_run_directory_checkpoint_and_exact_resume(root, tmp_path, monkeypatch):
+    kw = dict(steps=8, batch=8, eval_every=4, val_questions=4, dropout=0.2)
+    straight = tmp_path / "straight"
+    _train("cnn_lstm", root, straight, **kw)
+    cfg = json.loads((straight / "config.json").read_text())["config"]
+    assert cfg["model"] == "cnn_lstm" and cfg["profile"] == "tiny" and cfg["steps"] == 8
+    assert any((straight / "tb").iterdir()) and "val accuracy=" in (straight / "train.log").read_text()
+    assert (straight / "cache" / "train_64x48.pt").is_file()
+    ck = load_checkpoint(straight / common.CHECKPOINT, kind="baseline_cnn_lstm")
+    assert ck["train_state"]["step"] == 8 and ck["vocabularies"]["answer"][:2] == ["suv", "wagon"]
+    assert 0.0 <= ck["extra"]["val_accuracy"] <= 1.0
+
+    class Stop(Exception):
+        pass
+
+    real = common._save
+
+    def save_then_stop(*a, **k):
+        real(*a, **k)
+        raise Stop
+
+    interrupted = tmp_path / "interrupted"
+    monkeypatch.setattr(common, "_save", save_then_stop)
+    with pytest.raises(Stop):
+        _train("cnn_lstm", root, interrupted, **kw)
+    monkeypatch.setattr(common, "_save", real)
+    model = baselines.get("cnn_lstm")
+    model.train(model.config(str(root / "mid"), "tiny", **kw), interrupted, resume=True, progress=False)
+    a = load_checkpoint(straight / common.CHECKPOINT)["state_dict"]
+    b = load_checkpoint(interrupted / common.CHECKPOINT)["state_dict"]
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    assert "resumed at step 4" in (interrupted / "train.log").read_text()
+    with pytest.raises(ValueError, match="cannot resume, field 'seed' was 0, now 1"):
+        model.train(model.config(str(root / "mid"), "tiny", **kw, seed=1), interrupted, resume=True, progress=False)
+
+
+# ---------------------------------------------------------------------------- random / majority
+def test_majority_predicts_the_per_type_mode(root, tmp_path):
+    model = _train("majority", root, tmp_path / "maj")
+    counts: dict[str, Counter] = {}
+    for m in load_question_meta(root, "mid", "train"):
+        counts.setdefault(m.question_type, Counter())[m.answer] += 1
+    preds = model.predict(tmp_path / "maj", root, "hard", "test")
+    assert len(preds) == len(load_questions(root / "hard" / "questions" / "test_questions.json"))
+    for p in preds:
+        c = counts.get(p.question_type) or sum(counts.values(), Counter())
+        top = max(c.values())
+        assert p.prediction == min(a for a, n in c.items() if n == top)
+        assert p.probability == pytest.approx(top / sum(c.values()))
+
+
+def test_random_is_seeded_and_within_the_types_answers(root, tmp_path):
+    model = _train("random", root, tmp_path / "r0")
+    seen: dict[str, set] = {}
+    for m in load_question_meta(root, "mid", "train"):
+        seen.setdefault(m.question_type, set()).add(m.answer)
+    a = model.predict(tmp_path / "r0", root, "mid", "test")
+    assert a == model.predict(tmp_path / "r0", root, "mid", "test")
+    for p in a:
+        options = seen.get(p.question_type) or set().union(*seen.values())
+        assert p.prediction in options and p.probability == pytest.approx(1 / len(options))
+    _train("random", root, tmp_path / "r1", seed=1)
+    b = model.predict(tmp_path / "r1", root, "mid", "test")
+    assert [p.prediction for p in a] != [p.prediction for p in b]
+    assert {p.question_type for p in a} <= set(QUESTION_TYPES)
+
+
+# ---------------------------------------------------------------------------- the command line
+def test_script_trains_predicts_and_writes_named_files(root, tmp_path, load_script, capsys):
+    tb = load_script("train_baseline")
+    out = tmp_path / "lstm"
+    assert tb.main(["--model", "lstm", "--data", str(root / "mid"), "--profile", "tiny", "--out", str(out),
+                    "--set", "steps=3", "--threads", "1", "--no-progress", "--predict", str(root / "hard")]) == 0
+    path = out / "predictions" / "lstm__train-mid__test-hard.jsonl"
+    assert f"{path}: 40 questions, accuracy" in capsys.readouterr().out
+    assert len(read_predictions(path)) == 40
+    # prediction alone, on another variant and split
+    assert tb.main(["--model", "lstm", "--data", str(root / "mid"), "--out", str(out), "--predict-only",
+                    "--predict", str(root / "mid"), "--split", "val", "--no-progress"]) == 0
+    assert len(read_predictions(out / "predictions" / "lstm__train-mid__test-mid.jsonl")) == 40
+    assert load_checkpoint(out / "baseline.pt")["train_state"]["step"] == 3
+    assert tb.main(["--model", "lstm", "--data", str(root / "hard"), "--out", str(out), "--predict-only",
+                    "--predict", str(root / "hard"), "--no-progress"]) == 2
+    assert f"field 'data': the run was trained on {root / 'mid'}, not on --data" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--model", "film"], "unknown baseline 'film'; valid: cnn_lstm, lstm, majority, random"),
+    (["--model", "lstm", "--set", "image_width=3"], "unknown config fields ['image_width']"),
+    (["--model", "lstm", "--set", "steps"], "--set: expected NAME=VALUE, got 'steps'"),
+    (["--model", "lstm", "--profile", "huge"], "unknown profile 'huge'"),
+    (["--model", "majority", "--predict-only", "--predict", "DATA"], "baseline.pt: no checkpoint file"),
+])
+def test_script_bad_input_exits_2_naming_what(root, tmp_path, load_script, capsys, args, message):
+    args = [str(root / "mid") if a == "DATA" else a for a in args]
+    rc = load_script("train_baseline").main(["--data", str(root / "mid"), "--out", str(tmp_path / "run"),
+                                              "--no-progress", *args])
+    assert rc == 2 and message in capsys.readouterr().err
+
+
+def test_script_names_a_missing_data_folder(tmp_path, load_script, capsys):
+    rc = load_script("train_baseline").main(["--model", "lstm", "--data", str(tmp_path / "nope" / "mid"),
+                                              "--out", str(tmp_path / "run"), "--profile", "tiny"])
+    assert rc == 2 and f"--data {tmp_path / 'nope' / 'mid'}: no such directory" in capsys.readouterr().err
+    (tmp_path / "empty").mkdir()
+    rc = load_script("train_baseline").main(["--model", "lstm", "--data", str(tmp_path / "empty"),
+                                              "--out", str(tmp_path / "run"), "--profile", "tiny"])
+    assert rc == 2 and "empty/questions/train_questions.json: no questions file" in capsys.readouterr().err
+
+
+def test_bad_records_name_file_question_and_field(tmp_path):
+    from executors.errors import FormatError
+
+    folder = tmp_path / "v"
+    (folder / "questions").mkdir(parents=True)
+    path = folder / "questions" / "train_questions.json"
+    good = {"question": "How many cars?", "answer": 2, "image_filename": "x.png"}
+    for bad, message in ((good | {"answer": None}, "question 1: missing field 'answer'"),
+                         ({k: v for k, v in good.items() if k != "image_filename"},
+                          "question 1, field 'image_filename': expected a string, got NoneType")):
+        path.write_text(json.dumps({"questions": [good, bad]}))
+        with pytest.raises(FormatError, match=message):
+            common.read_qa(folder, "train", ONTO, require_answer=True, require_image=True)
+    with pytest.raises(FileNotFoundError, match=r"images/train/x.png: image file missing"):
+        common.load_images(folder, "train", ["x.png"], 8, 6)
+    path.write_text(json.dumps({"questions": [{"question": "How many cars?"}]}))
+    (rec,) = common.read_qa(folder, "train", ONTO, require_answer=False, require_image=False)
+    assert rec.answer is None and rec.image_filename is None
+
+
+# ---------------------------------------------------------------------------- the experiment
+def test_needs_and_models_know_the_baselines():
+    from nsvqa import experiment
+
+    assert set(baselines.names()) <= set(experiment.MODELS) and "nsvqa" in experiment.MODELS
+    assert experiment.needs(["lstm", "random"]) == (False, False)
+    assert experiment.needs(["lstm", "nsvqa+gtprog"]) == (True, False)
+    assert experiment.needs(["cnn_lstm", "pnsvqa"]) == (True, True)
+    with pytest.raises(experiment.ExperimentError, match=r"unknown model\(s\) \['film'\]; valid: nsvqa, .*cnn_lstm"):
+        experiment.needs(["film"])
+
+
+def test_train_variant_trains_baselines_alone_and_evaluate_rd_reads_them(root, tmp_path, load_script):
+    from nsvqa.experiment import TrainSpec, VariantRun, train_variant
+
+    models = ["random", "majority", "lstm", "cnn_lstm"]
+    spec = TrainSpec(profile="tiny", progress=False,
+                     baseline_overrides={"lstm": {"steps": 4}, "cnn_lstm": {"steps": 4}})
+    runs = tmp_path / "runs"
+    summary = train_variant(root, "mid", runs, models=models, spec=spec, tests=["mid", "hard"], echo=lambda s: None)
+    run = VariantRun(runs, "mid")
+    assert not run.scene_dir.exists() and not run.question_dir.exists() and not (run.path / "parsed").exists()
+    assert set(summary["accuracy"]) == set(models) and set(summary["accuracy"]["lstm"]) == {"mid", "hard"}
+    for test in ("mid", "hard"):
+        questions = load_questions(root / test / "questions" / "test_questions.json")
+        for m in models:
+            preds = read_predictions(run.predictions(m, test))
+            assert [p.question_index for p in preds] == list(range(len(questions)))
+            assert [p.answer for p in preds] == [str(q["answer"]).lower() for q in questions]
+            assert all(p.prediction is not None and not p.guessed for p in preds)
+    assert load_checkpoint(run.baseline_dir("lstm") / "baseline.pt")["train_state"]["step"] == 4
+    # a second call finds the baselines trained
+    mtime = (run.baseline_dir("cnn_lstm") / "baseline.pt").stat().st_mtime_ns
+    train_variant(root, "mid", runs, models=models, spec=spec, tests=["mid", "hard"], echo=lambda s: None)
+    assert (run.baseline_dir("cnn_lstm") / "baseline.pt").stat().st_mtime_ns == mtime
+    assert "nothing to do" in (run.baseline_dir("majority") / "train.log").read_text()
+
+    rc = load_script("evaluate_rd").main(["--runs", str(runs), "--out", str(tmp_path / "rep"), "--allow-partial-rd",
+                                          "--no-plots"])
+    assert rc == 0
+    rep = json.loads((tmp_path / "rep" / "report.json").read_text())
+    cells = {(c["model"], c["test"]) for c in rep["cells"] if c["train"] == "mid"}
+    assert cells == {(m, t) for m in models for t in ("mid", "hard")}
+
+
+def test_train_variant_script_accepts_baseline_names(root, tmp_path, load_script, capsys):
+    tv = load_script("train_variant")
+    assert tv.main(["--data", str(root), "--variant", "mid", "--out", str(tmp_path / "runs"), "--tests", "mid,hard",
+                    "--models", "majority,random", "--profile", "tiny", "--no-progress"]) == 0
+    assert "majority" in capsys.readouterr().out
+    assert len(read_predictions(tmp_path / "runs" / "mid" / "predictions" / "random__train-mid__test-hard.jsonl")) == 40
