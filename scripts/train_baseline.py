@@ -1,4 +1,4 @@
-"""Train a baseline (random, majority, lstm, cnn_lstm, ...) on one variant; predict on any variant.
+"""Train a baseline (random, majority, lstm, cnn_lstm, film, ...) on one variant; predict on any variant.
 
     python scripts/train_baseline.py --model lstm --data data/generated/mini/mid --profile mini --out runs/lstm/mid
     python scripts/train_baseline.py ... --resume                       # continue after an interruption

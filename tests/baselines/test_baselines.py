@@ -1,7 +1,8 @@
 """Baselines (random, majority, lstm, cnn_lstm): registry, learning, runs, predictions, CLI, experiment.
 
-One tiny rendered dataset (64x48 images, 20 questions each): ``mid`` train 4 / val 2 / test 2
-images and ``hard`` test 2 images; every test runs on one CPU thread.
+One tiny rendered dataset (64x48 images, 20 questions each; the ``root`` fixture of conftest.py):
+``mid`` train 4 / val 2 / test 2 images and ``hard`` test 2 images; every test runs on one CPU thread.
+FiLM has its own file (test_film.py).
 """
 from __future__ import annotations
 
@@ -23,25 +24,6 @@ ONTO = load_ontology("superclevr")
 LEARNED = ("lstm", "cnn_lstm")
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(old)
-
-
-@pytest.fixture(scope="module")
-def root(tmp_path_factory, require_renderer):
-    from nsvqa.generation.dataset import generate_split, job_for
-
-    root = tmp_path_factory.mktemp("data")
-    for variant, split, n, seed in (("mid", "train", 4, 3), ("mid", "val", 2, 4), ("mid", "test", 2, 5),
-                                    ("hard", "test", 2, 6)):
-        generate_split(job_for(root, variant, split, n, seed, 64, 48), progress=False)
-    return root
-
-
 def _train(name, root, out, **over):
     model = baselines.get(name)
     cfg = model.config(str(root / "mid"), "tiny", **over)
@@ -51,9 +33,9 @@ def _train(name, root, out, **over):
 
 # ---------------------------------------------------------------------------- registry and configs
 def test_registry_names_lookup_and_profiles():
-    assert set(baselines.names()) >= {"random", "majority", "lstm", "cnn_lstm"}
-    with pytest.raises(baselines.UnknownBaseline, match=r"unknown baseline 'film'; valid: cnn_lstm, lstm, "):
-        baselines.get("film")
+    assert set(baselines.names()) >= {"random", "majority", "lstm", "cnn_lstm", "film"}
+    with pytest.raises(baselines.UnknownBaseline, match=r"unknown baseline 'nope'; valid: cnn_lstm, film, lstm, "):
+        baselines.get("nope")
     for name in baselines.names():
         model = baselines.get(name)
         assert model.name == name and set(model.profiles) >= set(baselines.PROFILE_NAMES)
@@ -213,7 +195,7 @@ def test_script_trains_predicts_and_writes_named_files(root, tmp_path, load_scri
 
 
 @pytest.mark.parametrize("args,message", [
-    (["--model", "film"], "unknown baseline 'film'; valid: cnn_lstm, lstm, majority, random"),
+    (["--model", "nope"], "unknown baseline 'nope'; valid: cnn_lstm, film, lstm, majority, random"),
     (["--model", "lstm", "--set", "image_width=3"], "unknown config fields ['image_width']"),
     (["--model", "lstm", "--set", "steps"], "--set: expected NAME=VALUE, got 'steps'"),
     (["--model", "lstm", "--profile", "huge"], "unknown profile 'huge'"),
@@ -264,8 +246,8 @@ def test_needs_and_models_know_the_baselines():
     assert experiment.needs(["lstm", "random"]) == (False, False)
     assert experiment.needs(["lstm", "nsvqa+gtprog"]) == (True, False)
     assert experiment.needs(["cnn_lstm", "pnsvqa"]) == (True, True)
-    with pytest.raises(experiment.ExperimentError, match=r"unknown model\(s\) \['film'\]; valid: nsvqa, .*cnn_lstm"):
-        experiment.needs(["film"])
+    with pytest.raises(experiment.ExperimentError, match=r"unknown model\(s\) \['nope'\]; valid: nsvqa, .*cnn_lstm"):
+        experiment.needs(["nope"])
 
 
 def test_train_variant_trains_baselines_alone_and_evaluate_rd_reads_them(root, tmp_path, load_script):

@@ -111,8 +111,8 @@ def test_errors_name_what_is_missing(suite, tmp_path, load_script, capsys):
                     *TINY]) == 2
     assert "mid/questions/train_questions.json: missing" in capsys.readouterr().err
     assert tv.main(["--data", str(suite), "--variant", "mid", "--out", str(tmp_path / "r"),
-                    "--models", "nsvqa,film", *TINY]) == 2
-    assert "unknown model(s) ['film']" in capsys.readouterr().err
+                    "--models", "nsvqa,nope", *TINY]) == 2
+    assert "unknown model(s) ['nope']" in capsys.readouterr().err
     assert tv.main(["--data", str(suite), "--variant", "head", "--out", str(tmp_path / "r"), *TINY]) == 2
     assert "only a test split" in capsys.readouterr().err
     with pytest.raises(ExperimentError, match="not a variant of factor 'visual'"):
