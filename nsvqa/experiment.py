@@ -165,6 +165,8 @@ class TrainSpec:
         profile: scene- and question-parser profile (``tiny``, ``demo``, ``mini``, ``full``).
         scene_overrides, question_overrides: config fields over the profile's.
         baseline_overrides: baseline name -> config fields over its profile's.
+        parse_min_score: detection score above which the scene parser keeps a detection when
+            parsing the test splits (None: the scene-parser config's, 0.5).
         jobs: 2 or more trains the question parser in a subprocess (1 thread) beside the scene
             parser (the other threads), which halves the wall time on a 2-core machine.
         device: torch device of the parsers and the baselines.
@@ -177,6 +179,7 @@ class TrainSpec:
     jobs: int = 1
     device: str = "cpu"
     progress: bool = True
+    parse_min_score: float | None = None
 
 
 def _question_command(data: Path, run: VariantRun, spec: TrainSpec) -> list[str]:
@@ -248,16 +251,18 @@ def train_baselines(data: Path, run: VariantRun, spec: TrainSpec, names: Sequenc
 
 
 # ---------------------------------------------------------------------------- parsing
-def parse_scenes(run: VariantRun, data: Path, split: str, *, progress: bool = True, batch: int = 4) -> Path:
+def parse_scenes(run: VariantRun, data: Path, split: str, *, progress: bool = True, batch: int = 4,
+                 min_score: float | None = None) -> Path:
     """``parsed/<test>/likelihoods.json`` of the run's scene parser on ``data``'s split (reused
-    when its provenance matches)."""
+    when its provenance matches). ``min_score``: detections kept (default: the run's config);
+    their scores are the existence probabilities P-NSVQA uses, NS-VQA keeps those >= 0.5."""
     from .scene_eval import likelihoods_document, parse_split, scene_record
     from .scene_training import load_scene_parser
 
     out = run.parsed(data.name, "likelihoods")
-    parser = load_scene_parser(run.scene_dir)
+    parser = load_scene_parser(run.scene_dir, min_score)
     key = {"detector": fingerprint(parser.detector_path), "attributes": fingerprint(run.scene_dir / "attributes.pt"),
-           "split": split, "images": str(data / "images" / split)}
+           "split": split, "images": str(data / "images" / split), "min_score": parser.min_score}
     if _fresh(out, key):
         return out
     records = [scene_record(p, idx, name) for idx, name, p in parse_split(parser, data, split, batch=batch,
@@ -394,7 +399,7 @@ def train_variant(root: str | os.PathLike, variant: str, runs: str | os.PathLike
         for t in present:
             t1 = time.perf_counter()
             if scene:
-                parse_scenes(run, root / t, split, progress=spec.progress)
+                parse_scenes(run, root / t, split, progress=spec.progress, min_score=spec.parse_min_score)
             if question:
                 parse_questions(run, root / t, split)
             paths = write_model_predictions(run, root / t, split, models, seed=seed, device=spec.device)

@@ -55,6 +55,9 @@ def add_training_args(p: argparse.ArgumentParser) -> None:
                    help="scene-parser config override (e.g. det_iterations=400); repeatable")
     p.add_argument("--question-set", action="append", metavar="NAME=VALUE",
                    help="question-parser config override (e.g. steps=800); repeatable")
+    p.add_argument("--parse-min-score", type=float, default=None,
+                   help="keep detections scoring at least this when parsing test images (default 0.5); P-NSVQA "
+                        "uses the scores as existence probabilities, NS-VQA keeps those >= 0.5")
     p.add_argument("--skip-missing", action="store_true", help="skip test variants without data instead of failing")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads of this process")
     p.add_argument("--no-progress", action="store_true")
@@ -64,7 +67,7 @@ def spec_from_args(args: argparse.Namespace) -> tuple[list[str], TrainSpec]:
     models = [m.strip() for m in args.models.split(",") if m.strip()]
     spec = TrainSpec(profile=args.profile, scene_overrides=parse_overrides(args.scene_set, "--scene-set"),
                      question_overrides=parse_overrides(args.question_set, "--question-set"), jobs=args.jobs,
-                     device=args.device, progress=not args.no_progress)
+                     device=args.device, progress=not args.no_progress, parse_min_score=args.parse_min_score)
     return models, spec
 
 

@@ -81,6 +81,12 @@ def test_a_second_call_resumes_without_redoing_work(suite, trained, load_script)
 
     parse_scenes(run, suite / "hard", "test", progress=False)
     assert json.loads(parsed.read_text())["provenance"]["detector"] != "0" * 64
+    # another detection score cut is another parse, keeping at least as many detections
+    n_before = sum(len(s["detections"]) for s in json.loads(parsed.read_text())["scenes"])
+    parse_scenes(run, suite / "hard", "test", progress=False, min_score=0.0)
+    doc = json.loads(parsed.read_text())
+    assert doc["provenance"]["min_score"] == 0.0 and doc["min_score"] == 0.0
+    assert sum(len(s["detections"]) for s in doc["scenes"]) >= n_before
 
 
 def test_report_from_the_runs(trained, tmp_path, load_script):
