@@ -55,9 +55,9 @@ def add_training_args(p: argparse.ArgumentParser) -> None:
                    help="scene-parser config override (e.g. det_iterations=400); repeatable")
     p.add_argument("--question-set", action="append", metavar="NAME=VALUE",
                    help="question-parser config override (e.g. steps=800); repeatable")
-    p.add_argument("--parse-min-score", type=float, default=None,
-                   help="keep detections scoring at least this when parsing test images (default 0.5); P-NSVQA "
-                        "uses the scores as existence probabilities, NS-VQA keeps those >= 0.5")
+    p.add_argument("--parse-min-score", type=float, default=0.05,
+                   help="keep detections scoring at least this when parsing test images; P-NSVQA uses the "
+                        "scores as existence probabilities, NS-VQA keeps those >= 0.5 (default 0.05)")
     p.add_argument("--skip-missing", action="store_true", help="skip test variants without data instead of failing")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads of this process")
     p.add_argument("--no-progress", action="store_true")
