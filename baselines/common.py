@@ -20,8 +20,6 @@ profile's size and kept as uint8; the training and validation images are cached 
 """
 from __future__ import annotations
 
-import os
-import tempfile
 import time
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
@@ -43,6 +41,7 @@ from nsvqa.training import RunDir, check_finite, seed_everything, warmup_cosine
 from parsers.question.vocab import NULL_ID, Vocabulary, tokenize
 
 from . import Baseline
+from nsvqa.fileio import atomic_open
 
 CHECKPOINT = "baseline.pt"
 IMAGE_MEAN, IMAGE_STD = 0.5, 0.25  # images in [0, 1] -> roughly zero mean, unit variance
@@ -158,16 +157,8 @@ def load_images(folder: str | Path, split: str, filenames: Sequence[str], width:
             x = F.interpolate(x[None], size=(height, width), mode="bilinear", antialias=True, align_corners=False)[0]
         out[i] = x.mul(255.0).round_().clamp_(0, 255).to(torch.uint8)
     if cache is not None:
-        cache.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{cache.name}.", suffix=".tmp", dir=cache.parent)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                torch.save(key | {"images": out}, f)
-            os.replace(tmp, cache)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
+        with atomic_open(cache, "wb") as f:
+            torch.save(key | {"images": out}, f)
     return out, {f: i for i, f in enumerate(files)}
 
 

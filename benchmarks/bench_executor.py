@@ -48,7 +48,6 @@ import platform  # noqa: E402
 import statistics  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
-import tempfile  # noqa: E402
 import time  # noqa: E402
 from dataclasses import dataclass  # noqa: E402
 from pathlib import Path  # noqa: E402
@@ -63,6 +62,7 @@ from executors.errors import ExecutionError  # noqa: E402
 from executors.io import (load_questions, load_scenes, normalize_answer, parse_program,  # noqa: E402
                           question_scene, scene_lookup)
 from executors.scene import SceneLikelihoods  # noqa: E402
+from nsvqa.fileio import atomic_open
 
 PROG = "bench_executor.py"
 REFERENCE = REPO.parent / "shared" / "reference"
@@ -403,17 +403,9 @@ def print_breakdown(name: str, bd: dict) -> None:
 
 
 def write_json_atomic(path: Path, data: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(data, f, indent=2)
-            f.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    with atomic_open(path, "w") as f:
+        json.dump(data, f, indent=2)
+        f.write("\n")
 
 
 # ---------------------------------------------------------------------- main

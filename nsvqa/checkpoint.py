@@ -7,10 +7,10 @@ a run exactly where its last checkpoint left it.
 """
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 from typing import Any, Mapping
+
+from .fileio import atomic_open
 
 FORMAT_VERSION = 1
 
@@ -39,17 +39,8 @@ def save_checkpoint(path: str | Path, *, kind: str, config: Mapping[str, Any], s
     path.parent.mkdir(parents=True, exist_ok=True)
     payload = {"version": FORMAT_VERSION, "kind": kind, "config": dict(config), "state_dict": state_dict,
                "vocabularies": dict(vocabularies), "train_state": dict(train_state or {}), "extra": dict(extra or {})}
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            torch.save(payload, f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    with atomic_open(path, "wb", fsync=True) as f:
+        torch.save(payload, f)
     return path
 
 

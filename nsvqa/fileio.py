@@ -1,22 +1,36 @@
 """Atomic file writes: a temporary file beside the target, renamed into place, so a crash never
-leaves a half-written file that looks whole."""
+leaves a half-written file that looks whole. The file gets the usual permissions (0666 less the
+umask), not the 0600 of a bare ``tempfile.mkstemp``."""
 from __future__ import annotations
 
 import json
 import os
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import IO, Any, Iterator
 
 
-def write_atomic(path: str | os.PathLike, data: bytes | str) -> None:
-    """Write ``data`` (bytes, or text as UTF-8) to ``path`` atomically; creates the folder."""
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+@contextmanager
+def atomic_open(path: str | os.PathLike, mode: str = "wb", *, fsync: bool = False) -> Iterator[IO]:
+    """``with atomic_open(p, "w") as f: ...`` writes ``p`` atomically (creating its folder): the
+    file appears whole when the block ends, and not at all when it raises."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data.encode() if isinstance(data, str) else data)
+        with os.fdopen(fd, mode) as f:
+            yield f
+            if fsync:
+                f.flush()
+                os.fsync(f.fileno())
+        os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -24,6 +38,12 @@ def write_atomic(path: str | os.PathLike, data: bytes | str) -> None:
         except FileNotFoundError:
             pass
         raise
+
+
+def write_atomic(path: str | os.PathLike, data: bytes | str) -> None:
+    """Write ``data`` (bytes, or text as UTF-8) to ``path`` atomically; creates the folder."""
+    with atomic_open(path, "wb") as f:
+        f.write(data.encode() if isinstance(data, str) else data)
 
 
 def write_json_atomic(path: str | os.PathLike, obj: Any, indent: int | None = None) -> None:

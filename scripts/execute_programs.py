@@ -29,9 +29,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any, Sequence
@@ -41,6 +39,7 @@ from executors.io import (load_questions, load_scenes, normalize_answer, parse_p
                           read_json, scene_lookup)
 from executors.ontology import load_ontology
 from executors.scene import SceneLikelihoods
+from nsvqa.fileio import atomic_open
 
 PROG = "execute_programs.py"
 MAX_SHOWN_INVALID = 5
@@ -85,17 +84,9 @@ def error_text(e: BaseException) -> str:
 
 def write_jsonl_atomic(path: Path, rows: Sequence[dict]) -> None:
     """Write JSON lines through a temp file in the same folder and ``os.replace``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as f:
-            for r in rows:
-                f.write(json.dumps(r) + "\n")
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    with atomic_open(path, "w") as f:
+        for r in rows:
+            f.write(json.dumps(r) + "\n")
 
 
 def resolve_ontology(spec: str):

@@ -91,3 +91,22 @@ def test_resolve_config_takes_profile_defaults_then_overrides():
         resolve_config(Cfg, "d", "huge", {"mini": 1}, {}, {})
     with pytest.raises(TypeError, match=r"unknown config fields \['lr_typo'\]"):
         resolve_config(Cfg, "d", "mini", {"mini": 1}, {}, {"lr_typo": 1})
+
+
+def test_atomic_writes_get_the_usual_permissions(tmp_path):
+    import os
+    import stat
+
+    from nsvqa.fileio import atomic_open, write_atomic
+
+    mask = os.umask(0o022)
+    try:
+        write_atomic(tmp_path / "a.json", "{}")
+        assert stat.S_IMODE((tmp_path / "a.json").stat().st_mode) == 0o644  # not mkstemp's 0600
+        with pytest.raises(RuntimeError):
+            with atomic_open(tmp_path / "b.bin") as f:
+                f.write(b"half")
+                raise RuntimeError("crash mid-write")
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["a.json"]  # no partial file, no temp file
+    finally:
+        os.umask(mask)
