@@ -55,7 +55,7 @@ PROFILES = {
     "tiny": SceneTrainProfile(4, 2, 5e-4, 2, 16, 1e-3, 2, 2),
     "mini": SceneTrainProfile(3000, 2, 4e-4, 8, 64, 1e-3, 400, 100),
     # make demo: minutes on 2 CPU cores (the mini networks, a short schedule)
-    "demo": SceneTrainProfile(500, 2, 4e-4, 6, 64, 1e-3, 0, 100),
+    "demo": SceneTrainProfile(400, 2, 4e-4, 6, 64, 1e-3, 0, 100),
     # the authors: Mask R-CNN 30k iterations at batch 16, attribute net 100 epochs at batch 64
     "full": SceneTrainProfile(30000, 16, 4e-4, 100, 64, 1e-3, 4000, 1000),
 }
