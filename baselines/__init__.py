@@ -20,6 +20,7 @@ A new model is a module of this package whose :class:`Baseline` subclass carries
 """
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import Any, Callable, ClassVar, Mapping, TypeVar
 
@@ -34,7 +35,7 @@ class UnknownBaseline(KeyError):
         return str(self.args[0]) if self.args else ""
 
 
-class Baseline:
+class Baseline(ABC):
     """The interface of a baseline (stateless: everything lives in the run directory).
 
     Attributes:
@@ -64,11 +65,12 @@ class Baseline:
             check()
         return cfg
 
+    @abstractmethod
     def train(self, cfg: Any, out: str | Path, *, resume: bool = False, progress: bool = True) -> Path:
         """Train into the run directory ``out`` (continue from its checkpoint with ``resume``);
         returns ``out``. A finished run is left as it is when resumed."""
-        raise NotImplementedError
 
+    @abstractmethod
     def predict(self, run_dir: str | Path, root: str | Path, variant: str, split: str = "test", *,
                 device: str = "cpu", progress: bool = False) -> list:
         """One :class:`nsvqa.predictions.Prediction` per question of
@@ -79,7 +81,6 @@ class Baseline:
             nsvqa.checkpoint.CheckpointError: no usable checkpoint in ``run_dir``;
             executors.errors.FormatError: a malformed questions file (naming file, question, field).
         """
-        raise NotImplementedError
 
 
 B = TypeVar("B", bound=type[Baseline])

@@ -21,6 +21,7 @@ profile's size and kept as uint8; the training and validation images are cached 
 from __future__ import annotations
 
 import time
+from abc import abstractmethod
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any, ClassVar, Sequence
@@ -388,10 +389,10 @@ class NeuralBaseline(Baseline):
 
     uses_images: ClassVar[bool] = False
 
+    @abstractmethod
     def build_model(self, cfg: Any, num_words: int, num_answers: int) -> nn.Module:
         """The network: ``forward(words (B, L), lengths (B,), images (B, 3, H, W) | None)
         -> logits (B, num_answers)``."""
-        raise NotImplementedError
 
     def train(self, cfg: Any, out: str | Path, *, resume: bool = False, progress: bool = True) -> Path:
         return train_classifier(self, cfg, out, resume=resume, progress=progress)

@@ -15,6 +15,7 @@ tensorboard.
 """
 from __future__ import annotations
 
+from abc import abstractmethod
 from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -55,9 +56,9 @@ class PriorBaseline(Baseline):
     config_class = PriorConfig
     profiles = PROFILES
 
+    @abstractmethod
     def choose(self, counts: Mapping[str, int], rng: np.random.Generator) -> tuple[str, float]:
         """(answer, probability) from one question type's training counts (non-empty)."""
-        raise NotImplementedError
 
     def train(self, cfg: PriorConfig, out: str | Path, *, resume: bool = False, progress: bool = True) -> Path:
         from nsvqa.checkpoint import save_checkpoint

@@ -21,6 +21,7 @@ Only numpy and the executors are needed here; the parsers' outputs come as
 """
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
@@ -60,7 +61,7 @@ class Answer:
     error: str | None = None
 
 
-class Reasoner:
+class Reasoner(ABC):
     """Executes programs on parsed scenes. Subclasses: :class:`NSVQA`, :class:`PNSVQA`."""
 
     name = "reasoner"
@@ -90,8 +91,9 @@ class Reasoner:
             out[i] = a
         return out  # type: ignore[return-value]
 
+    @abstractmethod
     def _run(self, programs: list[Program], scenes: list[SceneLikelihoods]) -> list[Answer]:
-        raise NotImplementedError
+        """Answers of valid programs on parsed scenes (one per question, in order)."""
 
 
 class NSVQA(Reasoner):
