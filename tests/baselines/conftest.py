@@ -26,3 +26,32 @@ def root(tmp_path_factory, require_renderer):
                                     ("hard", "test", 2, 6)):
         generate_split(job_for(root, variant, split, n, seed, 64, 48), progress=False)
     return root
+
+
+class StopAfterSave(Exception):
+    """Raised by :func:`stop_after_save` right after the first checkpoint is written."""
+
+
+@pytest.fixture
+def stop_after_save(monkeypatch):
+    """A context manager: inside it, training stops (StopAfterSave) after its first checkpoint."""
+    from contextlib import contextmanager
+
+    from baselines import common
+
+    real = common._save
+
+    def save_then_stop(*a, **k):
+        real(*a, **k)
+        raise StopAfterSave
+
+    @contextmanager
+    def interrupted():
+        monkeypatch.setattr(common, "_save", save_then_stop)
+        try:
+            with pytest.raises(StopAfterSave):
+                yield
+        finally:
+            monkeypatch.setattr(common, "_save", real)
+
+    return interrupted

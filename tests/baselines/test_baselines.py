@@ -108,7 +108,7 @@ def test_overfits_eight_questions(root, tmp_path, name, steps):
     assert all(0.0 <= p.probability <= 1.0 for p in preds)
 
 
-def test_run_directory_checkpoint_and_exact_resume(root, tmp_path, monkeypatch):
+def test_run_directory_checkpoint_and_exact_resume(root, tmp_path, stop_after_save):
     kw = dict(steps=8, batch=8, eval_every=4, val_questions=4, dropout=0.2)
     straight = tmp_path / "straight"
     _train("cnn_lstm", root, straight, **kw)
@@ -120,20 +120,9 @@ def test_run_directory_checkpoint_and_exact_resume(root, tmp_path, monkeypatch):
     assert ck["train_state"]["step"] == 8 and ck["vocabularies"]["answer"][:2] == ["suv", "wagon"]
     assert 0.0 <= ck["extra"]["val_accuracy"] <= 1.0
 
-    class Stop(Exception):
-        pass
-
-    real = common._save
-
-    def save_then_stop(*a, **k):
-        real(*a, **k)
-        raise Stop
-
     interrupted = tmp_path / "interrupted"
-    monkeypatch.setattr(common, "_save", save_then_stop)
-    with pytest.raises(Stop):
+    with stop_after_save():
         _train("cnn_lstm", root, interrupted, **kw)
-    monkeypatch.setattr(common, "_save", real)
     model = baselines.get("cnn_lstm")
     model.train(model.config(str(root / "mid"), "tiny", **kw), interrupted, resume=True, progress=False)
     a = load_checkpoint(straight / common.CHECKPOINT)["state_dict"]

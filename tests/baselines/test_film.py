@@ -147,7 +147,7 @@ def test_the_question_acts_through_film_alone(root, overfit):
 
 
 # ---------------------------------------------------------------------------- the command line
-def test_script_trains_resumes_exactly_predicts_and_evaluates(root, tmp_path, load_script, monkeypatch, capsys):
+def test_script_trains_resumes_exactly_predicts_and_evaluates(root, tmp_path, load_script, stop_after_save, capsys):
     tb = load_script("train_baseline")
     args = ["--model", "film", "--data", str(root / "mid"), "--profile", "tiny", "--threads", "1", "--no-progress",
             "--set", "steps=6", "--set", "batch=8", "--set", "eval_every=3", "--set", "val_questions=4",
@@ -159,19 +159,8 @@ def test_script_trains_resumes_exactly_predicts_and_evaluates(root, tmp_path, lo
     assert cfg["model"] == "film" and cfg["steps"] == 6 and cfg["num_blocks"] == 2
     assert (straight / "cache" / "train_64x48.pt").is_file()
 
-    class Stop(Exception):
-        pass
-
-    real = common._save
-
-    def save_then_stop(*a, **k):
-        real(*a, **k)
-        raise Stop
-
-    monkeypatch.setattr(common, "_save", save_then_stop)
-    with pytest.raises(Stop):
+    with stop_after_save():
         tb.main([*args, "--out", str(interrupted)])
-    monkeypatch.setattr(common, "_save", real)
     assert load_checkpoint(interrupted / common.CHECKPOINT)["train_state"]["step"] == 3
     assert tb.main([*args, "--out", str(interrupted), "--resume"]) == 0
     assert "resumed at step 3" in (interrupted / "train.log").read_text()
