@@ -141,7 +141,7 @@ def _torchrun(job: str, args: dict, tmp: Path) -> list[dict]:
         out, _ = proc.communicate()
         pytest.fail(f"torchrun {job} did not finish in {TIMEOUT_S} s (deadlock?):\n{out[-4000:]}")
     assert proc.returncode == 0, f"torchrun {job} failed ({proc.returncode}):\n{out[-6000:]}"
-    return [torch.load(records / f"rank{r}.pt", weights_only=False) for r in range(WORLD)]
+    return [torch.load(records / f"rank{r}.pt", weights_only=True) for r in range(WORLD)]
 
 
 # ------------------------------------------------------------------------------------ helpers in-process
