@@ -15,8 +15,9 @@ A *variant run* is one folder per (training variant, seed) under a runs root::
 Every step is resumable: the parsers and baselines resume from their checkpoints, and a parse output
 is reused when it records the fingerprints (SHA-256) of the checkpoints and inputs it came from.
 Predictions are recomputed each time (seconds). The parsers are trained only for the NS-VQA /
-P-NSVQA models; a baseline (:mod:`baselines`, imported lazily: the package sits above ``nsvqa``)
-needs nothing but its own run. :func:`train_variant` is what ``scripts/train_variant.py``
+P-NSVQA models and for the baselines that answer from the run's parses (NSCL: detected boxes,
+parsed programs); another baseline (:mod:`baselines`, imported lazily: the package sits above
+``nsvqa``) needs nothing but its own run. :func:`train_variant` is what ``scripts/train_variant.py``
 runs; ``scripts/run_factor.py`` calls it for every training variant of a factor.
 """
 from __future__ import annotations
@@ -120,9 +121,18 @@ def variants_to_test(variant: str, factor: str | None = None) -> list[str]:
     return list(dict.fromkeys(v for f in factors for v in FACTORS[f]))
 
 
+def parsing_baselines(models: Sequence[str]) -> list[str]:
+    """The baselines of ``models`` that answer from the run's parses (a baseline class with
+    ``uses_parses = True``, such as NSCL: detected boxes and parsed programs at test time)."""
+    import baselines
+
+    return [m for m in models if m in baseline_models() and getattr(baselines.get(m), "uses_parses", False)]
+
+
 def needs(models: Sequence[str]) -> tuple[bool, bool]:
-    """(scene parser needed, question parser needed) for ``models``: only the pipeline models use
-    the parsers (the baselines train alone).
+    """(scene parser needed, question parser needed) for ``models``: the pipeline models use the
+    parsers, and so do the baselines that answer from the run's parses
+    (:func:`parsing_baselines`); the other baselines train alone.
 
     Raises:
         ExperimentError: a name that is no model (the valid ones listed).
@@ -132,7 +142,8 @@ def needs(models: Sequence[str]) -> tuple[bool, bool]:
     if unknown:
         raise ExperimentError(f"unknown model(s) {unknown}; valid: {', '.join(valid)}")
     pipeline = [m for m in models if m in PIPELINE_MODELS]
-    return bool(pipeline), any(not m.endswith(GT_PROGRAMS) for m in pipeline)
+    parsing = bool(parsing_baselines(models))
+    return bool(pipeline) or parsing, any(not m.endswith(GT_PROGRAMS) for m in pipeline) or parsing
 
 
 def fingerprint(*paths: str | os.PathLike) -> str:
@@ -304,8 +315,12 @@ def write_model_predictions(run: VariantRun, data: Path, split: str, models: Seq
     if base:
         import baselines
 
+        parsing = set(parsing_baselines(base))
         for model in base:
-            preds = baselines.get(model).predict(run.baseline_dir(model), data.parent, data.name, split, device=device)
+            inputs = ({"likelihoods": run.parsed(data.name, "likelihoods"), "programs": run.parsed(data.name, "programs")}
+                      if model in parsing else {})
+            preds = baselines.get(model).predict(run.baseline_dir(model), data.parent, data.name, split, device=device,
+                                                 **inputs)
             out[model] = run.predictions(model, data.name)
             write_predictions(out[model], preds)
     order = list(models)
@@ -440,6 +455,6 @@ def summary_table(summary: Mapping[str, Any]) -> str:
 
 
 __all__ = ["PIPELINE_MODELS", "DEFAULT_MODELS", "baseline_models", "ExperimentError", "VariantRun",
-           "TrainSpec", "factors_of", "variants_to_test", "needs", "fingerprint", "train_parsers", "train_baselines",
-           "parse_scenes", "parse_questions", "write_model_predictions", "check_variant_data", "train_variant",
+           "TrainSpec", "factors_of", "variants_to_test", "parsing_baselines", "needs", "fingerprint", "train_parsers",
+           "train_baselines", "parse_scenes", "parse_questions", "write_model_predictions", "check_variant_data", "train_variant",
            "summary_table"]

@@ -1,0 +1,838 @@
+"""NSCL (Mao et al., 2019): visual concepts learned from question–answer pairs alone, through a
+quasi-symbolic executor that runs the question's program on object features with soft masks.
+
+Model (sizes per profile):
+
+* **objects**: a CNN trained from scratch (no ImageNet weights offline; stride 4) over the resized
+  image; each object box (ground-truth boxes of the training scenes; at test time the boxes a
+  detector found, see below) is pooled by ``torchvision.ops.roi_align`` to a ``roi_size`` x
+  ``roi_size`` grid; the grid and the box geometry give the object feature;
+* **parts**: one learned query per part name attends over the object's RoI grid; the attended
+  cells give the feature of that part of that object (no part boxes are needed, so test images
+  parsed by an object detector have parts too);
+* **concepts**: per attribute an operator (a linear map of object or part features into a concept
+  space of ``concept_dim``) and one embedding per value, shared by objects and parts; the logit of
+  "object i is red" is ``(cos(op(f_i), c_red) - γ) / τ`` (NSCL's γ = 0.2, τ = 0.1). Relations
+  (left / right / front / behind) come from an MLP over the pair's box geometry and projected
+  features; "part k of object i exists" from a linear map of the part feature, masked by the part
+  names the object's (soft) shape has.
+
+Quasi-symbolic executor (:class:`SoftExecutor`), over the same program functions as the symbolic
+executors, parts included: an object set is a mask in [0, 1]^N; ``filter`` = min(mask, concept
+membership), ``union`` = max, ``intersect`` = min, ``exist`` = max, ``count`` = sum of the mask,
+``unique`` = softmax over the mask's logits (an attention over objects), ``relate`` and ``same_*``
+= the attention times the pairwise relation (sameness) probabilities, ``query_*`` = the attention
+times the softmax over the attribute's concepts, ``equal_*`` = the probability that two
+distributions agree, ``equal_integer`` / ``less_than`` / ``greater_than`` = a logistic of the count
+difference. Part sets are masks over (object, part name); ``object2part`` = the object mask times
+the part existence, ``part2object`` = max (set) or sum (one part) over part names. A count answer
+is scored by a softmax over 0..10 of ``-(count - k)^2 / (2 σ^2)`` (``count_sigma``). The loss is
+the negative log-probability of the answer; the prediction is the most probable answer.
+
+Training uses the ground-truth programs of the training questions (NSCL trains its parser jointly
+by REINFORCE; here programs come from annotations, as in NS-VQA's supervised setting) and a
+curriculum (``curriculum``): ``"f1:n1:o1,f2:n2:o2"`` trains the first ``f1`` of the steps on
+questions of at most ``n1`` program nodes about scenes of at most ``o1`` objects, up to ``f2`` on
+``n2`` / ``o2``, then on everything (NSCL's curriculum grows the programs and the scenes the same
+way). Each step draws ``images_per_batch`` images and up to ``questions_per_image`` eligible
+questions of each, as a function of ``(seed, step)`` only, so a resumed run continues exactly.
+
+Prediction (:meth:`NSCLBaseline.predict`): boxes are ``likelihoods``' detections (a scene
+parser's ``likelihoods.json``; those scoring at least ``min_score``), and programs are
+``programs``' (a question parser's ``programs.json``); without them the variant's ground-truth
+scene boxes and programs are used ("oracle" inputs, for standalone checks).
+``scripts/train_variant.py`` gives NSCL the run's own parses, like NS-VQA. A question whose program
+is invalid, or whose image has no box, gets the most frequent training answer, flagged ``guessed``.
+"""
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, ClassVar, Mapping, Sequence
+
+import numpy as np
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from executors.dsl import OBJECT, PART, PART_SET, SIGNATURES, VALUE_TYPES
+from executors.errors import ExecutionError, FormatError
+from executors.io import normalize_answer, read_json, scene_records
+from executors.ontology import Ontology, load_ontology
+from executors.program import Program
+from nsvqa.checkpoint import load_checkpoint, save_checkpoint
+from nsvqa.predictions import Prediction, load_question_meta
+from nsvqa.question_eval import read_question_items
+from nsvqa.training import RunDir, check_finite, seed_everything, warmup_cosine
+
+from . import Baseline, register
+from .common import CHECKPOINT, checkpoint_kind, checkpoint_path, config_from_dict, load_images, normalise_images
+
+EPS = 1e-6
+MAX_COUNT = 10
+CNN_STRIDE = 4
+_VALUE_TO_ATTRIBUTE = {t: a for a, t in VALUE_TYPES.items()}
+
+
+# ---------------------------------------------------------------------------- config
+@dataclass(frozen=True)
+class NSCLConfig:
+    """Resolved config of the NSCL baseline (written to config.json).
+
+    Schedule: ``steps`` Adam steps at ``lr`` (warm-up over ``warmup`` steps, then cosine to 5%),
+    ``weight_decay``, gradient norm clipped at ``grad_clip``; each step ``images_per_batch`` images
+    and up to ``questions_per_image`` questions of each; validation on the first
+    ``val_questions`` val questions every ``eval_every`` steps; ``max_train_questions`` keeps the
+    first questions of the train file only. Network: images resized to ``image_width`` x
+    ``image_height``, a CNN of ``cnn_width`` x 1, 2, 4, 4 channels, RoI grids of ``roi_size``,
+    object and part features of ``feature_dim``, concept spaces of ``concept_dim``. ``curriculum``:
+    see the module docstring (empty: no curriculum). ``min_score``: detections kept at prediction.
+    ``count_sigma``: the spread of the count answer's distribution.
+    """
+
+    data: str
+    profile: str = "mini"
+    model: str = "nscl"
+    seed: int = 0
+    device: str = "cpu"
+    ontology: str = "superclevr"
+    steps: int = 0
+    images_per_batch: int = 8
+    questions_per_image: int = 4
+    lr: float = 1e-3
+    weight_decay: float = 0.0
+    warmup: int = 1
+    eval_every: int = 1
+    val_questions: int = 0
+    grad_clip: float = 5.0
+    max_train_questions: int | None = None
+    image_width: int = 160
+    image_height: int = 120
+    cnn_width: int = 16
+    roi_size: int = 4
+    feature_dim: int = 64
+    concept_dim: int = 32
+    curriculum: str = ""
+    min_score: float = 0.5
+    count_sigma: float = 0.5
+    cache_images: bool = True
+
+    MUST_MATCH: ClassVar[tuple[str, ...]] = (
+        "data", "profile", "model", "seed", "ontology", "images_per_batch", "questions_per_image",
+        "max_train_questions", "image_width", "image_height", "cnn_width", "roi_size", "feature_dim",
+        "concept_dim", "curriculum")
+
+    def check(self) -> None:
+        """Raise ValueError naming the first field out of range."""
+        for k in ("steps", "val_questions"):
+            if getattr(self, k) < 0:
+                raise ValueError(f"{k} must be >= 0, got {getattr(self, k)}")
+        for k in ("images_per_batch", "questions_per_image", "eval_every", "warmup", "image_width", "image_height",
+                  "cnn_width", "roi_size", "feature_dim", "concept_dim"):
+            if getattr(self, k) < 1:
+                raise ValueError(f"{k} must be >= 1, got {getattr(self, k)}")
+        if not 0.0 <= self.min_score <= 1.0:
+            raise ValueError(f"min_score must be in [0, 1], got {self.min_score}")
+        if self.count_sigma <= 0:
+            raise ValueError(f"count_sigma must be > 0, got {self.count_sigma}")
+        parse_curriculum(self.curriculum)
+
+
+def parse_curriculum(text: str) -> list[tuple[float, int, int]]:
+    """``"0.2:5:6,0.5:9:8"`` -> [(0.2, 5, 6), (0.5, 9, 8)]: stages (end fraction of the steps, most
+    program nodes, most objects), fractions increasing in (0, 1].
+
+    Raises:
+        ValueError: a malformed stage (the stage and the expected form named).
+    """
+    stages: list[tuple[float, int, int]] = []
+    for item in filter(None, (s.strip() for s in text.split(","))):
+        try:
+            f, n, o = item.split(":")
+            stage = (float(f), int(n), int(o))
+        except ValueError:
+            raise ValueError(f"curriculum stage {item!r}: expected FRACTION:MAX_NODES:MAX_OBJECTS") from None
+        if not (0.0 < stage[0] <= 1.0) or stage[1] < 1 or stage[2] < 1 or (stages and stage[0] <= stages[-1][0]):
+            raise ValueError(f"curriculum stage {item!r}: fractions must increase in (0, 1], "
+                             f"nodes and objects be >= 1")
+        stages.append(stage)
+    return stages
+
+
+# ---------------------------------------------------------------------------- network
+class ConceptSpace(nn.Module):
+    """Per attribute: operators for objects and for parts into a ``dim`` concept space, and one
+    embedding per value (shared by objects and parts).
+
+    ``logits(attribute, x (..., in_dim), part) -> (..., V)`` = (cos(op(x), c_v) - γ) / τ.
+    """
+
+    def __init__(self, in_dim: int, dim: int, sizes: Mapping[str, int], part_attributes: Sequence[str],
+                 gamma: float = 0.2, tau: float = 0.1):
+        super().__init__()
+        self.gamma, self.tau = gamma, tau
+        self.obj_op = nn.ModuleDict({a: nn.Linear(in_dim, dim) for a in sizes})
+        self.part_op = nn.ModuleDict({a: nn.Linear(in_dim, dim) for a in part_attributes})
+        self.embedding = nn.ParameterDict({a: nn.Parameter(torch.randn(v, dim)) for a, v in sizes.items()})
+
+    def logits(self, attribute: str, x: torch.Tensor, part: bool = False) -> torch.Tensor:
+        op = (self.part_op if part else self.obj_op)[attribute]
+        u = F.normalize(op(x), dim=-1)
+        c = F.normalize(self.embedding[attribute], dim=-1)
+        return (u @ c.T - self.gamma) / self.tau
+
+
+class NSCLNet(nn.Module):
+    """Object and part features, concepts and relations of the boxes of a batch of images.
+
+    ``forward(images (B, 3, H, W) float, boxes: B tensors (n_b, 4) xyxy in pixels of the resized
+    image) -> one dict per image`` of logits: ``attributes[a]`` (n, V_a), ``relations`` (n, n, R),
+    ``part_exist`` (n, P), ``part_attributes[a]`` (n, P, V_a).
+    """
+
+    def __init__(self, onto: Ontology, *, cnn_width: int, roi_size: int, feature_dim: int, concept_dim: int):
+        super().__init__()
+        self.attributes = tuple(onto.attribute_names)
+        self.part_attributes = tuple(a for a in onto.part_attributes if a in onto.attributes) if onto.has_parts else ()
+        self.num_parts = len(onto.part_names) if onto.has_parts else 0
+        self.roi_size = roi_size
+        w = cnn_width
+        chans = [w, 2 * w, 4 * w, 4 * w]
+        layers: list[nn.Module] = []
+        c_in = 3
+        for k, c in enumerate(chans):
+            layers += [nn.Conv2d(c_in, c, 3, stride=2 if k < 2 else 1, padding=1, bias=False), nn.BatchNorm2d(c),
+                       nn.ReLU(inplace=True)]
+            c_in = c
+        self.cnn = nn.Sequential(*layers)
+        self.cell = nn.Linear(c_in, feature_dim)
+        self.obj = nn.Sequential(nn.Linear(c_in * roi_size * roi_size + 6, 2 * feature_dim), nn.ReLU(inplace=True),
+                                 nn.Linear(2 * feature_dim, feature_dim))
+        self.concepts = ConceptSpace(feature_dim, concept_dim, {a: len(onto.values(a)) for a in self.attributes},
+                                     self.part_attributes)
+        n_rel = len(onto.relations)
+        self.rel_feat = nn.Linear(feature_dim, 16)
+        self.rel = nn.Sequential(nn.Linear(3 * 6 + 2 * 16, 64), nn.ReLU(inplace=True), nn.Linear(64, n_rel))
+        if self.num_parts:
+            self.part_query = nn.Parameter(torch.randn(self.num_parts, feature_dim) / feature_dim ** 0.5)
+            self.part_feat = nn.Sequential(nn.Linear(feature_dim, feature_dim), nn.ReLU(inplace=True))
+            self.part_exist = nn.Linear(feature_dim, 1)
+
+    @staticmethod
+    def geometry(boxes: torch.Tensor, width: int, height: int) -> torch.Tensor:
+        """(n, 4) xyxy pixels -> (n, 6): x1, y1, x2, y2, centre x, centre y, each in [0, 1]."""
+        scale = boxes.new_tensor([width, height, width, height])
+        b = boxes / scale
+        return torch.cat([b, (b[:, :2] + b[:, 2:]) / 2], dim=1)
+
+    def forward(self, images: torch.Tensor, boxes: Sequence[torch.Tensor]) -> list[dict[str, Any]]:
+        from torchvision.ops import roi_align
+
+        fmap = self.cnn(images)
+        h, w = images.shape[-2:]
+        sizes = [len(b) for b in boxes]
+        if sum(sizes) == 0:
+            return [self._empty(images) for _ in boxes]
+        r = self.roi_size
+        rois = roi_align(fmap, [b.to(fmap.dtype) for b in boxes], output_size=(r, r), spatial_scale=1.0 / CNN_STRIDE,
+                         sampling_ratio=2, aligned=True)  # (n, C, r, r)
+        geo = torch.cat([self.geometry(b, w, h) for b in boxes if len(b)])
+        feats = self.obj(torch.cat([rois.flatten(1), geo], dim=1))
+        cells = self.cell(rois.flatten(2).transpose(1, 2))  # (n, r*r, D)
+        out, start = [], 0
+        for n in sizes:
+            if n == 0:
+                out.append(self._empty(images))
+                continue
+            sl = slice(start, start + n)
+            start += n
+            out.append(self._scene(feats[sl], cells[sl], geo[sl]))
+        return out
+
+    def _empty(self, images: torch.Tensor) -> dict[str, Any]:
+        z = images.new_zeros
+        return {"n": 0, "attributes": {a: z((0, self.concepts.embedding[a].shape[0])) for a in self.attributes}}
+
+    def _scene(self, f: torch.Tensor, cells: torch.Tensor, geo: torch.Tensor) -> dict[str, Any]:
+        n = f.shape[0]
+        scene: dict[str, Any] = {"n": n, "attributes": {a: self.concepts.logits(a, f) for a in self.attributes}}
+        g = self.rel_feat(f)
+        gi, gj = geo[:, None, :].expand(n, n, 6), geo[None, :, :].expand(n, n, 6)
+        pair = torch.cat([gi, gj, gi - gj, g[:, None, :].expand(n, n, 16), g[None, :, :].expand(n, n, 16)], dim=-1)
+        scene["relations"] = self.rel(pair)  # (n, n, R)
+        if self.num_parts:
+            att = torch.softmax(torch.einsum("ncd,pd->npc", cells, self.part_query) / cells.shape[-1] ** 0.5, dim=-1)
+            pf = self.part_feat(torch.einsum("npc,ncd->npd", att, cells) + self.part_query)  # (n, P, D)
+            scene["part_exist"] = self.part_exist(pf).squeeze(-1)
+            scene["part_attributes"] = {a: self.concepts.logits(a, pf, part=True) for a in self.part_attributes}
+        return scene
+
+
+# ---------------------------------------------------------------------------- the executor
+def _logit(p: torch.Tensor) -> torch.Tensor:
+    p = p.clamp(EPS, 1 - EPS)
+    return torch.log(p) - torch.log1p(-p)
+
+
+class SoftExecutor:
+    """Runs programs on the outputs of :class:`NSCLNet` with soft masks (see the module docstring).
+
+    ``run(program, types, scene)`` returns the answer's distribution as (answer strings, (K,)
+    probabilities tensor); :meth:`log_prob` the log-probability of one answer.
+    """
+
+    def __init__(self, onto: Ontology, count_sigma: float = 0.5):
+        self.onto, self.sigma = onto, count_sigma
+        self.relations = tuple(onto.relations)
+        # canonical value -> its answer string, per attribute; a spoken answer may cover several values
+        self.spoken = {a: [normalize_answer(onto.spoken_value(a, v)) for v in onto.values(a)]
+                       for a in onto.attribute_names}
+        self.counts = [str(k) for k in range(MAX_COUNT + 1)]
+        if onto.has_parts:
+            names = onto.part_names
+            self.part_index = {p: k for k, p in enumerate(names)}
+            self.spoken["partname"] = [normalize_answer(onto.spoken_value("partname", p)) for p in names]
+            shapes = onto.values("shape")
+            allowed = torch.zeros(len(shapes), len(names))
+            for s, shape in enumerate(shapes):
+                for p in onto.parts_of(shape):
+                    allowed[s, self.part_index[p]] = 1.0
+            self.allowed = allowed
+        self._columns: dict[tuple[str, str], list[int]] = {}
+
+    def columns(self, attribute: str, value: str) -> list[int]:
+        """Value columns a filter value keeps (a shape category keeps its shapes; ``partname``:
+        the part names the value matches)."""
+        key = (attribute, value)
+        if key not in self._columns:
+            if attribute == "partname":
+                keys = self.onto.partname_matching(value) or ((value,) if value in self.part_index else ())
+                cols = [self.part_index[k] for k in keys if k in self.part_index]
+            else:
+                vals = self.onto.values(attribute)
+                cols = [vals.index(v) for v in self.onto.matching(attribute, value)]
+            if not cols:
+                raise ExecutionError(f"value {value!r} matches nothing of {attribute!r}")
+            self._columns[key] = cols
+        return self._columns[key]
+
+    def run(self, program: Program, types: Sequence[str], scene: Mapping[str, Any], *,
+            log: bool = False) -> tuple[list[str], torch.Tensor]:
+        outs: list[Any] = []
+        for node, typ in zip(program.nodes, types):
+            sig = SIGNATURES[node.function]
+            args = [outs[i] for i in node.inputs]
+            in_types = [types[i] for i in node.inputs]
+            outs.append(self._step(sig, node, args, in_types, scene))
+        return self._answer(outs[-1], types[-1], log)
+
+    def log_prob(self, program: Program, types: Sequence[str], scene: Mapping[str, Any], answer: str) -> torch.Tensor:
+        """log P(answer) (log ``EPS`` when the answer is none the program can give)."""
+        labels, logp = self.run_log(program, types, scene)
+        hit = [k for k, a in enumerate(labels) if a == answer]
+        return torch.logsumexp(logp[hit], 0) if hit else logp.sum() * 0.0 + float(np.log(EPS))
+
+    def run_log(self, program: Program, types: Sequence[str], scene: Mapping[str, Any]) -> tuple[list[str], torch.Tensor]:
+        """Like :meth:`run`, with log-probabilities (a count's from a log-softmax; others smoothed
+        by ``EPS`` so that a near-impossible answer still has a gradient)."""
+        return self.run(program, types, scene, log=True)
+
+    # -- one step
+    def _step(self, sig, node, args, in_types, scene):
+        kind, n = sig.kind, scene["n"]
+        attrs = scene["attributes"]
+        if kind == "scene":
+            return attrs[self.onto.attribute_names[0]].new_ones(n)
+        if kind == "filter":
+            memb = torch.sigmoid(attrs[sig.attribute][:, self.columns(sig.attribute, node.value_inputs[0])]).amax(-1)
+            return torch.minimum(args[0], memb)
+        if kind == "unique":
+            x = args[0]
+            if in_types[0] == PART_SET:
+                return torch.softmax(_logit(x).flatten(), 0).view_as(x)
+            return torch.softmax(_logit(x), 0)
+        if kind == "relate":
+            r = torch.sigmoid(scene["relations"][:, :, self.relations.index(node.value_inputs[0])])
+            r = r * (1.0 - torch.eye(n, dtype=r.dtype))
+            return (args[0] @ r).clamp(0.0, 1.0)
+        if kind == "union":
+            return torch.maximum(args[0], args[1])
+        if kind == "intersect":
+            return torch.minimum(args[0], args[1])
+        if kind == "count":
+            return args[0].sum()
+        if kind == "exist":
+            return args[0].amax() if n else args[0].sum()
+        if kind == "query":
+            return args[0] @ torch.softmax(attrs[sig.attribute], -1)
+        if kind == "same":
+            p = torch.softmax(attrs[sig.attribute], -1)
+            s = (p @ p.T) * (1.0 - torch.eye(n, dtype=p.dtype))
+            return (args[0] @ s).clamp(0.0, 1.0)
+        if kind == "equal_value":
+            return (args[0] * args[1]).sum().clamp(0.0, 1.0)
+        if kind == "equal_object":
+            return (args[0] * args[1]).sum().clamp(0.0, 1.0)
+        if kind == "compare":
+            a, b = args
+            d = {"equal_integer": 0.5 - (a - b).abs(), "less_than": b - a - 0.5, "greater_than": a - b - 0.5}[sig.name]
+            return torch.sigmoid(d / 0.25)
+        if kind == "object2part":
+            shape = torch.softmax(attrs["shape"], -1) @ self.allowed.to(args[0].dtype)  # (n, P)
+            pe = torch.sigmoid(scene["part_exist"]) * shape
+            if in_types[0] == OBJECT:
+                return args[0][:, None] * pe
+            return torch.minimum(args[0][:, None], pe)
+        if kind == "part2object":
+            return args[0].sum(-1).clamp(0.0, 1.0) if in_types[0] == PART else args[0].amax(-1)
+        if kind == "partfilter":
+            lg = scene["part_attributes"][sig.attribute][:, :, self.columns(sig.attribute, node.value_inputs[0])]
+            return torch.minimum(args[0], torch.sigmoid(lg).amax(-1))
+        if kind == "partfilter_partname":
+            mask = torch.zeros(args[0].shape[-1], dtype=args[0].dtype)
+            mask[self.columns("partname", node.value_inputs[0])] = 1.0
+            return args[0] * mask
+        if kind == "partquery":
+            return torch.einsum("np,npv->v", args[0], torch.softmax(scene["part_attributes"][sig.attribute], -1))
+        if kind == "partquery_partname":
+            return args[0].sum(0)
+        raise ExecutionError(f"function {node.function!r} (kind {kind!r}) has no soft rule")
+
+    def _answer(self, value: torch.Tensor, typ: str, log: bool) -> tuple[list[str], torch.Tensor]:
+        if typ == "Bool":
+            p = value.clamp(0.0, 1.0)
+            probs = torch.stack([p, 1.0 - p])
+            return ["yes", "no"], torch.log(probs * (1.0 - 2 * EPS) + EPS) if log else probs
+        if typ == "Integer":
+            k = torch.arange(MAX_COUNT + 1, dtype=value.dtype)
+            z = -(value - k) ** 2 / (2 * self.sigma ** 2)
+            return self.counts, torch.log_softmax(z, 0) if log else torch.softmax(z, 0)
+        attribute = _VALUE_TO_ATTRIBUTE[typ]
+        p = value / value.sum().clamp_min(EPS)
+        return self.spoken[attribute], torch.log(p * (1.0 - 2 * EPS) + EPS) if log else p
+
+
+# ---------------------------------------------------------------------------- data
+@dataclass
+class NSCLQuestion:
+    """One question ready for the executor: its program and output types, its answer (normalised;
+    None when unknown), its image row, and whether its program is usable."""
+
+    index: int
+    program: Program | None
+    types: tuple[str, ...]
+    answer: str | None
+    image_row: int
+
+
+@dataclass
+class NSCLSplit:
+    """Questions, images (uint8, resized) and per image the boxes (xyxy, resized pixels)."""
+
+    questions: list[NSCLQuestion]
+    images: torch.Tensor
+    boxes: list[torch.Tensor]
+    files: list[str]
+
+    def batch(self, rows: Sequence[int], device: torch.device) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        idx = torch.as_tensor(list(rows), dtype=torch.long)
+        return normalise_images(self.images[idx]).to(device), [self.boxes[r].to(device) for r in rows]
+
+
+def _image_size(path: Path) -> tuple[int, int]:
+    from PIL import Image
+
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: image file missing")
+    with Image.open(path) as im:
+        return im.size
+
+
+def scene_boxes(folder: Path, split: str) -> dict[str, np.ndarray]:
+    """image file -> (n, 4) xyxy boxes (pixels of the rendered image) of the ground-truth scenes.
+
+    Raises:
+        FormatError: a missing scenes file, or an object without a 4-number ``bbox`` (file, scene,
+            object and field named).
+    """
+    path = folder / "scenes" / f"{split}_scenes.json"
+    if not path.is_file():
+        raise FormatError(f"{path}: no scenes file")
+    out = {}
+    for k, s in enumerate(scene_records(read_json(path), str(path))):
+        rows = []
+        for j, o in enumerate(s.get("objects", [])):
+            b = o.get("bbox")
+            if not (isinstance(b, list) and len(b) == 4 and all(isinstance(v, (int, float)) for v in b)):
+                raise FormatError(f"{path}, scene {k}, object {j}, field 'bbox': expected [x, y, w, h], got {b!r}")
+            rows.append([b[0], b[1], b[0] + b[2], b[1] + b[3]])
+        out[s.get("image_filename", f"#{k}")] = np.asarray(rows, dtype=np.float32).reshape(-1, 4)
+    return out
+
+
+def detection_boxes(path: str | Path, min_score: float) -> dict[str, np.ndarray]:
+    """image file -> (n, 4) xyxy boxes of a scene parser's ``likelihoods.json`` scoring >= min_score.
+
+    Raises:
+        FormatError: no such file, or a detection without a 4-number ``box`` (file, scene, field).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FormatError(f"{path}: no likelihoods file")
+    out = {}
+    for k, s in enumerate(read_json(path).get("scenes", [])):
+        rows = []
+        for j, d in enumerate(s.get("detections", [])):
+            b = d.get("box")
+            if not (isinstance(b, list) and len(b) == 4):
+                raise FormatError(f"{path}, scene {k}, detection {j}, field 'box': expected [x1, y1, x2, y2]")
+            if float(d.get("score", 1.0)) >= min_score:
+                rows.append(b)
+        name = s.get("image_filename")
+        if not isinstance(name, str):
+            raise FormatError(f"{path}, scene {k}, field 'image_filename': expected a string")
+        out[name] = np.asarray(rows, dtype=np.float32).reshape(-1, 4)
+    return out
+
+
+def parsed_programs(path: str | Path, n: int) -> list[Program | None]:
+    """The programs of a question parser's ``programs.json`` (None where it gave none).
+
+    Raises:
+        FormatError: no such file, or a number of programs other than ``n``.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FormatError(f"{path}: no programs file")
+    with open(path) as f:
+        rows = json.load(f).get("programs", [])
+    if len(rows) != n:
+        raise FormatError(f"{path}: {len(rows)} programs for {n} questions")
+    out: list[Program | None] = []
+    for r in rows:
+        try:
+            out.append(Program.from_json(r["program"]) if r.get("program") is not None else None)
+        except ExecutionError:
+            out.append(None)
+    return out
+
+
+def load_split(folder: Path, split: str, onto: Ontology, cfg: NSCLConfig, *, require_answer: bool,
+               limit: int | None = None, boxes: Mapping[str, np.ndarray] | None = None,
+               programs: Sequence[Program | None] | None = None, cache: Path | None = None,
+               progress: bool = False) -> NSCLSplit:
+    """A split for NSCL: questions with typed programs (``programs`` replaces the file's; an
+    invalid one becomes None), resized images, and boxes (``boxes`` replaces the scenes' ones).
+
+    Raises:
+        FormatError: a question without a usable program or answer where required (file, question
+            and field named), a missing scenes file, or an image without boxes in ``boxes``.
+    """
+    qpath = folder / "questions" / f"{split}_questions.json"
+    items = read_question_items(qpath, onto, require_program=programs is None and require_answer, limit=limit)
+    if programs is not None and len(programs) < len(items):
+        raise FormatError(f"{qpath}: {len(programs)} programs for {len(items)} questions")
+    files = []
+    for it in items:
+        image = it.record.get("image_filename")
+        if not isinstance(image, str):
+            raise FormatError(f"{qpath}, question {it.index}, field 'image_filename': expected a string")
+        files.append(image)
+    if boxes is None:
+        boxes = scene_boxes(folder, split)
+    distinct = list(dict.fromkeys(files))
+    images, rows = load_images(folder, split, distinct, cfg.image_width, cfg.image_height, cache=cache,
+                               progress=progress)
+    box_rows = []
+    for name in distinct:
+        if name not in boxes:
+            raise FormatError(f"{folder}: no boxes for image {name!r} of split {split!r}")
+        w, h = _image_size(folder / "images" / split / name)
+        scale = np.array([cfg.image_width / w, cfg.image_height / h] * 2, dtype=np.float32)
+        box_rows.append(torch.from_numpy(boxes[name] * scale))
+    questions = []
+    for k, it in enumerate(items):
+        where = f"{qpath}, question {it.index}"
+        answer = it.record.get("answer")
+        if answer is None and require_answer:
+            raise FormatError(f"{where}: missing field 'answer'")
+        program = programs[k] if programs is not None else (
+            Program.from_json(it.record["program"]) if it.record.get("program") is not None else None)
+        types: tuple[str, ...] = ()
+        if program is not None:
+            try:
+                types = tuple(program.validate(onto))
+            except ExecutionError as e:
+                if programs is None:
+                    raise FormatError(f"{where}, field 'program': {e}") from None
+                program = None  # a parser's invalid program: answered by a guess
+        questions.append(NSCLQuestion(it.index, program, types, None if answer is None else normalize_answer(answer),
+                                      rows[files[k]]))
+    return NSCLSplit(questions, images, box_rows, distinct)
+
+
+class CurriculumSampler:
+    """The questions of step ``s``: ``images_per_batch`` images among those with a question
+    eligible at ``s``'s curriculum stage, and up to ``questions_per_image`` of each image's eligible
+    questions, drawn from ``(seed, s)`` only."""
+
+    def __init__(self, split: NSCLSplit, cfg: NSCLConfig):
+        self.cfg = cfg
+        q_nodes = np.array([len(q.program) if q.program is not None else 10 ** 6 for q in split.questions])
+        q_img = np.array([q.image_row for q in split.questions])
+        n_obj = np.array([len(b) for b in split.boxes])
+        usable = np.array([q.program is not None and q.answer is not None for q in split.questions])
+        self.stages = []  # (end step, question indices per image row)
+        for frac, max_nodes, max_obj in parse_curriculum(cfg.curriculum) + [(1.0, 10 ** 6, 10 ** 6)]:
+            ok = usable & (q_nodes <= max_nodes) & (n_obj[q_img] <= max_obj)
+            if not ok.any():  # an empty stage trains on the next one's questions
+                continue
+            per_image: dict[int, np.ndarray] = {}
+            for i in np.flatnonzero(ok):
+                per_image.setdefault(int(q_img[i]), []).append(int(i))  # type: ignore[arg-type]
+            self.stages.append((frac * cfg.steps, {k: np.asarray(v) for k, v in per_image.items()}))
+        if not self.stages:
+            raise ValueError("no training question has a program and an answer")
+
+    def stage(self, step: int) -> int:
+        for k, (end, _) in enumerate(self.stages):
+            if step < end:
+                return k
+        return len(self.stages) - 1
+
+    def __call__(self, step: int) -> list[int]:
+        per_image = self.stages[self.stage(step)][1]
+        rng = np.random.default_rng([self.cfg.seed, step])
+        images = sorted(per_image)
+        pick = rng.choice(len(images), size=min(self.cfg.images_per_batch, len(images)), replace=False)
+        out: list[int] = []
+        for p in sorted(pick):
+            qs = per_image[images[p]]
+            out += sorted(rng.choice(qs, size=min(self.cfg.questions_per_image, len(qs)), replace=False).tolist())
+        return out
+
+
+# ---------------------------------------------------------------------------- forward passes
+def question_losses(net: NSCLNet, executor: SoftExecutor, data: NSCLSplit, qidx: Sequence[int],
+                    device: torch.device) -> torch.Tensor:
+    """(len(qidx),) negative log-probabilities of the answers of questions ``qidx``."""
+    qs = [data.questions[i] for i in qidx]
+    rows = list(dict.fromkeys(q.image_row for q in qs))
+    images, boxes = data.batch(rows, device)
+    scenes = dict(zip(rows, net(images, boxes)))
+    return torch.stack([-executor.log_prob(q.program, q.types, scenes[q.image_row], q.answer) for q in qs])
+
+
+def answer_all(net: NSCLNet, executor: SoftExecutor, data: NSCLSplit, device: torch.device, *,
+               images_per_batch: int = 32, progress: bool = False, desc: str = "nscl") -> list[tuple[str, float] | None]:
+    """Per question: (most probable answer, its probability), or None when the question has no
+    usable program or its image no box."""
+    from tqdm import tqdm
+
+    by_image: dict[int, list[int]] = {}
+    for k, q in enumerate(data.questions):
+        by_image.setdefault(q.image_row, []).append(k)
+    out: list[tuple[str, float] | None] = [None] * len(data.questions)
+    rows = sorted(by_image)
+    was = net.training
+    net.eval()
+    with torch.no_grad():
+        for s in tqdm(range(0, len(rows), images_per_batch), desc=desc, disable=not progress):
+            chunk = rows[s:s + images_per_batch]
+            images, boxes = data.batch(chunk, device)
+            for row, scene in zip(chunk, net(images, boxes)):
+                for k in by_image[row]:
+                    q = data.questions[k]
+                    if q.program is None or scene["n"] == 0:
+                        continue
+                    labels, probs = executor.run(q.program, q.types, scene)
+                    # several values may share an answer string: sum them
+                    agg: dict[str, float] = {}
+                    for a, p in zip(labels, probs.tolist()):
+                        agg[a] = agg.get(a, 0.0) + p
+                    best = max(agg, key=agg.get)
+                    out[k] = (best, min(1.0, max(0.0, agg[best])))
+    net.train(was)
+    return out
+
+
+def accuracy(net: NSCLNet, executor: SoftExecutor, data: NSCLSplit, device: torch.device) -> float:
+    """Share of questions answered right (no usable program or no box counts wrong)."""
+    if not data.questions:
+        return float("nan")
+    got = answer_all(net, executor, data, device)
+    return sum(1 for g, q in zip(got, data.questions) if g is not None and g[0] == q.answer) / len(got)
+
+
+# ---------------------------------------------------------------------------- the baseline
+def _save(path: Path, cfg: NSCLConfig, net: NSCLNet, majority: str, train_state: dict, extra: dict) -> None:
+    """Write the checkpoint (a module function, so tests can interrupt a run after it)."""
+    save_checkpoint(path, kind=checkpoint_kind("nscl"), config=asdict(cfg), state_dict=net.state_dict(),
+                    vocabularies={"majority_answer": majority},
+                    train_state=train_state | {"rng": torch.get_rng_state()}, extra=extra)
+
+
+_SCHEDULE = dict(weight_decay=0.0, grad_clip=5.0, cache_images=True, min_score=0.5, count_sigma=0.5)
+PROFILES = {
+    "tiny": dict(steps=40, images_per_batch=4, questions_per_image=4, lr=3e-3, warmup=5, eval_every=20,
+                 val_questions=32, image_width=64, image_height=48, cnn_width=8, roi_size=3, feature_dim=32,
+                 concept_dim=16, curriculum="0.25:6:10", **_SCHEDULE),
+    # 600 images / ~12k questions on one CPU thread: ~0.2 s a step (measured in the issue note)
+    "mini": dict(steps=3000, images_per_batch=8, questions_per_image=4, lr=2e-3, warmup=100, eval_every=500,
+                 val_questions=1000, image_width=160, image_height=120, cnn_width=16, roi_size=4, feature_dim=64,
+                 concept_dim=32, curriculum="0.1:5:6,0.3:9:8", **_SCHEDULE),
+    # a GPU run (not measured): full-size images, wider CNN, longer schedule
+    "full": dict(steps=60000, images_per_batch=32, questions_per_image=8, lr=1e-3, warmup=1000, eval_every=2000,
+                 val_questions=5000, image_width=320, image_height=240, cnn_width=32, roi_size=7, feature_dim=256,
+                 concept_dim=64, curriculum="0.05:5:6,0.15:9:8,0.3:13:10", **_SCHEDULE),
+}
+PROFILES["demo"] = dict(PROFILES["mini"], steps=2000, val_questions=500)
+
+
+@register("nscl")
+class NSCLBaseline(Baseline):
+    """NSCL: concepts learned from QA through a quasi-symbolic executor over RoI object features."""
+
+    config_class = NSCLConfig
+    profiles = PROFILES
+    #: prediction reads a scene parser's detections and a question parser's programs
+    uses_parses: ClassVar[bool] = True
+
+    def build_model(self, cfg: NSCLConfig, onto: Ontology) -> NSCLNet:
+        return NSCLNet(onto, cnn_width=cfg.cnn_width, roi_size=cfg.roi_size, feature_dim=cfg.feature_dim,
+                       concept_dim=cfg.concept_dim)
+
+    def load(self, run_dir: str | Path, device: str = "cpu") -> tuple[NSCLNet, NSCLConfig, str]:
+        """(network in eval mode, config, majority answer) of ``RUN_DIR/baseline.pt``."""
+        path = checkpoint_path(run_dir)
+        ck = load_checkpoint(path, kind=checkpoint_kind(self.name))
+        cfg = config_from_dict(NSCLConfig, ck["config"], str(path))
+        net = self.build_model(cfg, load_ontology(cfg.ontology))
+        net.load_state_dict(ck["state_dict"])
+        return net.to(device).eval(), cfg, str(ck["vocabularies"]["majority_answer"])
+
+    def train(self, cfg: NSCLConfig, out: str | Path, *, resume: bool = False, progress: bool = True) -> Path:
+        """Train on ``cfg.data``'s train split (ground-truth boxes and programs) into ``out``;
+        resumable exactly. Raises like :func:`baselines.common.train_classifier`."""
+        from collections import Counter
+
+        from tqdm import tqdm
+
+        if cfg.model != self.name:
+            raise ValueError(f"config field 'model' is {cfg.model!r}, expected {self.name!r}")
+        seed_everything(cfg.seed)
+        run = RunDir(out, cfg, resume=resume, must_match=cfg.MUST_MATCH)
+        try:
+            dev = torch.device(cfg.device)
+            onto = load_ontology(cfg.ontology)
+            folder = Path(cfg.data)
+            path = run.path / CHECKPOINT
+            ck = load_checkpoint(path, kind=checkpoint_kind(self.name)) if resume and path.exists() else None
+            if ck is not None and int(ck["train_state"].get("step", 0)) >= cfg.steps:
+                run.log(f"finished at step {ck['train_state'].get('step')} ({path}); nothing to do")
+                return run.path
+            t0 = time.time()
+
+            def cache(split: str) -> Path | None:
+                return (run.path / "cache" / f"{split}_{cfg.image_width}x{cfg.image_height}.pt"
+                        if cfg.cache_images else None)
+
+            train = load_split(folder, "train", onto, cfg, require_answer=True, limit=cfg.max_train_questions,
+                               cache=cache("train"), progress=progress)
+            if not train.questions:
+                raise ValueError(f"{folder / 'questions' / 'train_questions.json'}: no training questions")
+            val_path = folder / "questions" / "val_questions.json"
+            val = (load_split(folder, "val", onto, cfg, require_answer=True, limit=cfg.val_questions,
+                              cache=cache("val"), progress=progress)
+                   if cfg.val_questions and val_path.is_file() else None)
+            majority = Counter(q.answer for q in train.questions).most_common(1)[0][0]
+            run.log(f"data: {len(train.questions)} train questions on {len(train.files)} images, "
+                    f"{len(val.questions) if val else 0} val questions from {folder} ({time.time() - t0:.1f} s)")
+            net = self.build_model(cfg, onto).to(dev)
+            executor = SoftExecutor(onto, cfg.count_sigma)
+            opt = torch.optim.Adam(net.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+            sched = torch.optim.lr_scheduler.LambdaLR(opt, warmup_cosine(cfg.steps, cfg.warmup))
+            start, extra = 0, {}
+            if ck is not None:
+                net.load_state_dict(ck["state_dict"])
+                extra = dict(ck["extra"])
+                ts = ck["train_state"]
+                if ts.get("optimizer") is not None:
+                    opt.load_state_dict(ts["optimizer"])
+                    sched.load_state_dict(ts["scheduler"])
+                if "rng" in ts:
+                    torch.set_rng_state(ts["rng"])
+                start = int(ts.get("step", 0))
+                run.log(f"resumed at step {start} from {path}")
+            sampler = CurriculumSampler(train, cfg)
+            run.log("curriculum: " + ", ".join(
+                f"stage {k} until step {int(end)}: {sum(len(v) for v in qs.values())} questions"
+                for k, (end, qs) in enumerate(sampler.stages)))
+            net.train()
+            t_start = time.time() - float(extra.get("train_seconds", 0.0))
+            smooth = None
+            bar = tqdm(range(start, cfg.steps), desc=self.name, disable=not progress, initial=start, total=cfg.steps)
+            for step in bar:
+                loss = question_losses(net, executor, train, sampler(step), dev).mean()
+                check_finite({"loss": loss.detach()}, step)
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                nn.utils.clip_grad_norm_(net.parameters(), cfg.grad_clip)
+                opt.step()
+                sched.step()
+                v = float(loss.detach())
+                smooth = v if smooth is None else 0.95 * smooth + 0.05 * v
+                bar.set_postfix(loss=f"{smooth:.4f}", stage=sampler.stage(step))
+                if step % 20 == 0 or step + 1 == cfg.steps:
+                    run.scalars("train", {"loss": v, "lr": sched.get_last_lr()[0], "stage": sampler.stage(step)}, step)
+                if (step + 1) % cfg.eval_every == 0 or step + 1 == cfg.steps:
+                    msg = f"step {step + 1} (stage {sampler.stage(step)}) loss={v:.5f} smoothed={smooth:.5f}"
+                    if val is not None and val.questions:
+                        acc = accuracy(net, executor, val, dev)
+                        extra["val_accuracy"] = acc
+                        run.scalars("val", {"accuracy": acc}, step + 1)
+                        msg += f" val accuracy={acc:.4f} ({len(val.questions)} questions)"
+                    run.log(msg)
+                    extra["train_seconds"] = time.time() - t_start
+                    extra["step_seconds"] = extra["train_seconds"] / (step + 1)
+                    _save(path, cfg, net, majority, {"step": step + 1, "optimizer": opt.state_dict(),
+                                                     "scheduler": sched.state_dict()}, extra)
+            if start >= cfg.steps and not path.exists():  # zero steps: an untrained model, still loadable
+                _save(path, cfg, net, majority, {"step": start}, extra)
+        finally:
+            run.close()
+        return run.path
+
+    def predict(self, run_dir: str | Path, root: str | Path, variant: str, split: str = "test", *,
+                device: str = "cpu", progress: bool = False, likelihoods: str | Path | None = None,
+                programs: str | Path | None = None) -> list[Prediction]:
+        """One prediction per question of ``ROOT/VARIANT``'s split; ``likelihoods`` (a scene
+        parser's detections) and ``programs`` (a question parser's) replace the ground-truth
+        boxes and programs."""
+        net, cfg, majority = self.load(run_dir, device)
+        onto = load_ontology(cfg.ontology)
+        folder = Path(root) / variant
+        metas = load_question_meta(root, variant, split, ontology=onto)
+        boxes = detection_boxes(likelihoods, cfg.min_score) if likelihoods is not None else None
+        progs = parsed_programs(programs, len(metas)) if programs is not None else None
+        data = load_split(folder, split, onto, cfg, require_answer=False, boxes=boxes, programs=progs,
+                          progress=progress)
+        if len(data.questions) != len(metas):
+            raise FormatError(f"{folder}: {len(data.questions)} questions but {len(metas)} labels for split {split!r}")
+        got = answer_all(net, SoftExecutor(onto, cfg.count_sigma), data, torch.device(device), progress=progress,
+                         desc=f"nscl {variant}")
+        out = []
+        for meta, q, g in zip(metas, data.questions, got):
+            if g is not None:
+                out.append(meta.prediction(g[0], g[1]))
+            else:  # no usable program, or no box in the image: the training set's most frequent answer
+                out.append(meta.prediction(majority, None, invalid_program=q.program is None,
+                                           execution_error=q.program is not None, guessed=True))
+        return out
+
+
+__all__ = ["NSCLConfig", "NSCLNet", "ConceptSpace", "SoftExecutor", "NSCLBaseline", "PROFILES", "parse_curriculum",
+           "CurriculumSampler", "load_split", "scene_boxes", "detection_boxes", "parsed_programs", "question_losses",
+           "answer_all", "accuracy"]
