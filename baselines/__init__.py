@@ -1,7 +1,7 @@
 """Baselines: one model per file, registered by name, all writing the common predictions format.
 
     >>> import baselines
-    >>> {"random", "majority", "lstm", "cnn_lstm", "film"} <= set(baselines.names())
+    >>> {"random", "majority", "lstm", "cnn_lstm", "film", "mdetr"} <= set(baselines.names())
     True
     >>> model = baselines.get("lstm")
     >>> cfg = model.config("data/generated/mini/mid", "mini", seed=0)
@@ -126,7 +126,7 @@ def get(name: str) -> Baseline:
     return cls()
 
 
-# the built-in models register themselves on import (mDETR and NSCL will join here)
-from . import cnn_lstm, film, lstm, random_majority  # noqa: E402,F401
+# the built-in models register themselves on import
+from . import cnn_lstm, film, lstm, mdetr, nscl, random_majority  # noqa: E402,F401
 
 __all__ = ["Baseline", "UnknownBaseline", "register", "names", "get", "PROFILE_NAMES"]
