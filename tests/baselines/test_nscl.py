@@ -1,0 +1,256 @@
+"""NSCL baseline: the soft executor's semantics (against the question engine's answers), the
+curriculum, learning, prediction from parses, the command line and the experiment's wiring.
+Fixtures ``root`` (the tiny rendered dataset) and ``one_thread`` come from conftest.py.
+"""
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import torch
+
+import baselines
+from baselines import nscl
+from executors import load_ontology
+from executors.errors import FormatError
+from executors.io import normalize_answer
+from executors.program import Program
+from executors.scene import SymbolicScene
+from nsvqa.checkpoint import load_checkpoint
+from nsvqa.predictions import read_predictions
+
+ONTO = load_ontology("superclevr")
+CPU = torch.device("cpu")
+BIG = 30.0  # a logit that makes a concept certain
+
+
+def _one_hot_scene(record: dict) -> dict:
+    """The executor's input for a ground-truth scene: every concept, relation and part certain."""
+    scene = SymbolicScene.from_json(record, ONTO)
+    n = len(scene)
+
+    def one_hot(a, value):
+        row = torch.full((len(ONTO.values(a)),), -BIG)
+        row[ONTO.values(a).index(value)] = BIG
+        return row
+
+    attrs = {a: torch.stack([one_hot(a, o[a]) for o in scene.objects]) for a in ONTO.attribute_names}
+    rel = torch.full((n, n, len(ONTO.relations)), -BIG)
+    for r, lists in scene.relation_lists().items():
+        for i, js in enumerate(lists):
+            for j in js:
+                rel[i, j, ONTO.relations.index(r)] = BIG
+    names = ONTO.part_names
+    pe = torch.full((n, len(names)), -BIG)
+    pattrs = {a: attrs[a][:, None, :].repeat(1, len(names), 1) for a in ("color", "material", "size", "texture")}
+    for i, parts in enumerate(scene.parts):
+        for name, pa in parts.items():
+            pe[i, names.index(name)] = BIG
+            for a, v in pa.items():
+                pattrs[a][i, names.index(name)] = one_hot(a, v)
+    return {"n": n, "attributes": attrs, "relations": rel, "part_exist": pe, "part_attributes": pattrs}
+
+
+# ---------------------------------------------------------------------------- the executor
+def test_soft_executor_answers_like_the_question_engine_on_certain_concepts(root):
+    scenes = json.loads((root / "mid" / "scenes" / "train_scenes.json").read_text())["scenes"]
+    questions = json.loads((root / "mid" / "questions" / "train_questions.json").read_text())["questions"]
+    ex = nscl.SoftExecutor(ONTO)
+    kinds, right = Counter(), 0
+    for q in questions:
+        program = Program.from_json(q["program"], ONTO)
+        labels, probs = ex.run(program, program.validate(ONTO), _one_hot_scene(scenes[q["image_index"]]))
+        assert abs(float(probs.sum()) - 1.0) < 1e-4
+        got = labels[int(probs.argmax())]
+        right += got == normalize_answer(q["answer"])
+        kinds[program.nodes[-1].function] += 1
+    assert right == len(questions), f"{right} / {len(questions)}"
+    assert len(kinds) >= 5 and any(k.startswith("partquery") for k in kinds)  # the fixture covers parts
+
+
+def test_soft_rules_on_a_hand_made_scene():
+    ex = nscl.SoftExecutor(ONTO)
+    colors = ONTO.values("color")
+    attrs = {a: torch.full((3, len(ONTO.values(a))), -BIG) for a in ONTO.attribute_names}
+    for i, c in enumerate(("red", "red", "blue")):
+        attrs["color"][i, colors.index(c)] = BIG
+    scene = {"n": 3, "attributes": attrs, "relations": torch.full((3, 3, 4), -BIG)}
+
+    def run(nodes):
+        p = Program.from_json(nodes, ONTO)
+        return ex.run(p, p.validate(ONTO), scene)
+
+    red = [{"type": "scene", "inputs": [], "value_inputs": []},
+           {"type": "filter_color", "inputs": [0], "value_inputs": ["red"]}]
+    labels, probs = run(red + [{"type": "count", "inputs": [1], "value_inputs": []}])
+    assert labels[int(probs.argmax())] == "2"
+    # half-certain concepts: count is the sum of the memberships (2 x 0.5 + 1 -> 2 is the mode)
+    attrs["color"][0, colors.index("red")] = 0.0
+    attrs["color"][2, colors.index("red")] = 0.0
+    labels, probs = run(red + [{"type": "count", "inputs": [1], "value_inputs": []}])
+    assert labels[int(probs.argmax())] == "2" and float(probs.max()) < 0.8
+    # exist is the max of the mask
+    labels, probs = run(red + [{"type": "exist", "inputs": [1], "value_inputs": []}])
+    assert labels == ["yes", "no"] and abs(float(probs[0]) - 1.0) < 1e-6
+    with pytest.raises(Exception, match="matches nothing"):
+        ex.columns("color", "plaid")
+
+
+# ---------------------------------------------------------------------------- data and curriculum
+def test_curriculum_parsing_and_stages(root):
+    assert nscl.parse_curriculum("0.2:5:6, 0.5:9:8") == [(0.2, 5, 6), (0.5, 9, 8)]
+    assert nscl.parse_curriculum("") == []
+    for bad in ("0.5:5", "0.5:5:6,0.4:9:9", "1.5:3:3", "0.2:0:3"):
+        with pytest.raises(ValueError, match="curriculum stage"):
+            nscl.parse_curriculum(bad)
+    with pytest.raises(ValueError, match="curriculum stage"):
+        baselines.get("nscl").config(str(root / "mid"), "tiny", curriculum="x")
+    cfg = baselines.get("nscl").config(str(root / "mid"), "tiny", steps=100, curriculum="0.5:5:100")
+    data = nscl.load_split(root / "mid", "train", ONTO, cfg, require_answer=True)
+    sampler = nscl.CurriculumSampler(data, cfg)
+    assert [int(end) for end, _ in sampler.stages] == [50, 100]
+    early = [i for s in range(0, 50) for i in sampler(s)]
+    assert early and all(len(data.questions[i].program) <= 5 for i in early)
+    late = [i for s in range(50, 100) for i in sampler(s)]
+    assert max(len(data.questions[i].program) for i in late) > 5
+    assert sampler(7) == nscl.CurriculumSampler(data, cfg)(7)  # a function of (seed, step)
+    per_image = Counter(data.questions[i].image_row for i in sampler(60))
+    assert len(per_image) == min(cfg.images_per_batch, len(data.files))
+    assert max(per_image.values()) <= cfg.questions_per_image
+
+
+def test_boxes_are_scaled_to_the_resized_image(root):
+    cfg = baselines.get("nscl").config(str(root / "mid"), "tiny", image_width=32, image_height=24)
+    data = nscl.load_split(root / "mid", "train", ONTO, cfg, require_answer=True)
+    raw = nscl.scene_boxes(root / "mid", "train")
+    name = data.files[0]
+    assert data.images.shape[-2:] == (24, 32)
+    assert torch.allclose(data.boxes[0], torch.from_numpy(raw[name]) / 2)  # 64x48 -> 32x24
+
+
+def test_a_bad_bbox_names_file_scene_object_and_field(root, tmp_path):
+    folder = tmp_path / "mid"
+    (folder / "scenes").mkdir(parents=True)
+    scenes = json.loads((root / "mid" / "scenes" / "train_scenes.json").read_text())
+    scenes["scenes"][1]["objects"][2]["bbox"] = [1, 2, 3]
+    (folder / "scenes" / "train_scenes.json").write_text(json.dumps(scenes))
+    with pytest.raises(FormatError, match=r"train_scenes.json, scene 1, object 2, field 'bbox'"):
+        nscl.scene_boxes(folder, "train")
+
+
+# ---------------------------------------------------------------------------- learning
+def test_one_step_lowers_the_loss_on_a_repeated_batch(root):
+    torch.manual_seed(0)
+    model = baselines.get("nscl")
+    cfg = model.config(str(root / "mid"), "tiny")
+    data = nscl.load_split(root / "mid", "train", ONTO, cfg, require_answer=True, limit=16)
+    net, ex = model.build_model(cfg, ONTO), nscl.SoftExecutor(ONTO)
+    opt = torch.optim.Adam(net.parameters(), lr=1e-4)  # a small step: sharp min/max masks and τ = 0.1
+
+    def loss():
+        return nscl.question_losses(net, ex, data, range(16), CPU).mean()
+
+    before = loss()
+    opt.zero_grad()
+    before.backward()
+    assert net.concepts.embedding["color"].grad.abs().sum() > 0  # concepts learn from answers
+    opt.step()
+    assert float(loss().detach()) < float(before.detach())
+
+
+def test_overfits_eight_questions(root, tmp_path):
+    model = baselines.get("nscl")
+    torch.manual_seed(0)
+    cfg = model.config(str(root / "mid"), "tiny", max_train_questions=8, images_per_batch=4, questions_per_image=8,
+                       steps=100, lr=3e-3, warmup=1, eval_every=100, val_questions=0, curriculum="")
+    model.train(cfg, tmp_path / "run", progress=False)
+    preds = model.predict(tmp_path / "run", root, "mid", "train")
+    assert [p.correct for p in preds[:8]] == [True] * 8
+    assert all(0.0 <= p.probability <= 1.0 for p in preds)
+
+
+# ---------------------------------------------------------------------------- prediction from parses
+def test_predicts_from_detections_and_parsed_programs(root, tmp_path):
+    model = baselines.get("nscl")
+    run = tmp_path / "run"
+    model.train(model.config(str(root / "mid"), "tiny", steps=2, eval_every=2, val_questions=0), run, progress=False)
+    scenes = json.loads((root / "mid" / "scenes" / "test_scenes.json").read_text())["scenes"]
+    questions = json.loads((root / "mid" / "questions" / "test_questions.json").read_text())["questions"]
+    # image 0: its true boxes as detections (one scoring under min_score); image 1: no detection
+    dets = [{"box": [o["bbox"][0], o["bbox"][1], o["bbox"][0] + o["bbox"][2], o["bbox"][1] + o["bbox"][3]],
+             "score": 0.9 if k else 0.2} for k, o in enumerate(scenes[0]["objects"])]
+    lik = tmp_path / "likelihoods.json"
+    lik.write_text(json.dumps({"scenes": [{"image_filename": scenes[0]["image_filename"], "detections": dets},
+                                          {"image_filename": scenes[1]["image_filename"], "detections": []}]}))
+    boxes = nscl.detection_boxes(lik, 0.5)
+    assert len(boxes[scenes[0]["image_filename"]]) == len(dets) - 1 and len(boxes[scenes[1]["image_filename"]]) == 0
+    rows = [{"program": q["program"], "valid": True, "error": None} for q in questions]
+    rows[0] = {"program": None, "valid": False, "error": "no parse"}
+    progs = tmp_path / "programs.json"
+    progs.write_text(json.dumps({"programs": rows}))
+    preds = model.predict(run, root, "mid", "test", likelihoods=lik, programs=progs)
+    majority = load_checkpoint(run / "baseline.pt")["vocabularies"]["majority_answer"]
+    assert len(preds) == len(questions)
+    assert preds[0].invalid_program and preds[0].guessed and preds[0].prediction == majority
+    on_1 = [p for p, q in zip(preds, questions) if q["image_index"] == scenes[1]["image_index"]]
+    assert on_1 and all(p.execution_error and p.guessed for p in on_1)
+    on_0 = [p for p, q in zip(preds[1:], questions[1:]) if q["image_index"] == scenes[0]["image_index"]]
+    assert on_0 and not any(p.guessed for p in on_0)
+    rows.pop()
+    progs.write_text(json.dumps({"programs": rows}))
+    with pytest.raises(FormatError, match="programs for"):
+        model.predict(run, root, "mid", "test", likelihoods=lik, programs=progs)
+
+
+def test_the_experiment_gives_nscl_the_parsers():
+    from nsvqa import experiment
+
+    assert experiment.parsing_baselines(["nscl", "lstm", "nsvqa"]) == ["nscl"]
+    assert experiment.needs(["nscl"]) == (True, True)
+    assert experiment.needs(["lstm", "nsvqa+gtprog"]) == (True, False)
+
+
+# ---------------------------------------------------------------------------- the command line
+def test_script_trains_resumes_exactly_predicts_and_evaluates(root, tmp_path, load_script, monkeypatch, capsys):
+    tb = load_script("train_baseline")
+    args = ["--model", "nscl", "--data", str(root / "mid"), "--profile", "tiny", "--threads", "1", "--no-progress",
+            "--set", "steps=6", "--set", "eval_every=3", "--set", "val_questions=4", "--set", "curriculum=0.5:6:10",
+            "--predict", str(root / "hard"), "--predict", str(root / "mid")]
+    straight, interrupted = tmp_path / "straight", tmp_path / "interrupted"
+    assert tb.main([*args, "--out", str(straight)]) == 0
+    assert "nscl__train-mid__test-hard.jsonl: 40 questions, accuracy" in capsys.readouterr().out
+    assert json.loads((straight / "config.json").read_text())["config"]["curriculum"] == "0.5:6:10"
+
+    class Stop(Exception):
+        pass
+
+    real = nscl._save
+
+    def save_then_stop(*a, **k):
+        real(*a, **k)
+        raise Stop
+
+    monkeypatch.setattr(nscl, "_save", save_then_stop)
+    with pytest.raises(Stop):
+        tb.main([*args, "--out", str(interrupted)])
+    monkeypatch.setattr(nscl, "_save", real)
+    assert load_checkpoint(interrupted / "baseline.pt")["train_state"]["step"] == 3
+    assert tb.main([*args, "--out", str(interrupted), "--resume"]) == 0
+    assert "resumed at step 3" in (interrupted / "train.log").read_text()
+    a = load_checkpoint(straight / "baseline.pt", kind="baseline_nscl")
+    b = load_checkpoint(interrupted / "baseline.pt", kind="baseline_nscl")
+    assert a["train_state"]["step"] == b["train_state"]["step"] == 6
+    assert all(torch.equal(a["state_dict"][k], b["state_dict"][k]) for k in a["state_dict"])
+    for test in ("hard", "mid"):
+        name = f"predictions/nscl__train-mid__test-{test}.jsonl"
+        assert (straight / name).read_bytes() == (interrupted / name).read_bytes()
+        assert len(read_predictions(interrupted / name)) == 40
+    rc = load_script("evaluate_rd").main(["--runs", str(interrupted), "--out", str(tmp_path / "rep"),
+                                          "--allow-partial-rd", "--no-plots"])
+    assert rc == 0
+    rep = json.loads((tmp_path / "rep" / "report.json").read_text())
+    assert {(c["model"], c["train"], c["test"]) for c in rep["cells"]} == {("nscl", "mid", "mid"),
+                                                                            ("nscl", "mid", "hard")}
+    assert Path(interrupted / "tb").is_dir()
