@@ -1,7 +1,7 @@
 """Baselines: one model per file, registered by name, all writing the common predictions format.
 
     >>> import baselines
-    >>> {"random", "majority", "lstm", "cnn_lstm", "film", "mdetr"} <= set(baselines.names())
+    >>> {"random", "majority", "lstm", "cnn_lstm", "film", "mdetr", "nscl"} <= set(baselines.names())
     True
     >>> model = baselines.get("lstm")
     >>> cfg = model.config("data/generated/mini/mid", "mini", seed=0)
