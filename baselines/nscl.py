@@ -808,11 +808,14 @@ class NSCLBaseline(Baseline):
 
     def predict(self, run_dir: str | Path, root: str | Path, variant: str, split: str = "test", *,
                 device: str = "cpu", progress: bool = False, likelihoods: str | Path | None = None,
-                programs: str | Path | None = None) -> list[Prediction]:
+                programs: str | Path | None = None, min_score: float | None = None) -> list[Prediction]:
         """One prediction per question of ``ROOT/VARIANT``'s split; ``likelihoods`` (a scene
-        parser's detections) and ``programs`` (a question parser's) replace the ground-truth
-        boxes and programs."""
+        parser's detections, kept from ``min_score``, default the config's) and ``programs`` (a
+        question parser's) replace the ground-truth boxes and programs."""
         net, cfg, majority = self.load(run_dir, device)
+        if min_score is not None:
+            cfg = NSCLConfig(**(asdict(cfg) | {"min_score": float(min_score)}))
+            cfg.check()
         onto = load_ontology(cfg.ontology)
         folder = Path(root) / variant
         metas = load_question_meta(root, variant, split, ontology=onto)

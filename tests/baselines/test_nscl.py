@@ -198,6 +198,11 @@ def test_predicts_from_detections_and_parsed_programs(root, tmp_path):
     assert on_1 and all(p.execution_error and p.guessed for p in on_1)
     on_0 = [p for p, q in zip(preds[1:], questions[1:]) if q["image_index"] == scenes[0]["image_index"]]
     assert on_0 and not any(p.guessed for p in on_0)
+    # a stricter detection threshold than the config's: no box left on image 0 either
+    strict = model.predict(run, root, "mid", "test", likelihoods=lik, programs=progs, min_score=0.95)
+    assert all(p.guessed for p in strict)
+    with pytest.raises(ValueError, match="min_score must be in"):
+        model.predict(run, root, "mid", "test", likelihoods=lik, programs=progs, min_score=2.0)
     rows.pop()
     progs.write_text(json.dumps({"programs": rows}))
     with pytest.raises(FormatError, match="programs for"):
