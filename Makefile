@@ -3,7 +3,7 @@
 #                generate easy/mid/hard, train NS-VQA and P-NSVQA on mid, test on all three, RD report
 #                (outputs/demo/); `make demo-executors` runs the executors on the bundled examples
 #   make test    set up .venv if needed, run the test suite (2 workers)
-#   make bench   set up .venv if needed, run the executor, generator, question and scene-parser benchmarks
+#   make bench   set up .venv if needed, run the executor, generator, question, scene-parser and baseline benchmarks
 #   make clean   remove build outputs and caches (keeps .venv); `make distclean` also removes .venv
 
 SHELL := /bin/bash
@@ -29,7 +29,7 @@ help:
 	@echo "make demo   - visual-complexity experiment at the demo profile -> $(DEMO_OUT) (creates .venv on first use)"
 	@echo "make demo-executors - the executors on the bundled example scenes and questions"
 	@echo "make test   - run the test suite with 2 workers (creates .venv on first use)"
-	@echo "make bench  - run the executor, generator, question and scene-parser benchmarks"
+	@echo "make bench  - run the executor, generator, question, scene-parser and baseline benchmarks"
 	@echo "make clean  - remove build outputs and caches; make distclean also removes .venv"
 
 # editable_mode=compat puts the repo root on sys.path (a .pth), so top-level packages created after
@@ -80,6 +80,7 @@ bench: apt venv
 	$(PY) benchmarks/bench_generator.py
 	$(PY) benchmarks/bench_questions.py
 	$(PY) benchmarks/bench_scene_parser.py --profiles tiny mini
+	$(PY) benchmarks/bench_baselines.py --profiles tiny mini
 
 clean:
 	rm -rf build dist *.egg-info .pytest_cache .hypothesis
