@@ -355,7 +355,7 @@ class SoftExecutor:
             return torch.softmax(_logit(x), 0)
         if kind == "relate":
             r = torch.sigmoid(scene["relations"][:, :, self.relations.index(node.value_inputs[0])])
-            r = r * (1.0 - torch.eye(n, dtype=r.dtype))
+            r = r * (1.0 - torch.eye(n, dtype=r.dtype, device=r.device))
             return (args[0] @ r).clamp(0.0, 1.0)
         if kind == "union":
             return torch.maximum(args[0], args[1])
@@ -369,7 +369,7 @@ class SoftExecutor:
             return args[0] @ torch.softmax(attrs[sig.attribute], -1)
         if kind == "same":
             p = torch.softmax(attrs[sig.attribute], -1)
-            s = (p @ p.T) * (1.0 - torch.eye(n, dtype=p.dtype))
+            s = (p @ p.T) * (1.0 - torch.eye(n, dtype=p.dtype, device=p.device))
             return (args[0] @ s).clamp(0.0, 1.0)
         if kind == "equal_value":
             return (args[0] * args[1]).sum().clamp(0.0, 1.0)
@@ -380,7 +380,7 @@ class SoftExecutor:
             d = {"equal_integer": 0.5 - (a - b).abs(), "less_than": b - a - 0.5, "greater_than": a - b - 0.5}[sig.name]
             return torch.sigmoid(d / 0.25)
         if kind == "object2part":
-            shape = torch.softmax(attrs["shape"], -1) @ self.allowed.to(args[0].dtype)  # (n, P)
+            shape = torch.softmax(attrs["shape"], -1) @ self.allowed.to(args[0])  # (n, P)
             pe = torch.sigmoid(scene["part_exist"]) * shape
             if in_types[0] == OBJECT:
                 return args[0][:, None] * pe
@@ -391,7 +391,7 @@ class SoftExecutor:
             lg = scene["part_attributes"][sig.attribute][:, :, self.columns(sig.attribute, node.value_inputs[0])]
             return torch.minimum(args[0], torch.sigmoid(lg).amax(-1))
         if kind == "partfilter_partname":
-            mask = torch.zeros(args[0].shape[-1], dtype=args[0].dtype)
+            mask = args[0].new_zeros(args[0].shape[-1])
             mask[self.columns("partname", node.value_inputs[0])] = 1.0
             return args[0] * mask
         if kind == "partquery":
@@ -406,7 +406,7 @@ class SoftExecutor:
             probs = torch.stack([p, 1.0 - p])
             return ["yes", "no"], torch.log(probs * (1.0 - 2 * EPS) + EPS) if log else probs
         if typ == "Integer":
-            k = torch.arange(MAX_COUNT + 1, dtype=value.dtype)
+            k = torch.arange(MAX_COUNT + 1, dtype=value.dtype, device=value.device)
             z = -(value - k) ** 2 / (2 * self.sigma ** 2)
             return self.counts, torch.log_softmax(z, 0) if log else torch.softmax(z, 0)
         attribute = _VALUE_TO_ATTRIBUTE[typ]
