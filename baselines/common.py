@@ -465,6 +465,21 @@ def accuracy(model: nn.Module, data: EncodedQA, device: torch.device, batch: int
     return hits / len(data)
 
 
+def resume_state(ck: dict | None, opt: torch.optim.Optimizer, sched: Any) -> tuple[int, dict[str, Any]]:
+    """(first step, ``extra``) of a run continuing from checkpoint ``ck`` (``(0, {})`` without
+    one): the optimizer, scheduler and torch RNG states are restored in place. The weights are
+    the caller's to load (some models keep part of them outside the checkpoint)."""
+    if ck is None:
+        return 0, {}
+    ts = ck["train_state"]
+    if ts.get("optimizer") is not None:
+        opt.load_state_dict(ts["optimizer"])
+        sched.load_state_dict(ts["scheduler"])
+    if "rng" in ts:
+        torch.set_rng_state(ts["rng"])
+    return int(ts.get("step", 0)), dict(ck["extra"])
+
+
 def train_classifier(baseline: NeuralBaseline, cfg: Any, out: str | Path, *, resume: bool = False,
                      progress: bool = True) -> Path:
     """Train ``baseline``'s network on ``cfg.data``'s train split into the run directory ``out``.
@@ -525,18 +540,10 @@ def train_classifier(baseline: NeuralBaseline, cfg: Any, out: str | Path, *, res
         model = baseline.build_model(cfg, len(vocab), len(answers)).to(dev)
         opt = torch.optim.Adam(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
         sched = torch.optim.lr_scheduler.LambdaLR(opt, warmup_cosine(cfg.steps, cfg.warmup))
-        start = 0
-        extra: dict[str, Any] = {}
         if ck is not None:
             model.load_state_dict(ck["state_dict"])
-            extra = dict(ck["extra"])
-            ts = ck["train_state"]
-            if ts.get("optimizer") is not None:
-                opt.load_state_dict(ts["optimizer"])
-                sched.load_state_dict(ts["scheduler"])
-            if "rng" in ts:
-                torch.set_rng_state(ts["rng"])
-            start = int(ts.get("step", 0))
+        start, extra = resume_state(ck, opt, sched)
+        if ck is not None:
             run.log(f"resumed at step {start} from {path}")
         schedule = BatchSchedule(train_data.lengths, cfg.batch, cfg.seed)
         model.train()
@@ -579,4 +586,4 @@ def train_classifier(baseline: NeuralBaseline, cfg: Any, out: str | Path, *, res
 __all__ = ["CHECKPOINT", "checkpoint_kind", "checkpoint_path", "answer_vocabulary", "QARecord", "read_qa",
            "encode_questions", "pad_words", "load_images", "normalise_images", "EncodedQA", "QuestionModelConfig",
            "ImageQuestionModelConfig", "BACKBONES", "config_from_dict", "QuestionEncoder", "ImageEncoder", "mlp",
-           "NeuralBaseline", "accuracy", "train_classifier"]
+           "NeuralBaseline", "accuracy", "resume_state", "train_classifier"]

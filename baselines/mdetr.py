@@ -82,7 +82,7 @@ from nsvqa.training import RunDir, check_finite, seed_everything, warmup_cosine
 
 from . import Baseline, register
 from .common import (BACKBONES, CHECKPOINT, QARecord, answer_vocabulary, checkpoint_kind, checkpoint_path,
-                     config_from_dict, load_images, mlp, normalise_images, read_qa)
+                     config_from_dict, load_images, mlp, normalise_images, read_qa, resume_state)
 from .film import build_cnn
 
 TEXT_ENCODERS = ("scratch", "minilm")
@@ -762,18 +762,10 @@ def train_mdetr(cfg: MDETRConfig, out: str | Path, *, resume: bool = False, prog
             param_groups.append({"params": text_params, "lr": cfg.lr_text})
         opt = torch.optim.AdamW(param_groups, weight_decay=cfg.weight_decay)
         sched = torch.optim.lr_scheduler.LambdaLR(opt, _phase_schedule(cfg))
-        start = 0
-        extra: dict[str, Any] = {}
         if ck is not None:
             _load_weights(model, ck["state_dict"], str(path))
-            extra = dict(ck["extra"])
-            ts = ck["train_state"]
-            if ts.get("optimizer") is not None:
-                opt.load_state_dict(ts["optimizer"])
-                sched.load_state_dict(ts["scheduler"])
-            if "rng" in ts:
-                torch.set_rng_state(ts["rng"])
-            start = int(ts.get("step", 0))
+        start, extra = resume_state(ck, opt, sched)
+        if ck is not None:
             run.log(f"resumed at step {start} from {path}")
         schedule = BatchSchedule(train_data.lengths, cfg.batch, cfg.seed)
         model.train()

@@ -68,7 +68,8 @@ from nsvqa.question_eval import read_question_items
 from nsvqa.training import RunDir, check_finite, seed_everything, warmup_cosine
 
 from . import Baseline, register
-from .common import CHECKPOINT, checkpoint_kind, checkpoint_path, config_from_dict, load_images, normalise_images
+from .common import (CHECKPOINT, checkpoint_kind, checkpoint_path, config_from_dict, load_images, normalise_images,
+                     resume_state)
 
 EPS = 1e-6
 MAX_COUNT = 10
@@ -755,17 +756,10 @@ class NSCLBaseline(Baseline):
             executor = SoftExecutor(onto, cfg.count_sigma)
             opt = torch.optim.Adam(net.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
             sched = torch.optim.lr_scheduler.LambdaLR(opt, warmup_cosine(cfg.steps, cfg.warmup))
-            start, extra = 0, {}
             if ck is not None:
                 net.load_state_dict(ck["state_dict"])
-                extra = dict(ck["extra"])
-                ts = ck["train_state"]
-                if ts.get("optimizer") is not None:
-                    opt.load_state_dict(ts["optimizer"])
-                    sched.load_state_dict(ts["scheduler"])
-                if "rng" in ts:
-                    torch.set_rng_state(ts["rng"])
-                start = int(ts.get("step", 0))
+            start, extra = resume_state(ck, opt, sched)
+            if ck is not None:
                 run.log(f"resumed at step {start} from {path}")
             sampler = CurriculumSampler(train, cfg)
             run.log("curriculum: " + ", ".join(
