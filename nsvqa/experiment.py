@@ -10,7 +10,7 @@ A *variant run* is one folder per (training variant, seed) under a runs root::
         parsed/<test variant>/likelihoods.json   the scene parser on the test split
         parsed/<test variant>/programs.json      the question parser on the test questions
         predictions/<model>__train-<variant>__test-<test variant>.jsonl
-        summary.json               accuracy per (model, test variant)
+        summary.json               accuracy per (model, test variant), kept across calls
 
 Every step is resumable: the parsers and baselines resume from their checkpoints, and a parse output
 is reused when it records the fingerprints (SHA-256) of the checkpoints and inputs it came from.
@@ -431,11 +431,32 @@ def train_variant(root: str | os.PathLike, variant: str, runs: str | os.PathLike
         timing["total"] = time.perf_counter() - t0
     finally:
         rd.close()
-    summary = {"variant": variant, "seed": seed, "profile": spec.profile, "split": split, "tests": present,
-               "models": list(models), "accuracy": results, "seconds": timing}
+    summary = merged_summary(run.path / "summary.json", {
+        "variant": variant, "seed": seed, "profile": spec.profile, "split": split, "tests": present,
+        "models": list(models), "accuracy": results, "seconds": timing})
     write_json_atomic(run.path / "summary.json", summary, indent=1)
     echo(summary_table(summary))
     return summary
+
+
+def merged_summary(path: Path, new: Mapping[str, Any]) -> dict[str, Any]:
+    """``new`` (one :func:`train_variant` call's summary) over the run's earlier ``summary.json``:
+    a call that trains some models keeps what earlier calls measured of the others (their
+    accuracies and seconds; this call's figures win). An earlier summary of another profile or
+    split, or an unreadable one, is replaced."""
+    try:
+        with open(path) as f:
+            old = json.load(f)
+    except (OSError, ValueError):
+        return dict(new)
+    if not isinstance(old, dict) or any(old.get(k) != new[k] for k in ("variant", "seed", "profile", "split")):
+        return dict(new)
+    accuracy = {m: dict(row) for m, row in (old.get("accuracy") or {}).items()}
+    for m, row in new["accuracy"].items():
+        accuracy[m] = {**accuracy.get(m, {}), **row}
+    return {**new, "tests": list(dict.fromkeys([*(old.get("tests") or []), *new["tests"]])),
+            "models": list(dict.fromkeys([*(old.get("models") or []), *new["models"]])),
+            "accuracy": accuracy, "seconds": {**(old.get("seconds") or {}), **new["seconds"]}}
 
 
 def summary_table(summary: Mapping[str, Any]) -> str:

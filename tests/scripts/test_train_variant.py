@@ -146,3 +146,18 @@ def test_run_factor_generates_only_what_it_needs_and_reports(tmp_path, load_scri
     assert rf.main(["--factor", "visual", "--data", str(tmp_path / "d"), "--runs", str(tmp_path / "r"),
                     "--report", str(tmp_path / "rep"), "--train-variants", "rd-", *TINY]) == 2
     assert "not trainable variants of visual" in capsys.readouterr().err
+
+
+def test_a_call_for_other_models_keeps_the_summary_of_the_earlier_ones(suite, trained, load_script):
+    run = VariantRun(trained, "mid")
+    before = json.loads((run.path / "summary.json").read_text())
+    rc = load_script("train_variant").main(["--data", str(suite), "--variant", "mid", "--out", str(trained),
+                                            "--factor", "visual", "--models", "majority", *TINY])
+    assert rc == 0
+    after = json.loads((run.path / "summary.json").read_text())
+    assert after["models"] == [*MODELS.split(","), "majority"]
+    assert {m: after["accuracy"][m] for m in MODELS.split(",")} == before["accuracy"]
+    assert set(after["accuracy"]["majority"]) == {"easy", "mid", "hard"}
+    assert "baseline_majority" in after["seconds"]
+    assert {k: after["seconds"][k] for k in before["seconds"] if k.startswith("scene")} == \
+        {k: v for k, v in before["seconds"].items() if k.startswith("scene")}
