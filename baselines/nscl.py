@@ -281,7 +281,9 @@ class SoftExecutor:
     """Runs programs on the outputs of :class:`NSCLNet` with soft masks (see the module docstring).
 
     ``run(program, types, scene)`` returns the answer's distribution as (answer strings, (K,)
-    probabilities tensor); :meth:`log_prob` the log-probability of one answer.
+    probabilities tensor), with ``log=True`` log-probabilities (a count's from a log-softmax,
+    others smoothed by ``EPS`` so that a near-impossible answer keeps a gradient);
+    :meth:`log_prob` the log-probability of one answer.
     """
 
     def __init__(self, onto: Ontology, count_sigma: float = 0.5):
@@ -331,14 +333,9 @@ class SoftExecutor:
 
     def log_prob(self, program: Program, types: Sequence[str], scene: Mapping[str, Any], answer: str) -> torch.Tensor:
         """log P(answer) (log ``EPS`` when the answer is none the program can give)."""
-        labels, logp = self.run_log(program, types, scene)
+        labels, logp = self.run(program, types, scene, log=True)
         hit = [k for k, a in enumerate(labels) if a == answer]
         return torch.logsumexp(logp[hit], 0) if hit else logp.sum() * 0.0 + float(np.log(EPS))
-
-    def run_log(self, program: Program, types: Sequence[str], scene: Mapping[str, Any]) -> tuple[list[str], torch.Tensor]:
-        """Like :meth:`run`, with log-probabilities (a count's from a log-softmax; others smoothed
-        by ``EPS`` so that a near-impossible answer still has a gradient)."""
-        return self.run(program, types, scene, log=True)
 
     # -- one step
     def _step(self, sig, node, args, in_types, scene):
