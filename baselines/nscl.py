@@ -664,6 +664,36 @@ def accuracy(net: NSCLNet, executor: SoftExecutor, data: NSCLSplit, device: torc
     return sum(1 for g, q in zip(got, data.questions) if g is not None and g[0] == q.answer) / len(got)
 
 
+def concept_accuracy(net: NSCLNet, data: NSCLSplit, scenes: Mapping[str, Any], onto: Ontology,
+                     device: torch.device, images_per_batch: int = 32) -> dict[str, float]:
+    """Per attribute, the share of objects whose most similar concept is their true value.
+
+    ``data`` must hold the ground-truth boxes (:func:`load_split` without ``boxes``), so that box
+    ``i`` of an image is object ``i`` of ``scenes[image file]`` (a
+    :class:`executors.scene.SymbolicScene`). NSCL learns its concepts from answers alone; this is
+    how well they name the objects (the NSCL paper's concept classification accuracy).
+    """
+    hits = {a: 0 for a in net.attributes}
+    total = 0
+    was = net.training
+    net.eval()
+    with torch.no_grad():
+        for s in range(0, len(data.files), images_per_batch):
+            rows = list(range(s, min(len(data.files), s + images_per_batch)))
+            images, boxes = data.batch(rows, device)
+            for row, scene in zip(rows, net(images, boxes)):
+                objects = scenes[data.files[row]].objects
+                if len(objects) != scene["n"]:
+                    raise ValueError(f"image {data.files[row]!r}: {scene['n']} boxes but {len(objects)} objects")
+                total += len(objects)
+                for a in net.attributes:
+                    values = onto.values(a)
+                    for o, k in zip(objects, scene["attributes"][a].argmax(-1).tolist()):
+                        hits[a] += values[k] == o[a]
+    net.train(was)
+    return {a: h / total if total else float("nan") for a, h in hits.items()}
+
+
 # ---------------------------------------------------------------------------- the baseline
 def _save(path: Path, cfg: NSCLConfig, net: NSCLNet, majority: str, train_state: dict, extra: dict) -> None:
     """Write the checkpoint (a module function, so tests can interrupt a run after it)."""
@@ -797,6 +827,21 @@ class NSCLBaseline(Baseline):
             run.close()
         return run.path
 
+    def concept_accuracy(self, run_dir: str | Path, root: str | Path, variant: str, split: str = "val", *,
+                         device: str = "cpu") -> dict[str, float]:
+        """:func:`concept_accuracy` of the trained run on the objects of ``ROOT/VARIANT``'s split
+        (those of images with questions), with the ground-truth boxes."""
+        from executors.scene import SymbolicScene
+
+        net, cfg, _ = self.load(run_dir, device)
+        onto = load_ontology(cfg.ontology)
+        folder = Path(root) / variant
+        data = load_split(folder, split, onto, cfg, require_answer=False)
+        path = folder / "scenes" / f"{split}_scenes.json"
+        scenes = {s["image_filename"]: SymbolicScene.from_json(s, onto, where=f"{path}, scene {k}")
+                  for k, s in enumerate(scene_records(read_json(path), str(path)))}
+        return concept_accuracy(net, data, scenes, onto, torch.device(device))
+
     def predict(self, run_dir: str | Path, root: str | Path, variant: str, split: str = "test", *,
                 device: str = "cpu", progress: bool = False, likelihoods: str | Path | None = None,
                 programs: str | Path | None = None, min_score: float | None = None) -> list[Prediction]:
@@ -830,4 +875,4 @@ class NSCLBaseline(Baseline):
 
 __all__ = ["NSCLConfig", "NSCLNet", "ConceptSpace", "SoftExecutor", "NSCLBaseline", "PROFILES", "parse_curriculum",
            "CurriculumSampler", "load_split", "scene_boxes", "detection_boxes", "parsed_programs", "question_losses",
-           "answer_all", "accuracy"]
+           "answer_all", "accuracy", "concept_accuracy"]

@@ -140,6 +140,22 @@ def test_a_bad_bbox_names_file_scene_object_and_field(root, tmp_path):
         nscl.scene_boxes(folder, "train")
 
 
+def test_concept_accuracy_pairs_each_box_with_its_object(root):
+    cfg = baselines.get("nscl").config(str(root / "mid"), "tiny")
+    data = nscl.load_split(root / "mid", "train", ONTO, cfg, require_answer=True)
+    records = json.loads((root / "mid" / "scenes" / "train_scenes.json").read_text())["scenes"]
+    scenes = {r["image_filename"]: SymbolicScene.from_json(r, ONTO) for r in records}
+    by_file = {r["image_filename"]: _one_hot_scene(r) for r in records}
+    net = baselines.get("nscl").build_model(cfg, ONTO)
+    net.forward = lambda images, boxes: [by_file[f] for f in data.files[:len(boxes)]]  # one batch: all images
+    assert nscl.concept_accuracy(net, data, scenes, ONTO, CPU) == {a: 1.0 for a in ONTO.attribute_names}
+    # the same concepts one object off: most objects are named wrongly
+    rolled = {f: {**sc, "attributes": {a: v.roll(1, 0) for a, v in sc["attributes"].items()}}
+              for f, sc in by_file.items()}
+    net.forward = lambda images, boxes: [rolled[f] for f in data.files[:len(boxes)]]
+    assert nscl.concept_accuracy(net, data, scenes, ONTO, CPU)["color"] < 0.5
+
+
 # ---------------------------------------------------------------------------- learning
 def test_one_step_lowers_the_loss_on_a_repeated_batch(root):
     torch.manual_seed(0)
