@@ -42,6 +42,7 @@ from nsvqa.training import RunDir, check_finite, seed_everything, warmup_cosine
 from parsers.question.vocab import NULL_ID, Vocabulary, tokenize
 
 from . import Baseline
+from .config import TrainConfig
 from nsvqa.fileio import atomic_open
 
 CHECKPOINT = "baseline.pt"
@@ -214,57 +215,32 @@ class EncodedQA:
 
 # ---------------------------------------------------------------------------- configs
 @dataclass(frozen=True)
-class QuestionModelConfig:
-    """Resolved config of a learned baseline that reads the question (written to config.json).
-
-    Schedule: ``steps`` Adam steps of ``batch`` questions at ``lr`` (linear warm-up over ``warmup``
-    steps, then cosine to 5%), ``weight_decay``, gradient norm clipped at ``grad_clip``; validation
-    on the first ``val_questions`` val questions every ``eval_every`` steps. Question encoder: word
-    embeddings of ``word_dim``, an LSTM of ``layers`` x ``hidden``; classifier: one hidden layer of
-    ``mlp_hidden`` with ``dropout``. ``max_train_questions`` keeps the first questions of the train
-    file only (tests, quick runs).
+class QuestionModelConfig(TrainConfig):
+    """Resolved config of a learned baseline that reads the question (written to config.json): a
+    :class:`baselines.config.TrainConfig` (data, run identity, schedule) with ``batch`` questions a
+    step. Question encoder: word embeddings of ``word_dim`` (words seen at least
+    ``min_word_count`` times), an LSTM of ``layers`` x ``hidden``; classifier: one hidden layer of
+    ``mlp_hidden`` with ``dropout``.
     """
 
-    data: str
-    profile: str = "mini"
-    model: str = ""
-    seed: int = 0
-    device: str = "cpu"
-    ontology: str = "superclevr"
-    steps: int = 0
     batch: int = 1
-    lr: float = 1e-3
-    weight_decay: float = 0.0
-    warmup: int = 1
-    eval_every: int = 1
-    val_questions: int = 0
-    grad_clip: float = 5.0
     min_word_count: int = 1
-    max_train_questions: int | None = None
     word_dim: int = 1
     hidden: int = 1
     layers: int = 1
     mlp_hidden: int = 1
     dropout: float = 0.0
 
-    #: fields that must agree when a run is resumed
-    MUST_MATCH: ClassVar[tuple[str, ...]] = ("data", "profile", "model", "seed", "ontology", "batch", "min_word_count",
-                                             "max_train_questions", "word_dim", "hidden", "layers", "mlp_hidden")
+    MUST_MATCH: ClassVar[tuple[str, ...]] = TrainConfig.MUST_MATCH + (
+        "batch", "min_word_count", "word_dim", "hidden", "layers", "mlp_hidden")
 
     def check(self) -> None:
-        """Raise ValueError naming the first field out of range."""
-        for k in ("steps", "val_questions"):
-            if getattr(self, k) < 0:
-                raise ValueError(f"{k} must be >= 0, got {getattr(self, k)}")
-        for k in ("batch", "eval_every", "warmup", "word_dim", "hidden", "layers", "mlp_hidden", "min_word_count"):
+        super().check()
+        for k in ("batch", "word_dim", "hidden", "layers", "mlp_hidden", "min_word_count"):
             if getattr(self, k) < 1:
                 raise ValueError(f"{k} must be >= 1, got {getattr(self, k)}")
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
-        if not self.lr > 0:
-            raise ValueError(f"lr must be > 0, got {self.lr}")
-        if self.max_train_questions is not None and self.max_train_questions < 1:
-            raise ValueError(f"max_train_questions must be >= 1 or None, got {self.max_train_questions}")
 
 
 BACKBONES = ("small", "resnet18")

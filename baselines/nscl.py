@@ -68,6 +68,7 @@ from nsvqa.question_eval import read_question_items
 from nsvqa.training import RunDir, check_finite, seed_everything, warmup_cosine
 
 from . import Baseline, register
+from .config import TrainConfig
 from .common import (CHECKPOINT, checkpoint_kind, checkpoint_path, config_from_dict, load_images, normalise_images,
                      resume_state)
 
@@ -79,36 +80,19 @@ _VALUE_TO_ATTRIBUTE = {t: a for a, t in VALUE_TYPES.items()}
 
 # ---------------------------------------------------------------------------- config
 @dataclass(frozen=True)
-class NSCLConfig:
-    """Resolved config of the NSCL baseline (written to config.json).
-
-    Schedule: ``steps`` Adam steps at ``lr`` (warm-up over ``warmup`` steps, then cosine to 5%),
-    ``weight_decay``, gradient norm clipped at ``grad_clip``; each step ``images_per_batch`` images
-    and up to ``questions_per_image`` questions of each; validation on the first
-    ``val_questions`` val questions every ``eval_every`` steps; ``max_train_questions`` keeps the
-    first questions of the train file only. Network: images resized to ``image_width`` x
+class NSCLConfig(TrainConfig):
+    """Resolved config of the NSCL baseline (written to config.json): a
+    :class:`baselines.config.TrainConfig` (data, run identity, Adam schedule) where each step
+    takes ``images_per_batch`` images and up to ``questions_per_image`` questions of each. Network: images resized to ``image_width`` x
     ``image_height``, a CNN of ``cnn_width`` x 1, 2, 4, 4 channels, RoI grids of ``roi_size``,
     object and part features of ``feature_dim``, concept spaces of ``concept_dim``. ``curriculum``:
     see the module docstring (empty: no curriculum). ``min_score``: detections kept at prediction.
     ``count_sigma``: the spread of the count answer's distribution.
     """
 
-    data: str
-    profile: str = "mini"
     model: str = "nscl"
-    seed: int = 0
-    device: str = "cpu"
-    ontology: str = "superclevr"
-    steps: int = 0
     images_per_batch: int = 8
     questions_per_image: int = 4
-    lr: float = 1e-3
-    weight_decay: float = 0.0
-    warmup: int = 1
-    eval_every: int = 1
-    val_questions: int = 0
-    grad_clip: float = 5.0
-    max_train_questions: int | None = None
     image_width: int = 160
     image_height: int = 120
     cnn_width: int = 16
@@ -120,18 +104,14 @@ class NSCLConfig:
     count_sigma: float = 0.5
     cache_images: bool = True
 
-    MUST_MATCH: ClassVar[tuple[str, ...]] = (
-        "data", "profile", "model", "seed", "ontology", "images_per_batch", "questions_per_image",
-        "max_train_questions", "image_width", "image_height", "cnn_width", "roi_size", "feature_dim",
-        "concept_dim", "curriculum")
+    MUST_MATCH: ClassVar[tuple[str, ...]] = TrainConfig.MUST_MATCH + (
+        "images_per_batch", "questions_per_image", "image_width", "image_height", "cnn_width", "roi_size",
+        "feature_dim", "concept_dim", "curriculum")
 
     def check(self) -> None:
-        """Raise ValueError naming the first field out of range."""
-        for k in ("steps", "val_questions"):
-            if getattr(self, k) < 0:
-                raise ValueError(f"{k} must be >= 0, got {getattr(self, k)}")
-        for k in ("images_per_batch", "questions_per_image", "eval_every", "warmup", "image_width", "image_height",
-                  "cnn_width", "roi_size", "feature_dim", "concept_dim"):
+        super().check()
+        for k in ("images_per_batch", "questions_per_image", "image_width", "image_height", "cnn_width", "roi_size",
+                  "feature_dim", "concept_dim"):
             if getattr(self, k) < 1:
                 raise ValueError(f"{k} must be >= 1, got {getattr(self, k)}")
         if not 0.0 <= self.min_score <= 1.0:

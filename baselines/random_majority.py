@@ -24,26 +24,16 @@ from typing import Any, Mapping
 import numpy as np
 
 from . import Baseline, register
+from .config import RunConfig
 
 CHECKPOINT = "baseline.pt"
 
 
 @dataclass(frozen=True)
-class PriorConfig:
-    """Resolved config of ``random`` / ``majority``: the training data, the seed of ``random``'s
-    draws, and optionally only the first ``max_train_questions`` training questions."""
-
-    data: str
-    profile: str = "mini"
-    model: str = ""
-    seed: int = 0
-    device: str = "cpu"  # unused; every baseline config has it
-    ontology: str = "superclevr"
-    max_train_questions: int | None = None
-
-    def check(self) -> None:
-        if self.max_train_questions is not None and self.max_train_questions < 1:
-            raise ValueError(f"max_train_questions must be >= 1 or None, got {self.max_train_questions}")
+class PriorConfig(RunConfig):
+    """Resolved config of ``random`` / ``majority`` (a :class:`baselines.config.RunConfig`): the
+    training data, the seed of ``random``'s draws, and optionally only the first
+    ``max_train_questions`` training questions; ``device`` is unused."""
 
 
 #: the profiles differ only in the data they are trained on

@@ -1,0 +1,60 @@
+"""The fields every baseline config starts with (no torch here: the prior baselines need none).
+
+:class:`RunConfig`: what a run is trained on and how it is identified; :class:`TrainConfig` adds
+the schedule of a learned baseline. A model's config dataclass subclasses one of them (frozen),
+adds its own fields, extends ``MUST_MATCH`` and ``check``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """``data`` (the training variant's folder), ``profile``, ``model`` (the registered name),
+    ``seed``, ``device``, ``ontology``; ``max_train_questions`` keeps the first questions of the
+    train file only (tests, quick runs)."""
+
+    data: str
+    profile: str = "mini"
+    model: str = ""
+    seed: int = 0
+    device: str = "cpu"
+    ontology: str = "superclevr"
+    max_train_questions: int | None = None
+
+    #: fields that must agree when a run is resumed
+    MUST_MATCH: ClassVar[tuple[str, ...]] = ("data", "profile", "model", "seed", "ontology", "max_train_questions")
+
+    def check(self) -> None:
+        """Raise ValueError naming the first field out of range."""
+        if self.max_train_questions is not None and self.max_train_questions < 1:
+            raise ValueError(f"max_train_questions must be >= 1 or None, got {self.max_train_questions}")
+
+
+@dataclass(frozen=True)
+class TrainConfig(RunConfig):
+    """A :class:`RunConfig` plus the schedule: ``steps`` optimizer steps at ``lr`` (linear warm-up
+    over ``warmup`` steps, then cosine to 5%), ``weight_decay``, gradient norm clipped at
+    ``grad_clip``; validation on the first ``val_questions`` val questions every ``eval_every``
+    steps."""
+
+    steps: int = 0
+    lr: float = 1e-3
+    weight_decay: float = 0.0
+    warmup: int = 1
+    eval_every: int = 1
+    val_questions: int = 0
+    grad_clip: float = 5.0
+
+    def check(self) -> None:
+        super().check()
+        for k in ("steps", "val_questions"):
+            if getattr(self, k) < 0:
+                raise ValueError(f"{k} must be >= 0, got {getattr(self, k)}")
+        for k in ("eval_every", "warmup"):
+            if getattr(self, k) < 1:
+                raise ValueError(f"{k} must be >= 1, got {getattr(self, k)}")
+        if not self.lr > 0:
+            raise ValueError(f"lr must be > 0, got {self.lr}")
