@@ -441,6 +441,34 @@ def accuracy(model: nn.Module, data: EncodedQA, device: torch.device, batch: int
     return hits / len(data)
 
 
+def open_run(name: str, cfg: Any, out: str | Path, *, resume: bool, total_steps: int) -> tuple[RunDir, dict | None, bool]:
+    """Start or resume the training run of baseline ``name`` in ``out``: check ``cfg.model``, seed
+    everything, open the run directory (``config.json``, ``train.log``, ``tb/``).
+
+    Returns:
+        (the run directory — the caller closes it, the checkpoint to continue from or None, whether
+        that checkpoint already reached ``total_steps``: nothing is left to do).
+
+    Raises:
+        ValueError: ``cfg.model`` is not ``name``, or a resume with a config that differs in a field
+            of ``cfg.MUST_MATCH``; nsvqa.checkpoint.CheckpointError: an unreadable checkpoint.
+    """
+    if cfg.model != name:
+        raise ValueError(f"config field 'model' is {cfg.model!r}, expected {name!r}")
+    seed_everything(cfg.seed)
+    run = RunDir(out, cfg, resume=resume, must_match=cfg.MUST_MATCH)
+    path = run.path / CHECKPOINT
+    try:
+        ck = load_checkpoint(path, kind=checkpoint_kind(name)) if resume and path.exists() else None
+    except BaseException:
+        run.close()
+        raise
+    done = ck is not None and int(ck["train_state"].get("step", 0)) >= total_steps
+    if done:
+        run.log(f"finished at step {ck['train_state'].get('step')} ({path}); nothing to do")
+    return run, ck, done
+
+
 def resume_state(ck: dict | None, opt: torch.optim.Optimizer, sched: Any) -> tuple[int, dict[str, Any]]:
     """(first step, ``extra``) of a run continuing from checkpoint ``ck`` (``(0, {})`` without
     one): the optimizer, scheduler and torch RNG states are restored in place. The weights are
@@ -472,19 +500,14 @@ def train_classifier(baseline: NeuralBaseline, cfg: Any, out: str | Path, *, res
     """
     from tqdm import tqdm
 
-    if cfg.model != baseline.name:
-        raise ValueError(f"config field 'model' is {cfg.model!r}, expected {baseline.name!r}")
-    seed_everything(cfg.seed)
-    run = RunDir(out, cfg, resume=resume, must_match=cfg.MUST_MATCH)
+    run, ck, done = open_run(baseline.name, cfg, out, resume=resume, total_steps=cfg.steps)
     try:
+        if done:
+            return run.path
         dev = torch.device(cfg.device)
         onto = load_ontology(cfg.ontology)
         folder = Path(cfg.data)
         path = run.path / CHECKPOINT
-        ck = load_checkpoint(path, kind=checkpoint_kind(baseline.name)) if resume and path.exists() else None
-        if ck is not None and int(ck["train_state"].get("step", 0)) >= cfg.steps:
-            run.log(f"finished at step {ck['train_state'].get('step')} ({path}); nothing to do")
-            return run.path
         t0 = time.time()
         train = read_qa(folder, "train", onto, require_answer=True, require_image=baseline.uses_images,
                         limit=cfg.max_train_questions)
@@ -562,4 +585,4 @@ def train_classifier(baseline: NeuralBaseline, cfg: Any, out: str | Path, *, res
 __all__ = ["CHECKPOINT", "checkpoint_kind", "checkpoint_path", "answer_vocabulary", "QARecord", "read_qa",
            "encode_questions", "pad_words", "load_images", "normalise_images", "EncodedQA", "QuestionModelConfig",
            "ImageQuestionModelConfig", "BACKBONES", "config_from_dict", "QuestionEncoder", "ImageEncoder", "mlp",
-           "NeuralBaseline", "accuracy", "resume_state", "train_classifier"]
+           "NeuralBaseline", "accuracy", "open_run", "resume_state", "train_classifier"]

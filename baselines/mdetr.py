@@ -78,11 +78,12 @@ from executors.ontology import Ontology, load_ontology
 from nsvqa.checkpoint import load_checkpoint, save_checkpoint
 from nsvqa.predictions import Prediction, load_question_meta
 from nsvqa.question_training import BatchSchedule
-from nsvqa.training import RunDir, check_finite, seed_everything, warmup_cosine
+from nsvqa.training import check_finite, warmup_cosine
 
 from . import Baseline, register
 from .common import (BACKBONES, CHECKPOINT, QARecord, answer_vocabulary, checkpoint_kind, checkpoint_path,
-                     config_from_dict, load_images, mlp, normalise_images, read_qa, resume_state)
+                     config_from_dict, load_images, mlp, normalise_images, open_run, read_qa,
+                     resume_state)
 from .config import TrainConfig
 from .film import build_cnn
 
@@ -705,19 +706,14 @@ def train_mdetr(cfg: MDETRConfig, out: str | Path, *, resume: bool = False, prog
     """
     from tqdm import tqdm
 
-    if cfg.model != "mdetr":
-        raise ValueError(f"config field 'model' is {cfg.model!r}, expected 'mdetr'")
-    seed_everything(cfg.seed)
-    run = RunDir(out, cfg, resume=resume, must_match=cfg.MUST_MATCH)
+    total = cfg.total_steps
+    run, ck, done = open_run("mdetr", cfg, out, resume=resume, total_steps=total)
     try:
         dev = torch.device(cfg.device)
         onto = load_ontology(cfg.ontology)
         folder = Path(cfg.data)
         path = run.path / CHECKPOINT
-        ck = load_checkpoint(path, kind=checkpoint_kind("mdetr")) if resume and path.exists() else None
-        total = cfg.total_steps
-        if ck is not None and int(ck["train_state"].get("step", 0)) >= total:
-            run.log(f"finished at step {ck['train_state'].get('step')} ({path}); nothing to do")
+        if done:
             return run.path
         t0 = time.time()
         train = read_qa(folder, "train", onto, require_answer=True, require_image=True, limit=cfg.max_train_questions)

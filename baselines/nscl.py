@@ -65,12 +65,12 @@ from executors.program import Program
 from nsvqa.checkpoint import load_checkpoint, save_checkpoint
 from nsvqa.predictions import Prediction, load_question_meta
 from nsvqa.question_eval import read_question_items
-from nsvqa.training import RunDir, check_finite, seed_everything, warmup_cosine
+from nsvqa.training import check_finite, warmup_cosine
 
 from . import Baseline, register
 from .config import TrainConfig
 from .common import (CHECKPOINT, checkpoint_kind, checkpoint_path, config_from_dict, load_images, normalise_images,
-                     resume_state)
+                     open_run, resume_state)
 
 EPS = 1e-6
 MAX_COUNT = 10
@@ -729,19 +729,14 @@ class NSCLBaseline(Baseline):
 
         from tqdm import tqdm
 
-        if cfg.model != self.name:
-            raise ValueError(f"config field 'model' is {cfg.model!r}, expected {self.name!r}")
-        seed_everything(cfg.seed)
-        run = RunDir(out, cfg, resume=resume, must_match=cfg.MUST_MATCH)
+        run, ck, done = open_run(self.name, cfg, out, resume=resume, total_steps=cfg.steps)
         try:
+            if done:
+                return run.path
             dev = torch.device(cfg.device)
             onto = load_ontology(cfg.ontology)
             folder = Path(cfg.data)
             path = run.path / CHECKPOINT
-            ck = load_checkpoint(path, kind=checkpoint_kind(self.name)) if resume and path.exists() else None
-            if ck is not None and int(ck["train_state"].get("step", 0)) >= cfg.steps:
-                run.log(f"finished at step {ck['train_state'].get('step')} ({path}); nothing to do")
-                return run.path
             t0 = time.time()
 
             def cache(split: str) -> Path | None:
