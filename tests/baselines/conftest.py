@@ -29,29 +29,33 @@ def root(tmp_path_factory, require_renderer):
 
 
 class StopAfterSave(Exception):
-    """Raised by :func:`stop_after_save` right after the first checkpoint is written."""
+    """Raised by :func:`stop_after_save` right after the chosen checkpoint is written."""
 
 
 @pytest.fixture
 def stop_after_save(monkeypatch):
-    """A context manager: inside it, training stops (StopAfterSave) after its first checkpoint."""
+    """``with stop_after_save(module=common, at=None): train...``: inside it, training stops
+    (StopAfterSave, expected) right after ``module._save`` writes the checkpoint of step ``at``
+    (None: the first checkpoint). Every baseline's ``_save`` takes the train state as its
+    second-to-last argument."""
     from contextlib import contextmanager
 
     from baselines import common
 
-    real = common._save
-
-    def save_then_stop(*a, **k):
-        real(*a, **k)
-        raise StopAfterSave
-
     @contextmanager
-    def interrupted():
-        monkeypatch.setattr(common, "_save", save_then_stop)
+    def interrupted(module=common, at=None):
+        real = module._save
+
+        def save_then_stop(*a, **k):
+            real(*a, **k)
+            if at is None or a[-2]["step"] == at:
+                raise StopAfterSave
+
+        monkeypatch.setattr(module, "_save", save_then_stop)
         try:
             with pytest.raises(StopAfterSave):
                 yield
         finally:
-            monkeypatch.setattr(common, "_save", real)
+            monkeypatch.setattr(module, "_save", real)
 
     return interrupted

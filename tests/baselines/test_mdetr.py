@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import shutil
-from contextlib import contextmanager
 
 import pytest
 import torch
@@ -215,31 +214,6 @@ def test_prediction_needs_no_scenes(root, overfit, tmp_path):
 
 
 # ---------------------------------------------------------------------------- the command line
-@pytest.fixture
-def stop_after_save(monkeypatch):
-    """A context manager: inside it, training stops after writing the checkpoint of step ``at``."""
-    real = mdetr._save
-
-    class Stop(Exception):
-        pass
-
-    @contextmanager
-    def interrupted(at: int):
-        def save_then_stop(path, cfg, model, answers, train_state, extra):
-            real(path, cfg, model, answers, train_state, extra)
-            if train_state["step"] == at:
-                raise Stop
-
-        monkeypatch.setattr(mdetr, "_save", save_then_stop)
-        try:
-            with pytest.raises(Stop):
-                yield
-        finally:
-            monkeypatch.setattr(mdetr, "_save", real)
-
-    return interrupted
-
-
 def test_script_trains_resumes_exactly_predicts_and_evaluates(root, tmp_path, load_script, stop_after_save, capsys):
     tb = load_script("train_baseline")
     args = ["--model", "mdetr", "--data", str(root / "mid"), "--profile", "tiny", "--threads", "1", "--no-progress",
@@ -255,7 +229,7 @@ def test_script_trains_resumes_exactly_predicts_and_evaluates(root, tmp_path, lo
     log = (straight / "train.log").read_text()
     assert "step 2 (pretrain)" in log and "step 4 (finetune)" in log and "val accuracy=" in log
 
-    with stop_after_save(4):  # interrupted in the fine-tuning phase
+    with stop_after_save(mdetr, at=4):  # interrupted in the fine-tuning phase
         tb.main([*args, "--out", str(interrupted)])
     assert load_checkpoint(interrupted / common.CHECKPOINT)["train_state"]["step"] == 4
     assert tb.main([*args, "--out", str(interrupted), "--resume"]) == 0

@@ -234,7 +234,7 @@ def test_the_experiment_gives_nscl_the_parsers():
 
 
 # ---------------------------------------------------------------------------- the command line
-def test_script_trains_resumes_exactly_predicts_and_evaluates(root, tmp_path, load_script, monkeypatch, capsys):
+def test_script_trains_resumes_exactly_predicts_and_evaluates(root, tmp_path, load_script, stop_after_save, capsys):
     tb = load_script("train_baseline")
     args = ["--model", "nscl", "--data", str(root / "mid"), "--profile", "tiny", "--threads", "1", "--no-progress",
             "--set", "steps=6", "--set", "eval_every=3", "--set", "val_questions=4", "--set", "curriculum=0.5:6:10",
@@ -243,20 +243,8 @@ def test_script_trains_resumes_exactly_predicts_and_evaluates(root, tmp_path, lo
     assert tb.main([*args, "--out", str(straight)]) == 0
     assert "nscl__train-mid__test-hard.jsonl: 40 questions, accuracy" in capsys.readouterr().out
     assert json.loads((straight / "config.json").read_text())["config"]["curriculum"] == "0.5:6:10"
-
-    class Stop(Exception):
-        pass
-
-    real = nscl._save
-
-    def save_then_stop(*a, **k):
-        real(*a, **k)
-        raise Stop
-
-    monkeypatch.setattr(nscl, "_save", save_then_stop)
-    with pytest.raises(Stop):
+    with stop_after_save(nscl):
         tb.main([*args, "--out", str(interrupted)])
-    monkeypatch.setattr(nscl, "_save", real)
     assert load_checkpoint(interrupted / "baseline.pt")["train_state"]["step"] == 3
     assert tb.main([*args, "--out", str(interrupted), "--resume"]) == 0
     assert "resumed at step 3" in (interrupted / "train.log").read_text()
