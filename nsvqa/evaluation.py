@@ -493,11 +493,40 @@ def default_comparisons(models: Sequence[str]) -> list[tuple[str, str]]:
     return out
 
 
+def shared_questions(cells: Mapping[CellKey, Sequence[Sequence[Prediction]]],
+                     tests: Sequence[str]) -> tuple[set[str], dict[str, int]] | None:
+    """The ``question_hash`` values that every test variant of ``tests`` with predictions asks
+    (the same question intents on the same images), and the number of distinct questions of each.
+
+    None when there is nothing to restrict: a prediction without a hash, fewer than two test
+    variants with predictions, no question in common, or every variant asking exactly the common
+    ones. (The visual factor's ``easy`` has no part questions: its variants share only the object
+    questions.)
+    """
+    per_test: dict[str, set[str]] = {}
+    for key, runs in cells.items():
+        if key.test not in tests:
+            continue
+        for run in runs:
+            hashes = {p.question_hash for p in run}
+            if None in hashes:
+                return None
+            per_test.setdefault(key.test, set()).update(hashes)  # type: ignore[arg-type]
+    if len(per_test) < 2:
+        return None
+    common = set.intersection(*per_test.values())
+    if not common or all(h == common for h in per_test.values()):
+        return None
+    return common, {t: len(h) for t, h in per_test.items()}
+
+
 def evaluate(cells: Mapping[CellKey, Sequence[Sequence[Prediction]]], *, metric: str = "accuracy",
              n_bins: int = 10, allow_partial: bool = False, concept_split: ConceptSplit | None = None,
              files: Mapping[CellKey, Sequence[str]] | None = None,
              factors: Mapping[str, tuple[Sequence[str], Sequence[str]]] | None = None) -> dict:
-    """The whole report as JSON: every cell, and per factor the matrix and RD of every model.
+    """The whole report as JSON: every cell, and per factor the matrix and RD of every model;
+    where the factor's test variants ask different questions (:func:`shared_questions`), also the
+    matrix and RD of every model on the questions they share (``shared``).
 
     Args:
         cells: (model, train, test) -> the predictions of each run.
@@ -539,6 +568,7 @@ def evaluate(cells: Mapping[CellKey, Sequence[Sequence[Prediction]]], *, metric:
                     comparisons.append({"a": ma, "b": mb, "train": key.train, "test": key.test, **res})
     factor_out = {}
     for factor, (trains, tests) in factors.items():
+        shared = shared_questions(cells, tests) if factor != "systematic" else None
         per_model = {}
         for model in models:
             acc = {(k.train, k.test): v for k, v in values.items() if k.model == model}
@@ -550,7 +580,17 @@ def evaluate(cells: Mapping[CellKey, Sequence[Sequence[Prediction]]], *, metric:
                                         if c["model"] == model}, trains, tests),
                 "rd": factor_relative_degrade(factor, acc, trains, tests, allow_partial=allow_partial).to_json(),
             }
-        factor_out[factor] = {"train_variants": list(trains), "test_variants": list(tests), "models": per_model}
+            if shared is not None:
+                common = shared[0]
+                sacc = {(k.train, k.test): evaluate_cell([[p for p in run if p.question_hash in common]
+                                                          for run in cells[k]], metric=metric, n_bins=n_bins)["value"]
+                        for k in cells if k.model == model and k.train in trains and k.test in tests}
+                per_model[model]["shared"] = {
+                    "matrix": accuracy_matrix(sacc, trains, tests),
+                    "rd": factor_relative_degrade(factor, sacc, trains, tests, allow_partial=allow_partial).to_json()}
+        factor_out[factor] = {"train_variants": list(trains), "test_variants": list(tests), "models": per_model,
+                              "shared_questions": None if shared is None else
+                              {"n": len(shared[0]), "per_test": shared[1]}}
     return {"format_version": 1, "metric": metric, "n_bins": n_bins, "allow_partial": allow_partial,
             "question_types": list(QUESTION_TYPES),
             "concept_split": ({"head": {a: sorted(v) for a, v in concept_split.head.items()},

@@ -9,13 +9,16 @@ with one line per question::
     {"question_index": 12, "image_index": 1, "family": "part.json#0", "question_type": "part_query",
      "concepts": ["color=gray", "material=rubber", "part_material=metal", "partname=bumper_back"],
      "answer": "brown", "prediction": "red", "probability": 0.61,
-     "invalid_program": false, "execution_error": false, "guessed": false, "ood": null}
+     "invalid_program": false, "execution_error": false, "guessed": false, "ood": null,
+     "question_hash": "1_part_0_5f0c2a9e61d3b7a4"}
 
 ``prediction`` is null when a model gave no answer at all; ``probability`` is the model's
 probability of its prediction (null for models without one, and for guesses); ``guessed`` marks an
 answer drawn at random after an invalid program or an execution error (NS-VQA's habit), so the
 evaluator can score accuracy with and without guesses. ``ood`` is true/false for questions of a
 systematic split (about a held-out / a seen concept, see :func:`question_meta`), else null.
+``question_hash`` (optional; the generator's) is the same for the same question intent on the same
+image in every variant of a factor, so the report can compare variants on the questions they share.
 
 :func:`question_meta` derives the question type, the mentioned concepts and the ID/OOD flag from a
 question record (its program in the executors' JSON form), so every writer labels questions alike.
@@ -75,6 +78,8 @@ class Prediction:
         execution_error: executing the program failed.
         guessed: ``prediction`` is a random guess made after such a failure.
         ood: about a held-out (True) or a seen (False) concept of a systematic split; else None.
+        question_hash: the generator's ``question_hash`` (the same question intent on the same
+            image has the same hash in every variant of a factor), or None.
     """
 
     question_index: int
@@ -89,6 +94,7 @@ class Prediction:
     execution_error: bool = False
     guessed: bool = False
     ood: bool | None = None
+    question_hash: str | None = None
 
     def __post_init__(self) -> None:
         problem = _check_values(self)
@@ -137,7 +143,7 @@ class Prediction:
 
 
 FIELDS = ("question_index", "image_index", "family", "question_type", "concepts", "answer",
-          "prediction", "probability", "invalid_program", "execution_error", "guessed", "ood")
+          "prediction", "probability", "invalid_program", "execution_error", "guessed", "ood", "question_hash")
 REQUIRED = ("question_index", "question_type", "answer", "prediction")
 
 
@@ -169,6 +175,8 @@ def _check_values(p: Prediction) -> tuple[str, str] | None:
             return name, f"expected true or false, got {getattr(p, name)!r}"
     if p.ood is not None and not isinstance(p.ood, bool):
         return "ood", f"expected true, false or null, got {p.ood!r}"
+    if p.question_hash is not None and not isinstance(p.question_hash, str):
+        return "question_hash", f"expected a string or null, got {p.question_hash!r}"
     if p.guessed and p.prediction is None:
         return "guessed", "a guess needs a prediction"
     if p.guessed and not (p.invalid_program or p.execution_error):
@@ -298,6 +306,7 @@ class QuestionMeta:
             part filters are ``part_<attribute>=<value>`` and ``partname=<value>``, relations
             ``relation=<value>``. Answers are not counted as mentioned.
         ood: see :func:`question_meta`.
+        question_hash: the record's ``question_hash`` (None when it has none).
     """
 
     question_index: int
@@ -307,6 +316,7 @@ class QuestionMeta:
     concepts: tuple[str, ...]
     answer: str
     ood: bool | None = None
+    question_hash: str | None = None
 
     def prediction(self, prediction: Any, probability: float | None = None, *, invalid_program: bool = False,
                    execution_error: bool = False, guessed: bool = False) -> Prediction:
@@ -316,7 +326,7 @@ class QuestionMeta:
             prediction=None if prediction is None else normalize_answer(prediction),
             probability=None if probability is None else float(probability), family=self.family,
             concepts=self.concepts, image_index=self.image_index, invalid_program=invalid_program,
-            execution_error=execution_error, guessed=guessed, ood=self.ood)
+            execution_error=execution_error, guessed=guessed, ood=self.ood, question_hash=self.question_hash)
 
 
 def question_type(program: Program) -> str:
@@ -465,8 +475,10 @@ def question_meta(q: Mapping[str, Any], where: str, *, position: int | None = No
     answer = normalize_answer(q["answer"])
     ood = _ood(program, answer, onto, ood_spec, scene, where) if ood_spec else None
     image = q.get("image_index")
+    qhash = q.get("question_hash")
     return QuestionMeta(index, image if isinstance(image, int) and not isinstance(image, bool) else None,
-                        family, qtype, mentioned_concepts(program, onto), answer, ood)
+                        family, qtype, mentioned_concepts(program, onto), answer, ood,
+                        qhash if isinstance(qhash, str) else None)
 
 
 def _ood(program: Program, answer: str, onto: Ontology, spec: Mapping[str, Any],

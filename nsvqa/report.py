@@ -100,6 +100,19 @@ def to_markdown(report: Mapping[str, Any], images: Mapping[str, str] | None = No
             per = ", ".join(f"{variant_label(factor, t)}: {_rd_text(r)}" for t, r in rd.get("per_train", {}).items())
             rows.append([_md_escape(model), _rd_text(rd), per or MISSING_MD, _md_escape(rd["reason"] or "")])
         lines += _md_table(["model", "RD", "per training variant", "note"], rows)
+        sq = fac.get("shared_questions")
+        if sq:
+            counts = ", ".join(f"{variant_label(factor, t)} {n}" for t, n in sq["per_test"].items())
+            lines += ["", f"### On the {sq['n']} questions every test variant asks", "",
+                      f"The test variants ask different questions (distinct questions: {counts}); the same "
+                      "question intents on the same images, by `question_hash`. Accuracy (%) and RD on those:", ""]
+            rows = []
+            for model, m in fac["models"].items():
+                sh = m["shared"]
+                for t, row in zip(fac["train_variants"], sh["matrix"]):
+                    rows.append([_md_escape(model), variant_label(factor, t)] + [pct(x) for x in row] +
+                                [_rd_text(sh["rd"]) if t == fac["train_variants"][0] else ""])
+            lines += _md_table(["model", "train \\ test"] + [variant_label(factor, x) for x in tests] + ["RD"], rows)
         for model in fac["models"]:
             key = f"heatmap/{factor}/{model}"
             if key in images:

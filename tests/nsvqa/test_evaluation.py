@@ -397,3 +397,39 @@ def test_paired_comparison_by_hand():
     rep = evaluate({CellKey("pnsvqa", "mid", "mid"): [a], CellKey("nsvqa", "mid", "mid"): [b]})
     (c,) = rep["comparisons"]
     assert (c["a"], c["b"], c["train"], c["test"], c["n"]) == ("pnsvqa", "nsvqa", "mid", "mid", 10)
+
+
+def test_factor_on_the_questions_its_test_variants_share(tmp_path):
+    from nsvqa.report import to_markdown
+
+    def run(test, right):
+        """easy asks object questions o0..o3; mid and hard ask them and part questions p0..p3."""
+        hashes = [f"o{i}" for i in range(4)] + ([] if test == "easy" else [f"p{i}" for i in range(4)])
+        return [P(i, ok=h in right, question_hash=h) for i, h in enumerate(hashes)]
+
+    # trained on mid: every object question right everywhere, part questions wrong: on all
+    # questions easy (100%) looks easier than mid (50%); on the shared ones they are equal
+    cells = {CellKey("m", "mid", t): [run(t, {"o0", "o1", "o2", "o3"})] for t in V}
+    rep = evaluate(cells, factors={"visual": (V, V)}, allow_partial=True)
+    fac = rep["factors"]["visual"]
+    assert fac["shared_questions"] == {"n": 4, "per_test": {"easy": 4, "mid": 8, "hard": 8}}
+    m = fac["models"]["m"]
+    assert m["matrix"][1] == [1.0, 0.5, 0.5] and m["rd"]["per_train"]["mid"]["value"] == pytest.approx((-1.0 + 0.0) / 2)
+    assert m["shared"]["matrix"][1] == [1.0, 1.0, 1.0]
+    assert m["shared"]["rd"]["per_train"]["mid"]["value"] == pytest.approx(0.0)
+    # one part question right on hard only: the shared matrix does not see it
+    cells[CellKey("m", "mid", "hard")] = [run("hard", {"o0", "o1", "o2", "o3", "p0"})]
+    m = evaluate(cells, factors={"visual": (V, V)})["factors"]["visual"]["models"]["m"]
+    assert m["matrix"][1][2] == pytest.approx(5 / 8) and m["shared"]["matrix"][1][2] == 1.0
+    md = to_markdown(evaluate(cells, factors={"visual": (V, V)}))
+    assert "On the 4 questions every test variant asks" in md
+    # predictions without hashes (older files), or variants asking the same questions: no shared block
+    plain = {CellKey("m", "mid", t): [_cell(3)] for t in V}
+    assert evaluate(plain, factors={"visual": (V, V)})["factors"]["visual"]["shared_questions"] is None
+    same = {CellKey("m", "mid", t): [run("mid", {"o0"})] for t in V}
+    rep = evaluate(same, factors={"visual": (V, V)})
+    assert rep["factors"]["visual"]["shared_questions"] is None and "shared" not in rep["factors"]["visual"]["models"]["m"]
+    # the field round-trips through a predictions file
+    path = tmp_path / "predictions" / "m__train-mid__test-easy.jsonl"
+    write_predictions(path, run("easy", {"o0"}))
+    assert [p.question_hash for p in read_predictions(path)] == ["o0", "o1", "o2", "o3"]
