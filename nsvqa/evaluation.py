@@ -517,7 +517,7 @@ def shared_questions(cells: Mapping[CellKey, Sequence[Sequence[Prediction]]],
     common = set.intersection(*per_test.values())
     if not common or all(h == common for h in per_test.values()):
         return None
-    return common, {t: len(h) for t, h in per_test.items()}
+    return common, {t: len(per_test[t]) for t in tests if t in per_test}
 
 
 def evaluate(cells: Mapping[CellKey, Sequence[Sequence[Prediction]]], *, metric: str = "accuracy",
