@@ -164,6 +164,13 @@ def load_images(folder: str | Path, split: str, filenames: Sequence[str], width:
     return out, {f: i for i, f in enumerate(files)}
 
 
+def image_cache(run: str | Path, cfg: Any, split: str) -> Path | None:
+    """``RUN/cache/<split>_<W>x<H>.pt``, where a run keeps ``split``'s images resized to
+    ``cfg.image_width`` x ``cfg.image_height`` (for :func:`load_images`), or None when
+    ``cfg.cache_images`` is off."""
+    return Path(run) / "cache" / f"{split}_{cfg.image_width}x{cfg.image_height}.pt" if cfg.cache_images else None
+
+
 def normalise_images(images: torch.Tensor) -> torch.Tensor:
     """uint8 (B, 3, H, W) -> float32 (B, 3, H, W), ``(x / 255 - 0.5) / 0.25``."""
     return images.float().div_(255.0).sub_(IMAGE_MEAN).div_(IMAGE_STD)
@@ -526,10 +533,8 @@ def train_classifier(baseline: NeuralBaseline, cfg: Any, out: str | Path, *, res
         def images(records: list[QARecord], split: str):
             if not baseline.uses_images or not records:
                 return None
-            cache = (run.path / "cache" / f"{split}_{cfg.image_width}x{cfg.image_height}.pt"
-                     if cfg.cache_images else None)
             return load_images(folder, split, [r.image_filename for r in records], cfg.image_width,
-                               cfg.image_height, cache=cache, progress=progress)
+                               cfg.image_height, cache=image_cache(run.path, cfg, split), progress=progress)
 
         train_data = EncodedQA.build(train, vocab, answers, images(train, "train"))
         val_data = EncodedQA.build(val, vocab, answers, images(val, "val"))
@@ -583,6 +588,6 @@ def train_classifier(baseline: NeuralBaseline, cfg: Any, out: str | Path, *, res
 
 
 __all__ = ["CHECKPOINT", "checkpoint_kind", "checkpoint_path", "answer_vocabulary", "QARecord", "read_qa",
-           "encode_questions", "pad_words", "load_images", "normalise_images", "EncodedQA", "QuestionModelConfig",
-           "ImageQuestionModelConfig", "BACKBONES", "config_from_dict", "QuestionEncoder", "ImageEncoder", "mlp",
-           "NeuralBaseline", "accuracy", "open_run", "resume_state", "train_classifier"]
+           "encode_questions", "pad_words", "load_images", "image_cache", "normalise_images", "EncodedQA",
+           "QuestionModelConfig", "ImageQuestionModelConfig", "BACKBONES", "config_from_dict", "QuestionEncoder",
+           "ImageEncoder", "mlp", "NeuralBaseline", "accuracy", "open_run", "resume_state", "train_classifier"]

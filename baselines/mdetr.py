@@ -82,7 +82,7 @@ from nsvqa.training import check_finite, warmup_cosine
 
 from . import Baseline, register
 from .common import (BACKBONES, CHECKPOINT, QARecord, answer_vocabulary, checkpoint_kind, checkpoint_path,
-                     config_from_dict, load_images, mlp, normalise_images, open_run, read_qa,
+                     config_from_dict, image_cache, load_images, mlp, normalise_images, open_run, read_qa,
                      resume_state)
 from .config import TrainConfig
 from .film import build_cnn
@@ -146,9 +146,9 @@ class MDETRConfig(TrainConfig):
 
     #: fields that must agree when a run is resumed
     MUST_MATCH: ClassVar[tuple[str, ...]] = TrainConfig.MUST_MATCH + (
-        "batch", "pretrain_steps", "image_width", "image_height", "backbone", "cnn_width", "cnn_layers", "text_encoder", "freeze_text",
-        "text_layers", "max_tokens", "d_model", "heads", "ffn_dim", "enc_layers", "dec_layers", "num_queries",
-        "contrastive_dim")
+        "batch", "pretrain_steps", "image_width", "image_height", "backbone", "cnn_width", "cnn_layers", "text_encoder",
+        "freeze_text", "text_layers", "max_tokens", "d_model", "heads", "ffn_dim", "enc_layers", "dec_layers",
+        "num_queries", "contrastive_dim")
 
     @property
     def total_steps(self) -> int:
@@ -726,13 +726,10 @@ def train_mdetr(cfg: MDETRConfig, out: str | Path, *, resume: bool = False, prog
                    else answer_vocabulary(onto, [r.answer for r in train]))
         groups = answer_groups(answers)
 
-        def cache(split: str) -> Path | None:
-            return run.path / "cache" / f"{split}_{cfg.image_width}x{cfg.image_height}.pt" if cfg.cache_images else None
-
-        train_data = encode_split(folder, "train", train, answers, cfg, onto, targets=True, cache=cache("train"),
-                                  progress=progress)
-        val_data = encode_split(folder, "val", val, answers, cfg, onto, targets=False, cache=cache("val"),
-                                progress=progress)
+        train_data = encode_split(folder, "train", train, answers, cfg, onto, targets=True,
+                                  cache=image_cache(run.path, cfg, "train"), progress=progress)
+        val_data = encode_split(folder, "val", val, answers, cfg, onto, targets=False,
+                                cache=image_cache(run.path, cfg, "val"), progress=progress)
         n_boxes = sum(len(b) for b in train_data.boxes)
         run.log(f"data: {len(train_data)} train questions ({n_boxes} grounded boxes), {len(val_data)} val questions "
                 f"from {folder}; {len(answers)} answers ({time.time() - t0:.1f} s)")
