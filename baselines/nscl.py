@@ -59,18 +59,17 @@ from torch.nn import functional as F
 
 from executors.dsl import OBJECT, PART, PART_SET, SIGNATURES, VALUE_TYPES
 from executors.errors import ExecutionError, FormatError
-from executors.io import normalize_answer, read_json, scene_records
+from executors.io import normalize_answer, question_records, read_json, scene_records
 from executors.ontology import Ontology, load_ontology
 from executors.program import Program
 from nsvqa.checkpoint import load_checkpoint, save_checkpoint
 from nsvqa.predictions import Prediction, load_question_meta
-from nsvqa.question_eval import read_question_items
 from nsvqa.training import check_finite, warmup_cosine
 
 from . import Baseline, register
 from .config import TrainConfig
-from .common import (CHECKPOINT, checkpoint_kind, checkpoint_path, config_from_dict, load_images, normalise_images,
-                     open_run, resume_state)
+from .common import (CHECKPOINT, checkpoint_kind, checkpoint_path, config_from_dict, image_cache, load_images,
+                     normalise_images, open_run, resume_state)
 
 EPS = 1e-6
 MAX_COUNT = 10
@@ -83,8 +82,8 @@ _VALUE_TO_ATTRIBUTE = {t: a for a, t in VALUE_TYPES.items()}
 class NSCLConfig(TrainConfig):
     """Resolved config of the NSCL baseline (written to config.json): a
     :class:`baselines.config.TrainConfig` (data, run identity, Adam schedule) where each step
-    takes ``images_per_batch`` images and up to ``questions_per_image`` questions of each. Network: images resized to ``image_width`` x
-    ``image_height``, a CNN of ``cnn_width`` x 1, 2, 4, 4 channels, RoI grids of ``roi_size``,
+    takes ``images_per_batch`` images and up to ``questions_per_image`` questions of each.
+    Network: images resized to ``image_width`` x ``image_height``, a CNN of ``cnn_width`` x 1, 2, 4, 4 channels, RoI grids of ``roi_size``,
     object and part features of ``feature_dim``, concept spaces of ``concept_dim``. ``curriculum``:
     see the module docstring (empty: no curriculum). ``min_score``: detections kept at prediction.
     ``count_sigma``: the spread of the count answer's distribution.
@@ -509,14 +508,16 @@ def load_split(folder: Path, split: str, onto: Ontology, cfg: NSCLConfig, *, req
             and field named), a missing scenes file, or an image without boxes in ``boxes``.
     """
     qpath = folder / "questions" / f"{split}_questions.json"
-    items = read_question_items(qpath, onto, require_program=programs is None and require_answer, limit=limit)
-    if programs is not None and len(programs) < len(items):
-        raise FormatError(f"{qpath}: {len(programs)} programs for {len(items)} questions")
+    if not qpath.is_file():
+        raise FormatError(f"{qpath}: no questions file")
+    records = question_records(read_json(qpath), str(qpath))[:limit]  # NSCL reads programs, not the text
+    if programs is not None and len(programs) < len(records):
+        raise FormatError(f"{qpath}: {len(programs)} programs for {len(records)} questions")
     files = []
-    for it in items:
-        image = it.record.get("image_filename")
+    for i, q in enumerate(records):
+        image = q.get("image_filename") if isinstance(q, dict) else None
         if not isinstance(image, str):
-            raise FormatError(f"{qpath}, question {it.index}, field 'image_filename': expected a string")
+            raise FormatError(f"{qpath}, question {i}, field 'image_filename': expected a string")
         files.append(image)
     if boxes is None:
         boxes = scene_boxes(folder, split)
@@ -531,22 +532,24 @@ def load_split(folder: Path, split: str, onto: Ontology, cfg: NSCLConfig, *, req
         scale = np.array([cfg.image_width / w, cfg.image_height / h] * 2, dtype=np.float32)
         box_rows.append(torch.from_numpy(boxes[name] * scale))
     questions = []
-    for k, it in enumerate(items):
-        where = f"{qpath}, question {it.index}"
-        answer = it.record.get("answer")
+    for k, q in enumerate(records):
+        where = f"{qpath}, question {k}"
+        answer = q.get("answer")
         if answer is None and require_answer:
             raise FormatError(f"{where}: missing field 'answer'")
-        program = programs[k] if programs is not None else (
-            Program.from_json(it.record["program"]) if it.record.get("program") is not None else None)
+        if programs is None and q.get("program") is None and require_answer:
+            raise FormatError(f"{where}: missing field 'program'")
         types: tuple[str, ...] = ()
-        if program is not None:
-            try:
+        try:
+            program = programs[k] if programs is not None else (
+                Program.from_json(q["program"]) if q.get("program") is not None else None)
+            if program is not None:
                 types = tuple(program.validate(onto))
-            except ExecutionError as e:
-                if programs is None:
-                    raise FormatError(f"{where}, field 'program': {e}") from None
-                program = None  # a parser's invalid program: answered by a guess
-        questions.append(NSCLQuestion(it.index, program, types, None if answer is None else normalize_answer(answer),
+        except ExecutionError as e:
+            if programs is None:
+                raise FormatError(f"{where}, field 'program': {e}") from None
+            program = None  # a parser's invalid program: answered by a guess
+        questions.append(NSCLQuestion(k, program, types, None if answer is None else normalize_answer(answer),
                                       rows[files[k]]))
     return NSCLSplit(questions, images, box_rows, distinct)
 
@@ -739,17 +742,13 @@ class NSCLBaseline(Baseline):
             path = run.path / CHECKPOINT
             t0 = time.time()
 
-            def cache(split: str) -> Path | None:
-                return (run.path / "cache" / f"{split}_{cfg.image_width}x{cfg.image_height}.pt"
-                        if cfg.cache_images else None)
-
             train = load_split(folder, "train", onto, cfg, require_answer=True, limit=cfg.max_train_questions,
-                               cache=cache("train"), progress=progress)
+                               cache=image_cache(run.path, cfg, "train"), progress=progress)
             if not train.questions:
                 raise ValueError(f"{folder / 'questions' / 'train_questions.json'}: no training questions")
             val_path = folder / "questions" / "val_questions.json"
             val = (load_split(folder, "val", onto, cfg, require_answer=True, limit=cfg.val_questions,
-                              cache=cache("val"), progress=progress)
+                              cache=image_cache(run.path, cfg, "val"), progress=progress)
                    if cfg.val_questions and val_path.is_file() else None)
             majority = Counter(q.answer for q in train.questions).most_common(1)[0][0]
             run.log(f"data: {len(train.questions)} train questions on {len(train.files)} images, "
