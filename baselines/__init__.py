@@ -43,11 +43,15 @@ class Baseline(ABC):
             predictions files.
         config_class: the frozen config dataclass (fields ``data`` and ``profile`` first).
         profiles: profile name -> that profile's defaults of the config fields.
+        uses_parses: whether ``predict`` takes the run's parses (NSCL).
     """
 
     name: ClassVar[str] = ""
     config_class: ClassVar[type]
     profiles: ClassVar[Mapping[str, Mapping[str, Any]]]
+    #: ``predict`` answers from a scene parser's detections and a question parser's programs
+    #: (its ``likelihoods=`` and ``programs=``): ``train_variant.py`` trains the parsers for it
+    uses_parses: ClassVar[bool] = False
 
     def config(self, data: str | Path, profile: str = "mini", **overrides: Any) -> Any:
         """The resolved config: the profile's defaults, then every override that is not None.

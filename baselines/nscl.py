@@ -709,8 +709,7 @@ class NSCLBaseline(Baseline):
 
     config_class = NSCLConfig
     profiles = PROFILES
-    #: prediction reads a scene parser's detections and a question parser's programs
-    uses_parses: ClassVar[bool] = True
+    uses_parses = True  # detections and parsed programs at test time
 
     def build_model(self, cfg: NSCLConfig, onto: Ontology) -> NSCLNet:
         return NSCLNet(onto, cnn_width=cfg.cnn_width, roi_size=cfg.roi_size, feature_dim=cfg.feature_dim,

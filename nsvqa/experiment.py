@@ -122,11 +122,13 @@ def variants_to_test(variant: str, factor: str | None = None) -> list[str]:
 
 
 def parsing_baselines(models: Sequence[str]) -> list[str]:
-    """The baselines of ``models`` that answer from the run's parses (a baseline class with
-    ``uses_parses = True``, such as NSCL: detected boxes and parsed programs at test time)."""
+    """The baselines of ``models`` that answer from the run's parses
+    (:attr:`baselines.Baseline.uses_parses`, such as NSCL: detected boxes and parsed programs at
+    test time)."""
     import baselines
 
-    return [m for m in models if m in baseline_models() and getattr(baselines.get(m), "uses_parses", False)]
+    known = set(baseline_models())
+    return [m for m in models if m in known and baselines.get(m).uses_parses]
 
 
 def needs(models: Sequence[str]) -> tuple[bool, bool]:
