@@ -35,6 +35,7 @@ from executors.errors import FormatError
 from executors.io import normalize_answer
 from executors.ontology import Ontology, load_ontology
 from nsvqa.checkpoint import load_checkpoint, save_checkpoint
+from nsvqa.models import ModelSpec, PredictInputs
 from nsvqa.predictions import Prediction, load_question_meta
 from nsvqa.question_eval import read_question_items
 from nsvqa.question_training import BatchSchedule
@@ -397,7 +398,8 @@ class NeuralBaseline(Baseline):
         return model.to(device).eval(), cfg, vocab, answers
 
     def predict(self, run_dir: str | Path, root: str | Path, variant: str, split: str = "test", *,
-                device: str = "cpu", progress: bool = False, batch: int = 256) -> list[Prediction]:
+                spec: ModelSpec | None = None, inputs: PredictInputs = PredictInputs(), device: str = "cpu",
+                progress: bool = False, batch: int = 256) -> list[Prediction]:
         """The most probable answer of each question, with its softmax probability."""
         from tqdm import tqdm
 

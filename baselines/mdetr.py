@@ -76,6 +76,7 @@ from executors.errors import FormatError
 from executors.io import question_records, read_json, scene_records
 from executors.ontology import Ontology, load_ontology
 from nsvqa.checkpoint import load_checkpoint, save_checkpoint
+from nsvqa.models import ModelSpec, PredictInputs
 from nsvqa.predictions import Prediction, load_question_meta
 from nsvqa.question_training import BatchSchedule
 from nsvqa.training import check_finite, warmup_cosine
@@ -868,7 +869,8 @@ class MDETRBaseline(Baseline):
         return model.to(device).eval(), cfg, answers
 
     def predict(self, run_dir: str | Path, root: str | Path, variant: str, split: str = "test", *,
-                device: str = "cpu", progress: bool = False, batch: int = 128) -> list[Prediction]:
+                spec: ModelSpec | None = None, inputs: PredictInputs = PredictInputs(), device: str = "cpu",
+                progress: bool = False, batch: int = 128) -> list[Prediction]:
         """The decoded answer of each question, with p(type) * p(answer | type)."""
         from tqdm import tqdm
 

@@ -63,6 +63,7 @@ from executors.io import normalize_answer, question_records, read_json, scene_re
 from executors.ontology import Ontology, load_ontology
 from executors.program import Program
 from nsvqa.checkpoint import load_checkpoint, save_checkpoint
+from nsvqa.models import ModelSpec, PredictInputs
 from nsvqa.predictions import Prediction, load_question_meta
 from nsvqa.training import check_finite, warmup_cosine
 
@@ -710,6 +711,7 @@ class NSCLBaseline(Baseline):
     config_class = NSCLConfig
     profiles = PROFILES
     uses_parses = True  # detections and parsed programs at test time
+    supports_gt_programs = True  # detections with the ground-truth programs (nscl+gtprog)
 
     def build_model(self, cfg: NSCLConfig, onto: Ontology) -> NSCLNet:
         return NSCLNet(onto, cnn_width=cfg.cnn_width, roi_size=cfg.roi_size, feature_dim=cfg.feature_dim,
@@ -816,11 +818,11 @@ class NSCLBaseline(Baseline):
         return concept_accuracy(net, data, scenes, onto, torch.device(device))
 
     def predict(self, run_dir: str | Path, root: str | Path, variant: str, split: str = "test", *,
-                device: str = "cpu", progress: bool = False, likelihoods: str | Path | None = None,
-                programs: str | Path | None = None, min_score: float | None = None) -> list[Prediction]:
-        """One prediction per question of ``ROOT/VARIANT``'s split; ``likelihoods`` (a scene
-        parser's detections, kept from ``min_score``, default the config's) and ``programs`` (a
-        question parser's) replace the ground-truth boxes and programs."""
+                spec: ModelSpec | None = None, inputs: PredictInputs = PredictInputs(), device: str = "cpu",
+                progress: bool = False, min_score: float | None = None) -> list[Prediction]:
+        """One prediction per question of ``ROOT/VARIANT``'s split; ``inputs.likelihoods`` (a scene
+        parser's detections, kept from ``min_score``, default the config's) and ``inputs.programs``
+        (a question parser's) replace the ground-truth boxes and programs where given."""
         net, cfg, majority = self.load(run_dir, device)
         if min_score is not None:
             cfg = NSCLConfig(**(asdict(cfg) | {"min_score": float(min_score)}))
@@ -828,8 +830,8 @@ class NSCLBaseline(Baseline):
         onto = load_ontology(cfg.ontology)
         folder = Path(root) / variant
         metas = load_question_meta(root, variant, split, ontology=onto)
-        boxes = detection_boxes(likelihoods, cfg.min_score) if likelihoods is not None else None
-        progs = parsed_programs(programs, len(metas)) if programs is not None else None
+        boxes = detection_boxes(inputs.likelihoods, cfg.min_score) if inputs.likelihoods is not None else None
+        progs = parsed_programs(inputs.programs, len(metas)) if inputs.programs is not None else None
         data = load_split(folder, split, onto, cfg, require_answer=False, boxes=boxes, programs=progs,
                           progress=progress)
         if len(data.questions) != len(metas):

@@ -23,6 +23,8 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from nsvqa.models import ModelSpec, PredictInputs
+
 from . import Baseline, register
 from .config import RunConfig
 
@@ -99,7 +101,8 @@ class PriorBaseline(Baseline):
         return config_from_dict(PriorConfig, ck["config"], str(path)), counts
 
     def predict(self, run_dir: str | Path, root: str | Path, variant: str, split: str = "test", *,
-                device: str = "cpu", progress: bool = False) -> list:
+                spec: ModelSpec | None = None, inputs: PredictInputs = PredictInputs(), device: str = "cpu",
+                progress: bool = False) -> list:
         from executors.ontology import load_ontology
         from nsvqa.predictions import load_question_meta
 

@@ -483,13 +483,20 @@ def paired_comparison(a: Sequence[Sequence[Prediction]], b: Sequence[Sequence[Pr
 
 
 def default_comparisons(models: Sequence[str]) -> list[tuple[str, str]]:
-    """Each P-NSVQA model against the NS-VQA model with the same program source (``+gtprog``)."""
+    """Each P-NSVQA model against the NS-VQA model with the same program source (the same
+    ``gt_programs`` option of its :class:`~nsvqa.models.ModelSpec`)."""
+    from .models import ModelSpec
+
     out = []
     for m in models:
-        if m.startswith("pnsvqa"):
-            suffix = m[m.index("+"):] if "+" in m else ""
-            if "nsvqa" + suffix in models:
-                out.append((m, "nsvqa" + suffix))
+        try:
+            spec = ModelSpec.from_label(m)
+        except ValueError:
+            continue
+        if spec.name.startswith("pnsvqa"):
+            ns = ModelSpec("nsvqa", spec.gt_programs).label
+            if ns in models:
+                out.append((m, ns))
     return out
 
 

@@ -4,65 +4,50 @@ A *variant run* is one folder per (training variant, seed) under a runs root::
 
     RUNS/<variant>[-seed<S>]/
         config.json, train.log     what was asked, every command that touched the run
-        scene_parser/              train_scene_parser.py run (detector.pt, attributes.pt)
-        question_parser/           train_question_parser.py run (question_parser.pt)
-        baselines/<name>/          train_baseline.py run of each baseline asked for (baseline.pt)
+        scene_parser/              the run's scene parser (detector.pt, attributes.pt)
+        question_parser/           the run's question parser (question_parser.pt)
+        question_parser.log        its output when it trained in a second process (``jobs`` >= 2)
+        baselines/<name>/          the run directory of each model that trains one of its own
         parsed/<test variant>/likelihoods.json   the scene parser on the test split
         parsed/<test variant>/programs.json      the question parser on the test questions
-        predictions/<model>__train-<variant>__test-<test variant>.jsonl
+        predictions/<label>__train-<variant>__test-<test variant>.jsonl
         summary.json               accuracy per (model, test variant), kept across calls
 
-Every step is resumable: the parsers and baselines resume from their checkpoints, and a parse output
+The experiment drives the model registry (:mod:`nsvqa.models`) alone: each model says what it needs
+from the run (:meth:`~nsvqa.models.Model.needs`: the scene parser, the question parser), the run
+trains those once for all models, trains every model that has something of its own to train, parses
+each test split once, and hands each model its :class:`~nsvqa.models.PredictInputs`. The baselines
+register when the ``baselines`` package is imported (the scripts do; this module, below it, does
+not).
+
+Every step is resumable: the parsers and models resume from their checkpoints, and a parse output
 is reused when it records the fingerprints (SHA-256) of the checkpoints and inputs it came from.
-Predictions are recomputed each time (seconds). The parsers are trained only for the NS-VQA /
-P-NSVQA models and for the baselines that answer from the run's parses (NSCL: detected boxes,
-parsed programs); another baseline (:mod:`baselines`, imported lazily: the package sits above
-``nsvqa``) needs nothing but its own run. :func:`train_variant` is what ``scripts/train_variant.py``
-runs; ``scripts/run_factor.py`` calls it for every training variant of a factor.
+Predictions are recomputed each time (seconds). :func:`train_variant` is what
+``scripts/train_variant.py`` runs; ``scripts/run_factor.py`` calls it for every training variant of a
+factor.
 """
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 import logging
+import multiprocessing
 import os
-import subprocess
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from executors import Program, load_ontology
-from executors.errors import FormatError
-from executors.io import load_questions
-
+from . import models as registry
 from .fileio import write_json_atomic
 from .generation.variants import FACTORS, load_variant
-from .pipeline import GT_PROGRAMS, REASONERS, make_reasoner, predict
-from .predictions import load_question_meta, predictions_path, write_predictions
+from .models import ModelSpec, PredictInputs, UnknownModel
+from .predictions import predictions_path, write_predictions
 
-REPO = Path(__file__).resolve().parents[1]
-#: The models run through the scene and question parsers (:mod:`nsvqa.pipeline`).
-PIPELINE_MODELS = tuple(REASONERS) + tuple(m + GT_PROGRAMS for m in REASONERS)
+#: The models :func:`train_variant` runs when none are named.
 DEFAULT_MODELS = ("nsvqa", "pnsvqa", "pnsvqa-exact")
 log = logging.getLogger("nsvqa.experiment")
-
-
-def baseline_models() -> tuple[str, ...]:
-    """The names registered in :mod:`baselines` (imported here, on first use)."""
-    import baselines
-
-    return baselines.names()
-
-
-def __getattr__(name: str) -> Any:
-    """``MODELS``: every model this module trains and runs, :data:`PIPELINE_MODELS` then the
-    baselines (computed on access, so importing this module does not import :mod:`baselines`;
-    hence not in ``__all__``)."""
-    if name == "MODELS":
-        return PIPELINE_MODELS + baseline_models()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class ExperimentError(RuntimeError):
@@ -90,14 +75,22 @@ class VariantRun:
     def question_dir(self) -> Path:
         return self.path / "question_parser"
 
-    def baseline_dir(self, name: str) -> Path:
+    def model_dir(self, name: str) -> Path:
+        """The run directory of model ``name`` (``baselines/<name>``, the layout of earlier runs)."""
         return self.path / "baselines" / name
 
     def parsed(self, test: str, what: str) -> Path:
         return self.path / "parsed" / test / f"{what}.json"
 
-    def predictions(self, model: str, test: str) -> Path:
-        return predictions_path(self.path, model, self.variant, test)
+    def predictions(self, label: str, test: str) -> Path:
+        return predictions_path(self.path, label, self.variant, test)
+
+    def inputs(self, test: str, spec: ModelSpec) -> PredictInputs:
+        """What model ``spec`` takes from this run on test variant ``test`` (per its needs)."""
+        need = registry.get(spec.name).needs(spec)
+        return PredictInputs(likelihoods=self.parsed(test, "likelihoods") if need.scene_parser else None,
+                             programs=self.parsed(test, "programs") if need.question_parser else None,
+                             seed=self.seed)
 
 
 def factors_of(variant: str) -> list[str]:
@@ -121,31 +114,16 @@ def variants_to_test(variant: str, factor: str | None = None) -> list[str]:
     return list(dict.fromkeys(v for f in factors for v in FACTORS[f]))
 
 
-def parsing_baselines(models: Sequence[str]) -> list[str]:
-    """The baselines of ``models`` that answer from the run's parses
-    (:attr:`baselines.Baseline.uses_parses`, such as NSCL: detected boxes and parsed programs at
-    test time)."""
-    import baselines
-
-    known = set(baseline_models())
-    return [m for m in models if m in known and baselines.get(m).uses_parses]
-
-
-def needs(models: Sequence[str]) -> tuple[bool, bool]:
-    """(scene parser needed, question parser needed) for ``models``: the pipeline models use the
-    parsers, and so do the baselines that answer from the run's parses
-    (:func:`parsing_baselines`); the other baselines train alone.
+def model_specs(labels: Sequence[str | ModelSpec]) -> list[ModelSpec]:
+    """The :class:`~nsvqa.models.ModelSpec` of each label (``"pnsvqa"``, ``"nsvqa+gtprog"``).
 
     Raises:
-        ExperimentError: a name that is no model (the valid ones listed).
+        ExperimentError: an unknown model (the valid ones listed) or option.
     """
-    valid = PIPELINE_MODELS + baseline_models()
-    unknown = [m for m in models if m not in valid]
-    if unknown:
-        raise ExperimentError(f"unknown model(s) {unknown}; valid: {', '.join(valid)}")
-    pipeline = [m for m in models if m in PIPELINE_MODELS]
-    parsing = bool(parsing_baselines(models))
-    return bool(pipeline) or parsing, any(not m.endswith(GT_PROGRAMS) for m in pipeline) or parsing
+    try:
+        return registry.parse_specs([x.label if isinstance(x, ModelSpec) else x for x in labels])
+    except (UnknownModel, ValueError) as e:
+        raise ExperimentError(str(e)) from None
 
 
 def fingerprint(*paths: str | os.PathLike) -> str:
@@ -172,56 +150,75 @@ def _fresh(path: Path, key: Mapping[str, Any]) -> bool:
 # ---------------------------------------------------------------------------- training
 @dataclass
 class TrainSpec:
-    """How to train the parsers of a variant run.
+    """How to train the parsers and models of a variant run.
 
     Attributes:
-        profile: scene- and question-parser profile (``tiny``, ``demo``, ``mini``, ``full``).
-        scene_overrides, question_overrides: config fields over the profile's.
-        baseline_overrides: baseline name -> config fields over its profile's.
+        profile: the profile of the parsers and of every model (``tiny``, ``demo``, ``mini``, ``full``).
+        scene_overrides, question_overrides: config fields over the parser profiles'.
+        model_overrides: model name -> config fields over its profile's.
         parse_min_score: detection score above which the scene parser keeps a detection when
             parsing the test splits (None: the scene-parser config's, 0.5). The default 0.05 keeps
             uncertain detections: P-NSVQA weighs them by their scores, NS-VQA drops those < 0.5.
             On the visual factor (mini, a detector of 600 iterations) this raised P-NSVQA from
             28.2% to 31.2% in-domain and left NS-VQA at 27.9%.
-        jobs: 2 or more trains the question parser in a subprocess (1 thread) beside the scene
+        jobs: 2 or more trains the question parser in a second process (1 thread) beside the scene
             parser (the other threads), which halves the wall time on a 2-core machine.
-        device: torch device of the parsers and the baselines.
+        device: torch device of the parsers and the models.
     """
 
     profile: str = "mini"
     scene_overrides: dict = field(default_factory=dict)
     question_overrides: dict = field(default_factory=dict)
-    baseline_overrides: dict = field(default_factory=dict)
+    model_overrides: dict = field(default_factory=dict)
     jobs: int = 1
     device: str = "cpu"
     progress: bool = True
     parse_min_score: float | None = 0.05
 
 
-def _question_command(data: Path, run: VariantRun, spec: TrainSpec) -> list[str]:
-    cmd = [sys.executable, str(REPO / "scripts" / "train_question_parser.py"), "--data", str(data),
-           "--profile", spec.profile, "--out", str(run.question_dir), "--seed", str(run.seed),
-           "--device", spec.device, "--threads", "1", "--resume", "--no-progress"]
-    for k, v in spec.question_overrides.items():
-        cmd += ["--" + k.replace("_", "-"), str(v)]
-    return cmd
+def _train_question_parser(data: Path, run: VariantRun, spec: TrainSpec, progress: bool) -> float:
+    """Train (or resume, or find finished) the run's question parser; returns its seconds."""
+    from .question_training import QuestionParserConfig, train_question_parser
+
+    t0 = time.perf_counter()
+    cfg = QuestionParserConfig.resolve(str(data), spec.profile, seed=run.seed, device=spec.device,
+                                       **spec.question_overrides)
+    train_question_parser(cfg, run.question_dir, resume=True, progress=progress)
+    return time.perf_counter() - t0
+
+
+def _question_parser_job(data: Path, run: VariantRun, spec: TrainSpec, log_path: Path) -> None:
+    """The second process of :func:`train_parsers`: one torch thread, its output to ``log_path``."""
+    import torch
+
+    with open(log_path, "ab") as f:
+        os.dup2(f.fileno(), 1)
+        os.dup2(f.fileno(), 2)
+    torch.set_num_threads(1)
+    _train_question_parser(data, run, spec, progress=False)
 
 
 def train_parsers(data: Path, run: VariantRun, spec: TrainSpec, scene: bool, question: bool) -> dict[str, float]:
-    """Train (or resume, or find finished) the parsers a run needs; returns seconds per parser."""
+    """Train (or resume, or find finished) the parsers a run needs; returns seconds per parser.
+
+    With ``spec.jobs`` >= 2 and both parsers asked, the question parser trains in a second process
+    (:mod:`multiprocessing`, spawned; one thread, its output in ``RUN/question_parser.log``) while
+    this one trains the scene parser on the other threads.
+    """
     import torch
 
-    from .question_training import QuestionParserConfig, train_question_parser
     from .scene_training import SceneParserConfig, train_scene_parser
 
     seconds: dict[str, float] = {}
     child = None
     if question and spec.jobs >= 2 and scene:
         run.question_dir.mkdir(parents=True, exist_ok=True)
-        qlog = open(run.path / "question_parser.log", "ab")
-        child = subprocess.Popen(_question_command(data, run, spec), stdout=qlog, stderr=subprocess.STDOUT)
+        qlog = run.path / "question_parser.log"
+        child = multiprocessing.get_context("spawn").Process(
+            target=_question_parser_job, args=(data, run, spec, qlog), name="question-parser")
+        child.start()
         t_child = time.perf_counter()
-        log.info("question parser: training in a subprocess (pid %d, log %s)", child.pid, qlog.name)
+        log.info("question parser: training in a second process (pid %d, log %s)", child.pid, qlog)
         torch.set_num_threads(max(1, spec.jobs - 1))
     try:
         if scene:
@@ -231,38 +228,34 @@ def train_parsers(data: Path, run: VariantRun, spec: TrainSpec, scene: bool, que
             train_scene_parser(cfg, run.scene_dir, resume=True, progress=spec.progress)
             seconds["scene_parser"] = time.perf_counter() - t0
         if question and child is None:
-            t0 = time.perf_counter()
-            cfg = QuestionParserConfig.resolve(str(data), spec.profile, seed=run.seed, device=spec.device,
-                                               **spec.question_overrides)
-            train_question_parser(cfg, run.question_dir, resume=True, progress=spec.progress)
-            seconds["question_parser"] = time.perf_counter() - t0
+            seconds["question_parser"] = _train_question_parser(data, run, spec, spec.progress)
     except BaseException:
         if child is not None:
             child.terminate()
-            child.wait()
+            child.join()
         raise
     if child is not None:
-        rc = child.wait()
-        qlog.close()
-        if rc != 0:
-            raise ExperimentError(f"question-parser training failed (exit {rc}); see {run.path / 'question_parser.log'}")
+        child.join()
+        if child.exitcode != 0:
+            raise ExperimentError(f"question-parser training failed (exit {child.exitcode}); see {qlog}")
         seconds["question_parser"] = time.perf_counter() - t_child
     return seconds
 
 
-def train_baselines(data: Path, run: VariantRun, spec: TrainSpec, names: Sequence[str]) -> dict[str, float]:
-    """Train (or resume, or find finished) each baseline of ``names`` on ``data`` into
-    ``RUN/baselines/<name>/`` at ``spec.profile``; returns seconds per baseline."""
-    import baselines
-
+def train_models(data: Path, run: VariantRun, spec: TrainSpec, specs: Sequence[ModelSpec]) -> dict[str, float]:
+    """Train (or resume, or find finished) each model of ``specs`` that has something of its own to
+    train, once per name, into :meth:`VariantRun.model_dir` at ``spec.profile``; returns seconds per
+    model (``model_<name>``)."""
     seconds = {}
-    for name in names:
+    for name in dict.fromkeys(s.name for s in specs):
+        model = registry.get(name)
+        if not model.trainable:
+            continue
         t0 = time.perf_counter()
-        model = baselines.get(name)
         cfg = model.config(str(data), spec.profile, seed=run.seed, device=spec.device,
-                           **spec.baseline_overrides.get(name, {}))
-        model.train(cfg, run.baseline_dir(name), resume=True, progress=spec.progress)
-        seconds[f"baseline_{name}"] = time.perf_counter() - t0
+                           **spec.model_overrides.get(name, {}))
+        model.train(cfg, run.model_dir(name), resume=True, progress=spec.progress)
+        seconds[f"model_{name}"] = time.perf_counter() - t0
     return seconds
 
 
@@ -308,50 +301,19 @@ def parse_questions(run: VariantRun, data: Path, split: str, *, beam: int = 1) -
 
 
 # ---------------------------------------------------------------------------- predictions
-def write_model_predictions(run: VariantRun, data: Path, split: str, models: Sequence[str], *, seed: int = 0,
-                            threshold: float = 0.7, device: str = "cpu") -> dict[str, Path]:
-    """Predictions files of ``models`` on ``data``'s split; returns model -> path. Pipeline models
-    read the run's parse outputs, baselines their run in ``RUN/baselines/<name>/``."""
+def write_model_predictions(run: VariantRun, data: Path, split: str, specs: Sequence[ModelSpec], *,
+                            device: str = "cpu") -> dict[str, Path]:
+    """Predictions files of ``specs`` on ``data``'s split, each model given its run directory and
+    the run's parses it needs (:meth:`VariantRun.inputs`); returns label -> path, in the order of
+    ``specs``."""
     out = {}
-    base = [m for m in models if m not in PIPELINE_MODELS]
-    if base:
-        import baselines
-
-        parsing = set(parsing_baselines(base))
-        for model in base:
-            inputs = ({"likelihoods": run.parsed(data.name, "likelihoods"), "programs": run.parsed(data.name, "programs")}
-                      if model in parsing else {})
-            preds = baselines.get(model).predict(run.baseline_dir(model), data.parent, data.name, split, device=device,
-                                                 **inputs)
-            out[model] = run.predictions(model, data.name)
-            write_predictions(out[model], preds)
-    order = list(models)
-    models = [m for m in models if m in PIPELINE_MODELS]
-    if not models:
-        return {m: out[m] for m in order}
-    from .scene_eval import load_parsed
-
-    onto = load_ontology("superclevr")
-    qpath = data / "questions" / f"{split}_questions.json"
-    metas = load_question_meta(data.parent, data.name, split, ontology=onto)
-    records = load_questions(qpath)
-    _, liks = load_parsed(run.parsed(data.name, "likelihoods"), onto)
-    scenes = {lik.image_index: lik for lik in liks}
-    parsed_programs = None
-    if any(not m.endswith(GT_PROGRAMS) for m in models):
-        path = run.parsed(data.name, "programs")
-        with open(path) as f:
-            rows = json.load(f)["programs"]
-        if len(rows) != len(records):
-            raise FormatError(f"{path}: {len(rows)} programs for the {len(records)} questions of {qpath}")
-        parsed_programs = [Program.from_json(r["program"]) if r["program"] is not None else None for r in rows]
-    gt = [Program.from_json(q["program"]) for q in records]
-    for model in models:
-        programs = gt if model.endswith(GT_PROGRAMS) else parsed_programs
-        preds = predict(make_reasoner(model, onto, threshold=threshold), metas, programs, scenes, seed=seed)
-        out[model] = run.predictions(model, data.name)
-        write_predictions(out[model], preds)
-    return {m: out[m] for m in order}  # in the order asked
+    for spec in specs:
+        model = registry.get(spec.name)
+        preds = model.predict(run.model_dir(spec.name) if model.trainable else None, data.parent, data.name, split,
+                              spec=spec, inputs=run.inputs(data.name, spec), device=device)
+        out[spec.label] = run.predictions(spec.label, data.name)
+        write_predictions(out[spec.label], preds)
+    return out
 
 
 # ---------------------------------------------------------------------------- one variant
@@ -366,22 +328,29 @@ def check_variant_data(root: Path, variant: str, splits: Sequence[str]) -> None:
 
 
 def train_variant(root: str | os.PathLike, variant: str, runs: str | os.PathLike, *,
-                  models: Sequence[str] = DEFAULT_MODELS, spec: TrainSpec | None = None, seed: int = 0,
+                  models: Sequence[str | ModelSpec] = DEFAULT_MODELS, spec: TrainSpec | None = None, seed: int = 0,
                   factor: str | None = None, tests: Sequence[str] | None = None, split: str = "test",
                   skip_missing: bool = False, echo: Callable[[str], None] = print) -> dict[str, Any]:
-    """Train what ``models`` need on ``root/variant`` (the parsers for the pipeline models, each
-    baseline in ``RUN/baselines/<name>/``) and write their predictions on every test variant
-    (``tests``, default :func:`variants_to_test`). Returns the run's summary (also written
-    to ``summary.json``): accuracy per model and test variant, and the seconds each step took.
+    """Train what ``models`` need on ``root/variant`` (the run's parsers when a model needs them,
+    then each model with something of its own to train) and write their predictions on every test
+    variant (``tests``, default :func:`variants_to_test`). Returns the run's summary (also written
+    to ``summary.json``): accuracy per model label and test variant, and the seconds each step took.
+
+    Args:
+        models: labels (``"pnsvqa"``, ``"nsvqa+gtprog"``) or :class:`~nsvqa.models.ModelSpec`.
 
     Raises:
-        ExperimentError: missing training data, or a missing test variant without ``skip_missing``.
+        ExperimentError: an unknown model, missing training data, or a missing test variant
+        without ``skip_missing``.
     """
     from .evaluation import accuracy
+    from .predictions import read_predictions
+    from .training import RunDir
 
     spec = spec or TrainSpec()
     root = Path(root)
-    scene, question = needs(models)
+    specs = model_specs(models)
+    need = registry.needs(specs)
     if load_variant(variant).test_only:
         raise ExperimentError(f"variant {variant!r} has only a test split: models are trained on its factor's "
                               f"other variants")
@@ -398,35 +367,33 @@ def train_variant(root: str | os.PathLike, variant: str, runs: str | os.PathLike
             echo(f"skipping test variant {t}: {e}")
     run = VariantRun(Path(runs), variant, seed)
     run.path.mkdir(parents=True, exist_ok=True)
-    from .training import RunDir
-
-    rd = RunDir(run.path, {"data": str(root), "variant": variant, "seed": seed, "models": list(models),
+    labels = [s.label for s in specs]
+    rd = RunDir(run.path, {"data": str(root), "variant": variant, "seed": seed, "models": labels,
                            "profile": spec.profile, "tests": present, "split": split,
                            "scene_overrides": spec.scene_overrides, "question_overrides": spec.question_overrides,
-                           "baseline_overrides": spec.baseline_overrides},
+                           "model_overrides": spec.model_overrides},
                 resume=True, must_match=("data", "variant", "seed", "profile"))
     timing: dict[str, float] = {}
     try:
         t0 = time.perf_counter()
-        if scene or question:
+        if need.scene_parser or need.question_parser:
             rd.log(f"training parsers on {root / variant} (profile {spec.profile}, seed {seed})")
-            timing |= train_parsers(root / variant, run, spec, scene, question)
-        base = [m for m in models if m not in PIPELINE_MODELS]
-        if base:
-            rd.log(f"training baselines {', '.join(base)} on {root / variant} (profile {spec.profile}, seed {seed})")
-            timing |= train_baselines(root / variant, run, spec, base)
+            timing |= train_parsers(root / variant, run, spec, need.scene_parser, need.question_parser)
+        trained = [s.name for s in specs if registry.get(s.name).trainable]
+        if trained:
+            rd.log(f"training models {', '.join(dict.fromkeys(trained))} on {root / variant} "
+                   f"(profile {spec.profile}, seed {seed})")
+            timing |= train_models(root / variant, run, spec, specs)
         results: dict[str, dict[str, Any]] = {}
         for t in present:
             t1 = time.perf_counter()
-            if scene:
+            if need.scene_parser:
                 parse_scenes(run, root / t, split, progress=spec.progress, min_score=spec.parse_min_score)
-            if question:
+            if need.question_parser:
                 parse_questions(run, root / t, split)
-            paths = write_model_predictions(run, root / t, split, models, seed=seed, device=spec.device)
+            paths = write_model_predictions(run, root / t, split, specs, device=spec.device)
             timing[f"test_{t}"] = time.perf_counter() - t1
             for m, p in paths.items():
-                from .predictions import read_predictions
-
                 acc = accuracy(read_predictions(p))
                 results.setdefault(m, {})[t] = acc.to_json()
                 rd.log(f"{m} on {t}: accuracy {acc.accuracy:.4f} ({acc.n} questions)")
@@ -435,10 +402,62 @@ def train_variant(root: str | os.PathLike, variant: str, runs: str | os.PathLike
         rd.close()
     summary = merged_summary(run.path / "summary.json", {
         "variant": variant, "seed": seed, "profile": spec.profile, "split": split, "tests": present,
-        "models": list(models), "accuracy": results, "seconds": timing})
+        "models": labels, "accuracy": results, "seconds": timing})
     write_json_atomic(run.path / "summary.json", summary, indent=1)
     echo(summary_table(summary))
     return summary
+
+
+# ---------------------------------------------------------------------------- command line
+def parse_overrides(items: list[str] | None, what: str) -> dict:
+    """``["det_iterations=400", "attr_lr=1e-3"]`` -> {name: int/float/str value}."""
+    out = {}
+    for item in items or []:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise ValueError(f"{what}: expected NAME=VALUE, got {item!r}")
+        for cast in (int, float):
+            try:
+                out[name.replace("-", "_")] = cast(value)
+                break
+            except ValueError:
+                continue
+        else:
+            out[name.replace("-", "_")] = {"true": True, "false": False, "none": None}.get(value.lower(), value)
+    return out
+
+
+def add_training_args(p: argparse.ArgumentParser) -> None:
+    """The arguments of :func:`train_variant` that ``train_variant.py`` and ``run_factor.py`` share
+    (:func:`spec_from_args` reads them back)."""
+    p.add_argument("--models", default=",".join(DEFAULT_MODELS),
+                   help=f"comma-separated labels; registered: {', '.join(registry.names())} "
+                        f"(+gtprog: ground-truth programs, for {', '.join(n for n in registry.names() if registry.get(n).supports_gt_programs)})")
+    p.add_argument("--profile", default="mini", help="parser and model profile: tiny, demo, mini or full")
+    p.add_argument("--seed", type=int, nargs="+", default=[0], help="one run per seed")
+    p.add_argument("--split", default="test", help="split of the test variants")
+    p.add_argument("--jobs", type=int, default=1,
+                   help="2+: train the question parser in a second process beside the scene parser")
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--scene-set", action="append", metavar="NAME=VALUE",
+                   help="scene-parser config override (e.g. det_iterations=400); repeatable")
+    p.add_argument("--question-set", action="append", metavar="NAME=VALUE",
+                   help="question-parser config override (e.g. steps=800); repeatable")
+    p.add_argument("--parse-min-score", type=float, default=0.05,
+                   help="keep detections scoring at least this when parsing test images; P-NSVQA uses the "
+                        "scores as existence probabilities, NS-VQA keeps those >= 0.5 (default 0.05)")
+    p.add_argument("--skip-missing", action="store_true", help="skip test variants without data instead of failing")
+    p.add_argument("--threads", type=int, default=None, help="torch CPU threads of this process")
+    p.add_argument("--no-progress", action="store_true")
+
+
+def spec_from_args(args: argparse.Namespace) -> tuple[list[str], TrainSpec]:
+    """(model labels, :class:`TrainSpec`) from the arguments of :func:`add_training_args`."""
+    labels = [m.strip() for m in args.models.split(",") if m.strip()]
+    spec = TrainSpec(profile=args.profile, scene_overrides=parse_overrides(args.scene_set, "--scene-set"),
+                     question_overrides=parse_overrides(args.question_set, "--question-set"), jobs=args.jobs,
+                     device=args.device, progress=not args.no_progress, parse_min_score=args.parse_min_score)
+    return labels, spec
 
 
 def merged_summary(path: Path, new: Mapping[str, Any]) -> dict[str, Any]:
@@ -477,7 +496,7 @@ def summary_table(summary: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["PIPELINE_MODELS", "DEFAULT_MODELS", "baseline_models", "ExperimentError", "VariantRun",
-           "TrainSpec", "factors_of", "variants_to_test", "parsing_baselines", "needs", "fingerprint", "train_parsers",
-           "train_baselines", "parse_scenes", "parse_questions", "write_model_predictions", "check_variant_data", "train_variant",
-           "summary_table"]
+__all__ = ["DEFAULT_MODELS", "ExperimentError", "VariantRun", "TrainSpec", "factors_of", "variants_to_test",
+           "model_specs", "fingerprint", "train_parsers", "train_models", "parse_scenes", "parse_questions",
+           "write_model_predictions", "check_variant_data", "train_variant", "parse_overrides", "add_training_args",
+           "spec_from_args", "merged_summary", "summary_table"]

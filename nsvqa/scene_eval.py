@@ -24,8 +24,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from executors import DeterministicExecutor, Ontology, ProbabilisticExecutor, SceneLikelihoods, load_ontology
-from executors.errors import ExecutionError
+from executors import Ontology, SceneLikelihoods, load_ontology
 from nsvqa.generation.annotations import coco_rle, mask_to_rle
 
 FORMAT_VERSION = 1
@@ -246,47 +245,41 @@ def _uses_parts(program) -> bool:
 
 
 def executor_accuracy(liks: Sequence[SceneLikelihoods], questions: Iterable[dict], ontology: Ontology,
-                      threshold: float = 0.7, min_part: float = 0.5) -> dict[str, Any]:
-    """Accuracy of NS-VQA (deterministic executor on the argmax scenes) and P-NSVQA (probabilistic
-    executor on the likelihoods, threshold and exact modes) on ground-truth programs; questions whose
-    scene was not parsed are skipped. A failed execution counts as wrong. Also split into questions
-    with and without part functions."""
-    from executors.io import normalize_answer, parse_program
-    from parsers.scene.scene_parser import argmax_scene
+                      threshold: float = 0.7) -> dict[str, Any]:
+    """Accuracy of the experiment's reasoners (:data:`nsvqa.models.pipeline.REASONERS`: NS-VQA on the
+    argmax scenes, P-NSVQA in threshold and exact modes, with the same settings as in
+    ``train_variant``) on the ground-truth programs of ``questions``; questions whose scene was
+    not parsed are skipped, a failed execution counts as wrong (no guess). Also split into
+    questions with and without part functions.
+
+    Returns:
+        ``{"questions": {"all", "parts", "objects"} -> count, <reasoner>: {group -> accuracy or None}}``.
+    """
+    from executors.io import parse_program
+
+    from .models.pipeline import REASONERS, make_reasoner, predict
+    from .predictions import question_meta
 
     by_index = {lik.image_index: lik for lik in liks}
-    det = DeterministicExecutor(ontology)
-    probs = {"p_nsvqa_threshold": ProbabilisticExecutor(ontology, mode="threshold", threshold=threshold),
-             "p_nsvqa_exact": ProbabilisticExecutor(ontology, mode="exact")}
-    symbolic = {k: argmax_scene(v, min_part) for k, v in by_index.items()}
-    models = ["ns_vqa", *probs]
-    hits = {m: {"all": 0, "parts": 0, "objects": 0} for m in models}
-    counts = {"all": 0, "parts": 0, "objects": 0}
+    metas, programs, groups = [], [], []
     for k, q in enumerate(questions):
-        idx = q.get("image_index")
-        if idx not in by_index:
+        if q.get("image_index") not in by_index:
             continue
         program = parse_program(q, ontology, where=f"question {k}")
-        group = "parts" if _uses_parts(program) else "objects"
-        truth = normalize_answer(q["answer"])
-        counts["all"] += 1
-        counts[group] += 1
-        answers = {}
-        try:
-            answers["ns_vqa"] = det.run(program, symbolic[idx], trace=False).answer
-        except ExecutionError:
-            answers["ns_vqa"] = None
-        for m, ex in probs.items():
-            try:
-                answers[m] = ex.run(program, by_index[idx], trace=False).answer
-            except ExecutionError:
-                answers[m] = None
-        for m, a in answers.items():
-            ok = a is not None and normalize_answer(a) == truth
-            hits[m]["all"] += ok
-            hits[m][group] += ok
-    return {"questions": counts,
-            **{m: {g: (hits[m][g] / counts[g] if counts[g] else None) for g in counts} for m in models}}
+        metas.append(question_meta(q, f"question {k}", position=k, ontology=ontology))
+        programs.append(program)
+        groups.append("parts" if _uses_parts(program) else "objects")
+    counts = {"all": len(metas), "parts": groups.count("parts"), "objects": groups.count("objects")}
+    out: dict[str, Any] = {"questions": counts}
+    for name in REASONERS:
+        preds = predict(make_reasoner(name, ontology, threshold=threshold), metas, programs, by_index, guess=False)
+        hits = {"all": 0, "parts": 0, "objects": 0}
+        for p, g in zip(preds, groups):
+            ok = p.prediction is not None and p.prediction == p.answer
+            hits["all"] += ok
+            hits[g] += ok
+        out[name] = {g: (hits[g] / counts[g] if counts[g] else None) for g in counts}
+    return out
 
 
 def format_table(metrics: dict[str, Any]) -> str:

@@ -19,27 +19,16 @@ import sys
 import time
 from pathlib import Path
 
+import baselines  # noqa: F401  (registers the baselines in nsvqa.models)
 from executors.errors import FormatError
 from nsvqa.checkpoint import CheckpointError
-from nsvqa.experiment import ExperimentError, train_variant
+from nsvqa.experiment import ExperimentError, add_training_args, spec_from_args, train_variant
 from nsvqa.generation.suite import SUITE_PROFILES, generate_suite
 from nsvqa.generation.variants import FACTORS, VariantError, load_variant
 from nsvqa.predictions import PredictionFormatError
 from nsvqa.report import report_from_runs
 
 PROG = "run_factor.py"
-
-
-def _load_train_variant_module():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("_train_variant", Path(__file__).with_name("train_variant.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-TV = _load_train_variant_module()
 
 
 def get_args_parser() -> argparse.ArgumentParser:
@@ -58,7 +47,7 @@ def get_args_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-plots", action="store_true")
     p.add_argument("--allow-partial-rd", action="store_true",
                    help="RD over the training variants that were run (e.g. only the default one)")
-    TV.add_training_args(p)
+    add_training_args(p)
     return p
 
 
@@ -79,7 +68,7 @@ def run_one(args: argparse.Namespace, factor: str) -> int:
         need = {v: (["train", "val", args.split] if v in chosen else [args.split]) for v in variants}
         generate_suite(args.data, factor, profile, seed=args.data_seed, workers=args.workers,
                        progress=not args.no_progress, splits=need)
-    models, spec = TV.spec_from_args(args)
+    models, spec = spec_from_args(args)
     runs = args.runs / factor
     for v in chosen:
         for seed in args.seed:

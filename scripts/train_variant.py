@@ -3,10 +3,12 @@
     python scripts/train_variant.py --data data/suite --variant mid --models nsvqa,pnsvqa,pnsvqa-exact \
         --profile mini --out runs/visual --factor visual --jobs 2
 
-Trains what the models need once (NS-VQA and P-NSVQA share the scene and question parsers), resumes
-where an earlier call stopped, parses the test split of every test variant, and writes
-``RUNS/<variant>[-seed<S>]/predictions/<model>__train-<variant>__test-<test>.jsonl``. Models:
-nsvqa, pnsvqa, pnsvqa-exact, and each with +gtprog (ground-truth programs: no question parser).
+Trains what the models need once (NS-VQA, P-NSVQA and NSCL share the scene and question parsers),
+trains every model that has a run of its own (the baselines), resumes where an earlier call
+stopped, parses the test split of every test variant, and writes
+``RUNS/<variant>[-seed<S>]/predictions/<model>__train-<variant>__test-<test>.jsonl``. Models: every
+registered name (``nsvqa.models``; the baselines included), and ``<model>+gtprog`` (ground-truth
+programs: no question parser) for those that support it.
 Then ``scripts/evaluate_rd.py --runs RUNS --out REPORT`` writes the robustness report.
 """
 from __future__ import annotations
@@ -15,60 +17,13 @@ import argparse
 import logging
 import sys
 
+import baselines  # noqa: F401  (registers the baselines in nsvqa.models)
 from executors.errors import FormatError
 from nsvqa.checkpoint import CheckpointError
-from nsvqa.experiment import DEFAULT_MODELS, MODELS, ExperimentError, TrainSpec, train_variant
+from nsvqa.experiment import ExperimentError, add_training_args, spec_from_args, train_variant
 from nsvqa.generation.variants import FACTORS, VariantError
 
 PROG = "train_variant.py"
-
-
-def parse_overrides(items: list[str] | None, what: str) -> dict:
-    """``["det_iterations=400", "attr_lr=1e-3"]`` -> {name: int/float/str value}."""
-    out = {}
-    for item in items or []:
-        name, sep, value = item.partition("=")
-        if not sep or not name:
-            raise ValueError(f"{what}: expected NAME=VALUE, got {item!r}")
-        for cast in (int, float):
-            try:
-                out[name.replace("-", "_")] = cast(value)
-                break
-            except ValueError:
-                continue
-        else:
-            out[name.replace("-", "_")] = {"true": True, "false": False, "none": None}.get(value.lower(), value)
-    return out
-
-
-def add_training_args(p: argparse.ArgumentParser) -> None:
-    """Arguments shared with run_factor.py."""
-    p.add_argument("--models", default=",".join(DEFAULT_MODELS),
-                   help=f"comma-separated; valid: {', '.join(MODELS)}")
-    p.add_argument("--profile", default="mini", help="parser profile: tiny, demo, mini or full")
-    p.add_argument("--seed", type=int, nargs="+", default=[0], help="one run per seed")
-    p.add_argument("--split", default="test", help="split of the test variants")
-    p.add_argument("--jobs", type=int, default=1,
-                   help="2+: train the question parser in a subprocess beside the scene parser")
-    p.add_argument("--device", default="cpu")
-    p.add_argument("--scene-set", action="append", metavar="NAME=VALUE",
-                   help="scene-parser config override (e.g. det_iterations=400); repeatable")
-    p.add_argument("--question-set", action="append", metavar="NAME=VALUE",
-                   help="question-parser config override (e.g. steps=800); repeatable")
-    p.add_argument("--parse-min-score", type=float, default=0.05,
-                   help="keep detections scoring at least this when parsing test images; P-NSVQA uses the "
-                        "scores as existence probabilities, NS-VQA keeps those >= 0.5 (default 0.05)")
-    p.add_argument("--skip-missing", action="store_true", help="skip test variants without data instead of failing")
-    p.add_argument("--threads", type=int, default=None, help="torch CPU threads of this process")
-    p.add_argument("--no-progress", action="store_true")
-
-
-def spec_from_args(args: argparse.Namespace) -> tuple[list[str], TrainSpec]:
-    models = [m.strip() for m in args.models.split(",") if m.strip()]
-    spec = TrainSpec(profile=args.profile, scene_overrides=parse_overrides(args.scene_set, "--scene-set"),
-                     question_overrides=parse_overrides(args.question_set, "--question-set"), jobs=args.jobs,
-                     device=args.device, progress=not args.no_progress, parse_min_score=args.parse_min_score)
-    return models, spec
 
 
 def get_args_parser() -> argparse.ArgumentParser:

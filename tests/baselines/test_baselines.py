@@ -229,14 +229,18 @@ def test_bad_records_name_file_question_and_field(tmp_path):
 
 # ---------------------------------------------------------------------------- the experiment
 def test_needs_and_models_know_the_baselines():
-    from nsvqa import experiment
+    from nsvqa import experiment, models
+    from nsvqa.models import Needs
 
-    assert set(baselines.names()) <= set(experiment.MODELS) and "nsvqa" in experiment.MODELS
-    assert experiment.needs(["lstm", "random"]) == (False, False)
-    assert experiment.needs(["lstm", "nsvqa+gtprog"]) == (True, False)
-    assert experiment.needs(["cnn_lstm", "pnsvqa"]) == (True, True)
+    assert set(baselines.names()) < set(models.names()) and "nsvqa" in models.names()
+    need = lambda labels: models.needs(experiment.model_specs(labels))  # noqa: E731
+    assert need(["lstm", "random"]) == Needs(False, False)
+    assert need(["lstm", "nsvqa+gtprog"]) == Needs(True, False)
+    assert need(["cnn_lstm", "pnsvqa"]) == Needs(True, True)
     with pytest.raises(experiment.ExperimentError, match=r"unknown model\(s\) \['nope'\]; valid: nsvqa, .*cnn_lstm"):
-        experiment.needs(["nope"])
+        experiment.model_specs(["nope"])
+    with pytest.raises(experiment.ExperimentError, match=r"'lstm' does not answer from ground-truth programs"):
+        experiment.model_specs(["lstm+gtprog"])
 
 
 def test_train_variant_trains_baselines_alone_and_evaluate_rd_reads_them(root, tmp_path, load_script):
@@ -244,7 +248,7 @@ def test_train_variant_trains_baselines_alone_and_evaluate_rd_reads_them(root, t
 
     models = ["random", "majority", "lstm", "cnn_lstm"]
     spec = TrainSpec(profile="tiny", progress=False,
-                     baseline_overrides={"lstm": {"steps": 4}, "cnn_lstm": {"steps": 4}})
+                     model_overrides={"lstm": {"steps": 4}, "cnn_lstm": {"steps": 4}})
     runs = tmp_path / "runs"
     summary = train_variant(root, "mid", runs, models=models, spec=spec, tests=["mid", "hard"], echo=lambda s: None)
     run = VariantRun(runs, "mid")
@@ -257,12 +261,12 @@ def test_train_variant_trains_baselines_alone_and_evaluate_rd_reads_them(root, t
             assert [p.question_index for p in preds] == list(range(len(questions)))
             assert [p.answer for p in preds] == [str(q["answer"]).lower() for q in questions]
             assert all(p.prediction is not None and not p.guessed for p in preds)
-    assert load_checkpoint(run.baseline_dir("lstm") / "baseline.pt")["train_state"]["step"] == 4
+    assert load_checkpoint(run.model_dir("lstm") / "baseline.pt")["train_state"]["step"] == 4
     # a second call finds the baselines trained
-    mtime = (run.baseline_dir("cnn_lstm") / "baseline.pt").stat().st_mtime_ns
+    mtime = (run.model_dir("cnn_lstm") / "baseline.pt").stat().st_mtime_ns
     train_variant(root, "mid", runs, models=models, spec=spec, tests=["mid", "hard"], echo=lambda s: None)
-    assert (run.baseline_dir("cnn_lstm") / "baseline.pt").stat().st_mtime_ns == mtime
-    assert "nothing to do" in (run.baseline_dir("majority") / "train.log").read_text()
+    assert (run.model_dir("cnn_lstm") / "baseline.pt").stat().st_mtime_ns == mtime
+    assert "nothing to do" in (run.model_dir("majority") / "train.log").read_text()
 
     rc = load_script("evaluate_rd").main(["--runs", str(runs), "--out", str(tmp_path / "rep"), "--allow-partial-rd",
                                           "--no-plots"])

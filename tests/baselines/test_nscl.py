@@ -19,6 +19,7 @@ from executors.io import normalize_answer
 from executors.program import Program
 from executors.scene import SymbolicScene
 from nsvqa.checkpoint import load_checkpoint
+from nsvqa.models import PredictInputs
 from nsvqa.predictions import read_predictions
 
 ONTO = load_ontology("superclevr")
@@ -206,7 +207,7 @@ def test_predicts_from_detections_and_parsed_programs(root, tmp_path):
     rows[0] = {"program": None, "valid": False, "error": "no parse"}
     progs = tmp_path / "programs.json"
     progs.write_text(json.dumps({"programs": rows}))
-    preds = model.predict(run, root, "mid", "test", likelihoods=lik, programs=progs)
+    preds = model.predict(run, root, "mid", "test", inputs=PredictInputs(likelihoods=lik, programs=progs))
     majority = load_checkpoint(run / "baseline.pt")["vocabularies"]["majority_answer"]
     assert len(preds) == len(questions)
     assert preds[0].invalid_program and preds[0].guessed and preds[0].prediction == majority
@@ -215,22 +216,26 @@ def test_predicts_from_detections_and_parsed_programs(root, tmp_path):
     on_0 = [p for p, q in zip(preds[1:], questions[1:]) if q["image_index"] == scenes[0]["image_index"]]
     assert on_0 and not any(p.guessed for p in on_0)
     # a stricter detection threshold than the config's: no box left on image 0 either
-    strict = model.predict(run, root, "mid", "test", likelihoods=lik, programs=progs, min_score=0.95)
+    strict = model.predict(run, root, "mid", "test", inputs=PredictInputs(likelihoods=lik, programs=progs), min_score=0.95)
     assert all(p.guessed for p in strict)
     with pytest.raises(ValueError, match="min_score must be in"):
-        model.predict(run, root, "mid", "test", likelihoods=lik, programs=progs, min_score=2.0)
+        model.predict(run, root, "mid", "test", inputs=PredictInputs(likelihoods=lik, programs=progs), min_score=2.0)
     rows.pop()
     progs.write_text(json.dumps({"programs": rows}))
     with pytest.raises(FormatError, match="programs for"):
-        model.predict(run, root, "mid", "test", likelihoods=lik, programs=progs)
+        model.predict(run, root, "mid", "test", inputs=PredictInputs(likelihoods=lik, programs=progs))
 
 
-def test_the_experiment_gives_nscl_the_parsers():
-    from nsvqa import experiment
+def test_the_experiment_gives_nscl_the_parsers(tmp_path):
+    from nsvqa import experiment, models
+    from nsvqa.models import Needs
 
-    assert experiment.parsing_baselines(["nscl", "lstm", "nsvqa"]) == ["nscl"]
-    assert experiment.needs(["nscl"]) == (True, True)
-    assert experiment.needs(["lstm", "nsvqa+gtprog"]) == (True, False)
+    specs = experiment.model_specs(["nscl", "nscl+gtprog", "lstm"])
+    assert [models.get(s.name).needs(s) for s in specs] == [Needs(True, True), Needs(True, False), Needs()]
+    run = experiment.VariantRun(tmp_path, "mid", seed=3)
+    assert run.inputs("hard", specs[0]) == PredictInputs(run.parsed("hard", "likelihoods"),
+                                                         run.parsed("hard", "programs"), seed=3)
+    assert run.inputs("hard", specs[1]).programs is None and run.inputs("hard", specs[2]) == PredictInputs(seed=3)
 
 
 # ---------------------------------------------------------------------------- the command line

@@ -1,4 +1,4 @@
-"""nsvqa.pipeline: NS-VQA / P-NSVQA reasoners, guesses after failures, predictions records."""
+"""nsvqa.models.pipeline: NS-VQA / P-NSVQA reasoners, guesses after failures, predictions records."""
 from __future__ import annotations
 
 import numpy as np
@@ -6,7 +6,7 @@ import pytest
 
 from executors import Node, Program, SceneLikelihoods, SymbolicScene, load_ontology
 from nsvqa.generation.questions import QuestionGenerator, synthetic_scene
-from nsvqa.pipeline import GT_PROGRAMS, NSVQA, PNSVQA, REASONERS, answer_pool, make_reasoner, predict
+from nsvqa.models.pipeline import NSVQA, PNSVQA, REASONERS, answer_pool, make_reasoner, predict
 from nsvqa.predictions import question_meta
 
 ONTO = load_ontology("superclevr")
@@ -121,10 +121,10 @@ def test_nsvqa_drops_unlikely_detections(world):
     assert p.prediction == "4" and p.probability == pytest.approx(0.7)
 
 
-def test_model_names():
-    assert make_reasoner("pnsvqa-exact" + GT_PROGRAMS, ONTO).name == "pnsvqa-exact"
-    with pytest.raises(ValueError, match="unknown model 'film'"):
-        make_reasoner("film", ONTO)
+def test_reasoner_names():
+    assert [make_reasoner(n, ONTO).name for n in REASONERS] == list(REASONERS)
+    with pytest.raises(ValueError, match="unknown reasoner 'nsvqa\\+gtprog'"):  # options are no part of a name
+        make_reasoner("nsvqa+gtprog", ONTO)
 
 
 def test_a_failed_execution_carries_the_trace_before_the_failure(world):

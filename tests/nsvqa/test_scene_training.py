@@ -163,7 +163,7 @@ def test_a_perfect_parse_scores_perfectly(data):
         np.testing.assert_array_equal(arrays["part_attr.color"][k, :len(lik)], lik.part_attributes["color"])
     qs = json.loads((data / "questions" / "val_questions.json").read_text())["questions"]
     ex = executor_accuracy(liks, qs, ONTO)
-    for model in ("ns_vqa", "p_nsvqa_threshold", "p_nsvqa_exact"):
+    for model in ("nsvqa", "pnsvqa", "pnsvqa-exact"):
         assert ex[model]["all"] == 1.0, (model, ex)
 
 

@@ -10,33 +10,38 @@ Three reasoners share the parsers and differ in how they execute a program:
   exist = 1 - prod(1 - p)).
 
 Each runs on programs from the question parser (the real system) or on the ground-truth programs
-(``<model>+gtprog``, which isolates the scene parser and the executor). When a program is invalid or
+(the ``gt_programs`` option of a :class:`~nsvqa.models.ModelSpec`, labelled ``<model>+gtprog``,
+which isolates the scene parser and the executor). The three are registered models
+(:class:`PipelineModel`): they train nothing of their own, and answer from the variant run's parses. When a program is invalid or
 its execution fails, NS-VQA's habit is a random guess: :func:`predict` draws one among the answers
 of the program's answer type (all answers when the program is invalid), seeded per question, and
 flags it (``guessed`` with ``invalid_program`` or ``execution_error``), so that the evaluator reports
 accuracy with and without guesses.
 
-Only numpy and the executors are needed here; the parsers' outputs come as
+The reasoners need only numpy and the executors; the parsers' outputs come as
 :class:`~executors.SceneLikelihoods` and :class:`~executors.Program` objects.
 """
 from __future__ import annotations
 
+import json
+import os
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 
 from executors import DeterministicExecutor, ExecutionError, Ontology, ProbabilisticExecutor, Program, SceneLikelihoods
+from executors.errors import FormatError
 from executors.probabilistic import ValueSpace
 from executors.scene import argmax_scene
 
-from .predictions import Prediction, QuestionMeta
+from ..predictions import Prediction, QuestionMeta
+from . import Model, ModelSpec, PredictInputs, register
 
-#: Reasoner names (the ``<model>`` of predictions files).
+#: Reasoner names (registered models; the ``<model>`` of predictions files).
 REASONERS = ("nsvqa", "pnsvqa", "pnsvqa-exact")
-#: Suffix of a reasoner run on the ground-truth programs.
-GT_PROGRAMS = "+gtprog"
 #: Largest count a guess may draw (scenes hold at most 10 objects).
 MAX_COUNT = 10
 
@@ -162,15 +167,14 @@ class PNSVQA(Reasoner):
 
 def make_reasoner(name: str, ontology: Ontology, *, threshold: float = 0.7, device: Any = None,
                   min_exist: float = 0.5, min_part: float = 0.5) -> Reasoner:
-    """The reasoner of a model name (:data:`REASONERS`, with or without :data:`GT_PROGRAMS`)."""
-    base = name[:-len(GT_PROGRAMS)] if name.endswith(GT_PROGRAMS) else name
-    if base == "nsvqa":
+    """The reasoner of a name of :data:`REASONERS`."""
+    if name == "nsvqa":
         return NSVQA(ontology, min_exist, min_part)
-    if base == "pnsvqa":
+    if name == "pnsvqa":
         return PNSVQA(ontology, "threshold", threshold, device)
-    if base == "pnsvqa-exact":
+    if name == "pnsvqa-exact":
         return PNSVQA(ontology, "exact", threshold, device)
-    raise ValueError(f"unknown model {name!r}; valid: {', '.join(REASONERS)} (each also with {GT_PROGRAMS!r})")
+    raise ValueError(f"unknown reasoner {name!r}; valid: {', '.join(REASONERS)}")
 
 
 def answer_pool(program: Program | None, ontology: Ontology, space: ValueSpace | None = None) -> list:
@@ -215,5 +219,83 @@ def predict(reasoner: Reasoner, metas: Sequence[QuestionMeta], programs: Sequenc
     return out
 
 
-__all__ = ["REASONERS", "GT_PROGRAMS", "Answer", "Reasoner", "NSVQA", "PNSVQA", "make_reasoner", "answer_pool",
+# ---------------------------------------------------------------------------- registered models
+def read_parsed_programs(path: str | os.PathLike, n_questions: int, questions_file: str | os.PathLike) -> list[Program | None]:
+    """The programs of a question parser's ``programs.json`` (None where it produced none).
+
+    Raises:
+        FormatError: the file holds another number of programs than ``questions_file`` questions.
+    """
+    with open(path) as f:
+        rows = json.load(f)["programs"]
+    if len(rows) != n_questions:
+        raise FormatError(f"{path}: {len(rows)} programs for the {n_questions} questions of {questions_file}")
+    return [Program.from_json(r["program"]) if r["program"] is not None else None for r in rows]
+
+
+class PipelineModel(Model):
+    """A reasoner of :data:`REASONERS` as a registered model: nothing of its own to train; it
+    answers from the variant run's scene parses and (unless ``gt_programs``) question parses.
+
+    Attributes:
+        threshold: P-NSVQA's selection threshold in threshold mode (0.7, the paper's).
+    """
+
+    uses_parses = True
+    supports_gt_programs = True
+    threshold: float = 0.7
+
+    def reasoner(self, ontology: Ontology) -> Reasoner:
+        """The model's :class:`Reasoner` (NS-VQA keeps detections with existence >= 0.5)."""
+        return make_reasoner(self.name, ontology, threshold=self.threshold)
+
+    def predict(self, run_dir, root, variant, split="test", *, spec: ModelSpec | None = None,
+                inputs: PredictInputs = PredictInputs(), device: str = "cpu", progress: bool = False) -> list[Prediction]:
+        """Predictions on ``ROOT/VARIANT``'s split from ``inputs.likelihoods`` and either the
+        ground-truth programs (``spec.gt_programs``) or ``inputs.programs``; failures are guessed,
+        seeded by ``inputs.seed`` (see :func:`predict`).
+
+        Raises:
+            ValueError: a parse output the model needs is missing from ``inputs``;
+            FormatError: a malformed questions, likelihoods or programs file.
+        """
+        from executors import load_ontology
+        from executors.io import load_questions
+
+        from ..predictions import load_question_meta
+        from ..scene_eval import load_parsed
+
+        gt = spec is not None and spec.gt_programs
+        if inputs.likelihoods is None or (inputs.programs is None and not gt):
+            raise ValueError(f"model {self.name!r} answers from the run's parses: PredictInputs needs likelihoods"
+                             f"{'' if gt else ' and programs'}")
+        onto = load_ontology("superclevr")
+        qpath = Path(root) / variant / "questions" / f"{split}_questions.json"
+        metas = load_question_meta(root, variant, split, ontology=onto)
+        _, liks = load_parsed(inputs.likelihoods, onto)
+        scenes = {lik.image_index: lik for lik in liks}
+        if gt:
+            programs = [Program.from_json(q["program"]) for q in load_questions(qpath)]
+        else:
+            programs = read_parsed_programs(inputs.programs, len(metas), qpath)
+        return predict(self.reasoner(onto), metas, programs, scenes, seed=inputs.seed)
+
+
+@register("nsvqa")
+class NSVQAModel(PipelineModel):
+    """NS-VQA: the deterministic executor on the most likely parsed scene (Yi et al., 2018)."""
+
+
+@register("pnsvqa")
+class PNSVQAModel(PipelineModel):
+    """P-NSVQA: the probabilistic executor on the likelihoods, the paper's 0.7 threshold mode."""
+
+
+@register("pnsvqa-exact")
+class PNSVQAExactModel(PipelineModel):
+    """P-NSVQA with exact inference (Poisson-binomial count, exist = 1 - prod(1 - p))."""
+
+
+
+__all__ = ["REASONERS", "PipelineModel", "Answer", "Reasoner", "NSVQA", "PNSVQA", "make_reasoner", "answer_pool",
            "predict"]

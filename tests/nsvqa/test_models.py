@@ -1,0 +1,143 @@
+"""nsvqa.models: the one model interface, the registry, model specs and options, and a toy model
+that a test registers and runs through the experiment like any other (one file plus its
+registration is all a new model takes)."""
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from nsvqa import models
+from nsvqa.models import PROFILE_NAMES, Model, ModelSpec, Needs, PredictInputs, UnknownModel, register
+
+
+def test_pipeline_models_are_registered_with_their_needs():
+    assert models.names()[:3] == ("nsvqa", "pnsvqa", "pnsvqa-exact")
+    for name in ("nsvqa", "pnsvqa", "pnsvqa-exact"):
+        m = models.get(name)
+        assert not m.trainable and m.train(None, "unused") is None
+        assert m.needs(ModelSpec(name)) == Needs(True, True)
+        assert m.needs(ModelSpec(name, gt_programs=True)) == Needs(True, False)
+
+
+def test_specs_spell_options_and_round_trip():
+    for label in ("nsvqa", "pnsvqa-exact+gtprog"):
+        assert models.parse_spec(label).label == label
+    assert models.parse_spec("pnsvqa+gtprog") == ModelSpec("pnsvqa", gt_programs=True)
+    with pytest.raises(ValueError, match=r"unknown option '\+beam'"):
+        models.parse_spec("nsvqa+beam")
+    with pytest.raises(UnknownModel, match=r"unknown model 'nope'; valid: nsvqa, pnsvqa, pnsvqa-exact"):
+        models.get("nope")
+    with pytest.raises(UnknownModel, match=r"unknown model\(s\) \['a', 'b\+gtprog'\]"):
+        models.parse_specs(["nsvqa", "a", "b+gtprog"])
+    assert models.needs([ModelSpec("nsvqa", True), ModelSpec("pnsvqa")]) == Needs(True, True)
+    assert models.needs([ModelSpec("nsvqa", True)]) == Needs(True, False)
+
+
+def test_register_checks_names_and_profiles():
+    class Bad(Model):
+        def predict(self, *a, **k):
+            return []
+
+    with pytest.raises(ValueError, match="'\\+' spells options"):
+        register("x+y")(Bad)
+    with pytest.raises(ValueError, match="already registered"):
+        register("nsvqa")(Bad)
+
+    @dataclass(frozen=True)
+    class Cfg:
+        data: str
+        profile: str = "tiny"
+
+    class NoProfiles(Bad):
+        config_class = Cfg
+        profiles = {"tiny": {}}
+
+    with pytest.raises(ValueError, match=r"no profile \['demo', 'mini', 'full'\]"):
+        register("noprofiles")(NoProfiles)
+    assert "noprofiles" not in models.names()
+
+
+def test_a_pipeline_model_without_its_parses_says_what_is_missing(tmp_path):
+    with pytest.raises(ValueError, match="needs likelihoods and programs"):
+        models.get("pnsvqa").predict(None, tmp_path, "mid", "test", inputs=PredictInputs())
+    with pytest.raises(ValueError, match="needs likelihoods$"):
+        models.get("nsvqa").predict(None, tmp_path, "mid", "test", spec=ModelSpec("nsvqa", True))
+
+
+# ---------------------------------------------------------------------------- a toy model
+@dataclass(frozen=True)
+class PriorConfig:
+    """The toy model's config: what every trainable model's config starts with."""
+
+    data: str
+    profile: str = "tiny"
+    model: str = ""
+    seed: int = 0
+    device: str = "cpu"
+
+
+class TypePrior(Model):
+    """Answers each question with the most frequent training answer of its question type."""
+
+    config_class = PriorConfig
+    profiles = {p: {} for p in PROFILE_NAMES}
+
+    def train(self, cfg, out, *, resume=False, progress=True):
+        from nsvqa.predictions import load_question_meta
+
+        folder = Path(cfg.data)
+        metas = load_question_meta(folder.parent, folder.name, "train")
+        by_type: dict[str, Counter] = {}
+        for m in metas:
+            by_type.setdefault(m.question_type, Counter())[m.answer] += 1
+        out = Path(out)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "prior.json").write_text(json.dumps({t: c.most_common(1)[0][0] for t, c in by_type.items()}))
+        return out
+
+    def predict(self, run_dir, root, variant, split="test", *, spec=None, inputs=PredictInputs(), device="cpu",
+                progress=False):
+        from nsvqa.predictions import load_question_meta
+
+        prior = json.loads((Path(run_dir) / "prior.json").read_text())
+        return [m.prediction(prior.get(m.question_type)) for m in load_question_meta(root, variant, split)]
+
+
+@pytest.fixture
+def toy_model():
+    register("type_prior")(TypePrior)
+    yield models.get("type_prior")
+    models.unregister("type_prior")
+
+
+@pytest.fixture(scope="module")
+def data_root(tmp_path_factory, require_renderer):
+    from nsvqa.generation.dataset import generate_split, job_for
+
+    root = tmp_path_factory.mktemp("data")
+    for variant, split, n, seed in (("mid", "train", 3, 3), ("mid", "val", 1, 4), ("mid", "test", 2, 5),
+                                    ("hard", "test", 2, 6)):
+        generate_split(job_for(root, variant, split, n, seed, 64, 48), progress=False)
+    return root
+
+
+def test_a_toy_model_registered_in_a_test_runs_through_the_experiment(toy_model, data_root, tmp_path):
+    from nsvqa.experiment import VariantRun, train_variant
+    from nsvqa.predictions import read_predictions
+
+    assert "type_prior" in models.names() and toy_model.trainable and toy_model.needs() == Needs()
+    summary = train_variant(data_root, "mid", tmp_path, models=["type_prior"], tests=["mid", "hard"],
+                            spec=None, echo=lambda s: None)
+    run = VariantRun(tmp_path, "mid")
+    assert not run.scene_dir.exists() and not run.question_dir.exists()  # it needs no parser
+    prior = json.loads((run.model_dir("type_prior") / "prior.json").read_text())
+    for test in ("mid", "hard"):
+        preds = read_predictions(run.predictions("type_prior", test))
+        assert preds and all(p.prediction == prior.get(p.question_type) for p in preds)
+        acc = sum(p.prediction == p.answer for p in preds) / len(preds)
+        assert summary["accuracy"]["type_prior"][test]["accuracy"] == pytest.approx(acc)
+    assert set(summary["seconds"]) >= {"model_type_prior", "test_mid", "test_hard"}
