@@ -31,13 +31,12 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from executors.errors import FormatError
 from executors.io import normalize_answer
 from executors.ontology import Ontology, load_ontology
+from nsvqa.artifacts.questions import Question, questions_path, read_questions
 from nsvqa.checkpoint import load_checkpoint, save_checkpoint
 from nsvqa.models import ModelSpec, PredictInputs
 from nsvqa.predictions import Prediction, load_question_meta
-from nsvqa.question_eval import read_question_items
 from nsvqa.question_training import BatchSchedule
 from nsvqa.training import RunDir, check_finite, seed_everything, warmup_cosine
 from parsers.question.vocab import NULL_ID, Vocabulary, tokenize
@@ -70,39 +69,24 @@ def answer_vocabulary(ontology: Ontology, train_answers: Sequence[str] = ()) -> 
     return out + sorted({a for a in train_answers if a not in known})
 
 
-@dataclass(frozen=True)
-class QARecord:
-    """One question of a split: text, normalised answer (None when the file has none), image file."""
-
-    index: int
-    question: str
-    answer: str | None
-    image_filename: str | None
+#: One question of a split as the learned baselines read it: the questions artifact's typed item
+#: (``index``, ``question`` text, normalised ``answer`` or None, ``image_filename`` or None,
+#: ``obj_map`` for mDETR, ...).
+QARecord = Question
 
 
 def read_qa(folder: str | Path, split: str, ontology: Ontology, *, require_answer: bool,
             require_image: bool, limit: int | None = None) -> list[QARecord]:
-    """The questions of ``FOLDER/questions/<split>_questions.json`` (the first ``limit``).
+    """The questions of ``FOLDER/questions/<split>_questions.json`` (the first ``limit``), each
+    with a string ``question`` (and a valid program when it has one).
 
     Raises:
         FormatError: no such file, or a record without a string ``question``, without ``answer``
             (when required) or without a string ``image_filename`` (when required); the message
             names the file, the question and the field.
     """
-    path = Path(folder) / "questions" / f"{split}_questions.json"
-    items = read_question_items(path, ontology, require_program=False, limit=limit)
-    out = []
-    for it in items:
-        where = f"{path}, question {it.index}"
-        answer = it.record.get("answer")
-        if answer is None and require_answer:
-            raise FormatError(f"{where}: missing field 'answer'")
-        image = it.record.get("image_filename")
-        if require_image and not isinstance(image, str):
-            raise FormatError(f"{where}, field 'image_filename': expected a string, got {type(image).__name__}")
-        out.append(QARecord(it.index, it.question, None if answer is None else normalize_answer(answer),
-                            image if isinstance(image, str) else None))
-    return out
+    return list(read_questions(questions_path(folder, split), ontology, require_text=True,
+                               require_answer=require_answer, require_image=require_image, limit=limit))
 
 
 def encode_questions(questions: Sequence[str], vocab: Vocabulary) -> tuple[list[list[int]], np.ndarray]:
@@ -406,10 +390,10 @@ class NeuralBaseline(Baseline):
         model, cfg, vocab, answers = self.load(run_dir, device)
         onto = load_ontology(cfg.ontology)
         folder = Path(root) / variant
-        metas = load_question_meta(root, variant, split, ontology=onto)
-        records = read_qa(folder, split, onto, require_answer=False, require_image=self.uses_images)
-        if len(records) != len(metas):  # both read the same file; a guard for the pairing below
-            raise FormatError(f"{folder}: {len(records)} questions but {len(metas)} labels for split {split!r}")
+        questions = read_questions(questions_path(folder, split), onto, require_text=True, require_program=True,
+                                   require_answer=True, require_image=self.uses_images)  # read once
+        metas = load_question_meta(root, variant, split, ontology=onto, questions=questions)
+        records = list(questions)
         images = None
         if self.uses_images:
             images = load_images(folder, split, [r.image_filename for r in records], cfg.image_width, cfg.image_height,

@@ -73,8 +73,9 @@ from torch import nn
 from torch.nn import functional as F
 
 from executors.errors import FormatError
-from executors.io import question_records, read_json, scene_records
 from executors.ontology import Ontology, load_ontology
+from nsvqa.artifacts.questions import questions_path, read_questions
+from nsvqa.artifacts.scenes import read_scenes, scenes_path
 from nsvqa.checkpoint import load_checkpoint, save_checkpoint
 from nsvqa.models import ModelSpec, PredictInputs
 from nsvqa.predictions import Prediction, load_question_meta
@@ -271,26 +272,24 @@ def grounding_targets(folder: str | Path, split: str, records: Sequence[QARecord
             scene box; the message names the file, the question (or scene, object) and the field.
     """
     folder = Path(folder)
-    qpath = folder / "questions" / f"{split}_questions.json"
-    spath = folder / "scenes" / f"{split}_scenes.json"
+    qpath = questions_path(folder, split)
+    spath = scenes_path(folder, split)
     if not spath.is_file():
         raise FormatError(f"{spath}: no scenes file (mdetr trains on the scenes' boxes)")
-    raw = question_records(read_json(qpath), str(qpath))
-    scenes = scene_records(read_json(spath), str(spath))
-    by_file = {s.get("image_filename"): k for k, s in enumerate(scenes) if isinstance(s, dict)}
+    scenes = read_scenes(spath)
+    by_file = {s.image_filename: k for k, s in enumerate(scenes) if s.image_filename is not None}
     sizes: dict[int, tuple[float, float]] = {}
     boxes, positives = [], []
     for r, offs in zip(records, offsets):
-        q = raw[r.index]
         where = f"{qpath}, question {r.index}"
         k = by_file.get(r.image_filename)
         if k is None:
             raise FormatError(f"{where}, field 'image_filename': {r.image_filename!r} has no scene in {spath}")
-        scene = scenes[k]
-        objects = scene.get("objects") or []
+        scene = scenes[k].record
+        objects = scenes[k].objects
         if k not in sizes:
             sizes[k] = _image_size(scene, folder / "images" / split / r.image_filename)
-        omap = q.get("obj_map")
+        omap = r.obj_map
         if omap is None:
             raise FormatError(f"{where}: missing field 'obj_map'")
         if not isinstance(omap, dict):
@@ -878,10 +877,10 @@ class MDETRBaseline(Baseline):
         groups = answer_groups(answers)
         onto = load_ontology(cfg.ontology)
         folder = Path(root) / variant
-        metas = load_question_meta(root, variant, split, ontology=onto)
-        records = read_qa(folder, split, onto, require_answer=False, require_image=True)
-        if len(records) != len(metas):  # both read the same file; a guard for the pairing below
-            raise FormatError(f"{folder}: {len(records)} questions but {len(metas)} labels for split {split!r}")
+        questions = read_questions(questions_path(folder, split), onto, require_text=True, require_program=True,
+                                   require_answer=True, require_image=True)  # read once
+        metas = load_question_meta(root, variant, split, ontology=onto, questions=questions)
+        records = list(questions)
         data = encode_split(folder, split, records, answers, cfg, onto, targets=False, progress=progress)
         dev = torch.device(device)
         out: list[Prediction] = []

@@ -46,7 +46,6 @@ is invalid, or whose image has no box, gets the most frequent training answer, f
 """
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -59,9 +58,13 @@ from torch.nn import functional as F
 
 from executors.dsl import OBJECT, PART, PART_SET, SIGNATURES, VALUE_TYPES
 from executors.errors import ExecutionError, FormatError
-from executors.io import normalize_answer, question_records, read_json, scene_records
+from executors.io import normalize_answer
 from executors.ontology import Ontology, load_ontology
 from executors.program import Program
+from nsvqa.artifacts.likelihoods import read_likelihoods
+from nsvqa.artifacts.programs import read_programs
+from nsvqa.artifacts.questions import QuestionsFile, questions_path, read_questions
+from nsvqa.artifacts.scenes import read_scenes, scenes_path
 from nsvqa.checkpoint import load_checkpoint, save_checkpoint
 from nsvqa.models import ModelSpec, PredictInputs
 from nsvqa.predictions import Prediction, load_question_meta
@@ -435,91 +438,51 @@ def scene_boxes(folder: Path, split: str) -> dict[str, np.ndarray]:
         FormatError: a missing scenes file, or an object without a 4-number ``bbox`` (file, scene,
             object and field named).
     """
-    path = folder / "scenes" / f"{split}_scenes.json"
-    if not path.is_file():
-        raise FormatError(f"{path}: no scenes file")
-    out = {}
-    for k, s in enumerate(scene_records(read_json(path), str(path))):
-        rows = []
-        for j, o in enumerate(s.get("objects", [])):
-            b = o.get("bbox")
-            if not (isinstance(b, list) and len(b) == 4 and all(isinstance(v, (int, float)) for v in b)):
-                raise FormatError(f"{path}, scene {k}, object {j}, field 'bbox': expected [x, y, w, h], got {b!r}")
-            rows.append([b[0], b[1], b[0] + b[2], b[1] + b[3]])
-        out[s.get("image_filename", f"#{k}")] = np.asarray(rows, dtype=np.float32).reshape(-1, 4)
-    return out
+    return {s.image_filename or f"#{s.index}": s.boxes() for s in read_scenes(scenes_path(folder, split))}
 
 
-def detection_boxes(path: str | Path, min_score: float) -> dict[str, np.ndarray]:
-    """image file -> (n, 4) xyxy boxes of a scene parser's ``likelihoods.json`` scoring >= min_score.
+def detection_boxes(path: str | Path, min_score: float, ontology: Ontology | None = None) -> dict[str, np.ndarray]:
+    """image file -> (n, 4) xyxy boxes of a scene parser's ``likelihoods.json`` scoring >= min_score
+    (:func:`nsvqa.artifacts.read_likelihoods`).
 
     Raises:
-        FormatError: no such file, or a detection without a 4-number ``box`` (file, scene, field).
+        FormatError: no such file, or a malformed one (file, scene, detection and field named).
     """
-    path = Path(path)
-    if not path.is_file():
-        raise FormatError(f"{path}: no likelihoods file")
-    out = {}
-    for k, s in enumerate(read_json(path).get("scenes", [])):
-        rows = []
-        for j, d in enumerate(s.get("detections", [])):
-            b = d.get("box")
-            if not (isinstance(b, list) and len(b) == 4):
-                raise FormatError(f"{path}, scene {k}, detection {j}, field 'box': expected [x1, y1, x2, y2]")
-            if float(d.get("score", 1.0)) >= min_score:
-                rows.append(b)
-        name = s.get("image_filename")
-        if not isinstance(name, str):
-            raise FormatError(f"{path}, scene {k}, field 'image_filename': expected a string")
-        out[name] = np.asarray(rows, dtype=np.float32).reshape(-1, 4)
-    return out
+    return read_likelihoods(path, ontology).boxes(min_score)
 
 
-def parsed_programs(path: str | Path, n: int) -> list[Program | None]:
-    """The programs of a question parser's ``programs.json`` (None where it gave none).
+def parsed_programs(path: str | Path, n: int | Sequence[Any]) -> list[Program | None]:
+    """The programs of a question parser's ``programs.json`` (None where it gave none), for ``n``
+    questions (a number or the questions read).
 
     Raises:
-        FormatError: no such file, or a number of programs other than ``n``.
+        FormatError: no such file, a malformed one, or a number of programs other than ``n``.
     """
-    path = Path(path)
-    if not path.is_file():
-        raise FormatError(f"{path}: no programs file")
-    with open(path) as f:
-        rows = json.load(f).get("programs", [])
-    if len(rows) != n:
-        raise FormatError(f"{path}: {len(rows)} programs for {n} questions")
-    out: list[Program | None] = []
-    for r in rows:
-        try:
-            out.append(Program.from_json(r["program"]) if r.get("program") is not None else None)
-        except ExecutionError:
-            out.append(None)
-    return out
+    return read_programs(path, questions=n).program_list()
 
 
 def load_split(folder: Path, split: str, onto: Ontology, cfg: NSCLConfig, *, require_answer: bool,
                limit: int | None = None, boxes: Mapping[str, np.ndarray] | None = None,
                programs: Sequence[Program | None] | None = None, cache: Path | None = None,
-               progress: bool = False) -> NSCLSplit:
+               progress: bool = False, questions: QuestionsFile | None = None) -> NSCLSplit:
     """A split for NSCL: questions with typed programs (``programs`` replaces the file's; an
     invalid one becomes None), resized images, and boxes (``boxes`` replaces the scenes' ones).
+
+    ``questions``: the split's questions file already read (:func:`nsvqa.artifacts.read_questions`
+    with ``require_image``; with the checks below), else it is read here.
 
     Raises:
         FormatError: a question without a usable program or answer where required (file, question
             and field named), a missing scenes file, or an image without boxes in ``boxes``.
     """
-    qpath = folder / "questions" / f"{split}_questions.json"
-    if not qpath.is_file():
-        raise FormatError(f"{qpath}: no questions file")
-    records = question_records(read_json(qpath), str(qpath))[:limit]  # NSCL reads programs, not the text
-    if programs is not None and len(programs) < len(records):
-        raise FormatError(f"{qpath}: {len(programs)} programs for {len(records)} questions")
-    files = []
-    for i, q in enumerate(records):
-        image = q.get("image_filename") if isinstance(q, dict) else None
-        if not isinstance(image, str):
-            raise FormatError(f"{qpath}, question {i}, field 'image_filename': expected a string")
-        files.append(image)
+    if questions is None:
+        questions = read_questions(questions_path(folder, split), onto, require_image=True,
+                                   require_answer=require_answer, require_program=programs is None and require_answer,
+                                   require_valid=programs is None, limit=limit)
+    items = list(questions)[:limit]  # NSCL reads programs, not the text
+    if programs is not None and len(programs) < len(items):
+        raise FormatError(f"{questions.path}: {len(programs)} programs for {len(items)} questions")
+    files = [q.image_filename for q in items]
     if boxes is None:
         boxes = scene_boxes(folder, split)
     distinct = list(dict.fromkeys(files))
@@ -532,27 +495,25 @@ def load_split(folder: Path, split: str, onto: Ontology, cfg: NSCLConfig, *, req
         w, h = _image_size(folder / "images" / split / name)
         scale = np.array([cfg.image_width / w, cfg.image_height / h] * 2, dtype=np.float32)
         box_rows.append(torch.from_numpy(boxes[name] * scale))
-    questions = []
-    for k, q in enumerate(records):
-        where = f"{qpath}, question {k}"
-        answer = q.get("answer")
-        if answer is None and require_answer:
-            raise FormatError(f"{where}: missing field 'answer'")
-        if programs is None and q.get("program") is None and require_answer:
-            raise FormatError(f"{where}: missing field 'program'")
-        types: tuple[str, ...] = ()
-        try:
-            program = programs[k] if programs is not None else (
-                Program.from_json(q["program"]) if q.get("program") is not None else None)
+    out = []
+    for k, q in enumerate(items):
+        if programs is None:  # the file's, validated once by the reader
+            program, types = q.program, q.program_types
+            if program is not None and types is None:  # read without the ontology
+                try:
+                    types = tuple(program.validate(onto))
+                except ExecutionError as e:
+                    raise FormatError(f"{q.where}, field 'program': {e}") from None
+            types = types or ()
+        else:
+            program, types = programs[k], ()
             if program is not None:
-                types = tuple(program.validate(onto))
-        except ExecutionError as e:
-            if programs is None:
-                raise FormatError(f"{where}, field 'program': {e}") from None
-            program = None  # a parser's invalid program: answered by a guess
-        questions.append(NSCLQuestion(k, program, types, None if answer is None else normalize_answer(answer),
-                                      rows[files[k]]))
-    return NSCLSplit(questions, images, box_rows, distinct)
+                try:
+                    types = tuple(program.validate(onto))
+                except ExecutionError:
+                    program = None  # a parser's invalid program: answered by a guess
+        out.append(NSCLQuestion(k, program, types, q.answer, rows[files[k]]))
+    return NSCLSplit(out, images, box_rows, distinct)
 
 
 class CurriculumSampler:
@@ -806,15 +767,11 @@ class NSCLBaseline(Baseline):
                          device: str = "cpu") -> dict[str, float]:
         """:func:`concept_accuracy` of the trained run on the objects of ``ROOT/VARIANT``'s split
         (those of images with questions), with the ground-truth boxes."""
-        from executors.scene import SymbolicScene
-
         net, cfg, _ = self.load(run_dir, device)
         onto = load_ontology(cfg.ontology)
         folder = Path(root) / variant
         data = load_split(folder, split, onto, cfg, require_answer=False)
-        path = folder / "scenes" / f"{split}_scenes.json"
-        scenes = {s["image_filename"]: SymbolicScene.from_json(s, onto, where=f"{path}, scene {k}")
-                  for k, s in enumerate(scene_records(read_json(path), str(path)))}
+        scenes = {s.image_filename: s.symbolic(onto) for s in read_scenes(scenes_path(folder, split))}
         return concept_accuracy(net, data, scenes, onto, torch.device(device))
 
     def predict(self, run_dir: str | Path, root: str | Path, variant: str, split: str = "test", *,
@@ -829,11 +786,14 @@ class NSCLBaseline(Baseline):
             cfg.check()
         onto = load_ontology(cfg.ontology)
         folder = Path(root) / variant
-        metas = load_question_meta(root, variant, split, ontology=onto)
-        boxes = detection_boxes(inputs.likelihoods, cfg.min_score) if inputs.likelihoods is not None else None
-        progs = parsed_programs(inputs.programs, len(metas)) if inputs.programs is not None else None
+        likelihoods, programs = inputs.likelihoods, inputs.programs
+        questions = read_questions(questions_path(folder, split), onto, require_program=True, require_answer=True,
+                                   require_image=True, require_valid=programs is None)  # read once
+        metas = load_question_meta(root, variant, split, ontology=onto, questions=questions)
+        boxes = detection_boxes(likelihoods, cfg.min_score, onto) if likelihoods is not None else None
+        progs = parsed_programs(programs, questions) if programs is not None else None
         data = load_split(folder, split, onto, cfg, require_answer=False, boxes=boxes, programs=progs,
-                          progress=progress)
+                          progress=progress, questions=questions)
         if len(data.questions) != len(metas):
             raise FormatError(f"{folder}: {len(data.questions)} questions but {len(metas)} labels for split {split!r}")
         got = answer_all(net, SoftExecutor(onto, cfg.count_sigma), data, torch.device(device), progress=progress,

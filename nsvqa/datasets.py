@@ -9,7 +9,6 @@
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,7 @@ from PIL import Image
 from torch.utils.data import Dataset
 
 from executors import load_ontology
+from nsvqa.artifacts.scenes import read_scenes
 from nsvqa.generation.annotations import rle_to_mask
 from parsers.scene.crops import crop_instance
 
@@ -128,7 +128,7 @@ class AttributeCropDataset(Dataset):
         path = self.root / "scenes" / f"{split}_scenes.json"
         if not path.exists():
             raise FileNotFoundError(f"{path}: no scenes for split {split!r} (generate the split first)")
-        self.scenes = {s["image_index"]: s for s in json.loads(path.read_text())["scenes"]}
+        self.scenes = {s.image_index: s.record for s in read_scenes(path)}
         self.onto = load_ontology("superclevr")
         self.items: list[CropItem] = []
         for idx in sorted(self.scenes):

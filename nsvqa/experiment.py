@@ -265,7 +265,8 @@ def parse_scenes(run: VariantRun, data: Path, split: str, *, progress: bool = Tr
     """``parsed/<test>/likelihoods.json`` of the run's scene parser on ``data``'s split (reused
     when its provenance matches). ``min_score``: detections kept (default: the run's config);
     their scores are the existence probabilities P-NSVQA uses, NS-VQA keeps those >= 0.5."""
-    from .scene_eval import likelihoods_document, parse_split, scene_record
+    from .artifacts import LikelihoodsHeader, ParsedSceneRecord, write_likelihoods
+    from .scene_eval import parse_split
     from .scene_training import load_scene_parser
 
     out = run.parsed(data.name, "likelihoods")
@@ -274,29 +275,27 @@ def parse_scenes(run: VariantRun, data: Path, split: str, *, progress: bool = Tr
            "split": split, "images": str(data / "images" / split), "min_score": parser.min_score}
     if _fresh(out, key):
         return out
-    records = [scene_record(p, idx, name) for idx, name, p in parse_split(parser, data, split, batch=batch,
-                                                                           progress=progress)]
-    write_json_atomic(out, likelihoods_document(parser, run.scene_dir, data, split, records, provenance=key))
+    scenes = [ParsedSceneRecord.from_parsed(p, idx, name)
+              for idx, name, p in parse_split(parser, data, split, batch=batch, progress=progress)]
+    write_likelihoods(out, LikelihoodsHeader.from_parser(parser, run.scene_dir, data, split, provenance=key), scenes)
     return out
 
 
 def parse_questions(run: VariantRun, data: Path, split: str, *, beam: int = 1) -> Path:
     """``parsed/<test>/programs.json``: the run's question parser on ``data``'s questions of
     ``split``, one record per question, in file order (reused when its provenance matches)."""
-    from .question_eval import read_question_items
+    from .artifacts import ParsedPrograms, questions_path, read_questions, write_programs
     from .question_training import CHECKPOINT, parser_from_checkpoint
 
     out = run.parsed(data.name, "programs")
-    qpath = data / "questions" / f"{split}_questions.json"
+    qpath = questions_path(data, split)
     key = {"checkpoint": fingerprint(run.question_dir / CHECKPOINT), "questions": fingerprint(qpath), "beam": beam}
     if _fresh(out, key):
         return out
     parser = parser_from_checkpoint(run.question_dir)
-    items = read_question_items(qpath, parser.ontology, require_program=False)
-    parsed = parser.parse([it.question for it in items], beam_size=beam)
-    programs = [{"program": p.program.to_json() if p.program is not None else None, "valid": p.valid,
-                 "error": p.error} for p in parsed]
-    write_json_atomic(out, {"provenance": key, "questions_file": str(qpath), "programs": programs})
+    items = read_questions(qpath, parser.ontology, require_text=True)
+    parsed = parser.parse([q.question for q in items], beam_size=beam)
+    write_programs(out, ParsedPrograms.from_parses(parsed, provenance=key, questions_file=qpath))
     return out
 
 

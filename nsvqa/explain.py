@@ -201,7 +201,7 @@ def explain(run_dir: str | os.PathLike, data: str | os.PathLike, split: str, ima
 def _program(q: Mapping, qi: int, qpath: Path, prog_path: Path, n_questions: int,
              gt_programs: bool) -> tuple[Program | None, str, str | None]:
     """(program or None, where it came from, why there is none / it is malformed)."""
-    import json
+    from .artifacts.programs import read_programs
 
     if gt_programs:
         try:
@@ -212,20 +212,16 @@ def _program(q: Mapping, qi: int, qpath: Path, prog_path: Path, n_questions: int
         raise ExplainError(f"{prog_path}: missing; run scripts/train_variant.py first (with a model that uses "
                            "the question parser), or pass --gt-programs to use the ground-truth program")
     try:
-        rows = json.loads(prog_path.read_text())["programs"]
-    except (OSError, ValueError, KeyError, TypeError) as e:
-        raise ExplainError(f"{prog_path}: not a readable programs file ({type(e).__name__}: {e})") from None
+        rows = read_programs(prog_path)
+    except FormatError as e:
+        raise ExplainError(f"not a readable programs file: {e}") from None
     if len(rows) != n_questions:
         raise ExplainError(f"{prog_path}: {len(rows)} programs for the {n_questions} questions of {qpath}")
     row = rows[qi]
     source = "question parser"
-    if not isinstance(row, Mapping) or row.get("program") is None:
-        err = row.get("error") if isinstance(row, Mapping) else None
-        return None, source, f"the question parser gave no valid program ({err or 'no reason recorded'})"
-    try:
-        return Program.from_json(row["program"]), source, None
-    except ExecutionError as e:
-        return None, source, f"invalid parsed program: {e}"
+    if row.program is None:
+        return None, source, f"the question parser gave no valid program ({row.error or 'no reason recorded'})"
+    return row.program, source, None
 
 
 def _run_probabilistic(ex: ProbabilisticExecutor, program: Program, lik: SceneLikelihoods):

@@ -33,11 +33,13 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from executors import ExecutionError, Ontology, Program, load_ontology
+from executors import Ontology, Program, load_ontology
 from executors.dsl import SIGNATURES
 from executors.errors import FormatError
-from executors.io import load_questions, normalize_answer, read_json, scene_records
+from executors.io import normalize_answer, read_json
 
+from .artifacts.questions import Question, QuestionsFile, questions_path, read_questions
+from .artifacts.scenes import read_scenes, scenes_path
 from .fileio import write_atomic
 
 #: Question types, by the function of the program's last node.
@@ -318,6 +320,30 @@ class QuestionMeta:
     ood: bool | None = None
     question_hash: str | None = None
 
+    @classmethod
+    def from_question(cls, q: Question, *, ontology: Ontology | None = None,
+                      ood_spec: Mapping[str, Any] | None = None, scene: Mapping[str, Any] | None = None,
+                      where: str | None = None) -> "QuestionMeta":
+        """The labels of a question read by :func:`nsvqa.artifacts.read_questions` (see
+        :func:`question_meta` for ``ontology``, ``ood_spec`` and ``scene``).
+
+        Raises:
+            FormatError: no ``program`` or ``answer``, or a last node with no question type; the
+                message names ``where`` (default the question's file and position) and the field.
+        """
+        where = q.where if where is None else where
+        onto = ontology or load_ontology("superclevr")
+        for name, value in (("program", q.program), ("answer", q.answer)):
+            if value is None:
+                raise FormatError(f"{where}, field {name!r}: missing")
+        try:
+            qtype = question_type(q.program)
+        except ValueError as e:
+            raise FormatError(f"{where}, field 'program': {e}") from None
+        ood = _ood(q.program, q.answer, onto, ood_spec, scene, where) if ood_spec else None
+        return cls(q.question_index, q.image_index, q.family, qtype, mentioned_concepts(q.program, onto), q.answer,
+                   ood, q.question_hash)
+
     def prediction(self, prediction: Any, probability: float | None = None, *, invalid_program: bool = False,
                    execution_error: bool = False, guessed: bool = False) -> Prediction:
         """A :class:`Prediction` for this question (``prediction`` normalised like answers)."""
@@ -457,28 +483,14 @@ def question_meta(q: Mapping[str, Any], where: str, *, position: int | None = No
         FormatError: a missing ``program`` or ``answer``, a malformed program, or a last node with
             no question type; the message names ``where`` and the field.
     """
-    onto = ontology or load_ontology("superclevr")
     for name in ("program", "answer"):
         if name not in q:
             raise FormatError(f"{where}, field {name!r}: missing")
-    try:
-        program = Program.from_json(q["program"])
-        qtype = question_type(program)
-    except (ExecutionError, ValueError) as e:
-        raise FormatError(f"{where}, field 'program': {e}") from None
     index = q.get("question_index", position)
     if isinstance(index, bool) or not isinstance(index, int):
         raise FormatError(f"{where}, field 'question_index': expected an integer, got {index!r}")
-    family = None
-    if q.get("question_family_index") is not None:
-        family = f"{q.get('template_filename', '')}#{q['question_family_index']}"
-    answer = normalize_answer(q["answer"])
-    ood = _ood(program, answer, onto, ood_spec, scene, where) if ood_spec else None
-    image = q.get("image_index")
-    qhash = q.get("question_hash")
-    return QuestionMeta(index, image if isinstance(image, int) and not isinstance(image, bool) else None,
-                        family, qtype, mentioned_concepts(program, onto), answer, ood,
-                        qhash if isinstance(qhash, str) else None)
+    item = Question.from_json(q, index=index if position is None else position, where=where)
+    return QuestionMeta.from_question(item, ontology=ontology, ood_spec=ood_spec, scene=scene, where=where)
 
 
 def _ood(program: Program, answer: str, onto: Ontology, spec: Mapping[str, Any],
@@ -503,28 +515,33 @@ def _ood(program: Program, answer: str, onto: Ontology, spec: Mapping[str, Any],
 
 
 def load_question_meta(root: str | os.PathLike, variant: str, split: str = "test", *,
-                       ontology: Ontology | None = None) -> list[QuestionMeta]:
+                       ontology: Ontology | None = None,
+                       questions: QuestionsFile | None = None) -> list[QuestionMeta]:
     """Labels of every question of ``ROOT/VARIANT/questions/<split>_questions.json``.
 
     For a systematic variant (its ``manifest.json`` ``variant_spec``, else its catalogue spec, has
     ``ood``) the ID/OOD flag
     is set, reading ``scenes/<split>_scenes.json`` when the split is over scene factors.
 
+    Args:
+        questions: that file already read (:func:`nsvqa.artifacts.read_questions`), so that a
+            model reading it for its own inputs reads it once; else it is read here (every
+            question needs a program, valid or not, and an answer).
+
     Raises:
         FormatError: a malformed questions or scenes file (naming the file, question and field).
     """
     folder = Path(root) / variant
-    qpath = folder / "questions" / f"{split}_questions.json"
-    records = load_questions(qpath)
+    onto = ontology or load_ontology("superclevr")
+    if questions is None:
+        questions = read_questions(questions_path(folder, split), onto, require_program=True, require_answer=True,
+                                   require_valid=False)
     spec = _variant_ood(folder, variant)
     scenes: dict[int, Mapping] = {}
     if spec and set(spec.get("factors", ())) & {"num_objects", "camera_scale"}:
-        spath = folder / "scenes" / f"{split}_scenes.json"
-        for k, s in enumerate(scene_records(read_json(spath), str(spath))):
-            scenes[s.get("image_index", k)] = s
-    return [question_meta(q, f"{qpath}, question {i}", position=i, ontology=ontology, ood_spec=spec,
-                          scene=scenes.get(q.get("image_index")))
-            for i, q in enumerate(records)]
+        scenes = {s.image_index: s.record for s in read_scenes(scenes_path(folder, split))}
+    return [QuestionMeta.from_question(q, ontology=onto, ood_spec=spec, scene=scenes.get(q.image_index))
+            for q in questions]
 
 
 def _variant_ood(folder: Path, variant: str) -> Mapping[str, Any] | None:

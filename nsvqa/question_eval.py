@@ -17,27 +17,24 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from executors.deterministic import DeterministicExecutor
-from executors.errors import ExecutionError, FormatError
-from executors.io import normalize_answer, question_records, question_scene, read_json, scene_lookup
+from executors.errors import ExecutionError
+from executors.io import normalize_answer, question_scene, scene_lookup
 from executors.ontology import Ontology
-from executors.program import Program
 from executors.scene import SymbolicScene
 from parsers.question.decode import ParsedProgram
 
+from .artifacts.questions import Question, read_questions
 
-@dataclass(frozen=True)
-class QuestionItem:
-    """One question of a file: its text, and what is known about it."""
 
-    index: int                        # position in the file
-    question: str
-    record: dict
-    gold_tokens: tuple[str, ...] | None  # prefix tokens of the ground-truth program, if any
+#: One question of a file (its text, record and ground-truth program): the questions artifact's
+#: typed item; ``gold_tokens`` are the prefix tokens of its program (None without one).
+QuestionItem = Question
 
 
 def read_question_items(path: str | Path, ontology: Ontology, *, require_program: bool,
                         limit: int | None = None) -> list[QuestionItem]:
-    """Questions of a file (``{"questions": [...]}`` or a list).
+    """Questions of a file (``{"questions": [...]}`` or a list) for the question parser: each
+    with a string ``question`` and, when present, a valid program (:func:`read_questions`).
 
     Args:
         require_program: every record must carry a valid ``program`` (training data); otherwise a
@@ -47,30 +44,7 @@ def read_question_items(path: str | Path, ontology: Ontology, *, require_program
         FormatError: a record without a string ``question``, without ``program`` when required,
             or with an invalid program — the message names the file, the question and the field.
     """
-    path = Path(path)
-    if not path.is_file():
-        raise FormatError(f"{path}: no questions file")
-    records = question_records(read_json(path), str(path))
-    if limit is not None:
-        records = records[:max(0, limit)]
-    out = []
-    for i, q in enumerate(records):
-        where = f"{path}, question {i}"
-        if not isinstance(q, dict):
-            raise FormatError(f"{where}: expected an object")
-        text = q.get("question")
-        if not isinstance(text, str):
-            raise FormatError(f"{where}, field 'question': expected a string, got {type(text).__name__}")
-        gold = None
-        if "program" in q and q["program"] is not None:
-            try:
-                gold = tuple(Program.from_json(q["program"], ontology).to_prefix())
-            except ExecutionError as e:
-                raise FormatError(f"{where}, field 'program': {e}") from None
-        elif require_program:
-            raise FormatError(f"{where}: missing field 'program'")
-        out.append(QuestionItem(i, text, q, gold))
-    return out
+    return list(read_questions(path, ontology, require_text=True, require_program=require_program, limit=limit))
 
 
 @dataclass

@@ -1,6 +1,7 @@
 """Scene-parser outputs on disk, and their evaluation against a generated split.
 
-``likelihoods.json`` (written by ``scripts/parse_scenes.py``)::
+``likelihoods.json`` (written by ``scripts/parse_scenes.py``; owned by
+:mod:`nsvqa.artifacts.likelihoods`, whose reader and writer the functions here wrap)::
 
     {"version": 1, "checkpoint": RUN_DIR, "data": ROOT/VARIANT, "split": "val",
      "detector_classes": {id: name},
@@ -18,31 +19,21 @@ from __future__ import annotations
 
 import contextlib
 import io
-import json
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 import numpy as np
 
 from executors import Ontology, SceneLikelihoods, load_ontology
-from nsvqa.generation.annotations import coco_rle, mask_to_rle
-
-FORMAT_VERSION = 1
+from nsvqa.artifacts.likelihoods import FORMAT_VERSION, LikelihoodsHeader, ParsedSceneRecord, read_likelihoods  # noqa: F401
+from nsvqa.artifacts.scenes import read_scenes, scenes_path
+from nsvqa.generation.annotations import coco_rle
 
 
 def scene_record(parsed, image_index: int, image_filename: str | None) -> dict:
-    """One ``scenes`` entry of likelihoods.json from a :class:`ParsedScene`."""
-    parsed.likelihoods.image_index = image_index
-    dets = [{"box": [float(v) for v in b], "score": float(s), "label": int(c), "mask": mask_to_rle(m)[0]}
-            for b, s, c, m in zip(parsed.boxes, parsed.scores, parsed.labels, parsed.masks)]
-    parts = []
-    if parsed.part_masks is not None:
-        parts = [{"object": int(o), "box": [float(v) for v in b], "score": float(s), "label": int(c),
-                  "mask": mask_to_rle(m)[0]}
-                 for o, b, s, c, m in zip(parsed.part_owner, parsed.part_boxes, parsed.part_scores,
-                                          parsed.part_labels, parsed.part_masks)]
-    return {"image_index": int(image_index), "image_filename": image_filename,
-            "likelihoods": parsed.likelihoods.to_json(), "detections": dets, "parts": parts}
+    """One ``scenes`` entry of likelihoods.json from a :class:`ParsedScene` (the JSON of
+    :meth:`nsvqa.artifacts.ParsedSceneRecord.from_parsed`)."""
+    return ParsedSceneRecord.from_parsed(parsed, image_index, image_filename).to_json()
 
 
 def parse_split(parser, data: str | Path, split: str, *, batch: int = 4, limit: int | None = None,
@@ -56,9 +47,9 @@ def parse_split(parser, data: str | Path, split: str, *, batch: int = 4, limit: 
     from nsvqa.datasets import _image_tensor
 
     data = Path(data)
-    scenes_path = data / "scenes" / f"{split}_scenes.json"
-    if scenes_path.exists():
-        items = [(s["image_index"], s["image_filename"]) for s in json.loads(scenes_path.read_text())["scenes"]]
+    spath = scenes_path(data, split)
+    if spath.exists():
+        items = [(s.image_index, s.image_filename) for s in read_scenes(spath)]
     else:
         files = sorted((data / "images" / split).glob("*.png"))
         if not files:
@@ -74,26 +65,17 @@ def parse_split(parser, data: str | Path, split: str, *, batch: int = 4, limit: 
 
 def likelihoods_document(parser, checkpoint: str | Path, data: str | Path, split: str, records: list[dict],
                          **extra) -> dict:
-    """The likelihoods.json document of parsed ``records`` (:func:`scene_record`)."""
-    return {"version": FORMAT_VERSION, "checkpoint": str(checkpoint), "detector": parser.detector_path,
-            "data": str(data), "split": split, "min_score": parser.min_score,
-            "detector_classes": parser.detector_classes, **extra, "scenes": records}
+    """The likelihoods.json document of parsed ``records`` (:func:`scene_record`): the JSON of
+    :class:`nsvqa.artifacts.LikelihoodsHeader.from_parser` and the records. New code writes with
+    :func:`nsvqa.artifacts.write_likelihoods`."""
+    return LikelihoodsHeader.from_parser(parser, checkpoint, data, split, **extra).to_json() | {"scenes": records}
 
 
 def load_parsed(path: str | Path, ontology: Ontology | None = None) -> tuple[dict, list[SceneLikelihoods]]:
-    """Read likelihoods.json: (the document, one SceneLikelihoods per scene). Errors name the file
-    and the scene."""
-    path = Path(path)
-    try:
-        doc = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as e:
-        raise ValueError(f"{path}: not a readable likelihoods file ({e})") from None
-    if doc.get("version") != FORMAT_VERSION or "scenes" not in doc:
-        raise ValueError(f"{path}: expected version {FORMAT_VERSION} with 'scenes', got version {doc.get('version')!r}")
-    onto = ontology or load_ontology("superclevr")
-    liks = [SceneLikelihoods.from_json(s["likelihoods"], onto, where=f"{path}, scene {k}")
-            for k, s in enumerate(doc["scenes"])]
-    return doc, liks
+    """Read likelihoods.json (:func:`nsvqa.artifacts.read_likelihoods`): (the document as JSON,
+    one SceneLikelihoods per scene). Errors name the file, the scene, the detection and the field."""
+    doc = read_likelihoods(path, ontology)
+    return doc.to_json(), doc.likelihoods
 
 
 def stack_likelihoods(liks: Sequence[SceneLikelihoods]) -> dict[str, np.ndarray]:

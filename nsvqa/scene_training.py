@@ -368,10 +368,10 @@ def attribute_vocabulary() -> dict[str, list[str]]:
 def mean_directions(root: str | Path, split: str = "train") -> dict[str, list[float]]:
     """The split's mean ground-plane direction per relation (unit length): the parser's frame for
     relations on images whose camera it does not know (cameras jitter by a few degrees)."""
-    import json
+    from .artifacts.scenes import read_scenes, scenes_path
 
-    path = Path(root) / "scenes" / f"{split}_scenes.json"
-    scenes = json.loads(path.read_text())["scenes"]
+    path = scenes_path(root, split)
+    scenes = [s.record for s in read_scenes(path)]
     if not scenes:
         raise ValueError(f"{path}: no scenes to take directions from")
     out = {}

@@ -30,6 +30,7 @@ def get_args_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     from executors import load_ontology
     from executors.io import load_questions
+    from nsvqa.artifacts import read_scenes, scenes_path
     from nsvqa.fileio import write_json_atomic
     from nsvqa.scene_eval import attribute_accuracy, coco_ap, coco_results, executor_accuracy, format_table, load_parsed
 
@@ -47,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
                "coco_objects": coco_ap(gt_path, results, image_ids, shape_ids)}
     if any(s.get("parts") for s in doc["scenes"]):
         metrics["coco_parts"] = coco_ap(gt_path, results, image_ids, part_ids)
-    scenes = {s["image_index"]: s for s in json.loads((data / "scenes" / f"{args.split}_scenes.json").read_text())["scenes"]}
+    scenes = {s.image_index: s.record for s in read_scenes(scenes_path(data, args.split))}
     metrics["attributes"] = attribute_accuracy(doc, liks, scenes, args.min_iou)
     if not args.no_questions:
         qpath = data / "questions" / f"{args.split}_questions.json"

@@ -1,4 +1,4 @@
-"""Execute the ground-truth programs of a question file on its scenes and score the answers.
+"""Execute the programs of a question file (or a question parser's, --programs) on its scenes; score the answers.
 
 Prints one JSON line on stdout::
 
@@ -22,6 +22,7 @@ Examples::
     python scripts/execute_programs.py --scenes data/examples/scenes.json \\
         --questions data/examples/questions.json --out runs/examples/predictions.jsonl
     python scripts/execute_programs.py --scenes S --questions Q --executor probabilistic --mode exact
+    python scripts/execute_programs.py --scenes S --questions Q --programs programs.json  # parsed programs
 
 Exit status: 0 on success, 2 for bad input (a missing file, a malformed record).
 """
@@ -61,6 +62,10 @@ def get_args_parser() -> argparse.ArgumentParser:
     p.add_argument("--likelihoods", type=Path, default=None,
                    help="JSON {'scenes': [SceneLikelihoods.to_json() with image_index]} for the probabilistic "
                         "executor (default: one-hot likelihoods from the scenes)")
+    p.add_argument("--programs", type=Path, default=None,
+                   help="a programs file (scripts/parse_questions.py --out, or an experiment's parsed/<variant>/"
+                        "programs.json): execute its programs, one per question, instead of the questions' own; "
+                        "a null program counts as invalid")
     p.add_argument("--ontology", default="auto",
                    help="auto (detect from the scenes), clevr, superclevr or a path to an ontology JSON")
     p.add_argument("--out", type=Path, default=None, help="write per-question predictions (JSON lines) here")
@@ -121,6 +126,18 @@ def load_likelihoods(path: Path, onto, needed: dict[int, Any]) -> dict[int, Scen
     return out
 
 
+def parsed_program(record, onto, where: str):
+    """The validated program of a programs-file record (InvalidProgram when the parser gave none)."""
+    where = f"{where} (parsed program)"
+    if record.program is None:
+        raise InvalidProgram(f"{where}: the question parser gave no program ({record.error or 'no reason recorded'})")
+    try:
+        record.program.validate(onto)
+    except InvalidProgram as e:
+        raise e.with_context(where)
+    return record.program
+
+
 def make_executor(kind: str, onto, mode: str, threshold: float):
     if kind == "deterministic":
         from executors.deterministic import DeterministicExecutor
@@ -130,7 +147,8 @@ def make_executor(kind: str, onto, mode: str, threshold: float):
 
 
 def run(args: argparse.Namespace) -> dict:
-    for label, path in (("scenes", args.scenes), ("questions", args.questions), ("likelihoods", args.likelihoods)):
+    for label, path in (("scenes", args.scenes), ("questions", args.questions), ("likelihoods", args.likelihoods),
+                        ("programs", args.programs)):
         if path is not None and not path.is_file():
             raise InputError(f"{label} file not found: {path}")
     onto = resolve_ontology(args.ontology)
@@ -141,6 +159,12 @@ def run(args: argparse.Namespace) -> dict:
     info(f"{PROG}: {len(scenes)} scenes ({onto.name}) from {args.scenes}, "
          f"{len(questions)} questions from {args.questions}")
 
+    parsed = None
+    if args.programs is not None:  # one parsed program per question (after --limit)
+        from nsvqa.artifacts.programs import read_programs
+
+        parsed = read_programs(args.programs, questions=len(questions)).programs
+
     lookup = scene_lookup(scenes)
     programs, positions, valid_q = [], [], []   # valid questions only
     errors: dict[int, str] = {}                 # question -> error text (invalid or failed)
@@ -149,7 +173,7 @@ def run(args: argparse.Namespace) -> dict:
         where = f"{args.questions}, question {i}"
         pos = question_scene(q, lookup, where)  # FormatError: the question's scene is missing
         try:
-            programs.append(parse_program(q, onto, where))
+            programs.append(parse_program(q, onto, where) if parsed is None else parsed_program(parsed[i], onto, where))
         except InvalidProgram as e:  # TypeMismatch included
             invalid += 1
             errors[i] = error_text(e)

@@ -2,14 +2,16 @@
 
     python scripts/parse_questions.py --checkpoint runs/qp/mid --questions Q.json --out programs.json
     python scripts/parse_questions.py ... --scenes S.json --metrics metrics.json   # + answer accuracy
+    python scripts/execute_programs.py --scenes S.json --questions Q.json --programs programs.json
 
-``--out`` is a questions file (``{"info", "questions"}``) that the executors read directly
-(e.g. ``scripts/execute_programs.py``): each record keeps its fields, ``program`` becomes the
-parsed program — null for an invalid decode, which the executors reject as an invalid program,
-never run — the ground truth moves to ``gold_program``, and ``parse`` holds ``{"tokens", "valid",
-"error"}``. Prints one JSON line: ``{"n", "exact", "valid", "answer_accuracy", ...}`` — exact
-against the ground-truth programs when the questions have them, answer accuracy from executing the
-parsed programs on ``--scenes`` (invalid decodes and failed executions count as wrong).
+``--out`` is a programs file, the same shape the experiment writes (``RUN/parsed/<variant>/
+programs.json``, :mod:`nsvqa.artifacts.programs`): ``{"provenance", "questions_file", "programs":
+[{"program", "valid", "error"}]}``, one record per question in file order; ``program`` is null for
+an invalid decode (``error`` says why). ``scripts/execute_programs.py --programs`` executes it on
+the questions' scenes. Prints one JSON line: ``{"n", "exact", "valid", "answer_accuracy", ...}`` —
+exact against the ground-truth programs when the questions have them, answer accuracy from
+executing the parsed programs on ``--scenes`` (invalid decodes and failed executions count as
+wrong).
 
 Exit status: 0 on success, 2 for bad input (a missing file, a malformed record or checkpoint).
 """
@@ -25,6 +27,7 @@ import torch
 
 from executors.errors import ExecutionError, FormatError
 from executors.io import load_scenes
+from nsvqa.artifacts.programs import ParsedPrograms, write_programs
 from nsvqa.checkpoint import CheckpointError
 from nsvqa.fileio import write_json_atomic
 from nsvqa.question_eval import read_question_items, score_parses
@@ -38,7 +41,7 @@ def get_args_parser() -> argparse.ArgumentParser:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--checkpoint", required=True, type=Path, help="run directory or question_parser.pt")
     p.add_argument("--questions", required=True, type=Path, help="questions JSON ({'questions': [...]} or list)")
-    p.add_argument("--out", required=True, type=Path, help="where to write the parsed programs")
+    p.add_argument("--out", required=True, type=Path, help="programs file to write (one record per question)")
     p.add_argument("--scenes", type=Path, default=None, help="ground-truth scenes: also score answers")
     p.add_argument("--metrics", type=Path, default=None, help="also write the summary JSON here")
     p.add_argument("--beam", type=int, default=1, help="beam size (1: greedy)")
@@ -56,17 +59,10 @@ def run(args: argparse.Namespace) -> dict:
     t0 = time.perf_counter()
     parsed = parser.parse([it.question for it in items], beam_size=args.beam, batch_size=args.batch_size)
     seconds = time.perf_counter() - t0
-    scores, rows = score_parses(items, parsed, parser.ontology, scenes, where=str(args.questions))
-    out = []
-    for it, p in zip(items, parsed):
-        rec = {k: v for k, v in it.record.items() if k != "program"}
-        if "program" in it.record:
-            rec["gold_program"] = it.record["program"]
-        rec["program"] = p.program.to_json() if p.program is not None else None
-        rec["parse"] = {"tokens": list(p.tokens), "valid": p.valid, "error": p.error}
-        out.append(rec)
-    info = {"parser": str(args.checkpoint), "questions": str(args.questions), "beam": args.beam}
-    write_json_atomic(args.out, {"info": info, "questions": out})
+    scores, _ = score_parses(items, parsed, parser.ontology, scenes, where=str(args.questions))
+    provenance = {"checkpoint": str(args.checkpoint), "beam": args.beam, "limit": args.limit}
+    write_programs(args.out, ParsedPrograms.from_parses(parsed, provenance=provenance,
+                                                        questions_file=args.questions))
     summary = scores.summary() | {"beam": args.beam, "parse_seconds": seconds,
                                   "questions_per_second": len(items) / seconds if seconds > 0 else None}
     if args.metrics is not None:

@@ -34,8 +34,9 @@ def get_args_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from nsvqa.artifacts import LikelihoodsHeader, ParsedSceneRecord, write_likelihoods
     from nsvqa.fileio import write_json_atomic
-    from nsvqa.scene_eval import likelihoods_document, parse_split, scene_record
+    from nsvqa.scene_eval import parse_split
     from nsvqa.scene_training import load_scene_parser
 
     args = get_args_parser().parse_args(argv)
@@ -46,12 +47,12 @@ def main(argv: list[str] | None = None) -> int:
     records, symbolic = [], []
     for idx, name, parsed in parse_split(parser, data, args.split, batch=args.batch, limit=args.limit,
                                          progress=not args.no_progress):
-        records.append(scene_record(parsed, idx, name))
+        records.append(ParsedSceneRecord.from_parsed(parsed, idx, name))
         if args.scenes_out:
             scene = parsed.symbolic()
             scene.image_filename = name
             symbolic.append(dict(scene.to_json(), split=args.split))
-    write_json_atomic(args.out, likelihoods_document(parser, args.checkpoint, data, args.split, records))
+    write_likelihoods(args.out, LikelihoodsHeader.from_parser(parser, args.checkpoint, data, args.split), records)
     if args.scenes_out:
         write_json_atomic(args.scenes_out, {"info": {"source": "parse_scenes.py argmax", "checkpoint": str(args.checkpoint),
                                                      "split": args.split}, "scenes": symbolic})
@@ -60,18 +61,15 @@ def main(argv: list[str] | None = None) -> int:
 
         import numpy as np
 
-        from executors import SceneLikelihoods, load_ontology
         from nsvqa.fileio import write_atomic
         from nsvqa.scene_eval import stack_likelihoods
 
-        onto = load_ontology("superclevr")
         buf = io.BytesIO()
-        np.savez_compressed(buf, **stack_likelihoods([SceneLikelihoods.from_json(r["likelihoods"], onto)
-                                                      for r in records]))
+        np.savez_compressed(buf, **stack_likelihoods([r.likelihoods for r in records]))
         write_atomic(args.npz, buf.getvalue())
-    n = sum(len(r["detections"]) for r in records)
+    n = sum(len(r.detections) for r in records)
     print(f"{args.out}: {len(records)} images, {n} object detections, "
-          f"{sum(len(r['parts']) for r in records)} part detections")
+          f"{sum(len(r.parts) for r in records)} part detections")
     return 0
 
 

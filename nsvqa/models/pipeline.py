@@ -23,8 +23,6 @@ The reasoners need only numpy and the executors; the parsers' outputs come as
 """
 from __future__ import annotations
 
-import json
-import os
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,7 +31,6 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from executors import DeterministicExecutor, ExecutionError, Ontology, ProbabilisticExecutor, Program, SceneLikelihoods
-from executors.errors import FormatError
 from executors.probabilistic import ValueSpace
 from executors.scene import argmax_scene
 
@@ -220,19 +217,6 @@ def predict(reasoner: Reasoner, metas: Sequence[QuestionMeta], programs: Sequenc
 
 
 # ---------------------------------------------------------------------------- registered models
-def read_parsed_programs(path: str | os.PathLike, n_questions: int, questions_file: str | os.PathLike) -> list[Program | None]:
-    """The programs of a question parser's ``programs.json`` (None where it produced none).
-
-    Raises:
-        FormatError: the file holds another number of programs than ``questions_file`` questions.
-    """
-    with open(path) as f:
-        rows = json.load(f)["programs"]
-    if len(rows) != n_questions:
-        raise FormatError(f"{path}: {len(rows)} programs for the {n_questions} questions of {questions_file}")
-    return [Program.from_json(r["program"]) if r["program"] is not None else None for r in rows]
-
-
 class PipelineModel(Model):
     """A reasoner of :data:`REASONERS` as a registered model: nothing of its own to train; it
     answers from the variant run's scene parses and (unless ``gt_programs``) question parses.
@@ -260,24 +244,23 @@ class PipelineModel(Model):
             FormatError: a malformed questions, likelihoods or programs file.
         """
         from executors import load_ontology
-        from executors.io import load_questions
 
+        from ..artifacts import questions_path, read_likelihoods, read_programs, read_questions
         from ..predictions import load_question_meta
-        from ..scene_eval import load_parsed
 
         gt = spec is not None and spec.gt_programs
         if inputs.likelihoods is None or (inputs.programs is None and not gt):
             raise ValueError(f"model {self.name!r} answers from the run's parses: PredictInputs needs likelihoods"
                              f"{'' if gt else ' and programs'}")
         onto = load_ontology("superclevr")
-        qpath = Path(root) / variant / "questions" / f"{split}_questions.json"
-        metas = load_question_meta(root, variant, split, ontology=onto)
-        _, liks = load_parsed(inputs.likelihoods, onto)
-        scenes = {lik.image_index: lik for lik in liks}
+        questions = read_questions(questions_path(Path(root) / variant, split), onto, require_program=True,
+                                   require_answer=True, require_valid=False)  # read once
+        metas = load_question_meta(root, variant, split, ontology=onto, questions=questions)
+        scenes = {lik.image_index: lik for lik in read_likelihoods(inputs.likelihoods, onto).likelihoods}
         if gt:
-            programs = [Program.from_json(q["program"]) for q in load_questions(qpath)]
+            programs = [q.program for q in questions]
         else:
-            programs = read_parsed_programs(inputs.programs, len(metas), qpath)
+            programs = read_programs(inputs.programs, questions=questions).program_list()
         return predict(self.reasoner(onto), metas, programs, scenes, seed=inputs.seed)
 
 

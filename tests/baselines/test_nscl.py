@@ -17,7 +17,7 @@ from executors import load_ontology
 from executors.errors import FormatError
 from executors.io import normalize_answer
 from executors.program import Program
-from executors.scene import SymbolicScene
+from executors.scene import SceneLikelihoods, SymbolicScene
 from nsvqa.checkpoint import load_checkpoint
 from nsvqa.models import PredictInputs
 from nsvqa.predictions import read_predictions
@@ -197,10 +197,18 @@ def test_predicts_from_detections_and_parsed_programs(root, tmp_path):
     questions = json.loads((root / "mid" / "questions" / "test_questions.json").read_text())["questions"]
     # image 0: its true boxes as detections (one scoring under min_score); image 1: no detection
     dets = [{"box": [o["bbox"][0], o["bbox"][1], o["bbox"][0] + o["bbox"][2], o["bbox"][1] + o["bbox"][3]],
-             "score": 0.9 if k else 0.2} for k, o in enumerate(scenes[0]["objects"])]
+             "score": 0.9 if k else 0.2, "label": 1, "mask": None} for k, o in enumerate(scenes[0]["objects"])]
+
+    def parsed(scene, dets):  # a likelihoods.json scene: one likelihoods row per detection
+        full = SceneLikelihoods.from_scene(SymbolicScene.from_json(scene, ONTO))
+        n = len(dets)
+        lik = SceneLikelihoods(ONTO, full.exist[:n], {a: v[:n] for a, v in full.attributes.items()}, full.positions[:n],
+                               None, full.directions, full.margin, image_index=scene["image_index"])
+        return {"image_index": scene["image_index"], "image_filename": scene["image_filename"],
+                "likelihoods": lik.to_json(), "detections": dets, "parts": []}
+
     lik = tmp_path / "likelihoods.json"
-    lik.write_text(json.dumps({"scenes": [{"image_filename": scenes[0]["image_filename"], "detections": dets},
-                                          {"image_filename": scenes[1]["image_filename"], "detections": []}]}))
+    lik.write_text(json.dumps({"version": 1, "scenes": [parsed(scenes[0], dets), parsed(scenes[1], [])]}))
     boxes = nscl.detection_boxes(lik, 0.5)
     assert len(boxes[scenes[0]["image_filename"]]) == len(dets) - 1 and len(boxes[scenes[1]["image_filename"]]) == 0
     rows = [{"program": q["program"], "valid": True, "error": None} for q in questions]

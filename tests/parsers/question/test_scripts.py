@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from executors.io import load_questions
+from nsvqa.artifacts import read_programs
 
 
 @pytest.fixture(scope="module")
@@ -27,24 +27,30 @@ def test_parse_questions_writes_executable_programs_and_metrics(load_script, tra
     assert rc == 0
     summary = json.loads(capsys.readouterr().out)
     gold = json.loads(qfile.read_text())["questions"]
-    recs = json.loads(out.read_text())["questions"]
-    assert len(recs) == len(gold) == summary["n"]
+    # the programs file the experiment writes: one record per question, in order
+    doc = read_programs(out, questions=len(gold))
+    assert len(doc) == summary["n"] and doc.questions_file == str(qfile) and doc.provenance["beam"] == 2
+    raw = json.loads(out.read_text())
+    assert set(raw) == {"provenance", "questions_file", "programs"}
     n_valid = 0
-    for g, r in zip(gold, recs):
-        assert r["question"] == g["question"] and r["gold_program"] == g["program"]
-        assert set(r["parse"]) == {"tokens", "valid", "error"}
-        assert (r["program"] is None) == (not r["parse"]["valid"]) == (r["parse"]["error"] is not None)
-        n_valid += r["parse"]["valid"]
-    assert summary["valid"] == n_valid / len(recs)
+    for r in raw["programs"]:
+        assert set(r) == {"program", "valid", "error"}
+        assert (r["program"] is None) == (not r["valid"]) == (r["error"] is not None)
+        n_valid += r["valid"]
+    assert summary["valid"] == n_valid / len(gold)
     assert json.loads(metrics.read_text())["exact"] == summary["exact"]
     assert 0 <= summary["exact"] <= summary["exact_up_to_part_synonyms"] <= 1
-    # the output is a questions file the executors read; null programs are rejected as invalid
-    assert len(load_questions(out)) == len(recs)
+    # the executors run the parsed programs on the questions' scenes; null programs are invalid
     capsys.readouterr()
-    assert load_script("execute_programs").main(["--scenes", str(sfile), "--questions", str(out)]) == 0
+    assert load_script("execute_programs").main(["--scenes", str(sfile), "--questions", str(qfile),
+                                                 "--programs", str(out)]) == 0
     ex = json.loads(capsys.readouterr().out)
-    assert ex["invalid_programs"] == len(recs) - n_valid
+    assert ex["invalid_programs"] == len(gold) - n_valid
     assert ex["accuracy"] == pytest.approx(summary["answer_accuracy"])
+    # one program per question: another count is an error naming both
+    assert load_script("execute_programs").main(["--scenes", str(sfile), "--questions", str(qfile),
+                                                 "--programs", str(out), "--limit", "3"]) == 2
+    assert f"{out}: {len(gold)} programs for the 3 questions" in capsys.readouterr().err
 
 
 def test_parse_questions_without_programs_or_answers(load_script, trained, tmp_path, capsys):
@@ -56,7 +62,7 @@ def test_parse_questions_without_programs_or_answers(load_script, trained, tmp_p
                                                 "--questions", str(qfile), "--out", str(tmp_path / "o.json")]) == 0
     s = json.loads(capsys.readouterr().out)
     assert s["n"] == 2 and s["exact"] is None and s["answer_accuracy"] is None
-    assert "gold_program" not in json.loads((tmp_path / "o.json").read_text())["questions"][0]
+    assert len(read_programs(tmp_path / "o.json", questions=2)) == 2
 
 
 def test_parse_questions_bad_input(load_script, trained, tmp_path, capsys):

@@ -1,0 +1,45 @@
+"""One owner per on-disk artifact: a typed record, a reader that validates once and names the
+file, the item and the field in its errors (:class:`executors.errors.FormatError` or a subclass),
+and an atomic writer.
+
+=====================================  ==============================  ==========================
+file                                   read                            write
+=====================================  ==============================  ==========================
+``questions/<split>_questions.json``   :func:`read_questions`          :func:`write_questions`
+``scenes/<split>_scenes.json``         :func:`read_scenes`             :func:`write_scenes`
+``parsed/<variant>/likelihoods.json``  :func:`read_likelihoods`        :func:`write_likelihoods`
+``parsed/<variant>/programs.json``     :func:`read_programs`           :func:`write_programs`
+``predictions/*.jsonl``                :func:`read_predictions`        :func:`write_predictions`
+=====================================  ==============================  ==========================
+
+Predictions are owned by :mod:`nsvqa.predictions` and re-exported here.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from .likelihoods import (FORMAT_VERSION, Detection, LikelihoodsDocument, LikelihoodsFormatError,
+                          LikelihoodsHeader, ParsedSceneRecord, read_likelihoods, write_likelihoods)
+from .programs import ParsedPrograms, ProgramRecord, ProgramsFormatError, read_programs, write_programs
+from .questions import Question, QuestionsFile, questions_path, read_questions, write_questions
+from .scenes import SceneRecord, ScenesFile, read_scenes, scenes_path, write_scenes
+
+#: Names re-exported from :mod:`nsvqa.predictions` (imported on first use: that module reads
+#: question files through this package).
+_PREDICTIONS = ("Prediction", "PredictionFormatError", "read_predictions", "write_predictions", "predictions_path")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _PREDICTIONS:
+        from .. import predictions
+
+        return getattr(predictions, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = ["Question", "QuestionsFile", "read_questions", "write_questions", "questions_path",
+           "SceneRecord", "ScenesFile", "read_scenes", "write_scenes", "scenes_path",
+           "FORMAT_VERSION", "Detection", "ParsedSceneRecord", "LikelihoodsHeader", "LikelihoodsDocument",
+           "LikelihoodsFormatError", "read_likelihoods", "write_likelihoods",
+           "ProgramRecord", "ParsedPrograms", "ProgramsFormatError", "read_programs", "write_programs",
+           *_PREDICTIONS]
