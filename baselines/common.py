@@ -137,7 +137,7 @@ def load_images(folder: str | Path, split: str, filenames: Sequence[str], width:
     """
     from tqdm import tqdm
 
-    from nsvqa.datasets import _image_tensor
+    from nsvqa.datasets import read_image
 
     folder = Path(folder)
     files = list(dict.fromkeys(filenames))
@@ -154,7 +154,7 @@ def load_images(folder: str | Path, split: str, filenames: Sequence[str], width:
         path = folder / "images" / split / name
         if not path.is_file():
             raise FileNotFoundError(f"{path}: image file missing")
-        x = _image_tensor(path)
+        x = read_image(path)
         if x.shape[1:] != (height, width):
             x = F.interpolate(x[None], size=(height, width), mode="bilinear", antialias=True, align_corners=False)[0]
         out[i] = x.mul(255.0).round_().clamp_(0, 255).to(torch.uint8)
