@@ -274,7 +274,7 @@ def gt_crops(root: str | Path, split: str, crop_size: int, parts: bool, limit: i
     visible parts chosen at random (all of them when None), each image read once."""
     from tqdm import tqdm
 
-    from nsvqa.datasets import _image_tensor
+    from nsvqa.datasets import read_image
     from nsvqa.generation.annotations import rle_to_mask
 
     ds = AttributeCropDataset(root, split, crop_size, parts=parts)
@@ -296,7 +296,7 @@ def gt_crops(root: str | Path, split: str, crop_size: int, parts: bool, limit: i
     crops, labels, geometry = [], [], []
     for idx in tqdm(wanted, desc=f"crops {split}", disable=not progress):
         scene = ds.scenes[idx]
-        img = _image_tensor(ds.root / "images" / split / scene["image_filename"])
+        img = read_image(ds.root / "images" / split / scene["image_filename"])
         for item in by_image.get(idx, []):
             o = scene["objects"][item.object_index]
             ann = o if item.part is None else o["part_masks"][item.part]
