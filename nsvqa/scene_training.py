@@ -314,7 +314,7 @@ def detector_crops(detector: torch.nn.Module, vocab: dict, root: str | Path, spl
     IoU, pairs under ``match_iou`` dropped), labelled with the matched ground truth."""
     from tqdm import tqdm
 
-    from nsvqa.datasets import _image_tensor
+    from nsvqa.datasets import read_image
     from nsvqa.generation.annotations import mask_to_rle
     from nsvqa.scene_eval import match_objects
     from parsers.scene.scene_parser import merge_classes
@@ -325,7 +325,7 @@ def detector_crops(detector: torch.nn.Module, vocab: dict, root: str | Path, spl
     detector.eval()
     for idx in tqdm(sorted(ds.scenes)[:n_images], desc=f"detector crops {split}", disable=not progress):
         scene = ds.scenes[idx]
-        img = _image_tensor(ds.root / "images" / split / scene["image_filename"])
+        img = read_image(ds.root / "images" / split / scene["image_filename"])
         with torch.no_grad():
             det = detector([img])[0]
         # the parser's view of the detections: per-class duplicates of one object merged
