@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import time
 from abc import abstractmethod
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Sequence
 
@@ -281,13 +281,9 @@ class ImageQuestionModelConfig(QuestionModelConfig):
 
 
 def config_from_dict(cls: type, d: dict, where: str) -> Any:
-    """``cls(**d)`` for a config read from a checkpoint (ValueError naming ``where`` and the
-    unknown fields)."""
-    names = {f.name for f in fields(cls)}
-    unknown = sorted(set(d) - names)
-    if unknown:
-        raise ValueError(f"{where}, field 'config': unknown fields {unknown} for {cls.__name__}")
-    return cls(**d)
+    """The config of class ``cls`` (a :class:`nsvqa.config.Config`) read from a checkpoint:
+    ``cls.from_dict`` (ValueError naming ``where`` and the field)."""
+    return cls.from_dict(d, f"{where}, config")
 
 
 # ---------------------------------------------------------------------------- network parts
