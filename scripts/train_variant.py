@@ -23,24 +23,6 @@ from nsvqa.generation.variants import FACTORS, VariantError
 PROG = "train_variant.py"
 
 
-def parse_overrides(items: list[str] | None, what: str) -> dict:
-    """``["det_iterations=400", "attr_lr=1e-3"]`` -> {name: int/float/str value}."""
-    out = {}
-    for item in items or []:
-        name, sep, value = item.partition("=")
-        if not sep or not name:
-            raise ValueError(f"{what}: expected NAME=VALUE, got {item!r}")
-        for cast in (int, float):
-            try:
-                out[name.replace("-", "_")] = cast(value)
-                break
-            except ValueError:
-                continue
-        else:
-            out[name.replace("-", "_")] = {"true": True, "false": False, "none": None}.get(value.lower(), value)
-    return out
-
-
 def add_training_args(p: argparse.ArgumentParser) -> None:
     """Arguments shared with run_factor.py."""
     p.add_argument("--models", default=",".join(DEFAULT_MODELS),
@@ -64,10 +46,18 @@ def add_training_args(p: argparse.ArgumentParser) -> None:
 
 
 def spec_from_args(args: argparse.Namespace) -> tuple[list[str], TrainSpec]:
+    """(models, TrainSpec); ``--scene-set`` / ``--question-set`` values are parsed with the types of
+    the scene- and question-parser config fields (errors name the option and the field)."""
+    from nsvqa.config import parse_assignments
+    from nsvqa.question_config import QuestionParserConfig
+    from nsvqa.scene_config import SceneParserConfig
+
     models = [m.strip() for m in args.models.split(",") if m.strip()]
-    spec = TrainSpec(profile=args.profile, scene_overrides=parse_overrides(args.scene_set, "--scene-set"),
-                     question_overrides=parse_overrides(args.question_set, "--question-set"), jobs=args.jobs,
-                     device=args.device, progress=not args.no_progress, parse_min_score=args.parse_min_score)
+    spec = TrainSpec(profile=args.profile,
+                     scene_overrides=parse_assignments(args.scene_set, SceneParserConfig, "--scene-set"),
+                     question_overrides=parse_assignments(args.question_set, QuestionParserConfig, "--question-set"),
+                     jobs=args.jobs, device=args.device, progress=not args.no_progress,
+                     parse_min_score=args.parse_min_score)
     return models, spec
 
 
