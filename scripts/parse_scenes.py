@@ -36,7 +36,7 @@ def get_args_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     from nsvqa.fileio import write_json_atomic
     from nsvqa.scene_eval import likelihoods_document, parse_split, scene_record
-    from nsvqa.scene_training import load_scene_parser
+    from nsvqa.loading import load_scene_parser
 
     args = get_args_parser().parse_args(argv)
     if args.threads:
