@@ -241,8 +241,9 @@ class Config:
         """The config a checkpoint (or ``config.json``) holds.
 
         A field the saved config lacks (it was written before the field existed) takes the value
-        of the saved profile (:meth:`profile_defaults`), else the field's default: this is where
-        old checkpoints get, e.g., the network sizes their profile had. Lists become tuples for
+        of the saved profile (:meth:`profile_defaults`), else the field's default (an error for a
+        field every profile sets: its default is a placeholder): this is where old checkpoints get,
+        e.g., the network sizes their profile had. Lists become tuples for
         tuple fields, ints floats for float fields; :meth:`check` is not run (a config that was
         trained stays loadable).
 
@@ -256,12 +257,13 @@ class Config:
         unknown = sorted(set(d) - set(names))
         if unknown:
             raise ValueError(f"{where}: unknown fields {unknown} for {cls.__name__}; valid: {sorted(names)}")
+        profile = d.get("profile")
         fallback: dict[str, Any] = {}
-        if set(names) - set(d) and isinstance(d.get("profile"), str):
-            try:
-                fallback = cls.profile_defaults(d["profile"])
-            except KeyError:  # a profile this code no longer has: the fields' defaults
-                fallback = {}
+        profiled: set[str] = set()  # fields every profile sets: their defaults are placeholders
+        if set(names) - set(d) and cls.profile_names():
+            profiled = set.intersection(*(set(cls.profile_defaults(p)) for p in cls.profile_names()))
+            if isinstance(profile, str) and profile in cls.profile_names():
+                fallback = cls.profile_defaults(profile)
         hints = field_types(cls)
         values = {}
         for f in fields(cls):
@@ -269,6 +271,9 @@ class Config:
                 raw = d[f.name]
             elif f.name in fallback:
                 raw = fallback[f.name]
+            elif f.name in profiled:
+                raise ValueError(f"{where}, field {f.name!r}: missing, and profile {profile!r} has no value for it "
+                                 f"(profiles: {cls.profile_names()})")
             elif f.default is MISSING and f.default_factory is MISSING:
                 raise ValueError(f"{where}, field {f.name!r}: missing")
             else:
