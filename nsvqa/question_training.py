@@ -32,7 +32,7 @@ from nsvqa.distributed import (DistInfo, Dispatch, all_sum, barrier, check_globa
                                open_run, seed_rank, shard, wrap)
 from nsvqa.loading import QUESTION_CHECKPOINT as CHECKPOINT, QUESTION_KIND as KIND
 from nsvqa.loading import load_question_parser as parser_from_checkpoint  # its former name and home
-from nsvqa.question_config import PROFILES, QuestionParserConfig, QuestionTrainProfile  # noqa: F401 (re-exported)
+from nsvqa.question_config import PROFILES, QuestionParserConfig, QuestionTrainProfile  # re-exported
 from nsvqa.question_eval import QuestionItem, read_question_items, score_parses
 from nsvqa.training import RunDir, check_finite, seed_everything, warmup_cosine
 from parsers.question.decode import ids_to_program

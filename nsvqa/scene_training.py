@@ -28,8 +28,8 @@ from nsvqa.checkpoint import load_checkpoint, save_checkpoint
 from nsvqa.datasets import OBJECT_ATTRIBUTES, PART_ATTRIBUTES, AttributeCropDataset, CropItem, DetectionDataset
 from nsvqa.distributed import (DistInfo, barrier, check_global_batch, cleanup, init_from_env, mean_over_ranks,
                                open_run, run_on_main, seed_rank, shard, wrap)
-from nsvqa.loading import detector_from_checkpoint, head_from_checkpoint, load_scene_parser  # noqa: F401 (re-exported)
-from nsvqa.scene_config import PROFILES, STAGES, SceneParserConfig, SceneTrainProfile  # noqa: F401 (re-exported)
+from nsvqa.loading import detector_from_checkpoint, head_from_checkpoint, load_scene_parser  # re-exported
+from nsvqa.scene_config import PROFILES, STAGES, SceneParserConfig, SceneTrainProfile  # re-exported
 from nsvqa.training import RunDir, check_finite, seed_everything, warmup_cosine
 from parsers.scene.attribute_head import AttributeHead, attribute_loss
 from parsers.scene.crops import box_geometry, crop_instance
