@@ -243,9 +243,9 @@ class Config:
         A field the saved config lacks (it was written before the field existed) takes the value
         of the saved profile (:meth:`profile_defaults`), else the field's default (an error for a
         field every profile sets: its default is a placeholder): this is where old checkpoints get,
-        e.g., the network sizes their profile had. Lists become tuples for
-        tuple fields, ints floats for float fields; :meth:`check` is not run (a config that was
-        trained stays loadable).
+        e.g., the network sizes their profile had. Lists become tuples for tuple fields, ints
+        floats for float fields; :meth:`check` is not run (a config that was trained stays
+        loadable).
 
         Raises:
             ValueError: ``d`` has a field ``cls`` does not know, lacks a field without a default,
