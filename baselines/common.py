@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import time
 from abc import abstractmethod
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Sequence
 
@@ -122,7 +122,7 @@ def load_images(folder: str | Path, split: str, filenames: Sequence[str], width:
     """
     from tqdm import tqdm
 
-    from nsvqa.datasets import _image_tensor
+    from nsvqa.datasets import read_image
 
     folder = Path(folder)
     files = list(dict.fromkeys(filenames))
@@ -139,7 +139,7 @@ def load_images(folder: str | Path, split: str, filenames: Sequence[str], width:
         path = folder / "images" / split / name
         if not path.is_file():
             raise FileNotFoundError(f"{path}: image file missing")
-        x = _image_tensor(path)
+        x = read_image(path)
         if x.shape[1:] != (height, width):
             x = F.interpolate(x[None], size=(height, width), mode="bilinear", antialias=True, align_corners=False)[0]
         out[i] = x.mul(255.0).round_().clamp_(0, 255).to(torch.uint8)
@@ -266,13 +266,9 @@ class ImageQuestionModelConfig(QuestionModelConfig):
 
 
 def config_from_dict(cls: type, d: dict, where: str) -> Any:
-    """``cls(**d)`` for a config read from a checkpoint (ValueError naming ``where`` and the
-    unknown fields)."""
-    names = {f.name for f in fields(cls)}
-    unknown = sorted(set(d) - names)
-    if unknown:
-        raise ValueError(f"{where}, field 'config': unknown fields {unknown} for {cls.__name__}")
-    return cls(**d)
+    """The config of class ``cls`` (a :class:`nsvqa.config.Config`) read from a checkpoint:
+    ``cls.from_dict`` (ValueError naming ``where`` and the field)."""
+    return cls.from_dict(d, f"{where}, config")
 
 
 # ---------------------------------------------------------------------------- network parts

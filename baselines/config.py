@@ -1,17 +1,23 @@
 """The fields every baseline config starts with (no torch here: the prior baselines need none).
 
 :class:`RunConfig`: what a run is trained on and how it is identified; :class:`TrainConfig` adds
-the schedule of a learned baseline. A model's config dataclass subclasses one of them (frozen),
-adds its own fields, extends ``MUST_MATCH`` and ``check``.
+the schedule of a learned baseline. Both are :class:`nsvqa.config.Config` s (profile resolution,
+``check``, ``MUST_MATCH``, checkpoint round trip, the typed ``--set`` of
+``scripts/train_baseline.py``). A model's config dataclass subclasses one of them (frozen), adds
+its own fields, extends ``MUST_MATCH`` and ``check``. A model's profile table lives with the model
+(``baselines/<name>.py``, ``Baseline.profiles``): ``Cfg.from_profile(data, profile,
+profiles=PROFILES, **overrides)``.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import ClassVar
 
+from nsvqa.config import Config
+
 
 @dataclass(frozen=True)
-class RunConfig:
+class RunConfig(Config):
     """``data`` (the training variant's folder), ``profile``, ``model`` (the registered name),
     ``seed``, ``device``, ``ontology``; ``max_train_questions`` keeps the first questions of the
     train file only (tests, quick runs)."""
@@ -29,6 +35,7 @@ class RunConfig:
 
     def check(self) -> None:
         """Raise ValueError naming the first field out of range."""
+        super().check()
         if self.max_train_questions is not None and self.max_train_questions < 1:
             raise ValueError(f"max_train_questions must be >= 1 or None, got {self.max_train_questions}")
 

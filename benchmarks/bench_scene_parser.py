@@ -71,9 +71,9 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     from nsvqa.fileio import write_json_atomic
-    from nsvqa.scene_training import PROFILES, attribute_vocabulary
-    from parsers.scene.attribute_head import PROFILES as HEAD, AttributeHead, attribute_loss
-    from parsers.scene.detector import build_detector
+    from nsvqa.scene_config import SceneParserConfig
+    from nsvqa.scene_training import attribute_vocabulary
+    from parsers.scene.attribute_head import attribute_loss
 
     args = get_args_parser().parse_args(argv)
     if args.threads:
@@ -82,10 +82,10 @@ def main(argv: list[str] | None = None) -> int:
     vocab = attribute_vocabulary()
     rows = []
     for prof in args.profiles:
-        sched, (h, w) = PROFILES[prof], IMAGE_SIZES[prof]
-        det = build_detector(22, h, w, prof).to(dev).train()
+        cfg, (h, w) = SceneParserConfig.from_profile("-", prof), IMAGE_SIZES[prof]
+        det = cfg.build_detector(22, h, w).to(dev).train()
         opt = torch.optim.AdamW(det.parameters(), lr=1e-4)
-        images, targets = _targets(sched.det_batch, h, w, 22, dev)
+        images, targets = _targets(cfg.det_batch, h, w, 22, dev)
 
         def det_step():
             loss = sum(det(images, targets).values())
@@ -97,11 +97,10 @@ def main(argv: list[str] | None = None) -> int:
         det.eval()
         with torch.no_grad():
             infer_s = _median_time(lambda: det(images), args.iterations, args.device) / len(images)
-        hp = HEAD[prof]
-        head = AttributeHead.from_profile({a: len(v) for a, v in vocab.items()}, prof).to(dev).train()
+        head = cfg.build_attribute_head({a: len(v) for a, v in vocab.items()}).to(dev).train()
         hopt = torch.optim.AdamW(head.parameters(), lr=1e-3)
-        b = sched.attr_batch
-        x, geo = torch.rand(b, 4, hp.crop_size, hp.crop_size, device=dev), torch.rand(b, 4, device=dev)
+        b = cfg.attr_batch
+        x, geo = torch.rand(b, 4, cfg.crop_size, cfg.crop_size, device=dev), torch.rand(b, 4, device=dev)
         labels = {a: torch.randint(0, len(v), (b,), device=dev) for a, v in vocab.items()}
         labels |= {"kind": torch.zeros(b, dtype=torch.long, device=dev), "position": torch.rand(b, 2, device=dev)}
 
@@ -112,13 +111,13 @@ def main(argv: list[str] | None = None) -> int:
             hopt.step()
 
         head_s = _median_time(head_step, args.iterations, args.device)
-        rows.append({"profile": prof, "image": f"{w}x{h}", "det_batch": sched.det_batch,
-                     "det_s_per_iteration": det_s, "det_schedule_hours": det_s * sched.det_iterations / 3600,
-                     "det_inference_s_per_image": infer_s, "head_batch": b, "crop": hp.crop_size,
+        rows.append({"profile": prof, "image": f"{w}x{h}", "det_batch": cfg.det_batch,
+                     "det_s_per_iteration": det_s, "det_schedule_hours": det_s * cfg.det_iterations / 3600,
+                     "det_inference_s_per_image": infer_s, "head_batch": b, "crop": cfg.crop_size,
                      "head_s_per_step": head_s})
-        print(f"{prof:5} {w}x{h}  detector {det_s:7.3f} s/it (batch {sched.det_batch}; "
-              f"{sched.det_iterations} its = {rows[-1]['det_schedule_hours']:.2f} h)  inference {infer_s:.3f} s/img  "
-              f"head {head_s:.3f} s/step (batch {b}, {hp.crop_size} px)", flush=True)
+        print(f"{prof:5} {w}x{h}  detector {det_s:7.3f} s/it (batch {cfg.det_batch}; "
+              f"{cfg.det_iterations} its = {rows[-1]['det_schedule_hours']:.2f} h)  inference {infer_s:.3f} s/img  "
+              f"head {head_s:.3f} s/step (batch {b}, {cfg.crop_size} px)", flush=True)
     write_json_atomic(args.out, {"device": args.device, "torch": torch.__version__, "machine": platform.machine(),
                                  "threads": torch.get_num_threads(), "rows": rows})
     print(f"wrote {args.out}")

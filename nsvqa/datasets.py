@@ -28,11 +28,14 @@ OBJECT_ATTRIBUTES = ("shape", "color", "material", "size", "texture")
 PART_ATTRIBUTES = ("partname", "color", "material")
 
 
-def _image_tensor(path: Path) -> torch.Tensor:
-    """(3, H, W) float tensor in [0, 1]."""
+def read_image(path: str | Path) -> torch.Tensor:
+    """The image file ``path`` as a (3, H, W) float32 tensor in [0, 1] (RGB; alpha dropped)."""
     with Image.open(path) as im:
         arr = np.asarray(im.convert("RGB"), dtype=np.uint8)
     return torch.from_numpy(arr.copy()).permute(2, 0, 1).float().div_(255.0)
+
+
+_image_tensor = read_image  # the former private name, for branches written before the rename
 
 
 class DetectionDataset(Dataset):
@@ -78,7 +81,7 @@ class DetectionDataset(Dataset):
     def __getitem__(self, i: int) -> tuple[torch.Tensor, dict[str, Any]]:
         iid = self.image_ids[i]
         info = self.coco.loadImgs(iid)[0]
-        img = _image_tensor(self.root / "images" / self.split / info["file_name"])
+        img = read_image(self.root / "images" / self.split / info["file_name"])
         anns = [a for a in self.coco.loadAnns(self.coco.getAnnIds(imgIds=[iid]))
                 if a["category_id"] in self._kept and a["area"] > 0]
         h, w = info["height"], info["width"]
@@ -158,6 +161,6 @@ class AttributeCropDataset(Dataset):
         scene = self.scenes[item.image_index]
         o = scene["objects"][item.object_index]
         ann = o if item.part is None else o["part_masks"][item.part]
-        img = _image_tensor(self.root / "images" / self.split / scene["image_filename"])
+        img = read_image(self.root / "images" / self.split / scene["image_filename"])
         mask = torch.from_numpy(rle_to_mask(ann["mask"])).float()[None]
         return crop_instance(img, mask, ann["bbox"], self.crop_size, self.margin), self.labels(item)

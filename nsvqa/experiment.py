@@ -178,10 +178,11 @@ class TrainSpec:
 
 def _train_question_parser(data: Path, run: VariantRun, spec: TrainSpec, progress: bool) -> float:
     """Train (or resume, or find finished) the run's question parser; returns its seconds."""
-    from .question_training import QuestionParserConfig, train_question_parser
+    from .question_config import QuestionParserConfig
+    from .question_training import train_question_parser
 
     t0 = time.perf_counter()
-    cfg = QuestionParserConfig.resolve(str(data), spec.profile, seed=run.seed, device=spec.device,
+    cfg = QuestionParserConfig.from_profile(str(data), spec.profile, seed=run.seed, device=spec.device,
                                        **spec.question_overrides)
     train_question_parser(cfg, run.question_dir, resume=True, progress=progress)
     return time.perf_counter() - t0
@@ -207,7 +208,8 @@ def train_parsers(data: Path, run: VariantRun, spec: TrainSpec, scene: bool, que
     """
     import torch
 
-    from .scene_training import SceneParserConfig, train_scene_parser
+    from .scene_config import SceneParserConfig
+    from .scene_training import train_scene_parser
 
     seconds: dict[str, float] = {}
     child = None
@@ -223,7 +225,7 @@ def train_parsers(data: Path, run: VariantRun, spec: TrainSpec, scene: bool, que
     try:
         if scene:
             t0 = time.perf_counter()
-            cfg = SceneParserConfig.resolve(str(data), spec.profile, seed=run.seed, device=spec.device,
+            cfg = SceneParserConfig.from_profile(str(data), spec.profile, seed=run.seed, device=spec.device,
                                             **spec.scene_overrides)
             train_scene_parser(cfg, run.scene_dir, resume=True, progress=spec.progress)
             seconds["scene_parser"] = time.perf_counter() - t0
@@ -267,7 +269,7 @@ def parse_scenes(run: VariantRun, data: Path, split: str, *, progress: bool = Tr
     their scores are the existence probabilities P-NSVQA uses, NS-VQA keeps those >= 0.5."""
     from .artifacts import LikelihoodsHeader, ParsedSceneRecord, write_likelihoods
     from .scene_eval import parse_split
-    from .scene_training import load_scene_parser
+    from .loading import load_scene_parser
 
     out = run.parsed(data.name, "likelihoods")
     parser = load_scene_parser(run.scene_dir, min_score)
@@ -285,14 +287,14 @@ def parse_questions(run: VariantRun, data: Path, split: str, *, beam: int = 1) -
     """``parsed/<test>/programs.json``: the run's question parser on ``data``'s questions of
     ``split``, one record per question, in file order (reused when its provenance matches)."""
     from .artifacts import ParsedPrograms, questions_path, read_questions, write_programs
-    from .question_training import CHECKPOINT, parser_from_checkpoint
+    from .loading import QUESTION_CHECKPOINT, load_question_parser
 
     out = run.parsed(data.name, "programs")
     qpath = questions_path(data, split)
-    key = {"checkpoint": fingerprint(run.question_dir / CHECKPOINT), "questions": fingerprint(qpath), "beam": beam}
+    key = {"checkpoint": fingerprint(run.question_dir / QUESTION_CHECKPOINT), "questions": fingerprint(qpath), "beam": beam}
     if _fresh(out, key):
         return out
-    parser = parser_from_checkpoint(run.question_dir)
+    parser = load_question_parser(run.question_dir)
     items = read_questions(qpath, parser.ontology, require_text=True)
     parsed = parser.parse([q.question for q in items], beam_size=beam)
     write_programs(out, ParsedPrograms.from_parses(parsed, provenance=key, questions_file=qpath))
@@ -408,24 +410,6 @@ def train_variant(root: str | os.PathLike, variant: str, runs: str | os.PathLike
 
 
 # ---------------------------------------------------------------------------- command line
-def parse_overrides(items: list[str] | None, what: str) -> dict:
-    """``["det_iterations=400", "attr_lr=1e-3"]`` -> {name: int/float/str value}."""
-    out = {}
-    for item in items or []:
-        name, sep, value = item.partition("=")
-        if not sep or not name:
-            raise ValueError(f"{what}: expected NAME=VALUE, got {item!r}")
-        for cast in (int, float):
-            try:
-                out[name.replace("-", "_")] = cast(value)
-                break
-            except ValueError:
-                continue
-        else:
-            out[name.replace("-", "_")] = {"true": True, "false": False, "none": None}.get(value.lower(), value)
-    return out
-
-
 def add_training_args(p: argparse.ArgumentParser) -> None:
     """The arguments of :func:`train_variant` that ``train_variant.py`` and ``run_factor.py`` share
     (:func:`spec_from_args` reads them back)."""
@@ -451,11 +435,19 @@ def add_training_args(p: argparse.ArgumentParser) -> None:
 
 
 def spec_from_args(args: argparse.Namespace) -> tuple[list[str], TrainSpec]:
-    """(model labels, :class:`TrainSpec`) from the arguments of :func:`add_training_args`."""
+    """(model labels, :class:`TrainSpec`) from the arguments of :func:`add_training_args`;
+    ``--scene-set`` / ``--question-set`` values are parsed with the types of the scene- and
+    question-parser config fields (errors name the option and the field)."""
+    from .config import parse_assignments
+    from .question_config import QuestionParserConfig
+    from .scene_config import SceneParserConfig
+
     labels = [m.strip() for m in args.models.split(",") if m.strip()]
-    spec = TrainSpec(profile=args.profile, scene_overrides=parse_overrides(args.scene_set, "--scene-set"),
-                     question_overrides=parse_overrides(args.question_set, "--question-set"), jobs=args.jobs,
-                     device=args.device, progress=not args.no_progress, parse_min_score=args.parse_min_score)
+    spec = TrainSpec(profile=args.profile,
+                     scene_overrides=parse_assignments(args.scene_set, SceneParserConfig, "--scene-set"),
+                     question_overrides=parse_assignments(args.question_set, QuestionParserConfig, "--question-set"),
+                     jobs=args.jobs, device=args.device, progress=not args.no_progress,
+                     parse_min_score=args.parse_min_score)
     return labels, spec
 
 
@@ -497,5 +489,5 @@ def summary_table(summary: Mapping[str, Any]) -> str:
 
 __all__ = ["DEFAULT_MODELS", "ExperimentError", "VariantRun", "TrainSpec", "factors_of", "variants_to_test",
            "model_specs", "fingerprint", "train_parsers", "train_models", "parse_scenes", "parse_questions",
-           "write_model_predictions", "check_variant_data", "train_variant", "parse_overrides", "add_training_args",
+           "write_model_predictions", "check_variant_data", "train_variant", "add_training_args",
            "spec_from_args", "merged_summary", "summary_table"]

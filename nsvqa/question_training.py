@@ -30,80 +30,17 @@ from executors.ontology import Ontology, load_ontology
 from nsvqa.checkpoint import load_checkpoint, save_checkpoint
 from nsvqa.distributed import (DistInfo, Dispatch, all_sum, barrier, check_global_batch, cleanup, init_from_env,
                                open_run, seed_rank, shard, wrap)
+from nsvqa.loading import QUESTION_CHECKPOINT as CHECKPOINT, QUESTION_KIND as KIND
+from nsvqa.loading import load_question_parser as parser_from_checkpoint  # its former name and home
+from nsvqa.question_config import PROFILES, QuestionParserConfig, QuestionTrainProfile  # re-exported
 from nsvqa.question_eval import QuestionItem, read_question_items, score_parses
-from nsvqa.training import RunDir, check_finite, resolve_config, seed_everything, warmup_cosine
+from nsvqa.training import RunDir, check_finite, seed_everything, warmup_cosine
 from parsers.question.decode import ids_to_program
 from parsers.question.question_parser import QuestionParser
-from parsers.question.seq2seq import PROFILES as NET_PROFILES, Seq2Seq, pad_sequences
+from parsers.question.seq2seq import Seq2Seq, pad_sequences
 from parsers.question.vocab import NULL_ID, Vocabulary, build_vocabularies, tokenize
 
-CHECKPOINT = "question_parser.pt"
-KIND = "question_parser"
 BUCKET = 50  # batches per length-sorted chunk of an epoch's permutation
-
-
-@dataclass(frozen=True)
-class QuestionTrainProfile:
-    """Schedule of a profile (the network sizes live in :mod:`parsers.question.seq2seq`)."""
-
-    steps: int             # supervised steps
-    batch: int
-    lr: float
-    eval_every: int        # steps between validations (and checkpoints)
-    val_questions: int     # val questions scored at each validation (the first ones of the file)
-    reinforce_steps: int   # REINFORCE steps (only with reinforce=True)
-    reinforce_batch: int
-    reinforce_lr: float
-
-
-PROFILES = {
-    "tiny": QuestionTrainProfile(60, 16, 3e-3, 30, 32, 8, 16, 1e-4),
-    "mini": QuestionTrainProfile(4800, 64, 2e-3, 800, 1000, 300, 64, 1e-5),  # 100% exact on mid val (5,981 questions)
-    "demo": QuestionTrainProfile(800, 64, 2e-3, 200, 500, 100, 64, 1e-5),
-    # NS-VQA: Adam 7e-4, batch 64; REINFORCE at 1e-5
-    "full": QuestionTrainProfile(20000, 64, 7e-4, 1000, 5000, 20000, 64, 1e-5),
-}
-
-
-@dataclass(frozen=True)
-class QuestionParserConfig:
-    """Resolved config of one question-parser run (written to RUN_DIR/config.json)."""
-
-    data: str
-    profile: str = "mini"
-    seed: int = 0
-    device: str = "cpu"
-    ontology: str = "superclevr"
-    word_dim: int = 0
-    hidden: int = 0
-    layers: int = 0
-    dropout: float = 0.0
-    max_decode_len: int = 0
-    steps: int = 0
-    batch: int = 0
-    lr: float = 0.0
-    eval_every: int = 0
-    val_questions: int = 0
-    reinforce: bool = False
-    reinforce_steps: int = 0
-    reinforce_batch: int = 0
-    reinforce_lr: float = 0.0
-    min_word_count: int = 1
-    grad_clip: float = 5.0
-    max_train_questions: int | None = None
-
-    @classmethod
-    def resolve(cls, data: str | Path, profile: str = "mini", **overrides: Any) -> "QuestionParserConfig":
-        """Profile defaults (schedule and network), then every override that is not None."""
-        defaults = asdict(PROFILES[profile]) | asdict(NET_PROFILES[profile]) if profile in PROFILES else {}
-        cfg = resolve_config(cls, data, profile, PROFILES, defaults, overrides)
-        for k in ("steps", "reinforce_steps", "val_questions"):
-            if getattr(cfg, k) < 0:
-                raise ValueError(f"{k} must be >= 0, got {getattr(cfg, k)}")
-        for k in ("batch", "eval_every", "reinforce_batch", "max_decode_len", "layers"):
-            if getattr(cfg, k) < 1:
-                raise ValueError(f"{k} must be >= 1, got {getattr(cfg, k)}")
-        return cfg
 
 
 # ------------------------------------------------------------------------------------- data
@@ -179,15 +116,6 @@ class BatchSchedule:
 
 
 # ------------------------------------------------------------------------------- checkpoints
-
-def parser_from_checkpoint(path: str | Path, device: str = "cpu") -> QuestionParser:
-    """A :class:`QuestionParser` from ``question_parser.pt`` or a run directory holding one."""
-    path = Path(path)
-    if path.is_dir():
-        path = path / CHECKPOINT
-    ck = load_checkpoint(path, kind=KIND)
-    return QuestionParser.from_payload(ck, where=str(path), device=device)
-
 
 def evaluate(parser: QuestionParser, items: Sequence[QuestionItem], scenes=None, beam_size: int = 1) -> dict:
     """Exact / valid (/ answer accuracy with scenes) of ``parser`` on ``items``."""
@@ -425,8 +353,7 @@ def train_question_parser(cfg: QuestionParserConfig, out: str | Path, *, resume:
         check_global_batch(dist.world_size, batch=cfg.batch,
                            **({"reinforce_batch": cfg.reinforce_batch} if reinforce else {}))
         run = open_run(dist, lambda: RunDir(
-            out, cfg, resume=resume, must_match=("data", "profile", "seed", "ontology", "word_dim", "hidden", "layers",
-                                                 "batch", "min_word_count", "max_train_questions")), out, cfg)
+            out, cfg, resume=resume, must_match=cfg.MUST_MATCH), out, cfg)
         try:
             tr = _Trainer(cfg, run, resume, progress, dist)
             tr.supervised()

@@ -44,7 +44,7 @@ def parse_split(parser, data: str | Path, split: str, *, batch: int = 4, limit: 
     (indices 0, 1, ...)."""
     from tqdm import tqdm
 
-    from nsvqa.datasets import _image_tensor
+    from nsvqa.datasets import read_image
 
     data = Path(data)
     spath = scenes_path(data, split)
@@ -58,7 +58,7 @@ def parse_split(parser, data: str | Path, split: str, *, batch: int = 4, limit: 
     items = items[:limit] if limit is not None else items
     for s in tqdm(range(0, len(items), batch), desc=f"parse {data.name}/{split}", disable=not progress):
         chunk = items[s:s + batch]
-        images = [_image_tensor(data / "images" / split / name) for _, name in chunk]
+        images = [read_image(data / "images" / split / name) for _, name in chunk]
         for (idx, name), parsed in zip(chunk, parser.parse(images)):
             yield idx, name, parsed
 

@@ -28,74 +28,13 @@ from nsvqa.checkpoint import load_checkpoint, save_checkpoint
 from nsvqa.datasets import OBJECT_ATTRIBUTES, PART_ATTRIBUTES, AttributeCropDataset, CropItem, DetectionDataset
 from nsvqa.distributed import (DistInfo, barrier, check_global_batch, cleanup, init_from_env, mean_over_ranks,
                                open_run, run_on_main, seed_rank, shard, wrap)
-from nsvqa.training import RunDir, check_finite, resolve_config, seed_everything, warmup_cosine
-from parsers.scene.attribute_head import PROFILES as HEAD_PROFILES, AttributeHead, attribute_loss
+from nsvqa.loading import detector_from_checkpoint, head_from_checkpoint, load_scene_parser  # re-exported
+from nsvqa.scene_config import PROFILES, STAGES, SceneParserConfig, SceneTrainProfile  # re-exported
+from nsvqa.training import RunDir, check_finite, seed_everything, warmup_cosine
+from parsers.scene.attribute_head import AttributeHead, attribute_loss
 from parsers.scene.crops import box_geometry, crop_instance
-from parsers.scene.detector import build_detector
 
-STAGES = ("detector", "attributes", "all")
 LABEL_KEYS = ("shape", "color", "material", "size", "texture", "partname")
-
-
-@dataclass(frozen=True)
-class SceneTrainProfile:
-    """Schedule of a profile (the network sizes live next to the networks)."""
-
-    det_iterations: int
-    det_batch: int
-    det_lr: float
-    attr_epochs: int
-    attr_batch: int
-    attr_lr: float
-    det_crop_images: int   # training images whose matched detector crops join the attribute set
-    checkpoint_every: int  # detector iterations between checkpoints
-
-
-PROFILES = {
-    "tiny": SceneTrainProfile(4, 2, 5e-4, 2, 16, 1e-3, 2, 2),
-    "mini": SceneTrainProfile(3000, 2, 4e-4, 8, 64, 1e-3, 400, 100),
-    # make demo: minutes on 2 CPU cores (the mini networks, a short schedule)
-    "demo": SceneTrainProfile(400, 2, 4e-4, 6, 64, 1e-3, 0, 100),
-    # the authors: Mask R-CNN 30k iterations at batch 16, attribute net 100 epochs at batch 64
-    "full": SceneTrainProfile(30000, 16, 4e-4, 100, 64, 1e-3, 4000, 1000),
-}
-
-
-@dataclass(frozen=True)
-class SceneParserConfig:
-    """Resolved config of one scene-parser run (written to RUN_DIR/config.json)."""
-
-    data: str
-    profile: str = "mini"
-    mode: str = "objects"              # detector classes: objects | objects+parts
-    stage: str = "all"
-    seed: int = 0
-    device: str = "cpu"
-    det_iterations: int = 0
-    det_batch: int = 0
-    det_lr: float = 0.0
-    attr_epochs: int = 0
-    attr_batch: int = 0
-    attr_lr: float = 0.0
-    det_crop_images: int = 0
-    checkpoint_every: int = 0
-    crop_size: int = 0
-    attr_parts: bool = True            # the head also learns part crops (part name, color, material)
-    max_train_images: int | None = None
-    extra_parts: int = 1               # unlisted visible parts per object among the head's part crops
-    detector: str | None = None        # detector.pt of another run (default: RUN_DIR/detector.pt)
-    min_score: float = 0.5
-    match_iou: float = 0.5
-
-    @classmethod
-    def resolve(cls, data: str, profile: str = "mini", **overrides: Any) -> "SceneParserConfig":
-        """Profile defaults, then every override that is not None."""
-        defaults = (asdict(PROFILES[profile]) | {"crop_size": HEAD_PROFILES[profile].crop_size}
-                    if profile in PROFILES else {})
-        cfg = resolve_config(cls, data, profile, PROFILES, defaults, overrides)
-        if cfg.stage not in STAGES:
-            raise ValueError(f"stage must be one of {STAGES}, got {cfg.stage!r}")
-        return cfg
 
 
 # --------------------------------------------------------------------------------------- detector
@@ -119,15 +58,6 @@ def detector_vocabulary(ds: DetectionDataset) -> dict[str, Any]:
             "mode": ds.mode, "shape_ids": dict(ds.shape_ids)}
 
 
-def detector_from_checkpoint(ckpt: dict) -> torch.nn.Module:
-    """Rebuild the Mask R-CNN of a ``detector.pt`` payload (eval mode)."""
-    v = ckpt["vocabularies"]
-    h, w = v["image_size"]
-    model = build_detector(v["num_classes"], h, w, ckpt["config"]["profile"])
-    model.load_state_dict(ckpt["state_dict"])
-    return model.eval()
-
-
 def train_detector(cfg: SceneParserConfig, run: RunDir, *, resume: bool = False, progress: bool = True,
                    dist: DistInfo | None = None) -> Path:
     """Train (or resume) the detector; returns the path of ``detector.pt``.
@@ -148,7 +78,7 @@ def train_detector(cfg: SceneParserConfig, run: RunDir, *, resume: bool = False,
     vocab = detector_vocabulary(ds)
     h, w = vocab["image_size"]
     dev = torch.device(dist.device)
-    model = build_detector(ds.num_classes, h, w, cfg.profile).to(dev)
+    model = cfg.build_detector(ds.num_classes, h, w).to(dev)
     params = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=cfg.det_lr, weight_decay=1e-4)
     warmup = min(500, max(1, cfg.det_iterations // 10))
@@ -274,7 +204,7 @@ def gt_crops(root: str | Path, split: str, crop_size: int, parts: bool, limit: i
     visible parts chosen at random (all of them when None), each image read once."""
     from tqdm import tqdm
 
-    from nsvqa.datasets import _image_tensor
+    from nsvqa.datasets import read_image
     from nsvqa.generation.annotations import rle_to_mask
 
     ds = AttributeCropDataset(root, split, crop_size, parts=parts)
@@ -296,7 +226,7 @@ def gt_crops(root: str | Path, split: str, crop_size: int, parts: bool, limit: i
     crops, labels, geometry = [], [], []
     for idx in tqdm(wanted, desc=f"crops {split}", disable=not progress):
         scene = ds.scenes[idx]
-        img = _image_tensor(ds.root / "images" / split / scene["image_filename"])
+        img = read_image(ds.root / "images" / split / scene["image_filename"])
         for item in by_image.get(idx, []):
             o = scene["objects"][item.object_index]
             ann = o if item.part is None else o["part_masks"][item.part]
@@ -314,7 +244,7 @@ def detector_crops(detector: torch.nn.Module, vocab: dict, root: str | Path, spl
     IoU, pairs under ``match_iou`` dropped), labelled with the matched ground truth."""
     from tqdm import tqdm
 
-    from nsvqa.datasets import _image_tensor
+    from nsvqa.datasets import read_image
     from nsvqa.generation.annotations import mask_to_rle
     from nsvqa.scene_eval import match_objects
     from parsers.scene.scene_parser import merge_classes
@@ -325,7 +255,7 @@ def detector_crops(detector: torch.nn.Module, vocab: dict, root: str | Path, spl
     detector.eval()
     for idx in tqdm(sorted(ds.scenes)[:n_images], desc=f"detector crops {split}", disable=not progress):
         scene = ds.scenes[idx]
-        img = _image_tensor(ds.root / "images" / split / scene["image_filename"])
+        img = read_image(ds.root / "images" / split / scene["image_filename"])
         with torch.no_grad():
             det = detector([img])[0]
         # the parser's view of the detections: per-class duplicates of one object merged
@@ -379,40 +309,6 @@ def mean_directions(root: str | Path, split: str = "train") -> dict[str, list[fl
         v = np.mean([np.asarray(s["directions"][r], dtype=float)[:2] for s in scenes], axis=0)
         out[r] = (v / max(np.linalg.norm(v), 1e-12)).tolist()
     return out
-
-
-def load_scene_parser(run_dir: str | Path, min_score: float | None = None):
-    """A :class:`parsers.scene.scene_parser.SceneParser` from a run directory's ``detector.pt`` (or
-    the one its config names) and ``attributes.pt`` (each checkpoint rebuilds its network alone)."""
-    from parsers.scene.scene_parser import SceneParser
-
-    run_dir = Path(run_dir)
-    head_ck = load_checkpoint(run_dir / "attributes.pt", kind="attributes")
-    det_path = run_dir / "detector.pt"
-    if not det_path.exists() and head_ck["config"].get("detector"):
-        det_path = Path(head_ck["config"]["detector"])  # the head was trained for another run's detector
-    det_ck = load_checkpoint(det_path, kind="detector")
-    dv = det_ck["vocabularies"]
-    parts = {int(k): dv["classes"][str(k)] for k in dv.get("part_class_ids", [])}
-    cfg = head_ck["config"]
-    parser = SceneParser(detector_from_checkpoint(det_ck), head_from_checkpoint(head_ck), load_ontology("superclevr"),
-                         head_ck["vocabularies"]["directions"], cfg["crop_size"],
-                         cfg["min_score"] if min_score is None else min_score, parts)
-    parser.detector_classes = dict(dv["classes"])  # class id (str) -> name, for the outputs
-    if dv.get("mode") == "agnostic":  # outputs are labelled with the head's most likely shape
-        ids = dv["shape_ids"]
-        parser.shape_label_ids = np.array([ids[s] for s in parser.ontology.values("shape")], dtype=np.int64)
-        parser.detector_classes = {str(i): name for name, i in ids.items()}
-    parser.detector_path = str(det_path)
-    return parser
-
-
-def head_from_checkpoint(ckpt: dict) -> AttributeHead:
-    """Rebuild the attribute head of an ``attributes.pt`` payload (eval mode)."""
-    vocab = ckpt["vocabularies"]["attributes"]
-    head = AttributeHead.from_profile({a: len(v) for a, v in vocab.items()}, ckpt["config"]["profile"])
-    head.load_state_dict(ckpt["state_dict"])
-    return head.eval()
 
 
 @torch.no_grad()
@@ -510,7 +406,7 @@ def train_attributes(cfg: SceneParserConfig, run: RunDir, *, resume: bool = Fals
         raise ValueError(f"{cfg.data}: {len(train_set)} training crops, fewer than attr_batch={cfg.attr_batch}: "
                          f"too few to train data-parallel")
     dev = torch.device(dist.device)
-    head = AttributeHead.from_profile({a: len(v) for a, v in vocab.items()}, cfg.profile).to(dev)
+    head = cfg.build_attribute_head({a: len(v) for a, v in vocab.items()}).to(dev)
     opt = torch.optim.AdamW(head.parameters(), lr=cfg.attr_lr, weight_decay=1e-4)
     # the incomplete last batch is dropped (a batch of one breaks BatchNorm); every epoch reshuffles
     steps_per_epoch = max(1, len(train_set) // cfg.attr_batch)
@@ -591,8 +487,7 @@ def train_scene_parser(cfg: SceneParserConfig, out: str | Path, *, resume: bool 
         if cfg.stage in ("attributes", "all"):
             batches["attr_batch"] = cfg.attr_batch
         check_global_batch(dist.world_size, **batches)
-        run = open_run(dist, lambda: RunDir(out, cfg, resume=resume, must_match=("data", "profile", "mode", "seed")),
-                       out, cfg)
+        run = open_run(dist, lambda: RunDir(out, cfg, resume=resume, must_match=cfg.MUST_MATCH), out, cfg)
         try:
             if cfg.stage in ("detector", "all"):
                 train_detector(cfg, run, resume=resume, progress=progress, dist=dist)

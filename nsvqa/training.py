@@ -35,23 +35,16 @@ def seed_everything(seed: int) -> None:
 def resolve_config(cls: type, data: Any, profile: str, profiles: Mapping[str, Any],
                    defaults: Mapping[str, Any], overrides: Mapping[str, Any]) -> Any:
     """``cls(data=..., profile=..., **defaults, **overrides)`` for a frozen config dataclass: the
-    profile's defaults, then every override that is not None.
+    profile's defaults, then every override that is not None (:func:`nsvqa.config.resolve_fields`;
+    a :class:`nsvqa.config.Config` has it as ``from_profile``, which also runs ``check``).
 
     Raises:
         KeyError: unknown profile (valid ones listed); TypeError: an override that is no field of
         ``cls`` (valid ones listed).
     """
-    from dataclasses import fields
+    from nsvqa.config import resolve_fields
 
-    if profile not in profiles:
-        raise KeyError(f"unknown profile {profile!r}; valid: {sorted(profiles)}")
-    names = {f.name for f in fields(cls)}
-    unknown = set(overrides) - names
-    if unknown:
-        raise TypeError(f"unknown config fields {sorted(unknown)}; valid: {sorted(names)}")
-    base = dict(defaults)
-    base.update({k: v for k, v in overrides.items() if v is not None})
-    return cls(data=str(data), profile=profile, **base)
+    return resolve_fields(cls, data, profile, profiles, defaults, overrides)
 
 
 def warmup_cosine(total: int, warmup: int):

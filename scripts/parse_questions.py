@@ -31,7 +31,7 @@ from nsvqa.artifacts.programs import ParsedPrograms, write_programs
 from nsvqa.checkpoint import CheckpointError
 from nsvqa.fileio import write_json_atomic
 from nsvqa.question_eval import read_question_items, score_parses
-from nsvqa.question_training import parser_from_checkpoint
+from nsvqa.loading import load_question_parser
 
 PROG = "parse_questions.py"
 
@@ -53,7 +53,7 @@ def get_args_parser() -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> dict:
-    parser = parser_from_checkpoint(args.checkpoint, args.device)
+    parser = load_question_parser(args.checkpoint, args.device)
     items = read_question_items(args.questions, parser.ontology, require_program=False, limit=args.limit)
     scenes = load_scenes(args.scenes, parser.ontology)[0] if args.scenes is not None else None
     t0 = time.perf_counter()

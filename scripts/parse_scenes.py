@@ -36,8 +36,8 @@ def get_args_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     from nsvqa.artifacts import LikelihoodsHeader, ParsedSceneRecord, write_likelihoods
     from nsvqa.fileio import write_json_atomic
+    from nsvqa.loading import load_scene_parser
     from nsvqa.scene_eval import parse_split
-    from nsvqa.scene_training import load_scene_parser
 
     args = get_args_parser().parse_args(argv)
     if args.threads:

@@ -8,8 +8,9 @@
 RUN_DIR gets config.json (resolved config + command line), train.log, tb/ (tensorboard) and
 baseline.pt (an atomic checkpoint with the vocabularies, that rebuilds the model alone). Each
 --predict ROOT/VARIANT writes RUN_DIR/predictions/<model>__train-<data variant>__test-<VARIANT>.jsonl,
-which scripts/evaluate_rd.py --runs RUN_DIR reads. Profile fields are overridden with
---set NAME=VALUE (e.g. --set steps=500 --set image_width=96).
+which scripts/evaluate_rd.py --runs RUN_DIR reads. Config fields are overridden with
+--set NAME=VALUE (e.g. --set steps=500 --set image_width=96), each value read as its field's type
+(bool: true/false; a field that may be None: none).
 """
 from __future__ import annotations
 
@@ -34,32 +35,13 @@ def get_args_parser() -> argparse.ArgumentParser:
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     p.add_argument("--resume", action="store_true", help="continue from the checkpoint in --out")
     p.add_argument("--set", action="append", metavar="NAME=VALUE", dest="overrides",
-                   help="config override (e.g. steps=500); repeatable")
+                   help="config override (e.g. steps=500), parsed with the field's type; repeatable")
     p.add_argument("--predict", action="append", metavar="ROOT/VARIANT", default=[],
                    help="after training, write predictions on this variant's --split; repeatable")
     p.add_argument("--split", default="test", help="split of the --predict variants")
     p.add_argument("--predict-only", action="store_true", help="skip training: predict with the run's checkpoint")
     p.add_argument("--no-progress", action="store_true")
     return p
-
-
-def parse_overrides(items: list[str] | None) -> dict:
-    """``["steps=500", "lr=1e-3", "backbone=small"]`` -> {name: int / float / bool / None / str}."""
-    out = {}
-    for item in items or []:
-        name, sep, value = item.partition("=")
-        if not sep or not name:
-            raise ValueError(f"--set: expected NAME=VALUE, got {item!r}")
-        key = name.strip().replace("-", "_")
-        for cast in (int, float):
-            try:
-                out[key] = cast(value)
-                break
-            except ValueError:
-                continue
-        else:
-            out[key] = {"true": True, "false": False, "none": None}.get(value.lower(), value)
-    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -69,6 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     import baselines
     from executors.errors import FormatError
     from nsvqa.checkpoint import CheckpointError
+    from nsvqa.config import parse_assignments
     from nsvqa.evaluation import accuracy
     from nsvqa.predictions import predictions_path, write_predictions
 
@@ -80,8 +63,8 @@ def main(argv: list[str] | None = None) -> int:
         if not args.predict_only:
             if not data.is_dir():
                 raise FileNotFoundError(f"--data {data}: no such directory (expected ROOT/VARIANT)")
-            cfg = model.config(str(data), args.profile, seed=args.seed, device=args.device,
-                               **parse_overrides(args.overrides))
+            over = {"seed": args.seed, "device": args.device} | parse_assignments(args.overrides, model.config_class)
+            cfg = model.config(str(data), args.profile, **over)
             model.train(cfg, args.out, resume=args.resume, progress=not args.no_progress)
             print(f"run directory: {args.out}")
         else:  # the predictions file names the training variant: it must be the run's

@@ -146,23 +146,19 @@ class Model(ABC):
         return Needs(scene_parser=True, question_parser=not (spec is not None and spec.gt_programs))
 
     def config(self, data: str | Path, profile: str = "mini", **overrides: Any) -> Any:
-        """The resolved config: the profile's defaults, then every override that is not None.
+        """The resolved config (:meth:`nsvqa.config.Config.from_profile` of ``config_class``, which
+        must derive from :class:`nsvqa.config.Config`): the profile's defaults, then every
+        override that is not None, checked.
 
         Raises:
             TypeError: the model has nothing to train, or an override is no field of its config
             (valid ones listed); KeyError: unknown profile (valid ones listed); ValueError: a value
             out of range.
         """
-        from nsvqa.training import resolve_config
-
         if self.config_class is None:
             raise TypeError(f"model {self.name!r} has nothing to train (no config)")
-        defaults = {"model": self.name, **self.profiles[profile]} if profile in self.profiles else {}
-        cfg = resolve_config(self.config_class, data, profile, self.profiles, defaults, overrides)
-        check = getattr(cfg, "check", None)
-        if check is not None:
-            check()
-        return cfg
+        return self.config_class.from_profile(data, profile, profiles=self.profiles,
+                                              **({"model": self.name} | overrides))
 
     def train(self, cfg: Any, out: str | Path, *, resume: bool = False, progress: bool = True) -> Path | None:
         """Train into the run directory ``out`` (continue from its checkpoint with ``resume``;

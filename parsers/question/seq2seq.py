@@ -24,7 +24,8 @@ State = tuple[torch.Tensor, torch.Tensor]
 
 @dataclass(frozen=True)
 class Seq2SeqProfile:
-    """Network size of a profile.
+    """Network size of a profile. The question-parser config copies these fields, so that a
+    checkpoint rebuilds the network it was trained with (:meth:`Seq2Seq.from_config`).
 
     Args:
         word_dim: word and program-token embedding size.
@@ -141,15 +142,9 @@ class Seq2Seq(nn.Module):
         self.decoder = AttentionDecoder(num_tokens, word_dim, 2 * hidden, layers, dropout)
 
     @classmethod
-    def from_profile(cls, num_words: int, num_tokens: int, profile: str) -> "Seq2Seq":
-        if profile not in PROFILES:
-            raise KeyError(f"unknown profile {profile!r}; valid: {sorted(PROFILES)}")
-        p = PROFILES[profile]
-        return cls(num_words, num_tokens, p.word_dim, p.hidden, p.layers, p.dropout, p.max_decode_len)
-
-    @classmethod
     def from_config(cls, cfg: Mapping[str, Any], num_words: int, num_tokens: int) -> "Seq2Seq":
-        """From a resolved config holding ``word_dim hidden layers dropout max_decode_len``."""
+        """From a config (a mapping, e.g. a checkpoint's) holding ``word_dim hidden layers dropout
+        max_decode_len``: the one map from a question-parser config to the network."""
         return cls(num_words, num_tokens, int(cfg["word_dim"]), int(cfg["hidden"]), int(cfg["layers"]),
                    float(cfg["dropout"]), int(cfg["max_decode_len"]))
 

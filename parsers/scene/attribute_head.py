@@ -21,7 +21,9 @@ PART_HEADS = ("partname", "color", "material")
 
 @dataclass(frozen=True)
 class AttributeHeadProfile:
-    """Size of the network and its input, per profile."""
+    """Size of the network and its input, per profile. A scene-parser config copies them into its
+    own fields (``head_depth``, ``head_width``, ``crop_size``), so that a checkpoint rebuilds the
+    network it was trained with: ``AttributeHead(num_values, depth, width)``."""
 
     depth: int        # ResNet depth: 18 or 34
     crop_size: int    # side of the square input crops
@@ -80,11 +82,6 @@ class AttributeHead(nn.Module):
         self.geometry = nn.Sequential(nn.Linear(4, 64), nn.ReLU(), nn.Linear(64, 64), nn.ReLU())
         self.position = nn.Sequential(nn.Linear(feat + 64, 128), nn.ReLU(), nn.Linear(128, 4))
 
-    @classmethod
-    def from_profile(cls, num_values: Mapping[str, int], profile: str) -> "AttributeHead":
-        p = PROFILES[profile]
-        return cls(num_values, p.depth, p.width)
-
     def forward(self, x: torch.Tensor, geometry: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
         f = self.trunk(x)
         out = {a: h(f) for a, h in self.heads.items()}
@@ -121,3 +118,6 @@ def attribute_loss(out: Mapping[str, torch.Tensor], labels: Mapping[str, torch.T
             out["position"][obj], labels["position"][obj], out["position_logvar"][obj].exp())
     losses["total"] = sum(losses.values())
     return losses
+
+
+__all__ = ["OBJECT_HEADS", "PART_HEADS", "AttributeHeadProfile", "PROFILES", "AttributeHead", "attribute_loss"]

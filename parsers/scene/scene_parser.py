@@ -76,12 +76,19 @@ class SceneParser(nn.Module):
             class is that class's softmax share, so one object seen as 60% ``suv`` and 35% ``wagon``
             would otherwise get existence 0.6; merged it gets 0.95 (≈ 1 − P(background)) and its
             shape comes from the attribute head. The highest-scoring detection's box and mask stay.
+        detector_classes: detector class id (str) -> name, written with the outputs (None: none).
+        shape_label_ids: for a class-agnostic detector, ontology shape index -> COCO category id
+            (K,), so that output labels are the attribute head's most likely shape (None: the
+            detector's classes).
+        detector_path: the checkpoint the detector was loaded from (None: not from a file);
+            recorded in the outputs' provenance.
     """
 
     def __init__(self, detector: nn.Module, attribute_head: nn.Module, ontology: Ontology,
                  directions: dict[str, Sequence[float]], crop_size: int = 64, min_score: float = 0.5,
                  part_classes: dict[int, str] | None = None, min_containment: float = 0.5,
-                 merge_iou: float | None = 0.7):
+                 merge_iou: float | None = 0.7, *, detector_classes: dict[str, str] | None = None,
+                 shape_label_ids: Sequence[int] | np.ndarray | None = None, detector_path: str | None = None):
         super().__init__()
         self.detector, self.attribute_head = detector, attribute_head
         self.ontology, self.crop_size, self.min_score = ontology, int(crop_size), float(min_score)
@@ -92,9 +99,13 @@ class SceneParser(nn.Module):
             raise ValueError(f"part classes not in the ontology's part names: {sorted(unknown)}")
         self.min_containment = float(min_containment)
         self.merge_iou = merge_iou
-        #: for a class-agnostic detector: ontology shape index -> COCO category id, so that output
-        #: labels are the attribute head's most likely shape (None: the detector's classes)
-        self.shape_label_ids: np.ndarray | None = None
+        self.detector_classes: dict[str, str] = {str(k): v for k, v in (detector_classes or {}).items()}
+        self.shape_label_ids: np.ndarray | None = (None if shape_label_ids is None
+                                                   else np.asarray(shape_label_ids, dtype=np.int64))
+        if self.shape_label_ids is not None and len(self.shape_label_ids) != len(ontology.values("shape")):
+            raise ValueError(f"shape_label_ids: {len(self.shape_label_ids)} ids for "
+                             f"{len(ontology.values('shape'))} shapes")
+        self.detector_path = detector_path
 
     @torch.no_grad()
     def parse(self, images: Sequence[torch.Tensor]) -> list[ParsedScene]:

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from nsvqa import models
+from nsvqa.config import Config
 from nsvqa.models import PROFILE_NAMES, Model, ModelSpec, Needs, PredictInputs, UnknownModel, register
 
 
@@ -48,7 +49,7 @@ def test_register_checks_names_and_profiles():
         register("nsvqa")(Bad)
 
     @dataclass(frozen=True)
-    class Cfg:
+    class Cfg(Config):
         data: str
         profile: str = "tiny"
 
@@ -70,7 +71,7 @@ def test_a_pipeline_model_without_its_parses_says_what_is_missing(tmp_path):
 
 # ---------------------------------------------------------------------------- a toy model
 @dataclass(frozen=True)
-class PriorConfig:
+class PriorConfig(Config):
     """The toy model's config: what every trainable model's config starts with."""
 
     data: str

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from parsers.scene.attribute_head import AttributeHead, attribute_loss
+from parsers.scene.attribute_head import PROFILES, AttributeHead, attribute_loss
 
 NUM = {"shape": 21, "color": 8, "material": 2, "size": 2, "texture": 5, "partname": 85}
 
@@ -22,8 +22,9 @@ def _batch(n=8, size=32, seed=0):
 @pytest.mark.parametrize("profile", ["tiny", "mini"])
 def test_outputs(profile):
     torch.manual_seed(0)
-    net = AttributeHead.from_profile(NUM, profile).eval()
-    x, _ = _batch(size=32 if profile == "tiny" else 64)
+    p = PROFILES[profile]
+    net = AttributeHead(NUM, p.depth, p.width).eval()
+    x, _ = _batch(size=p.crop_size)
     with torch.no_grad():
         out = net(x)
     for a, k in NUM.items():

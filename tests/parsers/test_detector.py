@@ -1,10 +1,14 @@
 """The Mask R-CNN builder: real image size kept, trains on a repeated batch, valid empty output."""
 from __future__ import annotations
 
+from dataclasses import asdict
+
 import pytest
 import torch
 
-from parsers.scene.detector import build_detector
+from parsers.scene.detector import PROFILES, build_detector
+
+TINY = asdict(PROFILES["tiny"])
 
 
 def _sample(h=48, w=64):
@@ -22,7 +26,7 @@ def _sample(h=48, w=64):
 def test_keeps_the_image_size_and_learns():
     torch.manual_seed(0)
     torch.set_num_threads(1)
-    model = build_detector(num_classes=3, height=48, width=64, profile="tiny")
+    model = build_detector(num_classes=3, height=48, width=64, **TINY)
     assert (model.transform.min_size, model.transform.max_size) == ((48,), 64)
     img, target = _sample()
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
@@ -42,20 +46,28 @@ def test_keeps_the_image_size_and_learns():
 
 def test_eval_output_is_valid_even_with_no_detection():
     torch.manual_seed(0)
-    model = build_detector(num_classes=3, height=48, width=64, profile="tiny", score_thresh=1.1).eval()
+    model = build_detector(num_classes=3, height=48, width=64, **TINY, score_thresh=1.1).eval()
     with torch.no_grad():
         (out,) = model([torch.rand(3, 48, 64)])
     assert out["boxes"].shape == (0, 4) and out["masks"].shape[1:] == (1, 48, 64)
     assert out["scores"].numel() == out["labels"].numel() == 0
 
 
-def test_unknown_profile():
-    with pytest.raises(KeyError, match=r"unknown detector profile 'huge'; valid: \['demo', 'full', 'mini', 'tiny'\]"):
-        build_detector(3, 48, 64, profile="huge")
+def test_bad_network_arguments():
+    with pytest.raises(ValueError, match=r"unknown detector backbone 'vgg'; valid: \['mobilenet_v3', 'resnet50'\]"):
+        build_detector(3, 48, 64, backbone="vgg", anchor_sizes=(8,))
+    with pytest.raises(ValueError, match="anchor_sizes: at least one anchor size is needed"):
+        build_detector(3, 48, 64, backbone="mobilenet_v3", anchor_sizes=())
+
+
+def test_network_arguments_reach_the_model():
+    model = build_detector(3, 48, 64, **(TINY | {"anchor_sizes": (4, 8), "rpn_post_nms_test": 50, "rois_per_image": 32}))
+    assert model.rpn.anchor_generator.sizes == ((4, 8),) * 3 and model.eval().rpn.post_nms_top_n() == 50
+    assert model.roi_heads.fg_bg_sampler.batch_size_per_image == 32
 
 
 def test_full_profile_is_resnet50_fpn_at_the_real_size():
-    model = build_detector(num_classes=22, height=480, width=640, profile="full")
+    model = build_detector(num_classes=22, height=480, width=640, **asdict(PROFILES["full"]))
     assert type(model.backbone.body).__name__ == "IntermediateLayerGetter"
     assert (model.transform.min_size, model.transform.max_size) == ((480,), 640)
     assert model.roi_heads.box_predictor.cls_score.out_features == 22

@@ -1,6 +1,8 @@
 """Image -> SceneLikelihoods with (untrained) tiny models: valid hand-off, empty case, round trip."""
 from __future__ import annotations
 
+from dataclasses import asdict
+
 import numpy as np
 import pytest
 import torch
@@ -8,7 +10,7 @@ import torch
 from executors import (DeterministicExecutor, ProbabilisticExecutor, Program, SceneLikelihoods,
                        load_ontology)
 from parsers.scene.attribute_head import AttributeHead
-from parsers.scene.detector import build_detector
+from parsers.scene.detector import PROFILES as DETECTOR_PROFILES, build_detector
 from parsers.scene.scene_parser import SceneParser, argmax_scene
 
 ONTO = load_ontology("superclevr")
@@ -18,7 +20,8 @@ DIRS = {"right": [0.66, 0.75], "left": [-0.66, -0.75], "behind": [-0.75, 0.66], 
 def _parser(score_thresh: float) -> SceneParser:
     torch.manual_seed(0)
     torch.set_num_threads(1)
-    det = build_detector(22, 48, 64, "tiny", detections_per_image=5, score_thresh=score_thresh)
+    det = build_detector(22, 48, 64, **asdict(DETECTOR_PROFILES["tiny"]), detections_per_image=5,
+                         score_thresh=score_thresh)
     head = AttributeHead({a: len(ONTO.values(a)) for a in ONTO.attributes}, 18, 16)
     return SceneParser(det, head, ONTO, DIRS, crop_size=32, min_score=0.0)
 

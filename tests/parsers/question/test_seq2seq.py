@@ -1,6 +1,8 @@
 """The network: shapes, padding invariance, decoding modes agree, sampled log-probabilities."""
 from __future__ import annotations
 
+from dataclasses import asdict
+
 import pytest
 import torch
 
@@ -98,9 +100,8 @@ def test_sample_gives_log_probabilities_with_gradient():
 
 
 def test_profiles_and_bad_arguments():
-    m = Seq2Seq.from_profile(10, 12, "tiny")
+    m = Seq2Seq.from_config(asdict(PROFILES["tiny"]), 10, 12)
     assert m.max_decode_len == PROFILES["tiny"].max_decode_len
-    with pytest.raises(KeyError, match="unknown profile 'huge'; valid: \\['demo', 'full', 'mini', 'tiny'\\]"):
-        Seq2Seq.from_profile(10, 12, "huge")
+    assert m.encoder.hidden == PROFILES["tiny"].hidden and m.encoder.embed.embedding_dim == PROFILES["tiny"].word_dim
     with pytest.raises(ValueError, match="beam_size must be >= 1, got 0"):
         _model().beam_search(*pad_sequences([[4]]), beam_size=0)

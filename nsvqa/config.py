@@ -1,0 +1,373 @@
+"""One base for every run config, and the one dataclass -> command-line path of every training script.
+
+A run config is a frozen dataclass that subclasses :class:`Config`; its first fields are ``data``
+(the training variant's folder) and ``profile``, and every other field has a default::
+
+    @dataclass(frozen=True)
+    class MyConfig(Config):
+        data: str
+        profile: str = "mini"
+        steps: int = 0
+        lr: float = 0.0
+
+        PROFILES = {"tiny": MyProfile(steps=10, lr=1e-2), "mini": MyProfile(steps=1000, lr=1e-3)}
+        MUST_MATCH = ("data", "profile")
+
+    cfg = MyConfig.from_profile("data/mid", "tiny", steps=20)    # the profile's values, then overrides
+    MyConfig.from_dict(cfg.to_dict()) == cfg                      # checkpoint round trip
+
+The profile tables stay next to the component they configure (a schedule next to its trainer,
+network sizes next to the network); a config that draws on several tables overrides
+:meth:`Config.profile_defaults`. On the command line::
+
+    parser = argparse.ArgumentParser()
+    add_config_args(parser, MyConfig)        # --steps INT, --lr FLOAT, ..., --set NAME=VALUE
+    args = parser.parse_args(argv)
+    cfg = MyConfig.from_profile(args.data, args.profile, **config_overrides(args, MyConfig))
+
+Every value is parsed with the type of its field's annotation (``int``, ``float``, ``bool``,
+``str``, ``X | None``, ``tuple[X, ...]``), never guessed from the string.
+"""
+from __future__ import annotations
+
+import argparse
+import types
+import typing
+from dataclasses import MISSING, fields, is_dataclass
+from typing import Any, ClassVar, Iterable, Mapping, Sequence, TypeVar
+
+C = TypeVar("C", bound="Config")
+
+#: fields every config has, given by their own arguments rather than as overrides
+IDENTITY = ("data", "profile")
+_TRUE = ("true", "yes", "on", "1")
+_FALSE = ("false", "no", "off", "0")
+_NONE = ("none", "null")
+
+
+# ---------------------------------------------------------------------------- field types
+def field_types(cls: type) -> dict[str, Any]:
+    """Field name -> its resolved annotation (``int``, ``str | None``, ...) of dataclass ``cls``."""
+    hints = typing.get_type_hints(cls)
+    return {f.name: hints[f.name] for f in fields(cls)}
+
+
+def _split_optional(tp: Any) -> tuple[Any, bool]:
+    """(the type without ``None``, whether ``None`` is allowed)."""
+    if typing.get_origin(tp) in (typing.Union, types.UnionType):
+        args = typing.get_args(tp)
+        rest = [a for a in args if a is not type(None)]
+        if len(rest) != 1:
+            raise TypeError(f"unsupported config field type {tp!r} (one type, optionally | None)")
+        return rest[0], len(rest) < len(args)
+    return tp, False
+
+
+def type_name(tp: Any) -> str:
+    """How a field's type reads in messages and ``--help``: ``int``, ``bool``, ``str | None``,
+    ``comma-separated int``."""
+    base, optional = _split_optional(tp)
+    if typing.get_origin(base) is tuple:
+        name = f"comma-separated {type_name(typing.get_args(base)[0])}"
+    else:
+        name = getattr(base, "__name__", str(base))
+    return f"{name} | None" if optional else name
+
+
+def parse_value(tp: Any, text: str) -> Any:
+    """``text`` read as a value of type ``tp``.
+
+    ``bool``: true/false (also yes/no, on/off, 1/0); ``X | None``: ``none`` (or ``null``) is None;
+    ``tuple[X, ...]``: comma-separated values of X (``""``: the empty tuple).
+
+    Raises:
+        ValueError: ``text`` is no value of ``tp`` (the message says what was expected).
+        TypeError: ``tp`` is not a type the command line can give.
+    """
+    base, optional = _split_optional(tp)
+    s = text.strip()
+    if optional and s.lower() in _NONE:
+        return None
+    if typing.get_origin(base) is tuple:
+        args = typing.get_args(base)
+        if len(args) != 2 or args[1] is not Ellipsis:
+            raise TypeError(f"unsupported config field type {tp!r} (tuples: tuple[X, ...])")
+        return tuple(parse_value(args[0], part) for part in s.split(",") if part.strip())
+    if base is bool:
+        if s.lower() in _TRUE:
+            return True
+        if s.lower() in _FALSE:
+            return False
+        raise ValueError(f"expected true or false, got {text!r}")
+    if base in (int, float):
+        try:
+            return base(s)
+        except ValueError:
+            raise ValueError(f"expected {type_name(tp)}, got {text!r}") from None
+    if base is str:
+        return text
+    raise TypeError(f"unsupported config field type {tp!r}")
+
+
+def _check_value(tp: Any, value: Any) -> Any:
+    """``value`` (read from a checkpoint or JSON) as type ``tp``: ints accepted as floats, lists as
+    tuples; ValueError naming the expected type otherwise."""
+    base, optional = _split_optional(tp)
+    if value is None:
+        if optional:
+            return None
+    elif typing.get_origin(base) is tuple and isinstance(value, (list, tuple)):
+        return tuple(_check_value(typing.get_args(base)[0], v) for v in value)
+    elif base is float and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    elif base is int and isinstance(value, int) and not isinstance(value, bool):
+        return value
+    elif base in (bool, str) and isinstance(value, base):
+        return value
+    elif base not in (bool, int, float, str) and typing.get_origin(base) is not tuple:
+        return value  # a type this module does not know: taken as it is
+    raise ValueError(f"expected {type_name(tp)}, got {type(value).__name__} {value!r}")
+
+
+def as_fields(entry: Any) -> dict[str, Any]:
+    """A profile table's entry (a dataclass instance or a mapping) as a dict of field values
+    (shallow: tuples stay tuples)."""
+    if is_dataclass(entry):
+        return {f.name: getattr(entry, f.name) for f in fields(entry)}
+    return dict(entry)
+
+
+# ---------------------------------------------------------------------------- resolution
+def resolve_fields(cls: type[C], data: Any, profile: str, profiles: Mapping[str, Any],
+                   defaults: Mapping[str, Any], overrides: Mapping[str, Any]) -> C:
+    """``cls(data=str(data), profile=profile, **defaults, **overrides)``, overrides that are None
+    left out: what :meth:`Config.from_profile` does, for any dataclass with fields ``data`` and
+    ``profile`` (``defaults``: the profile's values).
+
+    Raises:
+        KeyError: ``profile`` is not in ``profiles`` (the valid ones listed).
+        TypeError: an override that is no field of ``cls`` (the valid ones listed).
+    """
+    if profile not in profiles:
+        raise KeyError(f"unknown profile {profile!r}; valid: {sorted(profiles)}")
+    names = [f.name for f in fields(cls)]
+    unknown = set(overrides) - set(names)
+    if unknown:
+        raise TypeError(f"unknown config fields {sorted(unknown)}; valid: {sorted(names)}")
+    given = sorted(set(overrides) & set(IDENTITY))
+    if given:
+        raise TypeError(f"config fields {given} are arguments of their own, not overrides")
+    values = dict(defaults)
+    values.update({k: v for k, v in overrides.items() if v is not None})
+    return cls(data=str(data), profile=profile, **values)
+
+
+class Config:
+    """Mixin of every frozen run-config dataclass (fields ``data`` and ``profile`` first).
+
+    Class attributes a config sets:
+        PROFILES: profile name -> that profile's field values (a dataclass instance or a mapping).
+        MUST_MATCH: fields a resumed run must agree on with the run it continues.
+        CHOICES: field -> its valid values (checked by :meth:`check`, offered by ``--help``).
+        HELP: field -> help text of its command-line option.
+    """
+
+    PROFILES: ClassVar[Mapping[str, Any]] = {}
+    MUST_MATCH: ClassVar[tuple[str, ...]] = IDENTITY
+    CHOICES: ClassVar[Mapping[str, Sequence[Any]]] = {}
+    HELP: ClassVar[Mapping[str, str]] = {}
+
+    # ------------------------------------------------------------------ profiles
+    @classmethod
+    def profile_names(cls) -> list[str]:
+        """The profiles :meth:`from_profile` accepts without a ``profiles`` table, sorted."""
+        return sorted(cls.PROFILES)
+
+    @classmethod
+    def profile_defaults(cls, profile: str) -> dict[str, Any]:
+        """Field values of ``profile`` (a config drawing on several tables overrides this).
+
+        Raises:
+            KeyError: unknown profile (the valid ones listed).
+        """
+        if profile not in cls.PROFILES:
+            raise KeyError(f"unknown profile {profile!r}; valid: {cls.profile_names()}")
+        return as_fields(cls.PROFILES[profile])
+
+    @classmethod
+    def from_profile(cls: type[C], data: Any, profile: str = "mini", *, profiles: Mapping[str, Any] | None = None,
+                     **overrides: Any) -> C:
+        """The resolved, checked config: the profile's values, then every override that is not None.
+
+        Args:
+            data: the training variant's folder (stored as a string).
+            profile: a profile of ``profiles``, by default of :meth:`profile_defaults`.
+            profiles: profile name -> field values, instead of the class's own tables (a model
+                whose table lives with the model rather than with its config class).
+            overrides: field values; None leaves the profile's value.
+
+        Raises:
+            KeyError: unknown profile (valid ones listed); TypeError: an override that is no field
+            (valid ones listed); ValueError: a value out of range (:meth:`check`).
+        """
+        if profiles is None:
+            names = cls.profile_names()
+            defaults = cls.profile_defaults(profile) if profile in names else {}
+        else:
+            names = list(profiles)
+            defaults = as_fields(profiles[profile]) if profile in profiles else {}
+        cfg = resolve_fields(cls, data, profile, dict.fromkeys(names), defaults, overrides)
+        cfg.check()
+        return cfg
+
+    #: the former name of :meth:`from_profile`
+    resolve = from_profile
+
+    def check(self) -> None:
+        """Raise ValueError naming the first field out of range (here: a value outside ``CHOICES``).
+        Subclasses extend it and call ``super().check()``."""
+        for name, valid in self.CHOICES.items():
+            value = getattr(self, name)
+            if value not in valid:
+                raise ValueError(f"{name} must be one of {tuple(valid)}, got {value!r}")
+
+    # ------------------------------------------------------------------ checkpoints
+    def to_dict(self) -> dict[str, Any]:
+        """Field -> value (plain types: what a checkpoint's ``config`` and ``config.json`` hold)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}  # type: ignore[arg-type]
+
+    @classmethod
+    def from_dict(cls: type[C], d: Mapping[str, Any], where: str = "config") -> C:
+        """The config a checkpoint (or ``config.json``) holds.
+
+        A field the saved config lacks (it was written before the field existed) takes the value
+        of the saved profile (:meth:`profile_defaults`), else the field's default (an error for a
+        field every profile sets: its default is a placeholder): this is where old checkpoints get,
+        e.g., the network sizes their profile had. Lists become tuples for tuple fields, ints
+        floats for float fields; :meth:`check` is not run (a config that was trained stays
+        loadable).
+
+        Raises:
+            ValueError: ``d`` has a field ``cls`` does not know, lacks a field without a default,
+            or holds a value of the wrong type; the message names ``where`` and the field.
+        """
+        if not isinstance(d, Mapping):
+            raise ValueError(f"{where}: expected a mapping of config fields, got {type(d).__name__}")
+        names = [f.name for f in fields(cls)]
+        unknown = sorted(set(d) - set(names))
+        if unknown:
+            raise ValueError(f"{where}: unknown fields {unknown} for {cls.__name__}; valid: {sorted(names)}")
+        profile = d.get("profile")
+        fallback: dict[str, Any] = {}
+        profiled: set[str] = set()  # fields every profile sets: their defaults are placeholders
+        if set(names) - set(d) and cls.profile_names():
+            profiled = set.intersection(*(set(cls.profile_defaults(p)) for p in cls.profile_names()))
+            if isinstance(profile, str) and profile in cls.profile_names():
+                fallback = cls.profile_defaults(profile)
+        hints = field_types(cls)
+        values = {}
+        for f in fields(cls):
+            if f.name in d:
+                raw = d[f.name]
+            elif f.name in fallback:
+                raw = fallback[f.name]
+            elif f.name in profiled:
+                raise ValueError(f"{where}, field {f.name!r}: missing, and profile {profile!r} has no value for it "
+                                 f"(profiles: {cls.profile_names()})")
+            elif f.default is MISSING and f.default_factory is MISSING:
+                raise ValueError(f"{where}, field {f.name!r}: missing")
+            else:
+                continue
+            try:
+                values[f.name] = _check_value(hints[f.name], raw)
+            except ValueError as e:
+                raise ValueError(f"{where}, field {f.name!r}: {e}") from None
+        return cls(**values)
+
+
+# ---------------------------------------------------------------------------- the command line
+def parse_assignments(items: Iterable[str] | None, cls: type, what: str = "--set",
+                      exclude: Sequence[str] = IDENTITY) -> dict[str, Any]:
+    """``["steps=500", "lr=1e-3", "detector=none"]`` -> {field: value}, each value parsed with the
+    type of that field of dataclass ``cls`` (dashes in a name read as underscores).
+
+    Raises:
+        ValueError: an item that is not NAME=VALUE, or a value that is not of the field's type (the
+            option ``what``, the field and the expected type named).
+        TypeError: a name that is no field of ``cls`` (the valid ones listed).
+    """
+    hints = {k: v for k, v in field_types(cls).items() if k not in exclude}
+    out: dict[str, Any] = {}
+    for item in items or []:
+        name, sep, text = item.partition("=")
+        if not sep or not name.strip():
+            raise ValueError(f"{what}: expected NAME=VALUE, got {item!r}")
+        key = name.strip().replace("-", "_")
+        if key not in hints:
+            raise TypeError(f"{what}: unknown config fields {[key]}; valid: {sorted(hints)}")
+        try:
+            out[key] = parse_value(hints[key], text)
+        except ValueError as e:
+            raise ValueError(f"{what} {key}={text!r}: {e}") from None
+    return out
+
+
+def _option_type(name: str, tp: Any):
+    """The argparse ``type`` of the option of field ``name``: errors name the field and the type."""
+    def convert(text: str) -> Any:
+        try:
+            return parse_value(tp, text)
+        except ValueError as e:
+            raise argparse.ArgumentTypeError(f"config field {name!r} ({type_name(tp)}): {e}") from None
+
+    convert.__name__ = type_name(tp)
+    return convert
+
+
+def add_config_args(parser: argparse.ArgumentParser, cls: type, *, exclude: Sequence[str] = IDENTITY,
+                    title: str = "config fields (default: the profile's value)",
+                    set_option: str | None = "--set") -> Any:
+    """Add one option per field of config dataclass ``cls`` (but ``exclude``) to ``parser``.
+
+    ``--field-name VALUE`` parsed with the field's type; a bool field is ``--name`` (true),
+    ``--no-name`` (false) or ``--name true|false``; an ``X | None`` field takes ``none``. Every
+    option defaults to None (the profile's value). ``set_option`` (None: none) adds
+    ``--set NAME=VALUE`` (repeatable, dest ``set``) for any field, typed the same way. Read the
+    values back with :func:`config_overrides`. Returns the argument group (for aliases).
+    """
+    group = parser.add_argument_group(title)
+    helps: Mapping[str, str] = getattr(cls, "HELP", {})
+    choices: Mapping[str, Sequence[Any]] = getattr(cls, "CHOICES", {})
+    for name, tp in field_types(cls).items():
+        if name in exclude:
+            continue
+        flag = "--" + name.replace("_", "-")
+        base, _ = _split_optional(tp)
+        text = helps.get(name, "")
+        if base is bool:
+            group.add_argument(flag, dest=name, nargs="?", const=True, default=None, type=_option_type(name, tp),
+                               metavar="true|false", help=(text + " " if text else "") + f"(bool; --no-{flag[2:]}: false)")
+            group.add_argument(f"--no-{flag[2:]}", dest=name, action="store_false", default=None, help=argparse.SUPPRESS)
+            continue
+        valid = choices.get(name)
+        metavar = "X,Y,..." if typing.get_origin(base) is tuple else getattr(base, "__name__", "value").upper()
+        group.add_argument(flag, dest=name, type=_option_type(name, tp), default=None, choices=valid,
+                           metavar=None if valid else metavar, help=(text + " " if text else "") + f"({type_name(tp)})")
+    if set_option:
+        group.add_argument(set_option, action="append", dest="set", metavar="NAME=VALUE", default=None,
+                           help="any config field, parsed with its type (repeatable)")
+    return group
+
+
+def config_overrides(args: argparse.Namespace, cls: type, *, exclude: Sequence[str] = IDENTITY,
+                     what: str = "--set") -> dict[str, Any]:
+    """The overrides given by the options of :func:`add_config_args`: every field option that was
+    given, then every ``--set`` (which wins)."""
+    names = [n for n in field_types(cls) if n not in exclude]
+    out = {n: getattr(args, n) for n in names if getattr(args, n, None) is not None}
+    out.update(parse_assignments(getattr(args, "set", None), cls, what, exclude))
+    return out
+
+
+__all__ = ["Config", "IDENTITY", "as_fields", "resolve_fields", "field_types", "type_name", "parse_value", "parse_assignments",
+           "add_config_args", "config_overrides"]

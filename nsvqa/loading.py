@@ -1,0 +1,117 @@
+"""Trained parsers from their checkpoints: what parsing, the pipeline and the experiment load.
+
+Each checkpoint rebuilds its network from the config it holds, read by
+:meth:`nsvqa.config.Config.from_dict` (a field an older checkpoint lacks, such as the scene
+parser's network sizes before they were config fields, takes the value of the checkpoint's
+profile: the one place of that fallback). Nothing here trains; the training modules import these
+loaders (and re-export them under their former names).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping, TypeVar
+
+import numpy as np
+from torch import nn
+
+from executors import load_ontology
+from nsvqa.checkpoint import CheckpointError, load_checkpoint
+from nsvqa.config import Config
+from nsvqa.question_config import QuestionParserConfig
+from nsvqa.scene_config import SceneParserConfig
+from parsers.question.question_parser import QuestionParser
+from parsers.scene.attribute_head import AttributeHead
+from parsers.scene.scene_parser import SceneParser
+
+QUESTION_CHECKPOINT = "question_parser.pt"
+QUESTION_KIND = "question_parser"
+DETECTOR_CHECKPOINT = "detector.pt"
+DETECTOR_KIND = "detector"
+HEAD_CHECKPOINT = "attributes.pt"
+HEAD_KIND = "attributes"
+
+C = TypeVar("C", bound=Config)
+
+
+def checkpoint_config(cls: type[C], ckpt: Mapping[str, Any], where: str = "checkpoint") -> C:
+    """The config of a loaded checkpoint as ``cls`` (:meth:`Config.from_dict`).
+
+    Raises:
+        nsvqa.checkpoint.CheckpointError: an unusable config (``where`` and the field named).
+    """
+    try:
+        return cls.from_dict(ckpt["config"], f"{where}, config")
+    except ValueError as e:
+        raise CheckpointError(str(e)) from None
+
+
+# ---------------------------------------------------------------------------- question parser
+def load_question_parser(path: str | Path, device: str = "cpu") -> QuestionParser:
+    """A :class:`QuestionParser` (eval mode) from ``question_parser.pt`` or a run directory holding
+    one.
+
+    Raises:
+        nsvqa.checkpoint.CheckpointError: no such checkpoint, or an unusable one (file and field named).
+    """
+    path = Path(path)
+    if path.is_dir():
+        path = path / QUESTION_CHECKPOINT
+    ck = load_checkpoint(path, kind=QUESTION_KIND)
+    cfg = checkpoint_config(QuestionParserConfig, ck, str(path))
+    return QuestionParser.from_payload({**ck, "config": cfg.to_dict()}, where=str(path), device=device)
+
+
+# ---------------------------------------------------------------------------- scene parser
+def detector_from_checkpoint(ckpt: Mapping[str, Any], where: str = "detector checkpoint") -> nn.Module:
+    """The Mask R-CNN (eval mode) of a loaded ``detector.pt`` payload, built from its config."""
+    v = ckpt["vocabularies"]
+    h, w = v["image_size"]
+    model = checkpoint_config(SceneParserConfig, ckpt, where).build_detector(v["num_classes"], h, w)
+    model.load_state_dict(ckpt["state_dict"])
+    return model.eval()
+
+
+def head_from_checkpoint(ckpt: Mapping[str, Any], where: str = "attributes checkpoint") -> AttributeHead:
+    """The attribute head (eval mode) of a loaded ``attributes.pt`` payload, built from its config."""
+    vocab = ckpt["vocabularies"]["attributes"]
+    head = checkpoint_config(SceneParserConfig, ckpt, where).build_attribute_head({a: len(v) for a, v in vocab.items()})
+    head.load_state_dict(ckpt["state_dict"])
+    return head.eval()
+
+
+def load_scene_parser(run_dir: str | Path, min_score: float | None = None) -> SceneParser:
+    """A :class:`SceneParser` from a run directory's ``attributes.pt`` and ``detector.pt`` (or the
+    detector its config names, when the run has none).
+
+    Args:
+        run_dir: the scene-parser run directory.
+        min_score: detections kept (None: the run config's ``min_score``).
+
+    Raises:
+        nsvqa.checkpoint.CheckpointError: a missing or unusable checkpoint (file and field named).
+    """
+    run_dir = Path(run_dir)
+    head_path = run_dir / HEAD_CHECKPOINT
+    head_ck = load_checkpoint(head_path, kind=HEAD_KIND)
+    cfg = checkpoint_config(SceneParserConfig, head_ck, str(head_path))
+    det_path = run_dir / DETECTOR_CHECKPOINT
+    if not det_path.exists() and cfg.detector:
+        det_path = Path(cfg.detector)  # the head was trained for another run's detector
+    det_ck = load_checkpoint(det_path, kind=DETECTOR_KIND)
+    dv = det_ck["vocabularies"]
+    onto = load_ontology("superclevr")
+    parts = {int(k): dv["classes"][str(k)] for k in dv.get("part_class_ids", [])}
+    classes, shape_ids = dict(dv["classes"]), None
+    if dv.get("mode") == "agnostic":  # outputs are labelled with the head's most likely shape
+        ids = dv["shape_ids"]
+        shape_ids = np.array([ids[s] for s in onto.values("shape")], dtype=np.int64)
+        classes = {str(i): name for name, i in ids.items()}
+    return SceneParser(detector_from_checkpoint(det_ck, str(det_path)), head_from_checkpoint(head_ck, str(head_path)),
+                       onto, head_ck["vocabularies"]["directions"], cfg.crop_size,
+                       cfg.min_score if min_score is None else min_score, parts,
+                       detector_classes=classes, shape_label_ids=shape_ids, detector_path=str(det_path))
+
+
+__all__ = ["load_question_parser", "load_scene_parser", "detector_from_checkpoint", "head_from_checkpoint",
+           "checkpoint_config", "QUESTION_CHECKPOINT", "QUESTION_KIND", "DETECTOR_CHECKPOINT", "DETECTOR_KIND",
+           "HEAD_CHECKPOINT", "HEAD_KIND"]

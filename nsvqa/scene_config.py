@@ -1,0 +1,149 @@
+"""The scene parser's run config, its training schedules, and the map from the config to its networks.
+
+:class:`SceneParserConfig` is one frozen config (:class:`nsvqa.config.Config`) holding the run's
+identity, its schedule (the table :data:`PROFILES` below) and its two networks: the detector
+(``det_*`` fields, from :data:`parsers.scene.detector.PROFILES`) and the attribute head
+(``head_depth``, ``head_width``, ``crop_size``, from :data:`parsers.scene.attribute_head.PROFILES`).
+The tables are read when the config is resolved; checkpoints store the resolved fields and
+:meth:`SceneParserConfig.build_detector` / :meth:`SceneParserConfig.build_attribute_head` build
+from the fields alone, so a checkpoint rebuilds the networks it was trained with.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar, Mapping
+
+from torch import nn
+
+from nsvqa.config import Config, as_fields
+from nsvqa.datasets import MODES
+from parsers.scene.attribute_head import PROFILES as HEAD_PROFILES, AttributeHead
+from parsers.scene.detector import BACKBONES, PROFILES as DETECTOR_PROFILES, build_detector
+
+STAGES = ("detector", "attributes", "all")
+HEAD_DEPTHS = (18, 34)
+
+
+@dataclass(frozen=True)
+class SceneTrainProfile:
+    """Schedule of a profile (the network sizes live next to the networks)."""
+
+    det_iterations: int
+    det_batch: int
+    det_lr: float
+    attr_epochs: int
+    attr_batch: int
+    attr_lr: float
+    det_crop_images: int   # training images whose matched detector crops join the attribute set
+    checkpoint_every: int  # detector iterations between checkpoints
+
+
+PROFILES = {
+    "tiny": SceneTrainProfile(4, 2, 5e-4, 2, 16, 1e-3, 2, 2),
+    "mini": SceneTrainProfile(3000, 2, 4e-4, 8, 64, 1e-3, 400, 100),
+    # make demo: minutes on 2 CPU cores (the mini networks, a short schedule)
+    "demo": SceneTrainProfile(400, 2, 4e-4, 6, 64, 1e-3, 0, 100),
+    # the authors: Mask R-CNN 30k iterations at batch 16, attribute net 100 epochs at batch 64
+    "full": SceneTrainProfile(30000, 16, 4e-4, 100, 64, 1e-3, 4000, 1000),
+}
+
+
+@dataclass(frozen=True)
+class SceneParserConfig(Config):
+    """Resolved config of one scene-parser run (written to RUN_DIR/config.json and to both
+    checkpoints).
+
+    Detector network (:func:`parsers.scene.detector.build_detector`): ``det_backbone``,
+    ``det_anchor_sizes``, ``det_trainable_layers``, ``det_rpn_post_nms_train``,
+    ``det_rpn_post_nms_test``, ``det_rois_per_image``. Attribute head
+    (:class:`parsers.scene.attribute_head.AttributeHead`): ``head_depth``, ``head_width``, on
+    square crops of ``crop_size``. The other fields: the schedule of both stages and what the head
+    trains on.
+    """
+
+    data: str
+    profile: str = "mini"
+    mode: str = "objects"              # detector classes: objects | objects+parts | agnostic
+    stage: str = "all"
+    seed: int = 0
+    device: str = "cpu"
+    det_iterations: int = 0
+    det_batch: int = 0
+    det_lr: float = 0.0
+    attr_epochs: int = 0
+    attr_batch: int = 0
+    attr_lr: float = 0.0
+    det_crop_images: int = 0
+    checkpoint_every: int = 0
+    crop_size: int = 0
+    attr_parts: bool = True            # the head also learns part crops (part name, color, material)
+    max_train_images: int | None = None
+    extra_parts: int = 1               # unlisted visible parts per object among the head's part crops
+    detector: str | None = None        # detector.pt of another run (default: RUN_DIR/detector.pt)
+    min_score: float = 0.5
+    match_iou: float = 0.5
+    det_backbone: str = ""
+    det_anchor_sizes: tuple[int, ...] = ()
+    det_trainable_layers: int = 0
+    det_rpn_post_nms_train: int = 0
+    det_rpn_post_nms_test: int = 0
+    det_rois_per_image: int = 0
+    head_depth: int = 0
+    head_width: int = 0
+
+    PROFILES: ClassVar = PROFILES  # the schedules above
+    MUST_MATCH: ClassVar[tuple[str, ...]] = ("data", "profile", "mode", "seed", "crop_size", "det_backbone",
+                                             "det_trainable_layers", "head_depth", "head_width")
+    CHOICES: ClassVar = {"mode": MODES, "stage": STAGES, "det_backbone": BACKBONES, "head_depth": HEAD_DEPTHS}
+    HELP: ClassVar = {
+        "mode": "detector classes: the 21 shapes, shapes and part names, or one 'object' class (the attribute "
+                "head tells the shape)",
+        "stage": "what to train: the detector, the attribute head (on RUN_DIR/detector.pt or --detector), or both",
+        "attr_parts": "train the head on part crops too (--no-part-crops: object crops only)",
+        "detector": "detector.pt of another run for the attribute stage (default: RUN_DIR/detector.pt)",
+        "min_score": "detections kept: for the head's detector crops and the parser's default",
+        "det_anchor_sizes": "anchor sizes in pixels, e.g. 8,16,32",
+    }
+
+    @classmethod
+    def profile_defaults(cls, profile: str) -> dict[str, Any]:
+        """The schedule of :data:`PROFILES`, the detector of :data:`parsers.scene.detector.PROFILES`
+        (as ``det_*``) and the head of :data:`parsers.scene.attribute_head.PROFILES`."""
+        out = super().profile_defaults(profile)
+        head = HEAD_PROFILES[profile]
+        out |= {f"det_{k}": v for k, v in as_fields(DETECTOR_PROFILES[profile]).items()}
+        out |= {"crop_size": head.crop_size, "head_depth": head.depth, "head_width": head.width}
+        return out
+
+    def check(self) -> None:
+        super().check()
+        for k in ("det_iterations", "attr_epochs", "det_crop_images", "extra_parts"):
+            if getattr(self, k) < 0:
+                raise ValueError(f"{k} must be >= 0, got {getattr(self, k)}")
+        for k in ("det_batch", "attr_batch", "checkpoint_every", "crop_size", "head_width", "det_rpn_post_nms_train",
+                  "det_rpn_post_nms_test", "det_rois_per_image"):
+            if getattr(self, k) < 1:
+                raise ValueError(f"{k} must be >= 1, got {getattr(self, k)}")
+        if not self.det_anchor_sizes or min(self.det_anchor_sizes) < 1:
+            raise ValueError(f"det_anchor_sizes must be one or more sizes >= 1, got {self.det_anchor_sizes}")
+        if self.max_train_images is not None and self.max_train_images < 1:
+            raise ValueError(f"max_train_images must be >= 1 or None, got {self.max_train_images}")
+
+    # ------------------------------------------------------------------ networks
+    def detector_args(self) -> dict[str, Any]:
+        """The keyword arguments of :func:`parsers.scene.detector.build_detector` (the network)."""
+        return {"backbone": self.det_backbone, "anchor_sizes": tuple(self.det_anchor_sizes),
+                "trainable_layers": self.det_trainable_layers, "rpn_post_nms_train": self.det_rpn_post_nms_train,
+                "rpn_post_nms_test": self.det_rpn_post_nms_test, "rois_per_image": self.det_rois_per_image}
+
+    def build_detector(self, num_classes: int, height: int, width: int) -> nn.Module:
+        """The (untrained) Mask R-CNN of this config for ``num_classes`` classes (background
+        included) on ``height x width`` images."""
+        return build_detector(num_classes, height, width, **self.detector_args())
+
+    def build_attribute_head(self, num_values: Mapping[str, int]) -> AttributeHead:
+        """The (untrained) attribute head of this config; ``num_values``: attribute -> classes."""
+        return AttributeHead(num_values, self.head_depth, self.head_width)
+
+
+__all__ = ["PROFILES", "STAGES", "MODES", "SceneTrainProfile", "SceneParserConfig"]
