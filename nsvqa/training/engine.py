@@ -200,41 +200,43 @@ def train_steps(step_fn: Callable[[int], StepResult | tuple], optimizer: torch.o
     if dist is not None and rank_seed is not None:
         seed_rank(dist, rank_seed, start)
     clock = Stopwatch(seconds_before)
-    state = Progress(start, total, phase_of(start), {}, {}, {}, start >= total, False, clock)
+    state = Progress(step=start, total=total, phase=phase_of(start), values={}, smoothed={}, info={},
+                     final=start >= total, trained=False, clock=clock)
     bar = tqdm(range(start, total), desc=desc or state.phase, disable=not progress or not main, initial=start,
                total=total)
-    current = None
-    for step in bar:
-        result = step_fn(step)
-        if not isinstance(result, StepResult):
-            result = StepResult(*result)
-        values = _floats(result.values)
-        if dist is not None and not result.reduced:
-            values = mean_over_ranks(dist, values, result.keys)  # every rank stops together
-        check_finite(values, step)
-        optimizer.zero_grad(set_to_none=True)
-        result.loss.backward()
-        if params is not None:
-            torch.nn.utils.clip_grad_norm_(params, clip_norm)
-        optimizer.step()
-        if scheduler is not None:
-            scheduler.step()
-        name = phase_of(step)
-        smooth = {} if name != current else state.smoothed
-        current = name
-        smooth = {k: v if k not in smooth else 0.95 * smooth[k] + 0.05 * v
-                  for k, v in values.items()}
-        done = step + 1
-        last_of_phase = done == total or phase_of(done) != name
-        state = Progress(done, total, name, values, smooth, dict(result.info), done == total, True, clock)
-        bar.set_postfix(postfix(state))
-        if step % log_every == 0 or last_of_phase:
-            scalars = values | ({"lr": scheduler.get_last_lr()[0]} if scheduler is not None else {}) | state.info
-            run.scalars(name, scalars, step)
-            if log_values:
-                run.log(f"{name} step {step} " + " ".join(f"{k}={v:.4f}" for k, v in values.items()))
-        if main and on_checkpoint is not None and ((eval_every and done % eval_every == 0) or last_of_phase):
-            on_checkpoint(state)
+    try:
+        for step in bar:
+            result = step_fn(step)
+            if not isinstance(result, StepResult):
+                result = StepResult(*result)
+            values = _floats(result.values)
+            if dist is not None and not result.reduced:
+                values = mean_over_ranks(dist, values, result.keys)  # every rank stops together
+            check_finite(values, step)
+            optimizer.zero_grad(set_to_none=True)
+            result.loss.backward()
+            if params is not None:
+                torch.nn.utils.clip_grad_norm_(params, clip_norm)
+            optimizer.step()
+            if scheduler is not None:
+                scheduler.step()
+            name = phase_of(step)
+            smooth = state.smoothed if state.trained and name == state.phase else {}  # a new phase starts afresh
+            smooth = {k: v if k not in smooth else 0.95 * smooth[k] + 0.05 * v for k, v in values.items()}
+            done = step + 1
+            last_of_phase = done == total or phase_of(done) != name
+            state = Progress(step=done, total=total, phase=name, values=values, smoothed=smooth,
+                             info=dict(result.info), final=done == total, trained=True, clock=clock)
+            bar.set_postfix(postfix(state))
+            if step % log_every == 0 or last_of_phase:
+                lr = {"lr": scheduler.get_last_lr()[0]} if scheduler is not None else {}
+                run.scalars(name, values | lr | state.info, step)
+                if log_values:
+                    run.log(f"{name} step {step} " + " ".join(f"{k}={v:.4f}" for k, v in values.items()))
+            if main and on_checkpoint is not None and ((eval_every and done % eval_every == 0) or last_of_phase):
+                on_checkpoint(state)
+    finally:
+        bar.close()
     if start >= total and main and on_checkpoint is not None and (
             checkpoint_path is None or not Path(checkpoint_path).exists()):
         on_checkpoint(state)  # zero steps asked: the untrained model, still loadable
