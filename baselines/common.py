@@ -12,7 +12,8 @@ project's: the run directory (:class:`nsvqa.training.RunDir`: ``config.json``, `
 accuracy on the first ``val_questions`` val questions every ``eval_every`` steps, and an atomic
 checkpoint ``baseline.pt`` (kind ``baseline_<name>``) holding the config, the weights, the word and
 answer vocabularies and the training state. The batch of step ``s`` is a function of ``(seed, s)``
-only (:class:`nsvqa.question_training.BatchSchedule`), so ``--resume`` continues exactly.
+only (:class:`nsvqa.training.sampling.BucketedBatches`), so ``--resume`` continues exactly; the
+loop is :func:`nsvqa.training.engine.train_steps`.
 
 Images are read once per split (one decode per image, shared by its questions), resized to the
 profile's size and kept as uint8; the training and validation images are cached in
@@ -37,8 +38,9 @@ from nsvqa.artifacts.questions import Question, questions_path, read_questions
 from nsvqa.checkpoint import load_checkpoint, save_checkpoint
 from nsvqa.models import ModelSpec, PredictInputs
 from nsvqa.predictions import Prediction, load_question_meta
-from nsvqa.question_training import BatchSchedule
-from nsvqa.training import RunDir, check_finite, seed_everything, warmup_cosine
+from nsvqa.training import RunDir, seed_everything, warmup_cosine
+from nsvqa.training.engine import Progress, record_seconds, restore_train_state, train_steps
+from nsvqa.training.sampling import BucketedBatches
 from parsers.question.vocab import NULL_ID, Vocabulary, tokenize
 
 from . import Baseline
@@ -458,21 +460,6 @@ def open_run(name: str, cfg: Any, out: str | Path, *, resume: bool, total_steps:
     return run, ck, done
 
 
-def resume_state(ck: dict | None, opt: torch.optim.Optimizer, sched: Any) -> tuple[int, dict[str, Any]]:
-    """(first step, ``extra``) of a run continuing from checkpoint ``ck`` (``(0, {})`` without
-    one): the optimizer, scheduler and torch RNG states are restored in place. The weights are
-    the caller's to load (some models keep part of them outside the checkpoint)."""
-    if ck is None:
-        return 0, {}
-    ts = ck["train_state"]
-    if ts.get("optimizer") is not None:
-        opt.load_state_dict(ts["optimizer"])
-        sched.load_state_dict(ts["scheduler"])
-    if "rng" in ts:
-        torch.set_rng_state(ts["rng"])
-    return int(ts.get("step", 0)), dict(ck["extra"])
-
-
 def train_classifier(baseline: NeuralBaseline, cfg: Any, out: str | Path, *, resume: bool = False,
                      progress: bool = True) -> Path:
     """Train ``baseline``'s network on ``cfg.data``'s train split into the run directory ``out``.
@@ -487,8 +474,6 @@ def train_classifier(baseline: NeuralBaseline, cfg: Any, out: str | Path, *, res
         executors.errors.FormatError / FileNotFoundError: bad or missing data (file and field named);
         nsvqa.training.NonFiniteLoss: a NaN or infinite loss.
     """
-    from tqdm import tqdm
-
     run, ck, done = open_run(baseline.name, cfg, out, resume=resume, total_steps=cfg.steps)
     try:
         if done:
@@ -526,44 +511,38 @@ def train_classifier(baseline: NeuralBaseline, cfg: Any, out: str | Path, *, res
         model = baseline.build_model(cfg, len(vocab), len(answers)).to(dev)
         opt = torch.optim.Adam(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
         sched = torch.optim.lr_scheduler.LambdaLR(opt, warmup_cosine(cfg.steps, cfg.warmup))
+        start, extra = 0, {}
         if ck is not None:
             model.load_state_dict(ck["state_dict"])
-        start, extra = resume_state(ck, opt, sched)
-        if ck is not None:
+            start, extra = restore_train_state(ck["train_state"], opt, sched), dict(ck["extra"])
             run.log(f"resumed at step {start} from {path}")
-        schedule = BatchSchedule(train_data.lengths, cfg.batch, cfg.seed)
+        schedule = BucketedBatches(train_data.lengths, cfg.batch, cfg.seed)
         model.train()
-        t_start = time.time() - float(extra.get("train_seconds", 0.0))
-        smooth = None
-        bar = tqdm(range(start, cfg.steps), desc=baseline.name, disable=not progress, initial=start, total=cfg.steps)
-        for step in bar:
+
+        def step_fn(step: int) -> tuple[torch.Tensor, dict]:
             words, lengths, imgs, ans = train_data.batch(schedule(step), dev)
             loss = F.cross_entropy(model(words, lengths, imgs), ans)
-            check_finite({"loss": loss.detach()}, step)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
-            opt.step()
-            sched.step()
-            v = float(loss.detach())
-            smooth = v if smooth is None else 0.95 * smooth + 0.05 * v
-            bar.set_postfix(loss=f"{smooth:.4f}")
-            if step % 20 == 0 or step + 1 == cfg.steps:
-                run.scalars("train", {"loss": v, "lr": sched.get_last_lr()[0]}, step)
-            if (step + 1) % cfg.eval_every == 0 or step + 1 == cfg.steps:
-                msg = f"step {step + 1} loss={v:.5f} smoothed={smooth:.5f}"
-                if len(val_data):
-                    acc = accuracy(model, val_data, dev)
-                    extra["val_accuracy"] = acc
-                    run.scalars("val", {"accuracy": acc}, step + 1)
-                    msg += f" val accuracy={acc:.4f} ({len(val_data)} questions)"
-                run.log(msg)
-                extra["train_seconds"] = time.time() - t_start
-                extra["step_seconds"] = extra["train_seconds"] / (step + 1)
-                _save(path, baseline.name, cfg, model, vocab, answers,
-                      {"step": step + 1, "optimizer": opt.state_dict(), "scheduler": sched.state_dict()}, extra)
-        if start >= cfg.steps and not path.exists():  # zero steps asked: an untrained model, still loadable
-            _save(path, baseline.name, cfg, model, vocab, answers, {"step": start}, extra)
+            return loss, {"loss": loss}
+
+        def checkpoint(p: Progress) -> None:
+            if not p.trained:  # zero steps asked: an untrained model, still loadable
+                _save(path, baseline.name, cfg, model, vocab, answers, {"step": p.step}, extra)
+                return
+            msg = f"step {p.step} loss={p.values['loss']:.5f} smoothed={p.smoothed['loss']:.5f}"
+            if len(val_data):
+                acc = accuracy(model, val_data, dev)
+                extra["val_accuracy"] = acc
+                run.scalars("val", {"accuracy": acc}, p.step)
+                msg += f" val accuracy={acc:.4f} ({len(val_data)} questions)"
+            run.log(msg)
+            record_seconds(extra, p)
+            _save(path, baseline.name, cfg, model, vocab, answers,
+                  {"step": p.step, "optimizer": opt.state_dict(), "scheduler": sched.state_dict()}, extra)
+
+        train_steps(step_fn, opt, run, start=start, total=cfg.steps, scheduler=sched,
+                    clip_params=model.parameters(), clip_norm=cfg.grad_clip, phase="train", log_every=20,
+                    eval_every=cfg.eval_every, on_checkpoint=checkpoint, checkpoint_path=path,
+                    seconds_before=float(extra.get("train_seconds", 0.0)), progress=progress, desc=baseline.name)
     finally:
         run.close()
     return run.path
@@ -572,4 +551,4 @@ def train_classifier(baseline: NeuralBaseline, cfg: Any, out: str | Path, *, res
 __all__ = ["CHECKPOINT", "checkpoint_kind", "checkpoint_path", "answer_vocabulary", "QARecord", "read_qa",
            "encode_questions", "pad_words", "load_images", "image_cache", "normalise_images", "EncodedQA",
            "QuestionModelConfig", "ImageQuestionModelConfig", "BACKBONES", "config_from_dict", "QuestionEncoder",
-           "ImageEncoder", "mlp", "NeuralBaseline", "accuracy", "open_run", "resume_state", "train_classifier"]
+           "ImageEncoder", "mlp", "NeuralBaseline", "accuracy", "open_run", "train_classifier"]

@@ -79,13 +79,13 @@ from nsvqa.artifacts.scenes import read_scenes, scenes_path
 from nsvqa.checkpoint import load_checkpoint, save_checkpoint
 from nsvqa.models import ModelSpec, PredictInputs
 from nsvqa.predictions import Prediction, load_question_meta
-from nsvqa.question_training import BatchSchedule
-from nsvqa.training import check_finite, warmup_cosine
+from nsvqa.training import warmup_cosine
+from nsvqa.training.engine import Progress, record_seconds, restore_train_state, train_steps
+from nsvqa.training.sampling import BucketedBatches
 
 from . import Baseline, register
 from .common import (BACKBONES, CHECKPOINT, QARecord, answer_vocabulary, checkpoint_kind, checkpoint_path,
-                     config_from_dict, image_cache, load_images, mlp, normalise_images, open_run, read_qa,
-                     resume_state)
+                     config_from_dict, image_cache, load_images, mlp, normalise_images, open_run, read_qa)
 from .config import TrainConfig
 from .film import build_cnn
 
@@ -704,8 +704,6 @@ def train_mdetr(cfg: MDETRConfig, out: str | Path, *, resume: bool = False, prog
         executors.errors.FormatError / FileNotFoundError: bad or missing data (file and field named);
         nsvqa.training.NonFiniteLoss: a NaN or infinite loss.
     """
-    from tqdm import tqdm
-
     total = cfg.total_steps
     run, ck, done = open_run("mdetr", cfg, out, resume=resume, total_steps=total)
     try:
@@ -744,63 +742,51 @@ def train_mdetr(cfg: MDETRConfig, out: str | Path, *, resume: bool = False, prog
             param_groups.append({"params": text_params, "lr": cfg.lr_text})
         opt = torch.optim.AdamW(param_groups, weight_decay=cfg.weight_decay)
         sched = torch.optim.lr_scheduler.LambdaLR(opt, _phase_schedule(cfg))
+        start, extra = 0, {}
         if ck is not None:
             _load_weights(model, ck["state_dict"], str(path))
-        start, extra = resume_state(ck, opt, sched)
-        if ck is not None:
+            start, extra = restore_train_state(ck["train_state"], opt, sched), dict(ck["extra"])
             run.log(f"resumed at step {start} from {path}")
-        schedule = BatchSchedule(train_data.lengths, cfg.batch, cfg.seed)
+        schedule = BucketedBatches(train_data.lengths, cfg.batch, cfg.seed)
         model.train()
-        t_start = time.time() - float(extra.get("train_seconds", 0.0))
-        smooth: dict[str, float] = {}
 
-        def save(step: int, full: bool = True) -> None:
-            extra["train_seconds"] = time.time() - t_start
-            extra["step_seconds"] = extra["train_seconds"] / max(1, step)
-            state = {"step": step}
-            if full:
-                state |= {"optimizer": opt.state_dict(), "scheduler": sched.state_dict()}
-            _save(path, cfg, model, answers, state, extra)
+        def phase(step: int) -> str:
+            return "pretrain" if step < cfg.pretrain_steps else "finetune"
 
-        bar = tqdm(range(start, total), desc="mdetr", disable=not progress, initial=start, total=total)
-        for step in bar:
-            phase = "pretrain" if step < cfg.pretrain_steps else "finetune"
+        def step_fn(step: int) -> tuple[torch.Tensor, dict]:
             x = train_data.batch(schedule(step), dev)
             o = model(x["ids"], x["text_mask"], x["images"])
             parts = grounding_losses(o, x["targets"], x["text_mask"], cfg)
             grounding = (cfg.w_l1 * parts["l1"] + cfg.w_giou * parts["giou"] + cfg.w_token * parts["token"]
                          + cfg.w_contrastive * parts["contrastive"])
-            if phase == "pretrain":
+            if phase(step) == "pretrain":
                 loss = grounding
             else:
                 parts["qa"] = qa_loss(o, x["answers"], groups)
                 loss = cfg.finetune_grounding_weight * grounding + cfg.w_qa * parts["qa"]
             parts["loss"] = loss
-            check_finite({k: v.detach() for k, v in parts.items()}, step)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
-            opt.step()
-            sched.step()
-            values = {k: float(v.detach()) for k, v in parts.items()}
-            if step == cfg.pretrain_steps:
-                smooth = {}
-            smooth = {k: v if k not in smooth else 0.95 * smooth[k] + 0.05 * v for k, v in values.items()}
-            bar.set_postfix(phase=phase, loss=f"{smooth['loss']:.4f}")
-            last_of_phase = step + 1 in (cfg.pretrain_steps, total)
-            if step % 20 == 0 or last_of_phase:
-                run.scalars(phase, values | {"lr": sched.get_last_lr()[0]}, step)
-            if (step + 1) % cfg.eval_every == 0 or last_of_phase:
-                msg = f"step {step + 1} ({phase}) " + " ".join(f"{k}={v:.5f}" for k, v in smooth.items())
-                if phase == "finetune" and len(val_data):
+            return loss, parts
+
+        def checkpoint(p: Progress) -> None:
+            state = {"step": p.step}
+            if p.trained:
+                msg = f"step {p.step} ({p.phase}) " + " ".join(f"{k}={v:.5f}" for k, v in p.smoothed.items())
+                if p.phase == "finetune" and len(val_data):
                     acc = qa_accuracy(model, val_data, groups, dev)
                     extra["val_accuracy"] = acc
-                    run.scalars("val", {"accuracy": acc}, step + 1)
+                    run.scalars("val", {"accuracy": acc}, p.step)
                     msg += f" val accuracy={acc:.4f} ({len(val_data)} questions)"
                 run.log(msg)
-                save(step + 1)
-        if start >= total and not path.exists():  # zero steps asked: an untrained model, still loadable
-            save(start, full=False)
+                state |= {"optimizer": opt.state_dict(), "scheduler": sched.state_dict()}
+            # zero steps asked: an untrained model, still loadable
+            record_seconds(extra, p)
+            _save(path, cfg, model, answers, state, extra)
+
+        train_steps(step_fn, opt, run, start=start, total=total, scheduler=sched, clip_params=model.parameters(),
+                    clip_norm=cfg.grad_clip, phase=phase, log_every=20, eval_every=cfg.eval_every,
+                    on_checkpoint=checkpoint, checkpoint_path=path,
+                    seconds_before=float(extra.get("train_seconds", 0.0)), progress=progress, desc="mdetr",
+                    postfix=lambda p: {"phase": p.phase, "loss": f"{p.smoothed['loss']:.4f}"})
     finally:
         run.close()
     return run.path

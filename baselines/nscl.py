@@ -68,12 +68,14 @@ from nsvqa.artifacts.scenes import read_scenes, scenes_path
 from nsvqa.checkpoint import load_checkpoint, save_checkpoint
 from nsvqa.models import ModelSpec, PredictInputs
 from nsvqa.predictions import Prediction, load_question_meta
-from nsvqa.training import check_finite, warmup_cosine
+from nsvqa.training import warmup_cosine
+from nsvqa.training.engine import Progress, StepResult, record_seconds, restore_train_state, train_steps
+from nsvqa.training.sampling import GroupBatches
 
 from . import Baseline, register
 from .config import TrainConfig
 from .common import (CHECKPOINT, checkpoint_kind, checkpoint_path, config_from_dict, image_cache, load_images,
-                     normalise_images, open_run, resume_state)
+                     normalise_images, open_run)
 
 EPS = 1e-6
 MAX_COUNT = 10
@@ -516,10 +518,11 @@ def load_split(folder: Path, split: str, onto: Ontology, cfg: NSCLConfig, *, req
     return NSCLSplit(out, images, box_rows, distinct)
 
 
-class CurriculumSampler:
+class CurriculumSampler(GroupBatches):
     """The questions of step ``s``: ``images_per_batch`` images among those with a question
     eligible at ``s``'s curriculum stage, and up to ``questions_per_image`` of each image's eligible
-    questions, drawn from ``(seed, s)`` only."""
+    questions, drawn from ``(seed, s)`` only (:class:`nsvqa.training.sampling.GroupBatches` over
+    the images of each stage)."""
 
     def __init__(self, split: NSCLSplit, cfg: NSCLConfig):
         self.cfg = cfg
@@ -527,7 +530,7 @@ class CurriculumSampler:
         q_img = np.array([q.image_row for q in split.questions])
         n_obj = np.array([len(b) for b in split.boxes])
         usable = np.array([q.program is not None and q.answer is not None for q in split.questions])
-        self.stages = []  # (end step, question indices per image row)
+        stages = []  # (end step, question indices per image row)
         for frac, max_nodes, max_obj in parse_curriculum(cfg.curriculum) + [(1.0, 10 ** 6, 10 ** 6)]:
             ok = usable & (q_nodes <= max_nodes) & (n_obj[q_img] <= max_obj)
             if not ok.any():  # an empty stage trains on the next one's questions
@@ -535,26 +538,10 @@ class CurriculumSampler:
             per_image: dict[int, np.ndarray] = {}
             for i in np.flatnonzero(ok):
                 per_image.setdefault(int(q_img[i]), []).append(int(i))  # type: ignore[arg-type]
-            self.stages.append((frac * cfg.steps, {k: np.asarray(v) for k, v in per_image.items()}))
-        if not self.stages:
+            stages.append((frac * cfg.steps, {k: np.asarray(v) for k, v in per_image.items()}))
+        if not stages:
             raise ValueError("no training question has a program and an answer")
-
-    def stage(self, step: int) -> int:
-        for k, (end, _) in enumerate(self.stages):
-            if step < end:
-                return k
-        return len(self.stages) - 1
-
-    def __call__(self, step: int) -> list[int]:
-        per_image = self.stages[self.stage(step)][1]
-        rng = np.random.default_rng([self.cfg.seed, step])
-        images = sorted(per_image)
-        pick = rng.choice(len(images), size=min(self.cfg.images_per_batch, len(images)), replace=False)
-        out: list[int] = []
-        for p in sorted(pick):
-            qs = per_image[images[p]]
-            out += sorted(rng.choice(qs, size=min(self.cfg.questions_per_image, len(qs)), replace=False).tolist())
-        return out
+        super().__init__(stages, cfg.seed, cfg.images_per_batch, cfg.questions_per_image)
 
 
 # ---------------------------------------------------------------------------- forward passes
@@ -692,8 +679,6 @@ class NSCLBaseline(Baseline):
         resumable exactly. Raises like :func:`baselines.common.train_classifier`."""
         from collections import Counter
 
-        from tqdm import tqdm
-
         run, ck, done = open_run(self.name, cfg, out, resume=resume, total_steps=cfg.steps)
         try:
             if done:
@@ -719,46 +704,42 @@ class NSCLBaseline(Baseline):
             executor = SoftExecutor(onto, cfg.count_sigma)
             opt = torch.optim.Adam(net.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
             sched = torch.optim.lr_scheduler.LambdaLR(opt, warmup_cosine(cfg.steps, cfg.warmup))
+            start, extra = 0, {}
             if ck is not None:
                 net.load_state_dict(ck["state_dict"])
-            start, extra = resume_state(ck, opt, sched)
-            if ck is not None:
+                start, extra = restore_train_state(ck["train_state"], opt, sched), dict(ck["extra"])
                 run.log(f"resumed at step {start} from {path}")
             sampler = CurriculumSampler(train, cfg)
             run.log("curriculum: " + ", ".join(
                 f"stage {k} until step {int(end)}: {sum(len(v) for v in qs.values())} questions"
                 for k, (end, qs) in enumerate(sampler.stages)))
             net.train()
-            t_start = time.time() - float(extra.get("train_seconds", 0.0))
-            smooth = None
-            bar = tqdm(range(start, cfg.steps), desc=self.name, disable=not progress, initial=start, total=cfg.steps)
-            for step in bar:
+
+            def step_fn(step: int) -> StepResult:
                 loss = question_losses(net, executor, train, sampler(step), dev).mean()
-                check_finite({"loss": loss.detach()}, step)
-                opt.zero_grad(set_to_none=True)
-                loss.backward()
-                nn.utils.clip_grad_norm_(net.parameters(), cfg.grad_clip)
-                opt.step()
-                sched.step()
-                v = float(loss.detach())
-                smooth = v if smooth is None else 0.95 * smooth + 0.05 * v
-                bar.set_postfix(loss=f"{smooth:.4f}", stage=sampler.stage(step))
-                if step % 20 == 0 or step + 1 == cfg.steps:
-                    run.scalars("train", {"loss": v, "lr": sched.get_last_lr()[0], "stage": sampler.stage(step)}, step)
-                if (step + 1) % cfg.eval_every == 0 or step + 1 == cfg.steps:
-                    msg = f"step {step + 1} (stage {sampler.stage(step)}) loss={v:.5f} smoothed={smooth:.5f}"
-                    if val is not None and val.questions:
-                        acc = accuracy(net, executor, val, dev)
-                        extra["val_accuracy"] = acc
-                        run.scalars("val", {"accuracy": acc}, step + 1)
-                        msg += f" val accuracy={acc:.4f} ({len(val.questions)} questions)"
-                    run.log(msg)
-                    extra["train_seconds"] = time.time() - t_start
-                    extra["step_seconds"] = extra["train_seconds"] / (step + 1)
-                    _save(path, cfg, net, majority, {"step": step + 1, "optimizer": opt.state_dict(),
-                                                     "scheduler": sched.state_dict()}, extra)
-            if start >= cfg.steps and not path.exists():  # zero steps: an untrained model, still loadable
-                _save(path, cfg, net, majority, {"step": start}, extra)
+                return StepResult(loss, {"loss": loss}, info={"stage": sampler.stage(step)})
+
+            def checkpoint(p: Progress) -> None:
+                if not p.trained:  # zero steps: an untrained model, still loadable
+                    _save(path, cfg, net, majority, {"step": p.step}, extra)
+                    return
+                msg = f"step {p.step} (stage {p.info['stage']}) loss={p.values['loss']:.5f} " \
+                      f"smoothed={p.smoothed['loss']:.5f}"
+                if val is not None and val.questions:
+                    acc = accuracy(net, executor, val, dev)
+                    extra["val_accuracy"] = acc
+                    run.scalars("val", {"accuracy": acc}, p.step)
+                    msg += f" val accuracy={acc:.4f} ({len(val.questions)} questions)"
+                run.log(msg)
+                record_seconds(extra, p)
+                _save(path, cfg, net, majority, {"step": p.step, "optimizer": opt.state_dict(),
+                                                 "scheduler": sched.state_dict()}, extra)
+
+            train_steps(step_fn, opt, run, start=start, total=cfg.steps, scheduler=sched,
+                        clip_params=net.parameters(), clip_norm=cfg.grad_clip, phase="train", log_every=20,
+                        eval_every=cfg.eval_every, on_checkpoint=checkpoint, checkpoint_path=path,
+                        seconds_before=float(extra.get("train_seconds", 0.0)), progress=progress, desc=self.name,
+                        postfix=lambda p: {"loss": f"{p.smoothed['loss']:.4f}", "stage": p.info["stage"]})
         finally:
             run.close()
         return run.path

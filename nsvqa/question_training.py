@@ -5,7 +5,8 @@ The vocabularies are built from the training questions and programs and saved in
 (``RUN_DIR/question_parser.pt``, kind ``question_parser``), which is written atomically after every
 validation and at the end of each stage, and holds the optimizer, scheduler, RNG and step for
 ``--resume``. The batch of step ``s`` is a function of ``(seed, s)`` only (per-epoch permutations,
-bucketed by question length), so a resumed run sees the same data as an uninterrupted one.
+bucketed by question length: :class:`nsvqa.training.sampling.BucketedBatches`), so a resumed run sees
+the same data as an uninterrupted one. Both stages run on :func:`nsvqa.training.engine.train_steps`.
 
 Launched by ``torchrun`` (``WORLD_SIZE`` > 1) both stages train data-parallel
 (:mod:`nsvqa.distributed`): ``batch`` and ``reinforce_batch`` stay the global batch of a step, each
@@ -14,7 +15,6 @@ whole batch (mean over its target tokens, resp. questions), and rank 0 alone val
 """
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -28,19 +28,20 @@ from executors.errors import ExecutionError
 from executors.io import load_scenes, normalize_answer, question_scene, scene_lookup
 from executors.ontology import Ontology, load_ontology
 from nsvqa.checkpoint import load_checkpoint, save_checkpoint
-from nsvqa.distributed import (DistInfo, Dispatch, all_sum, barrier, check_global_batch, cleanup, init_from_env,
-                               open_run, seed_rank, shard, wrap)
+from nsvqa.distributed import (DistInfo, Dispatch, all_sum, check_global_batch, cleanup, init_from_env, open_run,
+                               shard, wrap)
 from nsvqa.loading import QUESTION_CHECKPOINT as CHECKPOINT, QUESTION_KIND as KIND
 from nsvqa.loading import load_question_parser as parser_from_checkpoint  # its former name and home
 from nsvqa.question_config import PROFILES, QuestionParserConfig, QuestionTrainProfile  # re-exported
 from nsvqa.question_eval import QuestionItem, read_question_items, score_parses
-from nsvqa.training import RunDir, check_finite, seed_everything, warmup_cosine
+from nsvqa.training import RunDir, seed_everything, warmup_cosine
+from nsvqa.training.engine import Progress, StepResult, record_seconds, restore_train_state, train_steps
+from nsvqa.training.sampling import BucketedBatches
 from parsers.question.decode import ids_to_program
 from parsers.question.question_parser import QuestionParser
 from parsers.question.seq2seq import Seq2Seq, pad_sequences
 from parsers.question.vocab import NULL_ID, Vocabulary, build_vocabularies, tokenize
 
-BUCKET = 50  # batches per length-sorted chunk of an epoch's permutation
 
 
 # ------------------------------------------------------------------------------------- data
@@ -80,39 +81,8 @@ class EncodedQuestions:
         return w.to(device), n.to(device), t.to(device)
 
 
-class BatchSchedule:
-    """Index batches as a function of (seed, step).
-
-    Each epoch is a permutation drawn from ``(seed, epoch)``, cut into chunks of ``BUCKET`` batches
-    that are sorted by question length (less padding), and the batches are then shuffled. Every
-    epoch has ``ceil(n / batch)`` steps.
-    """
-
-    def __init__(self, lengths: np.ndarray, batch: int, seed: int):
-        self.lengths, self.batch, self.seed = lengths, batch, seed
-        self.n = len(lengths)
-        if self.n == 0:
-            raise ValueError("no questions to train on")
-        self.steps_per_epoch = math.ceil(self.n / batch)
-        self._epoch, self._batches = -1, []
-
-    def epoch_batches(self, epoch: int) -> list[np.ndarray]:
-        rng = np.random.default_rng([self.seed, epoch])
-        perm = rng.permutation(self.n)
-        chunk = self.batch * BUCKET
-        batches = []
-        for s in range(0, self.n, chunk):
-            part = perm[s:s + chunk]
-            part = part[np.argsort(self.lengths[part], kind="stable")]
-            batches += [part[k:k + self.batch] for k in range(0, len(part), self.batch)]
-        order = rng.permutation(len(batches))
-        return [batches[i] for i in order]
-
-    def __call__(self, step: int) -> np.ndarray:
-        epoch, k = divmod(step, self.steps_per_epoch)
-        if epoch != self._epoch:
-            self._epoch, self._batches = epoch, self.epoch_batches(epoch)
-        return self._batches[k]
+#: the batches of step ``s``, a function of ``(seed, s)`` (length-bucketed per-epoch permutations)
+BatchSchedule = BucketedBatches
 
 
 # ------------------------------------------------------------------------------- checkpoints
@@ -184,60 +154,47 @@ class _Trainer:
 
     # ------------------------------------------------------------------ supervised
     def supervised(self) -> None:
-        from tqdm import tqdm
-
+        """Seq2seq cross-entropy on the ground-truth programs (resumed from a supervised-stage
+        checkpoint; skipped when the checkpoint is already past this stage)."""
         cfg = self.cfg
         opt = torch.optim.Adam(self.model.parameters(), lr=cfg.lr)
         sched = torch.optim.lr_scheduler.LambdaLR(opt, warmup_cosine(cfg.steps, min(200, max(1, cfg.steps // 20))))
         start = 0
         ts = self.ck["train_state"] if self.ck is not None else {}
         if ts.get("stage") == "supervised":
-            opt.load_state_dict(ts["optimizer"])
-            sched.load_state_dict(ts["scheduler"])
-            torch.set_rng_state(ts["rng"])
-            start = int(ts["step"])
+            start = restore_train_state(ts, opt, sched)
             self.run.log(f"supervised: resumed at step {start} from {self.path}")
         elif ts.get("stage") == "reinforce":
             return  # supervised stage already complete
         schedule = BatchSchedule(self.train.lengths, cfg.batch, cfg.seed)
         dist = self.dist
-        seed_rank(dist, cfg.seed, start)
         self.model.train()
-        t0 = time.time() - float(self.extra.get("supervised_seconds", 0.0))
-        smooth = None
-        bar = tqdm(range(start, cfg.steps), desc="question parser", disable=not self.progress, initial=start,
-                   total=cfg.steps)
-        for step in bar:
+
+        def step_fn(step: int) -> StepResult:
             if not dist.enabled:
                 words, lengths, targets = self.train.batch(schedule(step), self.dev)
                 loss = self.net("loss", words, lengths, targets)
-                check_finite({"loss": loss.detach()}, step)
-                v = float(loss.detach())
-            else:
-                loss, v = self._shard_loss(schedule(step))
-                check_finite({"loss": v}, step)  # the whole batch's loss: every rank stops together
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.grad_clip)
-            opt.step()
-            sched.step()
-            smooth = v if smooth is None else 0.95 * smooth + 0.05 * v
-            bar.set_postfix(loss=f"{smooth:.4f}")
-            if step % 20 == 0 or step + 1 == cfg.steps:
-                self.run.scalars("supervised", {"loss": v, "lr": sched.get_last_lr()[0]}, step)
-            if dist.is_main and ((step + 1) % cfg.eval_every == 0 or step + 1 == cfg.steps):
-                self.run.log(f"supervised step {step + 1} loss={v:.5f} smoothed={smooth:.5f}")
-                val = self.validate("supervised", step + 1)
-                self.extra["supervised_seconds"] = time.time() - t0
+                return StepResult(loss, {"loss": loss})
+            loss, v = self._shard_loss(schedule(step))
+            return StepResult(loss, {"loss": v}, reduced=True)  # the whole batch's loss: every rank stops together
+
+        def checkpoint(p: Progress) -> None:
+            state = {"stage": "reinforce", "step": 0}  # at the end (or zero steps): the next stage starts fresh
+            if p.trained:
+                self.run.log(f"supervised step {p.step} loss={p.values['loss']:.5f} smoothed={p.smoothed['loss']:.5f}")
+                val = self.validate("supervised", p.step)
+                record_seconds(self.extra, p, "supervised_seconds", per_step=False)
                 self.extra["supervised_val"] = val
-                state = {"stage": "supervised", "step": step + 1, "optimizer": opt.state_dict(),
-                         "scheduler": sched.state_dict()}
-                if step + 1 == cfg.steps:
-                    state = {"stage": "reinforce", "step": 0}  # next stage starts fresh
-                self.save(state)
-        if dist.is_main and start >= cfg.steps and not self.path.exists():  # zero steps requested
-            self.save({"stage": "reinforce", "step": 0})
-        barrier(dist)  # the checkpoint is written before any rank reads it
+                if not p.final:
+                    state = {"stage": "supervised", "step": p.step, "optimizer": opt.state_dict(),
+                             "scheduler": sched.state_dict()}
+            self.save(state)
+
+        train_steps(step_fn, opt, self.run, start=start, total=cfg.steps, scheduler=sched,
+                    clip_params=self.model.parameters(), clip_norm=cfg.grad_clip, phase="supervised", log_every=20,
+                    eval_every=cfg.eval_every, on_checkpoint=checkpoint, checkpoint_path=self.path, dist=dist,
+                    rank_seed=cfg.seed, seconds_before=float(self.extra.get("supervised_seconds", 0.0)),
+                    progress=self.progress, desc="question parser")
 
     def _shard_loss(self, idx: np.ndarray) -> tuple[torch.Tensor, float]:
         """This rank's part of the loss of the global batch ``idx`` (data-parallel only).
@@ -260,8 +217,6 @@ class _Trainer:
     def reinforce(self) -> None:
         """Policy gradient with reward 1 when the sampled program answers correctly on the ground-
         truth train scene (0 otherwise, invalid decodes included), minus a moving-average baseline."""
-        from tqdm import tqdm
-
         cfg = self.cfg
         _, spath = split_paths(cfg.data, "train")
         scenes, _ = load_scenes(spath, self.onto)
@@ -274,20 +229,16 @@ class _Trainer:
         ts = ck["train_state"] if ck is not None else {}
         start, baseline = 0, None
         if ts.get("stage") == "reinforce" and int(ts.get("step", 0)) > 0:
-            opt.load_state_dict(ts["optimizer"])
-            torch.set_rng_state(ts["rng"])
-            start, baseline = int(ts["step"]), ts.get("baseline")
+            start, baseline = restore_train_state(ts, opt), ts.get("baseline")
             self.run.log(f"reinforce: resumed at step {start} from {self.path}")
         else:
             torch.manual_seed(cfg.seed + 1)  # dropout draws of this stage do not depend on the first one
         schedule = BatchSchedule(self.train.lengths, cfg.reinforce_batch, cfg.seed + 1)
         dist = self.dist
-        seed_rank(dist, cfg.seed + 1, start)
         self.model.train()
-        t0 = time.time() - float(self.extra.get("reinforce_seconds", 0.0))
-        bar = tqdm(range(start, cfg.reinforce_steps), desc="reinforce", disable=not self.progress, initial=start,
-                   total=cfg.reinforce_steps)
-        for step in bar:
+
+        def step_fn(step: int) -> StepResult:
+            nonlocal baseline
             idx = batch = schedule(step)
             if dist.enabled:  # this rank's slice (one question with weight 0 when it is empty)
                 idx = shard(batch, dist.rank, dist.world_size)
@@ -310,33 +261,34 @@ class _Trainer:
                 mean_r = float(rewards.mean())
                 baseline = mean_r if baseline is None else 0.9 * baseline + 0.1 * mean_r
                 loss = -((rewards - baseline) * logp).mean()
-            else:  # the whole batch's mean reward, baseline and loss on every rank
-                n_mine = len(shard(batch, dist.rank, dist.world_size))
-                weight = torch.full((len(idx),), float(n_mine > 0), device=self.dev)
-                lp = (logp * weight).detach()
-                reward_sum, n, lp_sum, rlp_sum = all_sum(dist, [float((rewards * weight).sum()), float(n_mine),
-                                                                float(lp.sum()), float((rewards * lp).sum())])
-                mean_r = reward_sum / n
-                baseline = mean_r if baseline is None else 0.9 * baseline + 0.1 * mean_r
-                # DDP averages over the ranks: the gradient is the one of the whole batch's mean loss
-                loss = -((rewards - baseline) * logp * weight).sum() * (dist.world_size / n)
-                global_loss = -(rlp_sum - baseline * lp_sum) / n
-            check_finite({"loss": loss.detach() if not dist.enabled else global_loss, "reward": mean_r}, step)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.grad_clip)
-            opt.step()
-            bar.set_postfix(reward=f"{baseline:.3f}")
-            if step % 10 == 0 or step + 1 == cfg.reinforce_steps:
-                self.run.scalars("reinforce", {"reward": mean_r, "baseline": baseline,
-                                               "loss": float(loss.detach()) if not dist.enabled else global_loss}, step)
-            if dist.is_main and ((step + 1) % cfg.eval_every == 0 or step + 1 == cfg.reinforce_steps):
-                self.run.log(f"reinforce step {step + 1} reward={mean_r:.4f} baseline={baseline:.4f}")
-                self.extra["reinforce_val"] = self.validate("reinforce", step + 1)
-                self.extra["reinforce_seconds"] = time.time() - t0
-                self.save({"stage": "reinforce", "step": step + 1, "optimizer": opt.state_dict(),
-                           "baseline": baseline})
-        barrier(dist)
+                return StepResult(loss, {"loss": loss, "reward": mean_r}, info={"baseline": baseline})
+            # the whole batch's mean reward, baseline and loss on every rank
+            n_mine = len(shard(batch, dist.rank, dist.world_size))
+            weight = torch.full((len(idx),), float(n_mine > 0), device=self.dev)
+            lp = (logp * weight).detach()
+            reward_sum, n, lp_sum, rlp_sum = all_sum(dist, [float((rewards * weight).sum()), float(n_mine),
+                                                            float(lp.sum()), float((rewards * lp).sum())])
+            mean_r = reward_sum / n
+            baseline = mean_r if baseline is None else 0.9 * baseline + 0.1 * mean_r
+            # DDP averages over the ranks: the gradient is the one of the whole batch's mean loss
+            loss = -((rewards - baseline) * logp * weight).sum() * (dist.world_size / n)
+            global_loss = -(rlp_sum - baseline * lp_sum) / n
+            return StepResult(loss, {"loss": global_loss, "reward": mean_r}, info={"baseline": baseline}, reduced=True)
+
+        def checkpoint(p: Progress) -> None:
+            if not p.trained:
+                return  # nothing trained: the supervised stage's checkpoint stands
+            self.run.log(f"reinforce step {p.step} reward={p.values['reward']:.4f} baseline={p.info['baseline']:.4f}")
+            self.extra["reinforce_val"] = self.validate("reinforce", p.step)
+            record_seconds(self.extra, p, "reinforce_seconds", per_step=False)
+            self.save({"stage": "reinforce", "step": p.step, "optimizer": opt.state_dict(),
+                       "baseline": p.info["baseline"]})
+
+        train_steps(step_fn, opt, self.run, start=start, total=cfg.reinforce_steps, clip_params=self.model.parameters(),
+                    clip_norm=cfg.grad_clip, phase="reinforce", log_every=10, eval_every=cfg.eval_every,
+                    on_checkpoint=checkpoint, checkpoint_path=self.path, dist=dist, rank_seed=cfg.seed + 1,
+                    seconds_before=float(self.extra.get("reinforce_seconds", 0.0)), progress=self.progress,
+                    desc="reinforce", postfix=lambda p: {"reward": f"{p.info['baseline']:.3f}"})
 
 
 def train_question_parser(cfg: QuestionParserConfig, out: str | Path, *, resume: bool = False,

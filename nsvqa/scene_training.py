@@ -5,7 +5,10 @@ warm-up then cosine decay, gradient clipping). Stage ``attributes``: the ResNet 
 4-channel crops of the ground-truth masks and of detector masks matched to ground truth by mask IoU
 (so the head sees the masks it will get at test time). Each stage checkpoints atomically into the
 run directory (``detector.pt``, ``attributes.pt``) and resumes from there; the batch of step ``s``
-is a function of ``(seed, s)`` only, so a resumed run sees the same data as an uninterrupted one.
+is a function of ``(seed, s)`` only (:class:`nsvqa.training.sampling.PermutationBatches`), so a
+resumed run sees the same data as an uninterrupted one. Both stages run on
+:func:`nsvqa.training.engine.train_steps` (the attribute head's epochs as steps, validation and a
+checkpoint at the end of each epoch).
 
 Launched by ``torchrun`` (``WORLD_SIZE`` > 1) both stages train data-parallel
 (:mod:`nsvqa.distributed`): ``det_batch`` and ``attr_batch`` stay the global batch of a step, each
@@ -15,7 +18,6 @@ alone writes the run directory.
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
@@ -26,11 +28,12 @@ import torch
 from executors import load_ontology
 from nsvqa.checkpoint import load_checkpoint, save_checkpoint
 from nsvqa.datasets import OBJECT_ATTRIBUTES, PART_ATTRIBUTES, AttributeCropDataset, CropItem, DetectionDataset
-from nsvqa.distributed import (DistInfo, barrier, check_global_batch, cleanup, init_from_env, mean_over_ranks,
-                               open_run, run_on_main, seed_rank, shard, wrap)
+from nsvqa.distributed import DistInfo, check_global_batch, cleanup, init_from_env, open_run, run_on_main, shard, wrap
 from nsvqa.loading import detector_from_checkpoint, head_from_checkpoint, load_scene_parser  # re-exported
 from nsvqa.scene_config import PROFILES, STAGES, SceneParserConfig, SceneTrainProfile  # re-exported
-from nsvqa.training import RunDir, check_finite, seed_everything, warmup_cosine
+from nsvqa.training import RunDir, seed_everything, warmup_cosine
+from nsvqa.training.engine import Progress, StepResult, restore_train_state, train_steps
+from nsvqa.training.sampling import PermutationBatches
 from parsers.scene.attribute_head import AttributeHead, attribute_loss
 from parsers.scene.crops import box_geometry, crop_instance
 
@@ -39,14 +42,13 @@ LABEL_KEYS = ("shape", "color", "material", "size", "texture", "partname")
 
 # --------------------------------------------------------------------------------------- detector
 
+#: seed strides of the two stages' per-epoch permutations (see nsvqa.training.sampling.PermutationBatches)
+DETECTOR_STRIDE, ATTRIBUTE_STRIDE = 100003, 7919
+
+
 def _batch_indices(n: int, batch: int, step: int, seed: int) -> list[int]:
-    """The dataset indices of step ``step``: consecutive slices of a per-epoch permutation."""
-    out = []
-    for k in range(step * batch, (step + 1) * batch):
-        epoch, pos = divmod(k, n)
-        g = torch.Generator().manual_seed(seed * 100003 + epoch)
-        out.append(int(torch.randperm(n, generator=g)[pos]))
-    return out
+    """The dataset indices of detector step ``step``: consecutive slices of a per-epoch permutation."""
+    return PermutationBatches(n, batch, seed, stride=DETECTOR_STRIDE, drop_last=False)(step).tolist()
 
 
 def detector_vocabulary(ds: DetectionDataset) -> dict[str, Any]:
@@ -67,8 +69,6 @@ def train_detector(cfg: SceneParserConfig, run: RunDir, *, resume: bool = False,
     when it does not divide) and rank 0 alone writes; every rank returns once ``detector.pt`` is
     written.
     """
-    from tqdm import tqdm
-
     dist = init_from_env(cfg.device) if dist is None else dist
     check_global_batch(dist.world_size, det_batch=cfg.det_batch)
     ds = DetectionDataset(cfg.data, "train", cfg.mode)
@@ -88,54 +88,36 @@ def train_detector(cfg: SceneParserConfig, run: RunDir, *, resume: bool = False,
     if resume and path.exists():
         ck = load_checkpoint(path, kind="detector")
         model.load_state_dict(ck["state_dict"])
-        ts = ck["train_state"]
-        opt.load_state_dict(ts["optimizer"])
-        sched.load_state_dict(ts["scheduler"])
-        torch.set_rng_state(ts["rng"])
-        start = int(ts["step"])
+        start = restore_train_state(ck["train_state"], opt, sched)
         if start >= cfg.det_iterations:
             run.log(f"detector: {path} has finished its {cfg.det_iterations} iterations")
             return path  # untouched, so that outputs fingerprinted on it stay valid
         run.log(f"detector: resumed at step {start} from {path}")
     # gradients averaged over the ranks; BatchNorm statistics over the global batch on CUDA
     net = wrap(model, dist, sync_bn=True)
-    seed_rank(dist, cfg.seed, start)
-
-    def save(step: int, extra: dict | None = None) -> None:  # rank 0 only
-        save_checkpoint(path, kind="detector", config=asdict(cfg), state_dict=model.state_dict(),
-                        vocabularies=vocab, extra=extra,
-                        train_state={"optimizer": opt.state_dict(), "scheduler": sched.state_dict(),
-                                     "step": step, "rng": torch.get_rng_state()})
-
+    sampler = PermutationBatches(n, cfg.det_batch, cfg.seed, stride=DETECTOR_STRIDE, drop_last=False)
     model.train()
-    t0, smooth = time.time(), None
-    bar = tqdm(range(start, cfg.det_iterations), desc="detector", disable=not progress or not dist.is_main,
-               initial=start, total=cfg.det_iterations)
-    for step in bar:
-        idx = shard(_batch_indices(n, cfg.det_batch, step, cfg.seed), dist.rank, dist.world_size)
+
+    def step_fn(step: int) -> StepResult:
+        idx = shard(sampler(step).tolist(), dist.rank, dist.world_size)
         batch = [ds[i] for i in idx]
         images = [b[0].to(dev) for b in batch]
         targets = [{k: (v.to(dev) if torch.is_tensor(v) else v) for k, v in b[1].items()} for b in batch]
         losses = net(images, targets)
         loss = sum(losses.values())
-        values = {k: float(v.detach()) for k, v in losses.items()} | {"total": float(loss.detach())}
-        values = mean_over_ranks(dist, values)  # every rank stops together on a non-finite loss
-        check_finite(values, step)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(params, 10.0)
-        opt.step()
-        sched.step()
-        smooth = values["total"] if smooth is None else 0.95 * smooth + 0.05 * values["total"]
-        bar.set_postfix(loss=f"{smooth:.3f}")
-        if step % 10 == 0 or step + 1 == cfg.det_iterations:
-            run.scalars("detector", values | {"lr": sched.get_last_lr()[0]}, step)
-            run.log(f"detector step {step} " + " ".join(f"{k}={v:.4f}" for k, v in values.items()))
-        if dist.is_main and (step + 1) % cfg.checkpoint_every == 0 and step + 1 < cfg.det_iterations:
-            save(step + 1)
-    if dist.is_main:
-        save(cfg.det_iterations, {"seconds": time.time() - t0})
-    barrier(dist)
+        return StepResult(loss, dict(losses) | {"total": loss})
+
+    def checkpoint(p: Progress) -> None:  # rank 0 only
+        save_checkpoint(path, kind="detector", config=asdict(cfg), state_dict=model.state_dict(),
+                        vocabularies=vocab, extra={"seconds": p.seconds} if p.final else None,
+                        train_state={"optimizer": opt.state_dict(), "scheduler": sched.state_dict(),
+                                     "step": p.step, "rng": torch.get_rng_state()})
+
+    # every rank returns once detector.pt is written (the engine's closing barrier)
+    train_steps(step_fn, opt, run, start=start, total=cfg.det_iterations, scheduler=sched, clip_params=params,
+                clip_norm=10.0, phase="detector", log_every=10, log_values=True, eval_every=cfg.checkpoint_every,
+                on_checkpoint=checkpoint, dist=dist, rank_seed=cfg.seed, progress=progress, desc="detector",
+                postfix=lambda p: {"loss": f"{p.smoothed['total']:.3f}"})
     return path
 
 
@@ -371,8 +353,6 @@ def train_attributes(cfg: SceneParserConfig, run: RunDir, *, resume: bool = Fals
     builds the crop caches, each rank trains on its ``attr_batch / world_size`` crops of the step
     (ValueError naming ``attr_batch`` when it does not divide), rank 0 alone validates and writes.
     """
-    from tqdm import tqdm
-
     dist = init_from_env(cfg.device) if dist is None else dist
     check_global_batch(dist.world_size, attr_batch=cfg.attr_batch)
     progress = progress and dist.is_main
@@ -409,7 +389,8 @@ def train_attributes(cfg: SceneParserConfig, run: RunDir, *, resume: bool = Fals
     head = cfg.build_attribute_head({a: len(v) for a, v in vocab.items()}).to(dev)
     opt = torch.optim.AdamW(head.parameters(), lr=cfg.attr_lr, weight_decay=1e-4)
     # the incomplete last batch is dropped (a batch of one breaks BatchNorm); every epoch reshuffles
-    steps_per_epoch = max(1, len(train_set) // cfg.attr_batch)
+    sampler = PermutationBatches(len(train_set), cfg.attr_batch, cfg.seed, stride=ATTRIBUTE_STRIDE, drop_last=True)
+    steps_per_epoch = sampler.steps_per_epoch
     total = cfg.attr_epochs * steps_per_epoch
     sched = torch.optim.lr_scheduler.LambdaLR(opt, warmup_cosine(total, max(1, steps_per_epoch // 2)))
     path = run.path / "attributes.pt"
@@ -417,56 +398,50 @@ def train_attributes(cfg: SceneParserConfig, run: RunDir, *, resume: bool = Fals
     if resume and path.exists():
         ck = load_checkpoint(path, kind="attributes")
         head.load_state_dict(ck["state_dict"])
-        opt.load_state_dict(ck["train_state"]["optimizer"])
-        sched.load_state_dict(ck["train_state"]["scheduler"])
+        restore_train_state(ck["train_state"], opt, sched)
         start_epoch = int(ck["train_state"]["epoch"])
         run.log(f"attributes: resumed after epoch {start_epoch} from {path}")
     net = wrap(head, dist, sync_bn=True)
-    seed_rank(dist, cfg.seed, start_epoch * steps_per_epoch)
     run.log(f"attributes: {len(train_set)} train crops ({int((train_set.source == 1).sum())} from the detector), "
             f"{len(val_set) if val_set is not None else 0} val crops")
+    vocabularies = {"attributes": vocab, "directions": directions}
     metrics: dict[str, float] = {}
-    t0 = time.time()
-    for epoch in range(start_epoch, cfg.attr_epochs):
-        head.train()
-        g = torch.Generator().manual_seed(cfg.seed * 7919 + epoch)
-        perm = torch.randperm(len(train_set), generator=g)
-        bar = tqdm(range(steps_per_epoch), desc=f"attributes {epoch + 1}/{cfg.attr_epochs}", disable=not progress)
-        for k in bar:
-            step = epoch * steps_per_epoch + k
-            idx = shard(perm[k * cfg.attr_batch:(k + 1) * cfg.attr_batch], dist.rank, dist.world_size)
-            x, geo, lab = train_set.batch(idx)
-            out = net(x.to(dev), geo.to(dev))
-            losses = attribute_loss(out, {a: v.to(dev) for a, v in lab.items()})
-            values = {a: float(v.detach()) for a, v in losses.items()}
-            loss = losses["total"]
-            if dist.enabled:
-                # a rank's slice may lack parts or objects (no loss for some heads): every output
-                # joins the graph with weight 0 so that DDP reduces every gradient on every rank
-                loss = loss + 0.0 * sum(o.sum() for o in out.values())
-                values = mean_over_ranks(dist, values, sorted(set(out) | {"total"}))
-            check_finite(values, step)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
-            sched.step()
-            bar.set_postfix(loss=f"{values['total']:.3f}")
-            if step % 10 == 0:
-                run.scalars("attributes", values | {"lr": sched.get_last_lr()[0]}, step)
-        if val_set is not None:  # None on ranks other than 0
-            metrics = crop_accuracy(head, val_set)
-            run.scalars("attributes_val", metrics, epoch + 1)
-            run.log(f"attributes epoch {epoch + 1} val " + " ".join(f"{k}={v:.4f}" for k, v in metrics.items()))
-        if dist.is_main:
+
+    def step_fn(step: int) -> StepResult:
+        if step % steps_per_epoch == 0:
+            head.train()  # each epoch starts in training mode (validation leaves the head in eval mode)
+        idx = shard(sampler(step), dist.rank, dist.world_size)
+        x, geo, lab = train_set.batch(idx)
+        out = net(x.to(dev), geo.to(dev))
+        losses = attribute_loss(out, {a: v.to(dev) for a, v in lab.items()})
+        loss, keys = losses["total"], None
+        if dist.enabled:
+            # a rank's slice may lack parts or objects (no loss for some heads): every output
+            # joins the graph with weight 0 so that DDP reduces every gradient on every rank
+            loss = loss + 0.0 * sum(o.sum() for o in out.values())
+            keys = sorted(set(out) | {"total"})
+        return StepResult(loss, losses, keys=keys)
+
+    def checkpoint(p: Progress) -> None:  # rank 0 only, at the end of each epoch
+        nonlocal metrics
+        if not p.trained:  # zero epochs requested
             save_checkpoint(path, kind="attributes", config=asdict(cfg), state_dict=head.state_dict(),
-                            vocabularies={"attributes": vocab, "directions": directions},
-                            extra={"val": metrics, "seconds": time.time() - t0},
-                            train_state={"optimizer": opt.state_dict(), "scheduler": sched.state_dict(),
-                                         "epoch": epoch + 1})
-    if dist.is_main and not path.exists():  # zero epochs requested
+                            vocabularies=vocabularies, train_state={"epoch": 0})
+            return
+        epoch = p.step // steps_per_epoch
+        if val_set is not None:
+            metrics = crop_accuracy(head, val_set)
+            run.scalars("attributes_val", metrics, epoch)
+            run.log(f"attributes epoch {epoch} val " + " ".join(f"{k}={v:.4f}" for k, v in metrics.items()))
         save_checkpoint(path, kind="attributes", config=asdict(cfg), state_dict=head.state_dict(),
-                        vocabularies={"attributes": vocab, "directions": directions}, train_state={"epoch": 0})
-    barrier(dist)
+                        vocabularies=vocabularies, extra={"val": metrics, "seconds": p.seconds},
+                        train_state={"optimizer": opt.state_dict(), "scheduler": sched.state_dict(), "epoch": epoch})
+
+    train_steps(step_fn, opt, run, start=start_epoch * steps_per_epoch, total=total, scheduler=sched,
+                phase="attributes", log_every=10, eval_every=steps_per_epoch, on_checkpoint=checkpoint,
+                checkpoint_path=path, dist=dist, rank_seed=cfg.seed, progress=progress, desc="attributes",
+                postfix=lambda p: {"epoch": f"{(p.step - 1) // steps_per_epoch + 1}/{cfg.attr_epochs}",
+                                   "loss": f"{p.values['total']:.3f}"})
     return path
 
 

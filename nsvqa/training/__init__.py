@@ -2,6 +2,13 @@
 
 A run directory holds ``config.json`` (the resolved config and the command line), ``train.log``,
 ``tb/`` (tensorboard scalars) and the checkpoints. Nothing here knows about a particular model.
+
+Submodules (imported on their own, they need torch, this module does not):
+
+- :mod:`nsvqa.training.engine`: the one step loop every trainer runs (loss check, backward, clip,
+  optimizer and scheduler steps, smoothed values, scalars, periodic validation + checkpoint, DDP
+  hooks), and the resume / timing helpers;
+- :mod:`nsvqa.training.sampling`: the batches of step ``s`` as a function of ``(seed, s)``.
 """
 from __future__ import annotations
 
@@ -109,10 +116,12 @@ class RunDir:
         return self._writer
 
     def scalars(self, prefix: str, values: Mapping[str, float], step: int) -> None:
+        """Write ``values`` as tensorboard scalars ``<prefix>/<key>`` at ``step``."""
         for k, v in values.items():
             self.writer.add_scalar(f"{prefix}/{k}", float(v), step)
 
     def log(self, msg: str) -> None:
+        """Append ``msg`` (timestamped) to ``train.log``."""
         self.logger.info(msg)
 
     def close(self) -> None:
@@ -122,3 +131,6 @@ class RunDir:
         for h in list(self.logger.handlers):
             h.close()
             self.logger.removeHandler(h)
+
+
+__all__ = ["NonFiniteLoss", "seed_everything", "resolve_config", "warmup_cosine", "check_finite", "RunDir"]

@@ -1,0 +1,248 @@
+"""The one training loop of the project: every trainer runs its steps through :func:`train_steps`.
+
+A trainer supplies what differs: a *step function* (step -> the loss to backpropagate and the
+values to check and log: it builds the batch of the step, from a sampler of
+:mod:`nsvqa.training.sampling`, and runs the forward pass), the optimizer and scheduler, and a
+*checkpoint callback* (validation and saving). The loop does the rest, in this order at each step::
+
+    result = step_fn(step)                   # forward; values as floats
+    values = mean over ranks (DDP)           # so that every rank stops together
+    check_finite(values, step)               # NonFiniteLoss naming the step and every value
+    zero_grad, backward, clip, optimizer step, scheduler step
+    smoothed values (0.95 * old + 0.05 * new, reset when the phase changes), progress bar
+    every log_every steps and at the end of a phase: scalars <phase>/<key> (and lr)
+    every eval_every steps, at the end of a phase and at the last step: on_checkpoint(progress)
+
+and when no step is left to do (zero steps asked) it still calls ``on_checkpoint`` once, so that
+a run always leaves a loadable checkpoint. In a data-parallel job (a ``DistInfo`` with
+``world_size > 1``) ranks other than 0 get their own random stream (``rank_seed``), only rank 0
+runs ``on_checkpoint``, and every rank waits for it at the end.
+
+Resuming stays the trainer's (what it restores differs), with the shared pieces here:
+:func:`restore_train_state` (optimizer, scheduler, RNG of a checkpoint's ``train_state``) and the
+time bookkeeping (:class:`Stopwatch`, :func:`record_seconds`).
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+import torch
+
+from nsvqa.distributed import DistInfo, barrier, mean_over_ranks, seed_rank
+from nsvqa.training import check_finite
+
+
+@dataclass
+class StepResult:
+    """What a step function returns (a ``(loss, values)`` tuple is accepted too).
+
+    Attributes:
+        loss: the scalar tensor to backpropagate (this rank's part in a data-parallel job).
+        values: name -> float (or 0-d tensor) of the step: checked for finiteness, smoothed,
+            written as scalars and shown to the checkpoint callback (e.g. ``{"loss": ...}``).
+        info: name -> number shown and written as scalars but neither checked nor smoothed
+            (a curriculum stage, a reward baseline).
+        reduced: the values already are the whole global batch's (the step reduced them itself):
+            no mean over ranks.
+        keys: the keys every rank reduces, in this order (default: ``sorted(values)``): a key some
+            rank lacks gets the mean over the ranks that have it.
+    """
+
+    loss: torch.Tensor
+    values: Mapping[str, Any]
+    info: Mapping[str, Any] = field(default_factory=dict)
+    reduced: bool = False
+    keys: Sequence[str] | None = None
+
+
+class Stopwatch:
+    """Training time that survives a resume.
+
+    Args:
+        previous: seconds the run had trained before (from its checkpoint), counted in.
+    """
+
+    def __init__(self, previous: float = 0.0):
+        self.start = time.time() - float(previous)
+
+    def seconds(self) -> float:
+        """Seconds since the start, plus ``previous``."""
+        return time.time() - self.start
+
+
+@dataclass
+class Progress:
+    """Where the loop stands, as the checkpoint callback and the postfix function see it.
+
+    Attributes:
+        step: steps done (the step a checkpoint written now resumes from).
+        total: steps of the whole run.
+        phase: the phase of the last step (the scalar prefix).
+        values: the last step's values (after the mean over ranks); empty when no step ran.
+        smoothed: exponential moving averages of the values over the phase (``0.95 * old +
+            0.05 * new``, the first step's value to start).
+        info: the last step's :attr:`StepResult.info`.
+        final: ``step == total`` (or no step was left to do): the last call of the run.
+        trained: False when no step ran (zero steps asked, or a finished run): the callback is
+            asked for a loadable checkpoint of the model as it is.
+        clock: the run's :class:`Stopwatch`.
+    """
+
+    step: int
+    total: int
+    phase: str
+    values: dict[str, float]
+    smoothed: dict[str, float]
+    info: dict[str, Any]
+    final: bool
+    trained: bool
+    clock: Stopwatch
+
+    @property
+    def seconds(self) -> float:
+        """Training seconds so far (read now: validation time included)."""
+        return self.clock.seconds()
+
+
+def restore_train_state(train_state: Mapping[str, Any], optimizer: torch.optim.Optimizer,
+                        scheduler: Any = None) -> int:
+    """Restore a checkpoint's ``train_state`` in place; returns its ``step`` (0 without one).
+
+    Args:
+        train_state: ``{"step", "optimizer", "scheduler", "rng", ...}``; each part is optional
+            (a zero-step checkpoint holds only the step).
+        optimizer: gets ``train_state["optimizer"]`` when present.
+        scheduler: an LR scheduler, or None; gets ``train_state["scheduler"]`` when present.
+
+    The torch CPU RNG gets ``train_state["rng"]`` when present. The weights are the caller's to
+    load (some models keep part of them outside the checkpoint).
+    """
+    if train_state.get("optimizer") is not None:
+        optimizer.load_state_dict(train_state["optimizer"])
+    if scheduler is not None and train_state.get("scheduler") is not None:
+        scheduler.load_state_dict(train_state["scheduler"])
+    if "rng" in train_state:
+        torch.set_rng_state(train_state["rng"])
+    return int(train_state.get("step", 0))
+
+
+def record_seconds(extra: dict[str, Any], progress: Progress, key: str = "train_seconds",
+                   per_step: bool = True) -> None:
+    """Write the training time into a checkpoint's ``extra``: ``extra[key]`` = seconds so far and,
+    with ``per_step``, ``extra["step_seconds"]`` = seconds / steps done (at least 1)."""
+    extra[key] = progress.seconds
+    if per_step:
+        extra["step_seconds"] = extra[key] / max(1, progress.step)
+
+
+def _floats(values: Mapping[str, Any]) -> dict[str, float]:
+    return {k: float(v.detach()) if torch.is_tensor(v) else float(v) for k, v in values.items()}
+
+
+def _default_postfix(p: Progress) -> dict[str, str]:
+    return {"loss": f"{p.smoothed['loss']:.4f}"} if "loss" in p.smoothed else {}
+
+
+def train_steps(step_fn: Callable[[int], StepResult | tuple], optimizer: torch.optim.Optimizer, run: Any, *,
+                start: int, total: int, scheduler: Any = None,
+                clip_params: Iterable[torch.nn.Parameter] | None = None, clip_norm: float | None = None,
+                phase: str | Callable[[int], str] = "train", log_every: int = 20, log_values: bool = False,
+                eval_every: int | None = None, on_checkpoint: Callable[[Progress], None] | None = None,
+                checkpoint_path: str | Path | None = None, dist: DistInfo | None = None,
+                rank_seed: int | None = None, seconds_before: float = 0.0, progress: bool = True,
+                desc: str | None = None, postfix: Callable[[Progress], Mapping[str, Any]] | None = None) -> Progress:
+    """Run steps ``start .. total - 1`` of a training run (see the module docstring).
+
+    Args:
+        step_fn: ``step (int) -> StepResult | (loss, values)``: the forward pass of the step.
+        optimizer: zeroed (``set_to_none``) before and stepped after each backward pass.
+        run: the run directory (:class:`nsvqa.training.RunDir`, or a
+            :class:`nsvqa.distributed.QuietRun` on ranks other than 0): ``scalars`` and ``log``.
+        start: the first step (0, or the step of the checkpoint resumed from).
+        total: the number of steps of the whole run.
+        scheduler: stepped after the optimizer; its ``get_last_lr()[0]`` is logged as ``lr``.
+        clip_params, clip_norm: gradients clipped to total norm ``clip_norm``
+            (``torch.nn.utils.clip_grad_norm_``); None: no clipping.
+        phase: the scalar prefix, or ``step -> prefix`` for a run of several phases: a phase
+            change resets the smoothed values, and the last step of a phase writes scalars and
+            calls ``on_checkpoint``.
+        log_every: scalars every ``log_every`` steps (``step % log_every == 0``) and at the end of
+            each phase; ``log_values`` also logs them as a line ``"<phase> step <s> k=v ..."``.
+        eval_every: ``on_checkpoint`` after every ``eval_every``-th step (None: at the ends of
+            phases only).
+        on_checkpoint: ``Progress -> None``: validation and saving (rank 0 only). Also called
+            once when no step is left to do, unless ``checkpoint_path`` exists already.
+        checkpoint_path: the checkpoint ``on_checkpoint`` writes (for the zero-step rule above);
+            None: the zero-step call always happens.
+        dist: the data-parallel job (None: a single process).
+        rank_seed: with ``dist``, ranks other than 0 reseed torch from ``(rank_seed, rank, start)``
+            (:func:`nsvqa.distributed.seed_rank`).
+        seconds_before: training seconds of the run before ``start`` (see :class:`Stopwatch`).
+        progress: show a tqdm bar (rank 0 only) with description ``desc`` (default: the phase)
+            and ``postfix(progress)`` (default: the smoothed ``loss``).
+
+    Returns:
+        The :class:`Progress` after the last step.
+
+    Raises:
+        nsvqa.training.NonFiniteLoss: a value of a step (after the mean over ranks) is NaN or
+            infinite; the message names the step and every value.
+    """
+    from tqdm import tqdm
+
+    phase_of = phase if callable(phase) else (lambda _s, _p=phase: _p)
+    params = list(clip_params) if clip_params is not None and clip_norm is not None else None
+    main = dist is None or dist.is_main
+    postfix = postfix or _default_postfix
+    if dist is not None and rank_seed is not None:
+        seed_rank(dist, rank_seed, start)
+    clock = Stopwatch(seconds_before)
+    state = Progress(step=start, total=total, phase=phase_of(start), values={}, smoothed={}, info={},
+                     final=start >= total, trained=False, clock=clock)
+    bar = tqdm(range(start, total), desc=desc or state.phase, disable=not progress or not main, initial=start,
+               total=total)
+    try:
+        for step in bar:
+            result = step_fn(step)
+            if not isinstance(result, StepResult):
+                result = StepResult(*result)
+            values = _floats(result.values)
+            if dist is not None and not result.reduced:
+                values = mean_over_ranks(dist, values, result.keys)  # every rank stops together
+            check_finite(values, step)
+            optimizer.zero_grad(set_to_none=True)
+            result.loss.backward()
+            if params is not None:
+                torch.nn.utils.clip_grad_norm_(params, clip_norm)
+            optimizer.step()
+            if scheduler is not None:
+                scheduler.step()
+            name = phase_of(step)
+            smooth = state.smoothed if state.trained and name == state.phase else {}  # a new phase starts afresh
+            smooth = {k: v if k not in smooth else 0.95 * smooth[k] + 0.05 * v for k, v in values.items()}
+            done = step + 1
+            last_of_phase = done == total or phase_of(done) != name
+            state = Progress(step=done, total=total, phase=name, values=values, smoothed=smooth,
+                             info=dict(result.info), final=done == total, trained=True, clock=clock)
+            bar.set_postfix(postfix(state))
+            if step % log_every == 0 or last_of_phase:
+                lr = {"lr": scheduler.get_last_lr()[0]} if scheduler is not None else {}
+                run.scalars(name, values | lr | state.info, step)
+                if log_values:
+                    run.log(f"{name} step {step} " + " ".join(f"{k}={v:.4f}" for k, v in values.items()))
+            if main and on_checkpoint is not None and ((eval_every and done % eval_every == 0) or last_of_phase):
+                on_checkpoint(state)
+    finally:
+        bar.close()
+    if start >= total and main and on_checkpoint is not None and (
+            checkpoint_path is None or not Path(checkpoint_path).exists()):
+        on_checkpoint(state)  # zero steps asked: the untrained model, still loadable
+    if dist is not None:
+        barrier(dist)  # what rank 0 wrote is there before any rank reads it
+    return state
+
+
+__all__ = ["StepResult", "Progress", "Stopwatch", "train_steps", "restore_train_state", "record_seconds"]
