@@ -14,7 +14,7 @@ resolves its frozen config dataclass from a profile (``tiny`` | ``demo`` | ``min
 overrides, ``train`` fills a run directory (``config.json``, ``train.log``, ``tb/``, the checkpoint
 ``baseline.pt``; resumable), and ``predict`` reads that run directory (and, for a model that
 :attr:`~nsvqa.models.Model.uses_parses`, the run's parses in its ``inputs``) and returns one
-:class:`nsvqa.predictions.Prediction` per question of any variant's split.
+:class:`nsvqa.artifacts.predictions.Prediction` per question of any variant's split.
 ``scripts/train_baseline.py`` is the command line; ``scripts/train_variant.py --models`` accepts every
 registered name.
 

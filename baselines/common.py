@@ -35,9 +35,9 @@ from torch.nn import functional as F
 from executors.io import normalize_answer
 from executors.ontology import Ontology, load_ontology
 from nsvqa.artifacts.questions import Question, questions_path, read_questions
-from nsvqa.checkpoint import load_checkpoint, save_checkpoint
+from nsvqa.training.checkpoint import load_checkpoint, save_checkpoint
 from nsvqa.models import ModelSpec, PredictInputs
-from nsvqa.predictions import Prediction, load_question_meta
+from nsvqa.artifacts.predictions import Prediction, load_question_meta
 from nsvqa.training import RunDir, seed_everything, warmup_cosine
 from nsvqa.training.engine import Progress, record_seconds, restore_train_state, train_steps
 from nsvqa.training.sampling import BucketedBatches
@@ -124,7 +124,7 @@ def load_images(folder: str | Path, split: str, filenames: Sequence[str], width:
     """
     from tqdm import tqdm
 
-    from nsvqa.datasets import read_image
+    from nsvqa.training.datasets import read_image
 
     folder = Path(folder)
     files = list(dict.fromkeys(filenames))
@@ -368,7 +368,7 @@ class NeuralBaseline(Baseline):
         (or that file itself).
 
         Raises:
-            nsvqa.checkpoint.CheckpointError: no checkpoint, or one of another baseline.
+            nsvqa.training.checkpoint.CheckpointError: no checkpoint, or one of another baseline.
         """
         path = checkpoint_path(run_dir)
         ck = load_checkpoint(path, kind=checkpoint_kind(self.name))
@@ -442,7 +442,7 @@ def open_run(name: str, cfg: Any, out: str | Path, *, resume: bool, total_steps:
 
     Raises:
         ValueError: ``cfg.model`` is not ``name``, or a resume with a config that differs in a field
-            of ``cfg.MUST_MATCH``; nsvqa.checkpoint.CheckpointError: an unreadable checkpoint.
+            of ``cfg.MUST_MATCH``; nsvqa.training.checkpoint.CheckpointError: an unreadable checkpoint.
     """
     if cfg.model != name:
         raise ValueError(f"config field 'model' is {cfg.model!r}, expected {name!r}")

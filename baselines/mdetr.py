@@ -76,9 +76,9 @@ from executors.errors import FormatError
 from executors.ontology import Ontology, load_ontology
 from nsvqa.artifacts.questions import questions_path, read_questions
 from nsvqa.artifacts.scenes import read_scenes, scenes_path
-from nsvqa.checkpoint import load_checkpoint, save_checkpoint
+from nsvqa.training.checkpoint import load_checkpoint, save_checkpoint
 from nsvqa.models import ModelSpec, PredictInputs
-from nsvqa.predictions import Prediction, load_question_meta
+from nsvqa.artifacts.predictions import Prediction, load_question_meta
 from nsvqa.training import warmup_cosine
 from nsvqa.training.engine import Progress, record_seconds, restore_train_state, train_steps
 from nsvqa.training.sampling import BucketedBatches
@@ -843,7 +843,7 @@ class MDETRBaseline(Baseline):
         """(network in eval mode, config, answers) from ``RUN_DIR/baseline.pt`` (or that file).
 
         Raises:
-            nsvqa.checkpoint.CheckpointError: no checkpoint, or one of another baseline.
+            nsvqa.training.checkpoint.CheckpointError: no checkpoint, or one of another baseline.
         """
         path = checkpoint_path(run_dir)
         ck = load_checkpoint(path, kind=checkpoint_kind(self.name))

@@ -65,9 +65,9 @@ from nsvqa.artifacts.likelihoods import read_likelihoods
 from nsvqa.artifacts.programs import read_programs
 from nsvqa.artifacts.questions import QuestionsFile, questions_path, read_questions
 from nsvqa.artifacts.scenes import read_scenes, scenes_path
-from nsvqa.checkpoint import load_checkpoint, save_checkpoint
+from nsvqa.training.checkpoint import load_checkpoint, save_checkpoint
 from nsvqa.models import ModelSpec, PredictInputs
-from nsvqa.predictions import Prediction, load_question_meta
+from nsvqa.artifacts.predictions import Prediction, load_question_meta
 from nsvqa.training import warmup_cosine
 from nsvqa.training.engine import Progress, StepResult, record_seconds, restore_train_state, train_steps
 from nsvqa.training.sampling import GroupBatches

@@ -8,7 +8,7 @@
   the order or the subset of questions asked; the probability is ``1 / number of candidates``.
 
 A question type absent from training falls back to the counts over all training questions. The
-question types are those of :func:`nsvqa.predictions.question_type` (the program's last function),
+question types are those of :func:`nsvqa.artifacts.predictions.question_type` (the program's last function),
 so training questions need programs. "Training" writes the counts into ``RUN/baseline.pt`` (kind
 ``baseline_<name>``, no weights), with ``config.json`` and ``train.log``; there is nothing to log to
 tensorboard.
@@ -53,8 +53,8 @@ class PriorBaseline(Baseline):
         """(answer, probability) from one question type's training counts (non-empty)."""
 
     def train(self, cfg: PriorConfig, out: str | Path, *, resume: bool = False, progress: bool = True) -> Path:
-        from nsvqa.checkpoint import save_checkpoint
-        from nsvqa.predictions import load_question_meta
+        from nsvqa.training.checkpoint import save_checkpoint
+        from nsvqa.artifacts.predictions import load_question_meta
         from nsvqa.training import RunDir
 
         from .common import checkpoint_kind
@@ -89,7 +89,7 @@ class PriorBaseline(Baseline):
         return run.path
 
     def _load(self, path: Path) -> tuple[PriorConfig, dict[str, dict[str, int]]]:
-        from nsvqa.checkpoint import CheckpointError, load_checkpoint
+        from nsvqa.training.checkpoint import CheckpointError, load_checkpoint
 
         from .common import checkpoint_kind, config_from_dict
 
@@ -104,7 +104,7 @@ class PriorBaseline(Baseline):
                 spec: ModelSpec | None = None, inputs: PredictInputs = PredictInputs(), device: str = "cpu",
                 progress: bool = False) -> list:
         from executors.ontology import load_ontology
-        from nsvqa.predictions import load_question_meta
+        from nsvqa.artifacts.predictions import load_question_meta
 
         from .common import checkpoint_path
 

@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
 
     sys.path.insert(0, str(REPO))
     import baselines
-    from nsvqa.checkpoint import load_checkpoint
+    from nsvqa.training.checkpoint import load_checkpoint
     from nsvqa.fileio import write_json_atomic
 
     args = get_args_parser().parse_args(argv)

@@ -10,7 +10,6 @@ runs/bench/bench_scene_parser.json and prints a table with the projected schedul
 from __future__ import annotations
 
 import argparse
-import json
 import platform
 import statistics
 import sys
@@ -71,8 +70,8 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     from nsvqa.fileio import write_json_atomic
-    from nsvqa.scene_config import SceneParserConfig
-    from nsvqa.scene_training import attribute_vocabulary
+    from nsvqa.training.scene_config import SceneParserConfig
+    from nsvqa.training.scene_parser import attribute_vocabulary
     from parsers.scene.attribute_head import attribute_loss
 
     args = get_args_parser().parse_args(argv)

@@ -220,9 +220,6 @@ class Config:
         cfg.check()
         return cfg
 
-    #: the former name of :meth:`from_profile`
-    resolve = from_profile
-
     def check(self) -> None:
         """Raise ValueError naming the first field out of range (here: a value outside ``CHOICES``).
         Subclasses extend it and call ``super().check()``."""

@@ -39,11 +39,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from . import models as registry
-from .fileio import write_json_atomic
-from .generation.variants import FACTORS, load_variant
-from .models import ModelSpec, PredictInputs, UnknownModel
-from .predictions import predictions_path, write_predictions
+from nsvqa import models as registry
+from nsvqa.fileio import write_json_atomic
+from nsvqa.generation.variants import FACTORS, load_variant
+from nsvqa.models import ModelSpec, PredictInputs, UnknownModel
+from nsvqa.artifacts.predictions import predictions_path, write_predictions
 
 #: The models :func:`train_variant` runs when none are named.
 DEFAULT_MODELS = ("nsvqa", "pnsvqa", "pnsvqa-exact")
@@ -178,8 +178,8 @@ class TrainSpec:
 
 def _train_question_parser(data: Path, run: VariantRun, spec: TrainSpec, progress: bool) -> float:
     """Train (or resume, or find finished) the run's question parser; returns its seconds."""
-    from .question_config import QuestionParserConfig
-    from .question_training import train_question_parser
+    from nsvqa.training.question_config import QuestionParserConfig
+    from nsvqa.training.question_parser import train_question_parser
 
     t0 = time.perf_counter()
     cfg = QuestionParserConfig.from_profile(str(data), spec.profile, seed=run.seed, device=spec.device,
@@ -208,8 +208,8 @@ def train_parsers(data: Path, run: VariantRun, spec: TrainSpec, scene: bool, que
     """
     import torch
 
-    from .scene_config import SceneParserConfig
-    from .scene_training import train_scene_parser
+    from nsvqa.training.scene_config import SceneParserConfig
+    from nsvqa.training.scene_parser import train_scene_parser
 
     seconds: dict[str, float] = {}
     child = None
@@ -267,9 +267,8 @@ def parse_scenes(run: VariantRun, data: Path, split: str, *, progress: bool = Tr
     """``parsed/<test>/likelihoods.json`` of the run's scene parser on ``data``'s split (reused
     when its provenance matches). ``min_score``: detections kept (default: the run's config);
     their scores are the existence probabilities P-NSVQA uses, NS-VQA keeps those >= 0.5."""
-    from .artifacts import LikelihoodsHeader, ParsedSceneRecord, write_likelihoods
-    from .scene_eval import parse_split
-    from .loading import load_scene_parser
+    from nsvqa.artifacts import LikelihoodsHeader, ParsedSceneRecord, write_likelihoods
+    from nsvqa.training.loading import load_scene_parser, parse_split
 
     out = run.parsed(data.name, "likelihoods")
     parser = load_scene_parser(run.scene_dir, min_score)
@@ -286,8 +285,8 @@ def parse_scenes(run: VariantRun, data: Path, split: str, *, progress: bool = Tr
 def parse_questions(run: VariantRun, data: Path, split: str, *, beam: int = 1) -> Path:
     """``parsed/<test>/programs.json``: the run's question parser on ``data``'s questions of
     ``split``, one record per question, in file order (reused when its provenance matches)."""
-    from .artifacts import ParsedPrograms, questions_path, read_questions, write_programs
-    from .loading import QUESTION_CHECKPOINT, load_question_parser
+    from nsvqa.artifacts import ParsedPrograms, questions_path, read_questions, write_programs
+    from nsvqa.training.loading import QUESTION_CHECKPOINT, load_question_parser
 
     out = run.parsed(data.name, "programs")
     qpath = questions_path(data, split)
@@ -344,9 +343,9 @@ def train_variant(root: str | os.PathLike, variant: str, runs: str | os.PathLike
         ExperimentError: an unknown model, missing training data, or a missing test variant
         without ``skip_missing``.
     """
-    from .evaluation import accuracy
-    from .predictions import read_predictions
-    from .training import RunDir
+    from nsvqa.evaluation import accuracy
+    from nsvqa.artifacts.predictions import read_predictions
+    from nsvqa.training import RunDir
 
     spec = spec or TrainSpec()
     root = Path(root)
@@ -438,9 +437,9 @@ def spec_from_args(args: argparse.Namespace) -> tuple[list[str], TrainSpec]:
     """(model labels, :class:`TrainSpec`) from the arguments of :func:`add_training_args`;
     ``--scene-set`` / ``--question-set`` values are parsed with the types of the scene- and
     question-parser config fields (errors name the option and the field)."""
-    from .config import parse_assignments
-    from .question_config import QuestionParserConfig
-    from .scene_config import SceneParserConfig
+    from nsvqa.config import parse_assignments
+    from nsvqa.training.question_config import QuestionParserConfig
+    from nsvqa.training.scene_config import SceneParserConfig
 
     labels = [m.strip() for m in args.models.split(",") if m.strip()]
     spec = TrainSpec(profile=args.profile,

@@ -35,7 +35,7 @@ from executors.errors import FormatError
 from executors.io import load_questions, normalize_answer
 from executors.scene import argmax_scene, check_image_filename
 
-from .fileio import write_atomic
+from nsvqa.fileio import write_atomic
 
 #: Probabilistic models :func:`explain` runs (name -> executor mode).
 MODELS = {"pnsvqa": "threshold", "pnsvqa-exact": "exact"}
@@ -83,8 +83,8 @@ def explain(run_dir: str | os.PathLike, data: str | os.PathLike, split: str, ima
         ExplainError: a missing file, an image not in the parsed scenes, a question index out of
             range or about another image, a bad model name.
     """
-    from .experiment import VariantRun
-    from .scene_eval import load_parsed
+    from nsvqa.experiment import VariantRun
+    from nsvqa.evaluation.scene_parser import load_parsed
 
     if model not in MODELS:
         raise ExplainError(f"unknown model {model!r}; valid: {', '.join(MODELS)}")
@@ -201,7 +201,7 @@ def explain(run_dir: str | os.PathLike, data: str | os.PathLike, split: str, ima
 def _program(q: Mapping, qi: int, qpath: Path, prog_path: Path, n_questions: int,
              gt_programs: bool) -> tuple[Program | None, str, str | None]:
     """(program or None, where it came from, why there is none / it is malformed)."""
-    from .artifacts.programs import read_programs
+    from nsvqa.artifacts.programs import read_programs
 
     if gt_programs:
         try:
@@ -425,8 +425,8 @@ def render_png(explanation: Mapping[str, Any], image_path: str | os.PathLike | N
     from matplotlib.patches import Rectangle
     from PIL import Image
 
-    from .generation.annotations import rle_to_mask
-    from .report import _pyplot
+    from nsvqa.generation.annotations import rle_to_mask
+    from nsvqa.evaluation.report import _pyplot
 
     plt = _pyplot()
     ex = explanation

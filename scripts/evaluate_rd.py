@@ -14,8 +14,8 @@ import sys
 from pathlib import Path
 
 from nsvqa.evaluation import METRICS
-from nsvqa.predictions import PredictionFormatError
-from nsvqa.report import report_from_runs
+from nsvqa.artifacts.predictions import PredictionFormatError
+from nsvqa.evaluation.report import report_from_runs
 
 
 def get_args_parser() -> argparse.ArgumentParser:

@@ -32,7 +32,7 @@ def main(argv: list[str] | None = None) -> int:
     from executors.io import load_questions
     from nsvqa.artifacts import read_scenes, scenes_path
     from nsvqa.fileio import write_json_atomic
-    from nsvqa.scene_eval import attribute_accuracy, coco_ap, coco_results, executor_accuracy, format_table, load_parsed
+    from nsvqa.evaluation.scene_parser import attribute_accuracy, coco_ap, coco_results, executor_accuracy, format_table, load_parsed
 
     args = get_args_parser().parse_args(argv)
     data = Path(args.data)

@@ -28,10 +28,10 @@ import torch
 from executors.errors import ExecutionError, FormatError
 from executors.io import load_scenes
 from nsvqa.artifacts.programs import ParsedPrograms, write_programs
-from nsvqa.checkpoint import CheckpointError
+from nsvqa.training.checkpoint import CheckpointError
 from nsvqa.fileio import write_json_atomic
-from nsvqa.question_eval import read_question_items, score_parses
-from nsvqa.loading import load_question_parser
+from nsvqa.evaluation.question_parser import read_question_items, score_parses
+from nsvqa.training.loading import load_question_parser
 
 PROG = "parse_questions.py"
 

@@ -5,7 +5,7 @@
 
 Any variant works (a parser trained on one variant is tested on the others). The output holds per
 image the SceneLikelihoods (what P-NSVQA executes; its argmax is NS-VQA's scene), and every
-detection with box, score, class and mask RLE (format: nsvqa/scene_eval.py). Written atomically.
+detection with box, score, class and mask RLE (format: nsvqa/evaluation/scene_parser.py). Written atomically.
 """
 from __future__ import annotations
 
@@ -36,8 +36,7 @@ def get_args_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     from nsvqa.artifacts import LikelihoodsHeader, ParsedSceneRecord, write_likelihoods
     from nsvqa.fileio import write_json_atomic
-    from nsvqa.loading import load_scene_parser
-    from nsvqa.scene_eval import parse_split
+    from nsvqa.training.loading import load_scene_parser, parse_split
 
     args = get_args_parser().parse_args(argv)
     if args.threads:
@@ -62,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
         import numpy as np
 
         from nsvqa.fileio import write_atomic
-        from nsvqa.scene_eval import stack_likelihoods
+        from nsvqa.evaluation.scene_parser import stack_likelihoods
 
         buf = io.BytesIO()
         np.savez_compressed(buf, **stack_likelihoods([r.likelihoods for r in records]))

@@ -21,12 +21,12 @@ from pathlib import Path
 
 import baselines  # noqa: F401  (registers the baselines in nsvqa.models)
 from executors.errors import FormatError
-from nsvqa.checkpoint import CheckpointError
+from nsvqa.training.checkpoint import CheckpointError
 from nsvqa.experiment import ExperimentError, add_training_args, spec_from_args, train_variant
 from nsvqa.generation.suite import SUITE_PROFILES, generate_suite
 from nsvqa.generation.variants import FACTORS, VariantError, load_variant
-from nsvqa.predictions import PredictionFormatError
-from nsvqa.report import report_from_runs
+from nsvqa.artifacts.predictions import PredictionFormatError
+from nsvqa.evaluation.report import report_from_runs
 
 PROG = "run_factor.py"
 

@@ -50,10 +50,10 @@ def main(argv: list[str] | None = None) -> int:
 
     import baselines
     from executors.errors import FormatError
-    from nsvqa.checkpoint import CheckpointError
+    from nsvqa.training.checkpoint import CheckpointError
     from nsvqa.config import parse_assignments
     from nsvqa.evaluation import accuracy
-    from nsvqa.predictions import predictions_path, write_predictions
+    from nsvqa.artifacts.predictions import predictions_path, write_predictions
 
     if args.threads:
         torch.set_num_threads(args.threads)

@@ -5,7 +5,7 @@
     python scripts/train_question_parser.py ... --reinforce   # then REINFORCE on answers (NS-VQA)
     python scripts/train_question_parser.py ... --steps 800 --set lr=1e-3   # any config field, typed
 
-Every field of nsvqa.question_config.QuestionParserConfig is an option (--field-name VALUE, or
+Every field of nsvqa.training.question_config.QuestionParserConfig is an option (--field-name VALUE, or
 --set NAME=VALUE) over the profile's value.
 
 RUN_DIR gets config.json (resolved config + command line), train.log, tb/ (tensorboard) and
@@ -19,8 +19,8 @@ import sys
 import torch
 
 from nsvqa.config import add_config_args, config_overrides
-from nsvqa.question_config import QuestionParserConfig
-from nsvqa.question_training import train_question_parser
+from nsvqa.training.question_config import QuestionParserConfig
+from nsvqa.training.question_parser import train_question_parser
 
 
 def get_args_parser() -> argparse.ArgumentParser:

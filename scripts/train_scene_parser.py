@@ -5,7 +5,7 @@
     python scripts/train_scene_parser.py ... --stage attributes  # only the head (uses RUN_DIR/detector.pt)
     python scripts/train_scene_parser.py ... --head-width 32 --set det_anchor_sizes=8,16,32  # any config field
 
-Every field of nsvqa.scene_config.SceneParserConfig is an option (--field-name VALUE, or
+Every field of nsvqa.training.scene_config.SceneParserConfig is an option (--field-name VALUE, or
 --set NAME=VALUE) over the profile's value; the network fields are saved in the checkpoints.
 
 RUN_DIR gets config.json (resolved config + command line), train.log, tb/ (tensorboard),
@@ -19,8 +19,8 @@ import sys
 import torch
 
 from nsvqa.config import add_config_args, config_overrides
-from nsvqa.scene_config import SceneParserConfig
-from nsvqa.scene_training import train_scene_parser
+from nsvqa.training.scene_config import SceneParserConfig
+from nsvqa.training.scene_parser import train_scene_parser
 
 
 def get_args_parser() -> argparse.ArgumentParser:

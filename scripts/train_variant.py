@@ -19,7 +19,7 @@ import sys
 
 import baselines  # noqa: F401  (registers the baselines in nsvqa.models)
 from executors.errors import FormatError
-from nsvqa.checkpoint import CheckpointError
+from nsvqa.training.checkpoint import CheckpointError
 from nsvqa.experiment import ExperimentError, add_training_args, spec_from_args, train_variant
 from nsvqa.generation.variants import FACTORS, VariantError
 

@@ -11,35 +11,20 @@ file                                   read                            write
 ``parsed/<variant>/programs.json``     :func:`read_programs`           :func:`write_programs`
 ``predictions/*.jsonl``                :func:`read_predictions`        :func:`write_predictions`
 =====================================  ==============================  ==========================
-
-Predictions are owned by :mod:`nsvqa.predictions` and re-exported here.
 """
 from __future__ import annotations
 
-from typing import Any
-
-from .likelihoods import (FORMAT_VERSION, Detection, LikelihoodsDocument, LikelihoodsFormatError,
-                          LikelihoodsHeader, ParsedSceneRecord, read_likelihoods, write_likelihoods)
-from .programs import ParsedPrograms, ProgramRecord, ProgramsFormatError, read_programs, write_programs
-from .questions import Question, QuestionsFile, questions_path, read_questions, write_questions
-from .scenes import SceneRecord, ScenesFile, read_scenes, scenes_path, write_scenes
-
-#: Names re-exported from :mod:`nsvqa.predictions` (imported on first use: that module reads
-#: question files through this package).
-_PREDICTIONS = ("Prediction", "PredictionFormatError", "read_predictions", "write_predictions", "predictions_path")
-
-
-def __getattr__(name: str) -> Any:
-    if name in _PREDICTIONS:
-        from .. import predictions
-
-        return getattr(predictions, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
+from nsvqa.artifacts.likelihoods import (FORMAT_VERSION, Detection, LikelihoodsDocument, LikelihoodsFormatError,
+                                         LikelihoodsHeader, ParsedSceneRecord, read_likelihoods, write_likelihoods)
+from nsvqa.artifacts.programs import ParsedPrograms, ProgramRecord, ProgramsFormatError, read_programs, write_programs
+from nsvqa.artifacts.questions import Question, QuestionsFile, questions_path, read_questions, write_questions
+from nsvqa.artifacts.scenes import SceneRecord, ScenesFile, read_scenes, scenes_path, write_scenes
+from nsvqa.artifacts.predictions import (Prediction, PredictionFormatError, predictions_path, read_predictions,
+                                         write_predictions)
 
 __all__ = ["Question", "QuestionsFile", "read_questions", "write_questions", "questions_path",
            "SceneRecord", "ScenesFile", "read_scenes", "write_scenes", "scenes_path",
            "FORMAT_VERSION", "Detection", "ParsedSceneRecord", "LikelihoodsHeader", "LikelihoodsDocument",
            "LikelihoodsFormatError", "read_likelihoods", "write_likelihoods",
            "ProgramRecord", "ParsedPrograms", "ProgramsFormatError", "read_programs", "write_programs",
-           *_PREDICTIONS]
+           "Prediction", "PredictionFormatError", "read_predictions", "write_predictions", "predictions_path"]

@@ -29,7 +29,7 @@ from executors.io import read_json
 from executors.ontology import Ontology, load_ontology
 from executors.scene import SceneLikelihoods
 
-from ..fileio import write_json_atomic
+from nsvqa.fileio import write_json_atomic
 
 FORMAT_VERSION = 1
 #: The header fields, in the order they are written (then the extra fields, then ``scenes``).
@@ -213,7 +213,7 @@ class LikelihoodsHeader:
     def from_parser(cls, parser: Any, checkpoint: str | os.PathLike, data: str | os.PathLike, split: str,
                     **extra: Any) -> "LikelihoodsHeader":
         """The header of ``parser``'s (a :class:`parsers.scene.scene_parser.SceneParser` loaded by
-        :func:`nsvqa.scene_training.load_scene_parser`) parse of ``data``'s ``split``."""
+        :func:`nsvqa.training.scene_parser.load_scene_parser`) parse of ``data``'s ``split``."""
         return cls(FORMAT_VERSION, str(checkpoint), parser.detector_path, str(data), split, parser.min_score,
                    parser.detector_classes, dict(extra))
 

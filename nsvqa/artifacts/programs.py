@@ -22,7 +22,7 @@ from executors.errors import ExecutionError, FormatError
 from executors.io import read_json
 from executors.program import Program
 
-from ..fileio import write_json_atomic
+from nsvqa.fileio import write_json_atomic
 
 
 class ProgramsFormatError(FormatError):

@@ -28,7 +28,7 @@ from executors.ontology import Ontology
 from executors.program import Program
 from executors.scene import check_image_filename
 
-from ..fileio import write_json_atomic
+from nsvqa.fileio import write_json_atomic
 
 
 def questions_path(folder: str | os.PathLike, split: str) -> Path:

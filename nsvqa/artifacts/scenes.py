@@ -26,7 +26,7 @@ from executors.io import read_json, scene_records
 from executors.ontology import Ontology
 from executors.scene import SymbolicScene, check_image_filename
 
-from ..fileio import write_json_atomic
+from nsvqa.fileio import write_json_atomic
 
 
 def scenes_path(folder: str | os.PathLike, split: str) -> Path:

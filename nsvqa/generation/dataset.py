@@ -28,10 +28,10 @@ import numpy as np
 
 from executors import load_ontology
 
-from ..fileio import write_atomic, write_json_atomic
+from nsvqa.fileio import write_atomic, write_json_atomic
 
-from .sampler import SceneParams
-from .variants import load_variant
+from nsvqa.generation.sampler import SceneParams
+from nsvqa.generation.variants import load_variant
 
 GENERATOR_VERSION = "0.1.0"
 SPLITS = ("train", "val", "test")
@@ -140,7 +140,7 @@ class _Worker:
     """Renders images of one job in one process (one EGL context per process)."""
 
     def __init__(self, job: SplitJob):
-        from .renderer import Renderer
+        from nsvqa.generation.renderer import Renderer
 
         self.job = job
         self.onto = load_ontology(job.ontology)
@@ -148,7 +148,7 @@ class _Worker:
         self.renderer = Renderer(job.width, job.height, samples=0, shadow_size=512)
 
     def __call__(self, index: int) -> int:
-        from .scenes import generate_image
+        from nsvqa.generation.scenes import generate_image
 
         job = self.job
         img = generate_image(self.renderer, self.onto, job.params, job.split_seed, index, job.split,
@@ -225,8 +225,8 @@ def finalize_split(job: SplitJob, progress: bool = False) -> None:
     """
     from tqdm import tqdm
 
-    from .annotations import coco_from_scenes
-    from .questions import QuestionGenerator, load_templates
+    from nsvqa.generation.annotations import coco_from_scenes
+    from nsvqa.generation.questions import QuestionGenerator, load_templates
 
     onto = load_ontology(job.ontology)
     scenes = [json.loads(job.record_path(k).read_text()) for k in range(job.num_images)]

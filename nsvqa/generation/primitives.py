@@ -25,7 +25,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from .meshes import Mesh
+from nsvqa.generation.meshes import Mesh
 
 __all__ = [
     "EMPTY", "rot_x", "rot_y", "rot_z", "translate", "compose", "axis_frame",

@@ -15,10 +15,10 @@ import numpy as np
 
 from executors import Ontology, SymbolicScene
 
-from .meshes import Mesh
-from .renderer import Camera, DrawItem, Lights, Renderer
-from .sampler import (Layout, SceneParams, choose_parts, choose_textures, sample_layout, streams)
-from .vehicles import build_vehicle
+from nsvqa.generation.meshes import Mesh
+from nsvqa.generation.renderer import Camera, DrawItem, Lights, Renderer
+from nsvqa.generation.sampler import (Layout, SceneParams, choose_parts, choose_textures, sample_layout, streams)
+from nsvqa.generation.vehicles import build_vehicle
 
 #: Reference resolution of the visibility thresholds.
 _REF_PIXELS = 320 * 240
@@ -154,7 +154,7 @@ def generate_image(renderer: Renderer, onto: Ontology, params: SceneParams, seed
 def scene_record(layout: Layout, result, onto: Ontology, index: int, split: str, image_filename: str,
                  renderer: Renderer) -> dict:
     """The Super-CLEVR scene JSON of a rendered layout (with RLE masks and boxes)."""
-    from .annotations import label_rles
+    from nsvqa.generation.annotations import label_rles
 
     cam, lights = camera_for(layout), lights_for(layout)
     centers = object_centers(layout)

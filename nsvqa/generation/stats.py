@@ -11,8 +11,8 @@ import numpy as np
 from executors import DeterministicExecutor, Program, SymbolicScene, load_ontology
 from executors.dsl import SIGNATURES
 
-from .sampler import ConceptWeights
-from .variants import Variant
+from nsvqa.generation.sampler import ConceptWeights
+from nsvqa.generation.variants import Variant
 
 
 def target_frequencies(weights: ConceptWeights, onto) -> dict[str, np.ndarray]:

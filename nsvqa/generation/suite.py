@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
-from .dataset import PROFILES, generate_split, job_for
-from .variants import FACTORS, load_variant
+from nsvqa.generation.dataset import PROFILES, generate_split, job_for
+from nsvqa.generation.variants import FACTORS, load_variant
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ import numpy as np
 
 from executors import Ontology
 
-from .sampler import COMPLEXITIES, ConceptWeights, SceneParams
+from nsvqa.generation.sampler import COMPLEXITIES, ConceptWeights, SceneParams
 
 VARIANT_DIR = Path(__file__).resolve().parents[2] / "data" / "variants"
 REDUNDANCY = ("rd-", "rd", "rd+")

@@ -22,10 +22,10 @@ import numpy as np
 
 from executors.ontology import load_ontology
 
-from . import primitives as P
-from .meshes import Mesh
-from .primitives import (beam, box, cylinder, ellipsoid, lathe, loft, merge, mirror_y, prism, tube,
-                         wheel, wing)
+from nsvqa.generation import primitives as P
+from nsvqa.generation.meshes import Mesh
+from nsvqa.generation.primitives import (beam, box, cylinder, ellipsoid, lathe, loft, merge, mirror_y, prism, tube,
+                                         wheel, wing)
 
 __all__ = ["VehicleModel", "build_vehicle", "SHAPES", "CATEGORIES", "category_of"]
 

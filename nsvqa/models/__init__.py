@@ -13,7 +13,7 @@ Every model is a :class:`Model`: it declares what it needs from the variant run 
 the run's scene parser and its parses of the test images, the run's question parser and its parses
 of the test questions), trains into its own run directory when it has something to train
 (:meth:`Model.config`, :meth:`Model.train`), and answers one split of any variant
-(:meth:`Model.predict` → one :class:`nsvqa.predictions.Prediction` per question). The experiment
+(:meth:`Model.predict` → one :class:`nsvqa.artifacts.predictions.Prediction` per question). The experiment
 (:mod:`nsvqa.experiment`) drives this registry alone; it never tells one kind of model from another.
 
 NS-VQA and P-NSVQA (:mod:`nsvqa.models.pipeline`) register here on import; the baselines (FiLM,
@@ -170,7 +170,7 @@ class Model(ABC):
     def predict(self, run_dir: str | Path | None, root: str | Path, variant: str, split: str = "test", *,
                 spec: ModelSpec | None = None, inputs: PredictInputs = PredictInputs(), device: str = "cpu",
                 progress: bool = False) -> list:
-        """One :class:`nsvqa.predictions.Prediction` per question of
+        """One :class:`nsvqa.artifacts.predictions.Prediction` per question of
         ``ROOT/VARIANT/questions/<split>_questions.json``, in file order.
 
         Args:
@@ -179,7 +179,7 @@ class Model(ABC):
             inputs: what :meth:`needs` asked of the variant run.
 
         Raises:
-            nsvqa.checkpoint.CheckpointError: no usable checkpoint in ``run_dir``;
+            nsvqa.training.checkpoint.CheckpointError: no usable checkpoint in ``run_dir``;
             executors.errors.FormatError: a malformed input file (naming file, item, field).
         """
 
@@ -196,7 +196,7 @@ def register(name: str) -> Callable[[M], M]:
             options), or a trainable model lacks a profile of :data:`PROFILE_NAMES`.
     """
     def deco(cls: M) -> M:
-        from nsvqa.predictions import predictions_path
+        from nsvqa.artifacts.predictions import predictions_path
 
         if "+" in name:
             raise ValueError(f"model name {name!r}: '+' spells options (e.g. {GT_PROGRAMS_SUFFIX!r}), not names")
@@ -282,7 +282,7 @@ def needs(specs: Sequence[ModelSpec]) -> Needs:
 
 
 # NS-VQA and P-NSVQA register themselves on import
-from . import pipeline  # noqa: E402,F401
+from nsvqa.models import pipeline  # noqa: E402,F401
 
 __all__ = ["PROFILE_NAMES", "GT_PROGRAMS_SUFFIX", "UnknownModel", "Needs", "ModelSpec", "PredictInputs", "Model",
            "register", "unregister", "names", "get", "parse_spec", "parse_specs", "needs"]

@@ -34,8 +34,8 @@ from executors import DeterministicExecutor, ExecutionError, Ontology, Probabili
 from executors.probabilistic import ValueSpace
 from executors.scene import argmax_scene
 
-from ..predictions import Prediction, QuestionMeta
-from . import Model, ModelSpec, PredictInputs, register
+from nsvqa.artifacts.predictions import Prediction, QuestionMeta
+from nsvqa.models import Model, ModelSpec, PredictInputs, register
 
 #: Reasoner names (registered models; the ``<model>`` of predictions files).
 REASONERS = ("nsvqa", "pnsvqa", "pnsvqa-exact")
@@ -245,8 +245,8 @@ class PipelineModel(Model):
         """
         from executors import load_ontology
 
-        from ..artifacts import questions_path, read_likelihoods, read_programs, read_questions
-        from ..predictions import load_question_meta
+        from nsvqa.artifacts import questions_path, read_likelihoods, read_programs, read_questions
+        from nsvqa.artifacts.predictions import load_question_meta
 
         gt = spec is not None and spec.gt_programs
         if inputs.likelihoods is None or (inputs.programs is None and not gt):

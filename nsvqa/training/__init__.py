@@ -39,21 +39,6 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-def resolve_config(cls: type, data: Any, profile: str, profiles: Mapping[str, Any],
-                   defaults: Mapping[str, Any], overrides: Mapping[str, Any]) -> Any:
-    """``cls(data=..., profile=..., **defaults, **overrides)`` for a frozen config dataclass: the
-    profile's defaults, then every override that is not None (:func:`nsvqa.config.resolve_fields`;
-    a :class:`nsvqa.config.Config` has it as ``from_profile``, which also runs ``check``).
-
-    Raises:
-        KeyError: unknown profile (valid ones listed); TypeError: an override that is no field of
-        ``cls`` (valid ones listed).
-    """
-    from nsvqa.config import resolve_fields
-
-    return resolve_fields(cls, data, profile, profiles, defaults, overrides)
-
-
 def warmup_cosine(total: int, warmup: int):
     """LambdaLR factor of step s: linear warm-up over ``warmup`` steps, then a cosine from 1 down to
     0.05 at ``total``."""
@@ -133,4 +118,4 @@ class RunDir:
             self.logger.removeHandler(h)
 
 
-__all__ = ["NonFiniteLoss", "seed_everything", "resolve_config", "warmup_cosine", "check_finite", "RunDir"]
+__all__ = ["NonFiniteLoss", "seed_everything", "warmup_cosine", "check_finite", "RunDir"]

@@ -31,7 +31,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import torch
 
-from nsvqa.distributed import DistInfo, barrier, mean_over_ranks, seed_rank
+from nsvqa.training.distributed import DistInfo, barrier, mean_over_ranks, seed_rank
 from nsvqa.training import check_finite
 
 
@@ -160,7 +160,7 @@ def train_steps(step_fn: Callable[[int], StepResult | tuple], optimizer: torch.o
         step_fn: ``step (int) -> StepResult | (loss, values)``: the forward pass of the step.
         optimizer: zeroed (``set_to_none``) before and stepped after each backward pass.
         run: the run directory (:class:`nsvqa.training.RunDir`, or a
-            :class:`nsvqa.distributed.QuietRun` on ranks other than 0): ``scalars`` and ``log``.
+            :class:`nsvqa.training.distributed.QuietRun` on ranks other than 0): ``scalars`` and ``log``.
         start: the first step (0, or the step of the checkpoint resumed from).
         total: the number of steps of the whole run.
         scheduler: stepped after the optimizer; its ``get_last_lr()[0]`` is logged as ``lr``.
@@ -179,7 +179,7 @@ def train_steps(step_fn: Callable[[int], StepResult | tuple], optimizer: torch.o
             None: the zero-step call always happens.
         dist: the data-parallel job (None: a single process).
         rank_seed: with ``dist``, ranks other than 0 reseed torch from ``(rank_seed, rank, start)``
-            (:func:`nsvqa.distributed.seed_rank`).
+            (:func:`nsvqa.training.distributed.seed_rank`).
         seconds_before: training seconds of the run before ``start`` (see :class:`Stopwatch`).
         progress: show a tqdm bar (rank 0 only) with description ``desc`` (default: the phase)
             and ``postfix(progress)`` (default: the smoothed ``loss``).

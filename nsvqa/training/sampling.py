@@ -14,7 +14,7 @@ depends on the steps asked before (at most a cache of the current epoch), so a r
   at each step from ``(seed, step)``, among the items of the step's stage (NSCL's curriculum).
 
 A data-parallel job calls the same sampler on every rank and each rank takes its
-:func:`nsvqa.distributed.shard` of the global batch.
+:func:`nsvqa.training.distributed.shard` of the global batch.
 """
 from __future__ import annotations
 

@@ -16,8 +16,8 @@ import baselines
 from baselines import common
 from executors import load_ontology
 from executors.io import load_questions
-from nsvqa.checkpoint import load_checkpoint
-from nsvqa.predictions import QUESTION_TYPES, load_question_meta, read_predictions
+from nsvqa.training.checkpoint import load_checkpoint
+from nsvqa.artifacts.predictions import QUESTION_TYPES, load_question_meta, read_predictions
 from parsers.question.vocab import Vocabulary, tokenize
 
 ONTO = load_ontology("superclevr")

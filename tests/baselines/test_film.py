@@ -14,8 +14,8 @@ import baselines
 from baselines import common
 from baselines.film import FiLMedResBlock, FiLMNet, coord_maps, film
 from executors import load_ontology
-from nsvqa.checkpoint import load_checkpoint
-from nsvqa.predictions import read_predictions
+from nsvqa.training.checkpoint import load_checkpoint
+from nsvqa.artifacts.predictions import read_predictions
 from parsers.question.vocab import Vocabulary, tokenize
 
 ONTO = load_ontology("superclevr")

@@ -16,8 +16,8 @@ from baselines.mdetr import (MDETRNet, answer_groups, decode_answers, grounding_
                              positive_map, qa_loss, tokenize_questions)
 from executors import load_ontology
 from executors.errors import FormatError
-from nsvqa.checkpoint import load_checkpoint
-from nsvqa.predictions import read_predictions
+from nsvqa.training.checkpoint import load_checkpoint
+from nsvqa.artifacts.predictions import read_predictions
 
 ONTO = load_ontology("superclevr")
 CPU = torch.device("cpu")

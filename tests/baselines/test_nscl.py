@@ -18,9 +18,9 @@ from executors.errors import FormatError
 from executors.io import normalize_answer
 from executors.program import Program
 from executors.scene import SceneLikelihoods, SymbolicScene
-from nsvqa.checkpoint import load_checkpoint
+from nsvqa.training.checkpoint import load_checkpoint
 from nsvqa.models import PredictInputs
-from nsvqa.predictions import read_predictions
+from nsvqa.artifacts.predictions import read_predictions
 
 ONTO = load_ontology("superclevr")
 CPU = torch.device("cpu")

@@ -157,8 +157,8 @@ def test_bad_question_files(tmp_path, qfile):
 def test_question_views(qfile):
     """The older entry points are views of the typed items."""
     from baselines.common import QARecord, read_qa
-    from nsvqa.predictions import QuestionMeta, question_meta
-    from nsvqa.question_eval import read_question_items
+    from nsvqa.artifacts.predictions import QuestionMeta, question_meta
+    from nsvqa.evaluation.question_parser import read_question_items
 
     qs = read_questions(qfile, ONTO, require_text=True)
     assert read_question_items(qfile, ONTO, require_program=True) == list(qs)
@@ -241,7 +241,7 @@ def _parsed_scene(n_obj: int = 2, seed: int = 0):
 
 
 def _base_scene_record(parsed, image_index, image_filename) -> dict:
-    """What ``nsvqa.scene_eval.scene_record`` wrote before the artifacts package (the format)."""
+    """What ``nsvqa.evaluation.scene_parser.scene_record`` wrote before the artifacts package (the format)."""
     from nsvqa.generation.annotations import mask_to_rle
 
     parsed.likelihoods.image_index = image_index
@@ -272,7 +272,7 @@ def lik_doc():
 
 def test_likelihoods_keep_the_format(lik_doc, tmp_path):
     """The records and the header are what the scene parser's outputs always were."""
-    from nsvqa.scene_eval import likelihoods_document, scene_record
+    from nsvqa.evaluation.scene_parser import likelihoods_document, scene_record
 
     parsed = _parsed_scene(3, 7)
     base = _base_scene_record(parsed, 9, "a.png")
@@ -285,7 +285,7 @@ def test_likelihoods_keep_the_format(lik_doc, tmp_path):
 
 
 def test_likelihoods_round_trip_is_equal_and_byte_stable(lik_doc, tmp_path):
-    from nsvqa.scene_eval import load_parsed
+    from nsvqa.evaluation.scene_parser import load_parsed
 
     path = tmp_path / "parsed" / "likelihoods.json"
     write_likelihoods(path, lik_doc)
@@ -445,7 +445,7 @@ def test_bad_programs_files(tmp_path):
 
 # ---------------------------------------------------------------------------- predictions
 def test_predictions_are_re_exported(tmp_path):
-    from nsvqa import predictions
+    from nsvqa.artifacts import predictions
 
     assert artifacts.Prediction is predictions.Prediction and artifacts.read_predictions is predictions.read_predictions
     p = [artifacts.Prediction(0, "count", "2", "3", 0.25, question_hash="h"), artifacts.Prediction(1, "exist", "yes", None)]

@@ -6,7 +6,7 @@ import json
 import pytest
 import torch
 
-from nsvqa.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from nsvqa.training.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from nsvqa.training import NonFiniteLoss, RunDir, check_finite
 
 
@@ -71,26 +71,6 @@ def test_check_finite_reports_every_loss():
     check_finite({"a": 1.0, "b": torch.tensor(2.0)}, 3)
     with pytest.raises(NonFiniteLoss, match=r"step 12: a=1, b=nan"):
         check_finite({"a": 1.0, "b": float("nan")}, 12)
-
-
-def test_resolve_config_takes_profile_defaults_then_overrides():
-    from dataclasses import dataclass
-
-    from nsvqa.training import resolve_config
-
-    @dataclass(frozen=True)
-    class Cfg:
-        data: str
-        profile: str = "mini"
-        lr: float = 0.0
-        steps: int = 0
-
-    cfg = resolve_config(Cfg, "d", "mini", {"mini": 1}, {"lr": 0.1, "steps": 5}, {"steps": 9, "lr": None})
-    assert cfg == Cfg("d", "mini", 0.1, 9)
-    with pytest.raises(KeyError, match=r"unknown profile 'huge'; valid: \['mini'\]"):
-        resolve_config(Cfg, "d", "huge", {"mini": 1}, {}, {})
-    with pytest.raises(TypeError, match=r"unknown config fields \['lr_typo'\]"):
-        resolve_config(Cfg, "d", "mini", {"mini": 1}, {}, {"lr_typo": 1})
 
 
 def test_atomic_writes_get_the_usual_permissions(tmp_path):

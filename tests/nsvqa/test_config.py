@@ -10,13 +10,13 @@ from typing import ClassVar
 import pytest
 import torch
 
-from nsvqa.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from nsvqa.training.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from nsvqa.config import (Config, add_config_args, config_overrides, parse_assignments, parse_value,
                           resolve_fields)
-from nsvqa.loading import (detector_from_checkpoint, head_from_checkpoint, load_question_parser,
-                           load_scene_parser)
-from nsvqa.question_config import QuestionParserConfig
-from nsvqa.scene_config import SceneParserConfig
+from nsvqa.training.loading import (detector_from_checkpoint, head_from_checkpoint, load_question_parser,
+                                    load_scene_parser)
+from nsvqa.training.question_config import QuestionParserConfig
+from nsvqa.training.scene_config import SceneParserConfig
 from parsers.question.seq2seq import PROFILES as SEQ2SEQ_PROFILES
 from parsers.scene.attribute_head import PROFILES as HEAD_PROFILES
 from parsers.scene.detector import PROFILES as DETECTOR_PROFILES
@@ -54,7 +54,6 @@ class Toy(Config):
 def test_profile_values_then_overrides_that_are_not_none():
     assert Toy.from_profile("d", "tiny") == Toy("d", "tiny", steps=3, lr=0.1)
     assert Toy.from_profile("d", "mini", steps=7, lr=None, fast=True) == Toy("d", "mini", 7, 0.01, True, sizes=(8, 16))
-    assert Toy.resolve("d", "tiny") == Toy.from_profile("d", "tiny")  # the former name
     assert Toy.profile_names() == ["mini", "tiny"]
     # a table that lives with a model rather than with its config class
     assert Toy.from_profile("d", "big", profiles={"big": {"steps": 9}}).steps == 9
@@ -219,7 +218,7 @@ def test_from_dict_errors_name_the_field(change, message):
 def _scene_checkpoints(folder, cfg_dict: dict, cfg: SceneParserConfig):
     """detector.pt and attributes.pt as the trainer writes them, of the (untrained) networks of ``cfg``
     but with ``cfg_dict`` as the saved config."""
-    from nsvqa.scene_training import attribute_vocabulary
+    from nsvqa.training.scene_parser import attribute_vocabulary
 
     torch.manual_seed(0)
     folder.mkdir()

@@ -23,7 +23,7 @@ def split(tmp_path_factory, require_renderer):
 
 
 def test_detection_targets_match_the_scenes(split):
-    from nsvqa.datasets import DetectionDataset, collate_detection
+    from nsvqa.training.datasets import DetectionDataset, collate_detection
 
     folder, scenes = split
     ds = DetectionDataset(folder, "train")
@@ -56,7 +56,7 @@ def test_detection_targets_match_the_scenes(split):
 
 
 def test_attribute_crops(split):
-    from nsvqa.datasets import AttributeCropDataset
+    from nsvqa.training.datasets import AttributeCropDataset
 
     folder, scenes = split
     onto = load_ontology("superclevr")
@@ -82,7 +82,7 @@ def test_attribute_crops(split):
 
 
 def test_crop_instance_at_the_border():
-    from nsvqa.datasets import crop_instance
+    from nsvqa.training.datasets import crop_instance
 
     img = torch.ones((3, 10, 10))
     mask = torch.zeros((1, 10, 10))

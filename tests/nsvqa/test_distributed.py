@@ -18,7 +18,10 @@ import pytest
 import torch
 import torch.distributed
 
-from nsvqa import distributed as nd
+from nsvqa.training import distributed as nd
+from nsvqa.training import sampling
+from nsvqa.training.loading import QUESTION_CHECKPOINT, QUESTION_KIND, load_question_parser
+from nsvqa.training.scene_config import SceneParserConfig
 
 WORLD = 2
 TIMEOUT_S = 240  # a deadlock fails the test instead of hanging it
@@ -61,8 +64,8 @@ def _params(m: torch.nn.Module) -> dict[str, torch.Tensor]:
 
 
 def _worker_question_parser(args: dict, rank: int) -> dict:
-    import nsvqa.question_training as qt
-    from nsvqa.scene_training import SceneParserConfig, train_scene_parser
+    import nsvqa.training.question_parser as qt
+    from nsvqa.training.scene_parser import train_scene_parser
 
     # a process group made here is reused (not owned, not destroyed) by every training call below
     info = nd.init_from_env("cpu")
@@ -74,20 +77,20 @@ def _worker_question_parser(args: dict, rank: int) -> dict:
     models: list = []
     _record_shards(qt, seen)
     _capture_wrapped(qt, models)
-    run = qt.train_question_parser(qt.QuestionParserConfig.resolve(args["data"], "tiny", **QP), args["sgd"],
+    run = qt.train_question_parser(qt.QuestionParserConfig.from_profile(args["data"], "tiny", **QP), args["sgd"],
                                    progress=False)
     rec["sgd"] = {"seen": list(seen), "params": _params(models[0]), "run": type(run).__name__}
     # 2. REINFORCE after two supervised steps: runs, stays in step across ranks, saves once
     models.clear()
-    cfg = qt.QuestionParserConfig.resolve(args["data"], "tiny", **(QP | dict(steps=2, reinforce=True,
+    cfg = qt.QuestionParserConfig.from_profile(args["data"], "tiny", **(QP | dict(steps=2, reinforce=True,
                                                                              reinforce_steps=2, reinforce_batch=6)))
     qt.train_question_parser(cfg, args["rl"], progress=False)
     rec["rl"] = {"params": _params(models[0])}
     # 3. global batches that do not divide by the world size
     for name, call in (("batch", lambda: qt.train_question_parser(
-                           qt.QuestionParserConfig.resolve(args["data"], "tiny", batch=5), args["bad"])),
+                           qt.QuestionParserConfig.from_profile(args["data"], "tiny", batch=5), args["bad"])),
                        ("det_batch", lambda: train_scene_parser(
-                           SceneParserConfig.resolve(args["data"], "tiny", stage="detector", det_batch=3),
+                           SceneParserConfig.from_profile(args["data"], "tiny", stage="detector", det_batch=3),
                            args["bad"]))):
         try:
             call()
@@ -100,13 +103,13 @@ def _worker_question_parser(args: dict, rank: int) -> dict:
 
 
 def _worker_scene_parser(args: dict, rank: int) -> dict:
-    from nsvqa import scene_training as st
+    from nsvqa.training import scene_parser as st
 
     models: list = []
     seen: list = []
     _capture_wrapped(st, models)
     _record_shards(st, seen)
-    cfg = st.SceneParserConfig.resolve(args["data"], "tiny", det_iterations=2, det_batch=2, checkpoint_every=1,
+    cfg = SceneParserConfig.from_profile(args["data"], "tiny", det_iterations=2, det_batch=2, checkpoint_every=1,
                                        attr_epochs=1, det_crop_images=2)
     run = st.train_scene_parser(cfg, args["out"], progress=False)  # makes and owns the process group
     return {"detector": _params(models[0]), "attributes": _params(models[1]), "seen": seen, "run": type(run).__name__,
@@ -216,8 +219,8 @@ def qp_runs(tmp_path_factory):
 
 @needs_gloo
 def test_data_parallel_steps_equal_single_process_steps_on_the_global_batch(qp_runs, tmp_path, monkeypatch):
-    import nsvqa.question_training as qt
-    from nsvqa.checkpoint import load_checkpoint
+    import nsvqa.training.question_parser as qt
+    from nsvqa.training.checkpoint import load_checkpoint
 
     recs, paths = qp_runs
     # every rank saw the same global batch of each step and took its half of it, in rank order
@@ -229,20 +232,20 @@ def test_data_parallel_steps_equal_single_process_steps_on_the_global_batch(qp_r
     # the single-process reference: the same steps, the same global batches
     monkeypatch.setattr(torch.optim, "Adam", torch.optim.SGD)
     batches = []
-    real_call = qt.BatchSchedule.__call__
-    monkeypatch.setattr(qt.BatchSchedule, "__call__", lambda self, s: batches.append(real_call(self, s).tolist())
+    real_call = sampling.BucketedBatches.__call__
+    monkeypatch.setattr(sampling.BucketedBatches, "__call__", lambda self, s: batches.append(real_call(self, s).tolist())
                         or real_call(self, s))
-    cfg = qt.QuestionParserConfig.resolve(paths["data"], "tiny", **QP)
+    cfg = qt.QuestionParserConfig.from_profile(paths["data"], "tiny", **QP)
     qt.train_question_parser(cfg, tmp_path / "single", progress=False)
     assert batches == [g for g, _ in a]
-    qt.train_question_parser(qt.QuestionParserConfig.resolve(paths["data"], "tiny", **(QP | {"steps": 0})),
+    qt.train_question_parser(qt.QuestionParserConfig.from_profile(paths["data"], "tiny", **(QP | {"steps": 0})),
                              tmp_path / "init", progress=False)
-    init = load_checkpoint(tmp_path / "init" / qt.CHECKPOINT)["state_dict"]
-    single = load_checkpoint(tmp_path / "single" / qt.CHECKPOINT)["state_dict"]
-    ddp = load_checkpoint(Path(paths["sgd"]) / qt.CHECKPOINT, kind=qt.KIND)["state_dict"]
+    init = load_checkpoint(tmp_path / "init" / QUESTION_CHECKPOINT)["state_dict"]
+    single = load_checkpoint(tmp_path / "single" / QUESTION_CHECKPOINT)["state_dict"]
+    ddp = load_checkpoint(Path(paths["sgd"]) / QUESTION_CHECKPOINT, kind=QUESTION_KIND)["state_dict"]
     # a DDP checkpoint is the bare model's: no "module." prefix, loads in a single process
     assert ddp.keys() == single.keys() and not any(k.startswith("module.") for k in ddp)
-    qt.parser_from_checkpoint(paths["sgd"])
+    load_question_parser(paths["sgd"])
     # the two ranks hold identical weights, which are the checkpoint's
     for k, v in recs[0]["sgd"]["params"].items():
         assert torch.equal(v, recs[1]["sgd"]["params"][k]) and torch.equal(v, ddp[k]), k
@@ -270,8 +273,8 @@ def test_only_rank_0_writes_the_run_directory(qp_runs):
 
 @needs_gloo
 def test_reinforce_runs_data_parallel(qp_runs):
-    from nsvqa.checkpoint import load_checkpoint
-    from nsvqa.question_training import CHECKPOINT, KIND
+    from nsvqa.training.checkpoint import load_checkpoint
+    from nsvqa.training.loading import QUESTION_CHECKPOINT as CHECKPOINT, QUESTION_KIND as KIND
 
     recs, paths = qp_runs
     ck = load_checkpoint(Path(paths["rl"]) / CHECKPOINT, kind=KIND)
@@ -296,9 +299,10 @@ def test_a_global_batch_that_does_not_divide_is_refused_before_anything_is_writt
 
 @needs_gloo
 def test_scene_parser_trains_data_parallel(tmp_path_factory, require_renderer):
-    from nsvqa.checkpoint import load_checkpoint
+    from nsvqa.training.checkpoint import load_checkpoint
     from nsvqa.generation.dataset import generate_split, job_for
-    from nsvqa.scene_training import _batch_indices, detector_from_checkpoint, head_from_checkpoint
+    from nsvqa.training.loading import detector_from_checkpoint, head_from_checkpoint
+    from nsvqa.training.scene_parser import _batch_indices
 
     tmp = tmp_path_factory.mktemp("ddp_scene")
     for split, n, seed in (("train", 4, 3), ("val", 2, 4)):

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from nsvqa.distributed import DistInfo
+from nsvqa.training.distributed import DistInfo
 from nsvqa.training import NonFiniteLoss, RunDir, warmup_cosine
 from nsvqa.training import engine
 from nsvqa.training.engine import Progress, StepResult, record_seconds, restore_train_state, train_steps

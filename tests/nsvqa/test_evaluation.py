@@ -1,4 +1,4 @@
-"""nsvqa.predictions (format, reader, question labels) and nsvqa.evaluation (accuracy, matrix, RD, ECE).
+"""nsvqa.artifacts.predictions (format, reader, question labels) and nsvqa.evaluation (accuracy, matrix, RD, ECE).
 
 Every expected value is computed by hand in the test from tiny inputs.
 """
@@ -15,10 +15,10 @@ from nsvqa.evaluation import (ConceptSplit, accuracy, accuracy_by_type, accuracy
                               distribution_relative_degrade, evaluate, expected_calibration_error,
                               factor_layout, factor_relative_degrade, head_tail_accuracy, id_ood_accuracy,
                               relative_degrade, reliability_bins)
-from nsvqa.predictions import (CellKey, Prediction, PredictionFormatError, find_prediction_files,
-                               load_question_meta, mentioned_concepts, parse_predictions_name,
-                               predictions_path, question_meta, question_type, read_predictions,
-                               shape_color_pairs, write_predictions)
+from nsvqa.artifacts.predictions import (CellKey, Prediction, PredictionFormatError, find_prediction_files,
+                                         load_question_meta, mentioned_concepts, parse_predictions_name,
+                                         predictions_path, question_meta, question_type, read_predictions,
+                                         shape_color_pairs, write_predictions)
 
 
 def P(i, ok=True, qtype="query", **kw):
@@ -400,7 +400,7 @@ def test_paired_comparison_by_hand():
 
 
 def test_factor_on_the_questions_its_test_variants_share(tmp_path):
-    from nsvqa.report import to_markdown
+    from nsvqa.evaluation.report import to_markdown
 
     def run(test, right):
         """easy asks object questions o0..o3; mid and hard ask them and part questions p0..p3."""

@@ -88,7 +88,7 @@ class TypePrior(Model):
     profiles = {p: {} for p in PROFILE_NAMES}
 
     def train(self, cfg, out, *, resume=False, progress=True):
-        from nsvqa.predictions import load_question_meta
+        from nsvqa.artifacts.predictions import load_question_meta
 
         folder = Path(cfg.data)
         metas = load_question_meta(folder.parent, folder.name, "train")
@@ -102,7 +102,7 @@ class TypePrior(Model):
 
     def predict(self, run_dir, root, variant, split="test", *, spec=None, inputs=PredictInputs(), device="cpu",
                 progress=False):
-        from nsvqa.predictions import load_question_meta
+        from nsvqa.artifacts.predictions import load_question_meta
 
         prior = json.loads((Path(run_dir) / "prior.json").read_text())
         return [m.prediction(prior.get(m.question_type)) for m in load_question_meta(root, variant, split)]
@@ -128,7 +128,7 @@ def data_root(tmp_path_factory, require_renderer):
 
 def test_a_toy_model_registered_in_a_test_runs_through_the_experiment(toy_model, data_root, tmp_path):
     from nsvqa.experiment import VariantRun, train_variant
-    from nsvqa.predictions import read_predictions
+    from nsvqa.artifacts.predictions import read_predictions
 
     assert "type_prior" in models.names() and toy_model.trainable and toy_model.needs() == Needs()
     summary = train_variant(data_root, "mid", tmp_path, models=["type_prior"], tests=["mid", "hard"],

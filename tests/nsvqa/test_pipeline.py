@@ -7,7 +7,7 @@ import pytest
 from executors import Node, Program, SceneLikelihoods, SymbolicScene, load_ontology
 from nsvqa.generation.questions import QuestionGenerator, synthetic_scene
 from nsvqa.models.pipeline import NSVQA, PNSVQA, REASONERS, answer_pool, make_reasoner, predict
-from nsvqa.predictions import question_meta
+from nsvqa.artifacts.predictions import question_meta
 
 ONTO = load_ontology("superclevr")
 

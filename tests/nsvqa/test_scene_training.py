@@ -10,10 +10,12 @@ import torch
 
 from executors import SceneLikelihoods, SymbolicScene, load_ontology
 from executors.io import load_scenes
-from nsvqa import scene_training
-from nsvqa.checkpoint import load_checkpoint
-from nsvqa.scene_eval import (attribute_accuracy, coco_ap, coco_results, executor_accuracy, load_parsed,
-                              match_objects, stack_likelihoods)
+from nsvqa.training import scene_parser as scene_training
+from nsvqa.training.checkpoint import load_checkpoint
+from nsvqa.training.loading import load_scene_parser
+from nsvqa.training.scene_config import SceneParserConfig
+from nsvqa.evaluation.scene_parser import (attribute_accuracy, coco_ap, coco_results, executor_accuracy, load_parsed,
+                                           match_objects, stack_likelihoods)
 from nsvqa.training import NonFiniteLoss
 
 ONTO = load_ontology("superclevr")
@@ -49,7 +51,7 @@ def test_run_directory_holds_config_logs_and_self_contained_checkpoints(run, dat
     head = load_checkpoint(run / "attributes.pt", kind="attributes")
     assert head["vocabularies"]["attributes"]["partname"] == list(ONTO.part_names)
     assert set(head["extra"]["val"]) >= {"object.shape", "object.color", "part.partname", "part.color"}
-    parser = scene_training.load_scene_parser(run, min_score=0.0)
+    parser = load_scene_parser(run, min_score=0.0)
     parsed = parser.parse([torch.rand(3, 48, 64)])[0]
     assert parsed.likelihoods.attributes["color"].shape[1] == len(ONTO.values("color"))
 
@@ -81,7 +83,7 @@ def test_a_non_finite_loss_stops_with_the_loss_dict(data, tmp_path, monkeypatch)
                 "total": torch.tensor(float("nan"), requires_grad=True)}
 
     monkeypatch.setattr(scene_training, "attribute_loss", nan_loss)
-    cfg = scene_training.SceneParserConfig.resolve(str(data), "tiny", stage="attributes", det_crop_images=0)
+    cfg = SceneParserConfig.from_profile(str(data), "tiny", stage="attributes", det_crop_images=0)
     with pytest.raises(NonFiniteLoss, match=r"step 0: shape=nan, total=nan"):
         scene_training.train_scene_parser(cfg, tmp_path / "nan", progress=False)
 
@@ -219,7 +221,7 @@ def test_a_head_trained_for_another_runs_detector(run, data, tmp_path, load_scri
                                             "--detector", str(run / "detector.pt"), "--min-score", "0.0", *TINY])
     assert not (head_dir / "detector.pt").exists()
     assert bool((load_checkpoint(head_dir / "crops_train_det.pt")["state_dict"]["source"] == 1).all())
-    parser = scene_training.load_scene_parser(head_dir, min_score=0.0)
+    parser = load_scene_parser(head_dir, min_score=0.0)
     assert parser.parse([torch.rand(3, 48, 64)])[0].likelihoods.attributes["shape"].shape[1] == 21
     load_script("parse_scenes").main(["--checkpoint", str(head_dir), "--data", str(data), "--split", "val",
                                       "--out", str(tmp_path / "p.json"), "--no-progress"])
@@ -263,7 +265,7 @@ def test_agnostic_detector_outputs_are_labelled_with_the_heads_shape(data, tmp_p
     load_script("train_scene_parser").main(["--data", str(data), "--out", str(out), "--mode", "agnostic", *TINY])
     det = load_checkpoint(out / "detector.pt", kind="detector")
     assert det["vocabularies"]["num_classes"] == 2 and det["vocabularies"]["mode"] == "agnostic"
-    parser = scene_training.load_scene_parser(out, min_score=0.0)
+    parser = load_scene_parser(out, min_score=0.0)
     parser.detector.roi_heads.score_thresh = 0.0
     torch.manual_seed(1)
     parsed = [p for p in parser.parse([torch.rand(3, 48, 64) for _ in range(4)]) if len(p.labels)]

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from nsvqa.predictions import Prediction, predictions_path, write_predictions
+from nsvqa.artifacts.predictions import Prediction, predictions_path, write_predictions
 
 #: pnsvqa on visual complexity: right answers out of 4 per (train, test); hard -> easy is missing.
 VISUAL = {("easy", "easy"): 4, ("easy", "mid"): 3, ("easy", "hard"): 2,

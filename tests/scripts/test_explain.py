@@ -12,7 +12,7 @@ from executors import (DeterministicExecutor, ExecutionError, ProbabilisticExecu
                        SymbolicScene, load_ontology)
 from executors.scene import argmax_scene
 from nsvqa.explain import explain, render_html, render_png
-from nsvqa.scene_eval import load_parsed
+from nsvqa.evaluation.scene_parser import load_parsed
 
 ONTO = load_ontology("superclevr")
 DROPPED = 0  # object of image 0 whose existence is set to 0.3 (NS-VQA leaves it out)

@@ -7,9 +7,9 @@ import pytest
 import torch
 
 from executors.io import load_questions
-from nsvqa.checkpoint import load_checkpoint
+from nsvqa.training.checkpoint import load_checkpoint
 from nsvqa.experiment import ExperimentError, VariantRun, variants_to_test
-from nsvqa.predictions import read_predictions
+from nsvqa.artifacts.predictions import read_predictions
 
 TINY = ["--profile", "tiny", "--scene-set", "det_iterations=2", "--scene-set", "attr_epochs=1",
         "--question-set", "steps=20", "--threads", "1", "--no-progress"]

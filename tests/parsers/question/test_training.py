@@ -7,16 +7,19 @@ import pytest
 import torch
 
 from executors.errors import FormatError
-from nsvqa.checkpoint import load_checkpoint
-from nsvqa.question_eval import read_question_items
-from nsvqa.question_training import (CHECKPOINT, KIND, BatchSchedule, QuestionParserConfig, evaluate,
-                                     parser_from_checkpoint, train_question_parser)
+from nsvqa.training.checkpoint import load_checkpoint
+from nsvqa.evaluation.question_parser import read_question_items
+from nsvqa.training.loading import QUESTION_CHECKPOINT as CHECKPOINT, QUESTION_KIND as KIND
+from nsvqa.training.loading import load_question_parser
+from nsvqa.training.question_config import QuestionParserConfig
+from nsvqa.training.question_parser import evaluate, train_question_parser
+from nsvqa.training.sampling import BucketedBatches
 from nsvqa.training import NonFiniteLoss
 from parsers.question.seq2seq import Seq2Seq
 
 
 def _cfg(data, **kw) -> QuestionParserConfig:
-    return QuestionParserConfig.resolve(data, "tiny", **kw)
+    return QuestionParserConfig.from_profile(data, "tiny", **kw)
 
 
 @pytest.fixture(scope="module")
@@ -28,7 +31,7 @@ def overfit_run(tiny20, tmp_path_factory):
 
 
 def test_tiny_model_overfits_20_questions(overfit_run, tiny20):
-    parser = parser_from_checkpoint(overfit_run)
+    parser = load_question_parser(overfit_run)
     items = read_question_items(tiny20 / "questions" / "train_questions.json", parser.ontology, require_program=True)
     assert len(items) == 20
     from executors.io import load_scenes
@@ -55,7 +58,7 @@ def test_run_directory_and_checkpoint(overfit_run):
 
 
 def test_unknown_words_never_crash(overfit_run):
-    parser = parser_from_checkpoint(overfit_run)
+    parser = load_question_parser(overfit_run)
     questions = ["florb zzyx quux?", "", "???", "How many " + "blorp " * 80 + "?", "Is there a red car?"]
     words, lengths = parser.encode(questions)
     assert words[0, :3].tolist() == [3, 3, 3] and lengths[1] == 1
@@ -77,7 +80,7 @@ def test_resume_is_exact(qp_data, tmp_path):
     class Stop(Exception):
         pass
 
-    import nsvqa.question_training as qt
+    import nsvqa.training.question_parser as qt
 
     real = qt._Trainer.save
     calls = []
@@ -107,13 +110,13 @@ def test_batch_schedule_is_a_function_of_seed_and_step():
     import numpy as np
 
     lengths = np.array([5, 9, 3, 7, 1, 8, 2, 6, 4, 10, 11])
-    a, b = BatchSchedule(lengths, 3, seed=7), BatchSchedule(lengths, 3, seed=7)
+    a, b = BucketedBatches(lengths, 3, seed=7), BucketedBatches(lengths, 3, seed=7)
     seq = [a(s).tolist() for s in range(12)]
     assert [b(s).tolist() for s in (5, 0, 11, 3)] == [seq[5], seq[0], seq[11], seq[3]]
     assert a.steps_per_epoch == 4
     for e in range(3):  # every epoch covers every question once
         assert sorted(sum(seq[4 * e:4 * e + 4], [])) == list(range(11))
-    assert seq[:4] != [BatchSchedule(lengths, 3, seed=8)(s).tolist() for s in range(4)]
+    assert seq[:4] != [BucketedBatches(lengths, 3, seed=8)(s).tolist() for s in range(4)]
 
 
 def test_reinforce_stage(tiny20, overfit_run, tmp_path):
@@ -160,11 +163,11 @@ def test_bad_questions_name_file_item_and_field(tmp_path):
 
 
 def test_config_resolution():
-    cfg = QuestionParserConfig.resolve("d", "mini", steps=10, lr=None)
+    cfg = QuestionParserConfig.from_profile("d", "mini", steps=10, lr=None)
     assert cfg.steps == 10 and cfg.lr > 0 and cfg.hidden > 0 and cfg.layers == 2
     with pytest.raises(TypeError, match="unknown config fields \\['stpes'\\]"):
-        QuestionParserConfig.resolve("d", "mini", stpes=3)
+        QuestionParserConfig.from_profile("d", "mini", stpes=3)
     with pytest.raises(KeyError, match="unknown profile 'big'"):
-        QuestionParserConfig.resolve("d", "big")
+        QuestionParserConfig.from_profile("d", "big")
     with pytest.raises(ValueError, match="batch must be >= 1, got 0"):
-        QuestionParserConfig.resolve("d", "tiny", batch=0)
+        QuestionParserConfig.from_profile("d", "tiny", batch=0)

@@ -5,7 +5,7 @@ A training loop asks :func:`init_from_env` for its :class:`DistInfo`. Launched b
 ``cuda:LOCAL_RANK``; ``gloo`` for CPU); otherwise it is a single process and nothing here talks to
 anyone, so single-process training runs exactly as before.
 
-Conventions of the loops built on it (``nsvqa.scene_training``, ``nsvqa.question_training``):
+Conventions of the loops built on it (``nsvqa.training.scene_parser``, ``nsvqa.training.question_parser``):
 
 - A config's batch size is the *global* batch of a step: every rank draws the same step indices
   (a function of ``(seed, step)``) and takes its :func:`shard`; the batch must divide by the world

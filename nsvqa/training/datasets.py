@@ -35,7 +35,6 @@ def read_image(path: str | Path) -> torch.Tensor:
     return torch.from_numpy(arr.copy()).permute(2, 0, 1).float().div_(255.0)
 
 
-_image_tensor = read_image  # the former private name, for branches written before the rename
 
 
 class DetectionDataset(Dataset):

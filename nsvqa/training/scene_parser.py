@@ -11,7 +11,7 @@ resumed run sees the same data as an uninterrupted one. Both stages run on
 checkpoint at the end of each epoch).
 
 Launched by ``torchrun`` (``WORLD_SIZE`` > 1) both stages train data-parallel
-(:mod:`nsvqa.distributed`): ``det_batch`` and ``attr_batch`` stay the global batch of a step, each
+(:mod:`nsvqa.training.distributed`): ``det_batch`` and ``attr_batch`` stay the global batch of a step, each
 rank trains on its slice of it through DistributedDataParallel (SyncBatchNorm on CUDA), and rank 0
 alone writes the run directory.
 """
@@ -26,11 +26,11 @@ import numpy as np
 import torch
 
 from executors import load_ontology
-from nsvqa.checkpoint import load_checkpoint, save_checkpoint
-from nsvqa.datasets import OBJECT_ATTRIBUTES, PART_ATTRIBUTES, AttributeCropDataset, CropItem, DetectionDataset
-from nsvqa.distributed import DistInfo, check_global_batch, cleanup, init_from_env, open_run, run_on_main, shard, wrap
-from nsvqa.loading import detector_from_checkpoint, head_from_checkpoint, load_scene_parser  # re-exported
-from nsvqa.scene_config import PROFILES, STAGES, SceneParserConfig, SceneTrainProfile  # re-exported
+from nsvqa.training.checkpoint import load_checkpoint, save_checkpoint
+from nsvqa.training.datasets import OBJECT_ATTRIBUTES, PART_ATTRIBUTES, AttributeCropDataset, CropItem, DetectionDataset
+from nsvqa.training.distributed import DistInfo, check_global_batch, cleanup, init_from_env, open_run, run_on_main, shard, wrap
+from nsvqa.training.loading import detector_from_checkpoint
+from nsvqa.training.scene_config import SceneParserConfig
 from nsvqa.training import RunDir, seed_everything, warmup_cosine
 from nsvqa.training.engine import Progress, StepResult, restore_train_state, train_steps
 from nsvqa.training.sampling import PermutationBatches
@@ -64,7 +64,7 @@ def train_detector(cfg: SceneParserConfig, run: RunDir, *, resume: bool = False,
                    dist: DistInfo | None = None) -> Path:
     """Train (or resume) the detector; returns the path of ``detector.pt``.
 
-    ``dist`` (default: :func:`nsvqa.distributed.init_from_env`): in a data-parallel job each rank
+    ``dist`` (default: :func:`nsvqa.training.distributed.init_from_env`): in a data-parallel job each rank
     trains on its ``det_batch / world_size`` images of the step (ValueError naming ``det_batch``
     when it does not divide) and rank 0 alone writes; every rank returns once ``detector.pt`` is
     written.
@@ -186,7 +186,7 @@ def gt_crops(root: str | Path, split: str, crop_size: int, parts: bool, limit: i
     visible parts chosen at random (all of them when None), each image read once."""
     from tqdm import tqdm
 
-    from nsvqa.datasets import read_image
+    from nsvqa.training.datasets import read_image
     from nsvqa.generation.annotations import rle_to_mask
 
     ds = AttributeCropDataset(root, split, crop_size, parts=parts)
@@ -226,9 +226,9 @@ def detector_crops(detector: torch.nn.Module, vocab: dict, root: str | Path, spl
     IoU, pairs under ``match_iou`` dropped), labelled with the matched ground truth."""
     from tqdm import tqdm
 
-    from nsvqa.datasets import read_image
+    from nsvqa.training.datasets import read_image
     from nsvqa.generation.annotations import mask_to_rle
-    from nsvqa.scene_eval import match_objects
+    from nsvqa.evaluation.scene_parser import match_objects
     from parsers.scene.scene_parser import merge_classes
 
     ds = AttributeCropDataset(root, split, crop_size, parts=parts)
@@ -280,7 +280,7 @@ def attribute_vocabulary() -> dict[str, list[str]]:
 def mean_directions(root: str | Path, split: str = "train") -> dict[str, list[float]]:
     """The split's mean ground-plane direction per relation (unit length): the parser's frame for
     relations on images whose camera it does not know (cameras jitter by a few degrees)."""
-    from .artifacts.scenes import read_scenes, scenes_path
+    from nsvqa.artifacts.scenes import read_scenes, scenes_path
 
     path = scenes_path(root, split)
     scenes = [s.record for s in read_scenes(path)]
@@ -349,7 +349,7 @@ def train_attributes(cfg: SceneParserConfig, run: RunDir, *, resume: bool = Fals
                      dist: DistInfo | None = None) -> Path:
     """Train (or resume) the attribute head; returns the path of ``attributes.pt``.
 
-    ``dist`` (default: :func:`nsvqa.distributed.init_from_env`): in a data-parallel job rank 0
+    ``dist`` (default: :func:`nsvqa.training.distributed.init_from_env`): in a data-parallel job rank 0
     builds the crop caches, each rank trains on its ``attr_batch / world_size`` crops of the step
     (ValueError naming ``attr_batch`` when it does not divide), rank 0 alone validates and writes.
     """
@@ -450,7 +450,7 @@ def train_scene_parser(cfg: SceneParserConfig, out: str | Path, *, resume: bool 
     """Run the configured stages into ``out`` (a run directory).
 
     Launched by torchrun (``WORLD_SIZE`` > 1) the stages train data-parallel; rank 0 writes ``out``
-    and returns its RunDir, the other ranks a :class:`nsvqa.distributed.QuietRun` on the same path.
+    and returns its RunDir, the other ranks a :class:`nsvqa.training.distributed.QuietRun` on the same path.
     """
     seed_everything(cfg.seed)
     dist = init_from_env(cfg.device)
@@ -476,7 +476,5 @@ def train_scene_parser(cfg: SceneParserConfig, out: str | Path, *, resume: bool 
     return run
 
 
-__all__ = ["PROFILES", "SceneParserConfig", "SceneTrainProfile", "CropSet", "train_scene_parser",
-           "train_detector", "train_attributes", "gt_crops", "detector_crops", "crop_accuracy",
-           "detector_from_checkpoint", "head_from_checkpoint", "attribute_vocabulary", "load_scene_parser",
-           "mean_directions"]
+__all__ = ["CropSet", "train_scene_parser", "train_detector", "train_attributes", "gt_crops", "detector_crops",
+           "crop_accuracy", "attribute_vocabulary", "mean_directions"]

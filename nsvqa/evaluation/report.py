@@ -13,8 +13,8 @@ import os
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from .fileio import write_atomic, write_json_atomic
-from .predictions import QUESTION_TYPE_NAMES
+from nsvqa.fileio import write_atomic, write_json_atomic
+from nsvqa.artifacts.predictions import QUESTION_TYPE_NAMES
 
 FACTOR_NAMES = {"visual": "visual complexity", "redundancy": "question redundancy",
                 "distribution": "concept distribution", "compositionality": "concept compositionality",
@@ -188,7 +188,7 @@ def to_latex(report: Mapping[str, Any]) -> str:
     """Table 1 (one tabular per factor) and Table 2 (RD per model and factor) as LaTeX
     (needs ``\\usepackage{booktabs}``); missing values are ``--``."""
     factors = report["factors"]
-    out = ["% Relative Degrade report (nsvqa.report); needs \\usepackage{booktabs}", ""]
+    out = ["% Relative Degrade report (nsvqa.evaluation.report); needs \\usepackage{booktabs}", ""]
     for factor, fac in factors.items():
         if not fac["models"]:
             continue
@@ -340,8 +340,8 @@ def report_from_runs(runs: Sequence[str | os.PathLike], out_dir: str | os.PathLi
         FileNotFoundError: a run folder that does not exist, or no predictions file at all.
         PredictionFormatError: a malformed predictions file (naming the file, line and field).
     """
-    from .evaluation import ConceptSplit, evaluate
-    from .predictions import find_prediction_files, read_predictions
+    from nsvqa.evaluation import ConceptSplit, evaluate
+    from nsvqa.artifacts.predictions import find_prediction_files, read_predictions
 
     files = find_prediction_files(runs)
     if not files:

@@ -1,10 +1,10 @@
-"""Trained parsers from their checkpoints: what parsing, the pipeline and the experiment load.
+"""Trained parsers from their checkpoints, and the scene parser run over a split: what parsing, the
+pipeline and the experiment load.
 
 Each checkpoint rebuilds its network from the config it holds, read by
 :meth:`nsvqa.config.Config.from_dict` (a field an older checkpoint lacks, such as the scene
 parser's network sizes before they were config fields, takes the value of the checkpoint's
-profile: the one place of that fallback). Nothing here trains; the training modules import these
-loaders (and re-export them under their former names).
+profile: the one place of that fallback). Nothing here trains.
 """
 from __future__ import annotations
 
@@ -15,10 +15,10 @@ import numpy as np
 from torch import nn
 
 from executors import load_ontology
-from nsvqa.checkpoint import CheckpointError, load_checkpoint
+from nsvqa.training.checkpoint import CheckpointError, load_checkpoint
 from nsvqa.config import Config
-from nsvqa.question_config import QuestionParserConfig
-from nsvqa.scene_config import SceneParserConfig
+from nsvqa.training.question_config import QuestionParserConfig
+from nsvqa.training.scene_config import SceneParserConfig
 from parsers.question.question_parser import QuestionParser
 from parsers.scene.attribute_head import AttributeHead
 from parsers.scene.scene_parser import SceneParser
@@ -37,7 +37,7 @@ def checkpoint_config(cls: type[C], ckpt: Mapping[str, Any], where: str = "check
     """The config of a loaded checkpoint as ``cls`` (:meth:`Config.from_dict`).
 
     Raises:
-        nsvqa.checkpoint.CheckpointError: an unusable config (``where`` and the field named).
+        nsvqa.training.checkpoint.CheckpointError: an unusable config (``where`` and the field named).
     """
     try:
         return cls.from_dict(ckpt["config"], f"{where}, config")
@@ -51,7 +51,7 @@ def load_question_parser(path: str | Path, device: str = "cpu") -> QuestionParse
     one.
 
     Raises:
-        nsvqa.checkpoint.CheckpointError: no such checkpoint, or an unusable one (file and field named).
+        nsvqa.training.checkpoint.CheckpointError: no such checkpoint, or an unusable one (file and field named).
     """
     path = Path(path)
     if path.is_dir():
@@ -88,7 +88,7 @@ def load_scene_parser(run_dir: str | Path, min_score: float | None = None) -> Sc
         min_score: detections kept (None: the run config's ``min_score``).
 
     Raises:
-        nsvqa.checkpoint.CheckpointError: a missing or unusable checkpoint (file and field named).
+        nsvqa.training.checkpoint.CheckpointError: a missing or unusable checkpoint (file and field named).
     """
     run_dir = Path(run_dir)
     head_path = run_dir / HEAD_CHECKPOINT
@@ -112,6 +112,35 @@ def load_scene_parser(run_dir: str | Path, min_score: float | None = None) -> Sc
                        detector_classes=classes, shape_label_ids=shape_ids, detector_path=str(det_path))
 
 
-__all__ = ["load_question_parser", "load_scene_parser", "detector_from_checkpoint", "head_from_checkpoint",
+def parse_split(parser, data: str | Path, split: str, *, batch: int = 4, limit: int | None = None,
+                progress: bool = True):
+    """Parse the images of ``DATA/images/<split>``: yields ``(image_index, file name, ParsedScene)``.
+
+    Images are listed by ``scenes/<split>_scenes.json`` when it exists, else by sorted file name
+    (indices 0, 1, ...)."""
+    from tqdm import tqdm
+
+    from nsvqa.artifacts.scenes import read_scenes, scenes_path
+    from nsvqa.training.datasets import read_image
+
+    data = Path(data)
+    spath = scenes_path(data, split)
+    if spath.exists():
+        items = [(s.image_index, s.image_filename) for s in read_scenes(spath)]
+    else:
+        files = sorted((data / "images" / split).glob("*.png"))
+        if not files:
+            raise FileNotFoundError(f"{data / 'images' / split}: no scenes file and no PNG images")
+        items = [(k, f.name) for k, f in enumerate(files)]
+    items = items[:limit] if limit is not None else items
+    for s in tqdm(range(0, len(items), batch), desc=f"parse {data.name}/{split}", disable=not progress):
+        chunk = items[s:s + batch]
+        images = [read_image(data / "images" / split / name) for _, name in chunk]
+        for (idx, name), parsed in zip(chunk, parser.parse(images)):
+            yield idx, name, parsed
+
+
+
+__all__ = ["parse_split", "load_question_parser", "load_scene_parser", "detector_from_checkpoint", "head_from_checkpoint",
            "checkpoint_config", "QUESTION_CHECKPOINT", "QUESTION_KIND", "DETECTOR_CHECKPOINT", "DETECTOR_KIND",
            "HEAD_CHECKPOINT", "HEAD_KIND"]

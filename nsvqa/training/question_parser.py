@@ -9,7 +9,7 @@ bucketed by question length: :class:`nsvqa.training.sampling.BucketedBatches`), 
 the same data as an uninterrupted one. Both stages run on :func:`nsvqa.training.engine.train_steps`.
 
 Launched by ``torchrun`` (``WORLD_SIZE`` > 1) both stages train data-parallel
-(:mod:`nsvqa.distributed`): ``batch`` and ``reinforce_batch`` stay the global batch of a step, each
+(:mod:`nsvqa.training.distributed`): ``batch`` and ``reinforce_batch`` stay the global batch of a step, each
 rank takes its slice of it, the loss is weighted so that the averaged gradient is the one of the
 whole batch (mean over its target tokens, resp. questions), and rank 0 alone validates and writes.
 """
@@ -27,13 +27,12 @@ from executors.deterministic import DeterministicExecutor
 from executors.errors import ExecutionError
 from executors.io import load_scenes, normalize_answer, question_scene, scene_lookup
 from executors.ontology import Ontology, load_ontology
-from nsvqa.checkpoint import load_checkpoint, save_checkpoint
-from nsvqa.distributed import (DistInfo, Dispatch, all_sum, check_global_batch, cleanup, init_from_env, open_run,
-                               shard, wrap)
-from nsvqa.loading import QUESTION_CHECKPOINT as CHECKPOINT, QUESTION_KIND as KIND
-from nsvqa.loading import load_question_parser as parser_from_checkpoint  # its former name and home
-from nsvqa.question_config import PROFILES, QuestionParserConfig, QuestionTrainProfile  # re-exported
-from nsvqa.question_eval import QuestionItem, read_question_items, score_parses
+from nsvqa.training.checkpoint import load_checkpoint, save_checkpoint
+from nsvqa.training.distributed import (DistInfo, Dispatch, all_sum, check_global_batch, cleanup, init_from_env, open_run,
+                                        shard, wrap)
+from nsvqa.training.loading import QUESTION_CHECKPOINT, QUESTION_KIND
+from nsvqa.training.question_config import QuestionParserConfig
+from nsvqa.evaluation.question_parser import QuestionItem, read_question_items, score_parses
 from nsvqa.training import RunDir, seed_everything, warmup_cosine
 from nsvqa.training.engine import Progress, StepResult, record_seconds, restore_train_state, train_steps
 from nsvqa.training.sampling import BucketedBatches
@@ -82,7 +81,6 @@ class EncodedQuestions:
 
 
 #: the batches of step ``s``, a function of ``(seed, s)`` (length-bucketed per-epoch permutations)
-BatchSchedule = BucketedBatches
 
 
 # ------------------------------------------------------------------------------- checkpoints
@@ -105,7 +103,7 @@ class _Trainer:
         self.cfg, self.run, self.progress = cfg, run, progress and self.dist.is_main
         self.dev = torch.device(self.dist.device)
         self.onto: Ontology = load_ontology(cfg.ontology)
-        self.path = run.path / CHECKPOINT
+        self.path = run.path / QUESTION_CHECKPOINT
         qpath, _ = split_paths(cfg.data, "train")
         t0 = time.time()
         train_items = read_question_items(qpath, self.onto, require_program=True, limit=cfg.max_train_questions)
@@ -114,7 +112,7 @@ class _Trainer:
         vqpath, _ = split_paths(cfg.data, "val")
         self.val_items = (read_question_items(vqpath, self.onto, require_program=True, limit=cfg.val_questions)
                           if cfg.val_questions and vqpath.is_file() else [])
-        self.ck = load_checkpoint(self.path, kind=KIND) if resume and self.path.exists() else None
+        self.ck = load_checkpoint(self.path, kind=QUESTION_KIND) if resume and self.path.exists() else None
         if self.ck is not None:
             self.qv = Vocabulary.from_dict(self.ck["vocabularies"]["question"], f"{self.path}, vocabularies.question")
             self.pv = Vocabulary.from_dict(self.ck["vocabularies"]["program"], f"{self.path}, vocabularies.program")
@@ -137,7 +135,7 @@ class _Trainer:
 
     def save(self, train_state: dict) -> None:
         """Write the checkpoint (called on rank 0 only)."""
-        save_checkpoint(self.path, kind=KIND, config=asdict(self.cfg), state_dict=self.model.state_dict(),
+        save_checkpoint(self.path, kind=QUESTION_KIND, config=asdict(self.cfg), state_dict=self.model.state_dict(),
                         vocabularies=self.vocab(), train_state=train_state | {"rng": torch.get_rng_state()},
                         extra=self.extra)
 
@@ -166,7 +164,7 @@ class _Trainer:
             self.run.log(f"supervised: resumed at step {start} from {self.path}")
         elif ts.get("stage") == "reinforce":
             return  # supervised stage already complete
-        schedule = BatchSchedule(self.train.lengths, cfg.batch, cfg.seed)
+        schedule = BucketedBatches(self.train.lengths, cfg.batch, cfg.seed)
         dist = self.dist
         self.model.train()
 
@@ -225,7 +223,7 @@ class _Trainer:
                     for it in self.train.items]
         executor = DeterministicExecutor(self.onto)
         opt = torch.optim.Adam(self.model.parameters(), lr=cfg.reinforce_lr)
-        ck = load_checkpoint(self.path, kind=KIND) if self.path.exists() else None
+        ck = load_checkpoint(self.path, kind=QUESTION_KIND) if self.path.exists() else None
         ts = ck["train_state"] if ck is not None else {}
         start, baseline = 0, None
         if ts.get("stage") == "reinforce" and int(ts.get("step", 0)) > 0:
@@ -233,7 +231,7 @@ class _Trainer:
             self.run.log(f"reinforce: resumed at step {start} from {self.path}")
         else:
             torch.manual_seed(cfg.seed + 1)  # dropout draws of this stage do not depend on the first one
-        schedule = BatchSchedule(self.train.lengths, cfg.reinforce_batch, cfg.seed + 1)
+        schedule = BucketedBatches(self.train.lengths, cfg.reinforce_batch, cfg.seed + 1)
         dist = self.dist
         self.model.train()
 
@@ -296,7 +294,7 @@ def train_question_parser(cfg: QuestionParserConfig, out: str | Path, *, resume:
     """Supervised training (and REINFORCE when ``cfg.reinforce``) into the run directory ``out``.
 
     Launched by torchrun (``WORLD_SIZE`` > 1) both stages train data-parallel; rank 0 writes ``out``
-    and returns its RunDir, the other ranks a :class:`nsvqa.distributed.QuietRun` on the same path.
+    and returns its RunDir, the other ranks a :class:`nsvqa.training.distributed.QuietRun` on the same path.
     """
     seed_everything(cfg.seed)
     dist = init_from_env(cfg.device)
@@ -319,5 +317,4 @@ def train_question_parser(cfg: QuestionParserConfig, out: str | Path, *, resume:
     return run
 
 
-__all__ = ["PROFILES", "QuestionTrainProfile", "QuestionParserConfig", "EncodedQuestions", "BatchSchedule",
-           "train_question_parser", "parser_from_checkpoint", "evaluate", "split_paths", "CHECKPOINT", "KIND"]
+__all__ = ["EncodedQuestions", "train_question_parser", "evaluate", "split_paths"]

@@ -16,7 +16,7 @@ from typing import Any, ClassVar, Mapping
 from torch import nn
 
 from nsvqa.config import Config, as_fields
-from nsvqa.datasets import MODES
+from nsvqa.training.datasets import MODES
 from parsers.scene.attribute_head import PROFILES as HEAD_PROFILES, AttributeHead
 from parsers.scene.detector import BACKBONES, PROFILES as DETECTOR_PROFILES, build_detector
 

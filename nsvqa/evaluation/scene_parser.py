@@ -26,7 +26,6 @@ import numpy as np
 
 from executors import Ontology, SceneLikelihoods, load_ontology
 from nsvqa.artifacts.likelihoods import FORMAT_VERSION, LikelihoodsHeader, ParsedSceneRecord, read_likelihoods  # noqa: F401
-from nsvqa.artifacts.scenes import read_scenes, scenes_path
 from nsvqa.generation.annotations import coco_rle
 
 
@@ -34,33 +33,6 @@ def scene_record(parsed, image_index: int, image_filename: str | None) -> dict:
     """One ``scenes`` entry of likelihoods.json from a :class:`ParsedScene` (the JSON of
     :meth:`nsvqa.artifacts.ParsedSceneRecord.from_parsed`)."""
     return ParsedSceneRecord.from_parsed(parsed, image_index, image_filename).to_json()
-
-
-def parse_split(parser, data: str | Path, split: str, *, batch: int = 4, limit: int | None = None,
-                progress: bool = True):
-    """Parse the images of ``DATA/images/<split>``: yields ``(image_index, file name, ParsedScene)``.
-
-    Images are listed by ``scenes/<split>_scenes.json`` when it exists, else by sorted file name
-    (indices 0, 1, ...)."""
-    from tqdm import tqdm
-
-    from nsvqa.datasets import read_image
-
-    data = Path(data)
-    spath = scenes_path(data, split)
-    if spath.exists():
-        items = [(s.image_index, s.image_filename) for s in read_scenes(spath)]
-    else:
-        files = sorted((data / "images" / split).glob("*.png"))
-        if not files:
-            raise FileNotFoundError(f"{data / 'images' / split}: no scenes file and no PNG images")
-        items = [(k, f.name) for k, f in enumerate(files)]
-    items = items[:limit] if limit is not None else items
-    for s in tqdm(range(0, len(items), batch), desc=f"parse {data.name}/{split}", disable=not progress):
-        chunk = items[s:s + batch]
-        images = [read_image(data / "images" / split / name) for _, name in chunk]
-        for (idx, name), parsed in zip(chunk, parser.parse(images)):
-            yield idx, name, parsed
 
 
 def likelihoods_document(parser, checkpoint: str | Path, data: str | Path, split: str, records: list[dict],
@@ -178,10 +150,10 @@ def attribute_accuracy(doc: dict, liks: Sequence[SceneLikelihoods], gt_scenes: d
                        min_iou: float = 0.5) -> dict[str, Any]:
     """Matched-object metrics: per-attribute argmax accuracy over matched objects (and over matched
     listed parts), detection precision / recall at the parser's score cut, position RMSE."""
-    from nsvqa.datasets import OBJECT_ATTRIBUTES  # loads torch: only here, not on import
+    from parsers.scene.attribute_head import OBJECT_HEADS  # loads torch: only here, not on import
 
     onto = liks[0].ontology if liks else load_ontology("superclevr")
-    correct = {a: 0 for a in OBJECT_ATTRIBUTES}
+    correct = {a: 0 for a in OBJECT_HEADS}
     part_correct: dict[str, int] = {}
     n_det = n_gt = n_match = 0
     part_listed = part_found = 0
@@ -197,7 +169,7 @@ def attribute_accuracy(doc: dict, liks: Sequence[SceneLikelihoods], gt_scenes: d
         n_match += len(pairs)
         for i, j in pairs:
             o = objs[j]
-            for a in OBJECT_ATTRIBUTES:
+            for a in OBJECT_HEADS:
                 pred = onto.values(a)[int(np.argmax(lik.attributes[a][i]))]
                 correct[a] += pred == (o.get(a, "none") if a == "texture" else o[a])
             sq += float(np.sum((lik.positions[i, :2] - np.asarray(o["3d_coords"][:2])) ** 2))
@@ -212,7 +184,7 @@ def attribute_accuracy(doc: dict, liks: Sequence[SceneLikelihoods], gt_scenes: d
                             part_correct[key] = part_correct.get(key, 0) + (onto.values(a)[int(np.argmax(dist[i, k]))] == pa[a])
     res: dict[str, Any] = {"objects_gt": n_gt, "detections": n_det, "matched": n_match,
                            "precision": n_match / n_det if n_det else 0.0, "recall": n_match / n_gt if n_gt else 0.0}
-    res.update({f"object.{a}": correct[a] / n_match if n_match else 0.0 for a in OBJECT_ATTRIBUTES})
+    res.update({f"object.{a}": correct[a] / n_match if n_match else 0.0 for a in OBJECT_HEADS})
     res["object.position_rmse"] = float(np.sqrt(sq / n_match)) if n_match else None
     if part_listed:
         res["part.recall"] = part_found / part_listed
@@ -239,8 +211,8 @@ def executor_accuracy(liks: Sequence[SceneLikelihoods], questions: Iterable[dict
     """
     from executors.io import parse_program
 
-    from .models.pipeline import REASONERS, make_reasoner, predict
-    from .predictions import question_meta
+    from nsvqa.models.pipeline import REASONERS, make_reasoner, predict
+    from nsvqa.artifacts.predictions import question_meta
 
     by_index = {lik.image_index: lik for lik in liks}
     metas, programs, groups = [], [], []

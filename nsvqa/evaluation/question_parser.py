@@ -23,7 +23,7 @@ from executors.ontology import Ontology
 from executors.scene import SymbolicScene
 from parsers.question.decode import ParsedProgram
 
-from .artifacts.questions import Question, read_questions
+from nsvqa.artifacts.questions import Question, read_questions
 
 
 #: One question of a file (its text, record and ground-truth program): the questions artifact's

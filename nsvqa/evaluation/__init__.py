@@ -25,7 +25,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
-from .predictions import QUESTION_TYPES, CellKey, Prediction
+from nsvqa.artifacts.predictions import QUESTION_TYPES, CellKey, Prediction
 
 #: Metrics a matrix and RD can be computed on (see :class:`Accuracy`).
 METRICS = ("accuracy", "accuracy_no_guess")
@@ -165,7 +165,7 @@ class ConceptSplit:
         """The split of the variant catalogue (``data/variants/head.json`` and ``tail.json``)."""
         from executors import load_ontology
 
-        from .generation.variants import load_variant
+        from nsvqa.generation.variants import load_variant
 
         hv, tv = load_variant(head), load_variant(tail)
         return cls.from_weights(hv.scene.get("weights", {}), tv.scene.get("weights", {}),
@@ -398,7 +398,7 @@ def factor_relative_degrade(factor: str, acc: Mapping[tuple[str, str], float | N
 def factor_layout(factor: str) -> tuple[list[str], list[str]]:
     """(training variants, test variants) of a factor from the variant catalogue: every variant
     is a test variant; the ones that are not test-only are training variants."""
-    from .generation.variants import FACTORS, load_variant
+    from nsvqa.generation.variants import FACTORS, load_variant
 
     try:
         variants = FACTORS[factor]
@@ -485,7 +485,7 @@ def paired_comparison(a: Sequence[Sequence[Prediction]], b: Sequence[Sequence[Pr
 def default_comparisons(models: Sequence[str]) -> list[tuple[str, str]]:
     """Each P-NSVQA model against the NS-VQA model with the same program source (the same
     ``gt_programs`` option of its :class:`~nsvqa.models.ModelSpec`)."""
-    from .models import ModelSpec
+    from nsvqa.models import ModelSpec
 
     out = []
     for m in models:
@@ -545,7 +545,7 @@ def evaluate(cells: Mapping[CellKey, Sequence[Sequence[Prediction]]], *, metric:
             every factor of the catalogue.
     """
     if factors is None:
-        from .generation.variants import FACTORS
+        from nsvqa.generation.variants import FACTORS
 
         factors = {f: factor_layout(f) for f in FACTORS}
     dist_tests = set(factors.get("distribution", ((), ()))[1])

@@ -38,9 +38,9 @@ from executors.dsl import SIGNATURES
 from executors.errors import FormatError
 from executors.io import normalize_answer, read_json
 
-from .artifacts.questions import Question, QuestionsFile, questions_path, read_questions
-from .artifacts.scenes import read_scenes, scenes_path
-from .fileio import write_atomic
+from nsvqa.artifacts.questions import Question, QuestionsFile, questions_path, read_questions
+from nsvqa.artifacts.scenes import read_scenes, scenes_path
+from nsvqa.fileio import write_atomic
 
 #: Question types, by the function of the program's last node.
 QUESTION_TYPES = ("count", "exist", "compare_number", "compare_attribute", "query", "part_query")
@@ -550,7 +550,7 @@ def _variant_ood(folder: Path, variant: str) -> Mapping[str, Any] | None:
         spec = read_json(manifest).get("variant_spec") or {}
         if isinstance(spec, Mapping) and "ood" in spec:
             return spec["ood"]
-    from .generation.variants import VariantError, load_variant
+    from nsvqa.generation.variants import VariantError, load_variant
 
     try:
         return load_variant(variant).ood

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping
 
-from .fileio import atomic_open
+from nsvqa.fileio import atomic_open
 
 FORMAT_VERSION = 1
 
