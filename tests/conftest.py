@@ -55,3 +55,17 @@ def require_renderer() -> None:
         if _in_ci():
             pytest.fail(f"CI=true and no renderer: {e}", pytrace=False)
         pytest.skip(str(e))
+
+
+@pytest.fixture(scope="session")
+def tiny_root(tmp_path_factory, require_renderer) -> Path:
+    """One tiny rendered dataset for the tests that only read one (64x48 images, 20 questions each):
+    ``mid`` train 4 / val 2 / test 2 images and ``hard`` test 2 images. Made once per test process;
+    tests write their runs to their own ``tmp_path``."""
+    from nsvqa.generation.dataset import generate_split, job_for
+
+    root = tmp_path_factory.mktemp("tiny_data")
+    for variant, split, n, seed in (("mid", "train", 4, 3), ("mid", "val", 2, 4), ("mid", "test", 2, 5),
+                                    ("hard", "test", 2, 6)):
+        generate_split(job_for(root, variant, split, n, seed, 64, 48), progress=False)
+    return root

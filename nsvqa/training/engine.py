@@ -25,9 +25,10 @@ time bookkeeping (:class:`Stopwatch`, :func:`record_seconds`).
 from __future__ import annotations
 
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 import torch
 
@@ -245,4 +246,34 @@ def train_steps(step_fn: Callable[[int], StepResult | tuple], optimizer: torch.o
     return state
 
 
-__all__ = ["StepResult", "Progress", "Stopwatch", "train_steps", "restore_train_state", "record_seconds"]
+@contextmanager
+def training_run(cfg: Any, out: str | Path, *, resume: bool, **global_batches: int) -> Iterator[tuple[Any, DistInfo]]:
+    """The run a trainer fills, with its process group: seeds everything with ``cfg.seed``, joins
+    the torchrun group when launched by one (``WORLD_SIZE`` > 1), checks that each of
+    ``global_batches`` (name -> size) splits over the ranks, and opens the run directory ``out``
+    (rank 0 writes ``config.json``; a resume must agree on ``cfg.MUST_MATCH``; the other ranks get
+    a :class:`~nsvqa.training.distributed.QuietRun`). Yields ``(run, dist)``; closes the run and
+    leaves the group it joined on exit, whatever happens.
+
+    Raises:
+        ValueError: a global batch that does not split over the ranks, or a resume with a config
+        that differs in a ``MUST_MATCH`` field.
+    """
+    from nsvqa.training import RunDir, seed_everything
+    from nsvqa.training.distributed import check_global_batch, cleanup, init_from_env, open_run
+
+    seed_everything(cfg.seed)
+    dist = init_from_env(cfg.device)
+    try:
+        check_global_batch(dist.world_size, **global_batches)
+        run = open_run(dist, lambda: RunDir(out, cfg, resume=resume, must_match=cfg.MUST_MATCH), out, cfg)
+        try:
+            yield run, dist
+        finally:
+            run.close()
+    finally:
+        if dist.owns_group:
+            cleanup()
+
+
+__all__ = ["StepResult", "Progress", "Stopwatch", "train_steps", "training_run", "restore_train_state", "record_seconds"]

@@ -28,13 +28,13 @@ from executors.errors import ExecutionError
 from executors.io import load_scenes, normalize_answer, question_scene, scene_lookup
 from executors.ontology import Ontology, load_ontology
 from nsvqa.training.checkpoint import load_checkpoint, save_checkpoint
-from nsvqa.training.distributed import (DistInfo, Dispatch, all_sum, check_global_batch, cleanup, init_from_env, open_run,
-                                        shard, wrap)
+from nsvqa.training.distributed import DistInfo, Dispatch, all_sum, shard, wrap
 from nsvqa.training.loading import QUESTION_CHECKPOINT, QUESTION_KIND
 from nsvqa.training.question_config import QuestionParserConfig
 from nsvqa.evaluation.question_parser import QuestionItem, read_question_items, score_parses
-from nsvqa.training import RunDir, seed_everything, warmup_cosine
-from nsvqa.training.engine import Progress, StepResult, record_seconds, restore_train_state, train_steps
+from nsvqa.training import RunDir, warmup_cosine
+from nsvqa.training.engine import (Progress, StepResult, record_seconds, restore_train_state, train_steps,
+                                   training_run)
 from nsvqa.training.sampling import BucketedBatches
 from parsers.question.decode import ids_to_program
 from parsers.question.question_parser import QuestionParser
@@ -296,24 +296,13 @@ def train_question_parser(cfg: QuestionParserConfig, out: str | Path, *, resume:
     Launched by torchrun (``WORLD_SIZE`` > 1) both stages train data-parallel; rank 0 writes ``out``
     and returns its RunDir, the other ranks a :class:`nsvqa.training.distributed.QuietRun` on the same path.
     """
-    seed_everything(cfg.seed)
-    dist = init_from_env(cfg.device)
-    try:
-        reinforce = cfg.reinforce and cfg.reinforce_steps > 0
-        check_global_batch(dist.world_size, batch=cfg.batch,
-                           **({"reinforce_batch": cfg.reinforce_batch} if reinforce else {}))
-        run = open_run(dist, lambda: RunDir(
-            out, cfg, resume=resume, must_match=cfg.MUST_MATCH), out, cfg)
-        try:
-            tr = _Trainer(cfg, run, resume, progress, dist)
-            tr.supervised()
-            if reinforce:
-                tr.reinforce()
-        finally:
-            run.close()
-    finally:
-        if dist.owns_group:
-            cleanup()
+    reinforce = cfg.reinforce and cfg.reinforce_steps > 0
+    batches = {"batch": cfg.batch} | ({"reinforce_batch": cfg.reinforce_batch} if reinforce else {})
+    with training_run(cfg, out, resume=resume, **batches) as (run, dist):
+        tr = _Trainer(cfg, run, resume, progress, dist)
+        tr.supervised()
+        if reinforce:
+            tr.reinforce()
     return run
 
 

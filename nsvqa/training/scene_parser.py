@@ -28,11 +28,11 @@ import torch
 from executors import load_ontology
 from nsvqa.training.checkpoint import load_checkpoint, save_checkpoint
 from nsvqa.training.datasets import OBJECT_ATTRIBUTES, PART_ATTRIBUTES, AttributeCropDataset, CropItem, DetectionDataset
-from nsvqa.training.distributed import DistInfo, check_global_batch, cleanup, init_from_env, open_run, run_on_main, shard, wrap
+from nsvqa.training.distributed import DistInfo, check_global_batch, init_from_env, run_on_main, shard, wrap
 from nsvqa.training.loading import detector_from_checkpoint
 from nsvqa.training.scene_config import SceneParserConfig
-from nsvqa.training import RunDir, seed_everything, warmup_cosine
-from nsvqa.training.engine import Progress, StepResult, restore_train_state, train_steps
+from nsvqa.training import RunDir, warmup_cosine
+from nsvqa.training.engine import Progress, StepResult, restore_train_state, train_steps, training_run
 from nsvqa.training.sampling import PermutationBatches
 from parsers.scene.attribute_head import AttributeHead, attribute_loss
 from parsers.scene.crops import box_geometry, crop_instance
@@ -452,27 +452,17 @@ def train_scene_parser(cfg: SceneParserConfig, out: str | Path, *, resume: bool 
     Launched by torchrun (``WORLD_SIZE`` > 1) the stages train data-parallel; rank 0 writes ``out``
     and returns its RunDir, the other ranks a :class:`nsvqa.training.distributed.QuietRun` on the same path.
     """
-    seed_everything(cfg.seed)
-    dist = init_from_env(cfg.device)
-    try:
-        # the global batches of the stages to run, checked before anything is written or trained
-        batches = {}
+    # the global batches of the stages to run, checked before anything is written or trained
+    batches = {}
+    if cfg.stage in ("detector", "all"):
+        batches["det_batch"] = cfg.det_batch
+    if cfg.stage in ("attributes", "all"):
+        batches["attr_batch"] = cfg.attr_batch
+    with training_run(cfg, out, resume=resume, **batches) as (run, dist):
         if cfg.stage in ("detector", "all"):
-            batches["det_batch"] = cfg.det_batch
+            train_detector(cfg, run, resume=resume, progress=progress, dist=dist)
         if cfg.stage in ("attributes", "all"):
-            batches["attr_batch"] = cfg.attr_batch
-        check_global_batch(dist.world_size, **batches)
-        run = open_run(dist, lambda: RunDir(out, cfg, resume=resume, must_match=cfg.MUST_MATCH), out, cfg)
-        try:
-            if cfg.stage in ("detector", "all"):
-                train_detector(cfg, run, resume=resume, progress=progress, dist=dist)
-            if cfg.stage in ("attributes", "all"):
-                train_attributes(cfg, run, resume=resume, progress=progress, dist=dist)
-        finally:
-            run.close()
-    finally:
-        if dist.owns_group:
-            cleanup()
+            train_attributes(cfg, run, resume=resume, progress=progress, dist=dist)
     return run
 
 

@@ -1,8 +1,5 @@
-"""Fixtures of the baselines tests: one CPU thread per module, and one tiny rendered dataset.
-
-The dataset (64x48 images, 20 questions each): ``mid`` train 4 / val 2 / test 2 images and
-``hard`` test 2 images; tests only read it (runs go to their own ``tmp_path``).
-"""
+"""Fixtures of the baselines tests: one CPU thread per module, the shared tiny dataset as ``root``
+(tests only read it; runs go to their own ``tmp_path``), and interrupting a training run."""
 from __future__ import annotations
 
 import pytest
@@ -18,14 +15,9 @@ def one_thread():
 
 
 @pytest.fixture(scope="module")
-def root(tmp_path_factory, require_renderer):
-    from nsvqa.generation.dataset import generate_split, job_for
-
-    root = tmp_path_factory.mktemp("data")
-    for variant, split, n, seed in (("mid", "train", 4, 3), ("mid", "val", 2, 4), ("mid", "test", 2, 5),
-                                    ("hard", "test", 2, 6)):
-        generate_split(job_for(root, variant, split, n, seed, 64, 48), progress=False)
-    return root
+def root(tiny_root):
+    """The shared tiny dataset (tests/conftest.py ``tiny_root``)."""
+    return tiny_root
 
 
 class StopAfterSave(Exception):

@@ -115,23 +115,12 @@ def toy_model():
     models.unregister("type_prior")
 
 
-@pytest.fixture(scope="module")
-def data_root(tmp_path_factory, require_renderer):
-    from nsvqa.generation.dataset import generate_split, job_for
-
-    root = tmp_path_factory.mktemp("data")
-    for variant, split, n, seed in (("mid", "train", 3, 3), ("mid", "val", 1, 4), ("mid", "test", 2, 5),
-                                    ("hard", "test", 2, 6)):
-        generate_split(job_for(root, variant, split, n, seed, 64, 48), progress=False)
-    return root
-
-
-def test_a_toy_model_registered_in_a_test_runs_through_the_experiment(toy_model, data_root, tmp_path):
+def test_a_toy_model_registered_in_a_test_runs_through_the_experiment(toy_model, tiny_root, tmp_path):
     from nsvqa.experiment import VariantRun, train_variant
     from nsvqa.artifacts.predictions import read_predictions
 
     assert "type_prior" in models.names() and toy_model.trainable and toy_model.needs() == Needs()
-    summary = train_variant(data_root, "mid", tmp_path, models=["type_prior"], tests=["mid", "hard"],
+    summary = train_variant(tiny_root, "mid", tmp_path, models=["type_prior"], tests=["mid", "hard"],
                             spec=None, echo=lambda s: None)
     run = VariantRun(tmp_path, "mid")
     assert not run.scene_dir.exists() and not run.question_dir.exists()  # it needs no parser
