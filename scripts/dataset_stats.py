@@ -1,6 +1,10 @@
 """Statistics of a generated variant, printed as a table and stored in its manifest.
 
     python scripts/dataset_stats.py data/generated/long [--json out.json]
+    python scripts/dataset_stats.py data/generated/easy data/generated/mid data/generated/hard
+
+With several folders (the visual levels of one seed), also whether their questions are one set:
+the same (image, question, program) triples at every level, each answered at its own level.
 
 Concept frequencies against the variant's target (chi-square), objects per scene, and for
 questions: per family counts, the largest answer share per question type, program length and
@@ -14,31 +18,54 @@ import sys
 from pathlib import Path
 
 from nsvqa.fileio import write_json_atomic
-from nsvqa.generation.stats import variant_stats
+from nsvqa.generation.stats import shared_question_sets, variant_stats
 from nsvqa.generation.variants import Variant, VariantError, load_variant
 
 
 def get_args_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("folder", type=Path, help="ROOT/VARIANT (a folder with manifest.json)")
+    p.add_argument("folders", type=Path, nargs="+", help="ROOT/VARIANT folders (each with manifest.json)")
     p.add_argument("--json", type=Path, help="also write the statistics to this file")
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
     args = get_args_parser().parse_args(argv)
-    mpath = args.folder / "manifest.json"
+    everything = {}
+    for folder in args.folders:
+        stats = folder_stats(folder)
+        if stats is None:
+            return 2
+        everything[folder.name] = stats
+    if len(args.folders) > 1:
+        everything["shared_questions"] = {}
+        for split in ("train", "val", "test"):
+            if all((f / "questions" / f"{split}_questions.json").exists() for f in args.folders):
+                sh = shared_question_sets(list(args.folders), split)
+                everything["shared_questions"][split] = sh
+                print(f"== shared questions / {split}: {' / '.join(map(str, sh['questions']))} questions in "
+                      f"{', '.join(sh['folders'])}; {sh['shared']} identical (image, question, program) triples"
+                      f"{' (one question set)' if sh['identical'] else ''}; answers differing from "
+                      f"{sh['folders'][0]}: {', '.join(map(str, sh['answers_differing_from_first']))}")
+    if args.json:
+        write_json_atomic(args.json, everything if len(args.folders) > 1 else everything[args.folders[0].name])
+    return 0
+
+
+def folder_stats(folder: Path) -> dict | None:
+    """Print one variant folder's statistics and store them in its manifest (None: an error, said)."""
+    mpath = folder / "manifest.json"
     if not mpath.exists():
         print(f"dataset_stats.py: error: {mpath} not found (not a generated variant folder)", file=sys.stderr)
-        return 2
+        return None
     manifest = json.loads(mpath.read_text())
     try:
         spec = manifest.get("variant_spec")
         variant = Variant.from_dict(spec, str(mpath)) if spec else load_variant(manifest["variant"])
     except (VariantError, KeyError) as e:
         print(f"dataset_stats.py: error: {mpath}: {e}", file=sys.stderr)
-        return 2
-    stats = variant_stats(args.folder, variant)
+        return None
+    stats = variant_stats(folder, variant)
     for split, s in stats.items():
         print(f"== {variant.name} / {split}: {s['images']} images")
         for attr, c in s["concepts"].items():
@@ -50,15 +77,14 @@ def main(argv: list[str] | None = None) -> int:
                   + " ".join(f"{k}:{v}" for k, v in c["counts"].items()))
         if "questions" in s:
             q = s["questions"]
-            print(f"   questions: {q['n']}, families: {len(q['per_family'])}, program length "
+            print(f"   questions: {q['n']} ({q['per_image']['object']:.1f} object + {q['per_image']['part']:.1f} part "
+                  f"per image), families: {len(q['per_family'])}, program length "
                   f"{q['program_length_mean']:.1f}, redundant filters/question {q['redundant_filters_per_question']:.2f} "
                   f"(part filters {q['redundant_part_filters_per_question']:.2f})")
             print("   largest answer share: " + ", ".join(f"{k} {v:.2f}" for k, v in q["largest_answer_share"].items()))
     manifest["stats"] = stats
     write_json_atomic(mpath, manifest)
-    if args.json:
-        write_json_atomic(args.json, stats)
-    return 0
+    return stats
 
 
 if __name__ == "__main__":

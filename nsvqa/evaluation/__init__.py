@@ -507,8 +507,7 @@ def shared_questions(cells: Mapping[CellKey, Sequence[Sequence[Prediction]]],
 
     None when there is nothing to restrict: a prediction without a hash, fewer than two test
     variants with predictions, no question in common, or every variant asking exactly the common
-    ones. (The visual factor's ``easy`` has no part questions: its variants share only the object
-    questions.)
+    ones (the visual levels of one seed ask one question set: no restriction there).
     """
     per_test: dict[str, set[str]] = {}
     for key, runs in cells.items():

@@ -4,7 +4,8 @@ Layout under ``<root>/<variant>/``::
 
     images/<split>/<prefix>_<split>_<index:06d>.png
     scenes/<split>/<index:06d>.json          one record per image while the split is being made
-                                             (its completion marker; removed once merged)
+                                             (its completion marker; removed once merged; it also
+                                             holds the mid-level parts the questions are asked about)
     scenes/<split>_scenes.json               {"info", "scenes"}: merged when the split is complete
     questions/<split>_questions.json         {"info", "questions"}: programs, answers, obj_map
     annotations/<split>_coco.json            COCO instances (objects and parts, RLE masks)
@@ -33,7 +34,7 @@ from nsvqa.fileio import write_atomic, write_json_atomic
 from nsvqa.generation.sampler import SceneParams
 from nsvqa.generation.variants import load_variant
 
-GENERATOR_VERSION = "0.1.0"
+GENERATOR_VERSION = "0.2.0"  # 0.2.0: one question set for the three visual levels
 SPLITS = ("train", "val", "test")
 PREFIX = "nsvqa"
 @dataclass(frozen=True)
@@ -97,7 +98,8 @@ class SplitJob:
                              for k, v in dataclasses.asdict(self.params.weights).items()}
         params["joint"] = None if self.params.joint is None else [list(p) for p in self.params.joint]
         params["camera_scales"] = list(self.params.camera_scales)
-        return {"variant": self.variant, "split": self.split, "num_images": self.num_images,
+        return {"generator_version": GENERATOR_VERSION, "variant": self.variant, "split": self.split,
+                "num_images": self.num_images,
                 "seed": self.seed, "width": self.width, "height": self.height,
                 "ontology": self.ontology, "params": params, "redundancy": self.redundancy,
                 "questions_per_image": list(self.questions_per_image)}
@@ -221,12 +223,17 @@ def finalize_split(job: SplitJob, progress: bool = False) -> None:
     """Merge the per-image records into the split files, ask the questions, update the manifest.
 
     Questions are made in one pass over the images in index order with one generator, so answer
-    balancing spans the split and the result does not depend on how rendering was divided.
+    balancing spans the split and the result does not depend on how rendering was divided. They are
+    asked about the mid-level form of each layout and must be well-posed at the easy level too
+    (:func:`nsvqa.generation.scenes.question_scene`); each record carries the answer at this job's
+    own level. So the easy, mid and hard splits of one seed hold the same (image, question,
+    program) triples, as the paper's visual-complexity levels do, answered each at its level.
     """
     from tqdm import tqdm
 
     from nsvqa.generation.annotations import coco_from_scenes
     from nsvqa.generation.questions import QuestionGenerator, load_templates
+    from nsvqa.generation.scenes import VISUAL_PARTS, question_scene
 
     onto = load_ontology(job.ontology)
     scenes = [json.loads(job.record_path(k).read_text()) for k in range(job.num_images)]
@@ -237,7 +244,11 @@ def finalize_split(job: SplitJob, progress: bool = False) -> None:
     questions = []
     for sc in tqdm(scenes, disable=not progress, unit="img", desc=f"{job.variant}/{job.split} questions"):
         rng = np.random.default_rng([job.split_seed, int(sc["image_index"]), 1])
-        questions += qgen.generate(sc, rng, n_object=n_obj, n_part=n_part, redundancy=job.redundancy)
+        # the mid-level form of the layout, well-posed at easy too: every visual level asks the same
+        ask, other_levels = question_scene(sc)
+        questions += qgen.generate(ask, rng, n_object=n_obj, n_part=n_part, redundancy=job.redundancy,
+                                   companions=other_levels, answer_scene=sc)
+        sc.pop(VISUAL_PARTS, None)  # a generation aid, not part of the scene schema
     for k, q in enumerate(questions):
         q["question_index"] = k
     write_json_atomic(merged_path(job), {"info": info, "scenes": scenes})

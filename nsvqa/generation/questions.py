@@ -619,10 +619,13 @@ class _SceneIndex:
     """Bit-set tables of one scene for the search (objects: bit i; parts: bit i*32+k, every part of
     the shape, so that visual ambiguity can be checked; the executor's parts are the ``listed``)."""
 
-    def __init__(self, gen: "QuestionGenerator", record: Mapping[str, Any]):
+    def __init__(self, gen: "QuestionGenerator", record: Mapping[str, Any],
+                 companions: Sequence[SymbolicScene] = ()):
         onto = gen.ontology
         self.gen, self.onto = gen, onto
         self.sym = SymbolicScene.from_json(record, onto, where=f"scene {record.get('image_index')}")
+        # other visual levels of the layout: a part is described only by what it shows at every level
+        self.companions = tuple(companions)
         self.cs = gen.executor.compile_scene(self.sym)
         self.n, self.all = self.cs.n, self.cs.all
         self.objs = self.sym.objects
@@ -685,6 +688,10 @@ class _SceneIndex:
         self.obj_range = [0] * self.n
         self.listed = 0
         attrs = ["color", "material"] + (["texture"] if self.tex else [])
+        # per companion level: attribute masks over all parts, and its listed parts
+        self.level_vmasks: list[dict[tuple[str, str], int]] = [defaultdict(int) for _ in self.companions]
+        self.level_listed = [0] * len(self.companions)
+        self.stable_attrs: dict[int, Mapping[str, str]] = {}
         for i, o in enumerate(self.objs):
             listed = self.sym.parts[i] if i < len(self.sym.parts) else {}
             for k, name in enumerate(onto.parts_of(o["shape"])):
@@ -700,6 +707,18 @@ class _SceneIndex:
                     self.part_attrs[bit] = pa
                 for a in attrs:
                     self.vmask[(a, pa[a])] |= b
+                stable = {a: pa[a] for a in attrs + ["size"] if a in pa}
+                for lv, comp in enumerate(self.companions):
+                    lpa = comp.parts[i].get(name) if i < len(comp.parts) else None
+                    if lpa is None:
+                        lpa = comp.objects[i]
+                    elif listed.get(name) is not None:
+                        self.level_listed[lv] |= b
+                    for a in attrs:
+                        self.level_vmasks[lv][(a, lpa[a])] |= b
+                    stable = {a: v for a, v in stable.items() if lpa.get(a) == v}
+                if listed.get(name) is not None:
+                    self.stable_attrs[bit] = stable
         self._range: dict[int, int] = {}
         self._pname: dict[str, tuple[int, int]] = {}
         self._pmask: dict[tuple, tuple[int, int]] = {}
@@ -735,34 +754,43 @@ class _SceneIndex:
         return got
 
     def pmask(self, desc: tuple) -> tuple[int, int]:
-        """(program mask over listed parts, visual mask over all parts) of a part description."""
+        """(program mask over listed parts, visual mask over all parts) of a part description; with
+        companion levels, the union over the levels (a description unique here and there has the
+        one part as its union)."""
         got = self._pmask.get(desc)
         if got is None:
-            vis = -1
-            prog = self.listed
-            for a, v in desc:
-                if a == "partname":
-                    pm, vm = self.pname(v)
-                    prog &= pm
-                    vis &= vm
-                else:
-                    m = self.vmask.get((a, v), 0)
-                    prog &= m
-                    vis &= m
-            if vis == -1:
-                vis = 0
-                for r in self.obj_range:
-                    vis |= r
-            got = self._pmask[desc] = (prog, vis)
+            got = self._level_pmask(desc, self.listed, self.vmask)
+            for listed, vmask in zip(self.level_listed, self.level_vmasks):
+                prog, vis = self._level_pmask(desc, listed, vmask)
+                got = (got[0] | prog, got[1] | vis)
+            self._pmask[desc] = got
         return got
+
+    def _level_pmask(self, desc: tuple, listed: int, vmask: Mapping[tuple[str, str], int]) -> tuple[int, int]:
+        vis = -1
+        prog = listed
+        for a, v in desc:
+            if a == "partname":
+                pm, vm = self.pname(v)
+                prog &= pm
+                vis &= vm
+            else:
+                m = vmask.get((a, v), 0)
+                prog &= m
+                vis &= m
+        if vis == -1:
+            vis = 0
+            for r in self.obj_range:
+                vis |= r
+        return prog, vis
 
     def part_descs(self, bit: int) -> list[tuple[tuple, frozenset, int, int]]:
         """Every description of listed part ``bit``: (desc, attributes, program mask, visual mask)."""
         got = self._pdescs.get(bit)
         if got is not None:
             return got
-        pa, name = self.part_attrs[bit], self.part_name[bit]
-        base = [("color", pa["color"]), ("material", pa["material"])]
+        pa, name = self.stable_attrs[bit], self.part_name[bit]
+        base = [(a, pa[a]) for a in ("color", "material") if a in pa]
         if self.tex and pa.get("texture", "none") != "none":
             base.append(("texture", pa["texture"]))
         names = [None] + [("partname", k) for k in self.gen._generic_keys.get(name, ())] + [("partname", name)]
@@ -778,7 +806,7 @@ class _SceneIndex:
         return out
 
     def full_part_desc(self, bit: int, spec: RefSpec) -> tuple:
-        pa, name = self.part_attrs[bit], self.part_name[bit]
+        pa, name = self.stable_attrs[bit], self.part_name[bit]
         d = []
         for a in PART_ATTRS:
             if not spec.allows(a):
@@ -788,7 +816,7 @@ class _SceneIndex:
             elif a == "texture":
                 if self.tex and pa.get("texture", "none") != "none":
                     d.append((a, pa[a]))
-            else:
+            elif a in pa:
                 d.append((a, pa[a]))
         return tuple(d)
 
@@ -870,6 +898,7 @@ class QuestionGenerator:
     usage: Counter = field(default_factory=Counter, init=False)
     rejections: Counter = field(default_factory=Counter, init=False)
     last_report: dict | None = field(default=None, init=False)
+    _companions: list = field(default_factory=list, init=False, repr=False)
 
     def __post_init__(self) -> None:
         onto = self.ontology
@@ -920,7 +949,8 @@ class QuestionGenerator:
 
     # ------------------------------------------------------------------ public
     def generate(self, scene: Mapping[str, Any], rng: np.random.Generator, n_object: int = 10,
-                 n_part: int = 10, redundancy: str = "rd") -> list[dict]:
+                 n_part: int = 10, redundancy: str = "rd", *, companions: Sequence[Mapping[str, Any]] = (),
+                 answer_scene: Mapping[str, Any] | None = None) -> list[dict]:
         """Questions about one scene.
 
         Args:
@@ -931,6 +961,13 @@ class QuestionGenerator:
                 same seed and scene give the same questions, at every redundancy level.
             n_object, n_part: how many object and part questions to make.
             redundancy: ``"rd-"``, ``"rd"`` or ``"rd+"``.
+            companions: other forms of the same layout (another visual level: the same objects,
+                other part colours) on which a question must be well-posed too: the program of
+                every redundancy level runs on each of them without an execution error (a unique
+                reference stays unique); else the candidate is rejected (``visual_level``).
+            answer_scene: the form of the layout whose answer each record carries (default
+                ``scene``); the search, balancing and texts use ``scene`` alone, so every form
+                gets the same questions.
 
         Returns:
             Question records (object questions first), possibly fewer than asked for; see
@@ -944,7 +981,12 @@ class QuestionGenerator:
             raise ValueError(f"unknown redundancy {redundancy!r}; valid: {list(LEVELS)}")
         seed = int(rng.integers(0, 2 ** 62))
         rnd = random.Random(seed)
-        idx = _SceneIndex(self, scene)
+        where = f"scene {scene.get('image_index')}"
+        comp_syms = [SymbolicScene.from_json(c, self.ontology, where=where) for c in companions]
+        idx = _SceneIndex(self, scene, comp_syms)
+        self._companions = [self.executor.compile_scene(c) for c in comp_syms]
+        answer_cs = (None if answer_scene is None else
+                     self.executor.compile_scene(SymbolicScene.from_json(answer_scene, self.ontology, where=where)))
         report: dict[str, Any] = {"image_index": scene.get("image_index"), "redundancy": redundancy,
                                   "requested": {"object": n_object, "part": n_part},
                                   "produced": {"object": 0, "part": 0}, "attempts": {"object": 0, "part": 0},
@@ -980,6 +1022,13 @@ class QuestionGenerator:
                         if isinstance(rec, str):
                             report["rejected"][rec] += 1
                             continue
+                        if answer_cs is not None:
+                            try:
+                                rec["answer"] = self.executor.run(Program.from_json(rec["program"]), answer_cs,
+                                                                  trace=False).answer
+                            except ExecutionError:
+                                report["rejected"]["visual_level"] += 1
+                                continue
                         seen.add(core.key)
                         self.answer_counts[tpl.family][core.answer] += 1
                         self.usage[tpl.family] += 1
@@ -1377,7 +1426,7 @@ class QuestionGenerator:
         spec, onto = r.spec, self.ontology
         out = []
         if r.spec.kind == "part":
-            pa, name = idx.part_attrs[r.target], idx.part_name[r.target]
+            pa, name = idx.stable_attrs[r.target], idx.part_name[r.target]
             for a in PART_ATTRS:
                 if not spec.allows(a):
                     continue
@@ -1386,7 +1435,7 @@ class QuestionGenerator:
                 elif a == "texture":
                     if idx.tex and pa.get("texture", "none") != "none":
                         out.append((a, (pa[a],)))
-                else:
+                elif a in pa:
                     out.append((a, (pa[a],)))
             return out
         members = [r.target] if r.unique else mask_bits(r.out)
@@ -1479,16 +1528,22 @@ class QuestionGenerator:
         descs, anchors = self._level_descs(core, idx, level, seed, k)
         prog_anchors = {n: (a[0], a[1]) for n, a in anchors.items()}
         nodes, _ = _expand(tpl, descs, core.relations, prog_anchors, None)
-        if self.unambiguous_part_names:
-            # checked at every level, so that the three levels keep asking the same questions
+        if self.unambiguous_part_names or self._companions:
+            # checked at every redundancy level, so that the three levels keep asking the same
+            # questions (and, with companions, the visual levels too)
             for other in LEVELS:
                 if other == level:
                     lvl_nodes = nodes
                 else:
                     d, a = self._level_descs(core, idx, other, seed, k)
                     lvl_nodes, _ = _expand(tpl, d, core.relations, {n: (v[0], v[1]) for n, v in a.items()}, None)
-                if self.ambiguous_part_name(lvl_nodes):
+                if self.unambiguous_part_names and self.ambiguous_part_name(lvl_nodes):
                     return "ambiguous_part_name"
+                for cs in self._companions:
+                    try:
+                        self.executor.run(Program(tuple(lvl_nodes)), cs, trace=False)
+                    except ExecutionError:
+                        return "visual_level"
         program = Program(tuple(nodes))
         try:
             answer = self.executor.run(program, idx.cs, trace=False).answer

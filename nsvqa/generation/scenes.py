@@ -6,10 +6,12 @@ be rebuilt from the scenes file alone.
 """
 from __future__ import annotations
 
+import copy
 import dataclasses
 import math
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any, Mapping
 
 import numpy as np
 
@@ -136,19 +138,64 @@ def generate_image(renderer: Renderer, onto: Ontology, params: SceneParams, seed
     else:
         raise RuntimeError(f"image {index}: no layout with every object visible (>= {min_obj:.0f} px) "
                            f"in {params.max_retries} tries")
+    # the parts a mid-level image of this layout recolours, chosen at every level (from their own
+    # random stream): easy shows none of them, but asks the questions mid asks (VISUAL_PARTS)
+    weights = params.weights.validated(onto)
+    visual_parts = []
+    for i, o in enumerate(layout.objects):
+        names = onto.parts_of(o.shape)
+        pix = np.bincount(part_ids[object_ids == i].ravel(), minlength=len(names) + 1)
+        visible = [n for k, n in enumerate(names) if pix[k + 1] >= min_part]
+        visual_parts.append(choose_parts(rng["parts"], onto, o, visible, params.max_parts, weights))
     if params.complexity != "easy":
-        weights = params.weights.validated(onto)
-        for i, o in enumerate(layout.objects):
-            names = onto.parts_of(o.shape)
-            pix = np.bincount(part_ids[object_ids == i].ravel(), minlength=len(names) + 1)
-            visible = [n for k, n in enumerate(names) if pix[k + 1] >= min_part]
-            o.parts = choose_parts(rng["parts"], onto, o, visible, params.max_parts, weights)
+        for o, parts in zip(layout.objects, visual_parts):
+            o.parts = copy.deepcopy(parts)
         if params.complexity == "hard":
             for o in layout.objects:
                 choose_textures(rng["texture"], onto, o)
     result = renderer.render(draw_items(layout, onto), camera_for(layout), lights_for(layout))
     scene = scene_record(layout, result, onto, index, split, image_filename, renderer)
+    if params.complexity == "easy":  # the same parts listed, looking like their object (as drawn)
+        for o, parts in zip(scene["objects"], visual_parts):
+            o["parts"] = plain_parts(o, parts)
+    scene[VISUAL_PARTS] = visual_parts
     return GeneratedImage(result.rgb, result.object_ids, result.part_ids, scene)
+
+
+def plain_parts(obj: Mapping[str, Any], parts: Mapping[str, Any]) -> dict[str, dict[str, str]]:
+    """``parts`` (names) listed with the attributes of their object ``obj``: how the easy level
+    lists the parts the mid level recolours, so that the questions about them are asked there too
+    ("what colour is the wheel of the blue car": blue)."""
+    return {name: {"color": obj["color"], "material": obj["material"], "size": obj["size"]} for name in parts}
+
+
+#: Key of a per-image record (not of the merged scenes file) that holds, per object, the parts the
+#: mid level of the layout recolours (``{name: {"color", "material", "size"}}``), at every visual
+#: level: the question engine asks every level the questions of the mid-level scene
+#: (:func:`question_scene`), so that easy, mid and hard share their questions, as in the paper.
+#: The easy level lists the same parts with their object's attributes (:func:`plain_parts`).
+VISUAL_PARTS = "visual_parts"
+
+
+def question_scene(record: Mapping[str, Any]) -> tuple[dict, list[dict]]:
+    """(the scene the questions of a layout are asked about, the other visual levels' forms of it
+    whose programs must run too) from a per-image record at any visual level.
+
+    The question scene is the mid level: every object with the parts of :data:`VISUAL_PARTS` (the
+    record's own parts when it has no such key) and no texture (texture filters are off). The other
+    form is the easy level: the same parts listed, with their object's colour and material
+    (:func:`plain_parts`). The hard level asks the same programs as mid over the same colours and
+    materials, so it needs no form of its own. The record itself is left unchanged.
+    """
+    objects = record.get("objects", [])
+    parts = record.get(VISUAL_PARTS) or [o.get("parts", {}) for o in objects]
+    if len(parts) != len(objects):
+        raise ValueError(f"scene {record.get('image_index')}: {VISUAL_PARTS} has {len(parts)} entries for "
+                         f"{len(objects)} objects")
+    base = {k: v for k, v in record.items() if k != VISUAL_PARTS}
+    mid = {**base, "objects": [{**o, "parts": copy.deepcopy(p), "texture": "none"} for o, p in zip(objects, parts)]}
+    easy = {**base, "objects": [{**o, "parts": plain_parts(o, p), "texture": "none"} for o, p in zip(objects, parts)]}
+    return mid, [easy]
 
 
 def scene_record(layout: Layout, result, onto: Ontology, index: int, split: str, image_filename: str,

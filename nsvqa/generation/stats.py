@@ -75,8 +75,11 @@ def question_stats(questions: list[dict], scenes: list[dict], onto) -> dict[str,
         by_type.setdefault(prog.nodes[-1].function, Counter())[str(q["answer"])] += 1
         lengths.append(len(prog))
         red.append(redundant_filters(prog, sym[q["image_index"]], ex))
+    kinds = Counter("part" if str(q.get("template_filename", "")).startswith("part") else "object" for q in questions)
+    n_images = max(1, len(scenes))
     return {
         "n": len(questions), "per_family": dict(sorted(fam.items())),
+        "per_image": {k: round(kinds[k] / n_images, 3) for k in ("object", "part")},
         "largest_answer_share": {t: round(max(c.values()) / sum(c.values()), 4) for t, c in sorted(by_type.items())},
         "program_length_mean": float(np.mean(lengths)) if lengths else None,
         "redundant_filters_per_question": float(np.mean([a for a, _ in red])) if red else None,
@@ -100,3 +103,21 @@ def variant_stats(folder: Path, variant: Variant) -> dict[str, Any]:
             entry["questions"] = question_stats(json.loads(qf.read_text())["questions"], scenes, onto)
         out[split] = entry
     return out
+
+
+def question_triples(questions: list[dict]) -> list[tuple]:
+    """(image index, question text, program) of each question, in file order."""
+    return [(q.get("image_index"), q.get("question"), json.dumps(q.get("program"), sort_keys=True)) for q in questions]
+
+
+def shared_question_sets(folders: list[Path], split: str) -> dict[str, Any]:
+    """How far the ``split`` questions of several variant folders (the visual levels of one seed:
+    ``easy``, ``mid``, ``hard``) are one question set: the count per folder, how many (image,
+    question, program) triples every folder holds at the same position, whether the files are that
+    set exactly, and how many answers differ from the first folder's."""
+    qs = [json.loads((f / "questions" / f"{split}_questions.json").read_text())["questions"] for f in folders]
+    triples = [question_triples(q) for q in qs]
+    shared = sum(1 for row in zip(*triples) if all(t == row[0] for t in row))
+    answers = [sum(1 for a, b in zip(qs[0], q) if str(a.get("answer")) != str(b.get("answer"))) for q in qs[1:]]
+    return {"folders": [f.name for f in folders], "questions": [len(q) for q in qs], "shared": shared,
+            "identical": all(t == triples[0] for t in triples), "answers_differing_from_first": answers}

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from executors import SymbolicScene, load_ontology
+from executors import DeterministicExecutor, Program, SymbolicScene, load_ontology
 from nsvqa.generation.annotations import rle_to_mask
 
 from nsvqa.generation.dataset import generate_split, job_for
@@ -129,11 +129,37 @@ def test_visual_complexity_levels_share_the_layout(tmp_path, require_renderer):
     for e, m, h in zip(recs["easy"], recs["mid"], recs["hard"]):
         for oe, om, oh in zip(e["objects"], m["objects"], h["objects"]):
             assert [oe[k] for k in keys] == [om[k] for k in keys] == [oh[k] for k in keys]
-            assert oe["parts"] == {} and oe["texture"] == "none"
+            # easy lists the parts mid recolours, with their object's colour and material
+            assert oe["parts"] == {n: {"color": oe["color"], "material": oe["material"], "size": oe["size"]}
+                                   for n in om["parts"]} and oe["texture"] == "none"
             assert {n: {k: v for k, v in p.items() if k != "texture"} for n, p in oh["parts"].items()} == om["parts"]
             assert om["texture"] == "none"
+            assert "visual_parts" not in oe and "visual_parts" not in e  # a generation aid only
     assert any(o["parts"] for s in recs["mid"] for o in s["objects"])
     assert any(o["texture"] != "none" for s in recs["hard"] for o in s["objects"])
+    # one question set for the three levels, each answered at its own level
+    qs = {v: json.loads((tmp_path / v / "questions" / "val_questions.json").read_text())["questions"]
+          for v in ("easy", "mid", "hard")}
+    same = [(q["image_index"], q["question"], q["program"], q["question_hash"], q["obj_map"]) for q in qs["mid"]]
+    assert len(same) >= 2 * 15
+    for v in ("easy", "hard"):
+        assert [(q["image_index"], q["question"], q["program"], q["question_hash"], q["obj_map"])
+                for q in qs[v]] == same
+    assert sum(1 for q in qs["mid"] if q["template_filename"].startswith("part")) >= 2 * 5
+    onto = load_ontology("superclevr")
+    ex = DeterministicExecutor(onto)
+    for v in ("easy", "mid", "hard"):
+        sym = {s["image_index"]: SymbolicScene.from_json(s, onto) for s in recs[v]}
+        for q in qs[v]:
+            assert ex.run(Program.from_json(q["program"], onto), sym[q["image_index"]]).answer == q["answer"]
+    # answers differ where the easy level shows a part in its object's colour
+    assert any(a["answer"] != b["answer"] for a, b in zip(qs["easy"], qs["mid"]))
+    assert all(a["answer"] == b["answer"] for a, b in zip(qs["mid"], qs["hard"]))
+    from nsvqa.generation.stats import shared_question_sets
+
+    sh = shared_question_sets([tmp_path / v for v in ("easy", "mid", "hard")], "val")
+    assert sh["identical"] and sh["shared"] == len(same) and sh["answers_differing_from_first"][0] > 0
+    assert sh["answers_differing_from_first"][0] == sh["answers_differing_from_first"][1]
 
 
 def test_questions_are_answered_by_the_executor(generated, scenes):

@@ -516,3 +516,32 @@ def test_generated_part_names_are_determined_by_the_words(templates):
             assert gen.rejections["ambiguous_part_name"] > 0
             assert any("wheel_back_left" in json.dumps(q["program"]) for q in qs)
     assert found[True] == 0 and found[False] > 0
+
+
+def test_visual_levels_share_questions_each_answered_at_its_level(templates):
+    """With the easy form of a layout as a companion, every program (at every redundancy level)
+    runs on it, part descriptions use only what a part shows at both levels, and ``answer_scene``
+    answers the same questions at its own level."""
+    from nsvqa.generation.scenes import plain_parts, question_scene
+
+    ex = DeterministicExecutor(ONTO)
+    made = Counter()
+    for k, mid in enumerate(HAND + synthetic(6)):
+        ask, (easy,) = question_scene(mid)
+        assert [o["parts"] for o in easy["objects"]] == [plain_parts(o, o["parts"]) for o in mid["objects"]]
+        gen = make_gen(templates)
+        qs = gen.generate(ask, np.random.default_rng(k), companions=[easy], answer_scene=easy)
+        assert "visual_level" not in gen.last_report["rejected"]  # the search only describes what both show
+        free = make_gen(templates).generate(ask, np.random.default_rng(k))
+        made.update(part=sum(q["template_filename"].startswith("part") for q in qs),
+                    free_part=sum(q["template_filename"].startswith("part") for q in free))
+        sym_easy = SymbolicScene.from_json(easy, ONTO)
+        sym_mid = SymbolicScene.from_json(mid, ONTO)
+        for q in qs:
+            program = Program.from_json(q["program"], ONTO)
+            assert ex.run(program, sym_easy).answer == q["answer"]  # answered at the easy level
+            ex.run(program, sym_mid)  # and well-posed at mid
+            for d in (n for n in q["program"] if n.get("type", n.get("function", "")).startswith("partfilter_")):
+                attr = d.get("type", d.get("function"))[len("partfilter_"):]
+                assert attr not in ("color",), q["question"]  # a recoloured part's colour is not shown at easy
+    assert made["part"] >= 0.8 * made["free_part"] > 0, made
