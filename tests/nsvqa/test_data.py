@@ -1,5 +1,5 @@
-"""The one way to batch training data (nsvqa.training.data.StepLoader over the seeded samplers):
-tiny, CPU, no data files."""
+"""The one way to batch training data (nsvqa.training.data.StepLoader over the seeded samplers) and
+the collate functions of the parsers' datasets: tiny, CPU, no data files."""
 from __future__ import annotations
 
 import numpy as np
@@ -9,7 +9,10 @@ from torch.utils.data import Dataset
 
 from nsvqa.training.data import StepBatch, StepBatchSampler, StepLoader, to_device
 from nsvqa.training.distributed import shard
+from nsvqa.training.question_parser import EncodedQuestions, collate_questions
 from nsvqa.training.sampling import BucketedBatches, GroupBatches, PermutationBatches, SequentialBatches
+from nsvqa.training.scene_parser import LABEL_KEYS, CropSet, collate_crops
+from parsers.question.vocab import UNK_ID
 
 
 class Items(Dataset):
@@ -137,3 +140,29 @@ def test_to_device_moves_tensors_through_containers_and_keeps_the_rest():
     assert torch.equal(y["a"], x["a"]) and isinstance(y["b"][1], tuple) and y["b"][1][1] == 3
     assert y["c"] is None and y["d"] == "text"
     assert to_device(x, None) is x
+
+
+# ------------------------------------------------------------------------------------ collate
+
+def test_collate_questions_pads_words_and_targets():
+    data = EncodedQuestions(items=[None, None, None], words=[[5, 6, 7], [], [8]],
+                            targets=[[1, 9, 2], [1, 2], [1, 3, 4, 2]], lengths=np.array([3, 1, 1]))
+    assert len(data) == 3 and data[0]["words"].dtype == torch.int64
+    words, lengths, targets = collate_questions([data[i] for i in (0, 1, 2)])
+    assert words.tolist() == [[5, 6, 7], [UNK_ID, 0, 0], [8, 0, 0]]  # an empty question: one <UNK>; <NULL> pads
+    assert lengths.tolist() == [3, 1, 1] and targets.shape == (3, 4) and targets[1].tolist() == [1, 2, 0, 0]
+
+
+def test_collate_crops_scales_the_crops_and_keeps_the_label_order():
+    g = torch.Generator().manual_seed(0)
+    crops = [torch.rand(4, 8, 8, generator=g) for _ in range(3)]
+    labels = [{"shape": 2, "color": 1, "material": 0, "size": 1, "texture": 0, "position": [0.5, -1.0], "kind": 0},
+              {"partname": 4, "color": 3, "material": 1, "kind": 1},
+              {"shape": 0, "color": 0, "material": 1, "size": 0, "texture": 1, "position": [1.0, 2.0], "kind": 0}]
+    data = CropSet.build(crops, labels, 0, 8, [torch.tensor([0.1, 0.2, 0.3, 0.4]) * k for k in range(3)])
+    x, geo, lab = collate_crops([data[i] for i in (2, 0)])
+    assert x.shape == (2, 4, 8, 8) and x.dtype == torch.float32 and torch.equal(x, data.x[[2, 0]].float() / 255.0)
+    assert torch.equal(geo, data.geometry[[2, 0]])
+    assert list(lab) == [*LABEL_KEYS, "position", "kind"]
+    assert lab["shape"].tolist() == [0, 2] and lab["partname"].tolist() == [-1, -1] and lab["kind"].tolist() == [0, 0]
+    assert lab["position"].tolist() == [[1.0, 2.0], [0.5, -1.0]]
