@@ -4,17 +4,16 @@ Every container of training data is a ``torch.utils.data.Dataset`` whose items a
 dicts of tensors), with one collate function per kind that turns a list of items into the tensors
 a network takes:
 
-==============================================  ==============================================
-dataset (item)                                  collate (batch)
-==============================================  ==============================================
-``baselines.common.EncodedQA``                  ``baselines.common.collate_qa``
-``baselines.mdetr.GroundedQA``                  ``baselines.mdetr.collate_grounded``
-``baselines.nscl.NSCLSplit`` (questions)        ``baselines.nscl.collate_nscl``
-``baselines.nscl.NSCLImages`` (images)          ``baselines.nscl.collate_nscl_images``
-``nsvqa.training.question_parser.EncodedQuestions``  ``nsvqa.training.question_parser.collate_questions``
-``nsvqa.training.scene_parser.CropSet``         ``nsvqa.training.scene_parser.collate_crops``
-``nsvqa.training.datasets.DetectionDataset``    ``nsvqa.training.datasets.collate_detection``
-==============================================  ==============================================
+- ``baselines.common.EncodedQA`` (lstm, cnn_lstm, film): ``baselines.common.collate_qa``;
+- ``baselines.mdetr.GroundedQA``: ``baselines.mdetr.collate_grounded``;
+- ``baselines.nscl.NSCLSplit`` (questions): ``baselines.nscl.collate_nscl``, and
+  ``baselines.nscl.NSCLImages`` (its images, for evaluation): ``baselines.nscl.collate_nscl_images``;
+- :class:`nsvqa.training.question_parser.EncodedQuestions`:
+  :func:`nsvqa.training.question_parser.collate_questions`;
+- :class:`nsvqa.training.scene_parser.CropSet` (attribute head):
+  :func:`nsvqa.training.scene_parser.collate_crops`;
+- :class:`nsvqa.training.datasets.DetectionDataset` (detector):
+  :func:`nsvqa.training.datasets.collate_detection`.
 
 A :class:`StepLoader` takes a dataset, its collate function and a ``(seed, step)`` sampler of
 :mod:`nsvqa.training.sampling` and yields, for the steps ``start .. total - 1``, a
