@@ -31,6 +31,7 @@ import numpy as np
 import torch
 from torch import nn
 from torch.nn import functional as F
+from torch.utils.data import Dataset
 
 from executors.io import normalize_answer
 from executors.ontology import Ontology, load_ontology
@@ -40,7 +41,8 @@ from nsvqa.models import ModelSpec, PredictInputs
 from nsvqa.artifacts.predictions import Prediction, load_question_meta
 from nsvqa.training import RunDir, seed_everything, warmup_cosine
 from nsvqa.training.engine import Progress, record_seconds, restore_train_state, train_steps
-from nsvqa.training.sampling import BucketedBatches
+from nsvqa.training.data import StepLoader
+from nsvqa.training.sampling import BucketedBatches, SequentialBatches
 from parsers.question.vocab import NULL_ID, Vocabulary, tokenize
 
 from . import Baseline
@@ -97,14 +99,14 @@ def encode_questions(questions: Sequence[str], vocab: Vocabulary) -> tuple[list[
     return words, np.array([max(1, len(w)) for w in words], dtype=np.int64)
 
 
-def pad_words(rows: Sequence[Sequence[int]]) -> tuple[torch.Tensor, torch.Tensor]:
+def pad_words(rows: Sequence[Sequence[int] | torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
     """words (B, L) int64 padded with ``<NULL>`` (an empty question becomes one ``<NULL>``),
-    lengths (B,) int64."""
+    lengths (B,) int64; a row is a list of word ids or an int64 tensor of them."""
     lengths = torch.tensor([max(1, len(r)) for r in rows], dtype=torch.long)
     out = torch.full((len(rows), int(lengths.max()) if len(rows) else 1), NULL_ID, dtype=torch.long)
     for i, r in enumerate(rows):
-        if r:
-            out[i, :len(r)] = torch.tensor(r, dtype=torch.long)
+        if len(r):
+            out[i, :len(r)] = torch.as_tensor(r, dtype=torch.long)
     return out, lengths
 
 
@@ -164,14 +166,17 @@ def normalise_images(images: torch.Tensor) -> torch.Tensor:
 
 
 @dataclass
-class EncodedQA:
-    """A split ready for a network.
+class EncodedQA(Dataset):
+    """A split ready for a network: a Dataset of questions (collated by :func:`collate_qa`).
 
     Attributes:
         words: word ids per question; ``lengths`` (N,) int64.
         answers: (N,) int64 answer ids; -1 where the answer is unknown or outside the vocabulary.
         image_rows: (N,) int64 row of each question's image in ``images``, or None.
         images: (M, 3, H, W) uint8, or None for question-only models.
+
+    Item ``i``: ``{"words": (L_i,) int64, "answer": () int64}`` and, with images,
+    ``"image": (3, H, W) uint8``.
     """
 
     words: list[list[int]]
@@ -182,6 +187,12 @@ class EncodedQA:
 
     def __len__(self) -> int:
         return len(self.words)
+
+    def __getitem__(self, i: int) -> dict[str, torch.Tensor]:
+        item = {"words": torch.tensor(self.words[i], dtype=torch.long), "answer": self.answers[i]}
+        if self.images is not None:
+            item["image"] = self.images[self.image_rows[i]]
+        return item
 
     @staticmethod
     def build(records: Sequence[QARecord], vocab: Vocabulary, answers: Sequence[str], images=None) -> "EncodedQA":
@@ -196,15 +207,14 @@ class EncodedQA:
         return EncodedQA(words, lengths, ans, torch.tensor([rows[r.image_filename] for r in records],
                                                            dtype=torch.long), tensor)
 
-    def batch(self, idx: Sequence[int], device: torch.device) -> tuple[torch.Tensor, torch.Tensor,
-                                                                        torch.Tensor | None, torch.Tensor]:
-        """words (B, L), lengths (B,), images (B, 3, H, W) float or None, answers (B,) of ``idx``."""
-        idx = [int(i) for i in idx]
-        w, n = pad_words([self.words[i] for i in idx])
-        imgs = None
-        if self.images is not None:
-            imgs = normalise_images(self.images[self.image_rows[idx]]).to(device)
-        return w.to(device), n.to(device), imgs, self.answers[idx].to(device)
+
+def collate_qa(items: Sequence[dict[str, torch.Tensor]]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None,
+                                                                   torch.Tensor]:
+    """Items of :class:`EncodedQA` -> words (B, L) int64 (``<NULL>``-padded), lengths (B,) int64,
+    images (B, 3, H, W) float normalised (:func:`normalise_images`) or None, answers (B,) int64."""
+    words, lengths = pad_words([it["words"] for it in items])
+    images = normalise_images(torch.stack([it["image"] for it in items])) if items and "image" in items[0] else None
+    return words, lengths, images, torch.stack([it["answer"] for it in items])
 
 
 # ---------------------------------------------------------------------------- configs
@@ -397,14 +407,13 @@ class NeuralBaseline(Baseline):
             images = load_images(folder, split, [r.image_filename for r in records], cfg.image_width, cfg.image_height,
                                  progress=progress)
         data = EncodedQA.build(records, vocab, answers, images)
-        dev = torch.device(device)
         out: list[Prediction] = []
         with torch.no_grad():
-            for s in tqdm(range(0, len(data), batch), desc=f"{self.name} {variant}", disable=not progress):
-                idx = list(range(s, min(len(data), s + batch)))
-                words, lengths, imgs, _ = data.batch(idx, dev)
+            for b in tqdm(StepLoader(data, collate_qa, SequentialBatches(len(data), batch), device=device),
+                          desc=f"{self.name} {variant}", disable=not progress):
+                words, lengths, imgs, _ = b.data
                 prob, arg = F.softmax(model(words, lengths, imgs).float(), dim=1).max(dim=1)
-                for i, p, a in zip(idx, prob.tolist(), arg.tolist()):
+                for i, p, a in zip(b.indices, prob.tolist(), arg.tolist()):
                     out.append(metas[i].prediction(answers[a], min(1.0, max(0.0, p))))
         return out
 
@@ -425,8 +434,8 @@ def accuracy(model: nn.Module, data: EncodedQA, device: torch.device, batch: int
     model.eval()
     hits = 0
     with torch.no_grad():
-        for s in range(0, len(data), batch):
-            words, lengths, imgs, ans = data.batch(range(s, min(len(data), s + batch)), device)
+        for b in StepLoader(data, collate_qa, SequentialBatches(len(data), batch), device=device):
+            words, lengths, imgs, ans = b.data
             hits += int((model(words, lengths, imgs).argmax(1) == ans).sum())
     model.train(was)
     return hits / len(data)
@@ -516,11 +525,12 @@ def train_classifier(baseline: NeuralBaseline, cfg: Any, out: str | Path, *, res
             model.load_state_dict(ck["state_dict"])
             start, extra = restore_train_state(ck["train_state"], opt, sched), dict(ck["extra"])
             run.log(f"resumed at step {start} from {path}")
-        schedule = BucketedBatches(train_data.lengths, cfg.batch, cfg.seed)
+        batches = StepLoader(train_data, collate_qa, BucketedBatches(train_data.lengths, cfg.batch, cfg.seed),
+                             start=start, total=cfg.steps, device=dev)
         model.train()
 
         def step_fn(step: int) -> tuple[torch.Tensor, dict]:
-            words, lengths, imgs, ans = train_data.batch(schedule(step), dev)
+            words, lengths, imgs, ans = batches(step).data
             loss = F.cross_entropy(model(words, lengths, imgs), ans)
             return loss, {"loss": loss}
 
@@ -550,5 +560,6 @@ def train_classifier(baseline: NeuralBaseline, cfg: Any, out: str | Path, *, res
 
 __all__ = ["CHECKPOINT", "checkpoint_kind", "checkpoint_path", "answer_vocabulary", "QARecord", "read_qa",
            "encode_questions", "pad_words", "load_images", "image_cache", "normalise_images", "EncodedQA",
+           "collate_qa",
            "QuestionModelConfig", "ImageQuestionModelConfig", "BACKBONES", "config_from_dict", "QuestionEncoder",
            "ImageEncoder", "mlp", "NeuralBaseline", "accuracy", "open_run", "train_classifier"]

@@ -71,6 +71,7 @@ import numpy as np
 import torch
 from torch import nn
 from torch.nn import functional as F
+from torch.utils.data import Dataset
 
 from executors.errors import FormatError
 from executors.ontology import Ontology, load_ontology
@@ -81,7 +82,8 @@ from nsvqa.models import ModelSpec, PredictInputs
 from nsvqa.artifacts.predictions import Prediction, load_question_meta
 from nsvqa.training import warmup_cosine
 from nsvqa.training.engine import Progress, record_seconds, restore_train_state, train_steps
-from nsvqa.training.sampling import BucketedBatches
+from nsvqa.training.data import StepLoader
+from nsvqa.training.sampling import BucketedBatches, SequentialBatches
 
 from . import Baseline, register
 from .common import (BACKBONES, CHECKPOINT, QARecord, answer_vocabulary, checkpoint_kind, checkpoint_path,
@@ -335,10 +337,15 @@ def answer_groups(answers: Sequence[str]) -> list[list[int]]:
 
 
 @dataclass
-class GroundedQA:
-    """A split ready for the network: token ids per question (``lengths`` (N,)), answer ids (N,)
-    (-1 unknown), image rows (N,) into ``images`` (M, 3, H, W) uint8, and for training the
-    grounding targets (boxes, positive maps; None otherwise)."""
+class GroundedQA(Dataset):
+    """A split ready for the network, a Dataset of questions (collated by :func:`collate_grounded`):
+    token ids per question (``lengths`` (N,)), answer ids (N,) (-1 unknown), image rows (N,) into
+    ``images`` (M, 3, H, W) uint8, and for training the grounding targets (boxes, positive maps;
+    None otherwise).
+
+    Item ``i``: ``{"ids": (T_i,) int64, "image": (3, H, W) uint8, "answer": () int64}`` and, with
+    targets, ``"boxes": (n, 4)``, ``"positives": (n, T_i) bool``.
+    """
 
     ids: list[list[int]]
     lengths: np.ndarray
@@ -351,23 +358,29 @@ class GroundedQA:
     def __len__(self) -> int:
         return len(self.ids)
 
-    def batch(self, idx: Sequence[int], device: torch.device) -> dict[str, Any]:
-        """ids (B, T) int64 (0-padded), text_mask (B, T) bool (True = a token), images (B, 3, H, W)
-        float, answers (B,), and ``targets``: [(boxes (n, 4), positives (n, T) bool)] or None."""
-        idx = [int(i) for i in idx]
-        T = max(len(self.ids[i]) for i in idx)
-        ids = torch.zeros((len(idx), T), dtype=torch.long)
-        mask = torch.zeros((len(idx), T), dtype=torch.bool)
-        for b, i in enumerate(idx):
-            ids[b, :len(self.ids[i])] = torch.tensor(self.ids[i])
-            mask[b, :len(self.ids[i])] = True
-        out = {"ids": ids.to(device), "text_mask": mask.to(device),
-               "images": normalise_images(self.images[self.image_rows[idx]]).to(device),
-               "answers": self.answers[idx].to(device), "targets": None}
+    def __getitem__(self, i: int) -> dict[str, torch.Tensor]:
+        item = {"ids": torch.tensor(self.ids[i], dtype=torch.long), "image": self.images[self.image_rows[i]],
+                "answer": self.answers[i]}
         if self.boxes is not None:
-            out["targets"] = [(self.boxes[i].to(device),
-                               F.pad(self.positives[i], (0, T - self.positives[i].shape[1])).to(device)) for i in idx]
-        return out
+            item |= {"boxes": self.boxes[i], "positives": self.positives[i]}
+        return item
+
+
+def collate_grounded(items: Sequence[dict[str, torch.Tensor]]) -> dict[str, Any]:
+    """Items of :class:`GroundedQA` -> ``ids`` (B, T) int64 (0-padded), ``text_mask`` (B, T) bool
+    (True = a token), ``images`` (B, 3, H, W) float normalised, ``answers`` (B,), and ``targets``:
+    [(boxes (n, 4), positives (n, T) bool)] per question, or None without grounding targets."""
+    T = max(len(it["ids"]) for it in items)
+    ids = torch.zeros((len(items), T), dtype=torch.long)
+    mask = torch.zeros((len(items), T), dtype=torch.bool)
+    for b, it in enumerate(items):
+        ids[b, :len(it["ids"])] = it["ids"]
+        mask[b, :len(it["ids"])] = True
+    out = {"ids": ids, "text_mask": mask, "images": normalise_images(torch.stack([it["image"] for it in items])),
+           "answers": torch.stack([it["answer"] for it in items]), "targets": None}
+    if "boxes" in items[0]:
+        out["targets"] = [(it["boxes"], F.pad(it["positives"], (0, T - it["positives"].shape[1]))) for it in items]
+    return out
 
 
 def encode_split(folder: str | Path, split: str, records: Sequence[QARecord], answers: Sequence[str],
@@ -657,8 +670,8 @@ def qa_accuracy(model: MDETRNet, data: GroundedQA, groups, device: torch.device,
     model.eval()
     hits = 0
     with torch.no_grad():
-        for s in range(0, len(data), batch):
-            x = data.batch(range(s, min(len(data), s + batch)), device)
+        for b in StepLoader(data, collate_grounded, SequentialBatches(len(data), batch), device=device):
+            x = b.data
             ids, _ = decode_answers(model(x["ids"], x["text_mask"], x["images"]), groups)
             hits += sum(int(a == int(y)) for a, y in zip(ids, x["answers"].tolist()))
     model.train(was)
@@ -747,14 +760,15 @@ def train_mdetr(cfg: MDETRConfig, out: str | Path, *, resume: bool = False, prog
             _load_weights(model, ck["state_dict"], str(path))
             start, extra = restore_train_state(ck["train_state"], opt, sched), dict(ck["extra"])
             run.log(f"resumed at step {start} from {path}")
-        schedule = BucketedBatches(train_data.lengths, cfg.batch, cfg.seed)
+        batches = StepLoader(train_data, collate_grounded, BucketedBatches(train_data.lengths, cfg.batch, cfg.seed),
+                             start=start, total=total, device=dev)
         model.train()
 
         def phase(step: int) -> str:
             return "pretrain" if step < cfg.pretrain_steps else "finetune"
 
         def step_fn(step: int) -> tuple[torch.Tensor, dict]:
-            x = train_data.batch(schedule(step), dev)
+            x = batches(step).data
             o = model(x["ids"], x["text_mask"], x["images"])
             parts = grounding_losses(o, x["targets"], x["text_mask"], cfg)
             grounding = (cfg.w_l1 * parts["l1"] + cfg.w_giou * parts["giou"] + cfg.w_token * parts["token"]
@@ -868,19 +882,18 @@ class MDETRBaseline(Baseline):
         metas = load_question_meta(root, variant, split, ontology=onto, questions=questions)
         records = list(questions)
         data = encode_split(folder, split, records, answers, cfg, onto, targets=False, progress=progress)
-        dev = torch.device(device)
         out: list[Prediction] = []
         with torch.no_grad():
-            for s in tqdm(range(0, len(data), batch), desc=f"mdetr {variant}", disable=not progress):
-                idx = list(range(s, min(len(data), s + batch)))
-                x = data.batch(idx, dev)
+            for b in tqdm(StepLoader(data, collate_grounded, SequentialBatches(len(data), batch), device=device),
+                          desc=f"mdetr {variant}", disable=not progress):
+                x = b.data
                 ids, probs = decode_answers(model(x["ids"], x["text_mask"], x["images"]), groups)
-                for i, a, p in zip(idx, ids, probs):
+                for i, a, p in zip(b.indices, ids, probs):
                     out.append(metas[i].prediction(answers[a], p))
         return out
 
 
 __all__ = ["MDETRConfig", "MDETRNet", "MDETRBaseline", "ScratchTextEncoder", "MiniLMTextEncoder", "GroundedQA",
-           "PROFILES", "TEXT_ENCODERS", "ANSWER_TYPES", "answer_groups", "decode_answers", "encode_split",
+           "PROFILES", "TEXT_ENCODERS", "ANSWER_TYPES", "answer_groups", "collate_grounded", "decode_answers", "encode_split",
            "grounding_losses", "grounding_targets", "hungarian_match", "match_cost", "minilm_dir", "positive_map",
            "qa_accuracy", "qa_loss", "sine_positions", "tokenize_questions", "tokenizer", "train_mdetr"]

@@ -55,6 +55,7 @@ import numpy as np
 import torch
 from torch import nn
 from torch.nn import functional as F
+from torch.utils.data import Dataset
 
 from executors.dsl import OBJECT, PART, PART_SET, SIGNATURES, VALUE_TYPES
 from executors.errors import ExecutionError, FormatError
@@ -70,7 +71,8 @@ from nsvqa.models import ModelSpec, PredictInputs
 from nsvqa.artifacts.predictions import Prediction, load_question_meta
 from nsvqa.training import warmup_cosine
 from nsvqa.training.engine import Progress, StepResult, record_seconds, restore_train_state, train_steps
-from nsvqa.training.sampling import GroupBatches
+from nsvqa.training.data import StepLoader
+from nsvqa.training.sampling import GroupBatches, SequentialBatches
 
 from . import Baseline, register
 from .config import TrainConfig
@@ -411,17 +413,64 @@ class NSCLQuestion:
 
 
 @dataclass
-class NSCLSplit:
-    """Questions, images (uint8, resized) and per image the boxes (xyxy, resized pixels)."""
+class NSCLSplit(Dataset):
+    """Questions, images (uint8, resized) and per image the boxes (xyxy, resized pixels): a Dataset
+    of questions (collated by :func:`collate_nscl`; :class:`NSCLImages` is the Dataset of its images).
+
+    Item ``i``: ``{"index": () int64 (= i), "row": () int64 image row, "image": (3, H, W) uint8,
+    "boxes": (n, 4) float32}``.
+    """
 
     questions: list[NSCLQuestion]
     images: torch.Tensor
     boxes: list[torch.Tensor]
     files: list[str]
 
-    def batch(self, rows: Sequence[int], device: torch.device) -> tuple[torch.Tensor, list[torch.Tensor]]:
-        idx = torch.as_tensor(list(rows), dtype=torch.long)
-        return normalise_images(self.images[idx]).to(device), [self.boxes[r].to(device) for r in rows]
+    def __len__(self) -> int:
+        return len(self.questions)
+
+    def __getitem__(self, i: int) -> dict[str, torch.Tensor]:
+        row = self.questions[i].image_row
+        return {"index": torch.tensor(i, dtype=torch.long), "row": torch.tensor(row, dtype=torch.long),
+                "image": self.images[row], "boxes": self.boxes[row]}
+
+
+class NSCLImages(Dataset):
+    """The images of an :class:`NSCLSplit` (by row), collated by :func:`collate_nscl_images`.
+
+    Item ``r``: ``{"row": () int64 (= r), "image": (3, H, W) uint8, "boxes": (n, 4) float32}``.
+    """
+
+    def __init__(self, split: NSCLSplit):
+        self.split = split
+
+    def __len__(self) -> int:
+        return len(self.split.files)
+
+    def __getitem__(self, r: int) -> dict[str, torch.Tensor]:
+        return {"row": torch.tensor(r, dtype=torch.long), "image": self.split.images[r], "boxes": self.split.boxes[r]}
+
+
+def collate_nscl_images(items: Sequence[dict[str, torch.Tensor]]) -> dict[str, Any]:
+    """Items of :class:`NSCLImages` -> ``rows`` (R,) int64, ``images`` (R, 3, H, W) float normalised,
+    ``boxes`` [R x (n, 4)]."""
+    return {"rows": torch.stack([it["row"] for it in items]),
+            "images": normalise_images(torch.stack([it["image"] for it in items])),
+            "boxes": [it["boxes"] for it in items]}
+
+
+def collate_nscl(items: Sequence[dict[str, torch.Tensor]]) -> dict[str, Any]:
+    """Items of :class:`NSCLSplit` (questions) -> their distinct images, in order of first
+    appearance (:func:`collate_nscl_images`: ``rows`` (R,), ``images``, ``boxes``), ``index`` (B,)
+    int64 the questions and ``image_of`` (B,) int64 the position of each question's image among
+    the R."""
+    first: dict[int, dict[str, torch.Tensor]] = {}
+    for it in items:
+        first.setdefault(int(it["row"]), it)
+    pos = {row: k for k, row in enumerate(first)}
+    return collate_nscl_images(list(first.values())) | {
+        "index": torch.stack([it["index"] for it in items]),
+        "image_of": torch.tensor([pos[int(it["row"])] for it in items], dtype=torch.long)}
 
 
 def _image_size(path: Path) -> tuple[int, int]:
@@ -545,14 +594,13 @@ class CurriculumSampler(GroupBatches):
 
 
 # ---------------------------------------------------------------------------- forward passes
-def question_losses(net: NSCLNet, executor: SoftExecutor, data: NSCLSplit, qidx: Sequence[int],
-                    device: torch.device) -> torch.Tensor:
-    """(len(qidx),) negative log-probabilities of the answers of questions ``qidx``."""
-    qs = [data.questions[i] for i in qidx]
-    rows = list(dict.fromkeys(q.image_row for q in qs))
-    images, boxes = data.batch(rows, device)
-    scenes = dict(zip(rows, net(images, boxes)))
-    return torch.stack([-executor.log_prob(q.program, q.types, scenes[q.image_row], q.answer) for q in qs])
+def question_losses(net: NSCLNet, executor: SoftExecutor, data: NSCLSplit, batch: Mapping[str, Any]) -> torch.Tensor:
+    """(B,) negative log-probabilities of the answers of the questions of ``batch`` (a
+    :func:`collate_nscl` batch of ``data``'s questions: each image through the network once)."""
+    scenes = net(batch["images"], batch["boxes"])
+    qs = [data.questions[i] for i in batch["index"].tolist()]
+    return torch.stack([-executor.log_prob(q.program, q.types, scenes[k], q.answer)
+                        for q, k in zip(qs, batch["image_of"].tolist())])
 
 
 def answer_all(net: NSCLNet, executor: SoftExecutor, data: NSCLSplit, device: torch.device, *,
@@ -565,14 +613,13 @@ def answer_all(net: NSCLNet, executor: SoftExecutor, data: NSCLSplit, device: to
     for k, q in enumerate(data.questions):
         by_image.setdefault(q.image_row, []).append(k)
     out: list[tuple[str, float] | None] = [None] * len(data.questions)
-    rows = sorted(by_image)
+    batches = StepLoader(NSCLImages(data), collate_nscl_images, SequentialBatches(sorted(by_image), images_per_batch),
+                         device=device)
     was = net.training
     net.eval()
     with torch.no_grad():
-        for s in tqdm(range(0, len(rows), images_per_batch), desc=desc, disable=not progress):
-            chunk = rows[s:s + images_per_batch]
-            images, boxes = data.batch(chunk, device)
-            for row, scene in zip(chunk, net(images, boxes)):
+        for b in tqdm(batches, desc=desc, disable=not progress):
+            for row, scene in zip(b.indices, net(b.data["images"], b.data["boxes"])):
                 for k in by_image[row]:
                     q = data.questions[k]
                     if q.program is None or scene["n"] == 0:
@@ -610,10 +657,9 @@ def concept_accuracy(net: NSCLNet, data: NSCLSplit, scenes: Mapping[str, Any], o
     was = net.training
     net.eval()
     with torch.no_grad():
-        for s in range(0, len(data.files), images_per_batch):
-            rows = list(range(s, min(len(data.files), s + images_per_batch)))
-            images, boxes = data.batch(rows, device)
-            for row, scene in zip(rows, net(images, boxes)):
+        for b in StepLoader(NSCLImages(data), collate_nscl_images, SequentialBatches(len(data.files), images_per_batch),
+                            device=device):
+            for row, scene in zip(b.indices, net(b.data["images"], b.data["boxes"])):
                 objects = scenes[data.files[row]].objects
                 if len(objects) != scene["n"]:
                     raise ValueError(f"image {data.files[row]!r}: {scene['n']} boxes but {len(objects)} objects")
@@ -713,10 +759,11 @@ class NSCLBaseline(Baseline):
             run.log("curriculum: " + ", ".join(
                 f"stage {k} until step {int(end)}: {sum(len(v) for v in qs.values())} questions"
                 for k, (end, qs) in enumerate(sampler.stages)))
+            batches = StepLoader(train, collate_nscl, sampler, start=start, total=cfg.steps, device=dev)
             net.train()
 
             def step_fn(step: int) -> StepResult:
-                loss = question_losses(net, executor, train, sampler(step), dev).mean()
+                loss = question_losses(net, executor, train, batches(step).data).mean()
                 return StepResult(loss, {"loss": loss}, info={"stage": sampler.stage(step)})
 
             def checkpoint(p: Progress) -> None:
@@ -790,5 +837,6 @@ class NSCLBaseline(Baseline):
 
 
 __all__ = ["NSCLConfig", "NSCLNet", "ConceptSpace", "SoftExecutor", "NSCLBaseline", "PROFILES", "parse_curriculum",
-           "CurriculumSampler", "load_split", "scene_boxes", "detection_boxes", "parsed_programs", "question_losses",
-           "answer_all", "accuracy", "concept_accuracy"]
+           "CurriculumSampler", "NSCLSplit", "NSCLImages", "collate_nscl", "collate_nscl_images", "load_split",
+           "scene_boxes", "detection_boxes", "parsed_programs", "question_losses", "answer_all", "accuracy",
+           "concept_accuracy"]

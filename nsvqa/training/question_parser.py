@@ -22,6 +22,7 @@ from typing import Any, Sequence
 
 import numpy as np
 import torch
+from torch.utils.data import Dataset
 
 from executors.deterministic import DeterministicExecutor
 from executors.errors import ExecutionError
@@ -33,6 +34,7 @@ from nsvqa.training.loading import QUESTION_CHECKPOINT, QUESTION_KIND
 from nsvqa.training.question_config import QuestionParserConfig
 from nsvqa.evaluation.question_parser import QuestionItem, read_question_items, score_parses
 from nsvqa.training import RunDir, warmup_cosine
+from nsvqa.training.data import StepLoader
 from nsvqa.training.engine import (Progress, StepResult, record_seconds, restore_train_state, train_steps,
                                    training_run)
 from nsvqa.training.sampling import BucketedBatches
@@ -52,11 +54,12 @@ def split_paths(root: str | Path, split: str) -> tuple[Path, Path]:
 
 
 @dataclass
-class EncodedQuestions:
-    """A split ready for the network.
+class EncodedQuestions(Dataset):
+    """A split ready for the network: a Dataset of questions (collated by :func:`collate_questions`).
 
     ``words[i]`` question word ids, ``targets[i]`` ``<START> program ids <END>`` (unknown program
     tokens -> ``<UNK>``), ``lengths`` (N,) int64 numbers of words; ``items`` the source records.
+    Item ``i``: ``{"words": (L_i,) int64, "targets": (T_i + 2,) int64}``.
     """
 
     items: list[QuestionItem]
@@ -73,14 +76,17 @@ class EncodedQuestions:
         targets = [pv.encode(it.gold_tokens or (), add_start_end=True) for it in items]
         return EncodedQuestions(list(items), words, targets, np.array([max(1, len(w)) for w in words], dtype=np.int64))
 
-    def batch(self, idx: Sequence[int], device: torch.device) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """words (B, L), lengths (B,), targets (B, T+2) of the questions ``idx``."""
-        w, n = pad_sequences([self.words[i] for i in idx])
-        t, _ = pad_sequences([self.targets[i] for i in idx])
-        return w.to(device), n.to(device), t.to(device)
+    def __getitem__(self, i: int) -> dict[str, torch.Tensor]:
+        return {"words": torch.tensor(self.words[i], dtype=torch.int64),
+                "targets": torch.tensor(self.targets[i], dtype=torch.int64)}
 
 
-#: the batches of step ``s``, a function of ``(seed, s)`` (length-bucketed per-epoch permutations)
+def collate_questions(items: Sequence[dict[str, torch.Tensor]]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Items of :class:`EncodedQuestions` -> words (B, L) int64, lengths (B,) int64, targets
+    (B, T+2) int64 (:func:`parsers.question.seq2seq.pad_sequences`)."""
+    w, n = pad_sequences([it["words"].tolist() for it in items])
+    t, _ = pad_sequences([it["targets"].tolist() for it in items])
+    return w, n, t
 
 
 # ------------------------------------------------------------------------------- checkpoints
@@ -165,15 +171,17 @@ class _Trainer:
         elif ts.get("stage") == "reinforce":
             return  # supervised stage already complete
         schedule = BucketedBatches(self.train.lengths, cfg.batch, cfg.seed)
+        batches = self._loader(schedule, start, cfg.steps)
         dist = self.dist
         self.model.train()
 
         def step_fn(step: int) -> StepResult:
+            b = batches(step)
+            words, lengths, targets = b.data
             if not dist.enabled:
-                words, lengths, targets = self.train.batch(schedule(step), self.dev)
                 loss = self.net("loss", words, lengths, targets)
                 return StepResult(loss, {"loss": loss})
-            loss, v = self._shard_loss(schedule(step))
+            loss, v = self._shard_loss(words, lengths, targets, has_share=not b.stand_in)
             return StepResult(loss, {"loss": v}, reduced=True)  # the whole batch's loss: every rank stops together
 
         def checkpoint(p: Progress) -> None:
@@ -194,19 +202,28 @@ class _Trainer:
                     rank_seed=cfg.seed, seconds_before=float(self.extra.get("supervised_seconds", 0.0)),
                     progress=self.progress, desc="question parser")
 
-    def _shard_loss(self, idx: np.ndarray) -> tuple[torch.Tensor, float]:
-        """This rank's part of the loss of the global batch ``idx`` (data-parallel only).
+    def _loader(self, schedule: BucketedBatches, start: int, total: int) -> StepLoader:
+        """The batches of steps ``start .. total - 1`` of ``schedule``, on the model's device; in a
+        data-parallel job this rank's slice of each (:func:`nsvqa.training.distributed.shard`; a
+        rank left without a question gets the batch's first one as a stand-in)."""
+        dist = self.dist
+        select = (lambda idx: shard(idx, dist.rank, dist.world_size)) if dist.enabled else None
+        return StepLoader(self.train, collate_questions, schedule, start=start, total=total, device=self.dev,
+                          select=select)
+
+    def _shard_loss(self, words: torch.Tensor, lengths: torch.Tensor, targets: torch.Tensor, *,
+                    has_share: bool) -> tuple[torch.Tensor, float]:
+        """This rank's part of the loss of a global batch (data-parallel only), from the batch of
+        its slice (:meth:`_loader`).
 
         The rank's summed token cross-entropy over the batch's target tokens, times the world size
         (DDP averages gradients over the ranks): the averaged gradient is the one of the model's
-        mean-per-token loss on the whole batch. A rank whose slice is empty (a last batch shorter
-        than the world size) runs one question with weight 0, so that it joins the reduction.
-        Returns (loss to backpropagate, the whole batch's mean loss).
+        mean-per-token loss on the whole batch. A rank whose slice is empty (``has_share`` False: a
+        last batch shorter than the world size) runs its stand-in question with weight 0, so that it
+        joins the reduction. Returns (loss to backpropagate, the whole batch's mean loss).
         """
         dist = self.dist
-        mine = shard(idx, dist.rank, dist.world_size)
-        words, lengths, targets = self.train.batch(mine if len(mine) else idx[:1], self.dev)
-        tokens = float((targets[:, 1:] != NULL_ID).sum()) if len(mine) else 0.0
+        tokens = float((targets[:, 1:] != NULL_ID).sum()) if has_share else 0.0
         mean = self.net("loss", words, lengths, targets)
         total_tokens, total_loss = all_sum(dist, [tokens, float(mean.detach()) * tokens])
         return mean * (tokens * dist.world_size / total_tokens), total_loss / total_tokens
@@ -232,16 +249,16 @@ class _Trainer:
         else:
             torch.manual_seed(cfg.seed + 1)  # dropout draws of this stage do not depend on the first one
         schedule = BucketedBatches(self.train.lengths, cfg.reinforce_batch, cfg.seed + 1)
+        # in a data-parallel job this rank's slice (one question with weight 0 when it is empty)
+        batches = self._loader(schedule, start, cfg.reinforce_steps)
         dist = self.dist
         self.model.train()
 
         def step_fn(step: int) -> StepResult:
             nonlocal baseline
-            idx = batch = schedule(step)
-            if dist.enabled:  # this rank's slice (one question with weight 0 when it is empty)
-                idx = shard(batch, dist.rank, dist.world_size)
-                idx = idx if len(idx) else batch[:1]
-            words, lengths, _ = self.train.batch(idx, self.dev)
+            b = batches(step)
+            idx = b.indices
+            words, lengths, _ = b.data
             # sampling draws from (seed, step) (and the rank), on the model's device
             gen = torch.Generator(device=self.dev).manual_seed(cfg.seed * 1_000_003 + step + (dist.rank << 40))
             ids, logp = self.net("sample", words, lengths, generator=gen)
@@ -261,7 +278,7 @@ class _Trainer:
                 loss = -((rewards - baseline) * logp).mean()
                 return StepResult(loss, {"loss": loss, "reward": mean_r}, info={"baseline": baseline})
             # the whole batch's mean reward, baseline and loss on every rank
-            n_mine = len(shard(batch, dist.rank, dist.world_size))
+            n_mine = 0 if b.stand_in else len(idx)
             weight = torch.full((len(idx),), float(n_mine > 0), device=self.dev)
             lp = (logp * weight).detach()
             reward_sum, n, lp_sum, rlp_sum = all_sum(dist, [float((rewards * weight).sum()), float(n_mine),
@@ -306,4 +323,4 @@ def train_question_parser(cfg: QuestionParserConfig, out: str | Path, *, resume:
     return run
 
 
-__all__ = ["EncodedQuestions", "train_question_parser", "evaluate", "split_paths"]
+__all__ = ["EncodedQuestions", "collate_questions", "train_question_parser", "evaluate", "split_paths"]

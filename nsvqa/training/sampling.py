@@ -11,7 +11,10 @@ depends on the steps asked before (at most a cache of the current epoch), so a r
   with ``seed * stride + epoch``), either as one stream across epochs or epoch by epoch with the
   incomplete last batch dropped (the detector, the attribute head);
 - :class:`GroupBatches`: a few groups (images) and a few items (questions) of each, drawn afresh
-  at each step from ``(seed, step)``, among the items of the step's stage (NSCL's curriculum).
+  at each step from ``(seed, step)``, among the items of the step's stage (NSCL's curriculum);
+- :class:`SequentialBatches`: the items in order, ``batch`` at a time (evaluation).
+
+:class:`nsvqa.training.data.StepLoader` turns a sampler into the batches of a run's steps.
 
 A data-parallel job calls the same sampler on every rank and each rank takes its
 :func:`nsvqa.training.distributed.shard` of the global batch.
@@ -171,4 +174,28 @@ class GroupBatches:
         return out
 
 
-__all__ = ["BUCKET", "BucketedBatches", "PermutationBatches", "GroupBatches"]
+class SequentialBatches:
+    """The items in order, ``batch`` at a time: step ``s`` takes items ``[s * batch, (s + 1) * batch)``
+    (the last step may be short); ``steps`` = ``ceil(N / batch)``.
+
+    Args:
+        items: the item indices (a sequence), or a number N: ``0 .. N - 1``.
+        batch: items per step (>= 1).
+
+    Raises:
+        ValueError: ``batch`` < 1.
+    """
+
+    def __init__(self, items: int | Sequence[int], batch: int):
+        if batch < 1:
+            raise ValueError(f"need batch >= 1, got {batch}")
+        self.items = range(items) if isinstance(items, int) else list(items)
+        self.batch = batch
+        self.steps = math.ceil(len(self.items) / batch)
+
+    def __call__(self, step: int) -> list[int]:
+        """The items of step ``step`` (``0 <= step < steps``)."""
+        return list(self.items[step * self.batch:(step + 1) * self.batch])
+
+
+__all__ = ["BUCKET", "BucketedBatches", "PermutationBatches", "GroupBatches", "SequentialBatches"]

@@ -24,16 +24,19 @@ from typing import Any, Iterable
 
 import numpy as np
 import torch
+from torch.utils.data import Dataset
 
 from executors import load_ontology
 from nsvqa.training.checkpoint import load_checkpoint, save_checkpoint
-from nsvqa.training.datasets import OBJECT_ATTRIBUTES, PART_ATTRIBUTES, AttributeCropDataset, CropItem, DetectionDataset
-from nsvqa.training.distributed import DistInfo, check_global_batch, init_from_env, run_on_main, shard, wrap
-from nsvqa.training.loading import detector_from_checkpoint
-from nsvqa.training.scene_config import SceneParserConfig
 from nsvqa.training import RunDir, warmup_cosine
+from nsvqa.training.data import StepLoader
+from nsvqa.training.datasets import (OBJECT_ATTRIBUTES, PART_ATTRIBUTES, AttributeCropDataset, CropItem,
+                                     DetectionDataset, collate_detection)
+from nsvqa.training.distributed import DistInfo, check_global_batch, init_from_env, run_on_main, shard, wrap
 from nsvqa.training.engine import Progress, StepResult, restore_train_state, train_steps, training_run
-from nsvqa.training.sampling import PermutationBatches
+from nsvqa.training.loading import detector_from_checkpoint
+from nsvqa.training.sampling import PermutationBatches, SequentialBatches
+from nsvqa.training.scene_config import SceneParserConfig
 from parsers.scene.attribute_head import AttributeHead, attribute_loss
 from parsers.scene.crops import box_geometry, crop_instance
 
@@ -96,13 +99,13 @@ def train_detector(cfg: SceneParserConfig, run: RunDir, *, resume: bool = False,
     # gradients averaged over the ranks; BatchNorm statistics over the global batch on CUDA
     net = wrap(model, dist, sync_bn=True)
     sampler = PermutationBatches(n, cfg.det_batch, cfg.seed, stride=DETECTOR_STRIDE, drop_last=False)
+    # this rank's images of each step (the images are decoded at the step that asks for them)
+    batches = StepLoader(ds, collate_detection, sampler, start=start, total=cfg.det_iterations, device=dev,
+                         select=lambda idx: shard(idx.tolist(), dist.rank, dist.world_size))
     model.train()
 
     def step_fn(step: int) -> StepResult:
-        idx = shard(sampler(step).tolist(), dist.rank, dist.world_size)
-        batch = [ds[i] for i in idx]
-        images = [b[0].to(dev) for b in batch]
-        targets = [{k: (v.to(dev) if torch.is_tensor(v) else v) for k, v in b[1].items()} for b in batch]
+        images, targets = batches(step).data
         losses = net(images, targets)
         loss = sum(losses.values())
         return StepResult(loss, dict(losses) | {"total": loss})
@@ -124,13 +127,16 @@ def train_detector(cfg: SceneParserConfig, run: RunDir, *, resume: bool = False,
 # ------------------------------------------------------------------------------------ crop sets
 
 @dataclass
-class CropSet:
-    """Attribute-head examples held in memory.
+class CropSet(Dataset):
+    """Attribute-head examples held in memory: a Dataset of crops (collated by :func:`collate_crops`).
 
     ``x`` (M, 4, S, S) uint8 (RGB + mask scaled to 0..255), ``labels`` key -> (M,) int64 (-1 where an
     item has no such label: parts have no shape, objects no part name), ``position`` (M, 2) float32,
     ``kind`` (M,) int64 (0 object, 1 part), ``source`` (M,) int64 (0 ground-truth mask, 1 detector),
     ``geometry`` (M, 4) float32 box centre and size relative to the image.
+
+    Item ``i``: ``{"x": (4, S, S) uint8, "geometry": (4,) float32, "labels": {key: () int64 for
+    LABEL_KEYS, "position": (2,) float32, "kind": () int64}}``.
     """
 
     x: torch.Tensor
@@ -163,10 +169,9 @@ class CropSet:
                        torch.cat([s.position for s in sets]), torch.cat([s.kind for s in sets]),
                        torch.cat([s.source for s in sets]), torch.cat([s.geometry for s in sets]))
 
-    def batch(self, idx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]:
-        """(crops (B, 4, S, S) float in [0, 1], geometry (B, 4), labels)."""
-        labels = {k: v[idx] for k, v in self.labels.items()} | {"position": self.position[idx], "kind": self.kind[idx]}
-        return self.x[idx].float().div_(255.0), self.geometry[idx], labels
+    def __getitem__(self, i: int) -> dict[str, Any]:
+        labels = {k: v[i] for k, v in self.labels.items()} | {"position": self.position[i], "kind": self.kind[i]}
+        return {"x": self.x[i], "geometry": self.geometry[i], "labels": labels}
 
     def state(self) -> dict[str, torch.Tensor]:
         return {"x": self.x, "position": self.position, "kind": self.kind, "source": self.source,
@@ -177,6 +182,14 @@ class CropSet:
     def from_state(d: dict[str, torch.Tensor]) -> "CropSet":
         return CropSet(d["x"], {k: d[f"label.{k}"] for k in LABEL_KEYS}, d["position"], d["kind"], d["source"],
                        d["geometry"])
+
+
+def collate_crops(items: list[dict[str, Any]]) -> tuple[torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]:
+    """Items of :class:`CropSet` -> (crops (B, 4, S, S) float in [0, 1], geometry (B, 4), labels:
+    key -> (B,) int64 for ``LABEL_KEYS``, ``position`` (B, 2), ``kind`` (B,))."""
+    labels = {k: torch.stack([it["labels"][k] for it in items]) for k in items[0]["labels"]}
+    return (torch.stack([it["x"] for it in items]).float().div_(255.0), torch.stack([it["geometry"] for it in items]),
+            labels)
 
 
 def gt_crops(root: str | Path, split: str, crop_size: int, parts: bool, limit: int | None = None,
@@ -301,9 +314,8 @@ def crop_accuracy(head: AttributeHead, crops: CropSet, batch: int = 256) -> dict
     correct: dict[str, int] = {}
     total: dict[str, int] = {}
     sq, n_pos = 0.0, 0
-    for s in range(0, len(crops), batch):
-        idx = torch.arange(s, min(s + batch, len(crops)))
-        x, geo, lab = crops.batch(idx)
+    for b in StepLoader(crops, collate_crops, SequentialBatches(len(crops), batch)):
+        x, geo, lab = b.data
         out = head(x, geo)
         for kind_id, kind in ((0, "object"), (1, "part")):
             rows = lab["kind"] == kind_id
@@ -407,13 +419,16 @@ def train_attributes(cfg: SceneParserConfig, run: RunDir, *, resume: bool = Fals
     vocabularies = {"attributes": vocab, "directions": directions}
     metrics: dict[str, float] = {}
 
+    # this rank's crops of each step
+    batches = StepLoader(train_set, collate_crops, sampler, start=start_epoch * steps_per_epoch, total=total,
+                         device=dev, select=lambda idx: shard(idx, dist.rank, dist.world_size))
+
     def step_fn(step: int) -> StepResult:
         if step % steps_per_epoch == 0:
             head.train()  # each epoch starts in training mode (validation leaves the head in eval mode)
-        idx = shard(sampler(step), dist.rank, dist.world_size)
-        x, geo, lab = train_set.batch(idx)
-        out = net(x.to(dev), geo.to(dev))
-        losses = attribute_loss(out, {a: v.to(dev) for a, v in lab.items()})
+        x, geo, lab = batches(step).data
+        out = net(x, geo)
+        losses = attribute_loss(out, lab)
         loss, keys = losses["total"], None
         if dist.enabled:
             # a rank's slice may lack parts or objects (no loss for some heads): every output
@@ -466,5 +481,5 @@ def train_scene_parser(cfg: SceneParserConfig, out: str | Path, *, resume: bool 
     return run
 
 
-__all__ = ["CropSet", "train_scene_parser", "train_detector", "train_attributes", "gt_crops", "detector_crops",
-           "crop_accuracy", "attribute_vocabulary", "mean_directions"]
+__all__ = ["CropSet", "collate_crops", "train_scene_parser", "train_detector", "train_attributes", "gt_crops",
+           "detector_crops", "crop_accuracy", "attribute_vocabulary", "mean_directions"]

@@ -83,7 +83,7 @@ def test_one_step_lowers_the_loss_on_a_repeated_batch(root, name):
     data = common.EncodedQA.build(records, vocab, answers, images if model.uses_images else None)
     net = model.build_model(cfg, len(vocab), len(answers))
     opt = torch.optim.Adam(net.parameters(), lr=1e-3)
-    words, lengths, imgs, ans = data.batch(range(16), torch.device("cpu"))
+    words, lengths, imgs, ans = common.collate_qa([data[i] for i in range(16)])
     assert (imgs is None) != model.uses_images and words.shape[0] == 16
 
     def loss():

@@ -19,7 +19,6 @@ from nsvqa.artifacts.predictions import read_predictions
 from parsers.question.vocab import Vocabulary, tokenize
 
 ONTO = load_ontology("superclevr")
-CPU = torch.device("cpu")
 
 
 def _encoded(root, n):
@@ -75,7 +74,7 @@ def test_one_step_lowers_the_loss_on_a_repeated_batch(root):
     _, data, vocab, answers = _encoded(root, 16)
     net = model.build_model(model.config(str(root / "mid"), "tiny"), len(vocab), len(answers))
     opt = torch.optim.Adam(net.parameters(), lr=1e-3)
-    words, lengths, imgs, ans = data.batch(range(16), CPU)
+    words, lengths, imgs, ans = common.collate_qa([data[i] for i in range(16)])
 
     def loss():
         return F.cross_entropy(net(words, lengths, imgs), ans)
@@ -122,8 +121,8 @@ def test_the_question_acts_through_film_alone(root, overfit):
     pos = {r.index: i for i, r in enumerate(records)}
 
     def logits(q, image_of=None):
-        words, lengths, _, _ = data.batch([pos[q.index]], CPU)
-        _, _, imgs, _ = data.batch([pos[(image_of or q).index]], CPU)
+        words, lengths, _, _ = common.collate_qa([data[pos[q.index]]])
+        _, _, imgs, _ = common.collate_qa([data[pos[(image_of or q).index]]])
         with torch.no_grad():
             return net(words, lengths, imgs)
 
@@ -135,7 +134,7 @@ def test_the_question_acts_through_film_alone(root, overfit):
     with torch.no_grad():
         net.film_generator.weight.zero_()
         net.film_generator.bias.zero_()
-    words, lengths, imgs, _ = data.batch([pos[qa.index]], CPU)
+    words, lengths, imgs, _ = common.collate_qa([data[pos[qa.index]]])
     gammas, betas = net.film_params(words, lengths)
     assert torch.equal(gammas, torch.ones_like(gammas)) and torch.equal(betas, torch.zeros_like(betas))
     za, zb = logits(qa), logits(qb)

@@ -12,15 +12,14 @@ import torch
 
 import baselines
 from baselines import common, mdetr
-from baselines.mdetr import (MDETRNet, answer_groups, decode_answers, grounding_losses, hungarian_match, match_cost,
-                             positive_map, qa_loss, tokenize_questions)
+from baselines.mdetr import (MDETRNet, answer_groups, collate_grounded, decode_answers, grounding_losses,
+                             hungarian_match, match_cost, positive_map, qa_loss, tokenize_questions)
 from executors import load_ontology
 from executors.errors import FormatError
 from nsvqa.training.checkpoint import load_checkpoint
 from nsvqa.artifacts.predictions import read_predictions
 
 ONTO = load_ontology("superclevr")
-CPU = torch.device("cpu")
 
 
 def _data(root, cfg, n):
@@ -150,7 +149,7 @@ def test_one_step_lowers_the_loss_on_a_repeated_batch(root):
     groups = answer_groups(answers)
     net = MDETRNet([len(g) for g in groups], cfg)
     opt = torch.optim.Adam(net.parameters(), lr=1e-3)
-    x = data.batch(range(16), CPU)
+    x = collate_grounded([data[i] for i in range(16)])
     assert sum(len(t[0]) for t in x["targets"]) > 0
     before = _loss(net, x, cfg, groups)
     opt.zero_grad()
@@ -166,7 +165,7 @@ def test_minilm_text_encoder_shapes_and_frozen_weights(root):
     net = MDETRNet([len(g) for g in groups], cfg).train()
     assert not net.text.bert.training and not any(p.requires_grad for p in net.text.bert.parameters())
     assert net.text.bert.config.hidden_size == 384
-    x = data.batch([0, 1], CPU)
+    x = collate_grounded([data[0], data[1]])
     out = net(x["ids"], x["text_mask"], x["images"])
     T = x["ids"].shape[1]
     assert out["boxes"].shape == (2, 10, 4) and out["token_logits"].shape == (2, 10, cfg.max_tokens + 1)

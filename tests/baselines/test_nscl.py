@@ -167,7 +167,7 @@ def test_one_step_lowers_the_loss_on_a_repeated_batch(root):
     opt = torch.optim.Adam(net.parameters(), lr=1e-4)  # a small step: sharp min/max masks and τ = 0.1
 
     def loss():
-        return nscl.question_losses(net, ex, data, range(16), CPU).mean()
+        return nscl.question_losses(net, ex, data, nscl.collate_nscl([data[i] for i in range(16)])).mean()
 
     before = loss()
     opt.zero_grad()
