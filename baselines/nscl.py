@@ -198,7 +198,8 @@ class NSCLNet(nn.Module):
         self.cell = nn.Linear(c_in, feature_dim)
         self.obj = nn.Sequential(nn.Linear(c_in * roi_size * roi_size + 6, 2 * feature_dim), nn.ReLU(inplace=True),
                                  nn.Linear(2 * feature_dim, feature_dim))
-        self.concepts = ConceptSpace(feature_dim, concept_dim, {a: len(onto.values(a)) for a in self.attributes},
+        # one concept per value a scene can hold (no embedding for Super-CLEVR's unplaced addi)
+        self.concepts = ConceptSpace(feature_dim, concept_dim, {a: len(onto.scene_values(a)) for a in self.attributes},
                                      self.part_attributes)
         n_rel = len(onto.relations)
         self.rel_feat = nn.Linear(feature_dim, 16)
@@ -276,15 +277,16 @@ class SoftExecutor:
     def __init__(self, onto: Ontology, count_sigma: float = 0.5):
         self.onto, self.sigma = onto, count_sigma
         self.relations = tuple(onto.relations)
-        # canonical value -> its answer string, per attribute; a spoken answer may cover several values
-        self.spoken = {a: [normalize_answer(onto.spoken_value(a, v)) for v in onto.values(a)]
+        # concept column -> its answer string, per attribute (the values a scene can hold:
+        # Ontology.scene_values); a spoken answer may cover several values
+        self.spoken = {a: [normalize_answer(onto.spoken_value(a, v)) for v in onto.scene_values(a)]
                        for a in onto.attribute_names}
         self.counts = [str(k) for k in range(MAX_COUNT + 1)]
         if onto.has_parts:
             names = onto.part_names
             self.part_index = {p: k for k, p in enumerate(names)}
             self.spoken["partname"] = [normalize_answer(onto.spoken_value("partname", p)) for p in names]
-            shapes = onto.values("shape")
+            shapes = onto.scene_values("shape")
             allowed = torch.zeros(len(shapes), len(names))
             for s, shape in enumerate(shapes):
                 for p in onto.parts_of(shape):
@@ -294,15 +296,20 @@ class SoftExecutor:
 
     def columns(self, attribute: str, value: str) -> list[int]:
         """Value columns a filter value keeps (a shape category keeps its shapes; ``partname``:
-        the part names the value matches)."""
+        the part names the value matches). A value no scene holds (Super-CLEVR's ``addi``) keeps
+        no column: its filter gives the empty set, as in the official engine."""
         key = (attribute, value)
         if key not in self._columns:
             if attribute == "partname":
                 keys = self.onto.partname_matching(value) or ((value,) if value in self.part_index else ())
                 cols = [self.part_index[k] for k in keys if k in self.part_index]
             else:
-                vals = self.onto.values(attribute)
-                cols = [vals.index(v) for v in self.onto.matching(attribute, value)]
+                vals = self.onto.scene_values(attribute)
+                keep = self.onto.matching(attribute, value)
+                cols = [vals.index(v) for v in keep if v in vals]
+                if keep and not cols:  # only unplaced values: nothing can match
+                    self._columns[key] = cols
+                    return cols
             if not cols:
                 raise ExecutionError(f"value {value!r} matches nothing of {attribute!r}")
             self._columns[key] = cols
@@ -331,7 +338,10 @@ class SoftExecutor:
         if kind == "scene":
             return attrs[self.onto.attribute_names[0]].new_ones(n)
         if kind == "filter":
-            memb = torch.sigmoid(attrs[sig.attribute][:, self.columns(sig.attribute, node.value_inputs[0])]).amax(-1)
+            cols = self.columns(sig.attribute, node.value_inputs[0])
+            if not cols:  # a value no scene holds: the empty set
+                return args[0] * 0.0
+            memb = torch.sigmoid(attrs[sig.attribute][:, cols]).amax(-1)
             return torch.minimum(args[0], memb)
         if kind == "unique":
             x = args[0]
@@ -373,7 +383,10 @@ class SoftExecutor:
         if kind == "part2object":
             return args[0].sum(-1).clamp(0.0, 1.0) if in_types[0] == PART else args[0].amax(-1)
         if kind == "partfilter":
-            lg = scene["part_attributes"][sig.attribute][:, :, self.columns(sig.attribute, node.value_inputs[0])]
+            cols = self.columns(sig.attribute, node.value_inputs[0])
+            if not cols:
+                return args[0] * 0.0
+            lg = scene["part_attributes"][sig.attribute][:, :, cols]
             return torch.minimum(args[0], torch.sigmoid(lg).amax(-1))
         if kind == "partfilter_partname":
             mask = args[0].new_zeros(args[0].shape[-1])
@@ -665,7 +678,7 @@ def concept_accuracy(net: NSCLNet, data: NSCLSplit, scenes: Mapping[str, Any], o
                     raise ValueError(f"image {data.files[row]!r}: {scene['n']} boxes but {len(objects)} objects")
                 total += len(objects)
                 for a in net.attributes:
-                    values = onto.values(a)
+                    values = onto.scene_values(a)
                     for o, k in zip(objects, scene["attributes"][a].argmax(-1).tolist()):
                         hits[a] += values[k] == o[a]
     net.train(was)

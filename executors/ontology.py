@@ -4,7 +4,10 @@ An :class:`Ontology` is loaded from ``data/ontology/<name>.json`` (see
 ``scripts/build_ontology.py`` for where the facts come from) or from any JSON file or dict of the
 same schema. It answers three kinds of questions for the executors and validators:
 
-* which values an attribute takes, in a fixed order (the column order of likelihood arrays);
+* which values an attribute takes, in a fixed order (the column order of likelihood arrays),
+  and which of them objects of a scene can take (:meth:`Ontology.scene_values`: Super-CLEVR's
+  question generator knows a 22nd shape, ``addi`` "regular car", that its image generator never
+  places, so questions may name it and no scene holds one);
 * which concrete values a filter value keeps (a Super-CLEVR category such as ``car`` keeps every
   car; a generic part name such as ``wheel`` keeps every wheel);
 * how a value is spoken in an answer (``articulated`` -> "articulated bus",
@@ -46,6 +49,10 @@ class Ontology:
         partname_filters: filter value (full or generic part name) -> part names it keeps.
         part_attributes: attributes a part carries.
         rgb: color -> (r, g, b) in 0..255, as rendered.
+        unplaced: attribute -> values that questions may name but no generated or released scene
+            holds (Super-CLEVR: shape ``addi``, which has no model and no parts). They keep their
+            column in every per-value array (always probability 0 in a parsed scene); what is
+            sampled, rendered, detected or predicted per object uses :meth:`scene_values`.
     """
 
     name: str
@@ -60,6 +67,7 @@ class Ontology:
     partname_filters: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     part_attributes: tuple[str, ...] = ()
     rgb: Mapping[str, tuple[int, int, int]] = field(default_factory=dict)
+    unplaced: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -85,11 +93,17 @@ class Ontology:
                 partname_filters={k: tuple(v) for k, v in parts.get("filters", {}).items()},
                 part_attributes=tuple(parts.get("part_attributes", ())),
                 rgb={c: tuple(v) for c, v in attrs.get("color", {}).get("rgb", {}).items()},
+                unplaced={a: tuple(attrs[a]["unplaced"]) for a in attributes if attrs[a].get("unplaced")},
             )
         except (KeyError, TypeError) as e:
             raise FormatError(f"{source}: malformed ontology, missing or bad field {e}") from None
 
     def __post_init__(self) -> None:
+        for a, vals in self.unplaced.items():
+            bad = [v for v in vals if v not in self.attributes.get(a, ())]
+            if bad:
+                raise FormatError(f"ontology {self.name!r}: unplaced {a} values {bad} are not values of "
+                                  f"{a!r}; valid: {list(self.attributes.get(a, ()))}")
         names = tuple(sorted({p for v in self.parts_per_shape.values() for p in v}))
         object.__setattr__(self, "_part_names", names)
         by_spoken: dict[str, list[str]] = {}
@@ -117,6 +131,14 @@ class Ontology:
         except KeyError:
             raise KeyError(f"attribute {attribute!r} not in ontology {self.name!r}; "
                            f"valid: {sorted(self.attributes)}") from None
+
+    def scene_values(self, attribute: str) -> tuple[str, ...]:
+        """Values objects of a scene take, in :meth:`values` order: every value except the
+        ``unplaced`` ones (Super-CLEVR: the 21 shapes without ``addi``). What scene sampling,
+        rendering, detectors and attribute heads range over; raises KeyError like :meth:`values`."""
+        vals = self.values(attribute)
+        skip = self.unplaced.get(attribute, ())
+        return tuple(v for v in vals if v not in skip) if skip else vals
 
     def canonical(self, attribute: str, value: str) -> str | None:
         """The canonical spelling of ``value`` (aliases resolved), or None if unknown."""
@@ -184,8 +206,11 @@ class Ontology:
 
     # ------------------------------------------------------------------ answers
     def answer_vocabulary(self) -> dict[str, list[str]]:
-        """Spoken answers per answer type (integers as strings up to 10, booleans yes/no)."""
-        vocab = {a: [self.spoken_value(a, v) for v in self.values(a)] for a in self.attributes}
+        """Spoken answers per answer type (integers as strings up to 10, booleans yes/no).
+
+        Attribute answers are those a ``query_<attr>`` over a scene can give: the
+        :meth:`scene_values` (no "regular car": no scene holds an ``addi``)."""
+        vocab = {a: [self.spoken_value(a, v) for v in self.scene_values(a)] for a in self.attributes}
         if self.has_parts:
             vocab["partname"] = sorted({self.spoken_value("partname", p) for p in self.part_names})
         vocab["integer"] = [str(i) for i in range(11)]

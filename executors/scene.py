@@ -245,7 +245,11 @@ class SceneLikelihoods:
     Attributes:
         ontology: gives the column order of every distribution.
         exist: (N,) probability that each detection is a real object.
-        attributes: attribute -> (N, K_attr) distribution over ``ontology.values(attr)``.
+        attributes: attribute -> (N, K_attr) distribution over ``ontology.values(attr)``. A table
+            over ``ontology.scene_values(attr)`` instead (K_attr minus the unplaced values: the 21
+            Super-CLEVR shapes of files and parsers from before ``addi`` joined the ontology, or
+            of a parser that never predicts it) is read with probability 0 in the unplaced
+            columns (:func:`widen_columns`); any other width is a :class:`FormatError`.
         positions: (N, D) positions (D = 3 world coordinates or 2 image-plane coordinates).
         position_std: (N,) standard deviation of each position (0 = exact).
         directions: relation -> (D,) unit direction.
@@ -276,8 +280,8 @@ class SceneLikelihoods:
         for a in onto.attributes:
             if a not in self.attributes:
                 raise FormatError(f"likelihoods: missing attribute {a!r}; expected {list(onto.attributes)}")
-            self.attributes[a] = _prob(self.attributes[a], (n, len(onto.values(a))), f"attributes.{a}", 2,
-                                       dist_axis=-1)
+            self.attributes[a] = _prob(widen_columns(onto, a, self.attributes[a], f"attributes.{a}"),
+                                       (n, len(onto.values(a))), f"attributes.{a}", 2, dist_axis=-1)
         self.positions = np.asarray(self.positions, dtype=float)
         if self.positions.size == 0 and n == 0:  # JSON of a (0, D) array is []
             d0 = len(next(iter(self.directions.values()))) if self.directions else 2
@@ -304,7 +308,8 @@ class SceneLikelihoods:
             self.part_exist = _prob(self.part_exist, (n, p), "part_exist", 2)
             pa = self.part_attributes or {}
             self.part_attributes = {
-                a: _prob(pa[a], (n, p, len(onto.values(a))), f"part_attributes.{a}", 3, dist_axis=-1)
+                a: _prob(widen_columns(onto, a, pa[a], f"part_attributes.{a}"), (n, p, len(onto.values(a))),
+                         f"part_attributes.{a}", 3, dist_axis=-1)
                 if a in pa else np.broadcast_to(self.attributes[a][:, None, :], (n, p, len(onto.values(a))))
                 for a in onto.part_attributes if a in onto.attributes}
 
@@ -392,6 +397,34 @@ class SceneLikelihoods:
             if where == "likelihoods":
                 raise
             raise FormatError(f"{where}: {e}") from None
+
+
+def widen_columns(onto: Ontology, attribute: str, x: Any, name: str = "likelihoods") -> Any:
+    """A distribution table over ``onto.values(attribute)`` (last axis, K columns) from one over
+    ``onto.scene_values(attribute)`` (K' < K columns, the unplaced values left out): the unplaced
+    columns are inserted as zeros. A table with K columns is returned as it is; one with another
+    last-axis width raises :class:`FormatError` naming both accepted widths and the values. Input
+    that is not a numeric array of at least two dimensions, and every table of an attribute
+    without unplaced values, is returned as it is (the caller's shape check reports it).
+
+    Example: a (N, 21) Super-CLEVR shape table becomes (N, 22) with column ``addi`` = 0.
+    """
+    full, placed = onto.values(attribute), onto.scene_values(attribute)
+    if len(placed) == len(full):
+        return x  # nothing unplaced: the caller's shape check reports a wrong width
+    try:
+        a = np.asarray(x, dtype=float)
+    except (TypeError, ValueError, OverflowError):
+        return x
+    if a.ndim < 2 or a.size == 0 or a.shape[-1] == len(full):
+        return x
+    if a.shape[-1] == len(placed):
+        out = np.zeros(a.shape[:-1] + (len(full),))
+        out[..., [full.index(v) for v in placed]] = a
+        return out
+    raise FormatError(f"likelihoods, field {name!r}: {a.shape[-1]} columns, expected {len(full)} (one per "
+                      f"{attribute} of ontology {onto.name!r}: {list(full)}) or {len(placed)} (the same "
+                      f"without the unplaced {list(onto.unplaced[attribute])})")
 
 
 def _prob(x: Any, shape: tuple[int, ...] | None, name: str, ndim: int, dist_axis: int | None = None) -> np.ndarray:

@@ -1,7 +1,8 @@
 """Write ``data/ontology/{clevr,superclevr}.json`` from the facts of the reference releases.
 
 The Super-CLEVR ontology is read from the generator's property and part files
-(``properties_cgpart.json``, ``part_dict.json``); the CLEVR one from the CLEVR v1.0 facts
+(``properties_cgpart.json``, ``part_dict.json``) and, where present, cross-checked against the
+question generator's ``metadata_part.json``; the CLEVR one from the CLEVR v1.0 facts
 (Johnson et al. 2017). The output is checked in; this script documents where it came from and
 regenerates it when the reference files change::
 
@@ -25,18 +26,27 @@ RELATIONS = ["left", "right", "front", "behind"]
 # Words that name a position on a vehicle; spoken part names put them first ("wheel_front_left"
 # -> "front left wheel") and generic part filters drop them ("wheel").
 DIRECTION_WORDS = ["front", "back", "left", "right", "mid", "center"]
-# Answer names of Super-CLEVR shapes whose spoken form differs from the key (REFERENCE.md).
+# Answer names of Super-CLEVR shapes whose spoken form differs from the key (REFERENCE.md; the
+# question generator's ``metadata_part.json`` "Shapename").
 SUPERCLEVR_SPOKEN_SHAPES = {
+    "addi": "regular car",
     "articulated": "articulated bus", "regular": "regular bus", "double": "double bus",
     "school": "school bus", "road": "road bike", "utility": "utility bike",
     "mountain": "mountain bike", "tandem": "tandem bike",
 }
+# The column order of every per-shape array (likelihoods, attribute heads, sampling weights).
+# ``addi`` ("regular car") is last although the generator lists it after ``truck``: it is the one
+# shape the question generator knows (``metadata_part.json``, ``properties_cgpart.json``'s
+# ``info_hier``) but the image generator never places (``part_dict.json`` has no entry for it),
+# so no scene holds one. Keeping it last leaves the 21 placed shapes at the columns they had
+# before it was added, and 21-column tables read as the first 21 columns.
 SUPERCLEVR_SHAPE_ORDER = [
     "suv", "wagon", "minivan", "sedan", "truck",
     "articulated", "regular", "double", "school",
     "chopper", "dirtbike", "scooter", "cruiser",
     "jet", "fighter", "biplane", "airliner",
     "road", "utility", "mountain", "tandem",
+    "addi",
 ]
 
 
@@ -74,21 +84,34 @@ def clevr_ontology() -> dict:
 def superclevr_ontology(reference: Path) -> dict:
     props = json.loads((reference / "properties_cgpart.json").read_text())
     part_dict = json.loads((reference / "part_dict.json").read_text())
-    hier = {cat: [s for s in shapes if s in part_dict] for cat, shapes in props["info_hier"].items()}
-    shapes = [s for s in SUPERCLEVR_SHAPE_ORDER if s in part_dict]
-    assert sorted(shapes) == sorted(part_dict), "shape list out of date with part_dict.json"
+    # The shape hierarchy is the question generator's: every shape it can name, with the shapes
+    # the image generator never places (no part list) still in their category.
+    hier = {cat: list(shapes) for cat, shapes in props["info_hier"].items()}
+    known = {s for shapes in hier.values() for s in shapes}
+    shapes = [s for s in SUPERCLEVR_SHAPE_ORDER if s in known]
+    assert sorted(shapes) == sorted(known), "shape list out of date with properties_cgpart.json info_hier"
+    assert set(part_dict) <= known, "part_dict.json names shapes info_hier lacks"
+    unplaced = [s for s in shapes if s not in part_dict]
+    metadata = reference / "metadata_part.json"
+    if metadata.exists():  # the question generator's own copy of the hierarchy and spoken names
+        types = json.loads(metadata.read_text())["types"]
+        assert {c: list(v) for c, v in types["Shape"].items()} == hier, "metadata_part.json hierarchy differs"
+        assert all(types["Shapename"][s] == SUPERCLEVR_SPOKEN_SHAPES.get(s, s) for s in shapes), \
+            "metadata_part.json spoken shape names differ"
     textures = ["none" if t == "None" else t for t in props["textures"]]
     all_parts = sorted({p for names in part_dict.values() for p in names})
     generic = sorted({generic_part_name(p) for p in all_parts} - set(all_parts))
     return {
         "name": "superclevr",
         "info": {"source": "Super-CLEVR generator (Li et al., CVPR 2023; Lizw14/Super-CLEVR, BSD): "
-                           "properties_cgpart.json and part_dict.json"},
+                           "properties_cgpart.json, part_dict.json and metadata_part.json"},
         "attributes": {
             "shape": {
                 "values": shapes,
                 "categories": hier,
                 "spoken": {s: SUPERCLEVR_SPOKEN_SHAPES.get(s, s) for s in shapes},
+                # named by questions, never placed in a scene (no model, no parts)
+                "unplaced": unplaced,
             },
             "color": {"values": list(props["colors"]), "rgb": props["colors"]},
             "material": {"values": list(props["materials"])},
@@ -98,7 +121,7 @@ def superclevr_ontology(reference: Path) -> dict:
         "relations": RELATIONS,
         "relation_margin": 0.2,
         "parts": {
-            "per_shape": {s: part_dict[s] for s in shapes},
+            "per_shape": {s: part_dict[s] for s in shapes if s in part_dict},
             "spoken": {p: spoken_part_name(p) for p in all_parts},
             # A partname filter value matches every part whose name contains it (REFERENCE.md):
             # a full name ("wheel_front") or a generic noun ("wheel") -> the names it keeps.

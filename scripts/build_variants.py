@@ -79,9 +79,12 @@ def composition(ontology: dict) -> dict:
     """Train on every (shape, color) pair except a block of category x color; test on the block."""
     colors = ontology["attributes"]["color"]["values"]
     cats = ontology["attributes"]["shape"]["categories"]
+    unplaced = set(ontology["attributes"]["shape"].get("unplaced", ()))  # addi: no scene holds one
     train, test = {}, {}
     for cat, shapes in cats.items():
         for s in shapes:
+            if s in unplaced:
+                continue
             held = cat in HELD_CATEGORIES
             train[s] = [0.0 if held and c in HELD_COLORS else 1.0 for c in colors]
             test[s] = [1.0 if held and c in HELD_COLORS else 0.0 for c in colors]

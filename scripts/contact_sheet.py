@@ -75,8 +75,8 @@ def main(argv: list[str] | None = None) -> int:
     colors = onto.values("color")
     with Renderer(200, 150) as r:
         tiles = [label(shape_tile(r, onto, s, colors[k % len(colors)] if k % len(colors) else "gray", False), s)
-                 for k, s in enumerate(onto.values("shape"))]
-        parts = [label(shape_tile(r, onto, s, "gray", True), f"{s} parts") for s in onto.values("shape")]
+                 for k, s in enumerate(onto.scene_values("shape"))]  # addi has no model
+        parts = [label(shape_tile(r, onto, s, "gray", True), f"{s} parts") for s in onto.scene_values("shape")]
     write_atomic(args.out / "shapes.png", png_bytes(grid(tiles + parts, 7)))
     rows = []
     with Renderer(args.width, args.height) as r:

@@ -153,7 +153,12 @@ class ConceptSplit:
             both = h[a] & t[a]
             h[a] -= both
             t[a] -= both
+        weighed = set(head.get("shape", {})) | set(tail.get("shape", {}))
         for cat, shapes in (categories or {}).items():
+            # a shape neither variant weighs (Super-CLEVR's addi, which no scene holds) decides no side
+            shapes = {s for s in shapes if s in weighed}
+            if not shapes:
+                continue
             if "shape" in h and set(shapes) <= h["shape"]:
                 h["shape"].add(cat)
             elif "shape" in t and set(shapes) <= t["shape"]:

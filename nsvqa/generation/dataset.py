@@ -253,7 +253,7 @@ def finalize_split(job: SplitJob, progress: bool = False) -> None:
         q["question_index"] = k
     write_json_atomic(merged_path(job), {"info": info, "scenes": scenes})
     write_json_atomic(questions_path(job), {"info": info, "questions": questions})
-    coco = coco_from_scenes(scenes, onto.values("shape"), onto.part_names, job.width, job.height, info)
+    coco = coco_from_scenes(scenes, onto.scene_values("shape"), onto.part_names, job.width, job.height, info)
     write_json_atomic(job.folder / "annotations" / f"{job.split}_coco.json", coco)
     update_manifest(job, n_questions=len(questions))
     # the split is whole: the per-image records were only the resume markers

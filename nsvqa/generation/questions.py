@@ -1667,13 +1667,14 @@ def synthetic_scene(onto: Ontology, rng: np.random.Generator, n_objects: int | N
                     split: str = "synthetic") -> dict:
     """A scene record like the generator's, without rendering (for tests and benchmarks).
 
-    Objects get uniform random attributes, positions at least 1.0 apart on a 6 x 6 ground,
+    Objects get uniform random attributes (shapes: the placed ones, ``onto.scene_values``),
+    positions at least 1.0 apart on a 6 x 6 ground,
     up to ``max_parts`` recoloured parts (another color, any material, the object's size), and
     ``relationships`` computed by :meth:`executors.SymbolicScene.relation_lists` (0.2 margin
     along :data:`CLEVR_DIRECTIONS`).
     """
     n = int(rng.integers(3, 11)) if n_objects is None else int(n_objects)
-    shapes, colors = onto.values("shape"), onto.values("color")
+    shapes, colors = onto.scene_values("shape"), onto.values("color")
     tex = [t for t in onto.values("texture") if t != "none"] if "texture" in onto.attributes else []
     pos: list[tuple[float, float]] = []
     objects = []

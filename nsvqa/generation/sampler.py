@@ -8,7 +8,9 @@ in common: for one seed, ``easy``, ``mid`` and ``hard`` give the same layout and
 
 Concept distribution and compositionality (Super-CLEVR, REFERENCE.md) enter as weights: shape,
 color and material weights d_i (d_i proportional to a^-i for the long-tail variants), and an
-optional 21 x 8 shape -> color matrix (co-1 / co-2) that replaces the color weights.
+optional 21 x 8 shape -> color matrix (co-1 / co-2) that replaces the color weights. Shapes range
+over ``onto.scene_values('shape')``: the 21 shapes the Super-CLEVR image generator places, not the
+question generator's 22nd, ``addi``, which no scene holds (as in the official release).
 """
 from __future__ import annotations
 
@@ -65,7 +67,7 @@ class ConceptWeights:
     """Sampling weights over the ontology's values (None = uniform).
 
     Attributes:
-        shape: (21,) weights over ``onto.values('shape')``.
+        shape: (21,) weights over ``onto.scene_values('shape')`` (the placed shapes).
         color: (8,) weights over colors, used when ``shape_color`` is None.
         material: (2,) weights over materials.
         shape_color: (21, 8) rows P(color | shape) for the compositionality variants; a shape
@@ -86,7 +88,7 @@ class ConceptWeights:
                 raise ValueError(f"concept weights {name!r}: expected {n} non-negative weights, got {w!r}")
             return w / w.sum()
 
-        n_s, n_c = len(onto.values("shape")), len(onto.values("color"))
+        n_s, n_c = len(onto.scene_values("shape")), len(onto.values("color"))
         shape = norm(self.shape, n_s, "shape")
         sc = None
         if self.shape_color is not None:
@@ -161,7 +163,7 @@ def streams(seed: int, index: int) -> dict[str, np.random.Generator]:
 
 def sample_attributes(rng: np.random.Generator, onto: Ontology, weights: ConceptWeights, n: int) -> list[dict]:
     """Shape, color, material and size of ``n`` objects (``weights`` already validated)."""
-    shapes, colors, mats = onto.values("shape"), onto.values("color"), onto.values("material")
+    shapes, colors, mats = onto.scene_values("shape"), onto.values("color"), onto.values("material")
     sizes = onto.values("size")
     out = []
     for _ in range(n):

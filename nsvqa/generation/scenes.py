@@ -119,7 +119,7 @@ def generate_image(renderer: Renderer, onto: Ontology, params: SceneParams, seed
         RuntimeError: no layout with every object visible within ``params.max_retries`` tries.
     """
     rng = streams(seed, index)
-    extents = {s: model_extents(s)[:2] for s in onto.values("shape")}
+    extents = {s: model_extents(s)[:2] for s in onto.scene_values("shape")}  # no model for addi
     h, w = renderer.height, renderer.width
     scale = (h * w) / _REF_PIXELS
     min_obj, min_part = params.min_object_pixels * scale, params.min_part_pixels * scale

@@ -31,7 +31,7 @@ def concept_stats(scenes: list[dict], weights: ConceptWeights, onto) -> dict[str
     target = target_frequencies(weights, onto)
     objs = [o for s in scenes for o in s["objects"]]
     for attr in ("shape", "color", "material", "size"):
-        vals = onto.values(attr)
+        vals = onto.scene_values(attr)  # what the weights range over
         counts = np.array([sum(o[attr] == v for o in objs) for v in vals], dtype=float)
         t = target.get(attr, np.full(len(vals), 1.0 / len(vals)))
         keep = t > 0

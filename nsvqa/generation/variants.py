@@ -108,7 +108,7 @@ class Variant:
         s = {**self.scene, **self.splits.get(split, {})}
         w = s.get("weights", {})
         weights = ConceptWeights(
-            shape=_vector(w.get("shape"), onto.values("shape"), f"{self.source}, field 'scene.weights.shape'"),
+            shape=_vector(w.get("shape"), onto.scene_values("shape"), f"{self.source}, field 'scene.weights.shape'"),
             color=_vector(w.get("color"), onto.values("color"), f"{self.source}, field 'scene.weights.color'"),
             material=_vector(w.get("material"), onto.values("material"),
                              f"{self.source}, field 'scene.weights.material'"),
@@ -132,7 +132,7 @@ def _vector(table: Mapping[str, float] | None, names: tuple[str, ...], where: st
 def _matrix(table: Mapping[str, list] | None, onto: Ontology, where: str) -> np.ndarray | None:
     if table is None:
         return None
-    shapes = onto.values("shape")
+    shapes = onto.scene_values("shape")  # the placed shapes (no row for Super-CLEVR's addi)
     if not isinstance(table, Mapping) or set(table) != set(shapes):
         raise VariantError(f"{where}: expected a row for each of the {len(shapes)} shapes")
     m = np.array([table[s] for s in shapes], dtype=float)

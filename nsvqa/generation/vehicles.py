@@ -1,5 +1,9 @@
 """The 21 procedural Super-CLEVR vehicles, built in code from primitives as named parts.
 
+One per shape a scene can hold (``Ontology.scene_values('shape')``): the question generator's
+22nd shape, ``addi`` ("regular car"), is never placed by the official image generator and has no
+model here either.
+
 Every vehicle is modelled in metres and then normalised to the canonical frame: front toward +x,
 left toward +y, up +z, resting on z = 0 (lowest vertex), centred in x/y on its bounding box, the
 longest horizontal side exactly 1.0 long. UVs are scaled with the geometry, so one uv unit is one
@@ -1143,7 +1147,15 @@ def _bicycle(shape: str) -> VehicleModel:
 # =============================================================================== entry point
 @lru_cache(maxsize=None)
 def build_vehicle(shape: str) -> VehicleModel:
-    """The procedural model of ``shape`` (deterministic, cached; arrays are read-only)."""
+    """The procedural model of ``shape`` (deterministic, cached; arrays are read-only).
+
+    Raises:
+        KeyError: ``shape`` is not one of :data:`SHAPES` (the ontology's unplaced ``addi`` included:
+            the official image generator has no model for it either).
+    """
+    if shape not in SHAPES and shape in load_ontology("superclevr").unplaced.get("shape", ()):
+        raise KeyError(f"vehicle shape {shape!r} has no model: questions may name it, but no scene "
+                       f"places it (as in the Super-CLEVR release); valid: {SHAPES}")
     cat = category_of(shape)
     if cat == "car":
         return _car(shape, _CARS[shape])

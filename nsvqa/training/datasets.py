@@ -143,9 +143,9 @@ class AttributeCropDataset(Dataset):
         return len(self.items)
 
     def labels(self, item: CropItem) -> dict[str, Any]:
-        """Attribute indices of an item (ontology order)."""
+        """Attribute indices of an item (the attribute head's order: ``Ontology.scene_values``)."""
         o = self.scenes[item.image_index]["objects"][item.object_index]
-        v = self.onto.values
+        v = self.onto.scene_values  # the attribute head's output order (no column for addi)
         if item.part is None:
             out = {a: v(a).index(o.get(a, "none") if a == "texture" else o[a]) for a in OBJECT_ATTRIBUTES}
             out["position"] = torch.tensor(o["3d_coords"][:2], dtype=torch.float32)

@@ -104,12 +104,17 @@ def load_scene_parser(run_dir: str | Path, min_score: float | None = None) -> Sc
     classes, shape_ids = dict(dv["classes"]), None
     if dv.get("mode") == "agnostic":  # outputs are labelled with the head's most likely shape
         ids = dv["shape_ids"]
-        shape_ids = np.array([ids[s] for s in onto.values("shape")], dtype=np.int64)
+        missing = [s for s in onto.scene_values("shape") if s not in ids]
+        if missing:
+            raise CheckpointError(f"{det_path}, vocabularies 'shape_ids': no class id for shapes {missing}")
+        # an unplaced shape (addi) has no class: the head never predicts it
+        shape_ids = np.array([ids.get(s, -1) for s in onto.values("shape")], dtype=np.int64)
         classes = {str(i): name for name, i in ids.items()}
     return SceneParser(detector_from_checkpoint(det_ck, str(det_path)), head_from_checkpoint(head_ck, str(head_path)),
                        onto, head_ck["vocabularies"]["directions"], cfg.crop_size,
                        cfg.min_score if min_score is None else min_score, parts,
-                       detector_classes=classes, shape_label_ids=shape_ids, detector_path=str(det_path))
+                       detector_classes=classes, shape_label_ids=shape_ids, detector_path=str(det_path),
+                       head_values=head_ck["vocabularies"]["attributes"])
 
 
 def parse_split(parser, data: str | Path, split: str, *, batch: int = 4, limit: int | None = None,

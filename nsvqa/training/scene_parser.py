@@ -283,9 +283,10 @@ def detector_crops(detector: torch.nn.Module, vocab: dict, root: str | Path, spl
 # -------------------------------------------------------------------------------- attribute head
 
 def attribute_vocabulary() -> dict[str, list[str]]:
-    """Attribute -> values, in the order of the head's outputs (the Super-CLEVR ontology)."""
+    """Attribute -> values, in the order of the head's outputs: the values a Super-CLEVR scene
+    can hold (``Ontology.scene_values``: 21 shapes, not the unplaced ``addi``), and part names."""
     onto = load_ontology("superclevr")
-    out = {a: list(onto.values(a)) for a in OBJECT_ATTRIBUTES}
+    out = {a: list(onto.scene_values(a)) for a in OBJECT_ATTRIBUTES}
     out["partname"] = list(onto.part_names)
     return out
 

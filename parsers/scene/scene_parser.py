@@ -5,6 +5,11 @@ probability, the attribute head's softmax outputs are the attribute distribution
 regression (mean and variance) is the object's ground-plane position with its uncertainty. The argmax
 of the likelihoods is the symbolic scene NS-VQA executes.
 
+The likelihoods have one column per value of the ontology (22 Super-CLEVR shapes); an attribute
+head predicts the values a scene can hold (``Ontology.scene_values``: the 21 placed shapes), and
+the columns of the unplaced values (``addi``, which no scene holds) get probability 0: the parser
+never predicts them, whether its head has a column for them or not (:func:`head_distribution`).
+
 In objects+parts mode the detector also finds parts (one class per part name). A part detection
 belongs to the object whose mask contains most of it (containment = |part ∩ object| / |part| ≥
 ``min_containment``). A scene lists only the parts whose attributes differ from their object's (the
@@ -15,7 +20,7 @@ are its own head outputs (size is the object's), and undetected parts look like 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 import torch
@@ -82,13 +87,22 @@ class SceneParser(nn.Module):
             detector's classes).
         detector_path: the checkpoint the detector was loaded from (None: not from a file);
             recorded in the outputs' provenance.
+        head_values: attribute -> the values the attribute head's outputs stand for, in output order
+            (a checkpoint's ``vocabularies["attributes"]``); None, or an attribute missing: the
+            ontology's values or its scene values, whichever the output width matches.
+
+    Raises:
+        ValueError: ``head_values`` naming a value the ontology lacks, or lacking one a scene can
+            hold, or not matching the width of the head's classifier; ``shape_label_ids`` of a
+            length other than the ontology's shapes (or its placed shapes).
     """
 
     def __init__(self, detector: nn.Module, attribute_head: nn.Module, ontology: Ontology,
                  directions: dict[str, Sequence[float]], crop_size: int = 64, min_score: float = 0.5,
                  part_classes: dict[int, str] | None = None, min_containment: float = 0.5,
                  merge_iou: float | None = 0.7, *, detector_classes: dict[str, str] | None = None,
-                 shape_label_ids: Sequence[int] | np.ndarray | None = None, detector_path: str | None = None):
+                 shape_label_ids: Sequence[int] | np.ndarray | None = None, detector_path: str | None = None,
+                 head_values: Mapping[str, Sequence[str]] | None = None):
         super().__init__()
         self.detector, self.attribute_head = detector, attribute_head
         self.ontology, self.crop_size, self.min_score = ontology, int(crop_size), float(min_score)
@@ -100,11 +114,25 @@ class SceneParser(nn.Module):
         self.min_containment = float(min_containment)
         self.merge_iou = merge_iou
         self.detector_classes: dict[str, str] = {str(k): v for k, v in (detector_classes or {}).items()}
-        self.shape_label_ids: np.ndarray | None = (None if shape_label_ids is None
-                                                   else np.asarray(shape_label_ids, dtype=np.int64))
-        if self.shape_label_ids is not None and len(self.shape_label_ids) != len(ontology.values("shape")):
-            raise ValueError(f"shape_label_ids: {len(self.shape_label_ids)} ids for "
-                             f"{len(ontology.values('shape'))} shapes")
+        self.shape_label_ids: np.ndarray | None = None
+        if shape_label_ids is not None:
+            ids = np.asarray(shape_label_ids, dtype=np.int64)
+            shapes, placed = ontology.values("shape"), ontology.scene_values("shape")
+            if len(ids) == len(placed) != len(shapes):  # no id for the unplaced shapes: never predicted
+                full = np.full(len(shapes), -1, dtype=np.int64)
+                full[[shapes.index(s) for s in placed]] = ids
+                ids = full
+            if len(ids) != len(shapes):
+                raise ValueError(f"shape_label_ids: {len(ids)} ids, expected one per shape of the ontology "
+                                 f"({len(shapes)}) or per placed shape ({len(placed)})")
+            self.shape_label_ids = ids
+        self.head_values = {a: tuple(v) for a, v in (head_values or {}).items() if a in ontology.attributes}
+        for a, names in self.head_values.items():
+            _check_head_values(ontology, a, names)
+            heads = getattr(attribute_head, "heads", None)
+            if heads is not None and a in heads and getattr(heads[a], "out_features", len(names)) != len(names):
+                raise ValueError(f"attribute head {a!r}: {heads[a].out_features} outputs but {len(names)} "
+                                 f"head_values {list(names)}")
         self.detector_path = detector_path
 
     @torch.no_grad()
@@ -154,11 +182,10 @@ class SceneParser(nn.Module):
         n = len(scores)
         attrs = {}
         for a in onto.attributes:
-            k = len(onto.values(a))
-            if heads is None or a not in heads:
-                attrs[a] = np.full((n, k), 1.0 / k)
+            if heads is None or a not in heads:  # uniform over what a scene can hold
+                attrs[a] = head_distribution(onto, a, torch.zeros(n, len(onto.scene_values(a))))
             else:
-                attrs[a] = torch.softmax(heads[a].double(), -1).numpy()
+                attrs[a] = head_distribution(onto, a, heads[a], self.head_values.get(a))
         pos = heads["position"].double().numpy() if heads is not None else np.zeros((n, 2))
         std = (heads["position_logvar"].double().exp().mean(-1).sqrt().numpy() if heads is not None
                else np.zeros(n))
@@ -168,7 +195,7 @@ class SceneParser(nn.Module):
             pattrs = [a for a in onto.part_attributes if a in onto.attributes]
             part_exist = np.zeros((n, len(names)))
             part_attrs = {a: np.repeat(attrs[a][:, None, :], len(names), axis=1) for a in pattrs}
-            own = {a: torch.softmax(part_heads[a].double(), -1).numpy() for a in ("color", "material")
+            own = {a: head_distribution(onto, a, part_heads[a], self.head_values.get(a)) for a in ("color", "material")
                    if part_heads is not None and a in part_heads}
             for j in np.argsort(-part_scores.numpy(), kind="stable"):  # best detection of a name wins
                 i = int(owner[j])
@@ -184,6 +211,61 @@ class SceneParser(nn.Module):
                 part_exist[i, k] = float(part_scores[j]) * (1.0 - same)
         return SceneLikelihoods(onto, scores.double().numpy(), attrs, pos, std, self.directions,
                                 onto.relation_margin, part_exist=part_exist, part_attributes=part_attrs)
+
+
+def _check_head_values(onto: Ontology, attribute: str, names: Sequence[str]) -> None:
+    vals, placed = onto.values(attribute), onto.scene_values(attribute)
+    unknown = [v for v in names if v not in vals]
+    missing = [v for v in placed if v not in names]
+    if unknown or missing or len(set(names)) != len(names):
+        raise ValueError(f"attribute head {attribute!r}: its values {list(names)} do not line up with ontology "
+                         f"{onto.name!r}: unknown {unknown}, missing {missing} (it must predict every value "
+                         f"of {list(placed)}, once; it may have columns for the unplaced "
+                         f"{list(onto.unplaced.get(attribute, ()))})")
+
+
+def head_distribution(onto: Ontology, attribute: str, logits: torch.Tensor,
+                      names: Sequence[str] | None = None) -> np.ndarray:
+    """(N, K) distribution over ``onto.values(attribute)`` from a head's (N, K') logits.
+
+    Args:
+        logits: (N, K') scores, column j standing for ``names[j]``.
+        names: the values of the columns; None: ``onto.values(attribute)`` when K' is its length,
+            else ``onto.scene_values(attribute)`` when K' is that length.
+
+    The softmax runs over the columns of the values a scene can hold; the unplaced values
+    (Super-CLEVR's ``addi``) get probability 0 even when the head has a column for them.
+
+    Raises:
+        ValueError: a width that matches neither, or ``names`` that do not line up with the
+            ontology (unknown or missing values, or not K' of them).
+    """
+    vals, placed = onto.values(attribute), onto.scene_values(attribute)
+    k = int(logits.shape[-1])
+    if names is None:
+        if k == len(vals):
+            names = vals
+        elif k == len(placed):
+            names = placed
+        else:
+            extra = (f" or {len(placed)} (without the unplaced {list(onto.unplaced[attribute])})"
+                     if len(placed) != len(vals) else "")
+            raise ValueError(f"attribute head {attribute!r}: {k} outputs, expected {len(vals)} (one per "
+                             f"{attribute} of ontology {onto.name!r}){extra}")
+    else:
+        _check_head_values(onto, attribute, names)
+        if len(names) != k:
+            raise ValueError(f"attribute head {attribute!r}: {k} outputs but {len(names)} values {list(names)}")
+    names = list(names)
+    if list(placed) == names:
+        probs = torch.softmax(logits.double(), -1).numpy()
+    else:
+        probs = torch.softmax(logits.double()[:, [names.index(v) for v in placed]], -1).numpy()
+    if len(placed) == len(vals) and list(vals) == list(placed):
+        return probs
+    out = np.zeros((probs.shape[0], len(vals)))
+    out[:, [vals.index(v) for v in placed]] = probs
+    return out
 
 
 def merge_classes(boxes: torch.Tensor, scores: torch.Tensor, labels: torch.Tensor, part_ids: set[int],

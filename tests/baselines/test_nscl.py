@@ -32,9 +32,9 @@ def _one_hot_scene(record: dict) -> dict:
     scene = SymbolicScene.from_json(record, ONTO)
     n = len(scene)
 
-    def one_hot(a, value):
-        row = torch.full((len(ONTO.values(a)),), -BIG)
-        row[ONTO.values(a).index(value)] = BIG
+    def one_hot(a, value):  # concept columns: the values a scene holds (21 shapes, no addi)
+        row = torch.full((len(ONTO.scene_values(a)),), -BIG)
+        row[ONTO.scene_values(a).index(value)] = BIG
         return row
 
     attrs = {a: torch.stack([one_hot(a, o[a]) for o in scene.objects]) for a in ONTO.attribute_names}
@@ -74,7 +74,7 @@ def test_soft_executor_answers_like_the_question_engine_on_certain_concepts(root
 def test_soft_rules_on_a_hand_made_scene():
     ex = nscl.SoftExecutor(ONTO)
     colors = ONTO.values("color")
-    attrs = {a: torch.full((3, len(ONTO.values(a))), -BIG) for a in ONTO.attribute_names}
+    attrs = {a: torch.full((3, len(ONTO.scene_values(a))), -BIG) for a in ONTO.attribute_names}
     for i, c in enumerate(("red", "red", "blue")):
         attrs["color"][i, colors.index(c)] = BIG
     scene = {"n": 3, "attributes": attrs, "relations": torch.full((3, 3, 4), -BIG)}
@@ -97,6 +97,13 @@ def test_soft_rules_on_a_hand_made_scene():
     assert labels == ["yes", "no"] and abs(float(probs[0]) - 1.0) < 1e-6
     with pytest.raises(Exception, match="matches nothing"):
         ex.columns("color", "plaid")
+    # a shape no scene holds (Super-CLEVR's addi, "regular car"): the empty set, as in the official engine
+    assert ex.columns("shape", "addi") == [] and len(ex.columns("shape", "car")) == 5
+    addi = red[:1] + [{"type": "filter_shape", "inputs": [0], "value_inputs": ["addi"]}]
+    labels, probs = run(addi + [{"type": "count", "inputs": [1], "value_inputs": []}])
+    assert labels[int(probs.argmax())] == "0"
+    labels, probs = run(addi + [{"type": "exist", "inputs": [1], "value_inputs": []}])
+    assert labels[int(probs.argmax())] == "no"
 
 
 # ---------------------------------------------------------------------------- data and curriculum

@@ -18,7 +18,7 @@ SUPERCLEVR_RGB = {
     "brown": [129, 74, 25], "purple": [129, 38, 192], "cyan": [41, 208, 208], "yellow": [255, 238, 51],
 }
 CATEGORIES = {
-    "car": ("suv", "wagon", "minivan", "sedan", "truck"),
+    "car": ("suv", "wagon", "minivan", "sedan", "truck", "addi"),
     "bus": ("articulated", "regular", "double", "school"),
     "motorbike": ("chopper", "dirtbike", "scooter", "cruiser"),
     "aeroplane": ("jet", "fighter", "biplane", "airliner"),
@@ -41,7 +41,8 @@ def test_clevr(clevr):
 def test_superclevr_attributes(superclevr):
     assert superclevr.name == "superclevr"
     assert superclevr.attribute_names == ("shape", "color", "material", "size", "texture")
-    assert len(superclevr.values("shape")) == 21
+    assert len(superclevr.values("shape")) == 22
+    assert len(superclevr.scene_values("shape")) == 21
     assert superclevr.values("material") == ("rubber", "metal")
     assert superclevr.values("size") == ("large", "small")
     assert superclevr.values("texture") == ("none", "vstripped", "checkered", "stripped", "dotted")
@@ -60,6 +61,31 @@ def test_superclevr_shape_hierarchy(superclevr):
     assert superclevr.category_of("cube") is None
 
 
+def test_superclevr_22nd_shape_addi(superclevr, reference_dir):
+    """The question generator's 22nd shape: ``addi`` ("regular car"), a car that the image
+    generator never places (no entry in part_dict.json), kept last in the column order so that the
+    21 placed shapes keep their columns."""
+    assert superclevr.values("shape")[-1] == "addi"
+    assert superclevr.scene_values("shape") == superclevr.values("shape")[:21]
+    assert superclevr.unplaced == {"shape": ("addi",)}
+    assert superclevr.category_of("addi") == "car"
+    assert "addi" in superclevr.matching("shape", "car")
+    assert superclevr.matching("shape", "addi") == ("addi",)
+    assert "addi" in superclevr.filter_values("shape")
+    assert superclevr.parts_of("addi") == () and "addi" not in superclevr.parts_per_shape
+    assert superclevr.scene_values("color") == superclevr.values("color")
+    meta = json.loads((reference_dir / "superclevr" / "metadata_part.json").read_text())["types"]
+    assert {c: tuple(v) for c, v in meta["Shape"].items()} == dict(superclevr.categories)
+    assert {s: superclevr.spoken_value("shape", s) for s in superclevr.values("shape")} == meta["Shapename"]
+
+
+def test_unplaced_values_must_be_values():
+    with pytest.raises(FormatError, match=r"unplaced shape values \['boat'\] are not values of 'shape'"):
+        Ontology.from_dict({"name": "mini", "attributes": {"shape": {"values": ["a"], "unplaced": ["boat"]}}})
+    o = Ontology.from_dict({"name": "mini", "attributes": {"shape": {"values": ["a", "b"], "unplaced": ["a"]}}})
+    assert (o.values("shape"), o.scene_values("shape")) == (("a", "b"), ("b",))
+
+
 def test_superclevr_colors_and_rgb(superclevr):
     assert superclevr.values("color") == tuple(SUPERCLEVR_RGB)
     data = json.loads((ontology_dir() / "superclevr.json").read_text())
@@ -70,7 +96,7 @@ def test_superclevr_parts(superclevr):
     assert superclevr.has_parts
     assert len(superclevr.part_names) == 85
     assert list(superclevr.part_names) == sorted(superclevr.part_names)
-    counts = {s: len(superclevr.parts_of(s)) for s in superclevr.values("shape")}
+    counts = {s: len(superclevr.parts_of(s)) for s in superclevr.scene_values("shape")}
     assert min(counts.values()) == counts["tandem"] == 6
     assert max(counts.values()) == counts["cruiser"] == 26
     assert [s for s, c in counts.items() if c in (6, 26)] == ["cruiser", "tandem"]
@@ -91,6 +117,7 @@ def test_superclevr_parts(superclevr):
     ("shape", "tandem", "tandem bike"),
     ("shape", "suv", "suv"),
     ("shape", "airliner", "airliner"),
+    ("shape", "addi", "regular car"),
     ("color", "red", "red"),
     ("partname", "wheel_front_left", "front left wheel"),
     ("partname", "front_left_wheel", "front left wheel"),
@@ -116,6 +143,8 @@ def test_every_spoken_part_name_drops_underscores_and_trailing_s(superclevr):
 def test_answer_vocabulary(superclevr, clevr):
     v = superclevr.answer_vocabulary()
     assert "articulated bus" in v["shape"] and "articulated" not in v["shape"]
+    # answers a query over a scene can give: no scene holds the unplaced "regular car"
+    assert len(v["shape"]) == 21 and "regular car" not in v["shape"]
     assert "front left wheel" in v["partname"]
     assert v["bool"] == ["yes", "no"]
     assert v["integer"] == [str(i) for i in range(11)]

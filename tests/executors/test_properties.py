@@ -247,8 +247,9 @@ def scene_dicts(draw, onto_name: str, max_objects: int = 6, relationships=None):
             if tex is not None:
                 o["texture"] = tex
         o["3d_coords"] = [draw(xy), draw(xy), draw(z)]
-        if onto.has_parts:
-            names = draw(st.lists(st.sampled_from(onto.parts_of(o["shape"])), unique=True, max_size=3))
+        if onto.has_parts:  # (a Super-CLEVR "addi", which no released scene holds, has no parts)
+            names = (draw(st.lists(st.sampled_from(onto.parts_of(o["shape"])), unique=True, max_size=3))
+                     if onto.parts_of(o["shape"]) else [])
             parts = {name: draw(st.fixed_dictionaries(
                 {}, optional={a: st.sampled_from(onto.values(a)) for a in onto.part_attributes}))
                 for name in names}

@@ -348,6 +348,24 @@ def test_likelihoods_wrong_shape(clevr):
     _lik_error(clevr, "field 'positions'", positions=np.zeros((2, 2)))
 
 
+def test_likelihoods_over_the_placed_shapes(superclevr):
+    """21 shape columns (the placed shapes: files and parsers from before addi joined the ontology)
+    read as 22 with addi at 0; other widths are refused, naming both accepted ones."""
+    placed = np.eye(21)[[0, 5, 20]]
+    lik = _likelihoods(superclevr, attributes=_attrs_with(superclevr, "shape", placed))
+    assert lik.attributes["shape"].shape == (3, 22)
+    np.testing.assert_array_equal(lik.attributes["shape"], np.eye(22)[[0, 5, 20]])
+    assert [superclevr.values("shape")[k] for k in lik.attributes["shape"].argmax(1)] == ["suv", "articulated",
+                                                                                            "tandem"]
+    _lik_error(superclevr, "field 'attributes.shape': 20 columns, expected 22 (one per shape of ontology "
+               "'superclevr': ['suv',", "or 21 (the same without the unplaced ['addi'])",
+               attributes=_attrs_with(superclevr, "shape", np.eye(20)[[0, 1, 2]]))
+    # part tables carry no shape; their attributes have nothing unplaced and keep the plain check
+    pe = np.zeros((3, len(superclevr.part_names)))
+    _lik_error(superclevr, "field 'part_attributes.color'", "expected shape",
+               part_exist=pe, part_attributes={"color": np.full((3, len(superclevr.part_names), 7), 1 / 7)})
+
+
 def test_likelihoods_distribution_not_summing_to_one(clevr):
     m = _onehot(clevr, "color", [0, 1, 0])
     m[1, 1] = 0.9

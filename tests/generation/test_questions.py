@@ -545,3 +545,20 @@ def test_visual_levels_share_questions_each_answered_at_its_level(templates):
                 attr = d.get("type", d.get("function"))[len("partfilter_"):]
                 assert attr not in ("color",), q["question"]  # a recoloured part's colour is not shown at easy
     assert made["part"] >= 0.8 * made["free_part"] > 0, made
+
+
+def test_absent_shapes_include_addi_as_in_the_official_generator(templates):
+    """The official generator's empty filter options draw shapes from all 22 subtypes of its
+    metadata, ``addi`` ("regular car") included, although no scene holds one; ours draws the
+    shapes of a set description that need not match the scene from the same 22 values. Such a
+    question counts or tests an empty set; no unique reference ever names ``addi``."""
+    fams = [t for t in templates if t.filename == "zero_hop.json" and t.index in (0, 1)]  # count, exist
+    qs = run_all(make_gen(fams), synthetic(100, seed=7, start=100), "rd", n_object=10, n_part=0)
+    named = [(q, s) for q, s in qs if any("addi" in n["value_inputs"] for n in q["program"])]
+    assert {q["program"][-1]["type"] for q, _ in named} == {"count", "exist"}
+    for q, s in named:
+        check_question(q, s)
+        assert "regular car" in q["question"]
+        assert q["answer"] == (0 if q["program"][-1]["type"] == "count" else "no")
+        assert all(o["shape"] != "addi" for o in s["objects"])
+    assert len(named) < 0.05 * len(qs)  # the scenes' own shapes are asked about far more often

@@ -34,7 +34,7 @@ def test_detection_targets_match_the_scenes(split):
         n = len(s["objects"])
         assert t["boxes"].shape == (n, 4) and t["masks"].shape == (n, 48, 64) and t["image_id"] == s["image_index"]
         for k, o in enumerate(s["objects"]):
-            assert onto.values("shape")[int(t["labels"][k]) - 1] == o["shape"]
+            assert onto.scene_values("shape")[int(t["labels"][k]) - 1] == o["shape"]  # classes: the placed shapes
             assert (t["masks"][k].numpy().astype(bool) == rle_to_mask(o["mask"])).all()
             x0, y0, x1, y1 = t["boxes"][k].tolist()
             assert [x0, y0, x1 - x0, y1 - y0] == o["bbox"]
@@ -46,7 +46,7 @@ def test_detection_targets_match_the_scenes(split):
     assert agnostic.num_classes == 2 and agnostic.categories == {1: "object"}
     for (_, t), (_, u) in zip(agnostic, ds):  # the same objects, all of class 1
         assert t["labels"].tolist() == [1] * len(u["labels"]) and torch.equal(t["boxes"], u["boxes"])
-    assert {agnostic.shape_ids[s] for s in onto.values("shape")} == set(range(1, 22))
+    assert {agnostic.shape_ids[s] for s in onto.scene_values("shape")} == set(range(1, 22))
     images, targets = collate_detection([ds[0], ds[1]])
     assert len(images) == len(targets) == 2
     with pytest.raises(ValueError, match="mode must be one of"):

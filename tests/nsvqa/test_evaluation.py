@@ -203,8 +203,10 @@ def test_concept_split_and_head_tail():
     split = ConceptSplit.from_weights(
         head={"color": {"gray": 0.5, "red": 0.5, "cyan": 0.0}, "shape": {"suv": 0.5, "wagon": 0.5, "jet": 0.4}},
         tail={"color": {"gray": 0.0, "red": 0.0, "cyan": 1.0}, "shape": {"suv": 0, "wagon": 0, "jet": 0.6}},
-        categories={"car": ["suv", "wagon"], "aeroplane": ["jet", "fighter"]})
-    assert split.head["shape"] == {"suv", "wagon", "car"}  # jet is on both sides: neither
+        categories={"car": ["suv", "wagon", "addi"], "aeroplane": ["jet", "fighter"]})
+    # jet is on both sides: neither; addi, which neither side weighs (no scene holds it), does not
+    # keep car off the head side
+    assert split.head["shape"] == {"suv", "wagon", "car"}
     assert split.side("part_color=cyan") == "tail" and split.side("shape=jet") is None
     assert split.group(["color=red", "shape=car", "size=large"]) == "head"
     assert split.group(["color=red", "part_color=cyan"]) == "tail"

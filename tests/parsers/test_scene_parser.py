@@ -1,6 +1,7 @@
 """Image -> SceneLikelihoods with (untrained) tiny models: valid hand-off, empty case, round trip."""
 from __future__ import annotations
 
+import re
 from dataclasses import asdict
 
 import numpy as np
@@ -11,7 +12,7 @@ from executors import (DeterministicExecutor, ProbabilisticExecutor, Program, Sc
                        load_ontology)
 from parsers.scene.attribute_head import AttributeHead
 from parsers.scene.detector import PROFILES as DETECTOR_PROFILES, build_detector
-from parsers.scene.scene_parser import SceneParser, argmax_scene
+from parsers.scene.scene_parser import SceneParser, argmax_scene, head_distribution
 
 ONTO = load_ontology("superclevr")
 DIRS = {"right": [0.66, 0.75], "left": [-0.66, -0.75], "behind": [-0.75, 0.66], "front": [0.75, -0.66]}
@@ -22,7 +23,7 @@ def _parser(score_thresh: float) -> SceneParser:
     torch.set_num_threads(1)
     det = build_detector(22, 48, 64, **asdict(DETECTOR_PROFILES["tiny"]), detections_per_image=5,
                          score_thresh=score_thresh)
-    head = AttributeHead({a: len(ONTO.values(a)) for a in ONTO.attributes}, 18, 16)
+    head = AttributeHead({a: len(ONTO.scene_values(a)) for a in ONTO.attributes}, 18, 16)  # 21 shapes
     return SceneParser(det, head, ONTO, DIRS, crop_size=32, min_score=0.0)
 
 
@@ -43,6 +44,58 @@ def test_detections_become_likelihoods(parsed):
     again = SceneLikelihoods.from_json(lik.to_json(), ONTO)
     np.testing.assert_array_equal(again.attributes["shape"], lik.attributes["shape"])
     np.testing.assert_array_equal(again.positions, lik.positions)
+
+
+def test_one_column_per_ontology_shape_and_addi_is_never_predicted(parsed):
+    """The head predicts the 21 placed shapes; the likelihoods have the ontology's 22 columns, the
+    unplaced addi's at probability 0, so a question naming it counts an empty set."""
+    shape = parsed.likelihoods.attributes["shape"]
+    assert shape.shape == (len(parsed.likelihoods), 22)
+    assert np.all(shape[:, ONTO.values("shape").index("addi")] == 0.0)
+    r = ProbabilisticExecutor(ONTO, mode="exact").run(Program.from_prefix(["exist", "filter_shape[addi]", "scene"]),
+                                                      parsed.likelihoods)
+    assert r.answer == "no" and r.distribution == {"no": 1.0}
+
+
+def test_head_distribution_maps_columns_by_name():
+    placed, vals = ONTO.scene_values("shape"), ONTO.values("shape")
+    logits = torch.randn(3, len(vals))
+    d22 = head_distribution(ONTO, "shape", logits)  # a head with a column for addi: the column is dropped
+    assert d22.shape == (3, 22) and np.all(d22[:, -1] == 0.0)
+    np.testing.assert_allclose(d22.sum(1), 1.0)
+    d21 = head_distribution(ONTO, "shape", logits[:, :21])
+    np.testing.assert_allclose(d21, d22)
+    names = list(reversed(placed))  # another column order, given by name
+    np.testing.assert_allclose(head_distribution(ONTO, "shape", logits[:, :21].flip(1), names), d21)
+    color = torch.randn(2, 8)
+    np.testing.assert_array_equal(head_distribution(ONTO, "color", color), torch.softmax(color.double(), -1).numpy())
+
+
+@pytest.mark.parametrize("width, names, message", [
+    (20, None, re.escape("attribute head 'shape': 20 outputs, expected 22 (one per shape of ontology "
+                         "'superclevr') or 21 (without the unplaced ['addi'])")),
+    (21, list(ONTO.scene_values("shape")[:20]) + ["boat"], r"unknown \['boat'\], missing \['tandem'\]"),
+    (20, list(ONTO.scene_values("shape")[:20]), r"unknown \[\], missing \['tandem'\]"),
+    (22, list(ONTO.scene_values("shape")), "22 outputs but 21 values"),
+])
+def test_head_values_that_do_not_line_up_are_refused(width, names, message):
+    with pytest.raises(ValueError, match=message):
+        head_distribution(ONTO, "shape", torch.zeros(1, width), names)
+
+
+def test_parser_checks_head_values_and_shape_ids_against_the_ontology():
+    det = build_detector(22, 48, 64, **asdict(DETECTOR_PROFILES["tiny"]))
+    head = AttributeHead({a: len(ONTO.scene_values(a)) for a in ONTO.attributes}, 18, 16)
+    vocab = {a: list(ONTO.scene_values(a)) for a in ONTO.attributes} | {"partname": list(ONTO.part_names)}
+    p = SceneParser(det, head, ONTO, DIRS, head_values=vocab, shape_label_ids=list(range(1, 22)))
+    assert list(p.shape_label_ids) == list(range(1, 22)) + [-1]  # no detector class for addi
+    with pytest.raises(ValueError, match="attribute head 'shape': 21 outputs but 22 head_values"):
+        SceneParser(det, head, ONTO, DIRS, head_values={"shape": list(ONTO.values("shape"))})
+    with pytest.raises(ValueError, match=r"missing \['tandem'\]"):
+        SceneParser(det, head, ONTO, DIRS, head_values={"shape": list(ONTO.values("shape")[:20])})
+    with pytest.raises(ValueError, match=r"shape_label_ids: 20 ids, expected one per shape of the ontology \(22\) "
+                                         r"or per placed shape \(21\)"):
+        SceneParser(det, head, ONTO, DIRS, shape_label_ids=list(range(20)))
 
 
 def test_argmax_scene_and_both_executors_run(parsed):

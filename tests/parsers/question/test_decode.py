@@ -108,3 +108,16 @@ def test_part_name_keys_follow_the_named_model(shape, decoded, expected):
     assert names == [expected]
     assert f"partfilter_partname[{expected}]" in p.tokens  # tokens are the resolved program's
     assert onto.alike_partnames("back_left_wheel") == ("back_left_wheel", "wheel_back_left")
+
+
+def test_programs_naming_addi_decode():
+    """The program vocabulary is built from the training programs (not from the ontology): a
+    question naming the unplaced shape addi ("regular car") gives the token ``filter_shape[addi]``,
+    and a decode of it is a valid program (it was an invalid value while the ontology had 21 shapes)."""
+    toks = ["exist", "filter_shape[addi]", "filter_color[red]", "scene"]
+    vocab = Vocabulary.build([toks, ["count", "filter_shape[car]", "scene"]])
+    assert "filter_shape[addi]" in vocab
+    parsed = ids_to_program(vocab.encode(toks) + [END_ID], vocab, ONTO)
+    assert parsed.valid and parsed.program.to_prefix() == toks
+    assert tokens_to_program(["count", "filter_shape[regular car]", "scene"], ONTO).error.startswith(
+        "InvalidProgram: node 1 (filter_shape): value 'regular car' is not a valid shape")
