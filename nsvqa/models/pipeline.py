@@ -176,15 +176,18 @@ def make_reasoner(name: str, ontology: Ontology, *, threshold: float = 0.7, devi
 
 def answer_pool(program: Program | None, ontology: Ontology, space: ValueSpace | None = None) -> list:
     """The answers a guess draws from: those of the program's answer type, or every answer
-    when the program is missing or invalid."""
+    when the program is missing or invalid; never an answer no scene can give (the spoken name of
+    a value no object takes, such as Super-CLEVR's unplaced shape ``addi``, "regular car")."""
     space = space or ValueSpace.build(ontology, MAX_COUNT)
+    never = {ontology.spoken_value(a, v) for a, vs in ontology.unplaced.items() for v in vs}
+    values: Sequence = space.values
     if program is not None:
         try:
             a, b = space.slice_of(program.validate(ontology)[-1])
-            return list(space.values[a:b])
+            values = space.values[a:b]
         except (ExecutionError, KeyError):
             pass
-    return list(space.values)
+    return [v for v in values if v not in never]
 
 
 def predict(reasoner: Reasoner, metas: Sequence[QuestionMeta], programs: Sequence[Program | None],

@@ -142,3 +142,12 @@ def test_a_failed_execution_carries_the_trace_before_the_failure(world):
         ProbabilisticExecutor(ONTO, "exact").run(program, lik, trace=True)
     assert p.value.node == 2 and p.value.trace[2:] == [None, None]
     assert np.allclose(p.value.trace[1], 1.0)
+
+
+def test_guesses_never_draw_an_answer_no_scene_gives():
+    from nsvqa.models.pipeline import answer_pool
+
+    query_shape = Program((Node("scene"), Node("unique", (0,)), Node("query_shape", (1,))))
+    shapes = answer_pool(query_shape, ONTO)
+    assert "regular car" not in shapes and "regular car" not in answer_pool(None, ONTO)
+    assert len(shapes) == len(ONTO.scene_values("shape")) == 21
