@@ -20,7 +20,7 @@ import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, ClassVar, Mapping, Sequence
 
 import numpy as np
 
@@ -29,6 +29,7 @@ from executors.io import read_json
 from executors.ontology import Ontology, load_ontology
 from executors.scene import SceneLikelihoods
 
+from nsvqa.artifacts.records import RecordSequence
 from nsvqa.fileio import write_json_atomic
 
 FORMAT_VERSION = 1
@@ -225,7 +226,7 @@ class LikelihoodsHeader:
 
 
 @dataclass(frozen=True)
-class LikelihoodsDocument:
+class LikelihoodsDocument(RecordSequence):
     """A likelihoods file: its header and one record per parsed image, in file order.
 
     Attributes:
@@ -237,12 +238,9 @@ class LikelihoodsDocument:
     header: LikelihoodsHeader
     scenes: tuple[ParsedSceneRecord, ...]
     path: Path | None = field(default=None, compare=False)
+    RECORDS: ClassVar[str] = "scenes"
 
-    def __len__(self) -> int:
-        return len(self.scenes)
 
-    def __iter__(self) -> Iterator[ParsedSceneRecord]:
-        return iter(self.scenes)
 
     @property
     def likelihoods(self) -> list[SceneLikelihoods]:

@@ -16,12 +16,13 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+from typing import Any, ClassVar, Iterable, Mapping, Sequence
 
 from executors.errors import ExecutionError, FormatError
 from executors.io import read_json
 from executors.program import Program
 
+from nsvqa.artifacts.records import RecordSequence
 from nsvqa.fileio import write_json_atomic
 
 
@@ -71,7 +72,7 @@ class ProgramRecord:
 
 
 @dataclass(frozen=True)
-class ParsedPrograms:
+class ParsedPrograms(RecordSequence):
     """A programs file: one :class:`ProgramRecord` per question, in the questions' order.
 
     Attributes:
@@ -85,15 +86,10 @@ class ParsedPrograms:
     questions_file: str | None
     programs: tuple[ProgramRecord, ...]
     path: Path | None = field(default=None, compare=False)
+    RECORDS: ClassVar[str] = "programs"
 
-    def __len__(self) -> int:
-        return len(self.programs)
 
-    def __iter__(self) -> Iterator[ProgramRecord]:
-        return iter(self.programs)
 
-    def __getitem__(self, i):
-        return self.programs[i]
 
     def program_list(self) -> list[Program | None]:
         """The programs (None where the parser gave none)."""

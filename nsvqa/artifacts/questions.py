@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, ClassVar, Mapping, Sequence
 
 from executors.errors import ExecutionError, FormatError
 from executors.io import normalize_answer, question_records, read_json
@@ -28,6 +28,7 @@ from executors.ontology import Ontology
 from executors.program import Program
 from executors.scene import check_image_filename
 
+from nsvqa.artifacts.records import RecordSequence
 from nsvqa.fileio import write_json_atomic
 
 
@@ -152,7 +153,7 @@ class Question:
 
 
 @dataclass(frozen=True)
-class QuestionsFile:
+class QuestionsFile(RecordSequence):
     """The questions of one file, in file order (a sequence of :class:`Question`).
 
     Attributes:
@@ -164,15 +165,10 @@ class QuestionsFile:
     info: Mapping[str, Any] | None
     questions: tuple[Question, ...]
     path: Path | None = field(default=None, compare=False)
+    RECORDS: ClassVar[str] = "questions"
 
-    def __len__(self) -> int:
-        return len(self.questions)
 
-    def __iter__(self) -> Iterator[Question]:
-        return iter(self.questions)
 
-    def __getitem__(self, i):
-        return self.questions[i]
 
     def to_json(self) -> Any:
         """``{"info", "questions"}`` (a bare list when ``info`` is None)."""

@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, ClassVar, Mapping, Sequence
 
 import numpy as np
 
@@ -26,6 +26,7 @@ from executors.io import read_json, scene_records
 from executors.ontology import Ontology
 from executors.scene import SymbolicScene, check_image_filename
 
+from nsvqa.artifacts.records import RecordSequence
 from nsvqa.fileio import write_json_atomic
 
 
@@ -99,7 +100,7 @@ class SceneRecord:
 
 
 @dataclass(frozen=True)
-class ScenesFile:
+class ScenesFile(RecordSequence):
     """The scenes of one file, in file order (a sequence of :class:`SceneRecord`).
 
     Attributes:
@@ -111,15 +112,10 @@ class ScenesFile:
     info: Mapping[str, Any] | None
     scenes: tuple[SceneRecord, ...]
     path: Path | None = field(default=None, compare=False)
+    RECORDS: ClassVar[str] = "scenes"
 
-    def __len__(self) -> int:
-        return len(self.scenes)
 
-    def __iter__(self) -> Iterator[SceneRecord]:
-        return iter(self.scenes)
 
-    def __getitem__(self, i):
-        return self.scenes[i]
 
     def by_image_index(self) -> dict[int, SceneRecord]:
         """image_index -> scene (a later scene with the same index wins)."""
