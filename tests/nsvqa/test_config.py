@@ -83,7 +83,7 @@ def test_parser_configs_take_their_networks_from_the_tables_next_to_the_networks
     q = QuestionParserConfig.from_profile("d", "mini", hidden=40)
     assert {k: getattr(q, k) for k in asdict(SEQ2SEQ_PROFILES["mini"])} == asdict(SEQ2SEQ_PROFILES["mini"]) | {"hidden": 40}
     assert SceneParserConfig.profile_names() == QuestionParserConfig.profile_names() == ["demo", "full", "mini", "tiny"]
-    with pytest.raises(ValueError, match=r"det_backbone must be one of \('mobilenet_v3', 'resnet50'\), got 'vgg'"):
+    with pytest.raises(ValueError, match=r"det_backbone must be one of \('mobilenet_v3', 'resnet50', 'lite0', 'lite0_scratch'\), got 'vgg'"):
         SceneParserConfig.from_profile("d", "tiny", det_backbone="vgg")
     with pytest.raises(ValueError, match=r"stage must be one of \('detector', 'attributes', 'all'\), got 'x'"):
         SceneParserConfig.from_profile("d", "tiny", stage="x")
