@@ -116,7 +116,7 @@ def test_pinned_weights_load_into_every_layer(require_backbone_weights):
 # ---------------------------------------------------------------------------- the weights do their job
 def _crops(n: int = 360, size: int = 64) -> tuple[torch.Tensor, list[str], list[str]]:
     """``n`` object crops (N, 3, size, size) of rendered ``mid`` train scenes (320x240, fixed seed),
-    with each object's shape category (5) and colour (8)."""
+    with each object's shape category (5) and colour (8). About 7 s on one core."""
     from executors import load_ontology
     from nsvqa.generation.renderer import Renderer
     from nsvqa.generation.scenes import generate_image
@@ -164,12 +164,12 @@ def _ridge_probe(feats: torch.Tensor, labels: list[str], lam: float = 10.0) -> f
 
 def test_imagenet_features_separate_shapes_far_better_than_random_weights(require_backbone_weights,
                                                                           require_renderer):
-    # measured (360 crops, 240 train / 120 test): shape category 0.84 pretrained vs 0.55-0.63 for
-    # random weights; colour 0.90 vs 0.73-0.82 (random convolutions keep colour, not shape)
-    x, categories, colors = _crops()
+    # measured (360 crops of 61 images, 240 train / 120 test; majority class 0.23): shape category
+    # (5) 0.825 pretrained vs 0.542 for these random weights (0.55-0.63 over other seeds and ridge
+    # strengths). Colour is not asserted: random convolutions keep colour (0.908 vs 0.842 here).
+    x, categories, _ = _crops()
     torch.manual_seed(0)
     random_net = EfficientNetLite0(weights=None)
     pretrained, random = _pooled(EfficientNetLite0(), x), _pooled(random_net, x)
     acc = {"pretrained": _ridge_probe(pretrained, categories), "random": _ridge_probe(random, categories)}
-    assert acc["pretrained"] >= 0.75 and acc["pretrained"] >= acc["random"] + 0.15, acc
-    assert _ridge_probe(pretrained, colors) >= _ridge_probe(random, colors) + 0.05, acc
+    assert acc["pretrained"] >= 0.7 and acc["pretrained"] >= acc["random"] + 0.15, acc
