@@ -1,10 +1,14 @@
 """Scene-parser speed per profile: detector training iterations, attribute-head steps, parsing.
 
-    python benchmarks/bench_scene_parser.py [--profiles tiny mini full] [--iterations 5] [--device cuda]
+    python benchmarks/bench_scene_parser.py [--profiles tiny mini full] [--backbones profile lite0]
+                                            [--iterations 5] [--device cuda]
 
 Synthetic inputs of the profile's real sizes (images of the generator's size with 6 box/mask
 targets; crops of the head's size), so no dataset is needed: it answers "how long would the
-profile's schedule take on this machine". Times are medians after one warm-up step. Writes
+profile's schedule take on this machine". ``--backbones``: the detector of each profile
+(``profile``: its own backbone) and the others named (``lite0``, ``lite0_scratch``, ... with the
+profile's other detector values; timed with random weights, the cost of pretrained ones is the
+same). The attribute head is timed once per profile. Times are medians after one warm-up step. Writes
 runs/bench/bench_scene_parser.json and prints a table with the projected schedule time.
 """
 from __future__ import annotations
@@ -23,6 +27,8 @@ IMAGE_SIZES = {"tiny": (48, 64), "mini": (240, 320), "full": (480, 640)}
 def get_args_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--profiles", nargs="+", default=["tiny", "mini", "full"])
+    p.add_argument("--backbones", nargs="+", default=["profile", "lite0"],
+                   help="detector backbones per profile ('profile': the profile's own)")
     p.add_argument("--iterations", type=int, default=5)
     p.add_argument("--device", default="cpu")
     p.add_argument("--threads", type=int, default=None)
@@ -82,20 +88,29 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for prof in args.profiles:
         cfg, (h, w) = SceneParserConfig.from_profile("-", prof), IMAGE_SIZES[prof]
-        det = cfg.build_detector(22, h, w).to(dev).train()
-        opt = torch.optim.AdamW(det.parameters(), lr=1e-4)
         images, targets = _targets(cfg.det_batch, h, w, 22, dev)
+        for backbone in args.backbones:
+            bcfg = cfg if backbone == "profile" else SceneParserConfig.from_profile("-", prof, det_backbone=backbone)
+            det = bcfg.build_detector(22, h, w, pretrained=False).to(dev).train()
+            opt = torch.optim.AdamW([p for p in det.parameters() if p.requires_grad], lr=1e-4)
 
-        def det_step():
-            loss = sum(det(images, targets).values())
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
+            def det_step():
+                loss = sum(det(images, targets).values())
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
 
-        det_s = _median_time(det_step, args.iterations, args.device)
-        det.eval()
-        with torch.no_grad():
-            infer_s = _median_time(lambda: det(images), args.iterations, args.device) / len(images)
+            det_s = _median_time(det_step, args.iterations, args.device)
+            det.eval()
+            with torch.no_grad():
+                infer_s = _median_time(lambda: det(images), args.iterations, args.device) / len(images)
+            rows.append({"profile": prof, "backbone": bcfg.det_backbone, "image": f"{w}x{h}",
+                         "det_batch": cfg.det_batch, "det_trainable_layers": bcfg.det_trainable_layers,
+                         "det_anchor_sizes": list(bcfg.det_anchor_sizes), "det_s_per_iteration": det_s,
+                         "det_schedule_hours": det_s * cfg.det_iterations / 3600, "det_inference_s_per_image": infer_s})
+            print(f"{prof:5} {w}x{h}  detector {bcfg.det_backbone:13} {det_s:7.3f} s/it (batch {cfg.det_batch}; "
+                  f"{cfg.det_iterations} its = {rows[-1]['det_schedule_hours']:.2f} h)  inference {infer_s:.3f} s/img",
+                  flush=True)
         head = cfg.build_attribute_head({a: len(v) for a, v in vocab.items()}).to(dev).train()
         hopt = torch.optim.AdamW(head.parameters(), lr=1e-3)
         b = cfg.attr_batch
@@ -110,13 +125,8 @@ def main(argv: list[str] | None = None) -> int:
             hopt.step()
 
         head_s = _median_time(head_step, args.iterations, args.device)
-        rows.append({"profile": prof, "image": f"{w}x{h}", "det_batch": cfg.det_batch,
-                     "det_s_per_iteration": det_s, "det_schedule_hours": det_s * cfg.det_iterations / 3600,
-                     "det_inference_s_per_image": infer_s, "head_batch": b, "crop": cfg.crop_size,
-                     "head_s_per_step": head_s})
-        print(f"{prof:5} {w}x{h}  detector {det_s:7.3f} s/it (batch {cfg.det_batch}; "
-              f"{cfg.det_iterations} its = {rows[-1]['det_schedule_hours']:.2f} h)  inference {infer_s:.3f} s/img  "
-              f"head {head_s:.3f} s/step (batch {b}, {cfg.crop_size} px)", flush=True)
+        rows.append({"profile": prof, "head_batch": b, "crop": cfg.crop_size, "head_s_per_step": head_s})
+        print(f"{prof:5} head {head_s:.3f} s/step (batch {b}, {cfg.crop_size} px)", flush=True)
     write_json_atomic(args.out, {"device": args.device, "torch": torch.__version__, "machine": platform.machine(),
                                  "threads": torch.get_num_threads(), "rows": rows})
     print(f"wrote {args.out}")

@@ -58,6 +58,20 @@ def require_renderer() -> None:
 
 
 @pytest.fixture(scope="session")
+def require_backbone_weights() -> None:
+    """Skips the test when the pretrained backbone's weights package is not installed (the message
+    names the pip command); under CI (:func:`_in_ci`) fails instead: requirements.txt installs it."""
+    from parsers.backbones import WeightsUnavailable, weights_path
+
+    try:
+        weights_path()
+    except WeightsUnavailable as e:
+        if _in_ci():
+            pytest.fail(f"CI=true and no backbone weights: {e}", pytrace=False)
+        pytest.skip(str(e))
+
+
+@pytest.fixture(scope="session")
 def tiny_root(tmp_path_factory, require_renderer) -> Path:
     """One tiny rendered dataset for the tests that only read one (64x48 images, 20 questions each):
     ``mid`` train 4 / val 2 / test 2 images and ``hard`` test 2 images. Made once per test process;

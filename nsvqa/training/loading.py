@@ -66,7 +66,9 @@ def detector_from_checkpoint(ckpt: Mapping[str, Any], where: str = "detector che
     """The Mask R-CNN (eval mode) of a loaded ``detector.pt`` payload, built from its config."""
     v = ckpt["vocabularies"]
     h, w = v["image_size"]
-    model = checkpoint_config(SceneParserConfig, ckpt, where).build_detector(v["num_classes"], h, w)
+    # every weight comes from the checkpoint: the pretrained backbone's file is not read
+    model = checkpoint_config(SceneParserConfig, ckpt, where).build_detector(v["num_classes"], h, w,
+                                                                             pretrained=False)
     model.load_state_dict(ckpt["state_dict"])
     return model.eval()
 

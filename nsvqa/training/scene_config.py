@@ -136,10 +136,13 @@ class SceneParserConfig(Config):
                 "trainable_layers": self.det_trainable_layers, "rpn_post_nms_train": self.det_rpn_post_nms_train,
                 "rpn_post_nms_test": self.det_rpn_post_nms_test, "rois_per_image": self.det_rois_per_image}
 
-    def build_detector(self, num_classes: int, height: int, width: int) -> nn.Module:
+    def build_detector(self, num_classes: int, height: int, width: int, pretrained: bool = True) -> nn.Module:
         """The (untrained) Mask R-CNN of this config for ``num_classes`` classes (background
-        included) on ``height x width`` images."""
-        return build_detector(num_classes, height, width, **self.detector_args())
+        included) on ``height x width`` images. ``pretrained=False``: the same network without
+        reading the ``lite0`` backbone's ImageNet weights (a checkpoint's state dict replaces them
+        all)."""
+        return build_detector(num_classes, height, width, **self.detector_args(),
+                              weights="imagenet" if pretrained else None)
 
     def build_attribute_head(self, num_values: Mapping[str, int]) -> AttributeHead:
         """The (untrained) attribute head of this config; ``num_values``: attribute -> classes."""

