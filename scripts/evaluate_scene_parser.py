@@ -4,6 +4,11 @@ ground-truth programs with the parsed scenes.
 
     python scripts/evaluate_scene_parser.py --parsed runs/scene/mid/parsed_val.json \
         --data data/generated/mini/mid --split val --out runs/scene/mid/metrics_val.json
+    python scripts/evaluate_scene_parser.py --detector runs/scene/mid/detector.pt \
+        --data data/generated/mini/mid --split val --out det_val.json      # the detector alone
+
+``--detector`` scores a detector checkpoint on its own (class-agnostic COCO AP of the objects),
+before any attribute head exists.
 
 Writes the metrics as JSON (atomically) and prints them as a table.
 """
@@ -17,7 +22,11 @@ from pathlib import Path
 
 def get_args_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--parsed", required=True, help="likelihoods.json of parse_scenes.py")
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--parsed", help="likelihoods.json of parse_scenes.py")
+    src.add_argument("--detector", help="a detector.pt (or its run directory): class-agnostic COCO AP alone")
+    p.add_argument("--limit", type=int, default=None, help="with --detector: the first N images only")
+    p.add_argument("--threads", type=int, default=None, help="with --detector: torch CPU threads")
     p.add_argument("--data", required=True, help="the variant folder ROOT/VARIANT holding the ground truth")
     p.add_argument("--split", default="val")
     p.add_argument("--out", required=True, help="metrics JSON to write")
@@ -36,6 +45,8 @@ def main(argv: list[str] | None = None) -> int:
 
     args = get_args_parser().parse_args(argv)
     data = Path(args.data)
+    if args.detector:
+        return detector_only(args, data)
     onto = load_ontology("superclevr")
     doc, liks = load_parsed(args.parsed, onto)
     gt_path = data / "annotations" / f"{args.split}_coco.json"
@@ -53,6 +64,28 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_questions:
         qpath = data / "questions" / f"{args.split}_questions.json"
         metrics["executors"] = executor_accuracy(liks, load_questions(qpath), onto, args.threshold)
+    write_json_atomic(args.out, metrics)
+    print(format_table(metrics))
+    return 0
+
+
+def detector_only(args: argparse.Namespace, data: Path) -> int:
+    """``--detector``: the checkpoint's own detections scored against the split's objects."""
+    import torch
+
+    from nsvqa.evaluation.scene_parser import detector_ap, format_table
+    from nsvqa.fileio import write_json_atomic
+    from nsvqa.training.checkpoint import load_checkpoint
+    from nsvqa.training.loading import detector_from_checkpoint
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    path = Path(args.detector)
+    path = path / "detector.pt" if path.is_dir() else path
+    ck = load_checkpoint(path, kind="detector")
+    metrics = {"detector": str(path), "data": str(data), "split": args.split,
+               "coco_objects_agnostic": detector_ap(detector_from_checkpoint(ck, str(path)), data, args.split,
+                                                    limit=args.limit)}
     write_json_atomic(args.out, metrics)
     print(format_table(metrics))
     return 0

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
@@ -130,6 +131,41 @@ def coco_ap(gt_path: str | Path, results: list[dict], image_ids: Sequence[int],
             out[key] = {"AP": float(max(ev.stats[0], 0)), "AP50": float(max(ev.stats[1], 0)),
                         "AP75": float(max(ev.stats[2], 0))}
     return out
+
+
+def detector_ap(detector, data: str | Path, split: str, *, limit: int | None = None,
+                progress: bool = False) -> dict[str, Any]:
+    """Class-agnostic COCOeval of a Mask R-CNN's own detections of objects (no attribute head, no
+    score cut beyond the detector's) on ``DATA``'s split: ``{"bbox": {AP, AP50, AP75}, "segm": ...}``
+    over the first ``limit`` images. For detectors of objects alone (modes ``objects``,
+    ``agnostic``): a detected part would count as a false object.
+
+    Args:
+        detector: a torchvision detection model in eval mode (images [0, 1] in, boxes, scores,
+            masks (N, 1, H, W) out).
+    """
+    import torch
+    from tqdm import tqdm
+
+    from nsvqa.artifacts.scenes import read_scenes, scenes_path
+    from nsvqa.generation.annotations import mask_to_rle
+    from nsvqa.training.datasets import read_image
+
+    data = Path(data)
+    gt = data / "annotations" / f"{split}_coco.json"
+    objects = [c["id"] for c in json.loads(gt.read_text())["categories"] if c.get("supercategory") == "object"]
+    scenes = list(read_scenes(scenes_path(data, split)))[:limit]
+    results = []
+    with torch.no_grad():
+        for sc in tqdm(scenes, desc=f"detect {data.name}/{split}", disable=not progress):
+            out = detector([read_image(data / "images" / split / sc.image_filename)])[0]
+            for box, score, mask in zip(out["boxes"].tolist(), out["scores"].tolist(), out["masks"]):
+                x0, y0, x1, y1 = box
+                results.append({"image_id": int(sc.image_index), "category_id": objects[0], "score": float(score),
+                                "bbox": [x0, y0, x1 - x0, y1 - y0],
+                                "segmentation": mask_to_rle((mask[0] > 0.5).cpu().numpy())[0]})
+    ap = coco_ap(gt, results, [int(sc.image_index) for sc in scenes], objects)
+    return {"bbox": ap["bbox_agnostic"], "segm": ap["segm_agnostic"], "images": len(scenes)}
 
 
 # ------------------------------------------------------------------------- attribute accuracy

@@ -276,3 +276,39 @@ def test_agnostic_detector_outputs_are_labelled_with_the_heads_shape(data, tmp_p
         shapes = [ONTO.values("shape")[k] for k in p.likelihoods.attributes["shape"].argmax(1)]
         assert p.labels.tolist() == [ids[s] for s in shapes]
     assert set(parser.detector_classes.values()) == set(ONTO.scene_values("shape"))  # no class for addi
+
+
+class _Oracle(torch.nn.Module):
+    """A stand-in detector: each image's ground-truth object boxes and masks (or none)."""
+
+    def __init__(self, scenes, empty=False):
+        super().__init__()
+        self.by_size = scenes
+        self.empty = empty
+        self.k = 0
+
+    def forward(self, images):
+        from nsvqa.generation.annotations import rle_to_mask
+
+        out = []
+        for img in images:
+            sc = self.by_size[self.k]
+            self.k += 1
+            objs = [] if self.empty else sc["objects"]
+            boxes = torch.tensor([[o["bbox"][0], o["bbox"][1], o["bbox"][0] + o["bbox"][2], o["bbox"][1] + o["bbox"][3]]
+                                  for o in objs], dtype=torch.float32).reshape(-1, 4)
+            masks = torch.stack([torch.from_numpy(rle_to_mask(o["mask"]).astype(np.float32))[None] for o in objs]) \
+                if objs else torch.zeros((0, 1) + tuple(img.shape[1:]))
+            out.append({"boxes": boxes, "scores": torch.ones(len(objs)), "masks": masks})
+        return out
+
+
+def test_detector_ap_scores_a_detector_alone(data, tmp_path, load_script):
+    from nsvqa.evaluation.scene_parser import detector_ap
+
+    scenes = json.loads((data / "scenes" / "val_scenes.json").read_text())["scenes"]
+    ap = detector_ap(_Oracle(scenes), data, "val")
+    assert ap["images"] == len(scenes)
+    assert ap["bbox"]["AP50"] == pytest.approx(1.0) and ap["segm"]["AP50"] == pytest.approx(1.0)
+    assert detector_ap(_Oracle(scenes, empty=True), data, "val")["bbox"]["AP50"] == 0.0
+    assert detector_ap(_Oracle(scenes), data, "val", limit=1)["images"] == 1
