@@ -63,7 +63,10 @@ class DetectorProfile:
 
 PROFILES = {"tiny": DetectorProfile("mobilenet_v3", (8, 16, 32), rpn_post_nms_train=200, rpn_post_nms_test=100,
                                     rois_per_image=64),
-            "mini": DetectorProfile("mobilenet_v3", (16, 32, 64, 128), rpn_post_nms_train=300, rpn_post_nms_test=200,
+            # ImageNet EfficientNet-Lite0 + FPN: class-agnostic box AP50 0.94 on mid val after 300
+            # iterations at batch 2, where the same network from scratch finds nothing (0.00) and the
+            # former MobileNetV3 from scratch reached 0.16 (results/backbone_probe)
+            "mini": DetectorProfile("lite0", (16, 32, 64, 128), rpn_post_nms_train=300, rpn_post_nms_test=200,
                                     rois_per_image=128),
             "full": DetectorProfile("resnet50", (32, 64, 128, 256, 512))}
 PROFILES["demo"] = PROFILES["mini"]  # the demo profile trains the mini networks for less time
