@@ -25,11 +25,10 @@ from typing import Any, ClassVar, Mapping, Sequence
 import numpy as np
 
 from executors.errors import FormatError
-from executors.io import read_json
 from executors.ontology import Ontology, load_ontology
 from executors.scene import SceneLikelihoods
 
-from nsvqa.artifacts.records import RecordSequence
+from nsvqa.artifacts.records import RecordSequence, read_object
 from nsvqa.fileio import write_json_atomic
 
 FORMAT_VERSION = 1
@@ -277,14 +276,7 @@ def read_likelihoods(path: str | os.PathLike, ontology: Ontology | None = None) 
             bad scene or detection (file, scene, detection and field named).
     """
     path = Path(path)
-    if not path.is_file():
-        raise LikelihoodsFormatError(f"{path}: no likelihoods file")
-    try:
-        doc = read_json(path)
-    except FormatError as e:
-        raise LikelihoodsFormatError(str(e)) from None
-    if not isinstance(doc, Mapping):
-        raise LikelihoodsFormatError(f"{path}: expected an object {{'version', ..., 'scenes'}}, got {type(doc).__name__}")
+    doc = read_object(path, "likelihoods", "'version', ..., 'scenes'", LikelihoodsFormatError)
     if doc.get("version") != FORMAT_VERSION or isinstance(doc.get("version"), bool):
         raise LikelihoodsFormatError(f"{path}, field 'version': expected {FORMAT_VERSION}, got {doc.get('version')!r}")
     if not isinstance(doc.get("scenes"), list):

@@ -19,10 +19,9 @@ from pathlib import Path
 from typing import Any, ClassVar, Iterable, Mapping, Sequence
 
 from executors.errors import ExecutionError, FormatError
-from executors.io import read_json
 from executors.program import Program
 
-from nsvqa.artifacts.records import RecordSequence
+from nsvqa.artifacts.records import RecordSequence, read_object
 from nsvqa.fileio import write_json_atomic
 
 
@@ -126,15 +125,7 @@ def read_programs(path: str | os.PathLike, *, questions: Sequence[Any] | int | N
             program index and field named), or a count other than the questions'.
     """
     path = Path(path)
-    if not path.is_file():
-        raise ProgramsFormatError(f"{path}: no programs file")
-    try:
-        data = read_json(path)
-    except FormatError as e:
-        raise ProgramsFormatError(str(e)) from None
-    if not isinstance(data, Mapping):
-        raise ProgramsFormatError(f"{path}: expected an object {{'provenance', 'questions_file', 'programs'}}, "
-                                  f"got {type(data).__name__}")
+    data = read_object(path, "programs", "'provenance', 'questions_file', 'programs'", ProgramsFormatError)
     rows = data.get("programs")
     if not isinstance(rows, list):
         raise ProgramsFormatError(f"{path}, field 'programs': expected a list, got {type(rows).__name__}")

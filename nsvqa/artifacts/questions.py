@@ -23,12 +23,12 @@ from pathlib import Path
 from typing import Any, ClassVar, Mapping, Sequence
 
 from executors.errors import ExecutionError, FormatError
-from executors.io import normalize_answer, question_records, read_json
+from executors.io import normalize_answer, question_records
 from executors.ontology import Ontology
 from executors.program import Program
 from executors.scene import check_image_filename
 
-from nsvqa.artifacts.records import RecordSequence
+from nsvqa.artifacts.records import RecordSequence, read_document
 from nsvqa.fileio import write_json_atomic
 
 
@@ -201,9 +201,7 @@ def read_questions(path: str | os.PathLike, ontology: Ontology | None = None, *,
             record; the message names the file, the question (position) and the field.
     """
     path = Path(path)
-    if not path.is_file():
-        raise FormatError(f"{path}: no questions file")
-    data = read_json(path)
+    data = read_document(path, "questions")
     records = question_records(data, str(path))
     info = data.get("info") if isinstance(data, dict) else None
     if info is not None and not isinstance(info, Mapping):

@@ -22,11 +22,11 @@ from typing import Any, ClassVar, Mapping, Sequence
 import numpy as np
 
 from executors.errors import FormatError
-from executors.io import read_json, scene_records
+from executors.io import scene_records
 from executors.ontology import Ontology
 from executors.scene import SymbolicScene, check_image_filename
 
-from nsvqa.artifacts.records import RecordSequence
+from nsvqa.artifacts.records import RecordSequence, read_document
 from nsvqa.fileio import write_json_atomic
 
 
@@ -141,9 +141,7 @@ def read_scenes(path: str | os.PathLike) -> ScenesFile:
             the message names the file, the scene (position), the object and the field.
     """
     path = Path(path)
-    if not path.is_file():
-        raise FormatError(f"{path}: no scenes file")
-    data = read_json(path)
+    data = read_document(path, "scenes")
     records = scene_records(data, str(path))
     info = None
     if isinstance(data, dict) and "scenes" in data:
