@@ -899,6 +899,7 @@ class QuestionGenerator:
     rejections: Counter = field(default_factory=Counter, init=False)
     last_report: dict | None = field(default=None, init=False)
     _companions: list = field(default_factory=list, init=False, repr=False)
+    _answer_cs: Any = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         onto = self.ontology
@@ -985,8 +986,8 @@ class QuestionGenerator:
         comp_syms = [SymbolicScene.from_json(c, self.ontology, where=where) for c in companions]
         idx = _SceneIndex(self, scene, comp_syms)
         self._companions = [self.executor.compile_scene(c) for c in comp_syms]
-        answer_cs = (None if answer_scene is None else
-                     self.executor.compile_scene(SymbolicScene.from_json(answer_scene, self.ontology, where=where)))
+        self._answer_cs = (None if answer_scene is None else
+                           self.executor.compile_scene(SymbolicScene.from_json(answer_scene, self.ontology, where=where)))
         report: dict[str, Any] = {"image_index": scene.get("image_index"), "redundancy": redundancy,
                                   "requested": {"object": n_object, "part": n_part},
                                   "produced": {"object": 0, "part": 0}, "attempts": {"object": 0, "part": 0},
@@ -1022,13 +1023,6 @@ class QuestionGenerator:
                         if isinstance(rec, str):
                             report["rejected"][rec] += 1
                             continue
-                        if answer_cs is not None:
-                            try:
-                                rec["answer"] = self.executor.run(Program.from_json(rec["program"]), answer_cs,
-                                                                  trace=False).answer
-                            except ExecutionError:
-                                report["rejected"]["visual_level"] += 1
-                                continue
                         seen.add(core.key)
                         self.answer_counts[tpl.family][core.answer] += 1
                         self.usage[tpl.family] += 1
@@ -1551,6 +1545,11 @@ class QuestionGenerator:
             return "render"
         if answer != core.answer:
             return "render"
+        if self._answer_cs is not None:  # the answer at the level the record is written for
+            try:
+                answer = self.executor.run(program, self._answer_cs, trace=False).answer
+            except ExecutionError:
+                return "visual_level"
         text, obj_map = self._text(core, idx, descs, anchors, seed, k)
         stem = tpl.filename[:-5] if tpl.filename.endswith(".json") else tpl.filename
         return {
