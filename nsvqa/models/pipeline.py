@@ -174,12 +174,19 @@ def make_reasoner(name: str, ontology: Ontology, *, threshold: float = 0.7, devi
     raise ValueError(f"unknown reasoner {name!r}; valid: {', '.join(REASONERS)}")
 
 
-def answer_pool(program: Program | None, ontology: Ontology, space: ValueSpace | None = None) -> list:
+def unanswerable(ontology: Ontology) -> frozenset:
+    """Answers no scene can give: the spoken names of values no object takes (Super-CLEVR's
+    unplaced shape ``addi``, "regular car")."""
+    return frozenset(ontology.spoken_value(a, v) for a, vs in ontology.unplaced.items() for v in vs)
+
+
+def answer_pool(program: Program | None, ontology: Ontology, space: ValueSpace | None = None,
+                never: frozenset | None = None) -> list:
     """The answers a guess draws from: those of the program's answer type, or every answer
-    when the program is missing or invalid; never an answer no scene can give (the spoken name of
-    a value no object takes, such as Super-CLEVR's unplaced shape ``addi``, "regular car")."""
+    when the program is missing or invalid; never one of ``never`` (default :func:`unanswerable`;
+    a caller drawing many guesses passes it, with ``space``, once)."""
     space = space or ValueSpace.build(ontology, MAX_COUNT)
-    never = {ontology.spoken_value(a, v) for a, vs in ontology.unplaced.items() for v in vs}
+    never = unanswerable(ontology) if never is None else never
     values: Sequence = space.values
     if program is not None:
         try:
@@ -204,6 +211,7 @@ def predict(reasoner: Reasoner, metas: Sequence[QuestionMeta], programs: Sequenc
         raise ValueError(f"{len(metas)} questions but {len(programs)} programs")
     answers = reasoner.answer(programs, [scenes.get(m.image_index) for m in metas])
     space = ValueSpace.build(reasoner.ontology, MAX_COUNT)
+    never = unanswerable(reasoner.ontology)
     out = []
     for m, p, a in zip(metas, programs, answers):
         if a.answer is not None:
@@ -211,7 +219,7 @@ def predict(reasoner: Reasoner, metas: Sequence[QuestionMeta], programs: Sequenc
             continue
         pred = None
         if guess:
-            pool = answer_pool(None if a.invalid_program else p, reasoner.ontology, space)
+            pool = answer_pool(None if a.invalid_program else p, reasoner.ontology, space, never)
             rng = np.random.default_rng([seed, m.question_index])
             pred = pool[int(rng.integers(len(pool)))]
         out.append(m.prediction(pred, None, invalid_program=a.invalid_program, execution_error=a.execution_error,
@@ -283,5 +291,5 @@ class PNSVQAExactModel(PipelineModel):
 
 
 
-__all__ = ["REASONERS", "PipelineModel", "Answer", "Reasoner", "NSVQA", "PNSVQA", "make_reasoner", "answer_pool",
+__all__ = ["REASONERS", "PipelineModel", "Answer", "Reasoner", "NSVQA", "PNSVQA", "make_reasoner", "unanswerable", "answer_pool",
            "predict"]
