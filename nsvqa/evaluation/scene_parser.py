@@ -26,22 +26,8 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from executors import Ontology, SceneLikelihoods, load_ontology
-from nsvqa.artifacts.likelihoods import FORMAT_VERSION, LikelihoodsHeader, ParsedSceneRecord, read_likelihoods  # noqa: F401
+from nsvqa.artifacts.likelihoods import read_likelihoods
 from nsvqa.generation.annotations import coco_rle
-
-
-def scene_record(parsed, image_index: int, image_filename: str | None) -> dict:
-    """One ``scenes`` entry of likelihoods.json from a :class:`ParsedScene` (the JSON of
-    :meth:`nsvqa.artifacts.ParsedSceneRecord.from_parsed`)."""
-    return ParsedSceneRecord.from_parsed(parsed, image_index, image_filename).to_json()
-
-
-def likelihoods_document(parser, checkpoint: str | Path, data: str | Path, split: str, records: list[dict],
-                         **extra) -> dict:
-    """The likelihoods.json document of parsed ``records`` (:func:`scene_record`): the JSON of
-    :class:`nsvqa.artifacts.LikelihoodsHeader.from_parser` and the records. New code writes with
-    :func:`nsvqa.artifacts.write_likelihoods`."""
-    return LikelihoodsHeader.from_parser(parser, checkpoint, data, split, **extra).to_json() | {"scenes": records}
 
 
 def load_parsed(path: str | Path, ontology: Ontology | None = None) -> tuple[dict, list[SceneLikelihoods]]:

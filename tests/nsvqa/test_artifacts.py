@@ -272,13 +272,13 @@ def lik_doc():
 
 def test_likelihoods_keep_the_format(lik_doc, tmp_path):
     """The records and the header are what the scene parser's outputs always were."""
-    from nsvqa.evaluation.scene_parser import likelihoods_document, scene_record
-
     parsed = _parsed_scene(3, 7)
     base = _base_scene_record(parsed, 9, "a.png")
-    assert ParsedSceneRecord.from_parsed(_parsed_scene(3, 7), 9, "a.png").to_json() == base
-    assert json.dumps(scene_record(_parsed_scene(3, 7), 9, "a.png")) == json.dumps(base)  # key order too
-    doc = likelihoods_document(_Parser(), "/runs/scene", "/data/mid", "test", [base], provenance={"k": 1})
+    record = ParsedSceneRecord.from_parsed(_parsed_scene(3, 7), 9, "a.png").to_json()
+    assert record == base
+    assert json.dumps(record) == json.dumps(base)  # key order too
+    doc = LikelihoodsHeader.from_parser(_Parser(), "/runs/scene", "/data/mid", "test",
+                                        provenance={"k": 1}).to_json() | {"scenes": [base]}
     assert list(doc) == ["version", "checkpoint", "detector", "data", "split", "min_score", "detector_classes",
                          "provenance", "scenes"]
     assert doc["detector_classes"] == {"1": "suv", "2": "wagon"} and doc["version"] == 1
