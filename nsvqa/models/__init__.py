@@ -29,6 +29,7 @@ between a spec and the one string form used on the command line and in predictio
 """
 from __future__ import annotations
 
+import sys
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
@@ -227,7 +228,7 @@ def names() -> tuple[str, ...]:
 
 
 def _unknown(name: str) -> UnknownModel:
-    hint = "" if "lstm" in _REGISTRY else " (the baselines register when the `baselines` package is imported)"
+    hint = "" if "baselines" in sys.modules else " (the baselines register when the `baselines` package is imported)"
     return UnknownModel(f"unknown model {name!r}; valid: {', '.join(names())}{hint}")
 
 
