@@ -707,7 +707,7 @@ class _SceneIndex:
                     self.part_attrs[bit] = pa
                 for a in attrs:
                     self.vmask[(a, pa[a])] |= b
-                stable = {a: pa[a] for a in attrs + ["size"] if a in pa}
+                stable = {a: pa[a] for a in attrs if a in pa}
                 for lv, comp in enumerate(self.companions):
                     lpa = comp.parts[i].get(name) if i < len(comp.parts) else None
                     if lpa is None:
