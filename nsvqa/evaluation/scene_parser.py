@@ -86,16 +86,39 @@ def coco_results(doc: dict, parts: bool = True) -> list[dict]:
     return out
 
 
-def coco_ap(gt_path: str | Path, results: list[dict], image_ids: Sequence[int],
+def listed_parts_coco(gt_path: str | Path, scenes: Iterable[dict]) -> dict:
+    """The COCO dict of ``gt_path`` with, among the parts, only those the scenes list (the parts a
+    question can tell apart from their object; what a parts-mode detector learns). Objects stay."""
+    gt = json.loads(Path(gt_path).read_text())
+    listed = {(int(s["image_index"]), k, p) for s in scenes for k, o in enumerate(s["objects"])
+              for p in o.get("parts", {})}
+    parts = {c["id"] for c in gt["categories"] if c.get("supercategory") == "part"}
+    gt["annotations"] = [a for a in gt["annotations"] if a["category_id"] not in parts
+                         or (int(a["image_id"]), a["object_index"], a.get("part_name")) in listed]
+    return gt
+
+
+def _coco(gt: str | Path | dict):
+    from pycocotools.coco import COCO
+
+    with contextlib.redirect_stdout(io.StringIO()):
+        if isinstance(gt, dict):
+            coco = COCO()
+            coco.dataset = gt
+            coco.createIndex()
+            return coco
+        return COCO(str(gt))
+
+
+def coco_ap(gt_path: str | Path | dict, results: list[dict], image_ids: Sequence[int],
             category_ids: Sequence[int] | None = None) -> dict[str, dict[str, float]]:
     """COCOeval bbox and segm on ``image_ids``: AP, AP50, AP75 with classes (``bbox``, ``segm``)
     and class-agnostic (``bbox_agnostic``, ``segm_agnostic``). Categories restricted to
-    ``category_ids`` (e.g. the shapes only). Empty results give 0."""
-    from pycocotools.coco import COCO
+    ``category_ids`` (e.g. the shapes only), in both the ground truth and the results. Empty
+    results give 0. ``gt_path``: a COCO file, or a COCO dict (e.g. :func:`listed_parts_coco`)."""
     from pycocotools.cocoeval import COCOeval
 
-    with contextlib.redirect_stdout(io.StringIO()):
-        gt = COCO(str(gt_path))
+    gt = _coco(gt_path)
     out: dict[str, dict[str, float]] = {}
     for iou_type in ("bbox", "segm"):
         for agnostic in (False, True):
@@ -119,16 +142,18 @@ def coco_ap(gt_path: str | Path, results: list[dict], image_ids: Sequence[int],
     return out
 
 
-def detector_ap(detector, data: str | Path, split: str, *, limit: int | None = None,
-                progress: bool = False) -> dict[str, Any]:
-    """Class-agnostic COCOeval of a Mask R-CNN's own detections of objects (no attribute head, no
-    score cut beyond the detector's) on ``DATA``'s split: ``{"bbox": {AP, AP50, AP75}, "segm": ...}``
-    over the first ``limit`` images. For detectors of objects alone (modes ``objects``,
-    ``agnostic``): a detected part would count as a false object.
+def detector_ap(detector, data: str | Path, split: str, *, part_class_ids: Iterable[int] = (),
+                limit: int | None = None, progress: bool = False) -> dict[str, Any]:
+    """Class-agnostic COCOeval of a Mask R-CNN's own detections (no attribute head, no score cut
+    beyond the detector's) on ``DATA``'s split, over the first ``limit`` images:
+    ``{"bbox": {AP, AP50, AP75}, "segm": ..., "images": n}`` for the objects and, when the detector
+    finds parts (``part_class_ids``: its part classes), ``"parts": {"bbox", "segm"}`` against the
+    parts the scenes list (:func:`listed_parts_coco`). Objects and parts are scored apart: a part
+    detection is never a false object.
 
     Args:
-        detector: a torchvision detection model in eval mode (images [0, 1] in, boxes, scores,
-            masks (N, 1, H, W) out).
+        detector: a torchvision detection model in eval mode (images [0, 1] in, boxes, labels,
+            scores, masks (N, 1, H, W) out).
     """
     import torch
     from tqdm import tqdm
@@ -138,20 +163,32 @@ def detector_ap(detector, data: str | Path, split: str, *, limit: int | None = N
     from nsvqa.training.datasets import read_image
 
     data = Path(data)
-    gt = data / "annotations" / f"{split}_coco.json"
-    objects = [c["id"] for c in json.loads(gt.read_text())["categories"] if c.get("supercategory") == "object"]
     scenes = list(read_scenes(scenes_path(data, split)))[:limit]
-    results = []
+    gt = listed_parts_coco(data / "annotations" / f"{split}_coco.json", [sc.record for sc in scenes])
+    objects = [c["id"] for c in gt["categories"] if c.get("supercategory") == "object"]
+    parts = [c["id"] for c in gt["categories"] if c.get("supercategory") == "part"]
+    part_class_ids = {int(c) for c in part_class_ids}
+    results: dict[bool, list[dict]] = {False: [], True: []}
+    was_training = detector.training
+    detector.eval()
     with torch.no_grad():
         for sc in tqdm(scenes, desc=f"detect {data.name}/{split}", disable=not progress):
             out = detector([read_image(data / "images" / split / sc.image_filename)])[0]
-            for box, score, mask in zip(out["boxes"].tolist(), out["scores"].tolist(), out["masks"]):
+            for box, label, score, mask in zip(out["boxes"].tolist(), out["labels"].tolist(), out["scores"].tolist(),
+                                               out["masks"]):
                 x0, y0, x1, y1 = box
-                results.append({"image_id": int(sc.image_index), "category_id": objects[0], "score": float(score),
-                                "bbox": [x0, y0, x1 - x0, y1 - y0],
-                                "segmentation": mask_to_rle((mask[0] > 0.5).cpu().numpy())[0]})
-    ap = coco_ap(gt, results, [int(sc.image_index) for sc in scenes], objects)
-    return {"bbox": ap["bbox_agnostic"], "segm": ap["segm_agnostic"], "images": len(scenes)}
+                is_part = int(label) in part_class_ids
+                results[is_part].append({"image_id": int(sc.image_index), "category_id": (parts if is_part else objects)[0],
+                                         "score": float(score), "bbox": [x0, y0, x1 - x0, y1 - y0],
+                                         "segmentation": mask_to_rle((mask[0] > 0.5).cpu().numpy())[0]})
+    detector.train(was_training)
+    ids = [int(sc.image_index) for sc in scenes]
+    ap = coco_ap(gt, results[False], ids, objects)
+    res: dict[str, Any] = {"bbox": ap["bbox_agnostic"], "segm": ap["segm_agnostic"], "images": len(scenes)}
+    if part_class_ids:
+        pap = coco_ap(gt, results[True], ids, parts)
+        res["parts"] = {"bbox": pap["bbox_agnostic"], "segm": pap["segm_agnostic"]}
+    return res
 
 
 # ------------------------------------------------------------------------- attribute accuracy
@@ -170,15 +207,26 @@ def match_objects(det_masks: Sequence[dict], gt_masks: Sequence[dict], min_iou: 
 
 def attribute_accuracy(doc: dict, liks: Sequence[SceneLikelihoods], gt_scenes: dict[int, dict],
                        min_iou: float = 0.5) -> dict[str, Any]:
-    """Matched-object metrics: per-attribute argmax accuracy over matched objects (and over matched
-    listed parts), detection precision / recall at the parser's score cut, position RMSE."""
+    """Matched-object metrics: per-attribute argmax accuracy over matched objects, detection
+    precision / recall at the parser's score cut, position RMSE; and for the parts the scenes list:
+
+    - ``part.recall_mask``: the listed part is found: a part detection assigned to the detection
+      matched to its object overlaps its mask with IoU ≥ ``min_iou`` (one-to-one, Hungarian);
+      listed parts of unmatched objects count as missed;
+    - ``part.partname``: of those found, the share named right (the detector's class, or the
+      head's part name for a class-agnostic part class, through ``doc["detector_classes"]``);
+    - ``part.recall``: the parsed likelihoods hold it (``part_exist`` ≥ 0.5 under its true name,
+      on the matched object), the view the executors get; ``part.<attribute>``: the argmax of its
+      attribute distribution there is right (over every listed part of a matched object).
+    """
     from parsers.scene.attribute_head import OBJECT_HEADS  # loads torch: only here, not on import
 
     onto = liks[0].ontology if liks else load_ontology("superclevr")
     correct = {a: 0 for a in OBJECT_HEADS}
     part_correct: dict[str, int] = {}
     n_det = n_gt = n_match = 0
-    part_listed = part_found = 0
+    part_listed = part_found = part_all = part_masked = part_named = 0
+    classes = doc.get("detector_classes") or {}
     sq = 0.0
     for s, lik in zip(doc["scenes"], liks):
         gt = gt_scenes.get(int(s["image_index"]))
@@ -189,7 +237,15 @@ def attribute_accuracy(doc: dict, liks: Sequence[SceneLikelihoods], gt_scenes: d
         n_gt += len(objs)
         pairs = match_objects([d["mask"] for d in s["detections"]], [o["mask"] for o in objs], min_iou)
         n_match += len(pairs)
+        part_all += sum(len(o.get("parts", {})) for o in objs)
         for i, j in pairs:
+            listed = sorted(objs[j].get("parts", {}))
+            own = [p for p in s.get("parts", []) if p.get("object") == i]
+            if listed and own:
+                found = match_objects([p["mask"] for p in own], [objs[j]["part_masks"][n]["mask"] for n in listed],
+                                      min_iou)
+                part_masked += len(found)
+                part_named += sum(classes.get(str(own[r]["label"])) == listed[c] for r, c in found)
             o = objs[j]
             for a in OBJECT_HEADS:
                 pred = onto.values(a)[int(np.argmax(lik.attributes[a][i]))]
@@ -208,6 +264,10 @@ def attribute_accuracy(doc: dict, liks: Sequence[SceneLikelihoods], gt_scenes: d
                            "precision": n_match / n_det if n_det else 0.0, "recall": n_match / n_gt if n_gt else 0.0}
     res.update({f"object.{a}": correct[a] / n_match if n_match else 0.0 for a in OBJECT_HEADS})
     res["object.position_rmse"] = float(np.sqrt(sq / n_match)) if n_match else None
+    if part_all:
+        res["parts_listed"] = part_all
+        res["part.recall_mask"] = part_masked / part_all
+        res["part.partname"] = part_named / part_masked if part_masked else 0.0
     if part_listed:
         res["part.recall"] = part_found / part_listed
         res.update({k: v / part_listed for k, v in sorted(part_correct.items())})

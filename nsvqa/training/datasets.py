@@ -1,13 +1,16 @@
 """torch Datasets over the generator's on-disk format (DESIGN.md).
 
 * :class:`DetectionDataset` — images with torchvision detection targets (boxes, labels, masks)
-  from ``annotations/<split>_coco.json``: the 21 shapes, and in ``objects+parts`` mode also the
-  part names (category ids as in the COCO file).
+  from ``annotations/<split>_coco.json``: the 21 shapes or one ``object`` class, and in the parts
+  modes also the parts the scenes list (one class per part name, or one ``part`` class).
 * :class:`AttributeCropDataset` — one item per object (and per visible part): a 4-channel crop
   (RGB + the instance mask) resized to a square, with the attribute labels as ontology indices and,
   for objects, the ground-plane position that the attribute head regresses.
 """
 from __future__ import annotations
+
+import contextlib
+import io
 
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +26,9 @@ from nsvqa.artifacts.scenes import read_scenes
 from nsvqa.generation.annotations import rle_to_mask
 from parsers.scene.crops import crop_instance
 
-MODES = ("objects", "objects+parts", "agnostic")
+MODES = ("objects", "objects+parts", "agnostic", "agnostic+parts")
+#: the modes whose detector finds parts too
+PART_MODES = ("objects+parts", "agnostic+parts")
 OBJECT_ATTRIBUTES = ("shape", "color", "material", "size", "texture")
 PART_ATTRIBUTES = ("partname", "color", "material")
 
@@ -43,12 +48,28 @@ class DetectionDataset(Dataset):
     Args:
         root: the variant folder (``ROOT/VARIANT``).
         split: ``train`` | ``val`` | ``test``.
-        mode: ``objects`` (21 shape classes), ``objects+parts`` (shapes and part names) or
-            ``agnostic`` (one class, ``object`` = 1: the detector finds objects and the attribute
-            head tells their shape).
+        mode: the detector's classes (:data:`MODES`):
+
+            - ``objects``: the 21 shapes (COCO category ids);
+            - ``objects+parts``: the shapes and one class per part name (COCO ids);
+            - ``agnostic``: one class, ``object`` = 1 (the attribute head tells the shape);
+            - ``agnostic+parts``: ``object`` = 1 and ``part`` = 2 (the head tells shape and part name).
+
+    Parts: the parts modes train on the parts the scene **lists**, not on every visible part. A
+    scene lists a part when its colour or material differs from its object's (the official engine's
+    convention; an unlisted part looks like its object), so a listed part is a region that looks
+    different from the rest of the object, while an unlisted one (a door the colour of its car) has
+    nothing to see but seams. The COCO file holds every visible part (~78 per image, median area
+    13 px at 320x240); the listed ones are those a question can tell apart.
 
     Each item is ``(image (3, H, W) float, target)`` with target ``boxes`` (N, 4) float32 xyxy,
-    ``labels`` (N,) int64 COCO category ids, ``masks`` (N, H, W) uint8, ``image_id`` int.
+    ``labels`` (N,) int64, ``masks`` (N, H, W) uint8, ``image_id`` int.
+
+    Attributes:
+        categories: class id -> name (background 0 excluded).
+        part_class_ids: the class ids that are parts (empty without parts).
+        shape_ids, part_ids: shape / part name -> COCO category id (every mode; class-agnostic
+            outputs are labelled through them).
     """
 
     def __init__(self, root: str | Path, split: str, mode: str = "objects"):
@@ -60,14 +81,32 @@ class DetectionDataset(Dataset):
         path = self.root / "annotations" / f"{split}_coco.json"
         if not path.exists():
             raise FileNotFoundError(f"{path}: no COCO annotations for split {split!r} (generate the split first)")
-        self.coco = COCO(str(path))
+        with contextlib.redirect_stdout(io.StringIO()):
+            self.coco = COCO(str(path))
         self.image_ids = sorted(self.coco.getImgIds())
         cats = self.coco.loadCats(self.coco.getCatIds())
-        kept = {c["id"]: c["name"] for c in cats if mode == "objects+parts" or c["supercategory"] == "object"}
-        self._kept = set(kept)
-        self.categories = {1: "object"} if mode == "agnostic" else kept
-        #: shape name -> COCO category id (every mode; agnostic outputs are labelled through it)
         self.shape_ids = {c["name"]: c["id"] for c in cats if c["supercategory"] == "object"}
+        self.part_ids = {c["name"]: c["id"] for c in cats if c["supercategory"] == "part"}
+        self.parts = mode in PART_MODES
+        if mode == "agnostic":
+            self.categories = {1: "object"}
+        elif mode == "agnostic+parts":
+            self.categories = {1: "object", 2: "part"}
+        else:
+            self.categories = {i: n for n, i in self.shape_ids.items()}
+            if self.parts:
+                self.categories |= {i: n for n, i in self.part_ids.items()}
+        self.categories = dict(sorted(self.categories.items()))
+        self.part_class_ids = ([2] if mode == "agnostic+parts" else
+                               sorted(self.part_ids.values()) if self.parts else [])
+        self._part_cats = set(self.part_ids.values())
+        self._listed: dict[int, set[tuple[int, str]]] = {}
+        if self.parts:
+            scenes = self.root / "scenes" / f"{split}_scenes.json"
+            if not scenes.exists():
+                raise FileNotFoundError(f"{scenes}: mode {mode!r} needs the scenes (which parts they list)")
+            self._listed = {s.image_index: {(k, p) for k, o in enumerate(s.record["objects"])
+                                             for p in o.get("parts", {})} for s in read_scenes(scenes)}
 
     @property
     def num_classes(self) -> int:
@@ -77,19 +116,37 @@ class DetectionDataset(Dataset):
     def __len__(self) -> int:
         return len(self.image_ids)
 
+    def annotations(self, image_id: int) -> list[dict]:
+        """The COCO annotations of one image that this mode trains on (non-empty masks; parts only
+        the listed ones, and only in the parts modes)."""
+        listed = self._listed.get(image_id, set())
+        out = []
+        for a in self.coco.loadAnns(self.coco.getAnnIds(imgIds=[image_id])):
+            if a["area"] <= 0:
+                continue
+            if a["category_id"] in self._part_cats:
+                if not self.parts or (a["object_index"], a.get("part_name")) not in listed:
+                    continue
+            out.append(a)
+        return out
+
+    def label(self, ann: dict) -> int:
+        """The class of an annotation in this mode."""
+        if self.mode.startswith("agnostic"):
+            return 2 if ann["category_id"] in self._part_cats else 1
+        return int(ann["category_id"])
+
     def __getitem__(self, i: int) -> tuple[torch.Tensor, dict[str, Any]]:
         iid = self.image_ids[i]
         info = self.coco.loadImgs(iid)[0]
         img = read_image(self.root / "images" / self.split / info["file_name"])
-        anns = [a for a in self.coco.loadAnns(self.coco.getAnnIds(imgIds=[iid]))
-                if a["category_id"] in self._kept and a["area"] > 0]
+        anns = self.annotations(iid)
         h, w = info["height"], info["width"]
         boxes = torch.tensor([[a["bbox"][0], a["bbox"][1], a["bbox"][0] + a["bbox"][2], a["bbox"][1] + a["bbox"][3]]
                               for a in anns], dtype=torch.float32).reshape(-1, 4)
         masks = (torch.from_numpy(np.stack([self.coco.annToMask(a) for a in anns]))
                  if anns else torch.zeros((0, h, w), dtype=torch.uint8))
-        labels = [1 if self.mode == "agnostic" else a["category_id"] for a in anns]
-        target = {"boxes": boxes, "labels": torch.tensor(labels, dtype=torch.int64),
+        target = {"boxes": boxes, "labels": torch.tensor([self.label(a) for a in anns], dtype=torch.int64),
                   "masks": masks, "image_id": int(iid)}
         return img, target
 
@@ -117,6 +174,8 @@ class AttributeCropDataset(Dataset):
         crop_size: side of the square crops.
         parts: also yield one item per visible part (labels: part name, color, material).
         margin: context kept around the instance box, as a fraction of its size.
+        part_crop: the box a part's crop is cut from: ``"part"`` (its own) or ``"object"`` (its
+            object's: the head sees the whole object, the part's mask as the 4th channel).
 
     Each item is ``(crop (4, S, S) float, labels)``; object labels hold an index per attribute of
     ``OBJECT_ATTRIBUTES`` and ``position`` (2,) = ground-plane (x, y); part labels hold
@@ -125,8 +184,11 @@ class AttributeCropDataset(Dataset):
     """
 
     def __init__(self, root: str | Path, split: str, crop_size: int = 64, parts: bool = False,
-                 margin: float = 0.15):
+                 margin: float = 0.15, part_crop: str = "part"):
+        if part_crop not in ("part", "object"):
+            raise ValueError(f"part_crop must be 'part' or 'object', got {part_crop!r}")
         self.root, self.split, self.crop_size, self.margin = Path(root), split, int(crop_size), float(margin)
+        self.part_crop = part_crop
         path = self.root / "scenes" / f"{split}_scenes.json"
         if not path.exists():
             raise FileNotFoundError(f"{path}: no scenes for split {split!r} (generate the split first)")
@@ -155,11 +217,19 @@ class AttributeCropDataset(Dataset):
         return {"partname": self.onto.part_names.index(item.part), "color": v("color").index(pa.get("color", o["color"])),
                 "material": v("material").index(pa.get("material", o["material"])), "kind": 1}
 
+    def mask_and_box(self, item: CropItem) -> tuple[dict, list[float]]:
+        """The instance of an item (its annotation: ``mask``, ``bbox``) and the box its crop is cut
+        from: the instance's own, or for a part with ``part_crop="object"`` its object's."""
+        o = self.scenes[item.image_index]["objects"][item.object_index]
+        if item.part is None:
+            return o, o["bbox"]
+        ann = o["part_masks"][item.part]
+        return ann, (o["bbox"] if self.part_crop == "object" else ann["bbox"])
+
     def __getitem__(self, i: int) -> tuple[torch.Tensor, dict[str, Any]]:
         item = self.items[i]
         scene = self.scenes[item.image_index]
-        o = scene["objects"][item.object_index]
-        ann = o if item.part is None else o["part_masks"][item.part]
+        ann, box = self.mask_and_box(item)
         img = read_image(self.root / "images" / self.split / scene["image_filename"])
         mask = torch.from_numpy(rle_to_mask(ann["mask"])).float()[None]
-        return crop_instance(img, mask, ann["bbox"], self.crop_size, self.margin), self.labels(item)
+        return crop_instance(img, mask, box, self.crop_size, self.margin), self.labels(item)

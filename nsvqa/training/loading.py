@@ -76,7 +76,9 @@ def detector_from_checkpoint(ckpt: Mapping[str, Any], where: str = "detector che
 def head_from_checkpoint(ckpt: Mapping[str, Any], where: str = "attributes checkpoint") -> AttributeHead:
     """The attribute head (eval mode) of a loaded ``attributes.pt`` payload, built from its config."""
     vocab = ckpt["vocabularies"]["attributes"]
-    head = checkpoint_config(SceneParserConfig, ckpt, where).build_attribute_head({a: len(v) for a, v in vocab.items()})
+    # every weight comes from the checkpoint: the pretrained trunk's file is not read
+    head = checkpoint_config(SceneParserConfig, ckpt, where).build_attribute_head({a: len(v) for a, v in vocab.items()},
+                                                                                  pretrained=False)
     head.load_state_dict(ckpt["state_dict"])
     return head.eval()
 
@@ -100,23 +102,53 @@ def load_scene_parser(run_dir: str | Path, min_score: float | None = None) -> Sc
     if not det_path.exists() and cfg.detector:
         det_path = Path(cfg.detector)  # the head was trained for another run's detector
     det_ck = load_checkpoint(det_path, kind=DETECTOR_KIND)
-    dv = det_ck["vocabularies"]
+    return scene_parser_from(detector_from_checkpoint(det_ck, str(det_path)), det_ck["vocabularies"],
+                             head_from_checkpoint(head_ck, str(head_path)), head_ck["vocabularies"], cfg,
+                             min_score=min_score, detector_path=str(det_path))
+
+
+def scene_parser_from(detector: nn.Module, detector_vocabulary: Mapping[str, Any], head: AttributeHead,
+                      head_vocabularies: Mapping[str, Any], cfg: SceneParserConfig, *, min_score: float | None = None,
+                      detector_path: str | None = None) -> SceneParser:
+    """A :class:`SceneParser` of networks in memory (what :func:`load_scene_parser` reads from a run,
+    and what training evaluates with): the detector's class vocabulary decides how parts and
+    class-agnostic outputs are named.
+
+    Args:
+        detector_vocabulary: a detector checkpoint's ``vocabularies``.
+        head_vocabularies: an attribute checkpoint's ``vocabularies`` (``attributes``, ``directions``).
+        cfg: the run config (crop size, the default ``min_score``).
+
+    Raises:
+        CheckpointError: a class-agnostic vocabulary without a class id for some shape or part name.
+    """
+    dv = detector_vocabulary
+    where = detector_path or "detector"
     onto = load_ontology("superclevr")
-    parts = {int(k): dv["classes"][str(k)] for k in dv.get("part_class_ids", [])}
-    classes, shape_ids = dict(dv["classes"]), None
-    if dv.get("mode") == "agnostic":  # outputs are labelled with the head's most likely shape
+    agnostic = str(dv.get("mode", "")).startswith("agnostic")
+    # a class-agnostic part class has no name of its own: the head's part name is its name
+    parts = {int(k): None if agnostic else dv["classes"][str(k)] for k in dv.get("part_class_ids", [])}
+    classes, shape_ids, part_ids = dict(dv["classes"]), None, None
+    if parts and agnostic:  # part outputs are labelled with the head's most likely part name
+        ids = dv.get("part_ids", {})
+        missing = [p for p in onto.part_names if p not in ids]
+        if missing:
+            raise CheckpointError(f"{where}, vocabularies 'part_ids': no class id for parts {missing}")
+        part_ids = np.array([ids[p] for p in onto.part_names], dtype=np.int64)
+    if agnostic:  # outputs are labelled with the head's most likely shape
         ids = dv["shape_ids"]
         missing = [s for s in onto.scene_values("shape") if s not in ids]
         if missing:
-            raise CheckpointError(f"{det_path}, vocabularies 'shape_ids': no class id for shapes {missing}")
+            raise CheckpointError(f"{where}, vocabularies 'shape_ids': no class id for shapes {missing}")
         # an unplaced shape (addi) has no class: the head never predicts it
         shape_ids = np.array([ids.get(s, -1) for s in onto.values("shape")], dtype=np.int64)
         classes = {str(i): name for name, i in ids.items()}
-    return SceneParser(detector_from_checkpoint(det_ck, str(det_path)), head_from_checkpoint(head_ck, str(head_path)),
-                       onto, head_ck["vocabularies"]["directions"], cfg.crop_size,
-                       cfg.min_score if min_score is None else min_score, parts,
-                       detector_classes=classes, shape_label_ids=shape_ids, detector_path=str(det_path),
-                       head_values=head_ck["vocabularies"]["attributes"])
+        if part_ids is not None:
+            classes |= {str(i): name for name, i in dv["part_ids"].items()}
+    return SceneParser(detector, head, onto, head_vocabularies["directions"], cfg.crop_size,
+                       cfg.min_score if min_score is None else min_score, parts, detector_classes=classes,
+                       shape_label_ids=shape_ids, part_label_ids=part_ids, detector_path=detector_path,
+                       head_values=head_vocabularies["attributes"], part_crop=cfg.part_crop)
 
 
 def parse_split(parser, data: str | Path, split: str, *, batch: int = 4, limit: int | None = None,
@@ -148,6 +180,6 @@ def parse_split(parser, data: str | Path, split: str, *, batch: int = 4, limit: 
 
 
 
-__all__ = ["parse_split", "load_question_parser", "load_scene_parser", "detector_from_checkpoint", "head_from_checkpoint",
+__all__ = ["parse_split", "load_question_parser", "load_scene_parser", "scene_parser_from", "detector_from_checkpoint", "head_from_checkpoint",
            "checkpoint_config", "QUESTION_CHECKPOINT", "QUESTION_KIND", "DETECTOR_CHECKPOINT", "DETECTOR_KIND",
            "HEAD_CHECKPOINT", "HEAD_KIND"]

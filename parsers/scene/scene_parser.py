@@ -10,8 +10,10 @@ head predicts the values a scene can hold (``Ontology.scene_values``: the 21 pla
 the columns of the unplaced values (``addi``, which no scene holds) get probability 0: the parser
 never predicts them, whether its head has a column for them or not (:func:`head_distribution`).
 
-In objects+parts mode the detector also finds parts (one class per part name). A part detection
-belongs to the object whose mask contains most of it (containment = |part ∩ object| / |part| ≥
+In the parts modes the detector also finds parts: one class per part name (``objects+parts``), or
+one ``part`` class whose name the attribute head tells (``agnostic+parts``; the part's existence
+is then spread over the names by the head's part-name distribution). A part detection belongs to
+the object whose mask contains most of it (containment = |part ∩ object| / |part| ≥
 ``min_containment``). A scene lists only the parts whose attributes differ from their object's (the
 official engine's convention), so ``part_exist[i, p]`` = score × P(the part's colour or material
 differs from the object's) under the two heads' distributions; the part's attribute distributions
@@ -74,7 +76,8 @@ class SceneParser(nn.Module):
         directions: relation -> (2,) ground-plane direction (the scenes' ``directions`` without z).
         crop_size: side of the attribute head's input crops.
         min_score: detections below this score are dropped (the paper uses 0.7 at the detector).
-        part_classes: detector class id -> part name, for a detector trained in objects+parts mode.
+        part_classes: detector class id -> part name, for a detector that finds parts; the name None
+            for a class-agnostic ``part`` class (the attribute head's ``partname`` tells it).
         min_containment: share of a part's mask inside its object's for the part to belong to it.
         merge_iou: object detections of different shape classes whose boxes overlap this much are
             one object (None: keep torchvision's per-class detections). The detector's score of a
@@ -85,8 +88,13 @@ class SceneParser(nn.Module):
         shape_label_ids: for a class-agnostic detector, ontology shape index -> COCO category id
             (K,), so that output labels are the attribute head's most likely shape (None: the
             detector's classes).
+        part_label_ids: the same for class-agnostic parts: ontology part-name index -> COCO
+            category id (P,), so that part labels are the head's most likely part name.
         detector_path: the checkpoint the detector was loaded from (None: not from a file);
             recorded in the outputs' provenance.
+        part_crop: the box a part's crop is cut from: ``"part"`` (its own detected box) or
+            ``"object"`` (the box of the object it belongs to; its own when it belongs to none), as
+            the head was trained (a config's ``part_crop``).
         head_values: attribute -> the values the attribute head's outputs stand for, in output order
             (a checkpoint's ``vocabularies["attributes"]``); None, or an attribute missing: the
             ontology's values or its scene values, whichever the output width matches.
@@ -101,14 +109,15 @@ class SceneParser(nn.Module):
                  directions: dict[str, Sequence[float]], crop_size: int = 64, min_score: float = 0.5,
                  part_classes: dict[int, str] | None = None, min_containment: float = 0.5,
                  merge_iou: float | None = 0.7, *, detector_classes: dict[str, str] | None = None,
-                 shape_label_ids: Sequence[int] | np.ndarray | None = None, detector_path: str | None = None,
-                 head_values: Mapping[str, Sequence[str]] | None = None):
+                 shape_label_ids: Sequence[int] | np.ndarray | None = None,
+                 part_label_ids: Sequence[int] | np.ndarray | None = None, detector_path: str | None = None,
+                 head_values: Mapping[str, Sequence[str]] | None = None, part_crop: str = "part"):
         super().__init__()
         self.detector, self.attribute_head = detector, attribute_head
         self.ontology, self.crop_size, self.min_score = ontology, int(crop_size), float(min_score)
         self.directions = {r: np.asarray(v, dtype=float)[:2] for r, v in directions.items()}
         self.part_classes = {int(k): v for k, v in (part_classes or {}).items()}
-        unknown = set(self.part_classes.values()) - set(ontology.part_names)
+        unknown = set(self.part_classes.values()) - set(ontology.part_names) - {None}
         if unknown:
             raise ValueError(f"part classes not in the ontology's part names: {sorted(unknown)}")
         self.min_containment = float(min_containment)
@@ -126,6 +135,14 @@ class SceneParser(nn.Module):
                 raise ValueError(f"shape_label_ids: {len(ids)} ids, expected one per shape of the ontology "
                                  f"({len(shapes)}) or per placed shape ({len(placed)})")
             self.shape_label_ids = ids
+        self.part_label_ids: np.ndarray | None = None
+        if part_label_ids is not None:
+            self.part_label_ids = np.asarray(part_label_ids, dtype=np.int64)
+            if len(self.part_label_ids) != len(ontology.part_names):
+                raise ValueError(f"part_label_ids: {len(self.part_label_ids)} ids, expected one per part name "
+                                 f"of the ontology ({len(ontology.part_names)})")
+        if None in self.part_classes.values() and "partname" not in getattr(attribute_head, "heads", {"partname": 0}):
+            raise ValueError("a class-agnostic part class needs an attribute head with a 'partname' output")
         self.head_values = {a: tuple(v) for a, v in (head_values or {}).items() if a in ontology.attributes}
         for a, names in self.head_values.items():
             _check_head_values(ontology, a, names)
@@ -134,6 +151,9 @@ class SceneParser(nn.Module):
                 raise ValueError(f"attribute head {a!r}: {heads[a].out_features} outputs but {len(names)} "
                                  f"head_values {list(names)}")
         self.detector_path = detector_path
+        if part_crop not in ("part", "object"):
+            raise ValueError(f"part_crop must be 'part' or 'object', got {part_crop!r}")
+        self.part_crop = part_crop
 
     @torch.no_grad()
     def parse(self, images: Sequence[torch.Tensor]) -> list[ParsedScene]:
@@ -151,19 +171,43 @@ class SceneParser(nn.Module):
             masks = (det["masks"][keep, 0] >= 0.5) if len(boxes) else torch.zeros((0, *img.shape[1:]), dtype=torch.bool)
             is_part = torch.tensor([int(c) in self.part_classes for c in labels], dtype=torch.bool)
             obj, prt = ~is_part, is_part
-            crops = _crops(img, boxes, masks, self.crop_size)
+            owner = self._owners(masks[prt], masks[obj])
+            cut = boxes.clone()
+            if self.part_crop == "object" and len(owner):  # a part seen on its whole object
+                part_rows, obj_rows = torch.nonzero(prt).flatten(), torch.nonzero(obj).flatten()
+                for r, o in zip(part_rows.tolist(), owner.tolist()):
+                    if o >= 0:
+                        cut[r] = boxes[obj_rows[o]]
+            crops = _crops(img, cut, masks, self.crop_size)
             h, w = img.shape[1:]
             geometry = [box_geometry([float(b[0]), float(b[1]), float(b[2] - b[0]), float(b[3] - b[1])], h, w)
                         for b in boxes]
             heads = self.attribute_head(torch.stack(crops), torch.stack(geometry)) if crops else None
-            owner = self._owners(masks[prt], masks[obj])
             lik = self._likelihoods(scores[obj], _rows(heads, obj), scores[prt], labels[prt], _rows(heads, prt), owner)
-            obj_labels = labels[obj].numpy()
+            obj_labels, part_labels = labels[obj].numpy(), labels[prt].numpy()
             if self.shape_label_ids is not None and len(obj_labels):
                 obj_labels = self.shape_label_ids[lik.attributes["shape"].argmax(1)]
+            if self.part_label_ids is not None and len(part_labels):
+                part_labels = self.part_label_ids[self._part_names(labels[prt], _rows(heads, prt)).argmax(1)]
             out.append(ParsedScene(lik, boxes[obj].numpy(), masks[obj].numpy(), obj_labels, scores[obj].numpy(),
-                                   boxes[prt].numpy(), masks[prt].numpy(), labels[prt].numpy(), scores[prt].numpy(),
+                                   boxes[prt].numpy(), masks[prt].numpy(), part_labels, scores[prt].numpy(),
                                    owner))
+        return out
+
+    def _part_names(self, labels: torch.Tensor, heads: dict | None) -> np.ndarray:
+        """(M, P) each part detection's distribution over the ontology's part names: one-hot on its
+        detector class's name, or the head's ``partname`` distribution for a class-agnostic part."""
+        names = list(self.ontology.part_names)
+        out = np.zeros((len(labels), len(names)))
+        agnostic = [j for j, c in enumerate(labels.tolist()) if self.part_classes[int(c)] is None]
+        for j, c in enumerate(labels.tolist()):
+            if self.part_classes[int(c)] is not None:
+                out[j, names.index(self.part_classes[int(c)])] = 1.0
+        if agnostic:
+            logits = heads["partname"][agnostic]
+            values = list(self.head_values.get("partname", names))
+            probs = torch.softmax(logits.double(), -1).numpy()
+            out[np.ix_(agnostic, [names.index(v) for v in values])] = probs
         return out
 
     def _owners(self, part_masks: torch.Tensor, obj_masks: torch.Tensor) -> np.ndarray:
@@ -197,18 +241,25 @@ class SceneParser(nn.Module):
             part_attrs = {a: np.repeat(attrs[a][:, None, :], len(names), axis=1) for a in pattrs}
             own = {a: head_distribution(onto, a, part_heads[a], self.head_values.get(a)) for a in ("color", "material")
                    if part_heads is not None and a in part_heads}
-            for j in np.argsort(-part_scores.numpy(), kind="stable"):  # best detection of a name wins
+            name_probs = self._part_names(part_labels, part_heads)
+            best = np.zeros((n, len(names)))  # the existence of the detection that holds (i, k)
+            for j in np.argsort(-part_scores.numpy(), kind="stable"):
                 i = int(owner[j])
                 if i < 0:
                     continue
-                k = names.index(self.part_classes[int(part_labels[j])])
-                if part_exist[i, k] > 0:
-                    continue
                 same = 1.0
-                for a, dist in own.items():
-                    part_attrs[a][i, k] = dist[j]
-                    same *= float(dist[j] @ attrs[a][i])
-                part_exist[i, k] = float(part_scores[j]) * (1.0 - same)
+                dists = {a: dist[j] for a, dist in own.items()}
+                for a, d in dists.items():
+                    same *= float(d @ attrs[a][i])
+                for k in np.flatnonzero(name_probs[j] > 0):
+                    # a detection's existence for name k: detected x named k x looks different
+                    exist = float(part_scores[j]) * float(name_probs[j, k])
+                    if exist <= best[i, k]:
+                        continue  # a better detection of this name on this object holds it
+                    best[i, k] = exist
+                    for a, d in dists.items():
+                        part_attrs[a][i, k] = d
+                    part_exist[i, k] = exist * (1.0 - same)
         return SceneLikelihoods(onto, scores.double().numpy(), attrs, pos, std, self.directions,
                                 onto.relation_margin, part_exist=part_exist, part_attributes=part_attrs)
 

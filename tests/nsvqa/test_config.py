@@ -281,6 +281,17 @@ def test_an_old_config_without_the_network_fields_loads_with_its_profile_s(tmp_p
         head_from_checkpoint(dict(head_ck, config=old | {"profile": "gone"}), str(tmp_path / "old" / "attributes.pt"))
 
 
+def test_fields_added_with_a_new_behaviour_read_as_the_old_one_when_absent():
+    """A checkpoint from before the pretrained attribute trunk and the object-context part crops
+    was a scratch ResNet on part-box crops, whatever its profile says today."""
+    cfg = SceneParserConfig.from_profile("d", "mini")
+    assert (cfg.head_backbone, cfg.part_crop) == ("lite0", "object")
+    old = {k: v for k, v in asdict(cfg).items() if k not in ("head_backbone", "part_crop")}
+    back = SceneParserConfig.from_dict(old)
+    assert (back.head_backbone, back.part_crop) == ("resnet", "part")
+    assert SceneParserConfig.from_dict(asdict(cfg)) == cfg
+
+
 def test_question_parser_rebuilds_from_its_config(tmp_path):
     from executors.ontology import load_ontology
     from parsers.question.seq2seq import Seq2Seq

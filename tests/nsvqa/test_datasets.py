@@ -26,7 +26,7 @@ def test_detection_targets_match_the_scenes(split):
     from nsvqa.training.datasets import DetectionDataset, collate_detection
 
     folder, scenes = split
-    ds = DetectionDataset(folder, "train")
+    ds = DetectionDataset(folder, "train", mode="objects")
     onto = load_ontology("superclevr")
     assert len(ds) == 3 and ds.num_classes == 22
     for (img, t), s in zip(ds, scenes):
@@ -40,7 +40,9 @@ def test_detection_targets_match_the_scenes(split):
             assert [x0, y0, x1 - x0, y1 - y0] == o["bbox"]
     parts = DetectionDataset(folder, "train", mode="objects+parts")
     _, t = parts[0]
-    assert len(t["labels"]) == len(scenes[0]["objects"]) + sum(len(o["part_masks"]) for o in scenes[0]["objects"])
+    # the parts the scene lists, not every visible one
+    assert len(t["labels"]) == len(scenes[0]["objects"]) + sum(len(o["parts"]) for o in scenes[0]["objects"])
+    assert sum(len(o["part_masks"]) for o in scenes[0]["objects"]) > sum(len(o["parts"]) for o in scenes[0]["objects"])
     assert parts.num_classes == 22 + len(onto.part_names)
     agnostic = DetectionDataset(folder, "train", mode="agnostic")
     assert agnostic.num_classes == 2 and agnostic.categories == {1: "object"}

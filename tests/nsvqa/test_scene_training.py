@@ -47,7 +47,9 @@ def test_run_directory_holds_config_logs_and_self_contained_checkpoints(run, dat
     assert cfg["profile"] == "tiny" and cfg["det_iterations"] == 2 and cfg["data"] == str(data)
     assert any((run / "tb").iterdir()) and "attributes epoch 1 val" in (run / "train.log").read_text()
     det = load_checkpoint(run / "detector.pt", kind="detector")
-    assert det["train_state"]["step"] == 2 and det["vocabularies"]["num_classes"] == 22
+    # the default detector: 'object' and 'part' (the listed parts), the head names both
+    assert det["train_state"]["step"] == 2 and det["vocabularies"]["num_classes"] == 3
+    assert det["vocabularies"]["mode"] == "agnostic+parts" and det["vocabularies"]["part_class_ids"] == [2]
     head = load_checkpoint(run / "attributes.pt", kind="attributes")
     assert head["vocabularies"]["attributes"]["partname"] == list(ONTO.part_names)
     assert set(head["extra"]["val"]) >= {"object.shape", "object.color", "part.partname", "part.color"}
@@ -136,14 +138,20 @@ def _gt_parse(data, split):
         lik = SceneLikelihoods(ONTO, full.exist, full.attributes, full.positions[:, :2], None,
                                {r: np.asarray(v)[:2] for r, v in s["directions"].items()}, ONTO.relation_margin,
                                None, full.part_exist, full.part_attributes, s["image_index"])
-        dets = []
-        for o in s["objects"]:
+        dets, parts = [], []
+        for i, o in enumerate(s["objects"]):
             x, y, w, h = o["bbox"]
             dets.append({"box": [x, y, x + w, y + h], "score": 1.0, "label": ONTO.values("shape").index(o["shape"]) + 1,
                          "mask": o["mask"]})
-        scenes.append({"image_index": s["image_index"], "detections": dets, "parts": [], "likelihoods": lik.to_json()})
+            for name in sorted(o["parts"]):  # the listed parts, under their names' COCO ids
+                pm = o["part_masks"][name]
+                x, y, w, h = pm["bbox"]
+                parts.append({"object": i, "box": [x, y, x + w, y + h], "score": 1.0, "mask": pm["mask"],
+                              "label": len(ONTO.scene_values("shape")) + 1 + ONTO.part_names.index(name)})
+        scenes.append({"image_index": s["image_index"], "detections": dets, "parts": parts, "likelihoods": lik.to_json()})
         liks.append(lik)
-    return {"version": 1, "scenes": scenes}, liks
+    classes = {str(len(ONTO.scene_values("shape")) + 1 + k): name for k, name in enumerate(ONTO.part_names)}
+    return {"version": 1, "scenes": scenes, "detector_classes": classes}, liks
 
 
 def test_a_perfect_parse_scores_perfectly(data):
@@ -157,6 +165,7 @@ def test_a_perfect_parse_scores_perfectly(data):
     assert all(acc[f"object.{a}"] == 1.0 for a in ("shape", "color", "material", "size", "texture"))
     assert acc["object.position_rmse"] == pytest.approx(0.0, abs=1e-6)
     assert acc["part.recall"] == 1.0 and acc["part.color"] == 1.0
+    assert acc["parts_listed"] > 0 and acc["part.recall_mask"] == 1.0 and acc["part.partname"] == 1.0
     arrays = stack_likelihoods(liks)
     n = max(len(lik) for lik in liks)
     assert arrays["part_exist"].shape == (2, n, len(ONTO.part_names))
@@ -183,6 +192,16 @@ def test_a_wrong_parse_scores_lower(data):
         lik.attributes["color"] = np.roll(lik.attributes["color"], 1, axis=1)
     acc = attribute_accuracy(doc, liks, {s["image_index"]: s for s in _scenes(data, "val")})
     assert acc["object.color"] == 0.0 and acc["object.shape"] == 1.0
+    # parts: found by their masks but named wrong, or owned by another object
+    for s in doc["scenes"]:
+        for p in s["parts"]:
+            p["label"] = int(p["label"]) + 1 if int(p["label"]) < 21 + len(ONTO.part_names) else 22
+    acc = attribute_accuracy(doc, liks, {s["image_index"]: s for s in _scenes(data, "val")})
+    assert acc["part.recall_mask"] == 1.0 and acc["part.partname"] == 0.0
+    for s in doc["scenes"]:
+        for p in s["parts"]:
+            p["object"] = -1
+    assert attribute_accuracy(doc, liks, {s["image_index"]: s for s in _scenes(data, "val")})["part.recall_mask"] == 0.0
 
 
 def test_match_objects_is_one_to_one_by_mask_iou():
@@ -213,6 +232,28 @@ def test_part_crops_are_the_listed_parts_plus_a_few_others(data):
     assert int((everything.kind == 1).sum()) == sum(len(o["part_masks"]) for s in scenes for o in s["objects"])
     assert torch.equal(crops.x, scene_training.gt_crops(data, "train", 16, parts=True, progress=False,
                                                         extra_parts=1).x)  # same seed, same crops
+
+
+def test_object_part_crops_show_the_part_on_its_object(data):
+    """part_crop="object": a part's crop is its object's box with the part's mask; objects are
+    cropped the same either way."""
+    from nsvqa.generation.annotations import rle_to_mask
+    from nsvqa.training.datasets import AttributeCropDataset, read_image
+    from parsers.scene.crops import crop_instance
+
+    own = scene_training.gt_crops(data, "train", 16, parts=True, progress=False, extra_parts=0)
+    ctx = scene_training.gt_crops(data, "train", 16, parts=True, progress=False, extra_parts=0, part_crop="object")
+    objects = own.kind == 0
+    assert torch.equal(own.x[objects], ctx.x[objects]) and not torch.equal(own.x[~objects], ctx.x[~objects])
+    ds = AttributeCropDataset(data, "train", 16, parts=True, part_crop="object")
+    item = next(it for it in ds.items if it.part is not None)
+    scene = ds.scenes[item.image_index]
+    o = scene["objects"][item.object_index]
+    img = read_image(data / "images" / "train" / scene["image_filename"])
+    mask = torch.from_numpy(rle_to_mask(o["part_masks"][item.part]["mask"])).float()[None]
+    torch.testing.assert_close(ds[ds.items.index(item)][0], crop_instance(img, mask, o["bbox"], 16))
+    with pytest.raises(ValueError, match="part_crop"):
+        AttributeCropDataset(data, "train", 16, part_crop="scene")
 
 
 def test_a_head_trained_for_another_runs_detector(run, data, tmp_path, load_script):
@@ -279,12 +320,13 @@ def test_agnostic_detector_outputs_are_labelled_with_the_heads_shape(data, tmp_p
 
 
 class _Oracle(torch.nn.Module):
-    """A stand-in detector: each image's ground-truth object boxes and masks (or none)."""
+    """A stand-in detector: each image's ground-truth object boxes and masks (label 1), or none;
+    with ``parts`` ("listed" or "visible") also those parts of every object (label 2)."""
 
-    def __init__(self, scenes, empty=False):
+    def __init__(self, scenes, empty=False, parts=None):
         super().__init__()
         self.by_size = scenes
-        self.empty = empty
+        self.empty, self.parts = empty, parts
         self.k = 0
 
     def forward(self, images):
@@ -294,12 +336,16 @@ class _Oracle(torch.nn.Module):
         for img in images:
             sc = self.by_size[self.k]
             self.k += 1
-            objs = [] if self.empty else sc["objects"]
-            boxes = torch.tensor([[o["bbox"][0], o["bbox"][1], o["bbox"][0] + o["bbox"][2], o["bbox"][1] + o["bbox"][3]]
-                                  for o in objs], dtype=torch.float32).reshape(-1, 4)
-            masks = torch.stack([torch.from_numpy(rle_to_mask(o["mask"]).astype(np.float32))[None] for o in objs]) \
-                if objs else torch.zeros((0, 1) + tuple(img.shape[1:]))
-            out.append({"boxes": boxes, "scores": torch.ones(len(objs)), "masks": masks})
+            anns = [] if self.empty else [(o, 1) for o in sc["objects"]]
+            if self.parts and not self.empty:
+                anns += [(pm, 2) for o in sc["objects"] for name, pm in sorted(o["part_masks"].items())
+                         if self.parts == "visible" or name in o["parts"]]
+            boxes = torch.tensor([[a["bbox"][0], a["bbox"][1], a["bbox"][0] + a["bbox"][2], a["bbox"][1] + a["bbox"][3]]
+                                  for a, _ in anns], dtype=torch.float32).reshape(-1, 4)
+            masks = torch.stack([torch.from_numpy(rle_to_mask(a["mask"]).astype(np.float32))[None] for a, _ in anns]) \
+                if anns else torch.zeros((0, 1) + tuple(img.shape[1:]))
+            out.append({"boxes": boxes, "scores": torch.ones(len(anns)), "masks": masks,
+                        "labels": torch.tensor([c for _, c in anns], dtype=torch.int64)})
         return out
 
 
@@ -312,3 +358,70 @@ def test_detector_ap_scores_a_detector_alone(data, tmp_path, load_script):
     assert ap["bbox"]["AP50"] == pytest.approx(1.0) and ap["segm"]["AP50"] == pytest.approx(1.0)
     assert detector_ap(_Oracle(scenes, empty=True), data, "val")["bbox"]["AP50"] == 0.0
     assert detector_ap(_Oracle(scenes), data, "val", limit=1)["images"] == 1
+
+
+def test_detector_ap_scores_objects_and_listed_parts_apart(data):
+    from nsvqa.evaluation.scene_parser import detector_ap
+
+    scenes = json.loads((data / "scenes" / "val_scenes.json").read_text())["scenes"]
+    assert any(o["parts"] for s in scenes for o in s["objects"]), "the fixture lists no parts"
+    listed = detector_ap(_Oracle(scenes, parts="listed"), data, "val", part_class_ids=[2])
+    # the part detections are not false objects, and the listed parts are all found
+    assert listed["bbox"]["AP50"] == pytest.approx(1.0)
+    assert listed["parts"]["bbox"]["AP50"] == pytest.approx(1.0) and listed["parts"]["segm"]["AP50"] == pytest.approx(1.0)
+    # every visible part: the unlisted ones are false positives of the listed-parts AP (all at score 1)
+    visible = detector_ap(_Oracle(scenes, parts="visible"), data, "val", part_class_ids=[2])
+    assert visible["bbox"]["AP50"] == pytest.approx(1.0) and visible["parts"]["bbox"]["AP50"] < 0.9
+    # without part classes every detection is an object: the parts are false objects
+    assert detector_ap(_Oracle(scenes, parts="listed"), data, "val")["bbox"]["AP50"] < 0.9
+    assert "parts" not in detector_ap(_Oracle(scenes), data, "val")
+
+
+@pytest.mark.parametrize("mode", ["objects+parts", "agnostic+parts"])
+def test_parts_modes_train_on_the_listed_parts(data, mode):
+    from nsvqa.training.datasets import DetectionDataset
+
+    ds = DetectionDataset(data, "train", mode)
+    plain = DetectionDataset(data, "train", "objects")
+    scenes = {s["image_index"]: s for s in _scenes(data, "train")}
+    for i, iid in enumerate(ds.image_ids):
+        _, target = ds[i]
+        objs = scenes[iid]["objects"]
+        n_listed = sum(len(o["parts"]) for o in objs)
+        labels = target["labels"].tolist()
+        assert len(labels) == len(objs) + n_listed == len(target["masks"]) == len(target["boxes"])
+        parts = [c for c in labels if c in ds.part_class_ids]
+        assert len(parts) == n_listed
+        if mode == "agnostic+parts":
+            assert sorted(set(labels) - {2}) == [1] and ds.part_class_ids == [2]
+        else:  # the part names' COCO ids, one per listed part
+            names = sorted(p for o in objs for p in o["parts"])
+            assert sorted(ds.categories[c] for c in parts) == names
+        assert plain[i][1]["labels"].tolist() == [c for c in labels if c not in ds.part_class_ids] \
+            or mode == "agnostic+parts"
+    assert ds.num_classes == (3 if mode == "agnostic+parts" else max(ds.part_ids.values()) + 1)
+
+
+def test_agnostic_parts_take_their_names_from_the_head(data, tmp_path, load_script):
+    out = tmp_path / "agnostic_parts"
+    load_script("train_scene_parser").main(["--data", str(data), "--out", str(out), "--mode", "agnostic+parts", *TINY])
+    det = load_checkpoint(out / "detector.pt", kind="detector")
+    v = det["vocabularies"]
+    assert v["num_classes"] == 3 and v["part_class_ids"] == [2] and v["classes"] == {"1": "object", "2": "part"}
+    parser = load_scene_parser(out, min_score=0.0)
+    assert parser.part_classes == {2: None}
+    parser.detector.roi_heads.score_thresh = 0.0
+    parser.min_containment = 0.0  # every part belongs to the object that overlaps it most
+    torch.manual_seed(1)
+    parsed = [p for p in parser.parse([torch.rand(3, 48, 64) for _ in range(6)]) if len(p.part_labels)]
+    assert parsed, "the untrained detector found no parts to name"
+    names = list(ONTO.part_names)
+    for p in parsed:
+        # part labels are the COCO ids of the names the head found most likely
+        assert set(p.part_labels.tolist()) <= set(v["part_ids"].values())
+        owned = p.part_owner >= 0
+        if owned.any() and len(p.labels):
+            lik = p.likelihoods
+            assert lik.part_exist is not None and lik.part_exist.shape == (len(p.labels), len(names))
+            # existence spread over names: never above the detection's score
+            assert lik.part_exist.max() <= p.part_scores.max() + 1e-9

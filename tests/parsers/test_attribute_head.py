@@ -93,3 +93,39 @@ def test_position_is_read_from_the_box_geometry():
         blind = (net(x)["position"] - labels["position"]).pow(2).mean().sqrt()
     spread = labels["position"].std(0).mean()
     assert err < 0.25 * spread and blind > spread
+
+
+def test_lite0_trunk_outputs_and_learns():
+    """The EfficientNet-Lite0 trunk from scratch (trainable BatchNorm; the ImageNet weights' own
+    tests are in test_backbones) gives every output and lowers the loss on a repeated batch."""
+    torch.manual_seed(0)
+    net = AttributeHead(NUM, backbone="lite0_scratch")
+    assert net.trunk.out_features == 112 + 320
+    x, labels = _batch(size=48)
+    opt = torch.optim.Adam([p for p in net.parameters() if p.requires_grad], lr=1e-3)
+    first = None
+    for _ in range(15):
+        loss = attribute_loss(net(x), labels)["total"]
+        first = float(loss.detach()) if first is None else first
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    assert float(loss.detach()) < 0.7 * first
+    net.eval()
+    with torch.no_grad():
+        out = net(x)
+    assert all(out[a].shape == (8, k) for a, k in NUM.items())
+    with pytest.raises(ValueError, match="unknown attribute-head backbone 'vgg'"):
+        AttributeHead(NUM, backbone="vgg")
+
+
+def test_pretrained_lite0_trunk_takes_the_mask_channel(require_backbone_weights):
+    net = AttributeHead(NUM, backbone="lite0").eval()
+    from torchvision.ops import FrozenBatchNorm2d
+
+    assert net.trunk.body._conv_stem.weight.shape[1] == 4
+    assert all(isinstance(m, FrozenBatchNorm2d) for m in net.trunk.modules() if "BatchNorm" in type(m).__name__)
+    x, _ = _batch(size=64)
+    with torch.no_grad():
+        out = net(x)
+    assert out["shape"].shape == (8, 21)

@@ -173,3 +173,39 @@ def test_imagenet_features_separate_shapes_far_better_than_random_weights(requir
     pretrained, random = _pooled(EfficientNetLite0(), x), _pooled(random_net, x)
     acc = {"pretrained": _ridge_probe(pretrained, categories), "random": _ridge_probe(random, categories)}
     assert acc["pretrained"] >= 0.7 and acc["pretrained"] >= acc["random"] + 0.15, acc
+
+
+def test_a_fourth_input_channel_starts_silent(require_backbone_weights):
+    """in_channels=4 (RGB + mask): the ImageNet weights fill the RGB columns of the stem and the
+    mask's start at zero, so the pretrained network's output is unchanged until it learns the mask;
+    the mask is not normalised, and its stem weights do get gradients."""
+    torch.manual_seed(0)
+    rgb_net, mask_net = EfficientNetLite0().eval(), EfficientNetLite0(in_channels=4).eval()
+    x = torch.rand(2, 3, 64, 80)
+    mask = (torch.rand(2, 1, 64, 80) > 0.5).float()
+    with torch.no_grad():
+        a, b = rgb_net(x), mask_net(torch.cat([x, mask], 1))
+    for k in a:
+        torch.testing.assert_close(a[k], b[k])
+    assert torch.equal(mask_net._conv_stem.weight[:, 3], torch.zeros(32, 3, 3))
+    mask_net.train()
+    sum(v.sum() for v in mask_net(torch.cat([x, mask], 1)).values()).backward()
+    assert mask_net._conv_stem.weight.grad[:, 3].abs().sum() > 0
+    with pytest.raises(ValueError, match="in_channels must be >= 3"):
+        EfficientNetLite0(weights=None, in_channels=2)
+
+
+def test_min_stride_4_adds_the_stride_4_map_first():
+    torch.manual_seed(0)
+    net = EfficientNetLite0(weights=None, min_stride=4).eval()
+    assert net.out_channels_list == [24, 40, 112, 320] and net.strides == (4, 8, 16, 32)
+    with torch.no_grad():
+        maps = net(torch.rand(1, 3, 48, 64))
+    assert [tuple(m.shape[1:]) for m in maps.values()] == [(24, 12, 16), (40, 6, 8), (112, 3, 4), (320, 2, 2)]
+    plain = EfficientNetLite0(weights=None)
+    plain.load_state_dict(net.state_dict())  # the same weights: only the taps differ
+    with torch.no_grad():
+        torch.testing.assert_close(list(plain.eval()(torch.ones(1, 3, 48, 64)).values()),
+                                   list(net(torch.ones(1, 3, 48, 64)).values())[1:])
+    with pytest.raises(ValueError, match="min_stride must be one of"):
+        EfficientNetLite0(weights=None, min_stride=2)

@@ -66,11 +66,17 @@ def test_network_arguments_reach_the_model():
     assert model.roi_heads.fg_bg_sampler.batch_size_per_image == 32
 
 
-def test_full_profile_is_resnet50_fpn_at_the_real_size():
-    model = build_detector(num_classes=22, height=480, width=640, **asdict(PROFILES["full"]))
-    assert type(model.backbone.body).__name__ == "IntermediateLayerGetter"
+def test_full_profile_is_lite0_fpn_at_the_real_size():
+    model = build_detector(num_classes=22, height=480, width=640, **asdict(PROFILES["full"]), weights=None)
+    assert type(model.backbone.body).__name__ == "EfficientNetLite0"
+    assert model.rpn.anchor_generator.sizes == ((16,), (32,), (64,), (128,), (256,))
     assert (model.transform.min_size, model.transform.max_size) == ((480,), 640)
     assert model.roi_heads.box_predictor.cls_score.out_features == 22
+
+
+def test_resnet50_fpn_stays_available():
+    model = build_detector(num_classes=22, height=480, width=640, backbone="resnet50", anchor_sizes=(32,))
+    assert type(model.backbone.body).__name__ == "IntermediateLayerGetter"
 
 
 # ---------------------------------------------------------------------------- the Lite0 backbones
@@ -119,3 +125,21 @@ def test_lite0_with_imagenet_weights_holds_them(require_backbone_weights):
     model = build_detector(3, 48, 64, **LITE0)
     stem = imagenet_state_dict()["_conv_stem.weight"]
     assert torch.equal(model.backbone.body._conv_stem.weight, stem)
+
+
+def test_lite0_with_a_stride_4_level_puts_one_anchor_size_per_map():
+    torch.manual_seed(0)
+    torch.set_num_threads(1)
+    model = build_detector(2, 48, 64, **(LITE0 | {"anchor_sizes": (4, 8, 16, 32, 64), "min_stride": 4}), weights=None)
+    assert model.rpn.anchor_generator.sizes == ((4,), (8,), (16,), (32,), (64,))
+    assert model.roi_heads.box_roi_pool.featmap_names == ["0", "1", "2", "3"]
+    with torch.no_grad():
+        feats = model.backbone(torch.rand(1, 3, 48, 64))
+    assert [tuple(f.shape[-2:]) for f in feats.values()] == [(12, 16), (6, 8), (3, 4), (2, 2), (1, 1)]
+    model.train()
+    target = {"boxes": torch.tensor([[10.0, 10.0, 30.0, 30.0], [40.0, 5.0, 46.0, 11.0]]), "labels": torch.tensor([1, 1]),
+              "masks": torch.zeros((2, 48, 64), dtype=torch.uint8)}
+    target["masks"][0, 10:30, 10:30] = 1
+    target["masks"][1, 5:11, 40:46] = 1
+    losses = model([torch.rand(3, 48, 64)], [target])
+    assert all(torch.isfinite(v) for v in losses.values())

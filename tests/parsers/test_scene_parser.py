@@ -205,3 +205,79 @@ def test_per_class_detections_of_one_object_merge_into_one():
     assert merged.tolist() == pytest.approx([0.6, 0.8, 0.5, 0.4])
     idx, merged = merge_classes(boxes[:0], scores[:0], labels[:0], set(), 0.7)
     assert len(idx) == len(merged) == 0
+
+
+def test_class_agnostic_parts_are_named_by_the_head():
+    """A detector with one ``part`` class: the head's part-name distribution names each part, its
+    existence is spread over the names, and the output labels are the likeliest name's COCO id."""
+    h, w = 48, 64
+    car = torch.zeros(h, w, dtype=torch.bool)
+    car[5:40, 5:60] = True
+    wheel, door, wheel2 = (torch.zeros(h, w, dtype=torch.bool) for _ in range(3))
+    wheel[30:38, 8:16] = True
+    door[10:20, 20:30] = True
+    wheel2[30:38, 40:48] = True
+    det = _FixedDetector([[5, 5, 60, 40], [8, 30, 16, 38], [20, 10, 30, 20], [40, 30, 48, 38]],
+                         [1, 2, 2, 2], [0.9, 0.8, 0.6, 0.7], [car, wheel, door, wheel2])
+    rows = 4
+    logits = {a: torch.zeros(rows, len(ONTO.values(a))) for a in ONTO.attributes}
+    logits["shape"] = _onehot(["suv"] * 4, "shape")
+    logits["color"] = _onehot(["red", "blue", "green", "blue"], "color")  # every part differs from the car
+    logits["material"] = _onehot(["metal"] * 4, "material")
+    names = ONTO.part_names
+    pn = torch.full((rows, len(names)), -30.0)
+    k_wheel, k_fl, k_bl = (names.index(n) for n in ("back_left_wheel", "door_front_left", "door_back_right"))
+    pn[1, k_wheel] = 0.0                   # surely the front-left wheel
+    pn[2, k_fl] = pn[2, k_bl] = 0.0        # one of two doors, half and half
+    pn[3, k_wheel] = 0.0                   # a second detection of the same wheel, lower score
+    logits["partname"] = pn
+    part_ids = np.arange(100, 100 + len(names))
+    parser = SceneParser(det, _FixedHead(logits), ONTO, DIRS, crop_size=16, min_score=0.5, part_classes={2: None},
+                         merge_iou=None, part_label_ids=part_ids)
+    p = parser.parse([torch.rand(3, h, w)])[0]
+    pe = p.likelihoods.part_exist
+    assert pe[0, k_wheel] == pytest.approx(0.8, abs=1e-6)  # the better detection of the wheel holds it
+    assert pe[0, k_fl] == pytest.approx(0.3, abs=1e-6) and pe[0, k_bl] == pytest.approx(0.3, abs=1e-6)
+    assert pe.sum() == pytest.approx(1.4, abs=1e-6)
+    color = ONTO.values("color")
+    assert color[int(p.likelihoods.part_attributes["color"][0, k_wheel].argmax())] == "blue"
+    assert color[int(p.likelihoods.part_attributes["color"][0, k_fl].argmax())] == "green"
+    assert p.part_labels[0] == 100 + k_wheel and p.part_labels[2] == 100 + k_wheel
+    assert p.part_labels[1] in (100 + k_fl, 100 + k_bl)
+    with pytest.raises(ValueError, match="part_label_ids: 3 ids"):
+        SceneParser(det, _FixedHead(logits), ONTO, DIRS, part_classes={2: None}, part_label_ids=[1, 2, 3])
+
+
+def test_object_part_crops_show_the_part_on_its_whole_object():
+    """part_crop="object": a part's crop is cut from its owner's box (the part's mask as the 4th
+    channel); a part that belongs to no object keeps its own box."""
+    from parsers.scene.crops import crop_instance
+
+    h, w = 48, 64
+    car, wheel, stray = (torch.zeros(h, w, dtype=torch.bool) for _ in range(3))
+    car[5:40, 5:60] = True
+    wheel[30:38, 8:16] = True
+    stray[0:4, 60:64] = True
+    boxes = [[5, 5, 60, 40], [8, 30, 16, 38], [60, 0, 64, 4]]
+    det = _FixedDetector(boxes, [1, 2, 2], [0.9, 0.8, 0.7], [car, wheel, stray])
+    logits = {a: torch.zeros(3, len(ONTO.values(a))) for a in ONTO.attributes} | {
+        "partname": torch.zeros(3, len(ONTO.part_names))}
+    seen = {}
+
+    class Recording(_FixedHead):
+        def forward(self, x, geometry):
+            seen["x"] = x.clone()
+            return super().forward(x, geometry)
+
+    img = torch.rand(3, h, w)
+    for mode, wheel_box in (("object", boxes[0]), ("part", boxes[1])):
+        parser = SceneParser(det, Recording(logits), ONTO, DIRS, crop_size=16, min_score=0.5, part_classes={2: None},
+                             merge_iou=None, part_crop=mode)
+        parser.parse([img])
+        x0, y0, x1, y1 = wheel_box
+        want = crop_instance(img, wheel[None].float(), [x0, y0, x1 - x0, y1 - y0], 16)
+        torch.testing.assert_close(seen["x"][1], want)
+        x0, y0, x1, y1 = boxes[2]  # no owner: its own box
+        torch.testing.assert_close(seen["x"][2], crop_instance(img, stray[None].float(), [x0, y0, x1 - x0, y1 - y0], 16))
+    with pytest.raises(ValueError, match="part_crop"):
+        SceneParser(det, _FixedHead(logits), ONTO, DIRS, part_crop="scene")
