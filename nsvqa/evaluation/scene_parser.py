@@ -289,8 +289,11 @@ def executor_accuracy(liks: Sequence[SceneLikelihoods], questions: Iterable[dict
     questions with and without part functions.
 
     Returns:
-        ``{"questions": {"all", "parts", "objects"} -> count, <reasoner>: {group -> accuracy or None}}``.
+        ``{"questions": {"all", "parts", "objects"} -> count, <reasoner>: {group -> accuracy or None},
+        "paired": {"<reasoner> - nsvqa": {group -> paired_comparison}}}``: each P-NSVQA mode against
+        NS-VQA on the same questions (difference, its 95% bootstrap interval, McNemar's p).
     """
+    from nsvqa.evaluation import paired_comparison
     from executors.io import parse_program
 
     from nsvqa.models.pipeline import REASONERS, make_reasoner, predict
@@ -307,14 +310,23 @@ def executor_accuracy(liks: Sequence[SceneLikelihoods], questions: Iterable[dict
         groups.append("parts" if _uses_parts(program) else "objects")
     counts = {"all": len(metas), "parts": groups.count("parts"), "objects": groups.count("objects")}
     out: dict[str, Any] = {"questions": counts}
+    every = {}
     for name in REASONERS:
-        preds = predict(make_reasoner(name, ontology, threshold=threshold), metas, programs, by_index, guess=False)
+        preds = every[name] = predict(make_reasoner(name, ontology, threshold=threshold), metas, programs, by_index,
+                                      guess=False)
         hits = {"all": 0, "parts": 0, "objects": 0}
         for p, g in zip(preds, groups):
             ok = p.prediction is not None and p.prediction == p.answer
             hits["all"] += ok
             hits[g] += ok
         out[name] = {g: (hits[g] / counts[g] if counts[g] else None) for g in counts}
+    if "nsvqa" in every and metas:
+        out["paired"] = {}
+        for name in (n for n in every if n != "nsvqa"):
+            out["paired"][f"{name} - nsvqa"] = {
+                g: paired_comparison([[p for p, h in zip(every[name], groups) if g in ("all", h)]],
+                                     [[p for p, h in zip(every["nsvqa"], groups) if g in ("all", h)]])
+                for g in counts if counts[g]}
     return out
 
 
@@ -327,13 +339,19 @@ def format_table(metrics: dict[str, Any]) -> str:
             continue
         lines.append(f"[{section}]")
         for k, v in values.items():
-            if isinstance(v, dict):
-                v = "  ".join(f"{kk}={_fmt(vv)}" for kk, vv in v.items())
-            lines.append(f"  {k:<26} {_fmt(v)}")
+            rows = [(k, v)]
+            if isinstance(v, dict) and v and all(isinstance(x, dict) and "diff" not in x for x in v.values()):
+                rows = list(v.items())  # one level deeper (the paired comparisons)
+            for name, row in rows:
+                if isinstance(row, dict) and "diff" not in row:
+                    row = "  ".join(f"{kk}={_fmt(vv)}" for kk, vv in row.items())
+                lines.append(f"  {name:<26} {_fmt(row)}")
     return "\n".join(lines)
 
 
 def _fmt(v: Any) -> str:
     if isinstance(v, float):
         return f"{v:.4f}"
+    if isinstance(v, dict) and "diff" in v:  # a paired comparison: the difference and its interval
+        return f"{v['diff']:+.4f} [{v['ci95'][0]:+.4f}, {v['ci95'][1]:+.4f}]"
     return str(v)

@@ -176,6 +176,8 @@ def test_a_perfect_parse_scores_perfectly(data):
     ex = executor_accuracy(liks, qs, ONTO)
     for model in ("nsvqa", "pnsvqa", "pnsvqa-exact"):
         assert ex[model]["all"] == 1.0, (model, ex)
+    paired = ex["paired"]["pnsvqa-exact - nsvqa"]["all"]
+    assert paired["diff"] == 0.0 and paired["ci95"] == [0.0, 0.0] and paired["n"] == ex["questions"]["all"]
 
 
 def test_a_wrong_parse_scores_lower(data):
