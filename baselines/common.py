@@ -126,7 +126,7 @@ def load_images(folder: str | Path, split: str, filenames: Sequence[str], width:
     """
     from tqdm import tqdm
 
-    from nsvqa.training.datasets import read_image
+    from nsvqa.artifacts.images import read_image
 
     folder = Path(folder)
     files = list(dict.fromkeys(filenames))

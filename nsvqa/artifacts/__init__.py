@@ -10,6 +10,7 @@ file                                   read                            write
 ``parsed/<variant>/likelihoods.json``  :func:`read_likelihoods`        :func:`write_likelihoods`
 ``parsed/<variant>/programs.json``     :func:`read_programs`           :func:`write_programs`
 ``predictions/*.jsonl``                :func:`read_predictions`        :func:`write_predictions`
+``images/<split>/*.png``               :func:`images.read_image`       :mod:`nsvqa.generation`
 =====================================  ==============================  ==========================
 """
 from __future__ import annotations

@@ -160,7 +160,7 @@ def detector_ap(detector, data: str | Path, split: str, *, part_class_ids: Itera
 
     from nsvqa.artifacts.scenes import read_scenes, scenes_path
     from nsvqa.generation.annotations import mask_to_rle
-    from nsvqa.training.datasets import read_image
+    from nsvqa.artifacts.images import read_image
 
     data = Path(data)
     scenes = list(read_scenes(scenes_path(data, split)))[:limit]

@@ -18,10 +18,10 @@ from typing import Any
 
 import numpy as np
 import torch
-from PIL import Image
 from torch.utils.data import Dataset
 
 from executors import load_ontology
+from nsvqa.artifacts.images import read_image
 from nsvqa.artifacts.scenes import read_scenes
 from nsvqa.generation.annotations import rle_to_mask
 from parsers.scene.crops import crop_instance
@@ -31,15 +31,6 @@ MODES = ("objects", "objects+parts", "agnostic", "agnostic+parts")
 PART_MODES = ("objects+parts", "agnostic+parts")
 OBJECT_ATTRIBUTES = ("shape", "color", "material", "size", "texture")
 PART_ATTRIBUTES = ("partname", "color", "material")
-
-
-def read_image(path: str | Path) -> torch.Tensor:
-    """The image file ``path`` as a (3, H, W) float32 tensor in [0, 1] (RGB; alpha dropped)."""
-    with Image.open(path) as im:
-        arr = np.asarray(im.convert("RGB"), dtype=np.uint8)
-    return torch.from_numpy(arr.copy()).permute(2, 0, 1).float().div_(255.0)
-
-
 
 
 class DetectionDataset(Dataset):

@@ -160,7 +160,7 @@ def parse_split(parser, data: str | Path, split: str, *, batch: int = 4, limit: 
     from tqdm import tqdm
 
     from nsvqa.artifacts.scenes import read_scenes, scenes_path
-    from nsvqa.training.datasets import read_image
+    from nsvqa.artifacts.images import read_image
 
     data = Path(data)
     spath = scenes_path(data, split)

@@ -236,7 +236,7 @@ def gt_crops(root: str | Path, split: str, crop_size: int, parts: bool, limit: i
     the box of a part's crop (:class:`nsvqa.training.datasets.AttributeCropDataset`)."""
     from tqdm import tqdm
 
-    from nsvqa.training.datasets import read_image
+    from nsvqa.artifacts.images import read_image
     from nsvqa.generation.annotations import rle_to_mask
 
     ds = AttributeCropDataset(root, split, crop_size, parts=parts, part_crop=part_crop)
@@ -276,7 +276,7 @@ def detector_crops(detector: torch.nn.Module, vocab: dict, root: str | Path, spl
     is cut from its own detected box, or with ``part_crop="object"`` from its object's box."""
     from tqdm import tqdm
 
-    from nsvqa.training.datasets import read_image
+    from nsvqa.artifacts.images import read_image
     from nsvqa.generation.annotations import mask_to_rle
     from nsvqa.evaluation.scene_parser import match_objects
     from parsers.scene.scene_parser import merge_classes

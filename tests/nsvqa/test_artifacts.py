@@ -453,3 +453,18 @@ def test_predictions_are_re_exported(tmp_path):
     assert artifacts.read_predictions(tmp_path / "p.jsonl") == p
     with pytest.raises(AttributeError):
         artifacts.nothing  # noqa: B018
+
+
+def test_read_image_gives_rgb_in_unit_range_and_names_a_missing_file(tmp_path):
+    import numpy as np
+    from PIL import Image
+
+    from nsvqa.artifacts.images import read_image
+
+    rgba = np.zeros((4, 6, 4), dtype=np.uint8)
+    rgba[..., 0], rgba[..., 3] = 255, 128  # red, half transparent: alpha is dropped
+    Image.fromarray(rgba, "RGBA").save(tmp_path / "a.png")
+    img = read_image(tmp_path / "a.png")
+    assert tuple(img.shape) == (3, 4, 6) and float(img[0].min()) == 1.0 and float(img[1:].max()) == 0.0
+    with pytest.raises(FileNotFoundError, match="b.png: no such image"):
+        read_image(tmp_path / "b.png")

@@ -240,7 +240,8 @@ def test_object_part_crops_show_the_part_on_its_object(data):
     """part_crop="object": a part's crop is its object's box with the part's mask; objects are
     cropped the same either way."""
     from nsvqa.generation.annotations import rle_to_mask
-    from nsvqa.training.datasets import AttributeCropDataset, read_image
+    from nsvqa.artifacts.images import read_image
+    from nsvqa.training.datasets import AttributeCropDataset
     from parsers.scene.crops import crop_instance
 
     own = scene_training.gt_crops(data, "train", 16, parts=True, progress=False, extra_parts=0)
