@@ -107,8 +107,9 @@ def train_detector(cfg: SceneParserConfig, run: RunDir, *, resume: bool = False,
                          select=lambda idx: shard(idx.tolist(), dist.rank, dist.world_size))
     model.train()
 
-    # bfloat16 autocast (det_amp): the detector's forward in bf16 where it is safe (convolutions,
-    # matmuls), the losses and the weights in float32; no loss scaling is needed for bf16
+    # det_amp: the forward under bfloat16 autocast (convolutions and matmuls in bf16), the weights,
+    # the box arithmetic (parsers.scene.detector.box_math_in_float32) and the losses in float32;
+    # bf16 needs no loss scaling
     amp = torch.autocast(dev.type, dtype=torch.bfloat16, enabled=cfg.det_amp)
     if cfg.det_amp and dev.type == "cpu" and not torch.cpu._is_avx512_bf16_supported():
         run.log("detector: det_amp on a CPU without native bfloat16 (AVX512-BF16/AMX): expect it slower than "

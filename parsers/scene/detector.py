@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
+import torch
 from torch import nn
 
 BACKBONES = ("mobilenet_v3", "resnet50", "lite0", "lite0_scratch")
@@ -44,6 +45,27 @@ class BackboneWithFPN(nn.Module):
 
     def forward(self, x):
         return self.fpn(self.body(x))
+
+
+def _float_outputs(module: nn.Module, inputs, outputs):
+    """Forward hook: the module's tensors handed on in float32 (nested tuples / lists kept)."""
+    if isinstance(outputs, torch.Tensor):
+        return outputs.float()
+    return type(outputs)(_float_outputs(module, inputs, o) for o in outputs)
+
+
+def box_math_in_float32(model: nn.Module) -> nn.Module:
+    """Make a torchvision R-CNN compute its boxes in float32 under autocast (mixed precision).
+
+    The RPN head's and the box predictor's outputs are cast to float32 (forward hooks; nothing
+    in the state dict changes). torchvision's box coder decodes in the dtype of the predicted
+    deltas, and in bfloat16 (8-bit mantissa) coordinates near 300 px round to multiples of 2: a
+    proposal on a 5-px part collapses to zero width and its regression target becomes NaN
+    (measured: from-scratch Lite0 at the mini profile, step 212). The convolutions still run in
+    bfloat16; only the box arithmetic (decoding, matching, targets, losses) is float32."""
+    model.rpn.head.register_forward_hook(_float_outputs)
+    model.roi_heads.box_predictor.register_forward_hook(_float_outputs)
+    return model
 
 
 @dataclass(frozen=True)
@@ -130,13 +152,14 @@ def build_detector(num_classes: int, height: int, width: int, *, backbone: str, 
         sizes = tuple((a,) for a in anchor_sizes) if len(anchor_sizes) == n_maps else (tuple(anchor_sizes),) * n_maps
         anchors = AnchorGenerator(sizes=sizes, aspect_ratios=((0.5, 1.0, 2.0),) * n_maps)
         names = [str(i) for i in range(n_maps - 1)]
-        return MaskRCNN(BackboneWithFPN(body, LITE0_FPN_CHANNELS), num_classes=num_classes,
-                        rpn_anchor_generator=anchors, box_roi_pool=MultiScaleRoIAlign(names, 7, 2),
-                        mask_roi_pool=MultiScaleRoIAlign(names, 14, 2), image_mean=list(IMAGE_MEAN),
-                        image_std=list(IMAGE_STD), **size)
+        return box_math_in_float32(MaskRCNN(
+            BackboneWithFPN(body, LITE0_FPN_CHANNELS), num_classes=num_classes, rpn_anchor_generator=anchors,
+            box_roi_pool=MultiScaleRoIAlign(names, 7, 2), mask_roi_pool=MultiScaleRoIAlign(names, 14, 2),
+            image_mean=list(IMAGE_MEAN), image_std=list(IMAGE_STD), **size))
     if backbone == "resnet50":
         # without pretrained weights torchvision trains every backbone layer
-        return maskrcnn_resnet50_fpn(weights=None, weights_backbone=None, num_classes=num_classes, **size)
+        return box_math_in_float32(maskrcnn_resnet50_fpn(weights=None, weights_backbone=None,
+                                                         num_classes=num_classes, **size))
     # torchvision's default FrozenBatchNorm2d is meant for pretrained weights: from random weights
     # it normalises nothing (identity statistics), so a from-scratch backbone needs real BatchNorm.
     net = mobilenet_backbone(backbone_name="mobilenet_v3_large", weights=None, fpn=True,
@@ -144,9 +167,9 @@ def build_detector(num_classes: int, height: int, width: int, *, backbone: str, 
     n_maps = 3  # mobilenet FPN: two feature levels + max pool
     anchors = AnchorGenerator(sizes=(tuple(anchor_sizes),) * n_maps, aspect_ratios=((0.5, 1.0, 2.0),) * n_maps)
     names = ["0", "1"]
-    return MaskRCNN(net, num_classes=num_classes, rpn_anchor_generator=anchors,
-                    box_roi_pool=MultiScaleRoIAlign(names, 7, 2), mask_roi_pool=MultiScaleRoIAlign(names, 14, 2),
-                    **size)
+    return box_math_in_float32(MaskRCNN(net, num_classes=num_classes, rpn_anchor_generator=anchors,
+                                        box_roi_pool=MultiScaleRoIAlign(names, 7, 2),
+                                        mask_roi_pool=MultiScaleRoIAlign(names, 14, 2), **size))
 
 
-__all__ = ["BACKBONES", "BackboneWithFPN", "LITE0_FPN_CHANNELS", "DetectorProfile", "PROFILES", "build_detector"]
+__all__ = ["BACKBONES", "BackboneWithFPN", "box_math_in_float32", "LITE0_FPN_CHANNELS", "DetectorProfile", "PROFILES", "build_detector"]

@@ -143,3 +143,29 @@ def test_lite0_with_a_stride_4_level_puts_one_anchor_size_per_map():
     target["masks"][1, 5:11, 40:46] = 1
     losses = model([torch.rand(3, 48, 64)], [target])
     assert all(torch.isfinite(v) for v in losses.values())
+
+
+def test_box_arithmetic_stays_float32_under_bf16_autocast():
+    """Mixed precision: the convolutions run in bfloat16, but the RPN head's and the box
+    predictor's outputs (what boxes are decoded from) come out float32, so no proposal's
+    coordinates are rounded to bfloat16's 2-px steps near 300 px."""
+    torch.manual_seed(0)
+    torch.set_num_threads(1)
+    model = build_detector(2, 48, 64, **LITE0, weights=None).train()
+    seen = {}
+
+    def conv_dtype(module, inputs, output):
+        seen.setdefault("conv", output.dtype)  # returns None: the output is left as it is
+
+    def proposals_dtype(module, args):
+        seen.setdefault("proposals", args[1][0].dtype)  # roi_heads(features, proposals, ...)
+
+    model.rpn.head.conv[0].register_forward_hook(conv_dtype)
+    model.roi_heads.register_forward_pre_hook(proposals_dtype)
+    target = {"boxes": torch.tensor([[10.0, 10.0, 30.0, 30.0]]), "labels": torch.tensor([1]),
+              "masks": torch.zeros((1, 48, 64), dtype=torch.uint8)}
+    target["masks"][0, 10:30, 10:30] = 1
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        losses = model([torch.rand(3, 48, 64)], [target])
+    assert seen == {"conv": torch.bfloat16, "proposals": torch.float32}
+    assert all(torch.isfinite(v) for v in losses.values())
