@@ -480,13 +480,15 @@ def train_attributes(cfg: SceneParserConfig, run: RunDir, *, resume: bool = Fals
             keys = sorted(set(out) | {"total"})
         return StepResult(loss, losses, keys=keys)
 
-    has_questions = (Path(cfg.data) / "questions" / "val_questions.json").exists()
+    val_questions = Path(cfg.data) / "questions" / "val_questions.json"
+    has_questions = val_questions.exists()
+    questions: list[dict] | None = None  # read at the first evaluation, kept for the others
     eval_seconds = 0.0
 
     def end_to_end(p: Progress) -> dict[str, float]:
         """NS-VQA / P-NSVQA val accuracy on ground-truth programs over the parsed scenes of the
         first ``e2e_eval_images`` val images (the detector of this run, the head as it is now)."""
-        nonlocal eval_seconds
+        nonlocal eval_seconds, questions
         if det is None or not has_questions or cfg.e2e_eval_images < 1:
             return {}
         from executors.io import load_questions
@@ -499,10 +501,10 @@ def train_attributes(cfg: SceneParserConfig, run: RunDir, *, resume: bool = Fals
         for idx, name, parsed in parse_split(parser, cfg.data, "val", limit=cfg.e2e_eval_images, progress=False):
             parsed.likelihoods.image_index, parsed.likelihoods.image_filename = idx, name
             liks.append(parsed.likelihoods)
-        acc = executor_accuracy(liks, load_questions(Path(cfg.data) / "questions" / "val_questions.json"),
-                                parser.ontology)
-        out = {f"{m}.{g}": v for m, groups in acc.items() if m != "questions" for g, v in groups.items()
-               if v is not None}
+        questions = load_questions(val_questions) if questions is None else questions
+        acc = executor_accuracy(liks, questions, parser.ontology)
+        out = {f"{m}.{g}": v for m, groups in acc.items() if m not in ("questions", "paired")
+               for g, v in groups.items() if v is not None}
         out["train_minutes"] = (p.seconds - eval_seconds) / 60.0
         eval_seconds += time.time() - t0
         return out

@@ -428,3 +428,15 @@ def test_agnostic_parts_take_their_names_from_the_head(data, tmp_path, load_scri
             assert lik.part_exist is not None and lik.part_exist.shape == (len(p.labels), len(names))
             # existence spread over names: never above the detection's score
             assert lik.part_exist.max() <= p.part_scores.max() + 1e-9
+
+
+def test_head_epochs_log_end_to_end_accuracy(run, data, tmp_path, load_script):
+    """e2e_eval_images: after each head epoch the run's parser answers the val questions."""
+    from nsvqa.evaluation.curves import learning_curves
+
+    out = tmp_path / "e2e"
+    load_script("train_scene_parser").main(["--data", str(data), "--out", str(out), "--stage", "attributes",
+                                            "--detector", str(run / "detector.pt"), "--min-score", "0.0",
+                                            "--set", "e2e_eval_images=2", *TINY])
+    rows = learning_curves(out)["end_to_end"]
+    assert [r["step"] for r in rows] == [1] and 0.0 <= rows[0]["nsvqa.all"] <= 1.0 and "pnsvqa-exact.all" in rows[0]
