@@ -103,11 +103,8 @@ def weights_path() -> Path:
 
 
 def sha256_of(path: Path) -> str:
-    h = hashlib.sha256()
     with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def imagenet_state_dict(path: str | Path | None = None, sha256: str | None = None) -> dict[str, torch.Tensor]:

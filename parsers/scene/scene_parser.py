@@ -183,12 +183,13 @@ class SceneParser(nn.Module):
             geometry = [box_geometry([float(b[0]), float(b[1]), float(b[2] - b[0]), float(b[3] - b[1])], h, w)
                         for b in boxes]
             heads = self.attribute_head(torch.stack(crops), torch.stack(geometry)) if crops else None
-            lik = self._likelihoods(scores[obj], _rows(heads, obj), scores[prt], labels[prt], _rows(heads, prt), owner)
+            name_probs = self._part_names(labels[prt], _rows(heads, prt))
+            lik = self._likelihoods(scores[obj], _rows(heads, obj), scores[prt], name_probs, _rows(heads, prt), owner)
             obj_labels, part_labels = labels[obj].numpy(), labels[prt].numpy()
             if self.shape_label_ids is not None and len(obj_labels):
                 obj_labels = self.shape_label_ids[lik.attributes["shape"].argmax(1)]
             if self.part_label_ids is not None and len(part_labels):
-                part_labels = self.part_label_ids[self._part_names(labels[prt], _rows(heads, prt)).argmax(1)]
+                part_labels = self.part_label_ids[name_probs.argmax(1)]
             out.append(ParsedScene(lik, boxes[obj].numpy(), masks[obj].numpy(), obj_labels, scores[obj].numpy(),
                                    boxes[prt].numpy(), masks[prt].numpy(), part_labels, scores[prt].numpy(),
                                    owner))
@@ -221,7 +222,8 @@ class SceneParser(nn.Module):
         return np.where(contain[np.arange(len(best)), best] >= self.min_containment, best, -1).astype(np.int64)
 
     def _likelihoods(self, scores: torch.Tensor, heads: dict | None, part_scores: torch.Tensor,
-                     part_labels: torch.Tensor, part_heads: dict | None, owner: np.ndarray) -> SceneLikelihoods:
+                     name_probs: np.ndarray, part_heads: dict | None, owner: np.ndarray) -> SceneLikelihoods:
+        """``name_probs``: (M, P) each part detection's distribution over part names (:meth:`_part_names`)."""
         onto = self.ontology
         n = len(scores)
         attrs = {}
@@ -241,7 +243,6 @@ class SceneParser(nn.Module):
             part_attrs = {a: np.repeat(attrs[a][:, None, :], len(names), axis=1) for a in pattrs}
             own = {a: head_distribution(onto, a, part_heads[a], self.head_values.get(a)) for a in ("color", "material")
                    if part_heads is not None and a in part_heads}
-            name_probs = self._part_names(part_labels, part_heads)
             best = np.zeros((n, len(names)))  # the existence of the detection that holds (i, k)
             for j in np.argsort(-part_scores.numpy(), kind="stable"):
                 i = int(owner[j])
