@@ -43,6 +43,7 @@ from nsvqa import models as registry
 from nsvqa.fileio import write_json_atomic
 from nsvqa.generation.variants import FACTORS, load_variant
 from nsvqa.models import ModelSpec, PredictInputs, UnknownModel
+from nsvqa.artifacts.likelihoods import PARSE_MIN_SCORE
 from nsvqa.artifacts.predictions import predictions_path, write_predictions
 
 #: The models :func:`train_variant` runs when none are named.
@@ -173,7 +174,7 @@ class TrainSpec:
     jobs: int = 1
     device: str = "cpu"
     progress: bool = True
-    parse_min_score: float | None = 0.05
+    parse_min_score: float | None = PARSE_MIN_SCORE
 
 
 def _train_question_parser(data: Path, run: VariantRun, spec: TrainSpec, progress: bool) -> float:
@@ -425,7 +426,7 @@ def add_training_args(p: argparse.ArgumentParser) -> None:
                    help="scene-parser config override (e.g. det_iterations=400); repeatable")
     p.add_argument("--question-set", action="append", metavar="NAME=VALUE",
                    help="question-parser config override (e.g. steps=800); repeatable")
-    p.add_argument("--parse-min-score", type=float, default=0.05,
+    p.add_argument("--parse-min-score", type=float, default=PARSE_MIN_SCORE,
                    help="keep detections scoring at least this when parsing test images; P-NSVQA uses the "
                         "scores as existence probabilities, NS-VQA keeps those >= 0.5 (default 0.05)")
     p.add_argument("--skip-missing", action="store_true", help="skip test variants without data instead of failing")

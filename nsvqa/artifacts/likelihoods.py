@@ -33,6 +33,10 @@ from nsvqa.fileio import write_json_atomic
 
 FORMAT_VERSION = 1
 #: The header fields, in the order they are written (then the extra fields, then ``scenes``).
+#: the score above which parsed scenes keep a detection, for the study and every end-to-end
+#: evaluation: P-NSVQA weighs uncertain detections by their existence, NS-VQA's argmax scene drops
+#: those below 0.5 (a scene-parser config's ``min_score`` chooses the head's detector crops)
+PARSE_MIN_SCORE = 0.05
 HEADER_FIELDS = ("version", "checkpoint", "detector", "data", "split", "min_score", "detector_classes")
 
 
@@ -306,5 +310,5 @@ def write_likelihoods(path: str | os.PathLike, doc: LikelihoodsDocument | Likeli
     write_json_atomic(path, doc.to_json())
 
 
-__all__ = ["FORMAT_VERSION", "Detection", "ParsedSceneRecord", "LikelihoodsHeader", "LikelihoodsDocument",
+__all__ = ["FORMAT_VERSION", "PARSE_MIN_SCORE", "Detection", "ParsedSceneRecord", "LikelihoodsHeader", "LikelihoodsDocument",
            "LikelihoodsFormatError", "read_likelihoods", "write_likelihoods"]

@@ -17,7 +17,7 @@ from torch import nn
 
 from nsvqa.config import Config, as_fields
 from nsvqa.training.datasets import MODES
-from parsers.scene.attribute_head import HEAD_BACKBONES, PART_CROPS, PROFILES as HEAD_PROFILES, AttributeHead
+from parsers.scene.attribute_head import HEAD_BACKBONES, HEAD_POOLS, PART_CROPS, PROFILES as HEAD_PROFILES, AttributeHead
 from parsers.backbones import MIN_STRIDES
 from parsers.scene.detector import BACKBONES, PROFILES as DETECTOR_PROFILES, build_detector
 
@@ -45,9 +45,9 @@ class SceneTrainProfile:
 
 PROFILES = {
     "tiny": SceneTrainProfile(4, 2, 5e-4, 2, 16, 1e-3, 2, 2),
-    # 2,000 mid images in <= 45 minutes on 2 CPU cores (issue 16): detector ~22 min (bf16 autocast),
-    # crops ~4 min, head 2 epochs ~17 min, the learning-curve evaluations ~2 min
-    "mini": SceneTrainProfile(1300, 2, 4e-4, 2, 64, 1e-3, 400, 100, det_eval_every=300, e2e_eval_images=60,
+    # 2,000 mid images in <= 45 minutes on 2 CPU cores (issue 16): detector ~24 min (bf16 autocast),
+    # crops ~4 min, head 3 epochs ~13 min (channels-last), the learning-curve evaluations ~3 min
+    "mini": SceneTrainProfile(1300, 2, 4e-4, 3, 64, 1e-3, 400, 100, det_eval_every=300, e2e_eval_images=60,
                               det_amp=True),
     # make demo: minutes on 2 CPU cores (the mini networks, a short schedule)
     "demo": SceneTrainProfile(400, 2, 4e-4, 3, 64, 1e-3, 0, 100, det_amp=True),
@@ -105,15 +105,16 @@ class SceneParserConfig(Config):
     head_width: int = 0
     head_backbone: str = "resnet"
     part_crop: str = "part"            # the box a part's crop is cut from: its own, or its object's
+    head_pool: str = "mean"            # Lite0 head: pool over the crop, or over the crop and under its mask
 
     PROFILES: ClassVar = PROFILES  # the schedules above
     # checkpoints from before the pretrained trunk and the object-context part crops had neither
-    ABSENT: ClassVar = {"head_backbone": "resnet", "part_crop": "part", "det_min_stride": 8}
+    ABSENT: ClassVar = {"head_backbone": "resnet", "part_crop": "part", "det_min_stride": 8, "head_pool": "mean"}
     MUST_MATCH: ClassVar[tuple[str, ...]] = ("data", "profile", "mode", "seed", "crop_size", "det_backbone",
                                              "det_trainable_layers", "det_min_stride", "head_depth", "head_width", "head_backbone",
-                                             "part_crop")
+                                             "part_crop", "head_pool")
     CHOICES: ClassVar = {"mode": MODES, "stage": STAGES, "det_backbone": BACKBONES, "head_depth": HEAD_DEPTHS, "det_min_stride": MIN_STRIDES,
-               "head_backbone": HEAD_BACKBONES, "part_crop": PART_CROPS}
+               "head_backbone": HEAD_BACKBONES, "part_crop": PART_CROPS, "head_pool": HEAD_POOLS}
     HELP: ClassVar = {
         "mode": "detector classes: the 21 shapes; shapes and part names; one 'object' class (the attribute "
                 "head tells the shape); or 'object' and 'part' (the head tells shape and part name). The parts "
@@ -126,6 +127,8 @@ class SceneParserConfig(Config):
         "part_crop": "the box a part's crop is cut from (its mask is the 4th channel either way): 'object' shows "
                      "the head the whole object, so that it can tell a left door from a right one; 'part' crops "
                      "the part alone",
+        "head_pool": "how the Lite0 head pools its stride-16/32 maps: over the whole crop ('mean'), or also "
+                     "under the crop's mask ('mean+mask'), which keeps a small part's colour and material",
         "det_eval_every": "detector iterations between class-agnostic val APs of objects and listed parts (on "
                           "det_eval_images images; tensorboard 'detector_val/*', the learning curve); 0: none",
         "det_amp": "train the detector under bfloat16 autocast (float32 weights and losses): 1.65x faster per "
@@ -143,7 +146,8 @@ class SceneParserConfig(Config):
         head = HEAD_PROFILES[profile]
         out |= {f"det_{k}": v for k, v in as_fields(DETECTOR_PROFILES[profile]).items()}
         out |= {"crop_size": head.crop_size, "head_depth": head.depth, "head_width": head.width,
-                "head_backbone": head.backbone, "part_crop": head.part_crop}
+                "head_backbone": head.backbone, "part_crop": head.part_crop,
+                "head_pool": head.pool}
         return out
 
     def check(self) -> None:
@@ -187,7 +191,7 @@ class SceneParserConfig(Config):
         ``pretrained=False``: without reading the ``lite0`` trunk's ImageNet weights (a
         checkpoint's state dict replaces them all)."""
         return AttributeHead(num_values, self.head_depth, self.head_width, self.head_backbone,
-                             weights="imagenet" if pretrained else None)
+                             weights="imagenet" if pretrained else None, pool=self.head_pool)
 
 
 __all__ = ["PROFILES", "STAGES", "MODES", "SceneTrainProfile", "SceneParserConfig"]

@@ -487,16 +487,19 @@ def train_attributes(cfg: SceneParserConfig, run: RunDir, *, resume: bool = Fals
 
     def end_to_end(p: Progress) -> dict[str, float]:
         """NS-VQA / P-NSVQA val accuracy on ground-truth programs over the parsed scenes of the
-        first ``e2e_eval_images`` val images (the detector of this run, the head as it is now)."""
+        first ``e2e_eval_images`` val images (the detector of this run, the head as it is now),
+        parsed as the study parses (detections scoring >= ``PARSE_MIN_SCORE``)."""
         nonlocal eval_seconds, questions
         if det is None or not has_questions or cfg.e2e_eval_images < 1:
             return {}
         from executors.io import load_questions
         from nsvqa.evaluation.scene_parser import executor_accuracy
+        from nsvqa.artifacts.likelihoods import PARSE_MIN_SCORE
         from nsvqa.training.loading import parse_split, scene_parser_from
 
         t0 = time.time()
-        parser = scene_parser_from(det, ck["vocabularies"], head, vocabularies, cfg, detector_path=str(det_path))
+        parser = scene_parser_from(det, ck["vocabularies"], head, vocabularies, cfg, min_score=PARSE_MIN_SCORE,
+                                   detector_path=str(det_path))
         liks = []
         for idx, name, parsed in parse_split(parser, cfg.data, "val", limit=cfg.e2e_eval_images, progress=False):
             parsed.likelihoods.image_index, parsed.likelihoods.image_filename = idx, name

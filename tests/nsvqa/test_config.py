@@ -285,10 +285,10 @@ def test_fields_added_with_a_new_behaviour_read_as_the_old_one_when_absent():
     """A checkpoint from before the pretrained attribute trunk and the object-context part crops
     was a scratch ResNet on part-box crops, whatever its profile says today."""
     cfg = SceneParserConfig.from_profile("d", "mini")
-    assert (cfg.head_backbone, cfg.part_crop) == ("lite0", "object")
-    old = {k: v for k, v in asdict(cfg).items() if k not in ("head_backbone", "part_crop")}
+    assert (cfg.head_backbone, cfg.part_crop, cfg.head_pool) == ("lite0", "object", "mean+mask")
+    old = {k: v for k, v in asdict(cfg).items() if k not in ("head_backbone", "part_crop", "head_pool")}
     back = SceneParserConfig.from_dict(old)
-    assert (back.head_backbone, back.part_crop) == ("resnet", "part")
+    assert (back.head_backbone, back.part_crop, back.head_pool) == ("resnet", "part", "mean")
     assert SceneParserConfig.from_dict(asdict(cfg)) == cfg
 
 

@@ -128,3 +128,43 @@ def test_pretrained_lite0_trunk_takes_the_mask_channel(require_backbone_weights)
     with torch.no_grad():
         out = net(x)
     assert out["shape"].shape == (8, 21)
+
+
+def test_mask_pooling_sees_what_lies_under_the_mask():
+    """``pool="mean+mask"`` adds the maps pooled under the mask channel: moving the mask over a
+    fixed image changes those features and leaves the crop-wide ones alone (the stem's mask weights
+    set to zero, so the mask reaches the features only through the pooling)."""
+    torch.manual_seed(0)
+    net = AttributeHead(NUM, backbone="lite0_scratch", pool="mean+mask").eval()
+    assert net.trunk.out_features == 2 * (112 + 320)
+    with torch.no_grad():
+        net.trunk.body._conv_stem.weight[:, 3:] = 0
+    x = torch.rand((2, 4, 64, 64), generator=torch.Generator().manual_seed(1))
+    x[:, 3] = 0
+    x[0, 3, :16, :16] = 1  # top-left corner
+    x[1, 3, 48:, 48:] = 1  # bottom-right corner
+    x[1, :3] = x[0, :3]
+    with torch.no_grad():
+        f = net.trunk(x)
+    wide, under = f[:, :432], f[:, 432:]
+    torch.testing.assert_close(wide[0], wide[1])
+    assert (under[0] - under[1]).norm() > 0.1 * under[0].norm()
+    with pytest.raises(ValueError, match="unknown attribute-head pool 'max'"):
+        AttributeHead(NUM, backbone="lite0_scratch", pool="max")
+
+
+def test_channels_last_trunk_matches_the_contiguous_computation():
+    """The trunk computes in channels-last memory format (for speed); the numbers are those of the
+    same network on a contiguous input, forward and backward."""
+    from parsers.backbones import EfficientNetLite0
+
+    torch.manual_seed(0)
+    net = AttributeHead(NUM, backbone="lite0_scratch").eval()
+    x = torch.rand((3, 4, 48, 48), generator=torch.Generator().manual_seed(2))
+    body = net.trunk.body
+    ref = EfficientNetLite0.forward(body, x.contiguous())
+    got = body(x.contiguous(memory_format=torch.channels_last))
+    for k in ref:
+        torch.testing.assert_close(got[k], ref[k], rtol=1e-4, atol=1e-5)
+    out = net.trunk(x)
+    torch.testing.assert_close(out, torch.cat([ref["1"].mean((2, 3)), ref["2"].mean((2, 3))], 1), rtol=1e-4, atol=1e-5)
