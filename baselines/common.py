@@ -153,6 +153,61 @@ def load_images(folder: str | Path, split: str, filenames: Sequence[str], width:
     return out, {f: i for i, f in enumerate(files)}
 
 
+#: the frozen backbones whose maps :func:`backbone_features` caches
+FEATURE_BACKBONES = ("lite0",)
+
+
+def backbone_features(folder: str | Path, split: str, filenames: Sequence[str], cache_dir: str | Path, *,
+                      height: int, width: int, strides: Sequence[int] = (16,), backbone: str = "lite0",
+                      batch: int = 16, progress: bool = False) -> tuple[dict[int, torch.Tensor], dict[str, int]]:
+    """The frozen ImageNet backbone's maps of the distinct images of ``filenames`` in
+    ``FOLDER/images/<split>/``, resized to ``height`` x ``width``, computed once and cached in
+    ``cache_dir`` (:mod:`nsvqa.artifacts.features`: one file per images, weights, size and strides;
+    a stale file is rebuilt, a truncated one raises :class:`~nsvqa.artifacts.features.FeatureCacheError`).
+
+    Returns:
+        stride -> (M, C, h, w) float16 maps (Lite0: strides 4 / 8 / 16 / 32 give 24 / 40 / 112 / 320
+        channels), and file name -> row.
+
+    Raises:
+        ValueError: an unknown ``backbone`` or stride.
+        FileNotFoundError: an image file that does not exist (its path named).
+        parsers.backbones.WeightsUnavailable: the weights package is not installed.
+    """
+    from tqdm import tqdm
+
+    from nsvqa.artifacts.features import features_path, image_key, load_features
+    from nsvqa.artifacts.images import read_image
+    from parsers.backbones import TAP_STRIDES, WEIGHTS_SHA256, EfficientNetLite0
+
+    if backbone not in FEATURE_BACKBONES:
+        raise ValueError(f"feature backbone {backbone!r}: valid: {', '.join(FEATURE_BACKBONES)}")
+    bad = sorted(set(strides) - set(TAP_STRIDES))
+    if bad or not strides:
+        raise ValueError(f"strides {list(strides)}: each must be one of {list(TAP_STRIDES)}")
+    files = list(dict.fromkeys(filenames))
+    images = Path(folder) / "images" / split
+    key = image_key(images, files, backbone=backbone, weights_sha256=WEIGHTS_SHA256, size=(height, width),
+                    strides=sorted(strides))
+
+    def build() -> dict[int, torch.Tensor]:
+        net = EfficientNetLite0(weights="imagenet", min_stride=4 if 4 in key.strides else 8).eval()
+        index = {st: str(i) for i, st in enumerate(net.strides)}
+        out: dict[int, list[torch.Tensor]] = {st: [] for st in key.strides}
+        for a in tqdm(range(0, len(files), batch), desc=f"{backbone} features {split}", disable=not progress):
+            x = torch.stack([read_image(images / f) for f in files[a:a + batch]])
+            if x.shape[-2:] != (height, width):
+                x = F.interpolate(x, size=(height, width), mode="bilinear", antialias=True, align_corners=False)
+            with torch.no_grad():
+                maps = net(x)
+            for st in key.strides:
+                out[st].append(maps[index[st]].to(torch.float16))
+        return {st: torch.cat(v) if v else torch.zeros((0, 1, 1, 1), dtype=torch.float16) for st, v in out.items()}
+
+    maps = load_features(features_path(cache_dir, split, key), key, build)
+    return maps, {f: i for i, f in enumerate(files)}
+
+
 def image_cache(run: str | Path, cfg: Any, split: str) -> Path | None:
     """``RUN/cache/<split>_<W>x<H>.pt``, where a run keeps ``split``'s images resized to
     ``cfg.image_width`` x ``cfg.image_height`` (for :func:`load_images`), or None when

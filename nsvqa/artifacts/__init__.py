@@ -11,6 +11,7 @@ file                                   read                            write
 ``parsed/<variant>/programs.json``     :func:`read_programs`           :func:`write_programs`
 ``predictions/*.jsonl``                :func:`read_predictions`        :func:`write_predictions`
 ``images/<split>/*.png``               :func:`images.read_image`       :mod:`nsvqa.generation`
+``<cache>/<split>_<backbone>_*.pt``    :func:`features.read_features`  :func:`features.write_features`
 =====================================  ==============================  ==========================
 """
 from __future__ import annotations
