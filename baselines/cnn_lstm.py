@@ -20,7 +20,7 @@ class CNNLSTMNet(nn.Module):
 
     Args:
         num_words, num_answers: vocabulary sizes; word_dim, hidden, layers: the LSTM;
-        backbone, cnn_width, image_dim: the CNN (:class:`baselines.common.ImageEncoder`);
+        backbone, cnn_width, image_dim, feature_stride: the CNN (:class:`baselines.common.ImageEncoder`);
         mlp_hidden, dropout: the classifier.
 
     ``forward(words (B, L) int64, lengths (B,) int64, images (B, 3, H, W) float)
@@ -28,10 +28,11 @@ class CNNLSTMNet(nn.Module):
     """
 
     def __init__(self, num_words: int, num_answers: int, *, word_dim: int, hidden: int, layers: int,
-                 backbone: str, cnn_width: int, image_dim: int, mlp_hidden: int, dropout: float):
+                 backbone: str, cnn_width: int, image_dim: int, mlp_hidden: int, dropout: float,
+                 feature_stride: int = 16):
         super().__init__()
         self.question = QuestionEncoder(num_words, word_dim, hidden, layers, dropout)
-        self.image = ImageEncoder(backbone, cnn_width, image_dim)
+        self.image = ImageEncoder(backbone, cnn_width, image_dim, feature_stride)
         self.classifier = mlp(hidden + image_dim, mlp_hidden, num_answers, dropout)
 
     def forward(self, words: torch.Tensor, lengths: torch.Tensor, images: torch.Tensor | None = None) -> torch.Tensor:
@@ -67,7 +68,7 @@ class CNNLSTMBaseline(NeuralBaseline):
     def build_model(self, cfg: ImageQuestionModelConfig, num_words: int, num_answers: int) -> CNNLSTMNet:
         return CNNLSTMNet(num_words, num_answers, word_dim=cfg.word_dim, hidden=cfg.hidden, layers=cfg.layers,
                           backbone=cfg.backbone, cnn_width=cfg.cnn_width, image_dim=cfg.image_dim,
-                          mlp_hidden=cfg.mlp_hidden, dropout=cfg.dropout)
+                          mlp_hidden=cfg.mlp_hidden, dropout=cfg.dropout, feature_stride=cfg.feature_stride)
 
 
 __all__ = ["CNNLSTMNet", "CNNLSTMBaseline", "PROFILES"]

@@ -160,14 +160,15 @@ FEATURE_BACKBONES = ("lite0",)
 def backbone_features(folder: str | Path, split: str, filenames: Sequence[str], cache_dir: str | Path, *,
                       height: int, width: int, strides: Sequence[int] = (16,), backbone: str = "lite0",
                       batch: int = 16, progress: bool = False) -> tuple[dict[int, torch.Tensor], dict[str, int]]:
-    """The frozen ImageNet backbone's maps of the distinct images of ``filenames`` in
-    ``FOLDER/images/<split>/``, resized to ``height`` x ``width``, computed once and cached in
-    ``cache_dir`` (:mod:`nsvqa.artifacts.features`: one file per images, weights, size and strides;
-    a stale file is rebuilt, a truncated one raises :class:`~nsvqa.artifacts.features.FeatureCacheError`).
+    """The frozen ImageNet backbone's maps of the images of ``FOLDER/images/<split>/``, resized to
+    ``height`` x ``width``, computed once for the whole split (every ``*.png``: a run on a subset
+    and a prediction on all of it share one file) and cached in ``cache_dir``
+    (:mod:`nsvqa.artifacts.features`: one file per images, weights, size and strides; a stale file
+    is rebuilt, a truncated one raises :class:`~nsvqa.artifacts.features.FeatureCacheError`).
 
     Returns:
-        stride -> (M, C, h, w) float16 maps (Lite0: strides 4 / 8 / 16 / 32 give 24 / 40 / 112 / 320
-        channels), and file name -> row.
+        stride -> (M, C, h, w) float16 maps of the split's M images (Lite0: strides 4 / 8 / 16 / 32
+        give 24 / 40 / 112 / 320 channels), and file name -> row (every file of ``filenames`` has one).
 
     Raises:
         ValueError: an unknown ``backbone`` or stride.
@@ -185,8 +186,12 @@ def backbone_features(folder: str | Path, split: str, filenames: Sequence[str], 
     bad = sorted(set(strides) - set(TAP_STRIDES))
     if bad or not strides:
         raise ValueError(f"strides {list(strides)}: each must be one of {list(TAP_STRIDES)}")
-    files = list(dict.fromkeys(filenames))
     images = Path(folder) / "images" / split
+    files = sorted(p.name for p in images.glob("*.png"))  # the whole split: one file serves every subset
+    have = set(files)
+    for name in filenames:
+        if name not in have:
+            raise FileNotFoundError(f"{images / name}: image file missing")
     key = image_key(images, files, backbone=backbone, weights_sha256=WEIGHTS_SHA256, size=(height, width),
                     strides=sorted(strides))
 
@@ -206,6 +211,26 @@ def backbone_features(folder: str | Path, split: str, filenames: Sequence[str], 
 
     maps = load_features(features_path(cache_dir, split, key), key, build)
     return maps, {f: i for i, f in enumerate(files)}
+
+
+def feature_cache_dir(folder: str | Path) -> Path:
+    """``FOLDER/features/``: where a variant's frozen-backbone maps are cached, shared by every
+    model and run that reads that variant."""
+    return Path(folder) / "features"
+
+
+def image_inputs(folder: str | Path, split: str, filenames: Sequence[str], cfg: Any, run: str | Path | None = None,
+                 progress: bool = False) -> tuple[torch.Tensor, dict[str, int]]:
+    """What an image model reads of ``filenames``: the frozen backbone's cached maps at
+    ``cfg.feature_stride`` (``cfg.backbone == "lite0"``, :func:`backbone_features`; (M, C, h, w)
+    float16) or the images resized to the config's size ((M, 3, H, W) uint8, :func:`load_images`,
+    cached in ``run`` when given), and file name -> row."""
+    if cfg.backbone == "lite0":
+        maps, rows = backbone_features(folder, split, filenames, feature_cache_dir(folder), height=cfg.image_height,
+                                       width=cfg.image_width, strides=(cfg.feature_stride,), progress=progress)
+        return maps[cfg.feature_stride], rows
+    return load_images(folder, split, filenames, cfg.image_width, cfg.image_height,
+                       cache=image_cache(run, cfg, split) if run is not None else None, progress=progress)
 
 
 def image_cache(run: str | Path, cfg: Any, split: str) -> Path | None:
@@ -266,9 +291,13 @@ class EncodedQA(Dataset):
 def collate_qa(items: Sequence[dict[str, torch.Tensor]]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None,
                                                                    torch.Tensor]:
     """Items of :class:`EncodedQA` -> words (B, L) int64 (``<NULL>``-padded), lengths (B,) int64,
-    images (B, 3, H, W) float normalised (:func:`normalise_images`) or None, answers (B,) int64."""
+    images (B, 3, H, W) float normalised (:func:`normalise_images`; cached backbone maps, float16,
+    come as float32) or None, answers (B,) int64."""
     words, lengths = pad_words([it["words"] for it in items])
-    images = normalise_images(torch.stack([it["image"] for it in items])) if items and "image" in items[0] else None
+    images = None
+    if items and "image" in items[0]:
+        images = torch.stack([it["image"] for it in items])
+        images = normalise_images(images) if images.dtype == torch.uint8 else images.float()
     return words, lengths, images, torch.stack([it["answer"] for it in items])
 
 
@@ -302,7 +331,11 @@ class QuestionModelConfig(TrainConfig):
             raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
 
 
-BACKBONES = ("small", "resnet18")
+#: image CNNs trained from scratch on the pixels
+PIXEL_BACKBONES = ("small", "resnet18")
+#: + ``lite0``: the frozen ImageNet EfficientNet-Lite0, whose maps at ``feature_stride`` are computed
+#: once per image and cached in the data folder (:func:`backbone_features`); the model trains on them
+BACKBONES = PIXEL_BACKBONES + ("lite0",)
 
 
 @dataclass(frozen=True)
@@ -319,17 +352,28 @@ class ImageQuestionModelConfig(QuestionModelConfig):
     cnn_width: int = 8
     image_dim: int = 1
     cache_images: bool = True
+    feature_stride: int = 16
 
     MUST_MATCH: ClassVar[tuple[str, ...]] = QuestionModelConfig.MUST_MATCH + (
-        "image_width", "image_height", "backbone", "cnn_width", "image_dim")
+        "image_width", "image_height", "backbone", "cnn_width", "image_dim", "feature_stride")
 
     def check(self) -> None:
         super().check()
         for k in ("image_width", "image_height", "cnn_width", "image_dim"):
             if getattr(self, k) < 1:
                 raise ValueError(f"{k} must be >= 1, got {getattr(self, k)}")
-        if self.backbone not in BACKBONES:
-            raise ValueError(f"backbone {self.backbone!r}: valid: {', '.join(BACKBONES)}")
+        check_backbone(self.backbone, self.feature_stride)
+
+
+def check_backbone(backbone: str, feature_stride: int, valid: Sequence[str] = BACKBONES) -> None:
+    """ValueError naming the field: a backbone not in ``valid``, or a ``feature_stride`` the
+    frozen backbone has no map at."""
+    from parsers.backbones import TAP_STRIDES
+
+    if backbone not in valid:
+        raise ValueError(f"backbone {backbone!r}: valid: {', '.join(valid)}")
+    if backbone == "lite0" and feature_stride not in TAP_STRIDES:
+        raise ValueError(f"feature_stride {feature_stride}: valid: {', '.join(map(str, TAP_STRIDES))}")
 
 
 def config_from_dict(cls: type, d: dict, where: str) -> Any:
@@ -370,22 +414,32 @@ def mlp(in_dim: int, hidden: int, out_dim: int, dropout: float) -> nn.Sequential
 
 
 class ImageEncoder(nn.Module):
-    """A CNN trained from scratch, its feature map pooled to a 3 x 4 grid and projected.
+    """A CNN, its feature map pooled to a 3 x 4 grid and projected.
 
     Args:
         backbone: ``small`` (4 conv-BN-ReLU blocks, stride 2 each, ``width`` x 1, 2, 4, 8 channels)
-            or ``resnet18`` (torchvision, ``weights=None``, up to ``layer4``).
+            or ``resnet18`` (torchvision, ``weights=None``, up to ``layer4``), both trained from
+            scratch on the pixels; or ``lite0``: the frozen ImageNet EfficientNet-Lite0's cached maps
+            at ``feature_stride`` are the input, one trained conv3x3-BN-ReLU of ``8 x width``
+            channels on them.
         width: channels of the first small block (unused by resnet18).
         out_dim: feature size.
+        feature_stride: ``lite0``: the stride of the cached maps (their channels follow from it).
 
-    ``forward(images (B, 3, H, W) float) -> (B, out_dim)``.
+    ``forward(images (B, 3, H, W) float, or cached maps (B, C, h, w)) -> (B, out_dim)``.
     """
 
     GRID = (3, 4)
 
-    def __init__(self, backbone: str, width: int, out_dim: int):
+    def __init__(self, backbone: str, width: int, out_dim: int, feature_stride: int = 16):
         super().__init__()
-        if backbone == "small":
+        if backbone == "lite0":
+            from parsers.backbones import TAP_CHANNELS
+
+            channels = 8 * width
+            self.body = nn.Sequential(nn.Conv2d(TAP_CHANNELS[feature_stride], channels, 3, padding=1, bias=False),
+                                      nn.BatchNorm2d(channels), nn.ReLU(inplace=True))
+        elif backbone == "small":
             layers, c_in = [], 3
             for k in range(4):
                 c = width * 2 ** k
@@ -459,8 +513,7 @@ class NeuralBaseline(Baseline):
         records = list(questions)
         images = None
         if self.uses_images:
-            images = load_images(folder, split, [r.image_filename for r in records], cfg.image_width, cfg.image_height,
-                                 progress=progress)
+            images = image_inputs(folder, split, [r.image_filename for r in records], cfg, progress=progress)
         data = EncodedQA.build(records, vocab, answers, images)
         out: list[Prediction] = []
         with torch.no_grad():
@@ -564,8 +617,7 @@ def train_classifier(baseline: NeuralBaseline, cfg: Any, out: str | Path, *, res
         def images(records: list[QARecord], split: str):
             if not baseline.uses_images or not records:
                 return None
-            return load_images(folder, split, [r.image_filename for r in records], cfg.image_width,
-                               cfg.image_height, cache=image_cache(run.path, cfg, split), progress=progress)
+            return image_inputs(folder, split, [r.image_filename for r in records], cfg, run.path, progress)
 
         train_data = EncodedQA.build(train, vocab, answers, images(train, "train"))
         val_data = EncodedQA.build(val, vocab, answers, images(val, "val"))
@@ -616,5 +668,6 @@ def train_classifier(baseline: NeuralBaseline, cfg: Any, out: str | Path, *, res
 __all__ = ["CHECKPOINT", "checkpoint_kind", "checkpoint_path", "answer_vocabulary", "QARecord", "read_qa",
            "encode_questions", "pad_words", "load_images", "image_cache", "normalise_images", "EncodedQA",
            "collate_qa",
-           "QuestionModelConfig", "ImageQuestionModelConfig", "BACKBONES", "config_from_dict", "QuestionEncoder",
+           "QuestionModelConfig", "ImageQuestionModelConfig", "BACKBONES", "PIXEL_BACKBONES", "check_backbone",
+           "FEATURE_BACKBONES", "backbone_features", "feature_cache_dir", "image_inputs", "config_from_dict", "QuestionEncoder",
            "ImageEncoder", "mlp", "NeuralBaseline", "accuracy", "open_run", "train_classifier"]

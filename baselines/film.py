@@ -35,7 +35,7 @@ from torch.nn import functional as F
 from parsers.question.vocab import NULL_ID
 
 from . import register
-from .common import BACKBONES, NeuralBaseline, QuestionModelConfig, mlp
+from .common import NeuralBaseline, QuestionModelConfig, check_backbone, mlp
 
 
 @dataclass(frozen=True)
@@ -59,10 +59,11 @@ class FiLMConfig(QuestionModelConfig):
     module_dim: int = 32
     classifier_proj: int = 64
     cache_images: bool = True
+    feature_stride: int = 16
 
     MUST_MATCH: ClassVar[tuple[str, ...]] = QuestionModelConfig.MUST_MATCH + (
         "image_width", "image_height", "backbone", "cnn_width", "cnn_layers", "num_blocks", "module_dim",
-        "classifier_proj")
+        "classifier_proj", "feature_stride")
 
     def check(self) -> None:
         super().check()
@@ -70,8 +71,7 @@ class FiLMConfig(QuestionModelConfig):
                   "classifier_proj"):
             if getattr(self, k) < 1:
                 raise ValueError(f"{k} must be >= 1, got {getattr(self, k)}")
-        if self.backbone not in BACKBONES:
-            raise ValueError(f"backbone {self.backbone!r}: valid: {', '.join(BACKBONES)}")
+        check_backbone(self.backbone, self.feature_stride)
 
 
 # ---------------------------------------------------------------------------- network parts
@@ -136,10 +136,16 @@ class FiLMedResBlock(nn.Module):
         return r + F.relu(film(self.bn(self.conv(r)), gamma, beta))
 
 
-def build_cnn(backbone: str, width: int, layers: int) -> tuple[nn.Module, int]:
+def build_cnn(backbone: str, width: int, layers: int, feature_stride: int = 16) -> tuple[nn.Module, int]:
     """(the image CNN, its output channels): ``small`` = ``layers`` stride-2 conv-BN-ReLU blocks of
     ``width`` x 1, 2, 4, ... channels; ``resnet18`` = torchvision's (``weights=None``) through
-    ``layer3`` (256 channels, stride 16)."""
+    ``layer3`` (256 channels, stride 16); ``lite0`` = nothing to train: the input is the frozen
+    ImageNet EfficientNet-Lite0's cached maps at ``feature_stride`` (the paper's frozen conv4
+    features; 112 channels at stride 16)."""
+    if backbone == "lite0":
+        from parsers.backbones import TAP_CHANNELS
+
+        return nn.Identity(), TAP_CHANNELS[feature_stride]
     if backbone == "small":
         mods: list[nn.Module] = []
         c_in = 3
@@ -153,7 +159,7 @@ def build_cnn(backbone: str, width: int, layers: int) -> tuple[nn.Module, int]:
 
         r = resnet18(weights=None)
         return nn.Sequential(r.conv1, r.bn1, r.relu, r.maxpool, r.layer1, r.layer2, r.layer3), 256
-    raise ValueError(f"backbone {backbone!r}: valid: {', '.join(BACKBONES)}")
+    raise ValueError(f"backbone {backbone!r}: valid: small, resnet18, lite0")
 
 
 class FiLMNet(nn.Module):
@@ -170,12 +176,12 @@ class FiLMNet(nn.Module):
 
     def __init__(self, num_words: int, num_answers: int, *, word_dim: int, hidden: int, layers: int,
                  backbone: str, cnn_width: int, cnn_layers: int, num_blocks: int, module_dim: int,
-                 classifier_proj: int, mlp_hidden: int, dropout: float):
+                 classifier_proj: int, mlp_hidden: int, dropout: float, feature_stride: int = 16):
         super().__init__()
         self.num_blocks, self.module_dim = num_blocks, module_dim
         self.question = GRUEncoder(num_words, word_dim, hidden, layers)
         self.film_generator = nn.Linear(hidden, num_blocks * 2 * module_dim)
-        self.cnn, channels = build_cnn(backbone, cnn_width, cnn_layers)
+        self.cnn, channels = build_cnn(backbone, cnn_width, cnn_layers, feature_stride)
         self.stem = nn.Sequential(nn.Conv2d(channels + 2, module_dim, 3, padding=1, bias=False),
                                   nn.BatchNorm2d(module_dim), nn.ReLU(inplace=True))
         self.blocks = nn.ModuleList(FiLMedResBlock(module_dim) for _ in range(num_blocks))
@@ -241,7 +247,7 @@ class FiLMBaseline(NeuralBaseline):
         return FiLMNet(num_words, num_answers, word_dim=cfg.word_dim, hidden=cfg.hidden, layers=cfg.layers,
                        backbone=cfg.backbone, cnn_width=cfg.cnn_width, cnn_layers=cfg.cnn_layers,
                        num_blocks=cfg.num_blocks, module_dim=cfg.module_dim, classifier_proj=cfg.classifier_proj,
-                       mlp_hidden=cfg.mlp_hidden, dropout=cfg.dropout)
+                       mlp_hidden=cfg.mlp_hidden, dropout=cfg.dropout, feature_stride=cfg.feature_stride)
 
 
 __all__ = ["FiLMConfig", "FiLMNet", "FiLMedResBlock", "GRUEncoder", "FiLMBaseline", "PROFILES", "build_cnn",

@@ -75,6 +75,8 @@ LITE0_STAGES = ((1, 3, 1, 1, 32, 16), (2, 3, 2, 6, 16, 24), (2, 5, 2, 6, 24, 40)
 TAP_STAGES = (2, 3, 5, 7)
 TAP_STRIDES = (4, 8, 16, 32)
 MIN_STRIDES = (4, 8)
+#: channels of the map at each tap stride
+TAP_CHANNELS = {st: LITE0_STAGES[t - 1][5] for st, t in zip(TAP_STRIDES, TAP_STAGES)}
 NUM_UNITS = 1 + len(LITE0_STAGES)  # stem + stages: what ``trainable_stages`` counts
 
 
@@ -271,5 +273,5 @@ class EfficientNetLite0(nn.Module):
         return out
 
 
-__all__ = ["EfficientNetLite0", "IMAGE_MEAN", "IMAGE_STD", "WEIGHTS", "WEIGHTS_PACKAGE", "WEIGHTS_SHA256",
+__all__ = ["EfficientNetLite0", "TAP_CHANNELS", "TAP_STRIDES", "IMAGE_MEAN", "IMAGE_STD", "WEIGHTS", "WEIGHTS_PACKAGE", "WEIGHTS_SHA256",
            "WEIGHTS_VERSION", "WeightsChecksumError", "WeightsUnavailable", "imagenet_state_dict", "weights_path"]

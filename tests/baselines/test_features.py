@@ -76,7 +76,8 @@ def test_stale_file_is_rebuilt_and_a_current_one_reused(tmp_path):
 
 
 def test_backbone_features_are_cached_and_follow_the_images(root, tmp_path, require_backbone_weights):
-    """Through the real backbone on the tiny dataset: the second call reads the file; an image
+    """Through the real backbone on the tiny dataset: the maps cover the whole split whatever
+    subset is asked for; the second call reads the file; an image
     rewritten with other pixels gets another key, so its split is computed again and its maps
     differ in that image's row only."""
     from PIL import Image
@@ -90,12 +91,12 @@ def test_backbone_features_are_cached_and_follow_the_images(root, tmp_path, requ
     (data / "images").mkdir(parents=True)
     shutil.copytree(src, data / "images" / "val")
     cache = tmp_path / "cache"
-    maps, rows = backbone_features(data, "val", files + files[:1], cache, height=64, width=96, strides=(8, 16))
+    maps, rows = backbone_features(data, "val", files[1:] + files[1:], cache, height=64, width=96, strides=(8, 16))
     assert rows == {f: i for i, f in enumerate(files)}
     assert maps[8].shape == (2, 40, 8, 12) and maps[16].shape == (2, 112, 4, 6)
     assert len(list(cache.glob("*.pt"))) == 1
     mtime = next(cache.glob("*.pt")).stat().st_mtime_ns
-    again, _ = backbone_features(data, "val", files, cache, height=64, width=96, strides=(8, 16))
+    again, _ = backbone_features(data, "val", files[:1], cache, height=64, width=96, strides=(8, 16))
     assert next(cache.glob("*.pt")).stat().st_mtime_ns == mtime
     torch.testing.assert_close(again[16], maps[16])
     img = Image.open(data / "images" / "val" / files[1]).convert("RGB")
@@ -104,6 +105,8 @@ def test_backbone_features_are_cached_and_follow_the_images(root, tmp_path, requ
     assert len(list(cache.glob("*.pt"))) == 2
     torch.testing.assert_close(changed[16][0], maps[16][0])
     assert (changed[16][1].float() - maps[16][1].float()).abs().max() > 0.1
+    with pytest.raises(FileNotFoundError, match="other.png: image file missing"):
+        backbone_features(data, "val", ["other.png"], cache, height=64, width=96, strides=(8, 16))
     with pytest.raises(ValueError, match="strides \\[2\\]"):
         backbone_features(data, "val", files, cache, height=64, width=96, strides=(2,))
 
@@ -111,3 +114,28 @@ def test_backbone_features_are_cached_and_follow_the_images(root, tmp_path, requ
 def test_image_key_names_a_missing_image(tmp_path):
     with pytest.raises(FileNotFoundError, match="nope.png: image file missing"):
         image_key(tmp_path, ["nope.png"], backbone="lite0", weights_sha256="w", size=(8, 8), strides=(16,))
+
+
+@pytest.mark.parametrize("name", ["cnn_lstm", "film"])
+def test_image_baselines_learn_on_the_cached_maps(name, root, tmp_path, require_backbone_weights):
+    """``backbone=lite0``: the model reads the frozen backbone's cached stride-16 maps (computed
+    once into the variant's ``features/`` folder and read again by prediction), and overfits eight
+    training questions."""
+    import baselines
+
+    data = tmp_path / "data"
+    shutil.copytree(root / "mid", data / "mid")
+    model = baselines.get(name)
+    cfg = model.config(str(data / "mid"), "tiny", backbone="lite0", feature_stride=16, image_width=96, image_height=64,
+                       max_train_questions=8, batch=8, steps=80, lr=3e-3, warmup=1, eval_every=80, val_questions=0)
+    torch.manual_seed(0)
+    model.train(cfg, tmp_path / "run", progress=False)
+    cached = sorted(p.name for p in (data / "mid" / "features").glob("*.pt"))
+    assert len(cached) == 1 and cached[0].startswith("train_lite0_64x96_")
+    net = model.load(tmp_path / "run")[0]
+    assert not any(isinstance(m, torch.nn.Conv2d) and m.in_channels == 3 for m in net.modules())  # no pixel CNN
+    preds = model.predict(tmp_path / "run", data, "mid", "train")
+    assert [p.correct for p in preds[:8]] == [True] * 8
+    assert len(list((data / "mid" / "features").glob("*.pt"))) == 1  # prediction read the same file
+    with pytest.raises(ValueError, match="feature_stride 12"):
+        model.config(str(data / "mid"), "tiny", backbone="lite0", feature_stride=12)
