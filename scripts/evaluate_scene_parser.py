@@ -33,6 +33,10 @@ def get_args_parser() -> argparse.ArgumentParser:
     p.add_argument("--min-iou", type=float, default=0.5, help="mask IoU for a detection to match ground truth")
     p.add_argument("--threshold", type=float, default=0.7, help="P-NSVQA count/exist threshold")
     p.add_argument("--no-questions", action="store_true", help="skip the executor accuracy")
+    p.add_argument("--true-attributes", default="", metavar="A,B",
+                   help="also run the executors with each of these object attributes (comma-separated, e.g. "
+                        "material,shape) set to its true value on the matched detections, one at a time: what "
+                        "that attribute's errors cost end to end")
     return p
 
 
@@ -42,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     from nsvqa.artifacts import read_scenes, scenes_path
     from nsvqa.fileio import write_json_atomic
     from nsvqa.evaluation.scene_parser import (attribute_accuracy, coco_ap, coco_results, executor_accuracy,
-                                              format_table, listed_parts_coco, load_parsed)
+                                              format_table, listed_parts_coco, load_parsed, with_true_attributes)
 
     args = get_args_parser().parse_args(argv)
     data = Path(args.data)
@@ -65,7 +69,12 @@ def main(argv: list[str] | None = None) -> int:
     metrics["attributes"] = attribute_accuracy(doc, liks, scenes, args.min_iou)
     if not args.no_questions:
         qpath = data / "questions" / f"{args.split}_questions.json"
-        metrics["executors"] = executor_accuracy(liks, load_questions(qpath), onto, args.threshold)
+        questions = load_questions(qpath)
+        metrics["executors"] = executor_accuracy(liks, questions, onto, args.threshold)
+        for a in filter(None, args.true_attributes.split(",")):
+            fixed = with_true_attributes(doc, liks, scenes, [a], args.min_iou)
+            acc = executor_accuracy(fixed, questions, onto, args.threshold)
+            metrics[f"executors, true {a}"] = {k: v for k, v in acc.items() if k != "paired"}
     write_json_atomic(args.out, metrics)
     print(format_table(metrics))
     return 0

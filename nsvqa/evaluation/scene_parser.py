@@ -330,6 +330,40 @@ def executor_accuracy(liks: Sequence[SceneLikelihoods], questions: Iterable[dict
     return out
 
 
+def with_true_attributes(doc: dict, liks: Sequence[SceneLikelihoods], gt_scenes: dict[int, dict],
+                         attributes: Sequence[str], min_iou: float = 0.5) -> list[SceneLikelihoods]:
+    """Copies of the parsed likelihoods in which each detection matched to a ground-truth object
+    (mask IoU, as :func:`attribute_accuracy` matches) holds that object's true value of each of
+    ``attributes`` with probability 1; the rest unchanged. Run the executors on them to see what
+    an attribute's errors cost end to end (an upper bound that perfect perception of that attribute
+    alone would reach).
+
+    Raises:
+        KeyError: an attribute the ontology lacks, or a parsed scene without its ground truth.
+    """
+    import copy
+
+    out = []
+    for s, lik in zip(doc["scenes"], liks):
+        onto = lik.ontology
+        for a in attributes:
+            if a not in onto.attributes:
+                raise KeyError(f"attribute {a!r}: not in the ontology's {list(onto.attributes)}")
+        gt = gt_scenes.get(int(s["image_index"]))
+        if gt is None:
+            raise KeyError(f"scene {s['image_index']}: no ground-truth scene with that image_index")
+        fixed = copy.copy(lik)
+        fixed.attributes = {a: v.copy() for a, v in lik.attributes.items()}
+        objs = gt["objects"]
+        for i, j in match_objects([d["mask"] for d in s["detections"]], [o["mask"] for o in objs], min_iou):
+            for a in attributes:
+                row = np.zeros(len(onto.values(a)))
+                row[onto.values(a).index(objs[j].get(a, "none") if a == "texture" else objs[j][a])] = 1.0
+                fixed.attributes[a][i] = row
+        out.append(fixed)
+    return out
+
+
 def format_table(metrics: dict[str, Any]) -> str:
     """A readable table of a metrics dict (nested one level)."""
     lines = []

@@ -206,6 +206,29 @@ def test_a_wrong_parse_scores_lower(data):
     assert attribute_accuracy(doc, liks, {s["image_index"]: s for s in _scenes(data, "val")})["part.recall_mask"] == 0.0
 
 
+def test_true_attributes_undo_exactly_that_attribute_s_errors(data):
+    """with_true_attributes restores the matched detections' true value of the attributes named,
+    leaves the others (and the input likelihoods) alone; the executors then get back what the
+    attribute's errors cost."""
+    from nsvqa.evaluation.scene_parser import with_true_attributes
+
+    doc, liks = _gt_parse(data, "val")
+    for lik in liks:  # every color and every material wrong
+        for a in ("color", "material"):
+            lik.attributes[a] = np.roll(lik.attributes[a], 1, axis=1)
+    gt = {s["image_index"]: s for s in _scenes(data, "val")}
+    qs = json.loads((data / "questions" / "val_questions.json").read_text())["questions"]
+    fixed = with_true_attributes(doc, liks, gt, ["color"])
+    acc = attribute_accuracy(doc, fixed, gt)
+    assert acc["object.color"] == 1.0 and acc["object.material"] == 0.0
+    assert attribute_accuracy(doc, liks, gt)["object.color"] == 0.0  # the input untouched
+    both = with_true_attributes(doc, liks, gt, ["color", "material"])
+    assert executor_accuracy(both, qs, ONTO)["nsvqa"]["all"] == 1.0
+    assert executor_accuracy(liks, qs, ONTO)["nsvqa"]["all"] < 1.0
+    with pytest.raises(KeyError, match="'colour'"):
+        with_true_attributes(doc, liks, gt, ["colour"])
+
+
 def test_match_objects_is_one_to_one_by_mask_iou():
     from nsvqa.generation.annotations import mask_to_rle
 
