@@ -1,10 +1,12 @@
 """CNN+LSTM: CNN image features concatenated with the question's LSTM encoding -> MLP.
 
-The CNN is trained from scratch with the rest (``small``: four stride-2 conv-BN-ReLU blocks, for
-CPU profiles; ``resnet18``: torchvision's, ``weights=None``, for ``full``); its feature map is
-average-pooled to a 3 x 4 grid (some spatial layout survives) and projected to ``image_dim``
-features. Images are resized to the profile's size once and cached in the run directory
-(:mod:`baselines.common`). The prediction's probability is the softmax probability of the answer.
+The image side (:class:`baselines.common.ImageEncoder`): ``lite0``, the frozen ImageNet
+EfficientNet-Lite0's maps at ``feature_stride`` (computed once per image and cached in the variant's
+``features/`` folder) under one trained conv-BN-ReLU; or a CNN trained from scratch with the rest
+(``small``: four stride-2 conv-BN-ReLU blocks; ``resnet18``: torchvision's, ``weights=None``; the
+images resized once and cached in the run directory). The map is average-pooled to a 3 x 4 grid
+(some spatial layout survives) and projected to ``image_dim`` features. The prediction's
+probability is the softmax probability of the answer.
 """
 from __future__ import annotations
 

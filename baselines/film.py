@@ -6,10 +6,12 @@ Network (as the paper and its reference recipe; sizes per profile):
 * question: word embeddings -> GRU (``layers`` x ``hidden``), the final hidden state ->
   one linear layer -> (Δγ, β) for every channel of every block; γ = 1 + Δγ (the reference
   recipe's ``gamma_baseline 1``: an untrained generator starts near the identity);
-* image: a CNN trained from scratch (no ImageNet weights offline): ``small`` = ``cnn_layers``
-  stride-2 conv-BN-ReLU blocks of ``cnn_width`` x 1, 2, 4, ... channels (CPU profiles);
-  ``resnet18`` = torchvision's up to ``layer3`` (stride 16, 256 channels; the paper's conv4 stage),
-  ``weights=None`` (``full``); then a stem: [features ⊕ coords] -> conv3x3 -> BN -> ReLU to
+* image: ``lite0`` = the frozen ImageNet EfficientNet-Lite0's maps at ``feature_stride`` (112
+  channels at stride 16), computed once per image and cached (:func:`baselines.common.backbone_features`):
+  the paper's recipe of frozen ImageNet conv4 features, with the one pretrained CNN installable
+  here; or a CNN trained from scratch: ``small`` = ``cnn_layers`` stride-2 conv-BN-ReLU blocks of
+  ``cnn_width`` x 1, 2, 4, ... channels; ``resnet18`` = torchvision's up to ``layer3`` (stride 16,
+  256 channels), ``weights=None``; then a stem: [features ⊕ coords] -> conv3x3 -> BN -> ReLU to
   ``module_dim`` maps;
 * ``num_blocks`` FiLMed residual blocks: [x ⊕ coords] -> conv1x1 -> ReLU (= r) -> conv3x3 ->
   BatchNorm(affine=False) -> FiLM(γ, β) -> ReLU, plus r (the residual is the block's projected
@@ -20,8 +22,9 @@ Network (as the paper and its reference recipe; sizes per profile):
 ``coords`` are two maps of the x and y position in [-1, 1], concatenated to the stem, block and
 classifier inputs. Trained and run by :mod:`baselines.common` (Adam with weight decay 1e-5 as in the
 paper); the prediction's probability is the softmax probability of the answer. Differences from the
-paper: the CNN is trained from scratch rather than a frozen ImageNet ResNet-101, the classifier MLP
-has no batch norm (a batch of one question must still train), and the CPU profiles are much smaller.
+paper: the frozen features are EfficientNet-Lite0's (stride 16, 112 channels) rather than
+ResNet-101's conv4 (1024 channels), or a CNN trained from scratch; the classifier MLP has no batch
+norm (a batch of one question must still train); the CPU profiles are much smaller.
 """
 from __future__ import annotations
 
