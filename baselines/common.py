@@ -365,13 +365,13 @@ class ImageQuestionModelConfig(QuestionModelConfig):
         check_backbone(self.backbone, self.feature_stride)
 
 
-def check_backbone(backbone: str, feature_stride: int, valid: Sequence[str] = BACKBONES) -> None:
-    """ValueError naming the field: a backbone not in ``valid``, or a ``feature_stride`` the
-    frozen backbone has no map at."""
+def check_backbone(backbone: str, feature_stride: int) -> None:
+    """ValueError naming the field: a backbone not in :data:`BACKBONES`, or a ``feature_stride``
+    the frozen backbone has no map at."""
     from parsers.backbones import TAP_STRIDES
 
-    if backbone not in valid:
-        raise ValueError(f"backbone {backbone!r}: valid: {', '.join(valid)}")
+    if backbone not in BACKBONES:
+        raise ValueError(f"backbone {backbone!r}: valid: {', '.join(BACKBONES)}")
     if backbone == "lite0" and feature_stride not in TAP_STRIDES:
         raise ValueError(f"feature_stride {feature_stride}: valid: {', '.join(map(str, TAP_STRIDES))}")
 

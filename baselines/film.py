@@ -38,7 +38,7 @@ from torch.nn import functional as F
 from parsers.question.vocab import NULL_ID
 
 from . import register
-from .common import NeuralBaseline, QuestionModelConfig, check_backbone, mlp
+from .common import BACKBONES, NeuralBaseline, QuestionModelConfig, check_backbone, mlp
 
 
 @dataclass(frozen=True)
@@ -162,7 +162,7 @@ def build_cnn(backbone: str, width: int, layers: int, feature_stride: int = 16) 
 
         r = resnet18(weights=None)
         return nn.Sequential(r.conv1, r.bn1, r.relu, r.maxpool, r.layer1, r.layer2, r.layer3), 256
-    raise ValueError(f"backbone {backbone!r}: valid: small, resnet18, lite0")
+    raise ValueError(f"backbone {backbone!r}: valid: {', '.join(BACKBONES)}")
 
 
 class FiLMNet(nn.Module):
@@ -219,9 +219,10 @@ PROFILES = {
                  word_dim=32, hidden=64, layers=1, mlp_hidden=64, dropout=0.0,
                  image_width=64, image_height=48, backbone="small", cnn_width=8, cnn_layers=3,
                  num_blocks=2, module_dim=32, classifier_proj=64, **_SCHEDULE),
-    # lr 1e-3 rather than the paper's 3e-4: a short schedule on a small network. On the frozen Lite0's cached stride-16 maps of the full 320x240 images (20 x 15): test 38.6% on
-    # mid after 6,000 steps (19 min at 1 thread), the question-only LSTM 36.2%, the from-scratch CNN
-    # at 128x96 had 34.1% (results/image_baselines_mini; issue 17 sizes it further)
+    # lr 1e-3 rather than the paper's 3e-4: a short schedule on a small network. On the frozen
+    # Lite0's cached stride-16 maps of the full 320x240 images (20 x 15): test 38.6% on mid after
+    # 6,000 steps (19 min at 1 thread), the question-only LSTM 36.2%, the from-scratch CNN at
+    # 128x96 had 34.1% (results/image_baselines_mini; issue 17 sizes it further)
     "mini": dict(steps=6000, batch=64, lr=1e-3, warmup=100, eval_every=2000, val_questions=1000,
                  word_dim=64, hidden=128, layers=1, mlp_hidden=256, dropout=0.1,
                  image_width=320, image_height=240, backbone="lite0", feature_stride=16, cnn_width=8,

@@ -428,7 +428,7 @@ def add_training_args(p: argparse.ArgumentParser) -> None:
                    help="question-parser config override (e.g. steps=800); repeatable")
     p.add_argument("--parse-min-score", type=float, default=PARSE_MIN_SCORE,
                    help="keep detections scoring at least this when parsing test images; P-NSVQA uses the "
-                        "scores as existence probabilities, NS-VQA keeps those >= 0.5 (default 0.05)")
+                        "scores as existence probabilities, NS-VQA keeps those >= 0.5 (default %(default)s)")
     p.add_argument("--skip-missing", action="store_true", help="skip test variants without data instead of failing")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads of this process")
     p.add_argument("--no-progress", action="store_true")

@@ -3,6 +3,7 @@ leaves a half-written file that looks whole. The file gets the usual permissions
 umask), not the 0600 of a bare ``tempfile.mkstemp``."""
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import tempfile
@@ -38,6 +39,12 @@ def atomic_open(path: str | os.PathLike, mode: str = "wb", *, fsync: bool = Fals
         except FileNotFoundError:
             pass
         raise
+
+
+def sha256_file(path: str | os.PathLike) -> str:
+    """The hex sha256 of a file's bytes."""
+    with open(path, "rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def write_atomic(path: str | os.PathLike, data: bytes | str) -> None:

@@ -72,14 +72,15 @@ def image_key(folder: str | os.PathLike, files: Sequence[str], *, backbone: str,
               size: tuple[int, int], strides: Sequence[int]) -> FeatureKey:
     """The key of ``files`` in the images folder ``folder`` (each file hashed; a missing file
     raises FileNotFoundError naming it)."""
+    from nsvqa.fileio import sha256_file
+
     folder = Path(folder).resolve()
     hashes = []
     for name in files:
         path = folder / name
         if not path.is_file():
             raise FileNotFoundError(f"{path}: image file missing")
-        with open(path, "rb") as f:
-            hashes.append(hashlib.file_digest(f, "sha256").hexdigest())
+        hashes.append(sha256_file(path))
     return FeatureKey(str(folder), tuple(files), tuple(hashes), backbone, weights_sha256,
                       (int(size[0]), int(size[1])), tuple(int(s) for s in strides))
 
@@ -166,9 +167,9 @@ def load_features(path: str | os.PathLike, key: FeatureKey,
         stored, maps = read_features(path)
         if stored == key:
             return maps
-    maps = dict(build())
+    maps = {s: m.detach().to("cpu", torch.float16) for s, m in build().items()}  # as stored
     write_features(path, key, maps)
-    return {s: m.detach().to("cpu", torch.float16) for s, m in maps.items()}
+    return maps
 
 
 __all__ = ["FORMAT_VERSION", "FeatureCacheError", "FeatureKey", "image_key", "features_path", "write_features",

@@ -32,11 +32,11 @@ from nsvqa.artifacts.records import RecordSequence, read_object
 from nsvqa.fileio import write_json_atomic
 
 FORMAT_VERSION = 1
-#: The header fields, in the order they are written (then the extra fields, then ``scenes``).
 #: the score above which parsed scenes keep a detection, for the study and every end-to-end
 #: evaluation: P-NSVQA weighs uncertain detections by their existence, NS-VQA's argmax scene drops
 #: those below 0.5 (a scene-parser config's ``min_score`` chooses the head's detector crops)
 PARSE_MIN_SCORE = 0.05
+#: The header fields, in the order they are written (then the extra fields, then ``scenes``).
 HEADER_FIELDS = ("version", "checkpoint", "detector", "data", "split", "min_score", "detector_classes")
 
 

@@ -18,9 +18,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-PREFIXES = ("detector_val", "attributes_val", "end_to_end_val")
-
-
 def read_scalars(run_dir: str | Path) -> dict[str, list[tuple[int, float]]]:
     """Every scalar of a run's tensorboard logs (``RUN/tb``): tag -> [(step, value)] by step; a
     step logged twice (a resumed run) keeps its last value."""
@@ -63,9 +60,9 @@ def learning_curves(run_dir: str | Path, label: str | None = None) -> dict[str, 
     for r in e2e:
         r["minutes"] = det_minutes + r.get("train_minutes", float("nan"))
     attrs = _series(scalars, "attributes_val")
-    head_minutes = {r["step"]: r["minutes"] - det_minutes for r in e2e}
+    epoch_minutes = {r["step"]: r["minutes"] for r in e2e}  # the head logs both at the end of an epoch
     for r in attrs:
-        r["minutes"] = det_minutes + head_minutes.get(r["step"], float("nan"))
+        r["minutes"] = epoch_minutes.get(r["step"], float("nan"))
     return {"run": str(run_dir), "label": label or Path(run_dir).name, "detector": det, "attributes": attrs,
             "end_to_end": e2e}
 
@@ -113,4 +110,4 @@ def plot_curves(curves: Sequence[Mapping[str, Any]], path: str | Path) -> Path:
     return path
 
 
-__all__ = ["PREFIXES", "read_scalars", "learning_curves", "plot_curves"]
+__all__ = ["read_scalars", "learning_curves", "plot_curves"]

@@ -205,6 +205,11 @@ def match_objects(det_masks: Sequence[dict], gt_masks: Sequence[dict], min_iou: 
     return [(int(r), int(c)) for r, c in zip(rows, cols) if iou[r, c] >= min_iou]
 
 
+def _true_value(obj: dict, attribute: str) -> str:
+    """A ground-truth object's value of ``attribute`` (a scene may omit ``texture``: ``"none"``)."""
+    return obj.get(attribute, "none") if attribute == "texture" else obj[attribute]
+
+
 def attribute_accuracy(doc: dict, liks: Sequence[SceneLikelihoods], gt_scenes: dict[int, dict],
                        min_iou: float = 0.5) -> dict[str, Any]:
     """Matched-object metrics: per-attribute argmax accuracy over matched objects, detection
@@ -249,7 +254,7 @@ def attribute_accuracy(doc: dict, liks: Sequence[SceneLikelihoods], gt_scenes: d
             o = objs[j]
             for a in OBJECT_HEADS:
                 pred = onto.values(a)[int(np.argmax(lik.attributes[a][i]))]
-                correct[a] += pred == (o.get(a, "none") if a == "texture" else o[a])
+                correct[a] += pred == _true_value(o, a)
             sq += float(np.sum((lik.positions[i, :2] - np.asarray(o["3d_coords"][:2])) ** 2))
             if lik.part_exist is not None:
                 for name, pa in o.get("parts", {}).items():
@@ -358,7 +363,7 @@ def with_true_attributes(doc: dict, liks: Sequence[SceneLikelihoods], gt_scenes:
         for i, j in match_objects([d["mask"] for d in s["detections"]], [o["mask"] for o in objs], min_iou):
             for a in attributes:
                 row = np.zeros(len(onto.values(a)))
-                row[onto.values(a).index(objs[j].get(a, "none") if a == "texture" else objs[j][a])] = 1.0
+                row[onto.values(a).index(_true_value(objs[j], a))] = 1.0
                 fixed.attributes[a][i] = row
         out.append(fixed)
     return out

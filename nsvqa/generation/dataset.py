@@ -29,7 +29,7 @@ import numpy as np
 
 from executors import load_ontology
 
-from nsvqa.fileio import write_atomic, write_json_atomic
+from nsvqa.fileio import sha256_file, write_atomic, write_json_atomic
 
 from nsvqa.generation.sampler import SceneParams
 from nsvqa.generation.variants import load_variant
@@ -267,11 +267,6 @@ def finalize_split(job: SplitJob, progress: bool = False) -> None:
 
 def questions_path(job: SplitJob) -> Path:
     return job.folder / "questions" / f"{job.split}_questions.json"
-
-
-def sha256_file(path: Path) -> str:
-    with open(path, "rb") as f:
-        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def update_manifest(job: SplitJob, n_questions: int) -> dict:

@@ -24,7 +24,7 @@ from executors import load_ontology
 from nsvqa.artifacts.images import read_image
 from nsvqa.artifacts.scenes import read_scenes
 from nsvqa.generation.annotations import rle_to_mask
-from parsers.scene.crops import crop_instance
+from parsers.scene.crops import check_part_crop, crop_instance
 
 MODES = ("objects", "objects+parts", "agnostic", "agnostic+parts")
 #: the modes whose detector finds parts too
@@ -176,8 +176,7 @@ class AttributeCropDataset(Dataset):
 
     def __init__(self, root: str | Path, split: str, crop_size: int = 64, parts: bool = False,
                  margin: float = 0.15, part_crop: str = "part"):
-        if part_crop not in ("part", "object"):
-            raise ValueError(f"part_crop must be 'part' or 'object', got {part_crop!r}")
+        check_part_crop(part_crop)
         self.root, self.split, self.crop_size, self.margin = Path(root), split, int(crop_size), float(margin)
         self.part_crop = part_crop
         path = self.root / "scenes" / f"{split}_scenes.json"

@@ -27,6 +27,8 @@ from typing import Mapping
 import torch
 from torch import nn
 
+from parsers.scene.crops import PART_CROPS  # re-exported: the head's part-crop choices
+
 OBJECT_HEADS = ("shape", "color", "material", "size", "texture")
 PART_HEADS = ("partname", "color", "material")
 
@@ -45,9 +47,6 @@ class AttributeHeadProfile:
     part_crop: str = "object"  # a part's crop: its object's box (context for left/right/front/back names)
     pool: str = "mean"         # Lite0 trunks: see HEAD_POOLS
 
-
-#: the box a part's crop is cut from: the part's own, or its object's (the mask channel is the part's)
-PART_CROPS = ("part", "object")
 
 # mini and full pool under the mask too: on ground-truth crops of 400 mid images, 3 epochs, part
 # name 13.5% -> 42.5%, part colour 42.0% -> 63.2%, shape 76.3% -> 82.8% (results/scene_parser_mini)

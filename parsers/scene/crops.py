@@ -5,6 +5,15 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+#: the box a part's crop is cut from: the part's own, or its object's (the mask channel is the part's)
+PART_CROPS = ("part", "object")
+
+
+def check_part_crop(part_crop: str) -> None:
+    """ValueError naming the valid values unless ``part_crop`` is one of :data:`PART_CROPS`."""
+    if part_crop not in PART_CROPS:
+        raise ValueError(f"part_crop must be one of {list(PART_CROPS)}, got {part_crop!r}")
+
 
 def box_geometry(bbox: list[float], height: int, width: int) -> torch.Tensor:
     """(4,) the box (xywh) as centre and size relative to the image: the attribute head's cue for

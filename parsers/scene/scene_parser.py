@@ -30,7 +30,7 @@ from torch import nn
 
 from executors import Ontology, SceneLikelihoods, SymbolicScene
 from executors.scene import argmax_scene  # noqa: F401  (re-exported: the parser's argmax scene)
-from parsers.scene.crops import box_geometry, crop_instance
+from parsers.scene.crops import box_geometry, check_part_crop, crop_instance
 
 
 @dataclass
@@ -151,8 +151,7 @@ class SceneParser(nn.Module):
                 raise ValueError(f"attribute head {a!r}: {heads[a].out_features} outputs but {len(names)} "
                                  f"head_values {list(names)}")
         self.detector_path = detector_path
-        if part_crop not in ("part", "object"):
-            raise ValueError(f"part_crop must be 'part' or 'object', got {part_crop!r}")
+        check_part_crop(part_crop)
         self.part_crop = part_crop
 
     @torch.no_grad()
@@ -200,10 +199,13 @@ class SceneParser(nn.Module):
         detector class's name, or the head's ``partname`` distribution for a class-agnostic part."""
         names = list(self.ontology.part_names)
         out = np.zeros((len(labels), len(names)))
-        agnostic = [j for j, c in enumerate(labels.tolist()) if self.part_classes[int(c)] is None]
+        agnostic = []
         for j, c in enumerate(labels.tolist()):
-            if self.part_classes[int(c)] is not None:
-                out[j, names.index(self.part_classes[int(c)])] = 1.0
+            name = self.part_classes[int(c)]
+            if name is None:
+                agnostic.append(j)
+            else:
+                out[j, names.index(name)] = 1.0
         if agnostic:
             logits = heads["partname"][agnostic]
             values = list(self.head_values.get("partname", names))
