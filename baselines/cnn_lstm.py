@@ -58,7 +58,8 @@ PROFILES = {
     # a GPU run at the paper's data scale (not yet measured)
     "full": dict(steps=40000, batch=128, lr=1e-3, warmup=1000, eval_every=2000, val_questions=5000,
                  word_dim=300, hidden=512, layers=2, mlp_hidden=1024, dropout=0.2,
-                 image_width=224, image_height=168, backbone="resnet18", cnn_width=64, image_dim=512, **_SCHEDULE),
+                 image_width=320, image_height=240, backbone="lite0", feature_stride=16, cnn_width=64, image_dim=512,
+                 **_SCHEDULE),
 }
 PROFILES["demo"] = dict(PROFILES["mini"], steps=1000, eval_every=500, val_questions=500)  # mini, shorter
 

@@ -332,7 +332,8 @@ class QuestionModelConfig(TrainConfig):
 
 
 #: image CNNs trained from scratch on the pixels
-PIXEL_BACKBONES = ("small", "resnet18")
+PIXEL_BACKBONES = ("small", "resnet18", "lite0-ft")
+#: (``lite0-ft``: the ImageNet EfficientNet-Lite0 fine-tuned on the pixels, :class:`Lite0Trunk`)
 #: + ``lite0``: the frozen ImageNet EfficientNet-Lite0, whose maps at ``feature_stride`` are computed
 #: once per image and cached in the data folder (:func:`backbone_features`); the model trains on them
 BACKBONES = PIXEL_BACKBONES + ("lite0",)
@@ -365,6 +366,25 @@ class ImageQuestionModelConfig(QuestionModelConfig):
         check_backbone(self.backbone, self.feature_stride)
 
 
+class Lite0Trunk(nn.Module):
+    """The ImageNet EfficientNet-Lite0 (:class:`parsers.backbones.EfficientNetLite0`, BatchNorm
+    frozen) trained on the pixels: its map at ``feature_stride``.
+
+    ``forward(images (B, 3, H, W) normalised as :func:`normalise_images`) -> (B, C, H / s, W / s)``.
+    """
+
+    def __init__(self, feature_stride: int = 16):
+        super().__init__()
+        from parsers.backbones import TAP_CHANNELS, EfficientNetLite0
+
+        self.net = EfficientNetLite0(weights="imagenet", min_stride=min(8, feature_stride))
+        self.key = str(self.net.strides.index(feature_stride))
+        self.channels = TAP_CHANNELS[feature_stride]
+
+    def forward(self, images: torch.Tensor) -> torch.Tensor:
+        return self.net(images * IMAGE_STD + IMAGE_MEAN)[self.key]  # back to [0, 1]: the net normalises
+
+
 def check_backbone(backbone: str, feature_stride: int) -> None:
     """ValueError naming the field: a backbone not in :data:`BACKBONES`, or a ``feature_stride``
     the frozen backbone has no map at."""
@@ -372,7 +392,7 @@ def check_backbone(backbone: str, feature_stride: int) -> None:
 
     if backbone not in BACKBONES:
         raise ValueError(f"backbone {backbone!r}: valid: {', '.join(BACKBONES)}")
-    if backbone == "lite0" and feature_stride not in TAP_STRIDES:
+    if backbone in ("lite0", "lite0-ft") and feature_stride not in TAP_STRIDES:
         raise ValueError(f"feature_stride {feature_stride}: valid: {', '.join(map(str, TAP_STRIDES))}")
 
 
@@ -439,6 +459,9 @@ class ImageEncoder(nn.Module):
             channels = 8 * width
             self.body = nn.Sequential(nn.Conv2d(TAP_CHANNELS[feature_stride], channels, 3, padding=1, bias=False),
                                       nn.BatchNorm2d(channels), nn.ReLU(inplace=True))
+        elif backbone == "lite0-ft":
+            self.body = Lite0Trunk(feature_stride)
+            channels = self.body.channels
         elif backbone == "small":
             layers, c_in = [], 3
             for k in range(4):

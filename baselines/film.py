@@ -149,6 +149,11 @@ def build_cnn(backbone: str, width: int, layers: int, feature_stride: int = 16) 
         from parsers.backbones import TAP_CHANNELS
 
         return nn.Identity(), TAP_CHANNELS[feature_stride]
+    if backbone == "lite0-ft":
+        from .common import Lite0Trunk
+
+        trunk = Lite0Trunk(feature_stride)
+        return trunk, trunk.channels
     if backbone == "small":
         mods: list[nn.Module] = []
         c_in = 3
@@ -229,10 +234,11 @@ PROFILES = {
                  cnn_layers=3, num_blocks=2, module_dim=32, classifier_proj=128, **_SCHEDULE),
     # the paper / reference recipe: 4 blocks of 128 maps, GRU 4096 over 200-d embeddings, classifier
     # 512 maps -> 1024 hidden, Adam 3e-4, weight decay 1e-5, no dropout; Super-CLEVR's schedule:
-    # 100k iterations at batch 256. 224 x 168 images -> a 14 x 11 map. A GPU run (not yet measured)
+    # 100k iterations at batch 256. The frozen Lite0's stride-16 maps of the 320 x 240 images (20 x 15;
+    # the recipe's ResNet-101 conv4 gives 14 x 14 of 224 x 224). A GPU run (not yet measured)
     "full": dict(steps=100000, batch=256, lr=3e-4, warmup=1000, eval_every=2000, val_questions=5000,
                  word_dim=200, hidden=4096, layers=1, mlp_hidden=1024, dropout=0.0,
-                 image_width=224, image_height=168, backbone="resnet18", cnn_width=64, cnn_layers=4,
+                 image_width=320, image_height=240, backbone="lite0", feature_stride=16, cnn_width=64, cnn_layers=4,
                  num_blocks=4, module_dim=128, classifier_proj=512, **_SCHEDULE),
 }
 PROFILES["demo"] = dict(PROFILES["mini"], steps=1000, eval_every=500, val_questions=500)  # mini, shorter

@@ -10,9 +10,13 @@ Network (sizes per profile):
   scratch; ``minilm`` = the pretrained MiniLM-L6 (hidden 384) + a linear projection with layer norm
   to ``d_model`` (MDETR's "feature resizer"), fine-tuned at ``lr_text`` or frozen (``freeze_text``;
   the frozen weights are then left out of the checkpoint and read from the package again);
-* image: a CNN trained from scratch (:func:`baselines.film.build_cnn`: ``small`` or a torchvision
-  ResNet-18 with ``weights=None`` through ``layer3``), a 1x1 conv to ``d_model`` and a 2-D sine
-  positional encoding, flattened to one token per cell;
+* image: ``backbone`` ``lite0`` (the CPU profiles; MDETR's is an ImageNet ResNet-101 or
+  EfficientNet): the frozen ImageNet EfficientNet-Lite0's maps at ``feature_stride`` (112 channels
+  at stride 16 of the 320x240 image), computed once per image and cached
+  (:func:`baselines.common.backbone_features`); or a CNN trained from scratch
+  (:func:`baselines.film.build_cnn`: ``small`` or a torchvision ResNet-18 with ``weights=None``
+  through ``layer3``); then a 1x1 conv to ``d_model`` and a 2-D sine positional encoding, flattened
+  to one token per cell;
 * a cross-modal transformer encoder over [image tokens ; text tokens] (``enc_layers``) and a
   decoder (``dec_layers``) over ``num_queries`` learned object queries plus one QA query;
 * per object query: a box (3-layer MLP -> sigmoid (cx, cy, w, h) in [0, 1] of the image), a
@@ -43,8 +47,14 @@ warm-up + cosine per phase, gradient clipping; the batch of a step is a function
 so ``--resume`` continues exactly. Checkpoint ``RUN/baseline.pt`` of kind ``baseline_mdetr``.
 Prediction needs only the images and the questions (no scenes).
 
-Differences from the paper: no auxiliary decoding losses on the intermediate decoder layers, no
-ImageNet backbone (a CNN from scratch), the transformer takes the positional encoding once at its
+Every evaluation also scores the grounding on ``val_grounding`` val questions (L1 and 1 - GIoU per
+matched box, logged from the untrained model on and kept in the checkpoint's ``extra.val_grounding``):
+the curve that says whether the grounding converges.
+
+Differences from the paper: no auxiliary decoding losses on the intermediate decoder layers; the
+ImageNet backbone is frozen (MDETR fine-tunes its backbone; on two CPU cores a fine-tuned Lite0
+costs its forward and backward pass at every step, see ``PROFILES``), one scale at stride 16; the
+transformer takes the positional encoding once at its
 input (``nn.Transformer*`` layers take none per layer), a text encoder of MiniLM-L6 rather than
 RoBERTa-base, 25 queries in ``full`` rather than 100 (scenes have <= 10 objects), and CPU profiles
 that are much smaller. The QA heads follow MDETR's CLEVR fine-tuning (one QA query, an answer-type
@@ -86,8 +96,8 @@ from nsvqa.training.data import StepLoader
 from nsvqa.training.sampling import BucketedBatches, SequentialBatches
 
 from . import Baseline, register
-from .common import (PIXEL_BACKBONES, CHECKPOINT, QARecord, answer_vocabulary, checkpoint_kind, checkpoint_path,
-                     config_from_dict, image_cache, load_images, mlp, normalise_images, open_run, read_qa)
+from .common import (CHECKPOINT, QARecord, answer_vocabulary, check_backbone, checkpoint_kind, checkpoint_path,
+                     config_from_dict, image_cache, image_inputs, load_images, mlp, normalise_images, open_run, read_qa)
 from .config import TrainConfig
 from .film import build_cnn
 
@@ -147,12 +157,14 @@ class MDETRConfig(TrainConfig):
     w_qa: float = 1.0
     no_object_weight: float = 0.1
     finetune_grounding_weight: float = 1.0
+    feature_stride: int = 16
+    val_grounding: int = 256
 
     #: fields that must agree when a run is resumed
     MUST_MATCH: ClassVar[tuple[str, ...]] = TrainConfig.MUST_MATCH + (
         "batch", "pretrain_steps", "image_width", "image_height", "backbone", "cnn_width", "cnn_layers", "text_encoder",
         "freeze_text", "text_layers", "max_tokens", "d_model", "heads", "ffn_dim", "enc_layers", "dec_layers",
-        "num_queries", "contrastive_dim")
+        "num_queries", "contrastive_dim", "feature_stride")
 
     @property
     def total_steps(self) -> int:
@@ -178,8 +190,9 @@ class MDETRConfig(TrainConfig):
                 raise ValueError(f"{k} must be > 0, got {getattr(self, k)}")
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
-        if self.backbone not in PIXEL_BACKBONES:  # its pretrained backbone is still to come (issue 17)
-            raise ValueError(f"backbone {self.backbone!r}: valid: {', '.join(PIXEL_BACKBONES)}")
+        check_backbone(self.backbone, self.feature_stride)
+        if self.val_grounding < 0:
+            raise ValueError(f"val_grounding must be >= 0, got {self.val_grounding}")
         if self.text_encoder not in TEXT_ENCODERS:
             raise ValueError(f"text_encoder {self.text_encoder!r}: valid: {', '.join(TEXT_ENCODERS)}")
 
@@ -376,7 +389,9 @@ def collate_grounded(items: Sequence[dict[str, torch.Tensor]]) -> dict[str, Any]
     for b, it in enumerate(items):
         ids[b, :len(it["ids"])] = it["ids"]
         mask[b, :len(it["ids"])] = True
-    out = {"ids": ids, "text_mask": mask, "images": normalise_images(torch.stack([it["image"] for it in items])),
+    images = torch.stack([it["image"] for it in items])
+    out = {"ids": ids, "text_mask": mask,
+           "images": normalise_images(images) if images.dtype == torch.uint8 else images.float(),
            "answers": torch.stack([it["answer"] for it in items]), "targets": None}
     if "boxes" in items[0]:
         out["targets"] = [(it["boxes"], F.pad(it["positives"], (0, T - it["positives"].shape[1]))) for it in items]
@@ -390,7 +405,9 @@ def encode_split(folder: str | Path, split: str, records: Sequence[QARecord], an
     ids, offsets = tokenize_questions([r.question for r in records], cfg.max_tokens)
     index = {a: i for i, a in enumerate(answers)}
     ans = torch.tensor([index.get(r.answer, -1) if r.answer is not None else -1 for r in records], dtype=torch.long)
-    if records:
+    if records and cfg.backbone == "lite0":  # the frozen backbone's cached maps of the split
+        images, rows = image_inputs(folder, split, [r.image_filename for r in records], cfg, progress=progress)
+    elif records:
         images, rows = load_images(folder, split, [r.image_filename for r in records], cfg.image_width,
                                    cfg.image_height, cache=cache, progress=progress)
     else:
@@ -494,7 +511,7 @@ class MDETRNet(nn.Module):
         else:
             self.text = ScratchTextEncoder(len(tokenizer()), cfg.max_tokens, d, cfg.heads, cfg.ffn_dim,
                                            cfg.text_layers, cfg.dropout)
-        self.cnn, channels = build_cnn(cfg.backbone, cfg.cnn_width, cfg.cnn_layers)
+        self.cnn, channels = build_cnn(cfg.backbone, cfg.cnn_width, cfg.cnn_layers, cfg.feature_stride)
         self.input_proj = nn.Conv2d(channels, d, 1)
         enc = nn.TransformerEncoderLayer(d, cfg.heads, cfg.ffn_dim, cfg.dropout, batch_first=True)
         self.encoder = nn.TransformerEncoder(enc, cfg.enc_layers, enable_nested_tensor=False)
@@ -678,6 +695,29 @@ def qa_accuracy(model: MDETRNet, data: GroundedQA, groups, device: torch.device,
     return hits / len(data)
 
 
+def grounding_eval(model: MDETRNet, data: GroundedQA, cfg: MDETRConfig, device: torch.device,
+                   batch: int = 64) -> dict[str, float]:
+    """The grounding losses ``l1`` and ``giou`` (:func:`grounding_losses`, per matched box) of
+    ``data`` (a split encoded with its targets), averaged over its questions' matched boxes: the
+    curve that says whether the grounding converges."""
+    was = model.training
+    model.eval()
+    total = {"l1": 0.0, "giou": 0.0}
+    n = 0
+    with torch.no_grad():
+        for b in StepLoader(data, collate_grounded, SequentialBatches(len(data), batch), device=device):
+            x = b.data
+            k = sum(len(t[0]) for t in x["targets"])
+            if not k:
+                continue
+            parts = grounding_losses(model(x["ids"], x["text_mask"], x["images"]), x["targets"], x["text_mask"], cfg)
+            for name in total:
+                total[name] += float(parts[name]) * k
+            n += k
+    model.train(was)
+    return {name: v / n for name, v in total.items()} if n else {}
+
+
 # ---------------------------------------------------------------------------- checkpoints
 def _weights(model: MDETRNet) -> dict[str, torch.Tensor]:
     """The state dict to save: without a frozen MiniLM (rebuilt from its package)."""
@@ -741,6 +781,10 @@ def train_mdetr(cfg: MDETRConfig, out: str | Path, *, resume: bool = False, prog
                                   cache=image_cache(run.path, cfg, "train"), progress=progress)
         val_data = encode_split(folder, "val", val, answers, cfg, onto, targets=False,
                                 cache=image_cache(run.path, cfg, "val"), progress=progress)
+        ground = (read_qa(folder, "val", onto, require_answer=True, require_image=True, limit=cfg.val_grounding)
+                  if cfg.val_grounding and val_path.is_file() else [])
+        ground_data = encode_split(folder, "val", ground, answers, cfg, onto, targets=True,
+                                   cache=image_cache(run.path, cfg, "val"), progress=progress) if ground else None
         n_boxes = sum(len(b) for b in train_data.boxes)
         run.log(f"data: {len(train_data)} train questions ({n_boxes} grounded boxes), {len(val_data)} val questions "
                 f"from {folder}; {len(answers)} answers ({time.time() - t0:.1f} s)")
@@ -762,6 +806,19 @@ def train_mdetr(cfg: MDETRConfig, out: str | Path, *, resume: bool = False, prog
             run.log(f"resumed at step {start} from {path}")
         batches = StepLoader(train_data, collate_grounded, BucketedBatches(train_data.lengths, cfg.batch, cfg.seed),
                              start=start, total=total, device=dev)
+
+        def val_grounding(step: int) -> str:
+            if ground_data is None:
+                return ""
+            g = grounding_eval(model, ground_data, cfg, dev)
+            if not g:
+                return ""
+            extra.setdefault("val_grounding", []).append([step, g["l1"], g["giou"]])
+            run.scalars("val", g, step)
+            return f" val l1={g['l1']:.4f} giou={g['giou']:.4f} ({len(ground_data)} questions)"
+
+        if start == 0 and total:  # where the grounding curve starts
+            run.log("step 0 (untrained)" + val_grounding(0))
         model.train()
 
         def phase(step: int) -> str:
@@ -785,6 +842,7 @@ def train_mdetr(cfg: MDETRConfig, out: str | Path, *, resume: bool = False, prog
             state = {"step": p.step}
             if p.trained:
                 msg = f"step {p.step} ({p.phase}) " + " ".join(f"{k}={v:.5f}" for k, v in p.smoothed.items())
+                msg += val_grounding(p.step)
                 if p.phase == "finetune" and len(val_data):
                     acc = qa_accuracy(model, val_data, groups, dev)
                     extra["val_accuracy"] = acc
@@ -820,22 +878,23 @@ def train_mdetr(cfg: MDETRConfig, out: str | Path, *, resume: bool = False, prog
 PROFILES = {
     "tiny": dict(pretrain_steps=10, steps=30, batch=16, lr=1e-3, lr_text=1e-4, warmup=5, eval_every=20,
                  val_questions=32, grad_clip=1.0, weight_decay=1e-4, image_width=64, image_height=48,
-                 cache_images=True, backbone="small", cnn_width=8, cnn_layers=3, text_encoder="scratch",
+                 cache_images=True, backbone="small", feature_stride=16, val_grounding=32, cnn_width=8, cnn_layers=3, text_encoder="scratch",
                  freeze_text=False, text_layers=1, max_tokens=64, d_model=32, heads=2, ffn_dim=64, enc_layers=1,
                  dec_layers=1, dropout=0.0, num_queries=10, contrastive_dim=32, finetune_grounding_weight=0.2),
     "mini": dict(pretrain_steps=500, steps=1500, batch=32, lr=5e-4, lr_text=5e-5, warmup=50, eval_every=250,
-                 val_questions=1000, grad_clip=1.0, weight_decay=1e-4, image_width=128, image_height=96,
-                 cache_images=True, backbone="small", cnn_width=16, cnn_layers=3, text_encoder="scratch",
+                 val_questions=1000, grad_clip=1.0, weight_decay=1e-4, image_width=320, image_height=240,
+                 cache_images=True, backbone="lite0", feature_stride=16, val_grounding=500, cnn_width=16, cnn_layers=3, text_encoder="scratch",
                  freeze_text=False, text_layers=1, max_tokens=64, d_model=64, heads=4, ffn_dim=128,
                  enc_layers=2, dec_layers=2, dropout=0.0, num_queries=12, contrastive_dim=64,
                  finetune_grounding_weight=0.3),
     # MDETR's recipe at GPU scale: d_model 256, 6 + 6 layers, heads 8, FFN 2048, dropout 0.1, AdamW
     # 1e-4 (text encoder 1e-5, fine-tuned), weight decay 1e-4, gradient clip 0.1; 25 queries
-    # (<= 10 objects and their parts per scene); ResNet-18 (weights=None) through layer3 on 320 x 240
-    # images (a 20 x 15 map). Not run here
+    # (<= 10 objects and their parts per scene); the ImageNet Lite0 fine-tuned, as MDETR fine-tunes its
+    # backbone, to stride 16 of 320 x 240 images (a 20 x 15 map). Not run here
     "full": dict(pretrain_steps=30000, steps=60000, batch=64, lr=1e-4, lr_text=1e-5, warmup=1000,
                  eval_every=2000, val_questions=5000, grad_clip=0.1, weight_decay=1e-4, image_width=320,
-                 image_height=240, cache_images=True, backbone="resnet18", cnn_width=64, cnn_layers=4,
+                 image_height=240, cache_images=True, backbone="lite0-ft", feature_stride=16, val_grounding=2000,
+                 cnn_width=64, cnn_layers=4,
                  text_encoder="minilm", freeze_text=False, text_layers=1, max_tokens=64, d_model=256, heads=8,
                  ffn_dim=2048, enc_layers=6, dec_layers=6, dropout=0.1, num_queries=25, contrastive_dim=64,
                  finetune_grounding_weight=1.0),
@@ -895,5 +954,5 @@ class MDETRBaseline(Baseline):
 
 __all__ = ["MDETRConfig", "MDETRNet", "MDETRBaseline", "ScratchTextEncoder", "MiniLMTextEncoder", "GroundedQA",
            "PROFILES", "TEXT_ENCODERS", "ANSWER_TYPES", "answer_groups", "collate_grounded", "decode_answers", "encode_split",
-           "grounding_losses", "grounding_targets", "hungarian_match", "match_cost", "minilm_dir", "positive_map",
+           "grounding_eval", "grounding_losses", "grounding_targets", "hungarian_match", "match_cost", "minilm_dir", "positive_map",
            "qa_accuracy", "qa_loss", "sine_positions", "tokenize_questions", "tokenizer", "train_mdetr"]

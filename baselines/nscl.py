@@ -3,10 +3,13 @@ quasi-symbolic executor that runs the question's program on object features with
 
 Model (sizes per profile):
 
-* **objects**: a CNN trained from scratch (no ImageNet weights offline; stride 4) over the resized
-  image; each object box (ground-truth boxes of the training scenes; at test time the boxes a
-  detector found, see below) is pooled by ``torchvision.ops.roi_align`` to a ``roi_size`` x
-  ``roi_size`` grid; the grid and the box geometry give the object feature;
+* **objects**: ``backbone`` ``lite0`` (the CPU profiles, as the paper's ImageNet ResNet-34): the
+  frozen ImageNet EfficientNet-Lite0's maps at ``feature_stride`` (112 channels at stride 16 of the
+  320x240 image), computed once per image and cached (:func:`baselines.common.backbone_features`);
+  or ``small``: a CNN trained from scratch (stride 4) over the resized image. Each object box
+  (ground-truth boxes of the training scenes; at test time the boxes a detector found, see below)
+  is pooled by ``torchvision.ops.roi_align`` to a ``roi_size`` x ``roi_size`` grid; the grid and the
+  box geometry give the object feature;
 * **parts**: one learned query per part name attends over the object's RoI grid; the attended
   cells give the feature of that part of that object (no part boxes are needed, so test images
   parsed by an object detector have parts too);
@@ -41,8 +44,16 @@ Prediction (:meth:`NSCLBaseline.predict`): boxes are ``likelihoods``' detections
 parser's ``likelihoods.json``; those scoring at least ``min_score``), and programs are
 ``programs``' (a question parser's ``programs.json``); without them the variant's ground-truth
 scene boxes and programs are used ("oracle" inputs, for standalone checks).
-``scripts/train_variant.py`` gives NSCL the run's own parses, like NS-VQA. A question whose program
-is invalid, or whose image has no box, gets the most frequent training answer, flagged ``guessed``.
+``scripts/train_variant.py`` gives NSCL the run's own parses, like NS-VQA, and first lets it choose
+``min_score`` on the training variant's val split (:meth:`NSCLBaseline.tune`, saved in
+``RUN/tuned.json``; never on a test split). A question whose program is invalid, or whose image has
+no box, gets the most frequent training answer, flagged ``guessed``.
+
+Differences from the paper: the frozen features are EfficientNet-Lite0's stride-16 map rather than
+a fine-tuned ResNet-34's (one scale, no FPN); programs are supervised (ground-truth programs of the
+training questions) rather than learnt by REINFORCE; parts are attended inside the object's RoI grid
+(NSCL has no parts); relations come from box geometry and projected features rather than NSCL's
+RoI-pair features; the CPU profiles are much smaller (feature and concept sizes, steps).
 """
 from __future__ import annotations
 
@@ -76,16 +87,44 @@ from nsvqa.training.sampling import GroupBatches, SequentialBatches
 
 from . import Baseline, register
 from .config import TrainConfig
-from .common import (CHECKPOINT, checkpoint_kind, checkpoint_path, config_from_dict, image_cache, load_images,
-                     normalise_images, open_run)
+from .common import (CHECKPOINT, check_backbone, checkpoint_kind, checkpoint_path, config_from_dict, image_cache,
+                     image_inputs, load_images, normalise_images, open_run)
 
 EPS = 1e-6
 MAX_COUNT = 10
 CNN_STRIDE = 4
+#: ``small``: the CNN trained from scratch (stride 4); ``lite0``: the frozen ImageNet
+#: EfficientNet-Lite0's cached maps at ``feature_stride`` (:func:`baselines.common.backbone_features`)
+NSCL_BACKBONES = ("small", "lite0")
+#: the detection score cuts :meth:`NSCLBaseline.tune` chooses from on val, and where it saves its choice
+MIN_SCORE_CANDIDATES = (0.05, 0.1, 0.2, 0.3, 0.5, 0.7)
+TUNED = "tuned.json"
 _VALUE_TO_ATTRIBUTE = {t: a for a, t in VALUE_TYPES.items()}
 
 
 # ---------------------------------------------------------------------------- config
+def read_tuned(run_dir: str | Path) -> dict | None:
+    """``RUN_DIR/tuned.json`` (the score cut :meth:`NSCLBaseline.tune` chose on val), or None when
+    there is none.
+
+    Raises:
+        FormatError: a file that is not JSON or has no number ``min_score`` in [0, 1] (file named).
+    """
+    import json
+
+    path = Path(run_dir) / TUNED
+    if not path.is_file():
+        return None
+    try:
+        d = json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        raise FormatError(f"{path}: not readable JSON ({e})") from None
+    cut = d.get("min_score") if isinstance(d, dict) else None
+    if isinstance(cut, bool) or not isinstance(cut, (int, float)) or not 0.0 <= cut <= 1.0:
+        raise FormatError(f"{path}, field 'min_score': a number in [0, 1] expected, got {cut!r}")
+    return d
+
+
 @dataclass(frozen=True)
 class NSCLConfig(TrainConfig):
     """Resolved config of the NSCL baseline (written to config.json): a
@@ -110,10 +149,14 @@ class NSCLConfig(TrainConfig):
     min_score: float = 0.5
     count_sigma: float = 0.5
     cache_images: bool = True
+    backbone: str = "small"
+    feature_stride: int = 16
 
     MUST_MATCH: ClassVar[tuple[str, ...]] = TrainConfig.MUST_MATCH + (
         "images_per_batch", "questions_per_image", "image_width", "image_height", "cnn_width", "roi_size",
-        "feature_dim", "concept_dim", "curriculum")
+        "feature_dim", "concept_dim", "curriculum", "backbone", "feature_stride")
+    #: checkpoints written before the field existed: the CNN trained from scratch
+    ABSENT: ClassVar[dict[str, Any]] = {"backbone": "small"}
 
     def check(self) -> None:
         super().check()
@@ -126,6 +169,9 @@ class NSCLConfig(TrainConfig):
         if self.count_sigma <= 0:
             raise ValueError(f"count_sigma must be > 0, got {self.count_sigma}")
         parse_curriculum(self.curriculum)
+        if self.backbone not in NSCL_BACKBONES:
+            raise ValueError(f"backbone {self.backbone!r}: valid: {', '.join(NSCL_BACKBONES)}")
+        check_backbone(self.backbone, self.feature_stride)
 
 
 def parse_curriculum(text: str) -> list[tuple[float, int, int]]:
@@ -175,26 +221,33 @@ class ConceptSpace(nn.Module):
 class NSCLNet(nn.Module):
     """Object and part features, concepts and relations of the boxes of a batch of images.
 
-    ``forward(images (B, 3, H, W) float, boxes: B tensors (n_b, 4) xyxy in pixels of the resized
-    image) -> one dict per image`` of logits: ``attributes[a]`` (n, V_a), ``relations`` (n, n, R),
-    ``part_exist`` (n, P), ``part_attributes[a]`` (n, P, V_a).
+    ``forward(images (B, 3, H, W) float, or the cached backbone maps (B, C, h, w), boxes: B tensors
+    (n_b, 4) xyxy in pixels of the ``image_size`` (width, height) image) -> one dict per image`` of
+    logits: ``attributes[a]`` (n, V_a), ``relations`` (n, n, R), ``part_exist`` (n, P),
+    ``part_attributes[a]`` (n, P, V_a).
     """
 
-    def __init__(self, onto: Ontology, *, cnn_width: int, roi_size: int, feature_dim: int, concept_dim: int):
+    def __init__(self, onto: Ontology, *, cnn_width: int, roi_size: int, feature_dim: int, concept_dim: int,
+                 image_size: tuple[int, int], backbone: str = "small", feature_stride: int = 16):
         super().__init__()
+        self.image_size = tuple(image_size)
         self.attributes = tuple(onto.attribute_names)
         self.part_attributes = tuple(a for a in onto.part_attributes if a in onto.attributes) if onto.has_parts else ()
         self.num_parts = len(onto.part_names) if onto.has_parts else 0
         self.roi_size = roi_size
-        w = cnn_width
-        chans = [w, 2 * w, 4 * w, 4 * w]
-        layers: list[nn.Module] = []
-        c_in = 3
-        for k, c in enumerate(chans):
-            layers += [nn.Conv2d(c_in, c, 3, stride=2 if k < 2 else 1, padding=1, bias=False), nn.BatchNorm2d(c),
-                       nn.ReLU(inplace=True)]
-            c_in = c
-        self.cnn = nn.Sequential(*layers)
+        if backbone == "lite0":  # the input is already the frozen backbone's map
+            from parsers.backbones import TAP_CHANNELS
+
+            self.cnn, c_in, self.stride = nn.Identity(), TAP_CHANNELS[feature_stride], feature_stride
+        else:
+            w = cnn_width
+            layers: list[nn.Module] = []
+            c_in = 3
+            for k, c in enumerate([w, 2 * w, 4 * w, 4 * w]):
+                layers += [nn.Conv2d(c_in, c, 3, stride=2 if k < 2 else 1, padding=1, bias=False), nn.BatchNorm2d(c),
+                           nn.ReLU(inplace=True)]
+                c_in = c
+            self.cnn, self.stride = nn.Sequential(*layers), CNN_STRIDE
         self.cell = nn.Linear(c_in, feature_dim)
         self.obj = nn.Sequential(nn.Linear(c_in * roi_size * roi_size + 6, 2 * feature_dim), nn.ReLU(inplace=True),
                                  nn.Linear(2 * feature_dim, feature_dim))
@@ -220,12 +273,12 @@ class NSCLNet(nn.Module):
         from torchvision.ops import roi_align
 
         fmap = self.cnn(images)
-        h, w = images.shape[-2:]
+        w, h = self.image_size
         sizes = [len(b) for b in boxes]
         if sum(sizes) == 0:
             return [self._empty(images) for _ in boxes]
         r = self.roi_size
-        rois = roi_align(fmap, [b.to(fmap.dtype) for b in boxes], output_size=(r, r), spatial_scale=1.0 / CNN_STRIDE,
+        rois = roi_align(fmap, [b.to(fmap.dtype) for b in boxes], output_size=(r, r), spatial_scale=1.0 / self.stride,
                          sampling_ratio=2, aligned=True)  # (n, C, r, r)
         geo = torch.cat([self.geometry(b, w, h) for b in boxes if len(b)])
         feats = self.obj(torch.cat([rois.flatten(1), geo], dim=1))
@@ -465,10 +518,11 @@ class NSCLImages(Dataset):
 
 
 def collate_nscl_images(items: Sequence[dict[str, torch.Tensor]]) -> dict[str, Any]:
-    """Items of :class:`NSCLImages` -> ``rows`` (R,) int64, ``images`` (R, 3, H, W) float normalised,
-    ``boxes`` [R x (n, 4)]."""
+    """Items of :class:`NSCLImages` -> ``rows`` (R,) int64, ``images`` (R, 3, H, W) float normalised
+    (or the cached maps (R, C, h, w) as float), ``boxes`` [R x (n, 4)]."""
+    images = torch.stack([it["image"] for it in items])
     return {"rows": torch.stack([it["row"] for it in items]),
-            "images": normalise_images(torch.stack([it["image"] for it in items])),
+            "images": normalise_images(images) if images.dtype == torch.uint8 else images.float(),
             "boxes": [it["boxes"] for it in items]}
 
 
@@ -550,8 +604,12 @@ def load_split(folder: Path, split: str, onto: Ontology, cfg: NSCLConfig, *, req
     if boxes is None:
         boxes = scene_boxes(folder, split)
     distinct = list(dict.fromkeys(files))
-    images, rows = load_images(folder, split, distinct, cfg.image_width, cfg.image_height, cache=cache,
-                               progress=progress)
+    if cfg.backbone == "lite0":  # the split's cached maps, those of these images in this order
+        maps, at = image_inputs(folder, split, distinct, cfg, progress=progress)
+        images, rows = maps[[at[f] for f in distinct]], {f: i for i, f in enumerate(distinct)}
+    else:
+        images, rows = load_images(folder, split, distinct, cfg.image_width, cfg.image_height, cache=cache,
+                                   progress=progress)
     box_rows = []
     for name in distinct:
         if name not in boxes:
@@ -696,16 +754,18 @@ def _save(path: Path, cfg: NSCLConfig, net: NSCLNet, majority: str, train_state:
 _SCHEDULE = dict(weight_decay=0.0, grad_clip=5.0, cache_images=True, min_score=0.5, count_sigma=0.5)
 PROFILES = {
     "tiny": dict(steps=40, images_per_batch=4, questions_per_image=4, lr=3e-3, warmup=5, eval_every=20,
-                 val_questions=32, image_width=64, image_height=48, cnn_width=8, roi_size=3, feature_dim=32,
+                 val_questions=32, image_width=64, image_height=48, backbone="small", feature_stride=16, cnn_width=8, roi_size=3, feature_dim=32,
                  concept_dim=16, curriculum="0.25:6:10", **_SCHEDULE),
-    # 600 images / ~12k questions on one CPU thread: ~0.12 s a step, ~6 min. lr 5e-4: val accuracy
-    # (1,000 questions, ground-truth boxes and programs) 41% at 2,000 steps; 2e-3 gave 37%, 2.5e-4 38%
+    # on the frozen Lite0's cached stride-16 maps of the full 320x240 images (issue 17): RoIAlign over
+    # the 112-channel maps, no CNN to train, so a step costs the RoI features and the soft executor
+    # only (measured: results/image_baselines_mini). Before it, a CNN from scratch at 160x120
+    # reached val 41% (ground-truth boxes and programs) at 2,000 steps of lr 5e-4
     "mini": dict(steps=3000, images_per_batch=8, questions_per_image=4, lr=5e-4, warmup=100, eval_every=500,
-                 val_questions=1000, image_width=160, image_height=120, cnn_width=16, roi_size=4, feature_dim=64,
-                 concept_dim=32, curriculum="0.1:5:6,0.3:9:8", **_SCHEDULE),
+                 val_questions=1000, image_width=320, image_height=240, backbone="lite0", feature_stride=16,
+                 cnn_width=16, roi_size=4, feature_dim=64, concept_dim=32, curriculum="0.1:5:6,0.3:9:8", **_SCHEDULE),
     # a GPU run (not measured): full-size images, wider CNN, longer schedule
     "full": dict(steps=60000, images_per_batch=32, questions_per_image=8, lr=1e-3, warmup=1000, eval_every=2000,
-                 val_questions=5000, image_width=320, image_height=240, cnn_width=32, roi_size=7, feature_dim=256,
+                 val_questions=5000, image_width=320, image_height=240, backbone="lite0", feature_stride=16, cnn_width=32, roi_size=7, feature_dim=256,
                  concept_dim=64, curriculum="0.05:5:6,0.15:9:8,0.3:13:10", **_SCHEDULE),
 }
 PROFILES["demo"] = dict(PROFILES["mini"], steps=2000, val_questions=500)
@@ -719,10 +779,12 @@ class NSCLBaseline(Baseline):
     profiles = PROFILES
     uses_parses = True  # detections and parsed programs at test time
     supports_gt_programs = True  # detections with the ground-truth programs (nscl+gtprog)
+    tunes_on_val = True  # the detections' score cut, on the run's parses of the val split
 
     def build_model(self, cfg: NSCLConfig, onto: Ontology) -> NSCLNet:
         return NSCLNet(onto, cnn_width=cfg.cnn_width, roi_size=cfg.roi_size, feature_dim=cfg.feature_dim,
-                       concept_dim=cfg.concept_dim)
+                       concept_dim=cfg.concept_dim, image_size=(cfg.image_width, cfg.image_height),
+                       backbone=cfg.backbone, feature_stride=cfg.feature_stride)
 
     def load(self, run_dir: str | Path, device: str = "cpu") -> tuple[NSCLNet, NSCLConfig, str]:
         """(network in eval mode, config, majority answer) of ``RUN_DIR/baseline.pt``."""
@@ -815,13 +877,47 @@ class NSCLBaseline(Baseline):
         scenes = {s.image_filename: s.symbolic(onto) for s in read_scenes(scenes_path(folder, split))}
         return concept_accuracy(net, data, scenes, onto, torch.device(device))
 
+    def tune(self, run_dir: str | Path, root: str | Path, variant: str, split: str = "val", *,
+             spec: ModelSpec | None = None, inputs: PredictInputs = PredictInputs(), device: str = "cpu",
+             candidates: Sequence[float] = MIN_SCORE_CANDIDATES) -> dict:
+        """Choose the detections' score cut on ``ROOT/VARIANT``'s ``split`` (the val split; never a
+        test split) with ``inputs`` (the run's parses of it): the cut of ``candidates`` with the best
+        accuracy (the higher cut on a tie), saved in ``RUN_DIR/tuned.json`` with every cut's
+        accuracy, for :meth:`predict`. Reused while the checkpoint and inputs are the same.
+        Without detections (ground-truth boxes) there is nothing to choose: returns ``{}``."""
+        from nsvqa.evaluation import accuracy as score
+        from nsvqa.fileio import sha256_file, write_json_atomic
+
+        if inputs.likelihoods is None:
+            return {}
+        out = Path(run_dir) / TUNED
+        key = {"checkpoint": sha256_file(checkpoint_path(run_dir)), "likelihoods": sha256_file(inputs.likelihoods),
+               "programs": sha256_file(inputs.programs) if inputs.programs is not None else None,
+               "variant": variant, "split": split, "candidates": [float(c) for c in candidates]}
+        old = read_tuned(run_dir)
+        if old is not None and old.get("key") == key:
+            return old
+        acc = {}
+        for cut in candidates:
+            preds = self.predict(run_dir, root, variant, split, spec=spec, inputs=inputs, device=device,
+                                 min_score=float(cut))
+            acc[float(cut)] = score(preds).accuracy
+        best = max(acc, key=lambda c: (acc[c], c))
+        result = {"min_score": best, "accuracy_by_min_score": {str(c): a for c, a in acc.items()}, "key": key}
+        write_json_atomic(out, result, indent=1)
+        return result
+
     def predict(self, run_dir: str | Path, root: str | Path, variant: str, split: str = "test", *,
                 spec: ModelSpec | None = None, inputs: PredictInputs = PredictInputs(), device: str = "cpu",
                 progress: bool = False, min_score: float | None = None) -> list[Prediction]:
         """One prediction per question of ``ROOT/VARIANT``'s split; ``inputs.likelihoods`` (a scene
-        parser's detections, kept from ``min_score``, default the config's) and ``inputs.programs``
-        (a question parser's) replace the ground-truth boxes and programs where given."""
+        parser's detections, kept from ``min_score``: default the cut :meth:`tune` chose on val
+        (``RUN_DIR/tuned.json``), else the config's) and ``inputs.programs`` (a question parser's)
+        replace the ground-truth boxes and programs where given."""
         net, cfg, majority = self.load(run_dir, device)
+        tuned = read_tuned(run_dir) if min_score is None else None
+        if tuned is not None:
+            min_score = tuned["min_score"]
         if min_score is not None:
             cfg = NSCLConfig(**(asdict(cfg) | {"min_score": float(min_score)}))
             cfg.check()
@@ -851,5 +947,5 @@ class NSCLBaseline(Baseline):
 
 __all__ = ["NSCLConfig", "NSCLNet", "ConceptSpace", "SoftExecutor", "NSCLBaseline", "PROFILES", "parse_curriculum",
            "CurriculumSampler", "NSCLSplit", "NSCLImages", "collate_nscl", "collate_nscl_images", "load_split",
-           "scene_boxes", "detection_boxes", "parsed_programs", "question_losses", "answer_all", "accuracy",
+           "scene_boxes", "detection_boxes", "parsed_programs", "read_tuned", "MIN_SCORE_CANDIDATES", "question_losses", "answer_all", "accuracy",
            "concept_accuracy"]

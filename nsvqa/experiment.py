@@ -80,17 +80,21 @@ class VariantRun:
         """The run directory of model ``name`` (``baselines/<name>``, the layout of earlier runs)."""
         return self.path / "baselines" / name
 
-    def parsed(self, test: str, what: str) -> Path:
-        return self.path / "parsed" / test / f"{what}.json"
+    def parsed(self, test: str, what: str, split: str | None = None) -> Path:
+        """``parsed/<test>/<what>.json``: a parser's output on the test split of variant ``test``;
+        with ``split`` (the training variant's val split, where models choose their cuts)
+        ``parsed/<test>/<split>_<what>.json``."""
+        return self.path / "parsed" / test / (f"{split}_{what}.json" if split else f"{what}.json")
 
     def predictions(self, label: str, test: str) -> Path:
         return predictions_path(self.path, label, self.variant, test)
 
-    def inputs(self, test: str, spec: ModelSpec) -> PredictInputs:
-        """What model ``spec`` takes from this run on test variant ``test`` (per its needs)."""
+    def inputs(self, test: str, spec: ModelSpec, split: str | None = None) -> PredictInputs:
+        """What model ``spec`` takes from this run on test variant ``test`` (per its needs; ``split``
+        as in :meth:`parsed`)."""
         need = registry.get(spec.name).needs(spec)
-        return PredictInputs(likelihoods=self.parsed(test, "likelihoods") if need.scene_parser else None,
-                             programs=self.parsed(test, "programs") if need.question_parser else None,
+        return PredictInputs(likelihoods=self.parsed(test, "likelihoods", split) if need.scene_parser else None,
+                             programs=self.parsed(test, "programs", split) if need.question_parser else None,
                              seed=self.seed)
 
 
@@ -262,16 +266,39 @@ def train_models(data: Path, run: VariantRun, spec: TrainSpec, specs: Sequence[M
     return seconds
 
 
+def tune_models(data: Path, run: VariantRun, spec: TrainSpec, specs: Sequence[ModelSpec]) -> dict[str, float]:
+    """Let each model of ``specs`` that :attr:`~nsvqa.models.Model.tunes_on_val` choose its cuts
+    on the training variant's val split, given the run's parses of that split (as at test time:
+    the first spec of the model names what it is given); returns seconds per model (``tune_<name>``)."""
+    seconds: dict[str, float] = {}
+    for name in dict.fromkeys(s.name for s in specs):
+        model = registry.get(name)
+        if not model.tunes_on_val:
+            continue
+        first = next(s for s in specs if s.name == name)
+        need = model.needs(first)
+        t0 = time.perf_counter()
+        if need.scene_parser:
+            parse_scenes(run, data, "val", progress=spec.progress, min_score=spec.parse_min_score, tuning=True)
+        if need.question_parser:
+            parse_questions(run, data, "val", tuning=True)
+        model.tune(run.model_dir(name), data.parent, data.name, "val", spec=first,
+                   inputs=run.inputs(data.name, first, "val"), device=spec.device)
+        seconds[f"tune_{name}"] = time.perf_counter() - t0
+    return seconds
+
+
 # ---------------------------------------------------------------------------- parsing
 def parse_scenes(run: VariantRun, data: Path, split: str, *, progress: bool = True, batch: int = 4,
-                 min_score: float | None = None) -> Path:
+                 min_score: float | None = None, tuning: bool = False) -> Path:
     """``parsed/<test>/likelihoods.json`` of the run's scene parser on ``data``'s split (reused
-    when its provenance matches). ``min_score``: detections kept (default: the run's config);
+    when its provenance matches; with ``tuning``, ``parsed/<test>/<split>_likelihoods.json``, see
+    :meth:`VariantRun.parsed`). ``min_score``: detections kept (default: the run's config);
     their scores are the existence probabilities P-NSVQA uses, NS-VQA keeps those >= 0.5."""
     from nsvqa.artifacts import LikelihoodsHeader, ParsedSceneRecord, write_likelihoods
     from nsvqa.training.loading import load_scene_parser, parse_split
 
-    out = run.parsed(data.name, "likelihoods")
+    out = run.parsed(data.name, "likelihoods", split if tuning else None)
     parser = load_scene_parser(run.scene_dir, min_score)
     key = {"detector": fingerprint(parser.detector_path), "attributes": fingerprint(run.scene_dir / "attributes.pt"),
            "split": split, "images": str(data / "images" / split), "min_score": parser.min_score}
@@ -283,13 +310,14 @@ def parse_scenes(run: VariantRun, data: Path, split: str, *, progress: bool = Tr
     return out
 
 
-def parse_questions(run: VariantRun, data: Path, split: str, *, beam: int = 1) -> Path:
+def parse_questions(run: VariantRun, data: Path, split: str, *, beam: int = 1, tuning: bool = False) -> Path:
     """``parsed/<test>/programs.json``: the run's question parser on ``data``'s questions of
-    ``split``, one record per question, in file order (reused when its provenance matches)."""
+    ``split``, one record per question, in file order (reused when its provenance matches;
+    ``tuning`` as in :func:`parse_scenes`)."""
     from nsvqa.artifacts import ParsedPrograms, questions_path, read_questions, write_programs
     from nsvqa.training.loading import QUESTION_CHECKPOINT, load_question_parser
 
-    out = run.parsed(data.name, "programs")
+    out = run.parsed(data.name, "programs", split if tuning else None)
     qpath = questions_path(data, split)
     key = {"checkpoint": fingerprint(run.question_dir / QUESTION_CHECKPOINT), "questions": fingerprint(qpath), "beam": beam}
     if _fresh(out, key):
@@ -385,6 +413,7 @@ def train_variant(root: str | os.PathLike, variant: str, runs: str | os.PathLike
             rd.log(f"training models {', '.join(dict.fromkeys(trained))} on {root / variant} "
                    f"(profile {spec.profile}, seed {seed})")
             timing |= train_models(root / variant, run, spec, specs)
+            timing |= tune_models(root / variant, run, spec, specs)
         results: dict[str, dict[str, Any]] = {}
         for t in present:
             t1 = time.perf_counter()

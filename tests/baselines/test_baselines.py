@@ -55,7 +55,7 @@ def test_registry_names_lookup_and_profiles():
         lstm.config("ROOT/mid", "tiny", batch=0)
     with pytest.raises(ValueError, match="backbone 'vgg'"):
         baselines.get("cnn_lstm").config("ROOT/mid", "tiny", backbone="vgg")
-    assert baselines.get("cnn_lstm").config("ROOT/mid", "full").backbone == "resnet18"
+    assert baselines.get("cnn_lstm").config("ROOT/mid", "full").backbone == "lite0"  # the paper: ImageNet features
 
 
 def test_answer_vocabulary_covers_the_ontology_then_extra_training_answers():

@@ -139,3 +139,24 @@ def test_image_baselines_learn_on_the_cached_maps(name, root, tmp_path, require_
     assert len(list((data / "mid" / "features").glob("*.pt"))) == 1  # prediction read the same file
     with pytest.raises(ValueError, match="feature_stride 12"):
         model.config(str(data / "mid"), "tiny", backbone="lite0", feature_stride=12)
+
+
+def test_fine_tuned_lite0_reads_normalised_pixels_and_trains(require_backbone_weights):
+    """``backbone=lite0-ft``: the ImageNet Lite0 on the pixels (images normalised as every pixel
+    baseline's), its stride-16 map, with gradients into the pretrained weights."""
+    from baselines.common import IMAGE_MEAN, IMAGE_STD, ImageEncoder, Lite0Trunk
+    from baselines.film import build_cnn
+    from parsers.backbones import EfficientNetLite0
+
+    torch.manual_seed(0)
+    trunk = Lite0Trunk(16).eval()
+    x01 = torch.rand(2, 3, 64, 96)
+    y = trunk((x01 - IMAGE_MEAN) / IMAGE_STD)
+    assert y.shape == (2, 112, 4, 6)
+    ref = EfficientNetLite0(weights="imagenet", min_stride=8).eval()(x01)["1"]
+    torch.testing.assert_close(y, ref, rtol=1e-4, atol=1e-4)
+    y.square().mean().backward()
+    assert any(p.grad is not None and p.grad.abs().sum() > 0 for p in trunk.net.parameters())
+    cnn, channels = build_cnn("lite0-ft", 8, 3, feature_stride=32)
+    assert channels == 320 and cnn(torch.zeros(1, 3, 64, 96)).shape == (1, 320, 2, 3)
+    assert ImageEncoder("lite0-ft", 8, 16, feature_stride=16)(torch.zeros(2, 3, 64, 96)).shape == (2, 16)

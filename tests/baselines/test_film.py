@@ -49,7 +49,7 @@ def test_profiles_and_the_full_network():
     full = model.config("ROOT/mid", "full")
     assert (full.num_blocks, full.module_dim, full.hidden, full.word_dim, full.classifier_proj, full.mlp_hidden) == (
         4, 128, 4096, 200, 512, 1024)
-    assert (full.lr, full.weight_decay, full.backbone) == (3e-4, 1e-5, "resnet18")
+    assert (full.lr, full.weight_decay, full.backbone) == (3e-4, 1e-5, "lite0")  # frozen ImageNet maps
     assert all(model.config("ROOT/mid", p).weight_decay == 1e-5 for p in baselines.PROFILE_NAMES)
     with pytest.raises(ValueError, match="num_blocks must be >= 1, got 0"):
         model.config("ROOT/mid", "tiny", num_blocks=0)

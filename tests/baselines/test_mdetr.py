@@ -123,7 +123,7 @@ def test_profiles_answer_types_and_decoding():
     assert "mdetr" in baselines.names()
     full = model.config("ROOT/mid", "full")
     assert (full.d_model, full.enc_layers, full.dec_layers, full.num_queries, full.backbone) == (256, 6, 6, 25,
-                                                                                                 "resnet18")
+                                                                                                 "lite0-ft")
     assert (full.text_encoder, full.freeze_text, full.lr, full.lr_text) == ("minilm", False, 1e-4, 1e-5)
     with pytest.raises(ValueError, match="text_encoder 'bert'"):
         model.config("ROOT/mid", "tiny", text_encoder="bert")
@@ -254,3 +254,32 @@ def test_script_trains_resumes_exactly_predicts_and_evaluates(root, tmp_path, lo
     rep = json.loads((tmp_path / "rep" / "report.json").read_text())
     assert {(c["model"], c["train"], c["test"]) for c in rep["cells"]} == {("mdetr", "mid", "mid"),
                                                                             ("mdetr", "mid", "hard")}
+
+
+# ---------------------------------------------------------------------------- the pretrained backbone
+def test_learns_on_the_cached_backbone_maps_and_logs_the_grounding_curve(root, tmp_path, require_backbone_weights):
+    """``backbone=lite0``: the transformer reads the frozen Lite0's cached stride-16 maps (no pixel
+    CNN), eight questions are overfitted, and the val grounding losses are logged from the
+    untrained model on (the curve that says whether the grounding converges)."""
+    import torch
+
+    from nsvqa.training.checkpoint import load_checkpoint
+
+    data = tmp_path / "data"
+    shutil.copytree(root / "mid", data / "mid")
+    model = baselines.get("mdetr")
+    torch.manual_seed(0)
+    cfg = model.config(str(data / "mid"), "tiny", backbone="lite0", feature_stride=16, image_width=96, image_height=64,
+                       max_train_questions=8, batch=8, pretrain_steps=10, steps=OVERFIT_STEPS, lr=2e-3, warmup=1,
+                       eval_every=OVERFIT_STEPS // 2, val_questions=0, val_grounding=16, finetune_grounding_weight=0.2)
+    model.train(cfg, tmp_path / "run", progress=False)
+    net = model.load(tmp_path / "run")[0]
+    assert not any(isinstance(m, torch.nn.Conv2d) and m.in_channels == 3 for m in net.modules())
+    preds = model.predict(tmp_path / "run", data, "mid", "train")
+    assert [p.correct for p in preds[:8]] == [True] * 8
+    assert sorted(p.name.split("_")[0] for p in (data / "mid" / "features").glob("*.pt")) == ["train", "val"]
+    curve = load_checkpoint(tmp_path / "run" / "baseline.pt")["extra"]["val_grounding"]
+    steps = [row[0] for row in curve]
+    assert steps[0] == 0 and steps[-1] == 10 + OVERFIT_STEPS and steps == sorted(steps) and len(steps) >= 3
+    assert all(row[1] > 0 and 0 <= row[2] <= 2 for row in curve)  # L1 per box, 1 - GIoU in [0, 2]
+    assert "step 0 (untrained) val l1=" in (tmp_path / "run" / "train.log").read_text()

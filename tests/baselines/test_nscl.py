@@ -253,6 +253,83 @@ def test_the_experiment_gives_nscl_the_parsers(tmp_path):
     assert run.inputs("hard", specs[1]).programs is None and run.inputs("hard", specs[2]) == PredictInputs(seed=3)
 
 
+def _detections_of(root, split):
+    """A ``likelihoods.json`` of ``split``: every true box as a detection, the first object's of
+    each image scoring 0.2 and the others 0.9."""
+    scenes = json.loads((root / "mid" / "scenes" / f"{split}_scenes.json").read_text())["scenes"]
+    rows = []
+    for sc in scenes:
+        dets = [{"box": [o["bbox"][0], o["bbox"][1], o["bbox"][0] + o["bbox"][2], o["bbox"][1] + o["bbox"][3]],
+                 "score": 0.9 if k else 0.2, "label": 1, "mask": None} for k, o in enumerate(sc["objects"])]
+        lik = SceneLikelihoods.from_scene(SymbolicScene.from_json(sc, ONTO))
+        rows.append({"image_index": sc["image_index"], "image_filename": sc["image_filename"],
+                     "likelihoods": lik.to_json(), "detections": dets, "parts": []})
+    return {"version": 1, "scenes": rows}
+
+
+def test_the_score_cut_is_chosen_on_val_and_used_at_test(root, tmp_path):
+    """``tune`` scores each candidate cut on the given split's parses, keeps the best in
+    ``tuned.json`` (reused while its inputs are the same), and ``predict`` then cuts there."""
+    from nsvqa.evaluation import accuracy
+
+    model = baselines.get("nscl")
+    run = tmp_path / "run"
+    model.train(model.config(str(root / "mid"), "tiny", steps=30, eval_every=30, val_questions=0), run, progress=False)
+    lik = tmp_path / "val_likelihoods.json"
+    lik.write_text(json.dumps(_detections_of(root, "val")))
+    inputs = PredictInputs(likelihoods=lik)
+    got = model.tune(run, root, "mid", "val", inputs=inputs, candidates=(0.1, 0.5, 0.95))
+    by_cut = {c: accuracy(model.predict(run, root, "mid", "val", inputs=inputs, min_score=c)).accuracy
+              for c in (0.1, 0.5, 0.95)}
+    assert got["accuracy_by_min_score"] == {str(c): a for c, a in by_cut.items()}
+    assert by_cut[got["min_score"]] == max(by_cut.values())
+    assert nscl.read_tuned(run)["min_score"] == got["min_score"]
+    chosen = model.predict(run, root, "mid", "val", inputs=inputs)
+    assert [p.prediction for p in chosen] == [p.prediction for p in model.predict(
+        run, root, "mid", "val", inputs=inputs, min_score=got["min_score"])]
+    mtime = (run / nscl.TUNED).stat().st_mtime_ns
+    assert model.tune(run, root, "mid", "val", inputs=inputs, candidates=(0.1, 0.5, 0.95)) == got
+    assert (run / nscl.TUNED).stat().st_mtime_ns == mtime  # same checkpoint and parses: reused
+    assert model.tune(run, root, "mid", "val", inputs=PredictInputs()) == {}  # ground-truth boxes: nothing to cut
+    (run / nscl.TUNED).write_text('{"min_score": "high"}')
+    with pytest.raises(FormatError, match=r"tuned\.json, field 'min_score'"):
+        model.predict(run, root, "mid", "val", inputs=inputs)
+
+
+def test_the_experiment_tunes_nscl_on_the_val_parses(tmp_path):
+    from nsvqa import experiment, models
+
+    assert models.get("nscl").tunes_on_val and not models.get("film").tunes_on_val
+    run = experiment.VariantRun(tmp_path, "mid")
+    spec = experiment.model_specs(["nscl"])[0]
+    val = run.inputs("mid", spec, "val")
+    assert val.likelihoods == tmp_path / "mid" / "parsed" / "mid" / "val_likelihoods.json"
+    assert val.programs == tmp_path / "mid" / "parsed" / "mid" / "val_programs.json"
+    assert run.inputs("mid", spec).likelihoods == tmp_path / "mid" / "parsed" / "mid" / "likelihoods.json"
+
+
+def test_learns_on_the_cached_backbone_maps(root, tmp_path, require_backbone_weights):
+    """``backbone=lite0``: RoIAlign over the frozen Lite0's cached stride-16 maps (no pixel CNN);
+    eight questions are overfitted and predicted from the same cache file."""
+    import shutil
+
+    data = tmp_path / "data"
+    shutil.copytree(root / "mid", data / "mid")
+    model = baselines.get("nscl")
+    torch.manual_seed(0)
+    cfg = model.config(str(data / "mid"), "tiny", backbone="lite0", feature_stride=16, image_width=96, image_height=64,
+                       max_train_questions=8, images_per_batch=4, questions_per_image=8, steps=100, lr=3e-3,
+                       warmup=1, eval_every=100, val_questions=0, curriculum="")
+    model.train(cfg, tmp_path / "run", progress=False)
+    net = model.load(tmp_path / "run")[0]
+    assert net.stride == 16 and not any(isinstance(m, torch.nn.Conv2d) for m in net.modules())
+    preds = model.predict(tmp_path / "run", data, "mid", "train")
+    assert [p.correct for p in preds[:8]] == [True] * 8
+    assert len(list((data / "mid" / "features").glob("train_lite0_64x96_*.pt"))) == 1
+    with pytest.raises(ValueError, match="backbone 'resnet18'"):
+        model.config(str(data / "mid"), "tiny", backbone="resnet18")
+
+
 # ---------------------------------------------------------------------------- the command line
 def test_script_trains_resumes_exactly_predicts_and_evaluates(root, tmp_path, load_script, stop_after_save, capsys):
     tb = load_script("train_baseline")
