@@ -60,13 +60,26 @@ RoBERTa-base, 25 queries in ``full`` rather than 100 (scenes have <= 10 objects)
 that are much smaller. The QA heads follow MDETR's CLEVR fine-tuning (one QA query, an answer-type
 head and per-type heads).
 
-Profiles: ``tiny`` (tests: 64x48 images, d_model 32, 1 + 1 layers, 10 queries), ``mini`` (128x96
-images, d_model 64, 2 + 2 layers, 12 queries, the scratch text encoder, 500 + 1,500 steps of batch 32:
-~10 minutes on one CPU thread, measured: see the comment above ``PROFILES``), ``demo`` (mini with
-300 + 900 steps), ``full`` (MDETR's sizes for a GPU; not run here). The CPU profiles weigh the
-grounding losses down during fine-tuning (``finetune_grounding_weight`` 0.2 / 0.3; ``full`` keeps
-MDETR's 1.0): on a short schedule the QA loss otherwise lags behind the larger box losses (8
-questions are not all learnt in 120 steps at 0.5, they are at 0.2).
+Options for a short CPU schedule (the ``mini`` profile turns them on; issue 17 measured why, see
+``PROFILES``): ``input_norm`` (GroupNorm after the 1x1 projection, as Deformable DETR: the frozen
+maps' scale, std ~5, would otherwise drown the positional encoding); ``query_selection`` (two-stage,
+as Deformable DETR's and DINO's query selection: every image cell of the encoder's output proposes
+a box, an offset from the cell in logit space, and scores it "referred"; a dense loss, torchvision's
+sigmoid focal loss on the cell holding each target's centre + L1 + GIoU of its box, weight
+``w_proposal``, trains them; the ``num_queries`` top-scoring proposals become the object queries'
+reference boxes, refined by the decoder); ``reference_points`` (a learnt point per query, starting
+on a grid, Anchor-DETR-like: tried, did not converge faster); ``qa_text`` (the QA heads also read the
+mean of the text encoder's tokens: after the fusion with 300 image tokens the QA query's view of the
+question is too faint for 2,000 steps). Differences these make from MDETR: two-stage queries and a
+text skip into the QA heads.
+
+Profiles: ``tiny`` (tests: 64x48 images, d_model 32, 1 + 1 layers, 10 queries), ``mini`` (the frozen
+Lite0's cached stride-16 maps of 320x240 images, d_model 64, 2 + 2 layers, 12 queries, the scratch
+text encoder, 500 + 2,000 steps of batch 32: ~17 minutes on two CPU threads), ``demo`` (mini with
+300 + 900 steps), ``full`` (MDETR's sizes for a GPU, the Lite0 fine-tuned; not run here). The CPU
+profiles weigh the grounding losses down during fine-tuning (``finetune_grounding_weight`` 0.2 /
+0.3; ``full`` keeps MDETR's 1.0): on a short schedule the QA loss otherwise lags behind the larger
+box losses (8 questions are not all learnt in 120 steps at 0.5, they are at 0.2).
 """
 from __future__ import annotations
 
@@ -159,12 +172,17 @@ class MDETRConfig(TrainConfig):
     finetune_grounding_weight: float = 1.0
     feature_stride: int = 16
     val_grounding: int = 256
+    reference_points: bool = False
+    input_norm: bool = False
+    query_selection: bool = False
+    w_proposal: float = 1.0
+    qa_text: bool = False
 
     #: fields that must agree when a run is resumed
     MUST_MATCH: ClassVar[tuple[str, ...]] = TrainConfig.MUST_MATCH + (
         "batch", "pretrain_steps", "image_width", "image_height", "backbone", "cnn_width", "cnn_layers", "text_encoder",
         "freeze_text", "text_layers", "max_tokens", "d_model", "heads", "ffn_dim", "enc_layers", "dec_layers",
-        "num_queries", "contrastive_dim", "feature_stride")
+        "num_queries", "contrastive_dim", "feature_stride", "reference_points", "input_norm", "query_selection", "qa_text")
 
     @property
     def total_steps(self) -> int:
@@ -172,7 +190,7 @@ class MDETRConfig(TrainConfig):
 
     def check(self) -> None:
         super().check()
-        for k in ("pretrain_steps", "w_l1", "w_giou", "w_token", "w_contrastive", "w_qa",
+        for k in ("pretrain_steps", "w_l1", "w_giou", "w_token", "w_contrastive", "w_qa", "w_proposal",
                   "no_object_weight", "finetune_grounding_weight", "weight_decay"):
             if getattr(self, k) < 0:
                 raise ValueError(f"{k} must be >= 0, got {getattr(self, k)}")
@@ -436,6 +454,34 @@ def sine_positions(h: int, w: int, dim: int, temperature: float = 10000.0) -> to
     return torch.cat([ey[:, None].expand(h, w, half), ex[None].expand(h, w, half)], dim=2).reshape(h * w, dim)
 
 
+def sine_points(points: torch.Tensor, dim: int, temperature: float = 10000.0) -> torch.Tensor:
+    """(Q, 2) points (x, y) in [0, 1] of the image -> (Q, dim): the encoding :func:`sine_positions`
+    gives a cell at that place (y features, then x)."""
+    half = dim // 2
+    freq = temperature ** (2 * (torch.arange(half, device=points.device) // 2).float() / half)
+
+    def enc(v: torch.Tensor) -> torch.Tensor:
+        p = v[:, None] * 2 * math.pi / freq
+        return torch.stack([p[:, 0::2].sin(), p[:, 1::2].cos()], dim=2).flatten(1)
+
+    return torch.cat([enc(points[:, 1]), enc(points[:, 0])], dim=1)
+
+
+def cell_centres(h: int, w: int) -> torch.Tensor:
+    """(h * w, 2) centres (x, y) in (0, 1) of the cells of an h x w map, row-major."""
+    ys, xs = torch.meshgrid((torch.arange(h) + 0.5) / h, (torch.arange(w) + 0.5) / w, indexing="ij")
+    return torch.stack([xs.flatten(), ys.flatten()], dim=1)
+
+
+def grid_points(n: int, width: int, height: int) -> torch.Tensor:
+    """(n, 2) points (x, y) in (0, 1): the first ``n`` cell centres, row by row, of the grid of
+    about square cells over a ``width`` x ``height`` image with at least ``n`` cells."""
+    cols = max(1, math.ceil(math.sqrt(n * width / height)))
+    rows = math.ceil(n / cols)
+    pts = [((c + 0.5) / cols, (r + 0.5) / rows) for r in range(rows) for c in range(cols)]
+    return torch.tensor(pts[:n], dtype=torch.float32)
+
+
 class ScratchTextEncoder(nn.Module):
     """Token embeddings (the MiniLM vocabulary) + learned positions + a transformer encoder.
 
@@ -512,7 +558,20 @@ class MDETRNet(nn.Module):
             self.text = ScratchTextEncoder(len(tokenizer()), cfg.max_tokens, d, cfg.heads, cfg.ffn_dim,
                                            cfg.text_layers, cfg.dropout)
         self.cnn, channels = build_cnn(cfg.backbone, cfg.cnn_width, cfg.cnn_layers, cfg.feature_stride)
-        self.input_proj = nn.Conv2d(channels, d, 1)
+        # input_norm: GroupNorm after the projection (Deformable DETR's), so that the frozen maps'
+        # scale does not drown the positional encoding added to them
+        self.input_proj = (nn.Sequential(nn.Conv2d(channels, d, 1), nn.GroupNorm(math.gcd(32, d), d))
+                           if cfg.input_norm else nn.Conv2d(channels, d, 1))
+        self.reference_points = cfg.reference_points
+        if cfg.reference_points:  # a learnt point per object query, starting on a grid (logits)
+            self.ref_logits = nn.Parameter(torch.logit(grid_points(cfg.num_queries, cfg.image_width,
+                                                                   cfg.image_height)))
+        self.query_selection = cfg.query_selection
+        if cfg.query_selection:  # two-stage: every image cell proposes a box and scores it referred
+            self.prop_score = nn.Linear(d, 1)
+            self.prop_box = nn.Sequential(nn.Linear(d, d), nn.ReLU(inplace=True), nn.Linear(d, 4))
+        if cfg.reference_points or cfg.query_selection:
+            self.ref_embed = nn.Sequential(nn.Linear(d, d), nn.ReLU(inplace=True), nn.Linear(d, d))
         enc = nn.TransformerEncoderLayer(d, cfg.heads, cfg.ffn_dim, cfg.dropout, batch_first=True)
         self.encoder = nn.TransformerEncoder(enc, cfg.enc_layers, enable_nested_tensor=False)
         dec = nn.TransformerDecoderLayer(d, cfg.heads, cfg.ffn_dim, cfg.dropout, batch_first=True)
@@ -523,8 +582,11 @@ class MDETRNet(nn.Module):
         self.token_head = nn.Linear(d, cfg.max_tokens + 1)
         self.query_proj = nn.Linear(d, cfg.contrastive_dim)
         self.text_proj = nn.Linear(d, cfg.contrastive_dim)
-        self.type_head = mlp(d, d, len(group_sizes), cfg.dropout)
-        self.answer_heads = nn.ModuleList(mlp(d, d, max(1, n), cfg.dropout) for n in group_sizes)
+        # qa_text: the QA heads also read the mean of the text encoder's tokens beside the QA query
+        self.qa_text = cfg.qa_text
+        qa_dim = 2 * d if cfg.qa_text else d
+        self.type_head = mlp(qa_dim, d, len(group_sizes), cfg.dropout)
+        self.answer_heads = nn.ModuleList(mlp(qa_dim, d, max(1, n), cfg.dropout) for n in group_sizes)
 
     def forward(self, ids: torch.Tensor, text_mask: torch.Tensor, images: torch.Tensor) -> dict[str, Any]:
         text = self.text(ids, text_mask)
@@ -533,12 +595,38 @@ class MDETRNet(nn.Module):
         img = fmap.flatten(2).transpose(1, 2) + sine_positions(h, w, d).to(fmap)[None]
         pad = torch.cat([torch.zeros((b, h * w), dtype=torch.bool, device=ids.device), ~text_mask], dim=1)
         memory = self.encoder(torch.cat([img, text], dim=1), src_key_padding_mask=pad)
-        hs = self.decoder(self.queries.weight[None].expand(b, -1, -1), memory, memory_key_padding_mask=pad)
+        out: dict[str, Any] = {}
+        queries = self.queries.weight[None].expand(b, -1, -1)
+        if self.query_selection:  # the top-scoring cells' proposals become the object queries' boxes
+            cells = memory[:, :h * w]
+            centre = torch.logit(cell_centres(h, w).to(cells))  # (HW, 2)
+            raw_p = self.prop_box(cells)
+            prop = torch.cat([(raw_p[..., :2] + centre).sigmoid(), raw_p[..., 2:].sigmoid()], dim=-1)  # (B, HW, 4)
+            score = self.prop_score(cells).squeeze(-1)  # (B, HW)
+            out["proposals"] = {"logits": score, "boxes": prop, "grid": (h, w)}
+            top = score.topk(self.num_queries, dim=1).indices
+            ref = torch.gather(prop.detach(), 1, top[..., None].expand(-1, -1, 4))  # (B, Q, 4)
+            pos = self.ref_embed(sine_points(ref[..., :2].reshape(-1, 2), d)).view(b, self.num_queries, d)
+            queries = torch.cat([queries[:, :self.num_queries] + pos, queries[:, self.num_queries:]], dim=1)
+        elif self.reference_points:  # each object query knows its point: the sine code of where it is
+            pos = self.ref_embed(sine_points(self.ref_logits.sigmoid(), d))
+            queries = torch.cat([queries[:, :self.num_queries] + pos, queries[:, self.num_queries:]], dim=1)
+        hs = self.decoder(queries, memory, memory_key_padding_mask=pad)
         obj, qa = hs[:, :self.num_queries], hs[:, self.num_queries]
-        return {"boxes": self.box_head(obj).sigmoid(), "token_logits": self.token_head(obj),
-                "query_emb": F.normalize(self.query_proj(obj), dim=-1),
-                "text_emb": F.normalize(self.text_proj(memory[:, h * w:]), dim=-1),
-                "type_logits": self.type_head(qa), "answer_logits": [head(qa) for head in self.answer_heads]}
+        if self.qa_text:  # the question's own encoding (before the fusion, which blurs it with the image)
+            m = text_mask[..., None].to(text)
+            qa = torch.cat([qa, (text * m).sum(1) / m.sum(1).clamp(min=1.0)], dim=-1)
+        raw = self.box_head(obj)
+        if self.query_selection:  # the decoder refines its proposal (an offset in logit space)
+            boxes = (raw + torch.logit(ref.clamp(1e-4, 1 - 1e-4))).sigmoid()
+        elif self.reference_points:  # the centre is an offset (in logit space) from the query's point
+            boxes = torch.cat([(raw[..., :2] + self.ref_logits).sigmoid(), raw[..., 2:].sigmoid()], dim=-1)
+        else:
+            boxes = raw.sigmoid()
+        return out | {"boxes": boxes, "token_logits": self.token_head(obj),
+                      "query_emb": F.normalize(self.query_proj(obj), dim=-1),
+                      "text_emb": F.normalize(self.text_proj(memory[:, h * w:]), dim=-1),
+                      "type_logits": self.type_head(qa), "answer_logits": [head(qa) for head in self.answer_heads]}
 
 
 # ---------------------------------------------------------------------------- matching and losses
@@ -633,7 +721,39 @@ def grounding_losses(out: dict[str, Any], targets: Sequence[tuple[torch.Tensor, 
         contrastive = 0.5 * (q_loss.mean() + t_loss.mean())
     else:
         contrastive = zero
-    return {"l1": l1, "giou": giou, "token": token, "contrastive": contrastive}
+    out_losses = {"l1": l1, "giou": giou, "token": token, "contrastive": contrastive}
+    if "proposals" in out:
+        out_losses["proposal"] = proposal_loss(out["proposals"], targets)
+    return out_losses
+
+
+def proposal_loss(proposals: dict[str, Any], targets: Sequence[tuple[torch.Tensor, torch.Tensor]]) -> torch.Tensor:
+    """The dense loss of the cells' proposals (``query_selection``): the cell holding a target
+    box's centre should score "referred" and propose that box, every other cell score not
+    (sigmoid focal loss, torchvision's, over all cells; + L1 + (1 - GIoU) of the positive cells'
+    boxes), normalised by the number of targets."""
+    from torchvision.ops import generalized_box_iou, sigmoid_focal_loss
+
+    logits, boxes = proposals["logits"], proposals["boxes"]
+    h, w = proposals["grid"]
+    labels = torch.zeros_like(logits)
+    pred, tgt = [], []
+    for b, (tb, _) in enumerate(targets):
+        if len(tb) == 0:
+            continue
+        col = (tb[:, 0] * w).long().clamp(0, w - 1)
+        row = (tb[:, 1] * h).long().clamp(0, h - 1)
+        cell = (row * w + col).to(logits.device)
+        labels[b, cell] = 1.0
+        pred.append(boxes[b, cell])
+        tgt.append(tb.to(boxes))
+    n = max(1, sum(len(t) for t in tgt))
+    loss = sigmoid_focal_loss(logits, labels, reduction="sum") / n
+    if pred:
+        pb, tb = torch.cat(pred), torch.cat(tgt)
+        loss = loss + F.l1_loss(pb, tb, reduction="sum") / n
+        loss = loss + (1.0 - torch.diag(generalized_box_iou(_xyxy(pb), _xyxy(tb)))).sum() / n
+    return loss
 
 
 def qa_loss(out: dict[str, Any], answers: torch.Tensor, groups: Sequence[Sequence[int]]) -> torch.Tensor:
@@ -829,7 +949,7 @@ def train_mdetr(cfg: MDETRConfig, out: str | Path, *, resume: bool = False, prog
             o = model(x["ids"], x["text_mask"], x["images"])
             parts = grounding_losses(o, x["targets"], x["text_mask"], cfg)
             grounding = (cfg.w_l1 * parts["l1"] + cfg.w_giou * parts["giou"] + cfg.w_token * parts["token"]
-                         + cfg.w_contrastive * parts["contrastive"])
+                         + cfg.w_contrastive * parts["contrastive"] + cfg.w_proposal * parts.get("proposal", 0.0))
             if phase(step) == "pretrain":
                 loss = grounding
             else:
@@ -865,25 +985,24 @@ def train_mdetr(cfg: MDETRConfig, out: str | Path, *, resume: bool = False, prog
 
 
 # ---------------------------------------------------------------------------- profiles
-# mini, measured on one CPU thread (torch.set_num_threads(1), a 2-core machine shared with other
-# jobs), 128 x 96 images, batch 32, questions of ~36 tokens, forward + losses + backward + AdamW:
-#   text_encoder scratch                 0.27 s/step (2.2M trainable parameters, 2.0M of them the
-#                                        token embeddings of the 30,522-word MiniLM vocabulary)
-#   text_encoder minilm, freeze_text     0.46 s/step (0.27M trainable)
-#   text_encoder minilm, fine-tuned      1.17 s/step (23.0M trainable)
-# so mini uses scratch: 500 + 1500 steps x 0.27 s = ~9 min of steps, ~10 min with the image
-# decoding (600 + val images) and six validations of 1,000 questions. (The matching and losses are
-# ~0.01 s of a step; the backward pass dominates.) A frozen MiniLM would allow only ~1,300 steps in
-# the same time: run it with --set text_encoder=minilm --set freeze_text=true when time allows.
+# mini (issue 17), measured on two CPU threads, batch 32, questions of ~36 tokens, forward + losses +
+# backward + AdamW: on the frozen Lite0's cached 112 x 15 x 20 maps 0.37 s/step; with the Lite0
+# fine-tuned on the 320 x 240 pixels (``lite0-ft``) ~13 s/step (the machine shared with another
+# job; the frozen maps 0.73 s/step then), i.e. ~100 steps in mini's 20 minutes: frozen it is.
+# Without input_norm and query_selection the val grounding loss (1 - GIoU) went 1.02 -> 0.87 in
+# 1,250 steps and QA stayed at a constant answer (12.4%); with them, 0.95 -> 0.52 in 500 steps.
+# The text encoder is the scratch one: the frozen MiniLM cost 0.46 against 0.27 s/step at 128 x 96
+# (the previous, from-scratch image side), i.e. fewer steps in the same time.
 PROFILES = {
     "tiny": dict(pretrain_steps=10, steps=30, batch=16, lr=1e-3, lr_text=1e-4, warmup=5, eval_every=20,
                  val_questions=32, grad_clip=1.0, weight_decay=1e-4, image_width=64, image_height=48,
                  cache_images=True, backbone="small", feature_stride=16, val_grounding=32, cnn_width=8, cnn_layers=3, text_encoder="scratch",
                  freeze_text=False, text_layers=1, max_tokens=64, d_model=32, heads=2, ffn_dim=64, enc_layers=1,
                  dec_layers=1, dropout=0.0, num_queries=10, contrastive_dim=32, finetune_grounding_weight=0.2),
-    "mini": dict(pretrain_steps=500, steps=1500, batch=32, lr=5e-4, lr_text=5e-5, warmup=50, eval_every=250,
+    "mini": dict(pretrain_steps=500, steps=2000, batch=32, lr=5e-4, lr_text=5e-5, warmup=50, eval_every=250,
                  val_questions=1000, grad_clip=1.0, weight_decay=1e-4, image_width=320, image_height=240,
-                 cache_images=True, backbone="lite0", feature_stride=16, val_grounding=500, cnn_width=16, cnn_layers=3, text_encoder="scratch",
+                 cache_images=True, backbone="lite0", feature_stride=16, val_grounding=500, query_selection=True,
+                 input_norm=True, qa_text=True, cnn_width=16, cnn_layers=3, text_encoder="scratch",
                  freeze_text=False, text_layers=1, max_tokens=64, d_model=64, heads=4, ffn_dim=128,
                  enc_layers=2, dec_layers=2, dropout=0.0, num_queries=12, contrastive_dim=64,
                  finetune_grounding_weight=0.3),
@@ -954,5 +1073,5 @@ class MDETRBaseline(Baseline):
 
 __all__ = ["MDETRConfig", "MDETRNet", "MDETRBaseline", "ScratchTextEncoder", "MiniLMTextEncoder", "GroundedQA",
            "PROFILES", "TEXT_ENCODERS", "ANSWER_TYPES", "answer_groups", "collate_grounded", "decode_answers", "encode_split",
-           "grounding_eval", "grounding_losses", "grounding_targets", "hungarian_match", "match_cost", "minilm_dir", "positive_map",
-           "qa_accuracy", "qa_loss", "sine_positions", "tokenize_questions", "tokenizer", "train_mdetr"]
+           "grounding_eval", "grounding_losses", "proposal_loss", "cell_centres", "grounding_targets", "hungarian_match", "match_cost", "minilm_dir", "positive_map",
+           "qa_accuracy", "qa_loss", "sine_positions", "sine_points", "grid_points", "tokenize_questions", "tokenizer", "train_mdetr"]

@@ -283,3 +283,91 @@ def test_learns_on_the_cached_backbone_maps_and_logs_the_grounding_curve(root, t
     assert steps[0] == 0 and steps[-1] == 10 + OVERFIT_STEPS and steps == sorted(steps) and len(steps) >= 3
     assert all(row[1] > 0 and 0 <= row[2] <= 2 for row in curve)  # L1 per box, 1 - GIoU in [0, 2]
     assert "step 0 (untrained) val l1=" in (tmp_path / "run" / "train.log").read_text()
+
+
+def test_reference_points_anchor_each_query_box():
+    """``reference_points``: with a zero box head every object query's box is centred on its grid
+    point (and the sine code of a point is that of the image cell there); ``input_norm``
+    normalises the projected map per group."""
+    import torch
+
+    from baselines.mdetr import MDETRNet, grid_points, sine_points, sine_positions
+
+    pts = grid_points(12, 320, 240)
+    assert pts.shape == (12, 2) and sorted({round(float(x), 4) for x in pts[:, 0]}) == [0.125, 0.375, 0.625, 0.875]
+    assert sorted({round(float(y), 4) for y in pts[:, 1]}) == [0.1667, 0.5, 0.8333]
+    cells = torch.tensor([[(c + 1) / 4, (r + 1) / 3] for r in range(3) for c in range(4)])
+    torch.testing.assert_close(sine_points(cells, 16), sine_positions(3, 4, 16))
+    cfg = baselines.get("mdetr").config("ROOT/mid", "tiny", reference_points=True, input_norm=True, num_queries=6)
+    torch.manual_seed(0)
+    net = MDETRNet([2, 3, 4], cfg).eval()
+    torch.nn.init.zeros_(net.box_head[-1].weight)
+    torch.nn.init.zeros_(net.box_head[-1].bias)
+    ids, mask = torch.randint(1, 100, (2, 7)), torch.ones(2, 7, dtype=torch.bool)
+    with torch.no_grad():
+        out = net(ids, mask, torch.randn(2, 3, cfg.image_height, cfg.image_width))
+    torch.testing.assert_close(out["boxes"][..., :2], grid_points(6, cfg.image_width, cfg.image_height)[None].expand(2, 6, 2))
+    torch.testing.assert_close(out["boxes"][..., 2:], torch.full((2, 6, 2), 0.5))
+    assert isinstance(net.input_proj[1], torch.nn.GroupNorm)
+    plain = MDETRNet([2, 3, 4], baselines.get("mdetr").config("ROOT/mid", "tiny"))
+    assert not hasattr(plain, "ref_logits") and isinstance(plain.input_proj, torch.nn.Conv2d)  # older checkpoints
+
+
+def test_query_selection_proposes_from_the_cells_and_is_scored_densely():
+    """``query_selection`` (two-stage): the object queries start from the top-scoring cells'
+    proposals; the dense loss is small when the cell holding the target's centre scores high and
+    proposes its box, large when another cell does."""
+    import torch
+
+    from baselines.mdetr import MDETRNet, cell_centres, proposal_loss
+
+    torch.testing.assert_close(cell_centres(2, 3)[[0, 4]], torch.tensor([[1 / 6, 0.25], [0.5, 0.75]]))
+    h, w = 3, 4
+    target = torch.tensor([[0.6, 0.5, 0.2, 0.3]])  # centre in row 1, column 2: cell 6
+    boxes = torch.full((1, h * w, 4), 0.5)
+    boxes[0, 6] = target[0]
+    good = torch.full((1, h * w), -8.0)
+    good[0, 6] = 8.0
+    bad = torch.full((1, h * w), -8.0)
+    bad[0, 0] = 8.0
+    targets = [(target, torch.zeros(1, 5, dtype=torch.bool))]
+    lo = proposal_loss({"logits": good, "boxes": boxes, "grid": (h, w)}, targets)
+    hi = proposal_loss({"logits": bad, "boxes": boxes, "grid": (h, w)}, targets)
+    assert float(lo) < 0.01 < 1.0 < float(hi)
+    moved = boxes.clone()
+    moved[0, 6] = torch.tensor([0.3, 0.2, 0.1, 0.1])
+    assert float(proposal_loss({"logits": good, "boxes": moved, "grid": (h, w)}, targets)) > float(lo) + 0.5
+    cfg = baselines.get("mdetr").config("ROOT/mid", "tiny", query_selection=True, num_queries=4)
+    net = MDETRNet([2, 3, 4], cfg).eval()
+    with torch.no_grad():
+        out = net(torch.randint(1, 100, (2, 7)), torch.ones(2, 7, dtype=torch.bool),
+                  torch.randn(2, 3, cfg.image_height, cfg.image_width))
+    p = out["proposals"]
+    assert p["logits"].shape == (2, p["grid"][0] * p["grid"][1]) and out["boxes"].shape == (2, 4, 4)
+    top = p["logits"].topk(4, dim=1).indices
+    # an untrained refinement stays near its proposal: the query boxes start where the top cells proposed
+    props = torch.gather(p["boxes"], 1, top[..., None].expand(-1, -1, 4))
+    assert float((out["boxes"] - props).abs().max()) < 0.5
+
+
+def test_qa_text_feeds_the_question_encoding_to_the_answer_heads():
+    """``qa_text``: the QA heads read [QA query ; mean of the text encoder's tokens], so two
+    questions on the same image differ in their answer logits through the text path alone."""
+    import torch
+
+    from baselines.mdetr import MDETRNet
+
+    cfg = baselines.get("mdetr").config("ROOT/mid", "tiny", qa_text=True)
+    torch.manual_seed(0)
+    net = MDETRNet([2, 3, 4], cfg).eval()
+    assert net.type_head[0].in_features == 2 * cfg.d_model
+    seen = {}
+    net.type_head.register_forward_hook(lambda m, inp, out: seen.__setitem__("x", inp[0]))
+    ids = torch.randint(1, 100, (2, 7))
+    mask = torch.ones(2, 7, dtype=torch.bool)
+    mask[1, 5:] = False  # padding is left out of the mean
+    with torch.no_grad():
+        net(ids, mask, torch.zeros(2, 3, cfg.image_height, cfg.image_width))
+        text = net.text(ids, mask)
+    torch.testing.assert_close(seen["x"][0, cfg.d_model:], text[0].mean(0))
+    torch.testing.assert_close(seen["x"][1, cfg.d_model:], text[1, :5].mean(0))

@@ -1,0 +1,80 @@
+"""The ten-model table of issue 17: every model's test accuracy on one variant run, per question
+type, with its 95% interval, guesses and training minutes.
+
+    .venv/bin/python results/image_baselines_mini/ten_models.py RUNS/mid OUT_DIR [--extra NAME=SECONDS ...]
+
+RUNS/mid is a ``scripts/train_variant.py`` run (its ``predictions/`` and ``summary.json``);
+``--extra`` adds training seconds the run did not spend itself (a scene parser trained elsewhere
+and copied in: ``--extra scene_parser=2562``). Writes OUT_DIR/ten_models.json and ten_models.md.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from scipy.stats import binomtest
+
+from nsvqa.artifacts.predictions import QUESTION_TYPE_NAMES, QUESTION_TYPES, predictions_path, read_predictions
+from nsvqa.evaluation import accuracy, accuracy_by_type
+from nsvqa.fileio import write_atomic, write_json_atomic
+
+ORDER = ("random", "majority", "lstm", "cnn_lstm", "film", "mdetr", "nscl", "nsvqa", "pnsvqa", "pnsvqa-exact",
+         "nscl+gtprog", "nsvqa+gtprog", "pnsvqa+gtprog")
+PARSERS = ("nscl", "nsvqa", "pnsvqa", "pnsvqa-exact")  # trained on the run's scene and question parsers
+
+
+def minutes(label: str, seconds: dict[str, float]) -> float | None:
+    """Training minutes of a model: its own (``model_<name>``), plus its val tuning, plus the
+    parsers it answers from."""
+    name = label.split("+")[0]
+    own = seconds.get(f"model_{name}", 0.0) + seconds.get(f"tune_{name}", 0.0)
+    if name in PARSERS:
+        own += seconds.get("scene_parser", 0.0) + (0.0 if "+gtprog" in label else seconds.get("question_parser", 0.0))
+    return own / 60.0 if own else None
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("run", type=Path)
+    p.add_argument("out", type=Path)
+    p.add_argument("--extra", action="append", default=[], metavar="NAME=SECONDS")
+    args = p.parse_args(argv)
+    summary = json.loads((args.run / "summary.json").read_text())
+    seconds = dict(summary.get("seconds", {}))
+    for e in args.extra:
+        k, v = e.split("=", 1)
+        seconds[k] = float(v)
+    variant = summary["variant"]
+    rows = []
+    for label in ORDER:
+        path = predictions_path(args.run, label, variant, variant)
+        if not path.is_file():
+            continue
+        preds = read_predictions(path)
+        acc = accuracy(preds)
+        ci = binomtest(acc.n_correct, acc.n).proportion_ci(0.95, method="wilson")
+        rows.append({"model": label, "n": acc.n, "accuracy": acc.accuracy, "ci95": [ci.low, ci.high],
+                     "n_guessed": acc.n_guessed,
+                     "by_type": {t: {"n": a.n, "accuracy": a.accuracy} for t, a in accuracy_by_type(preds).items()},
+                     "train_minutes": minutes(label, seconds)})
+    args.out.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(args.out / "ten_models.json", {"run": str(args.run), "variant": variant, "split": summary["split"],
+                                                    "seconds": seconds, "rows": rows}, indent=1)
+    head = ["model", "test acc. (95% CI)", "guessed"] + [QUESTION_TYPE_NAMES[t] for t in QUESTION_TYPES] + ["train min"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rows:
+        cells = [r["model"], f"{100 * r['accuracy']:.1f} [{100 * r['ci95'][0]:.1f}, {100 * r['ci95'][1]:.1f}]",
+                 str(r["n_guessed"])]
+        cells += [f"{100 * r['by_type'][t]['accuracy']:.1f}" if t in r["by_type"] else "—" for t in QUESTION_TYPES]
+        cells.append(f"{r['train_minutes']:.1f}" if r["train_minutes"] is not None else "—")
+        lines.append("| " + " | ".join(cells) + " |")
+    n_type = {t: r["by_type"][t]["n"] for r in rows[:1] for t in r["by_type"]}
+    lines += ["", "Questions per type: " + ", ".join(f"{QUESTION_TYPE_NAMES[t]} {n}" for t, n in n_type.items()) + "."]
+    write_atomic(args.out / "ten_models.md", "\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
