@@ -10,13 +10,18 @@ A *variant run* is one folder per (training variant, seed) under a runs root::
         baselines/<name>/          the run directory of each model that trains one of its own
         parsed/<test variant>/likelihoods.json   the scene parser on the test split
         parsed/<test variant>/programs.json      the question parser on the test questions
+        parsed/<variant>/val_likelihoods.json, val_programs.json   the same on the training variant's
+                                   val split, where models that tune (:meth:`~nsvqa.models.Model.tune`)
+                                   choose their cuts
         predictions/<label>__train-<variant>__test-<test variant>.jsonl
         summary.json               accuracy per (model, test variant), kept across calls
 
 The experiment drives the model registry (:mod:`nsvqa.models`) alone: each model says what it needs
 from the run (:meth:`~nsvqa.models.Model.needs`: the scene parser, the question parser), the run
-trains those once for all models, trains every model that has something of its own to train, parses
-each test split once, and hands each model its :class:`~nsvqa.models.PredictInputs`. The baselines
+trains those once for all models, trains every model that has something of its own to train, lets
+each model that :attr:`~nsvqa.models.Model.tunes_on_val` choose its cuts on the training variant's
+val split (never on a test split), parses each test split once, and hands each model its
+:class:`~nsvqa.models.PredictInputs`. The baselines
 register when the ``baselines`` package is imported (the scripts do; this module, below it, does
 not).
 

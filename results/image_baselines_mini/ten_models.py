@@ -3,9 +3,12 @@ type, with its 95% interval, guesses and training minutes.
 
     .venv/bin/python results/image_baselines_mini/ten_models.py RUNS/mid OUT_DIR [--extra NAME=SECONDS ...]
 
-RUNS/mid is a ``scripts/train_variant.py`` run (its ``predictions/`` and ``summary.json``);
-``--extra`` adds training seconds the run did not spend itself (a scene parser trained elsewhere
-and copied in: ``--extra scene_parser=2562``). Writes OUT_DIR/ten_models.json and ten_models.md.
+RUNS/mid is a ``scripts/train_variant.py`` run (its ``predictions/``, ``summary.json`` and
+checkpoints). Training time is read from each checkpoint (``train_seconds``, the question parser's
+``supervised_seconds`` + ``reinforce_seconds``: the summary's seconds of a step that was found
+finished are those of finding it), the val tuning from the summary; ``--extra`` gives what the run
+did not spend itself (a scene parser trained elsewhere and copied in: ``--extra scene_parser=2562``).
+Writes OUT_DIR/ten_models.json and ten_models.md.
 """
 from __future__ import annotations
 
@@ -24,14 +27,31 @@ ORDER = ("random", "majority", "lstm", "cnn_lstm", "film", "mdetr", "nscl", "nsv
 PARSERS = ("nscl", "nsvqa", "pnsvqa", "pnsvqa-exact")  # trained on the run's scene and question parsers
 
 
-def minutes(label: str, seconds: dict[str, float]) -> float | None:
-    """Training minutes of a model: its own (``model_<name>``), plus its val tuning, plus the
-    parsers it answers from."""
+def checkpoint_seconds(run: Path) -> dict[str, float]:
+    """Training seconds recorded in the run's checkpoints: ``model_<name>``, ``question_parser``."""
+    from nsvqa.training.checkpoint import load_checkpoint
+
+    out = {}
+    for ck in sorted((run / "baselines").glob("*/baseline.pt")):
+        extra = load_checkpoint(ck).get("extra") or {}
+        if "train_seconds" in extra:
+            out[f"model_{ck.parent.name}"] = float(extra["train_seconds"])
+    qp = run / "question_parser" / "question_parser.pt"
+    if qp.is_file():
+        extra = load_checkpoint(qp).get("extra") or {}
+        out["question_parser"] = float(extra.get("supervised_seconds", 0.0)) + float(extra.get("reinforce_seconds", 0.0))
+    return out
+
+
+def minutes(label: str, seconds: dict[str, float]) -> tuple[float | None, float | None]:
+    """(the model's own training minutes, its val tuning included; the minutes of the run's
+    parsers it answers from, None for a model without)."""
     name = label.split("+")[0]
     own = seconds.get(f"model_{name}", 0.0) + seconds.get(f"tune_{name}", 0.0)
+    parsers = None
     if name in PARSERS:
-        own += seconds.get("scene_parser", 0.0) + (0.0 if "+gtprog" in label else seconds.get("question_parser", 0.0))
-    return own / 60.0 if own else None
+        parsers = (seconds.get("scene_parser", 0.0) + (0.0 if "+gtprog" in label else seconds.get("question_parser", 0.0))) / 60
+    return (own / 60.0 if own else None), parsers
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -41,7 +61,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--extra", action="append", default=[], metavar="NAME=SECONDS")
     args = p.parse_args(argv)
     summary = json.loads((args.run / "summary.json").read_text())
-    seconds = dict(summary.get("seconds", {}))
+    seconds = {k: v for k, v in summary.get("seconds", {}).items() if k.startswith("tune_")}
+    seconds.update(checkpoint_seconds(args.run))
     for e in args.extra:
         k, v = e.split("=", 1)
         seconds[k] = float(v)
@@ -57,17 +78,18 @@ def main(argv: list[str] | None = None) -> int:
         rows.append({"model": label, "n": acc.n, "accuracy": acc.accuracy, "ci95": [ci.low, ci.high],
                      "n_guessed": acc.n_guessed,
                      "by_type": {t: {"n": a.n, "accuracy": a.accuracy} for t, a in accuracy_by_type(preds).items()},
-                     "train_minutes": minutes(label, seconds)})
+                     "train_minutes": minutes(label, seconds)[0], "parser_minutes": minutes(label, seconds)[1]})
     args.out.mkdir(parents=True, exist_ok=True)
     write_json_atomic(args.out / "ten_models.json", {"run": str(args.run), "variant": variant, "split": summary["split"],
                                                     "seconds": seconds, "rows": rows}, indent=1)
-    head = ["model", "test acc. (95% CI)", "guessed"] + [QUESTION_TYPE_NAMES[t] for t in QUESTION_TYPES] + ["train min"]
+    head = ["model", "test acc. (95% CI)", "guessed"] + [QUESTION_TYPE_NAMES[t] for t in QUESTION_TYPES] + ["train min", "+ parsers min"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         cells = [r["model"], f"{100 * r['accuracy']:.1f} [{100 * r['ci95'][0]:.1f}, {100 * r['ci95'][1]:.1f}]",
                  str(r["n_guessed"])]
         cells += [f"{100 * r['by_type'][t]['accuracy']:.1f}" if t in r["by_type"] else "—" for t in QUESTION_TYPES]
-        cells.append(f"{r['train_minutes']:.1f}" if r["train_minutes"] is not None else "—")
+        for k in ("train_minutes", "parser_minutes"):
+            cells.append(f"{r[k]:.1f}" if r[k] is not None else "—")
         lines.append("| " + " | ".join(cells) + " |")
     n_type = {t: r["by_type"][t]["n"] for r in rows[:1] for t in r["by_type"]}
     lines += ["", "Questions per type: " + ", ".join(f"{QUESTION_TYPE_NAMES[t]} {n}" for t, n in n_type.items()) + "."]
