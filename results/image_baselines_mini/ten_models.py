@@ -19,12 +19,15 @@ from pathlib import Path
 from scipy.stats import binomtest
 
 from nsvqa.artifacts.predictions import QUESTION_TYPE_NAMES, QUESTION_TYPES, predictions_path, read_predictions
-from nsvqa.evaluation import accuracy, accuracy_by_type
+from nsvqa.evaluation import accuracy, accuracy_by_type, paired_comparison
 from nsvqa.fileio import write_atomic, write_json_atomic
 
 ORDER = ("random", "majority", "lstm", "cnn_lstm", "film", "mdetr", "nscl", "nsvqa", "pnsvqa", "pnsvqa-exact",
          "nscl+gtprog", "nsvqa+gtprog", "pnsvqa+gtprog")
 PARSERS = ("nscl", "nsvqa", "pnsvqa", "pnsvqa-exact")  # trained on the run's scene and question parsers
+#: the issue's targets: (model, reference, points the model must gain over the reference)
+TARGETS = (("cnn_lstm", "lstm", 5.0), ("film", "lstm", 15.0), ("mdetr", "film", 0.0), ("nscl", "nsvqa", -10.0),
+           ("pnsvqa", "nsvqa", 0.0))
 
 
 def checkpoint_seconds(run: Path) -> dict[str, float]:
@@ -67,21 +70,27 @@ def main(argv: list[str] | None = None) -> int:
         k, v = e.split("=", 1)
         seconds[k] = float(v)
     variant = summary["variant"]
-    rows = []
+    rows, preds_of = [], {}
     for label in ORDER:
         path = predictions_path(args.run, label, variant, variant)
         if not path.is_file():
             continue
-        preds = read_predictions(path)
+        preds = preds_of[label] = read_predictions(path)
         acc = accuracy(preds)
         ci = binomtest(acc.n_correct, acc.n).proportion_ci(0.95, method="wilson")
         rows.append({"model": label, "n": acc.n, "accuracy": acc.accuracy, "ci95": [ci.low, ci.high],
                      "n_guessed": acc.n_guessed,
                      "by_type": {t: {"n": a.n, "accuracy": a.accuracy} for t, a in accuracy_by_type(preds).items()},
                      "train_minutes": minutes(label, seconds)[0], "parser_minutes": minutes(label, seconds)[1]})
+    targets = []
+    for a, b, need in TARGETS:
+        if a in preds_of and b in preds_of:
+            c = paired_comparison([preds_of[a]], [preds_of[b]])
+            targets.append({"model": a, "reference": b, "target_points": need, **c,
+                            "met": 100 * c["diff"] >= need})
     args.out.mkdir(parents=True, exist_ok=True)
     write_json_atomic(args.out / "ten_models.json", {"run": str(args.run), "variant": variant, "split": summary["split"],
-                                                    "seconds": seconds, "rows": rows}, indent=1)
+                                                    "seconds": seconds, "rows": rows, "targets": targets}, indent=1)
     head = ["model", "test acc. (95% CI)", "guessed"] + [QUESTION_TYPE_NAMES[t] for t in QUESTION_TYPES] + ["train min", "+ parsers min"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
@@ -93,6 +102,12 @@ def main(argv: list[str] | None = None) -> int:
         lines.append("| " + " | ".join(cells) + " |")
     n_type = {t: r["by_type"][t]["n"] for r in rows[:1] for t in r["by_type"]}
     lines += ["", "Questions per type: " + ", ".join(f"{QUESTION_TYPE_NAMES[t]} {n}" for t, n in n_type.items()) + "."]
+    lines += ["", "| model − reference | target | difference, points (paired 95% CI) | only model / only reference right "
+              "| McNemar p | met |", "|---|---|---|---|---|---|"]
+    for t in targets:
+        lines.append(f"| {t['model']} − {t['reference']} | ≥ {t['target_points']:+.0f} | {100 * t['diff']:+.1f} "
+                     f"[{100 * t['ci95'][0]:+.1f}, {100 * t['ci95'][1]:+.1f}] | {t['a_only']} / {t['b_only']} | "
+                     f"{t['p_mcnemar']:.2g} | {'yes' if t['met'] else 'no'} |")
     write_atomic(args.out / "ten_models.md", "\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0
