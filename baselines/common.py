@@ -343,8 +343,10 @@ BACKBONES = PIXEL_BACKBONES + ("lite0",)
 class ImageQuestionModelConfig(QuestionModelConfig):
     """A :class:`QuestionModelConfig` plus the image side: images resized to ``image_width`` x
     ``image_height``; ``backbone`` ``small`` (four stride-2 conv-BN-ReLU blocks of ``cnn_width``,
-    2x, 4x, 8x channels) or ``resnet18`` (torchvision, ``weights=None``: trained from scratch); its
-    feature map is average-pooled to a 3 x 4 grid and projected to ``image_dim`` features.
+    2x, 4x, 8x channels) or ``resnet18`` (torchvision, ``weights=None``: trained from scratch), or
+    the ImageNet Lite0: ``lite0`` (frozen, its maps at ``feature_stride`` cached per image; the mini
+    and full profiles) or ``lite0-ft`` (fine-tuned on the pixels); its feature map is
+    average-pooled to a 3 x 4 grid and projected to ``image_dim`` features (:class:`ImageEncoder`).
     ``cache_images`` keeps the resized train/val images in ``RUN/cache/``."""
 
     image_width: int = 64
@@ -439,9 +441,10 @@ class ImageEncoder(nn.Module):
     Args:
         backbone: ``small`` (4 conv-BN-ReLU blocks, stride 2 each, ``width`` x 1, 2, 4, 8 channels)
             or ``resnet18`` (torchvision, ``weights=None``, up to ``layer4``), both trained from
-            scratch on the pixels; or ``lite0``: the frozen ImageNet EfficientNet-Lite0's cached maps
-            at ``feature_stride`` are the input, one trained conv3x3-BN-ReLU of ``8 x width``
-            channels on them.
+            scratch on the pixels; ``lite0-ft``: the ImageNet EfficientNet-Lite0 fine-tuned on the
+            pixels (:class:`Lite0Trunk`); or ``lite0``: the frozen ImageNet EfficientNet-Lite0's
+            cached maps at ``feature_stride`` are the input, one trained conv3x3-BN-ReLU of
+            ``8 x width`` channels on them.
         width: channels of the first small block (unused by resnet18).
         out_dim: feature size.
         feature_stride: ``lite0``: the stride of the cached maps (their channels follow from it).

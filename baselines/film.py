@@ -49,7 +49,9 @@ class FiLMConfig(QuestionModelConfig):
     Images are resized to ``image_width`` x ``image_height`` (``cache_images`` keeps the resized
     train/val images in ``RUN/cache/``); ``backbone`` ``small`` (``cnn_layers`` stride-2 blocks of
     ``cnn_width`` x 1, 2, 4, ... channels) or ``resnet18`` (``weights=None``, up to ``layer3``;
-    ``cnn_width`` and ``cnn_layers`` unused); ``num_blocks`` FiLMed residual blocks of
+    ``cnn_width`` and ``cnn_layers`` unused), or the ImageNet Lite0 at ``feature_stride``: ``lite0``
+    (frozen, its maps cached per image; the mini and full profiles) or ``lite0-ft`` (fine-tuned on
+    the pixels); ``num_blocks`` FiLMed residual blocks of
     ``module_dim`` feature maps; ``classifier_proj`` maps before the global max pool.
     """
 
