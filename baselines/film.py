@@ -229,7 +229,8 @@ PROFILES = {
     # lr 1e-3 rather than the paper's 3e-4: a short schedule on a small network. On the frozen
     # Lite0's cached stride-16 maps of the full 320x240 images (20 x 15): test 38.6% on mid after
     # 6,000 steps (19 min at 1 thread), the question-only LSTM 36.2%, the from-scratch CNN at
-    # 128x96 had 34.1% (results/image_baselines_mini; issue 17 sizes it further)
+    # 128x96 had 34.1%. 4 blocks x 64 maps in the same budget (2,500 steps) had 37.5%
+    # (results/image_baselines_mini)
     "mini": dict(steps=6000, batch=64, lr=1e-3, warmup=100, eval_every=2000, val_questions=1000,
                  word_dim=64, hidden=128, layers=1, mlp_hidden=256, dropout=0.1,
                  image_width=320, image_height=240, backbone="lite0", feature_stride=16, cnn_width=8,
