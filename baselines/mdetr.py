@@ -903,8 +903,9 @@ def train_mdetr(cfg: MDETRConfig, out: str | Path, *, resume: bool = False, prog
                                 cache=image_cache(run.path, cfg, "val"), progress=progress)
         ground = (read_qa(folder, "val", onto, require_answer=True, require_image=True, limit=cfg.val_grounding)
                   if cfg.val_grounding and val_path.is_file() else [])
+        # not cached in RUN/cache: its images differ from the val questions' (a cache holds one set)
         ground_data = encode_split(folder, "val", ground, answers, cfg, onto, targets=True,
-                                   cache=image_cache(run.path, cfg, "val"), progress=progress) if ground else None
+                                   progress=progress) if ground else None
         n_boxes = sum(len(b) for b in train_data.boxes)
         run.log(f"data: {len(train_data)} train questions ({n_boxes} grounded boxes), {len(val_data)} val questions "
                 f"from {folder}; {len(answers)} answers ({time.time() - t0:.1f} s)")

@@ -161,3 +161,27 @@ def test_a_call_for_other_models_keeps_the_summary_of_the_earlier_ones(suite, tr
     assert "model_majority" in after["seconds"]
     assert {k: after["seconds"][k] for k in before["seconds"] if k.startswith("scene")} == \
         {k: v for k, v in before["seconds"].items() if k.startswith("scene")}
+
+
+def test_nscl_chooses_its_cut_on_the_val_parses_then_answers_test(suite, trained, load_script):
+    """A model that tunes on val: the run parses the training variant's val split beside its test
+    parses, NSCL picks its detection cut there (``tuned.json``), and its test predictions follow."""
+    import baselines
+    from baselines.nscl import MIN_SCORE_CANDIDATES, TUNED
+    from nsvqa.models import ModelSpec
+
+    rc = load_script("train_variant").main(["--data", str(suite), "--variant", "mid", "--out", str(trained),
+                                            "--tests", "mid", "--models", "nscl", *TINY])
+    assert rc == 0
+    run = VariantRun(trained, "mid")
+    assert run.parsed("mid", "likelihoods", "val").is_file() and run.parsed("mid", "programs", "val").is_file()
+    assert run.parsed("mid", "likelihoods").is_file()  # the test split's own parse is apart
+    tuned = json.loads((run.model_dir("nscl") / TUNED).read_text())
+    assert tuned["key"]["split"] == "val" and tuned["min_score"] in MIN_SCORE_CANDIDATES
+    assert max(tuned["accuracy_by_min_score"].values()) == tuned["accuracy_by_min_score"][str(tuned["min_score"])]
+    summary = json.loads((run.path / "summary.json").read_text())
+    assert "tune_nscl" in summary["seconds"] and "nscl" in summary["accuracy"]
+    preds = read_predictions(run.predictions("nscl", "mid"))
+    again = baselines.get("nscl").predict(run.model_dir("nscl"), suite, "mid", "test",
+                                          inputs=run.inputs("mid", ModelSpec("nscl")), min_score=tuned["min_score"])
+    assert [p.prediction for p in preds] == [p.prediction for p in again]
