@@ -780,7 +780,6 @@ class NSCLBaseline(Baseline):
     profiles = PROFILES
     uses_parses = True  # detections and parsed programs at test time
     supports_gt_programs = True  # detections with the ground-truth programs (nscl+gtprog)
-    tunes_on_val = True  # the detections' score cut, on the run's parses of the val split
 
     def build_model(self, cfg: NSCLConfig, onto: Ontology) -> NSCLNet:
         return NSCLNet(onto, cnn_width=cfg.cnn_width, roi_size=cfg.roi_size, feature_dim=cfg.feature_dim,
@@ -898,11 +897,8 @@ class NSCLBaseline(Baseline):
         old = read_tuned(run_dir)
         if old is not None and old.get("key") == key:
             return old
-        acc = {}
-        for cut in candidates:
-            preds = self.predict(run_dir, root, variant, split, spec=spec, inputs=inputs, device=device,
-                                 min_score=float(cut))
-            acc[float(cut)] = score(preds).accuracy
+        runs = self._predict_at(run_dir, root, variant, split, inputs, [float(c) for c in candidates], device=device)
+        acc = {float(c): score(preds).accuracy for c, preds in zip(candidates, runs)}
         best = max(acc, key=lambda c: (acc[c], c))
         result = {"min_score": best, "accuracy_by_min_score": {str(c): a for c, a in acc.items()}, "key": key}
         write_json_atomic(out, result, indent=1)
@@ -915,35 +911,47 @@ class NSCLBaseline(Baseline):
         parser's detections, kept from ``min_score``: default the cut :meth:`tune` chose on val
         (``RUN_DIR/tuned.json``), else the config's) and ``inputs.programs`` (a question parser's)
         replace the ground-truth boxes and programs where given."""
-        net, cfg, majority = self.load(run_dir, device)
         tuned = read_tuned(run_dir) if min_score is None else None
         if tuned is not None:
             min_score = tuned["min_score"]
-        if min_score is not None:
-            cfg = NSCLConfig(**(asdict(cfg) | {"min_score": float(min_score)}))
-            cfg.check()
+        return self._predict_at(run_dir, root, variant, split, inputs, [min_score], device=device,
+                                progress=progress)[0]
+
+    def _predict_at(self, run_dir: str | Path, root: str | Path, variant: str, split: str, inputs: PredictInputs,
+                    cuts: Sequence[float | None], *, device: str = "cpu", progress: bool = False) -> list[list[Prediction]]:
+        """The predictions of :meth:`predict` at each detection cut of ``cuts`` (None: the
+        config's), the checkpoint, questions, detections and programs read once for all."""
+        net, cfg, majority = self.load(run_dir, device)
         onto = load_ontology(cfg.ontology)
         folder = Path(root) / variant
         likelihoods, programs = inputs.likelihoods, inputs.programs
         questions = read_questions(questions_path(folder, split), onto, require_program=True, require_answer=True,
                                    require_image=True, require_valid=programs is None)  # read once
         metas = load_question_meta(root, variant, split, ontology=onto, questions=questions)
-        boxes = detection_boxes(likelihoods, cfg.min_score, onto) if likelihoods is not None else None
+        detections = read_likelihoods(likelihoods, onto) if likelihoods is not None else None
         progs = parsed_programs(programs, questions) if programs is not None else None
-        data = load_split(folder, split, onto, cfg, require_answer=False, boxes=boxes, programs=progs,
-                          progress=progress, questions=questions)
-        if len(data.questions) != len(metas):
-            raise FormatError(f"{folder}: {len(data.questions)} questions but {len(metas)} labels for split {split!r}")
-        got = answer_all(net, SoftExecutor(onto, cfg.count_sigma), data, torch.device(device), progress=progress,
-                         desc=f"nscl {variant}")
-        out = []
-        for meta, q, g in zip(metas, data.questions, got):
-            if g is not None:
-                out.append(meta.prediction(g[0], g[1]))
-            else:  # no usable program, or no box in the image: the training set's most frequent answer
-                out.append(meta.prediction(majority, None, invalid_program=q.program is None,
-                                           execution_error=q.program is not None, guessed=True))
-        return out
+        executor = SoftExecutor(onto, cfg.count_sigma)
+        runs = []
+        for cut in cuts:
+            if cut is not None:
+                cfg = NSCLConfig(**(asdict(cfg) | {"min_score": float(cut)}))
+                cfg.check()
+            boxes = detections.boxes(cfg.min_score) if detections is not None else None
+            data = load_split(folder, split, onto, cfg, require_answer=False, boxes=boxes, programs=progs,
+                              progress=progress, questions=questions)
+            if len(data.questions) != len(metas):
+                raise FormatError(f"{folder}: {len(data.questions)} questions but {len(metas)} labels for split "
+                                  f"{split!r}")
+            got = answer_all(net, executor, data, torch.device(device), progress=progress, desc=f"nscl {variant}")
+            out = []
+            for meta, q, g in zip(metas, data.questions, got):
+                if g is not None:
+                    out.append(meta.prediction(g[0], g[1]))
+                else:  # no usable program, or no box in the image: the training set's most frequent answer
+                    out.append(meta.prediction(majority, None, invalid_program=q.program is None,
+                                               execution_error=q.program is not None, guessed=True))
+            runs.append(out)
+        return runs
 
 
 __all__ = ["NSCLConfig", "NSCLNet", "ConceptSpace", "SoftExecutor", "NSCLBaseline", "PROFILES", "parse_curriculum",

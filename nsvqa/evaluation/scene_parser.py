@@ -286,12 +286,14 @@ def _uses_parts(program) -> bool:
 
 
 def executor_accuracy(liks: Sequence[SceneLikelihoods], questions: Iterable[dict], ontology: Ontology,
-                      threshold: float = 0.7) -> dict[str, Any]:
+                      threshold: float = 0.7, *, reasoners: Sequence[str] | None = None,
+                      min_part: float = 0.5) -> dict[str, Any]:
     """Accuracy of the experiment's reasoners (:data:`nsvqa.models.pipeline.REASONERS`: NS-VQA on the
     argmax scenes, P-NSVQA in threshold and exact modes, with the same settings as in
     ``train_variant``) on the ground-truth programs of ``questions``; questions whose scene was
     not parsed are skipped, a failed execution counts as wrong (no guess). Also split into
-    questions with and without part functions.
+    questions with and without part functions. ``reasoners``: a subset of them (default all);
+    ``min_part``: NS-VQA's part cut.
 
     Returns:
         ``{"questions": {"all", "parts", "objects"} -> count, <reasoner>: {group -> accuracy or None},
@@ -316,9 +318,9 @@ def executor_accuracy(liks: Sequence[SceneLikelihoods], questions: Iterable[dict
     counts = {"all": len(metas), "parts": groups.count("parts"), "objects": groups.count("objects")}
     out: dict[str, Any] = {"questions": counts}
     every = {}
-    for name in REASONERS:
-        preds = every[name] = predict(make_reasoner(name, ontology, threshold=threshold), metas, programs, by_index,
-                                      guess=False)
+    for name in reasoners or REASONERS:
+        preds = every[name] = predict(make_reasoner(name, ontology, threshold=threshold, min_part=min_part), metas,
+                                      programs, by_index, guess=False)
         hits = {"all": 0, "parts": 0, "objects": 0}
         for p, g in zip(preds, groups):
             ok = p.prediction is not None and p.prediction == p.answer

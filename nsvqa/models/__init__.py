@@ -126,8 +126,6 @@ class Model(ABC):
             :data:`PROFILE_NAMES` for a trainable model).
         uses_parses: ``predict`` answers from the run's scene and question parses.
         supports_gt_programs: a :class:`ModelSpec` with ``gt_programs`` is valid for this model.
-        tunes_on_val: after training, :meth:`tune` chooses cuts on the training variant's val
-            split (never on a test split); :meth:`predict` then uses them.
     """
 
     name: ClassVar[str] = ""
@@ -135,7 +133,6 @@ class Model(ABC):
     profiles: ClassVar[Mapping[str, Mapping[str, Any]]] = {}
     uses_parses: ClassVar[bool] = False
     supports_gt_programs: ClassVar[bool] = False
-    tunes_on_val: ClassVar[bool] = False
 
     @property
     def trainable(self) -> bool:
@@ -170,12 +167,18 @@ class Model(ABC):
         (NS-VQA, P-NSVQA: the run's parsers are its perception) returns None."""
         return None
 
+    @property
+    def tunes_on_val(self) -> bool:
+        """Whether the model overrides :meth:`tune`: after training it chooses cuts on the training
+        variant's val split (never on a test split), which :meth:`predict` then uses."""
+        return type(self).tune is not Model.tune
+
     def tune(self, run_dir: str | Path, root: str | Path, variant: str, split: str = "val", *,
              spec: ModelSpec | None = None, inputs: PredictInputs = PredictInputs(), device: str = "cpu") -> dict:
         """Choose the model's cuts on ``ROOT/VARIANT``'s ``split`` (its val split) given ``inputs``
         (the run's parses of that split), save them in ``run_dir`` for :meth:`predict`, and return
-        what was measured. Only models that :attr:`tunes_on_val`."""
-        raise NotImplementedError(f"model {self.name!r} tunes nothing")
+        what was measured. The default has nothing to choose: ``{}``."""
+        return {}
 
     @abstractmethod
     def predict(self, run_dir: str | Path | None, root: str | Path, variant: str, split: str = "test", *,

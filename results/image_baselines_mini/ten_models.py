@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
         rows.append({"model": label, "n": acc.n, "accuracy": acc.accuracy, "ci95": [ci.low, ci.high],
                      "n_guessed": acc.n_guessed,
                      "by_type": {t: {"n": a.n, "accuracy": a.accuracy} for t, a in accuracy_by_type(preds).items()},
-                     "train_minutes": minutes(label, seconds)[0], "parser_minutes": minutes(label, seconds)[1]})
+                     **dict(zip(("train_minutes", "parser_minutes"), minutes(label, seconds)))})
     targets = []
     for a, b, need in TARGETS:
         if a in preds_of and b in preds_of:
