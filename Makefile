@@ -3,6 +3,8 @@
 #                generate easy/mid/hard, train NS-VQA and P-NSVQA on mid, test on all three, RD report
 #                (outputs/demo/); `make demo-executors` runs the executors on the bundled examples
 #   make test    set up .venv if needed, run the test suite (2 workers)
+#   make study   set up .venv if needed, then run the next pending piece of the robustness study
+#                (results/study/pieces/<piece>/; commit it before the next); STUDY_PIECES=n runs n
 #   make bench   set up .venv if needed, run the executor, generator, question, scene-parser and baseline benchmarks
 #   make clean   remove build outputs and caches (keeps .venv); `make distclean` also removes .venv
 
@@ -23,12 +25,13 @@ APT_PACKAGES := libegl1 libgl1-mesa-dri libgles2 libegl-mesa0
 
 DEMO_OUT ?= outputs/demo
 
-.PHONY: help venv apt demo demo-executors test bench clean distclean
+.PHONY: help venv apt demo demo-executors test bench study clean distclean
 
 help:
 	@echo "make demo   - visual-complexity experiment at the demo profile -> $(DEMO_OUT) (creates .venv on first use)"
 	@echo "make demo-executors - the executors on the bundled example scenes and questions"
 	@echo "make test   - run the test suite with 2 workers (creates .venv on first use)"
+	@echo "make study  - run the next pending piece of the robustness study -> results/study/pieces/"
 	@echo "make bench  - run the executor, generator, question, scene-parser and baseline benchmarks"
 	@echo "make clean  - remove build outputs and caches; make distclean also removes .venv"
 
@@ -71,6 +74,10 @@ demo: apt venv
 
 demo-executors: apt venv
 	$(PY) scripts/demo_executors.py
+
+STUDY_PIECES ?= 1
+study: apt venv
+	$(PY) scripts/run_study.py --pieces $(STUDY_PIECES)
 
 test: apt venv
 	$(PY) -m pytest -n 2 tests

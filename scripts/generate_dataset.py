@@ -12,7 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from nsvqa.generation.dataset import PROFILES, SPLITS, generate_split, job_for
+from nsvqa.generation.dataset import PROFILES, QUESTION_SETS, SPLITS, generate_split, job_for
 from nsvqa.generation.variants import VariantError, list_variants
 
 
@@ -39,6 +39,9 @@ def get_args_parser() -> argparse.ArgumentParser:
                    help="image size: tiny 64x48, mini 320x240, full 640x480")
     p.add_argument("--width", type=int, help="overrides the profile's width")
     p.add_argument("--height", type=int, help="overrides the profile's height")
+    p.add_argument("--questions", choices=sorted(QUESTION_SETS), default="object+part",
+                   help="question set: 'object' is the paper's (10 per image, CLEVR 1.0 templates); "
+                        "'object+part' adds 10 part questions per image")
     p.add_argument("--no-progress", action="store_true")
     return p
 
@@ -48,8 +51,8 @@ def main(argv: list[str] | None = None) -> int:
     prof = PROFILES[args.profile]
     try:
         job = job_for(args.out, args.variant, args.split, args.num_images, args.seed,
-                      args.width or prof.width, args.height or prof.height)
-    except VariantError as e:
+                      args.width or prof.width, args.height or prof.height, args.questions)
+    except (VariantError, ValueError) as e:
         print(f"generate_dataset.py: error: {e}", file=sys.stderr)
         return 2
     res = generate_split(job, workers=args.workers, shard=args.shard, progress=not args.no_progress)

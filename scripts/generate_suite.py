@@ -12,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+from nsvqa.generation.dataset import QUESTION_SETS
 from nsvqa.generation.suite import SUITE_PROFILES, generate_suite, variants_of  # noqa: F401  (variants_of: for callers)
 from nsvqa.generation.variants import FACTORS
 
@@ -23,6 +24,8 @@ def get_args_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--workers", type=int, default=1)
+    p.add_argument("--questions", choices=sorted(QUESTION_SETS), default="object+part",
+                   help="question set: 'object' is the paper's (10 per image); 'object+part' adds 10 part questions")
     p.add_argument("--no-progress", action="store_true")
     return p
 
@@ -31,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     args = get_args_parser().parse_args(argv)
     t0 = time.perf_counter()
     generate_suite(args.out, args.factor, args.profile, seed=args.seed, workers=args.workers,
-                   progress=not args.no_progress)
+                   progress=not args.no_progress, questions=args.questions)
     print(f"suite {args.factor} ({args.profile}) in {time.perf_counter() - t0:.1f} s -> {args.out}", file=sys.stderr)
     return 0
 

@@ -4,7 +4,7 @@ One JSON Lines file per (model, training variant, test variant)::
 
     RUN/predictions/<model>__train-<variant>__test-<variant>.jsonl
 
-with one line per question::
+(or the same name with ``.jsonl.gz``, gzip-compressed: how ``results/study`` ships them) with one line per question::
 
     {"question_index": 12, "image_index": 1, "family": "part.json#0", "question_type": "part_query",
      "concepts": ["color=gray", "material=rubber", "part_material=metal", "partname=bumper_back"],
@@ -25,6 +25,7 @@ question record (its program in the executors' JSON form), so every writer label
 """
 from __future__ import annotations
 
+import gzip
 import json
 import math
 import os
@@ -53,7 +54,7 @@ _KIND_TO_TYPE = {"count": "count", "exist": "exist", "compare": "compare_number"
                  "query": "query", "partquery": "part_query", "partquery_partname": "part_query"}
 
 #: File name of a predictions file: ``<model>__train-<variant>__test-<variant>.jsonl``.
-_NAME = re.compile(r"^(?P<model>.+?)__train-(?P<train>.+?)__test-(?P<test>.+)\.jsonl$")
+_NAME = re.compile(r"^(?P<model>.+?)__train-(?P<train>.+?)__test-(?P<test>.+)\.jsonl(?:\.gz)?$")
 _TOKEN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
 
 
@@ -226,7 +227,9 @@ def parse_predictions_name(path: str | os.PathLike) -> CellKey:
 
 # ---------------------------------------------------------------------------- read / write
 def write_predictions(path: str | os.PathLike, predictions: Iterable[Prediction]) -> int:
-    """Write ``predictions`` as JSON Lines atomically; returns the number of lines.
+    """Write ``predictions`` as JSON Lines atomically (gzip-compressed when ``path`` ends in
+    ``.gz``, with no timestamp in the header: the same predictions give the same bytes); returns
+    the number of lines.
 
     Raises:
         ValueError: two predictions for the same question index.
@@ -238,12 +241,13 @@ def write_predictions(path: str | os.PathLike, predictions: Iterable[Prediction]
             raise ValueError(f"{path}: two predictions for question_index {p.question_index}")
         seen.add(p.question_index)
         lines.append(json.dumps(p.to_json(), separators=(",", ":")))
-    write_atomic(path, "".join(line + "\n" for line in lines))
+    text = "".join(line + "\n" for line in lines).encode()
+    write_atomic(path, gzip.compress(text, mtime=0) if str(path).endswith(".gz") else text)
     return len(lines)
 
 
 def read_predictions(path: str | os.PathLike) -> list[Prediction]:
-    """Read a predictions file (blank lines are skipped).
+    """Read a predictions file (blank lines are skipped; ``.gz``: gzip-compressed).
 
     Raises:
         PredictionFormatError: invalid JSON, a bad record or a repeated question index; the
@@ -252,21 +256,25 @@ def read_predictions(path: str | os.PathLike) -> list[Prediction]:
     path = Path(path)
     out: list[Prediction] = []
     first_line: dict[int, int] = {}
-    with open(path, encoding="utf-8") as f:
-        for n, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            where = f"{path}, line {n}"
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise PredictionFormatError(f"{where}: not valid JSON ({e.msg} at column {e.colno})") from None
-            p = Prediction.from_json(obj, where)
-            if p.question_index in first_line:
-                raise PredictionFormatError(f"{where}, field 'question_index': {p.question_index} already on "
-                                            f"line {first_line[p.question_index]}")
-            first_line[p.question_index] = n
-            out.append(p)
+    opener = gzip.open if path.suffix == ".gz" else open
+    try:
+        with opener(path, "rt", encoding="utf-8") as f:
+            for n, line in enumerate(f, start=1):
+                if not line.strip():
+                    continue
+                where = f"{path}, line {n}"
+                try:
+                    obj = json.loads(line)
+                except json.JSONDecodeError as e:
+                    raise PredictionFormatError(f"{where}: not valid JSON ({e.msg} at column {e.colno})") from None
+                p = Prediction.from_json(obj, where)
+                if p.question_index in first_line:
+                    raise PredictionFormatError(f"{where}, field 'question_index': {p.question_index} already on "
+                                                f"line {first_line[p.question_index]}")
+                first_line[p.question_index] = n
+                out.append(p)
+    except (gzip.BadGzipFile, EOFError) as e:
+        raise PredictionFormatError(f"{path}: not a whole gzip file ({e or 'truncated'})") from None
     return out
 
 
@@ -291,7 +299,7 @@ def find_prediction_files(runs: Sequence[str | os.PathLike]) -> dict[CellKey, li
         else:
             folders = sorted(p for p in root.rglob("predictions") if p.is_dir())
         for folder in folders:
-            for f in sorted(folder.glob("*.jsonl")):
+            for f in sorted([*folder.glob("*.jsonl"), *folder.glob("*.jsonl.gz")]):
                 found.setdefault(parse_predictions_name(f), []).append(f)
     return {k: sorted(set(v)) for k, v in sorted(found.items())}
 

@@ -37,6 +37,11 @@ from nsvqa.generation.variants import load_variant
 GENERATOR_VERSION = "0.2.0"  # 0.2.0: one question set for the three visual levels
 SPLITS = ("train", "val", "test")
 PREFIX = "nsvqa"
+#: Question sets: (object questions, part questions) asked per image. ``object`` is the paper's
+#: question set: the official Super-CLEVR release asks 10 questions per image from the CLEVR 1.0
+#: templates (``data/templates`` without ``part.json``); ``object+part`` adds 10 questions of the
+#: part templates, an extension no published study has (docs/variants.md).
+QUESTION_SETS: Mapping[str, tuple[int, int]] = {"object": (10, 0), "object+part": (10, 10)}
 @dataclass(frozen=True)
 class GenerationProfile:
     """Image size of a profile: ``tiny`` for tests, ``mini`` for CPU work, ``full`` the paper's."""
@@ -287,9 +292,16 @@ def update_manifest(job: SplitJob, n_questions: int) -> dict:
 
 
 def job_for(root: Path, variant: str, split: str, num_images: int, seed: int, width: int = 320,
-            height: int = 240) -> SplitJob:
-    """A :class:`SplitJob` for a catalogue variant (its scene parameters for ``split``)."""
+            height: int = 240, questions: str = "object+part") -> SplitJob:
+    """A :class:`SplitJob` for a catalogue variant (its scene parameters for ``split``) asking the
+    question set ``questions`` (:data:`QUESTION_SETS`).
+
+    Raises:
+        ValueError: an unknown question set.
+    """
+    if questions not in QUESTION_SETS:
+        raise ValueError(f"question set {questions!r}: expected one of {sorted(QUESTION_SETS)}")
     v = load_variant(variant)
     onto = load_ontology("superclevr")
     return SplitJob(Path(root), v.name, split, num_images, seed, v.scene_params(split, onto), width, height,
-                    spec=v.spec(), redundancy=v.redundancy)
+                    spec=v.spec(), redundancy=v.redundancy, questions_per_image=QUESTION_SETS[questions])

@@ -38,18 +38,21 @@ def variants_of(factor: str) -> list[str]:
 
 def generate_suite(out: str | Path, factor: str = "all", profile: str = "mini", *, seed: int = 0, workers: int = 1,
                    progress: bool = True, variants: list[str] | None = None,
-                   splits: Mapping[str, Sequence[str]] | None = None,
+                   splits: Mapping[str, Sequence[str]] | None = None, questions: str = "object+part",
+                   sizes: SuiteProfile | None = None,
                    echo: Callable[[str], None] = lambda s: print(s, file=sys.stderr)) -> dict[str, dict]:
     """Generate (or complete) every split of the factor's variants under ``out``; returns
     ``{"<variant>/<split>": generate_split's result}``. ``splits`` (variant -> splits) limits
-    what is generated, e.g. only the test split of variants no model is trained on."""
-    sizes, img = SUITE_PROFILES[profile], PROFILES[profile]
+    what is generated, e.g. only the test split of variants no model is trained on. ``questions``:
+    the question set (:data:`nsvqa.generation.dataset.QUESTION_SETS`); ``sizes``: split sizes
+    instead of the profile's (the image size stays the profile's)."""
+    sizes, img = sizes or SUITE_PROFILES[profile], PROFILES[profile]
     done = {}
     for name in variants or variants_of(factor):
         for split in load_variant(name).available_splits:
             if splits is not None and split not in splits.get(name, ()):
                 continue
-            job = job_for(out, name, split, getattr(sizes, split), seed, img.width, img.height)
+            job = job_for(out, name, split, getattr(sizes, split), seed, img.width, img.height, questions)
             res = generate_split(job, workers=workers, progress=progress)
             echo(f"{name}/{split}: rendered {res['rendered']}, already done {res['skipped']}")
             done[f"{name}/{split}"] = res

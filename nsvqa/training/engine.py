@@ -36,6 +36,19 @@ from nsvqa.training.distributed import DistInfo, barrier, mean_over_ranks, seed_
 from nsvqa.training import check_finite
 
 
+def native_bf16(device: torch.device | str) -> bool:
+    """Whether ``device`` computes bfloat16 natively, so that autocast to it is faster than float32:
+    a CUDA device that supports bf16, a CPU with AVX512-BF16 or AMX. Elsewhere bf16 is emulated
+    (measured on an AMD EPYC without it: the mini detector took 14 s per iteration under bf16
+    autocast against 1.5 s in float32)."""
+    dev = torch.device(device)
+    if dev.type == "cuda":
+        return torch.cuda.is_available() and torch.cuda.is_bf16_supported()
+    if dev.type == "cpu":
+        return bool(torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported())
+    return False
+
+
 @dataclass
 class StepResult:
     """What a step function returns (a ``(loss, values)`` tuple is accepted too).
@@ -276,4 +289,5 @@ def training_run(cfg: Any, out: str | Path, *, resume: bool, **global_batches: i
             cleanup()
 
 
-__all__ = ["StepResult", "Progress", "Stopwatch", "train_steps", "training_run", "restore_train_state", "record_seconds"]
+__all__ = ["StepResult", "Progress", "Stopwatch", "native_bf16", "train_steps", "training_run", "restore_train_state",
+           "record_seconds"]

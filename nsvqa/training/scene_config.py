@@ -40,17 +40,18 @@ class SceneTrainProfile:
     det_eval_every: int = 0   # detector iterations between val APs (the learning curve; 0: none)
     det_eval_images: int = 50  # val images of those APs
     e2e_eval_images: int = 0  # val images parsed after each head epoch for NS-VQA / P-NSVQA accuracy (0: none)
-    det_amp: bool = False     # detector training under bfloat16 autocast
+    det_amp: bool | None = False  # detector training under bfloat16 autocast (None: if the device runs bf16 natively)
 
 
 PROFILES = {
     "tiny": SceneTrainProfile(4, 2, 5e-4, 2, 16, 1e-3, 2, 2),
-    # 2,000 mid images in <= 45 minutes on 2 CPU cores (issue 16): detector ~24 min (bf16 autocast),
-    # crops ~4 min, head 3 epochs ~13 min (channels-last), the learning-curve evaluations ~3 min
+    # 2,000 mid images in <= 45 minutes on 2 CPU cores (issue 16): detector ~24 min (bf16 autocast on a
+    # CPU with AMX; float32 where bf16 is emulated), crops ~4 min, head 3 epochs ~13 min (channels-last),
+    # the learning-curve evaluations ~3 min
     "mini": SceneTrainProfile(1300, 2, 4e-4, 3, 64, 1e-3, 400, 100, det_eval_every=300, e2e_eval_images=60,
-                              det_amp=True),
+                              det_amp=None),
     # make demo: minutes on 2 CPU cores (the mini networks, a short schedule)
-    "demo": SceneTrainProfile(400, 2, 4e-4, 3, 64, 1e-3, 0, 100, det_amp=True),
+    "demo": SceneTrainProfile(400, 2, 4e-4, 3, 64, 1e-3, 0, 100, det_amp=None),
     # the authors: Mask R-CNN 30k iterations at batch 16, attribute net 100 epochs at batch 64
     "full": SceneTrainProfile(30000, 16, 4e-4, 100, 64, 1e-3, 4000, 1000),
 }
@@ -86,7 +87,7 @@ class SceneParserConfig(Config):
     det_eval_every: int = 0
     det_eval_images: int = 50
     e2e_eval_images: int = 0
-    det_amp: bool = False
+    det_amp: bool | None = None        # None: bf16 autocast where the device runs bf16 natively
     crop_size: int = 0
     attr_parts: bool = True            # the head also learns part crops (part name, color, material)
     max_train_images: int | None = None
@@ -132,7 +133,8 @@ class SceneParserConfig(Config):
         "det_eval_every": "detector iterations between class-agnostic val APs of objects and listed parts (on "
                           "det_eval_images images; tensorboard 'detector_val/*', the learning curve); 0: none",
         "det_amp": "train the detector under bfloat16 autocast (float32 weights and losses): 1.65x faster per "
-                   "iteration on a CPU with AMX/AVX512-BF16, slower on one without",
+                   "iteration on a CPU with AMX/AVX512-BF16, ~9x slower on one without; none (the mini and demo "
+                   "default): on where the device runs bf16 natively (nsvqa.training.engine.native_bf16)",
         "e2e_eval_images": "val images parsed after each attribute-head epoch (this run's detector, the head as it "
                            "is) for NS-VQA / P-NSVQA accuracy on their ground-truth programs "
                            "(tensorboard 'end_to_end_val/*'); 0: none",

@@ -34,7 +34,8 @@ from nsvqa.training.data import StepLoader
 from nsvqa.training.datasets import (OBJECT_ATTRIBUTES, PART_ATTRIBUTES, AttributeCropDataset, CropItem,
                                      DetectionDataset, collate_detection)
 from nsvqa.training.distributed import DistInfo, check_global_batch, init_from_env, run_on_main, shard, wrap
-from nsvqa.training.engine import Progress, StepResult, restore_train_state, train_steps, training_run
+from nsvqa.training.engine import (Progress, StepResult, native_bf16, restore_train_state, train_steps,
+                                   training_run)
 from nsvqa.training.loading import detector_from_checkpoint
 from nsvqa.training.sampling import PermutationBatches, SequentialBatches
 from nsvqa.training.scene_config import SceneParserConfig
@@ -110,9 +111,12 @@ def train_detector(cfg: SceneParserConfig, run: RunDir, *, resume: bool = False,
     # det_amp: the forward under bfloat16 autocast (convolutions and matmuls in bf16), the weights,
     # the box arithmetic (parsers.scene.detector.box_math_in_float32) and the losses in float32;
     # bf16 needs no loss scaling
-    amp = torch.autocast(dev.type, dtype=torch.bfloat16, enabled=cfg.det_amp)
-    if cfg.det_amp and dev.type == "cpu" and not torch.cpu._is_avx512_bf16_supported():
-        run.log("detector: det_amp on a CPU without native bfloat16 (AVX512-BF16/AMX): expect it slower than "
+    use_amp = native_bf16(dev) if cfg.det_amp is None else cfg.det_amp
+    amp = torch.autocast(dev.type, dtype=torch.bfloat16, enabled=use_amp)
+    run.log(f"detector: {'bfloat16 autocast' if use_amp else 'float32'} "
+            f"({'chosen by the device: native bf16 ' + ('yes' if use_amp else 'no') if cfg.det_amp is None else 'det_amp'})")
+    if use_amp and not native_bf16(dev):
+        run.log("detector: det_amp on a device without native bfloat16 (AVX512-BF16/AMX): expect it slower than "
                 "float32; --det-amp false turns it off")
 
     def step_fn(step: int) -> StepResult:

@@ -1,0 +1,296 @@
+"""The robustness study of the Super-CLEVR paper, cut into pieces that each finish in one sitting.
+
+The study trains every model on every training variant of the four domain-shift factors (and the
+systematic splits), tests each on its factor's variants, and reports accuracy matrices (the paper's
+Table 1) and Relative Degrade (Table 2). It is far too long for one process on a CPU, so it is a
+list of *pieces*: one (training variant, seed, group of models) each, run by :func:`run_piece`
+through :func:`nsvqa.experiment.train_variant`. A finished piece leaves, under ``RESULTS/pieces/<piece>/``:
+
+    predictions/<model>__train-<variant>__test-<variant>.jsonl.gz   every prediction, gzipped
+    piece.json     what ran (the study config, the piece, the commit, the machine), per-step and
+                   total seconds, accuracy per (model, test variant); written last: its presence
+                   is what "done" means
+
+:func:`pending_pieces` skips the pieces whose ``piece.json`` exists, so rerunning the one command
+resumes the study where the committed results stop; an interrupted piece resumes from the
+checkpoints in its run folder (outside git) when they are still there, else it starts again.
+:func:`nsvqa.study_report.build_report` rebuilds every table from the committed predictions alone.
+
+Every size and schedule of the study is in :data:`STUDY` (one :class:`StudyConfig`); nothing is
+in shell scripts. Variants whose data are the same bytes are trained once: ``co-0`` is ``mid`` and
+``bal`` is ``hard`` (:attr:`StudyConfig.aliases`, checked against the catalogue by
+:func:`check_aliases`); the report reads ``mid``'s predictions as ``co-0``'s in the compositionality
+table, and ``hard``'s as ``bal``'s in the distribution table.
+"""
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+from nsvqa.fileio import write_json_atomic
+from nsvqa.generation.suite import SuiteProfile
+from nsvqa.generation.variants import FACTORS, load_variant
+
+#: Format version of ``piece.json``.
+PIECE_FORMAT = 1
+
+
+class StudyError(RuntimeError):
+    """A study that cannot go on as asked (the message says what and where)."""
+
+
+@dataclass(frozen=True)
+class StudyConfig:
+    """Everything the study's numbers depend on besides the code.
+
+    Attributes:
+        sizes: images per split of every variant (train / val / test); 10 questions per image.
+        image_profile: image size (``mini``: 320x240).
+        questions: the question set (:data:`nsvqa.generation.dataset.QUESTION_SETS`): ``object``,
+            the paper's (the CLEVR 1.0 templates, 10 per image as the official release).
+        data_seed: seed of every generated variant (variants of one factor share layouts).
+        profile: the profile of the parsers and of every model.
+        scene_overrides: scene-parser fields over the profile's: object questions use no part
+            function, so the parser detects and describes objects only (``agnostic``, no part
+            crops), on a shorter detector schedule.
+        question_overrides, model_overrides: as :class:`nsvqa.experiment.TrainSpec`'s.
+        parse_min_score: detections kept when parsing test images (P-NSVQA weighs them by score).
+        default_variant: the in-domain variant of Fig. 3 and of the seed study.
+        seeds: seeds of the default variant's modular models (the in-domain NS-VQA vs P-NSVQA
+            comparison); every other piece runs seed 0 only, as the paper does.
+        groups: group name -> the models trained and tested together in one piece. ``modular``
+            shares the run's scene and question parsers; ``holistic`` models train alone.
+        default_only: models run on the default variant only (the simple baselines of Fig. 3).
+        aliases: variant -> the variant whose data are the same bytes (its runs are reused).
+        factors: the factors of Tables 1-2 (the systematic splits come after them).
+    """
+
+    sizes: SuiteProfile = SuiteProfile(2000, 150, 300)
+    image_profile: str = "mini"
+    questions: str = "object"
+    data_seed: int = 0
+    profile: str = "mini"
+    scene_overrides: Mapping[str, Any] = field(default_factory=lambda: {
+        "mode": "agnostic", "attr_parts": False, "det_iterations": 1000, "det_eval_every": 500})
+    question_overrides: Mapping[str, Any] = field(default_factory=dict)
+    model_overrides: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    parse_min_score: float = 0.05
+    default_variant: str = "mid"
+    seeds: tuple[int, ...] = (0, 1, 2)
+    groups: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: {
+        "modular": ("nsvqa", "pnsvqa", "pnsvqa-exact", "nscl", "nsvqa+gtprog", "pnsvqa+gtprog",
+                    "pnsvqa-exact+gtprog"),
+        "holistic": ("lstm", "film", "mdetr", "cnn_lstm", "random", "majority")})
+    default_only: tuple[str, ...] = ("cnn_lstm", "random", "majority")
+    aliases: Mapping[str, str] = field(default_factory=lambda: {"co-0": "mid", "bal": "hard"})
+    factors: tuple[str, ...] = ("visual", "redundancy", "distribution", "compositionality")
+
+    def to_json(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["sizes"] = asdict(self.sizes)
+        return json.loads(json.dumps(out))  # tuples as lists, mappings as dicts
+
+
+#: The study as shipped in ``results/study``.
+STUDY = StudyConfig()
+
+
+@dataclass(frozen=True)
+class Piece:
+    """One unit of the study: ``models`` trained on ``variant`` with ``seed``, tested on ``tests``."""
+
+    variant: str
+    seed: int
+    group: str
+    models: tuple[str, ...]
+    tests: tuple[str, ...]
+
+    @property
+    def name(self) -> str:
+        return f"{self.variant}-seed{self.seed}-{self.group}"
+
+
+# ---------------------------------------------------------------------------- the plan
+def check_aliases(cfg: StudyConfig = STUDY) -> None:
+    """Raise StudyError unless every alias has the same scene parameters, split overrides and
+    question redundancy as its target (so that, generated with one seed, their bytes agree)."""
+    for alias, target in cfg.aliases.items():
+        a, b = load_variant(alias).spec(), load_variant(target).spec()
+        for key in ("scene", "questions", "splits", "test_only", "ood"):
+            if a.get(key) != b.get(key):
+                raise StudyError(f"alias {alias!r} -> {target!r}: the variants differ in {key!r} "
+                                 f"({a.get(key)!r} vs {b.get(key)!r}); they cannot share runs")
+
+
+def canonical(variant: str, cfg: StudyConfig = STUDY) -> str:
+    """The variant whose runs and data serve ``variant`` (itself unless it is an alias)."""
+    return cfg.aliases.get(variant, variant)
+
+
+def training_variants(cfg: StudyConfig = STUDY) -> list[str]:
+    """The variants models are trained on for Tables 1-2, aliases resolved, the default first."""
+    out = [cfg.default_variant]
+    for f in cfg.factors:
+        out += [canonical(v, cfg) for v in FACTORS[f] if not load_variant(v).test_only]
+    return list(dict.fromkeys(out))
+
+
+def variants_tested(variant: str, cfg: StudyConfig = STUDY) -> tuple[str, ...]:
+    """Every variant a model trained on ``variant`` is tested on: the variants of each factor that
+    trains on it or on one of its aliases, aliases resolved (``mid``: visual, redundancy and
+    compositionality; ``hard``: visual and distribution, head / tail / oppo included)."""
+    if variant in FACTORS["systematic"]:  # each systematic split is its own experiment (ID vs OOD)
+        return (variant,)
+    names = {variant} | {a for a, t in cfg.aliases.items() if t == variant}
+    out = [variant]
+    for f in cfg.factors:
+        if names & set(FACTORS[f]):
+            out += [canonical(v, cfg) for v in FACTORS[f]]
+    return tuple(dict.fromkeys(out))
+
+
+def study_pieces(cfg: StudyConfig = STUDY) -> list[Piece]:
+    """Every piece of the study, in the order they run: the default variant's two groups first
+    (the demo's checkpoints, Fig. 3), then each factor's other training variants, then the
+    default variant's further seeds (modular models: the in-domain comparison), then the systematic
+    splits (modular models)."""
+    check_aliases(cfg)
+    out = []
+    for v in training_variants(cfg):
+        for group, models in cfg.groups.items():
+            ms = tuple(m for m in models if v == cfg.default_variant or m not in cfg.default_only)
+            out.append(Piece(v, 0, group, ms, variants_tested(v, cfg)))
+    modular = tuple(cfg.groups["modular"])
+    for s in cfg.seeds:
+        if s != 0:
+            out.append(Piece(cfg.default_variant, s, "modular", modular, (cfg.default_variant,)))
+    for v in FACTORS["systematic"]:
+        out.append(Piece(v, 0, "modular", modular, (v,)))
+    return out
+
+
+def piece_dir(results: str | os.PathLike, piece: Piece) -> Path:
+    return Path(results) / "pieces" / piece.name
+
+
+def is_done(results: str | os.PathLike, piece: Piece) -> bool:
+    return (piece_dir(results, piece) / "piece.json").exists()
+
+
+def pending_pieces(results: str | os.PathLike, cfg: StudyConfig = STUDY, *,
+                   only: Sequence[str] | None = None) -> list[Piece]:
+    """The pieces without a ``piece.json`` under ``results`` (``only``: names to keep, in plan
+    order).
+
+    Raises:
+        StudyError: a name of ``only`` that is not a piece of the study (the valid ones listed).
+    """
+    plan = study_pieces(cfg)
+    if only:
+        names = [p.name for p in plan]
+        bad = [n for n in only if n not in names]
+        if bad:
+            raise StudyError(f"unknown piece(s) {bad}; the study's pieces: {', '.join(names)}")
+        plan = [p for p in plan if p.name in only]
+    return [p for p in plan if not is_done(results, p)]
+
+
+# ---------------------------------------------------------------------------- running a piece
+def generate_piece_data(data: str | os.PathLike, piece: Piece, cfg: StudyConfig = STUDY, *, workers: int = 1,
+                        progress: bool = True, echo: Callable[[str], None] = print) -> None:
+    """Generate (or find) the train and val splits of the piece's variant and the test split of
+    each of its test variants, with the study's sizes, seed and question set."""
+    from nsvqa.generation.suite import generate_suite
+
+    splits = {t: ["test"] for t in piece.tests}
+    splits[piece.variant] = ["train", "val", "test"]
+    generate_suite(data, "all", cfg.image_profile, seed=cfg.data_seed, workers=workers, progress=progress,
+                   variants=list(splits), splits=splits, questions=cfg.questions, sizes=cfg.sizes, echo=echo)
+
+
+def _commit() -> str | None:
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10,
+                             cwd=Path(__file__).resolve().parent)
+        return out.stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def machine() -> dict[str, Any]:
+    """What the piece ran on: CPU, threads, whether it computes bf16 natively."""
+    import torch
+
+    from nsvqa.training.engine import native_bf16
+
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), cpu)
+    except OSError:
+        pass
+    return {"cpu": cpu, "cores": os.cpu_count(), "torch_threads": torch.get_num_threads(),
+            "native_bf16": native_bf16("cpu"), "torch": torch.__version__, "python": platform.python_version()}
+
+
+def run_piece(piece: Piece, data: str | os.PathLike, runs: str | os.PathLike, results: str | os.PathLike,
+              cfg: StudyConfig = STUDY, *, jobs: int = 2, workers: int = 2, device: str = "cpu",
+              progress: bool = True, echo: Callable[[str], None] = print) -> dict[str, Any]:
+    """Generate the piece's data, train and test its models (:func:`nsvqa.experiment.train_variant`,
+    resuming from ``runs``), then copy its predictions, gzipped, to ``RESULTS/pieces/<piece>/`` and
+    write ``piece.json`` there (last). Returns what ``piece.json`` holds.
+
+    Wall time: the seconds of this call's steps are added to those of earlier, interrupted calls
+    (kept in ``RUNS/<run>/study_<group>.json``), so a resumed piece reports its whole cost.
+    """
+    from nsvqa.artifacts.predictions import read_predictions, write_predictions
+    from nsvqa.experiment import TrainSpec, VariantRun, train_variant
+
+    t0 = time.perf_counter()
+    generate_piece_data(data, piece, cfg, workers=workers, progress=progress, echo=echo)
+    gen_seconds = time.perf_counter() - t0
+    spec = TrainSpec(profile=cfg.profile, scene_overrides=dict(cfg.scene_overrides),
+                     question_overrides=dict(cfg.question_overrides),
+                     model_overrides={k: dict(v) for k, v in cfg.model_overrides.items()},
+                     jobs=jobs, device=device, progress=progress, parse_min_score=cfg.parse_min_score)
+    run = VariantRun(Path(runs), piece.variant, piece.seed)
+    ledger_path = run.path / f"study_{piece.group}.json"
+    try:
+        ledger = json.loads(ledger_path.read_text())
+    except (OSError, ValueError):
+        ledger = {"attempts": []}
+    t1 = time.perf_counter()
+    summary = train_variant(data, piece.variant, runs, models=piece.models, spec=spec, seed=piece.seed,
+                            tests=piece.tests, echo=echo)
+    attempt = {"generate": gen_seconds, "train_variant": time.perf_counter() - t1, "steps": summary["seconds"]}
+    ledger["attempts"].append(attempt)
+    write_json_atomic(ledger_path, ledger, indent=1)
+
+    out = piece_dir(results, piece)
+    accuracy: dict[str, dict[str, Any]] = {}
+    for label in summary["models"]:
+        if label not in piece.models:
+            continue
+        for t in piece.tests:
+            src = run.predictions(label, t)
+            preds = read_predictions(src)
+            dst = out / "predictions" / (src.name + ".gz")
+            write_predictions(dst, preds)
+            accuracy.setdefault(label, {})[t] = summary["accuracy"][label][t]
+    record = {"format": PIECE_FORMAT, "piece": asdict(piece), "study": cfg.to_json(), "commit": _commit(),
+              "machine": machine(), "accuracy": accuracy,
+              "seconds": {"total": sum(a["generate"] + a["train_variant"] for a in ledger["attempts"]),
+                          "attempts": ledger["attempts"]}}
+    write_json_atomic(out / "piece.json", record, indent=1)
+    return record
+
+
+__all__ = ["STUDY", "StudyConfig", "StudyError", "Piece", "check_aliases", "canonical", "training_variants",
+           "variants_tested", "study_pieces", "piece_dir", "is_done", "pending_pieces", "generate_piece_data", "machine",
+           "run_piece"]

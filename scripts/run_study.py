@@ -1,0 +1,73 @@
+"""The Super-CLEVR robustness study, piece by piece: run what is not committed, or check the tables.
+
+    python scripts/run_study.py --list                   # the plan, and which pieces are done
+    python scripts/run_study.py --pieces 1               # run the next pending piece (resumable)
+    python scripts/run_study.py --only mid-seed0-modular # run that piece
+    python scripts/run_study.py --report                 # rebuild results/study's tables
+    python scripts/run_study.py --check                  # rebuild them in memory; fail if one differs
+
+Every size and schedule is in ``nsvqa.study.STUDY``. A piece writes its gzipped predictions and
+``piece.json`` under ``RESULTS/pieces/<piece>/``; a piece with a ``piece.json`` is done and skipped.
+Commit each finished piece before starting the next (``make study`` runs one piece at a time).
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+
+import baselines  # noqa: F401  (registers the baselines in nsvqa.models)
+from nsvqa.study import STUDY, StudyError, is_done, pending_pieces, run_piece, study_pieces
+
+PROG = "run_study.py"
+
+
+def get_args_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--data", type=Path, default=Path("data/generated/study"), help="dataset root")
+    p.add_argument("--runs", type=Path, default=Path("runs/study"), help="runs root (checkpoints; not committed)")
+    p.add_argument("--results", type=Path, default=Path("results/study"), help="committed results")
+    p.add_argument("--list", action="store_true", help="print the plan and stop")
+    p.add_argument("--pieces", type=int, default=1, help="how many pending pieces to run (in plan order)")
+    p.add_argument("--only", default=None, help="comma-separated piece names to run (if pending)")
+    p.add_argument("--jobs", type=int, default=2, help="2: the question parser trains beside the scene parser")
+    p.add_argument("--workers", type=int, default=2, help="rendering processes")
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+    p.add_argument("--no-progress", action="store_true")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = get_args_parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
+    try:
+        if args.list:
+            for p in study_pieces(STUDY):
+                print(f"{'done' if is_done(args.results, p) else '    '}  {p.name:<34} {','.join(p.models)}  "
+                      f"-> {','.join(p.tests)}")
+            return 0
+        todo = pending_pieces(args.results, STUDY, only=args.only.split(",") if args.only else None)
+        for piece in todo[:args.pieces]:
+            print(f"{PROG}: piece {piece.name}: {', '.join(piece.models)} on {piece.variant} "
+                  f"(seed {piece.seed}), tested on {', '.join(piece.tests)}", file=sys.stderr)
+            rec = run_piece(piece, args.data, args.runs, args.results, STUDY, jobs=args.jobs, workers=args.workers,
+                            device=args.device, progress=not args.no_progress)
+            print(f"{PROG}: piece {piece.name} done in {rec['seconds']['total'] / 60:.1f} min -> "
+                  f"{args.results / 'pieces' / piece.name}", file=sys.stderr)
+        if not todo:
+            print(f"{PROG}: every piece of the study is done", file=sys.stderr)
+    except StudyError as e:
+        print(f"{PROG}: error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

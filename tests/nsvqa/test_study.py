@@ -1,0 +1,77 @@
+"""The study's plan (aliases, tests per training variant, pieces) and one tiny piece run end to end."""
+from __future__ import annotations
+
+import dataclasses
+import gzip
+import json
+
+import pytest
+
+from nsvqa.generation.suite import SuiteProfile
+from nsvqa.study import (STUDY, Piece, StudyConfig, StudyError, canonical, check_aliases, is_done, pending_pieces,
+                         run_piece, study_pieces, variants_tested, training_variants)
+from nsvqa.artifacts.predictions import find_prediction_files, read_predictions
+
+
+def test_aliases_share_their_targets_data():
+    check_aliases(STUDY)
+    assert canonical("co-0") == "mid" and canonical("bal") == "hard" and canonical("slt") == "slt"
+    with pytest.raises(StudyError, match=r"alias 'co-1' -> 'mid': the variants differ in 'scene'"):
+        check_aliases(dataclasses.replace(STUDY, aliases={"co-1": "mid"}))
+
+
+def test_each_training_variant_is_tested_on_every_factor_it_serves():
+    # mid is visual's and redundancy's default and compositionality's co-0
+    assert variants_tested("mid") == ("mid", "easy", "hard", "rd-", "rd+", "co-1", "co-2")
+    # hard is also the distribution factor's bal: tested on head, tail and oppo too
+    assert variants_tested("hard") == ("hard", "easy", "mid", "slt", "long", "head", "tail", "oppo")
+    assert variants_tested("slt") == ("slt", "hard", "long", "head", "tail", "oppo")
+    assert variants_tested("sys-random") == ("sys-random",)
+    assert training_variants() == ["mid", "easy", "hard", "rd-", "rd+", "slt", "long", "co-1", "co-2"]
+
+
+def test_the_plan_runs_the_default_variant_first_and_each_piece_once():
+    plan = study_pieces()
+    names = [p.name for p in plan]
+    assert names[:2] == ["mid-seed0-modular", "mid-seed0-holistic"]
+    assert len(names) == len(set(names))
+    assert {"mid-seed1-modular", "mid-seed2-modular", "sys-extrapolation-seed0-modular"} <= set(names)
+    # no alias is trained: its target's runs serve it
+    assert not any(p.variant in STUDY.aliases for p in plan)
+    holistic = {p.variant: p.models for p in plan if p.group == "holistic"}
+    assert "cnn_lstm" in holistic["mid"] and "majority" in holistic["mid"]
+    assert "cnn_lstm" not in holistic["easy"] and "film" in holistic["easy"]
+    with pytest.raises(StudyError, match="unknown piece"):
+        pending_pieces("nowhere", only=["mid-seed9-modular"])
+
+
+def test_a_piece_runs_commits_gzipped_predictions_and_is_then_skipped(tmp_path, require_renderer):
+    import torch
+
+    torch.manual_seed(0)
+    cfg = StudyConfig(sizes=SuiteProfile(4, 2, 2), image_profile="tiny", profile="tiny",
+                      scene_overrides={"mode": "agnostic", "attr_parts": False, "det_iterations": 2,
+                                       "attr_epochs": 1},
+                      question_overrides={"steps": 20},
+                      groups={"modular": ("nsvqa", "pnsvqa-exact+gtprog"), "holistic": ("majority",)})
+    piece = Piece("mid", 0, "modular", cfg.groups["modular"], ("mid", "easy"))
+    results = tmp_path / "results"
+    rec = run_piece(piece, tmp_path / "data", tmp_path / "runs", results, cfg, jobs=1, workers=1,
+                    progress=False, echo=lambda s: None)
+    # the paper's question set: object questions only, 10 per image
+    qs = json.loads((tmp_path / "data" / "mid" / "questions" / "test_questions.json").read_text())["questions"]
+    assert qs and all(not any(n["type"].startswith("part") for n in q["program"]) for q in qs)
+    files = find_prediction_files([results])
+    assert {(k.model, k.train, k.test) for k in files} == {
+        (m, "mid", t) for m in ("nsvqa", "pnsvqa-exact+gtprog") for t in ("mid", "easy")}
+    for key, (path,) in files.items():
+        assert path.suffix == ".gz"
+        gzip.decompress(path.read_bytes())  # a whole gzip file
+        preds = read_predictions(path)
+        assert len(preds) == len(qs)
+        assert rec["accuracy"][key.model][key.test]["n"] == len(preds)
+    assert rec["study"]["questions"] == "object" and rec["piece"]["variant"] == "mid"
+    assert rec["seconds"]["total"] > 0 and len(rec["seconds"]["attempts"]) == 1
+    assert is_done(results, piece)
+    # a done piece is not pending any more
+    assert piece.name not in [p.name for p in pending_pieces(results, STUDY)]
