@@ -78,7 +78,7 @@ from nsvqa.artifacts.programs import read_programs
 from nsvqa.artifacts.questions import QuestionsFile, questions_path, read_questions
 from nsvqa.artifacts.scenes import read_scenes, scenes_path
 from nsvqa.training.checkpoint import load_checkpoint, save_checkpoint
-from nsvqa.models import ModelSpec, PredictInputs
+from nsvqa.models import TUNED, ModelSpec, PredictInputs, read_tuned
 from nsvqa.artifacts.predictions import Prediction, load_question_meta
 from nsvqa.training import warmup_cosine
 from nsvqa.training.engine import Progress, StepResult, record_seconds, restore_train_state, train_steps
@@ -98,33 +98,10 @@ CNN_STRIDE = 4
 NSCL_BACKBONES = ("small", "lite0")
 #: the detection score cuts :meth:`NSCLBaseline.tune` chooses from on val, and where it saves its choice
 MIN_SCORE_CANDIDATES = (0.05, 0.1, 0.2, 0.3, 0.5, 0.7)
-TUNED = "tuned.json"
 _VALUE_TO_ATTRIBUTE = {t: a for a, t in VALUE_TYPES.items()}
 
 
 # ---------------------------------------------------------------------------- config
-def read_tuned(run_dir: str | Path) -> dict | None:
-    """``RUN_DIR/tuned.json`` (the score cut :meth:`NSCLBaseline.tune` chose on val), or None when
-    there is none.
-
-    Raises:
-        FormatError: a file that is not JSON or has no number ``min_score`` in [0, 1] (file named).
-    """
-    import json
-
-    path = Path(run_dir) / TUNED
-    if not path.is_file():
-        return None
-    try:
-        d = json.loads(path.read_text())
-    except (OSError, ValueError) as e:
-        raise FormatError(f"{path}: not readable JSON ({e})") from None
-    cut = d.get("min_score") if isinstance(d, dict) else None
-    if isinstance(cut, bool) or not isinstance(cut, (int, float)) or not 0.0 <= cut <= 1.0:
-        raise FormatError(f"{path}, field 'min_score': a number in [0, 1] expected, got {cut!r}")
-    return d
-
-
 @dataclass(frozen=True)
 class NSCLConfig(TrainConfig):
     """Resolved config of the NSCL baseline (written to config.json): a

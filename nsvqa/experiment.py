@@ -283,6 +283,7 @@ def tune_models(data: Path, run: VariantRun, spec: TrainSpec, specs: Sequence[Mo
         first = next(s for s in specs if s.name == name)
         need = model.needs(first)
         t0 = time.perf_counter()
+        run.model_dir(name).mkdir(parents=True, exist_ok=True)
         if need.scene_parser:
             parse_scenes(run, data, "val", progress=spec.progress, min_score=spec.parse_min_score, tuning=True)
         if need.question_parser:
@@ -343,7 +344,8 @@ def write_model_predictions(run: VariantRun, data: Path, split: str, specs: Sequ
     out = {}
     for spec in specs:
         model = registry.get(spec.name)
-        preds = model.predict(run.model_dir(spec.name) if model.trainable else None, data.parent, data.name, split,
+        has_dir = model.trainable or model.tunes_on_val
+        preds = model.predict(run.model_dir(spec.name) if has_dir else None, data.parent, data.name, split,
                               spec=spec, inputs=run.inputs(data.name, spec), device=device)
         out[spec.label] = run.predictions(spec.label, data.name)
         write_predictions(out[spec.label], preds)
@@ -418,7 +420,7 @@ def train_variant(root: str | os.PathLike, variant: str, runs: str | os.PathLike
             rd.log(f"training models {', '.join(dict.fromkeys(trained))} on {root / variant} "
                    f"(profile {spec.profile}, seed {seed})")
             timing |= train_models(root / variant, run, spec, specs)
-            timing |= tune_models(root / variant, run, spec, specs)
+        timing |= tune_models(root / variant, run, spec, specs)
         results: dict[str, dict[str, Any]] = {}
         for t in present:
             t1 = time.perf_counter()

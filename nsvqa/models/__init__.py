@@ -100,6 +100,38 @@ class ModelSpec:
         return cls(name, gt_programs=bool(plus))
 
 
+#: The file in a model's run directory where :meth:`Model.tune` keeps the cuts it chose on val.
+TUNED = "tuned.json"
+
+
+def read_tuned(run_dir: str | Path | None, cuts: Sequence[str] = ("min_score",)) -> dict | None:
+    """``RUN_DIR/tuned.json`` (the cuts a model's :meth:`Model.tune` chose on val), or None when
+    there is none.
+
+    Raises:
+        FormatError: a file that is not JSON, or a field of ``cuts`` that is not a number in
+            [0, 1] (the file and the field named).
+    """
+    import json
+
+    from executors.errors import FormatError
+
+    if run_dir is None:
+        return None
+    path = Path(run_dir) / TUNED
+    if not path.is_file():
+        return None
+    try:
+        d = json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        raise FormatError(f"{path}: not readable JSON ({e})") from None
+    for name in cuts:
+        cut = d.get(name) if isinstance(d, dict) else None
+        if isinstance(cut, bool) or not isinstance(cut, (int, float)) or not 0.0 <= cut <= 1.0:
+            raise FormatError(f"{path}, field {name!r}: a number in [0, 1] expected, got {cut!r}")
+    return d
+
+
 @dataclass(frozen=True)
 class PredictInputs:
     """The typed hand-off from the variant run to :meth:`Model.predict` (what :class:`Needs` asked).
@@ -298,5 +330,5 @@ def needs(specs: Sequence[ModelSpec]) -> Needs:
 # NS-VQA and P-NSVQA register themselves on import
 from nsvqa.models import pipeline  # noqa: E402,F401
 
-__all__ = ["PROFILE_NAMES", "GT_PROGRAMS_SUFFIX", "UnknownModel", "Needs", "ModelSpec", "PredictInputs", "Model",
+__all__ = ["PROFILE_NAMES", "GT_PROGRAMS_SUFFIX", "TUNED", "read_tuned", "UnknownModel", "Needs", "ModelSpec", "PredictInputs", "Model",
            "register", "unregister", "names", "get", "parse_spec", "parse_specs", "needs"]

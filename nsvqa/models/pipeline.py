@@ -35,7 +35,7 @@ from executors.probabilistic import ValueSpace
 from executors.scene import argmax_scene
 
 from nsvqa.artifacts.predictions import Prediction, QuestionMeta
-from nsvqa.models import Model, ModelSpec, PredictInputs, register
+from nsvqa.models import TUNED, Model, ModelSpec, PredictInputs, read_tuned, register
 
 #: Reasoner names (registered models; the ``<model>`` of predictions files).
 REASONERS = ("nsvqa", "pnsvqa", "pnsvqa-exact")
@@ -240,20 +240,15 @@ class PipelineModel(Model):
     supports_gt_programs = True
     threshold: float = 0.7
 
-    def reasoner(self, ontology: Ontology) -> Reasoner:
-        """The model's :class:`Reasoner` (NS-VQA keeps detections with existence >= 0.5)."""
+    def reasoner(self, ontology: Ontology, run_dir: str | Path | None = None) -> Reasoner:
+        """The model's :class:`Reasoner` (NS-VQA keeps detections with existence >= 0.5, or the cuts
+        its :meth:`tune` chose on val, kept in ``run_dir``)."""
         return make_reasoner(self.name, ontology, threshold=self.threshold)
 
-    def predict(self, run_dir, root, variant, split="test", *, spec: ModelSpec | None = None,
-                inputs: PredictInputs = PredictInputs(), device: str = "cpu", progress: bool = False) -> list[Prediction]:
-        """Predictions on ``ROOT/VARIANT``'s split from ``inputs.likelihoods`` and either the
-        ground-truth programs (``spec.gt_programs``) or ``inputs.programs``; failures are guessed,
-        seeded by ``inputs.seed`` (see :func:`predict`).
-
-        Raises:
-            ValueError: a parse output the model needs is missing from ``inputs``;
-            FormatError: a malformed questions, likelihoods or programs file.
-        """
+    def _read_inputs(self, root, variant: str, split: str, spec: ModelSpec | None,
+                     inputs: PredictInputs) -> tuple[Ontology, list[QuestionMeta], list, dict]:
+        """(ontology, question metas, programs, image index -> parsed scene) of a split, each file
+        read once."""
         from executors import load_ontology
 
         from nsvqa.artifacts import questions_path, read_likelihoods, read_programs, read_questions
@@ -272,12 +267,68 @@ class PipelineModel(Model):
             programs = [q.program for q in questions]
         else:
             programs = read_programs(inputs.programs, questions=questions).program_list()
-        return predict(self.reasoner(onto), metas, programs, scenes, seed=inputs.seed)
+        return onto, metas, programs, scenes
+
+    def predict(self, run_dir, root, variant, split="test", *, spec: ModelSpec | None = None,
+                inputs: PredictInputs = PredictInputs(), device: str = "cpu", progress: bool = False) -> list[Prediction]:
+        """Predictions on ``ROOT/VARIANT``'s split from ``inputs.likelihoods`` and either the
+        ground-truth programs (``spec.gt_programs``) or ``inputs.programs``; failures are guessed,
+        seeded by ``inputs.seed`` (see :func:`predict`).
+
+        Raises:
+            ValueError: a parse output the model needs is missing from ``inputs``;
+            FormatError: a malformed questions, likelihoods or programs file.
+        """
+        onto, metas, programs, scenes = self._read_inputs(root, variant, split, spec, inputs)
+        return predict(self.reasoner(onto, run_dir), metas, programs, scenes, seed=inputs.seed)
+
+
+#: The cuts NS-VQA's :meth:`NSVQAModel.tune` chooses from on val: the detection existence an
+#: object needs to enter its scene, and the part existence a part needs.
+MIN_EXIST_CANDIDATES = (0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 0.9)
+MIN_PART_CANDIDATES = (0.01, 0.1, 0.3, 0.5)
 
 
 @register("nsvqa")
 class NSVQAModel(PipelineModel):
-    """NS-VQA: the deterministic executor on the most likely parsed scene (Yi et al., 2018)."""
+    """NS-VQA: the deterministic executor on the most likely parsed scene (Yi et al., 2018). Its
+    two cuts (``min_exist``, ``min_part``: which detections and parts the scene keeps) are
+    hyper-parameters: :meth:`tune` chooses them on the training variant's val split."""
+
+    def reasoner(self, ontology: Ontology, run_dir: str | Path | None = None) -> Reasoner:
+        tuned = read_tuned(run_dir, ("min_exist", "min_part"))
+        if tuned is None:
+            return make_reasoner(self.name, ontology)
+        return make_reasoner(self.name, ontology, min_exist=tuned["min_exist"], min_part=tuned["min_part"])
+
+    def tune(self, run_dir, root, variant, split="val", *, spec: ModelSpec | None = None,
+             inputs: PredictInputs = PredictInputs(), device: str = "cpu") -> dict:
+        """Choose ``min_exist`` and ``min_part`` on ``ROOT/VARIANT``'s ``split`` (the val split,
+        never a test split) from :data:`MIN_EXIST_CANDIDATES` x :data:`MIN_PART_CANDIDATES`, given
+        ``inputs`` (the run's parses of that split): the pair with the best accuracy (the higher
+        cuts on a tie), saved in ``RUN_DIR/tuned.json`` with every pair's accuracy for
+        :meth:`predict`. Reused while the parses and the questions are the same."""
+        from nsvqa.artifacts import questions_path
+        from nsvqa.evaluation import accuracy
+        from nsvqa.fileio import sha256_file, write_json_atomic
+
+        key = {"likelihoods": sha256_file(inputs.likelihoods) if inputs.likelihoods else None,
+               "programs": sha256_file(inputs.programs) if inputs.programs is not None else None,
+               "questions": sha256_file(questions_path(Path(root) / variant, split)),
+               "variant": variant, "split": split,
+               "candidates": [list(MIN_EXIST_CANDIDATES), list(MIN_PART_CANDIDATES)]}
+        old = read_tuned(run_dir, ("min_exist", "min_part"))
+        if old is not None and old.get("key") == key:
+            return old
+        onto, metas, programs, scenes = self._read_inputs(root, variant, split, spec, inputs)
+        acc = {(e, p): accuracy(predict(make_reasoner(self.name, onto, min_exist=e, min_part=p), metas, programs,
+                                        scenes, seed=inputs.seed)).accuracy
+               for e in MIN_EXIST_CANDIDATES for p in MIN_PART_CANDIDATES}
+        best = max(acc, key=lambda c: (acc[c], c))
+        result = {"min_exist": best[0], "min_part": best[1],
+                  "accuracy": {f"{e},{p}": a for (e, p), a in acc.items()}, "key": key}
+        write_json_atomic(Path(run_dir) / TUNED, result, indent=1)
+        return result
 
 
 @register("pnsvqa")
@@ -291,5 +342,5 @@ class PNSVQAExactModel(PipelineModel):
 
 
 
-__all__ = ["REASONERS", "PipelineModel", "Answer", "Reasoner", "NSVQA", "PNSVQA", "make_reasoner", "unanswerable", "answer_pool",
+__all__ = ["REASONERS", "MIN_EXIST_CANDIDATES", "MIN_PART_CANDIDATES", "PipelineModel", "Answer", "Reasoner", "NSVQA", "PNSVQA", "make_reasoner", "unanswerable", "answer_pool",
            "predict"]

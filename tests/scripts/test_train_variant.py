@@ -185,3 +185,32 @@ def test_nscl_chooses_its_cut_on_the_val_parses_then_answers_test(suite, trained
     again = baselines.get("nscl").predict(run.model_dir("nscl"), suite, "mid", "test",
                                           inputs=run.inputs("mid", ModelSpec("nscl")), min_score=tuned["min_score"])
     assert [p.prediction for p in preds] == [p.prediction for p in again]
+
+
+def test_nsvqa_chooses_its_cuts_on_the_val_parses(suite, trained):
+    """NS-VQA's existence cuts are hyper-parameters: the run chooses them on the training variant's
+    val parses (never on test) and its test predictions are the deterministic executor's at them."""
+    from executors import load_ontology
+    from nsvqa.evaluation import accuracy
+    from nsvqa.models import TUNED, ModelSpec, get
+    from nsvqa.models.pipeline import MIN_EXIST_CANDIDATES, MIN_PART_CANDIDATES, make_reasoner, predict
+
+    run = VariantRun(trained, "mid")
+    tuned = json.loads((run.model_dir("nsvqa") / TUNED).read_text())
+    assert tuned["key"]["split"] == "val" and tuned["key"]["variant"] == "mid"
+    assert tuned["min_exist"] in MIN_EXIST_CANDIDATES and tuned["min_part"] in MIN_PART_CANDIDATES
+    assert len(tuned["accuracy"]) == len(MIN_EXIST_CANDIDATES) * len(MIN_PART_CANDIDATES)
+    assert tuned["accuracy"][f"{tuned['min_exist']},{tuned['min_part']}"] == max(tuned["accuracy"].values())
+    model = get("nsvqa")
+    spec = ModelSpec("nsvqa")
+    onto, metas, programs, scenes = model._read_inputs(suite, "mid", "test", spec, run.inputs("mid", spec))
+    at_cuts = predict(make_reasoner("nsvqa", onto, min_exist=tuned["min_exist"], min_part=tuned["min_part"]),
+                      metas, programs, scenes)
+    written = read_predictions(run.predictions("nsvqa", "mid"))
+    assert [p.prediction for p in written] == [p.prediction for p in at_cuts]
+    # the val accuracy it was chosen by is the val accuracy of those cuts
+    vspec = run.inputs("mid", spec, "val")
+    onto, metas, programs, scenes = model._read_inputs(suite, "mid", "val", spec, vspec)
+    val = accuracy(predict(make_reasoner("nsvqa", onto, min_exist=tuned["min_exist"], min_part=tuned["min_part"]),
+                           metas, programs, scenes)).accuracy
+    assert val == pytest.approx(max(tuned["accuracy"].values()))
