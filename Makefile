@@ -4,7 +4,8 @@
 #                (outputs/demo/); `make demo-executors` runs the executors on the bundled examples
 #   make test    set up .venv if needed, run the test suite (2 workers)
 #   make study   set up .venv if needed, then run the next pending piece of the robustness study
-#                (results/study/pieces/<piece>/; commit it before the next); STUDY_PIECES=n runs n
+#                (results/study/pieces/<piece>/; commit it before the next); STUDY_PIECES=n runs n;
+#                `make study-check` rebuilds results/study's tables from the committed predictions
 #   make bench   set up .venv if needed, run the executor, generator, question, scene-parser and baseline benchmarks
 #   make clean   remove build outputs and caches (keeps .venv); `make distclean` also removes .venv
 
@@ -25,7 +26,7 @@ APT_PACKAGES := libegl1 libgl1-mesa-dri libgles2 libegl-mesa0
 
 DEMO_OUT ?= outputs/demo
 
-.PHONY: help venv apt demo demo-executors test bench study clean distclean
+.PHONY: help venv apt demo demo-executors test bench study study-check clean distclean
 
 help:
 	@echo "make demo   - visual-complexity experiment at the demo profile -> $(DEMO_OUT) (creates .venv on first use)"
@@ -78,6 +79,11 @@ demo-executors: apt venv
 STUDY_PIECES ?= 1
 study: apt venv
 	$(PY) scripts/run_study.py --pieces $(STUDY_PIECES)
+	$(PY) scripts/run_study.py --report
+
+# every table of results/study rebuilt from the committed predictions; fails if one number differs
+study-check: venv
+	$(PY) scripts/run_study.py --check
 
 test: apt venv
 	$(PY) -m pytest -n 2 tests

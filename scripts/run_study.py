@@ -30,6 +30,9 @@ def get_args_parser() -> argparse.ArgumentParser:
     p.add_argument("--runs", type=Path, default=Path("runs/study"), help="runs root (checkpoints; not committed)")
     p.add_argument("--results", type=Path, default=Path("results/study"), help="committed results")
     p.add_argument("--list", action="store_true", help="print the plan and stop")
+    p.add_argument("--report", action="store_true", help="rebuild RESULTS' report from the committed predictions")
+    p.add_argument("--check", action="store_true",
+                   help="rebuild the report's tables in memory; exit 1 if one differs from RESULTS'")
     p.add_argument("--pieces", type=int, default=1, help="how many pending pieces to run (in plan order)")
     p.add_argument("--only", default=None, help="comma-separated piece names to run (if pending)")
     p.add_argument("--jobs", type=int, default=2, help="2: the question parser trains beside the scene parser")
@@ -53,6 +56,23 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{'done' if is_done(args.results, p) else '    '}  {p.name:<34} {','.join(p.models)}  "
                       f"-> {','.join(p.tests)}")
             return 0
+        if args.check:
+            from nsvqa.evaluation.study_report import check_study_report
+
+            bad = check_study_report(args.results, STUDY)
+            for rel in bad:
+                print(f"{PROG}: {args.results / rel}: differs from its rebuild from the committed predictions",
+                      file=sys.stderr)
+            print(f"{PROG}: {'FAILED' if bad else 'ok'}: every table of {args.results} "
+                  f"{'does not reproduce' if bad else 'reproduces from the committed predictions'}", file=sys.stderr)
+            return 1 if bad else 0
+        if args.report:
+            from nsvqa.evaluation.study_report import write_study_report
+
+            written = write_study_report(args.results, STUDY)
+            print(f"{PROG}: {len(written)} report files in {args.results} ({args.results / 'report.md'})",
+                  file=sys.stderr)
+            return 0
         todo = pending_pieces(args.results, STUDY, only=args.only.split(",") if args.only else None)
         for piece in todo[:args.pieces]:
             print(f"{PROG}: piece {piece.name}: {', '.join(piece.models)} on {piece.variant} "
@@ -63,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"{args.results / 'pieces' / piece.name}", file=sys.stderr)
         if not todo:
             print(f"{PROG}: every piece of the study is done", file=sys.stderr)
-    except StudyError as e:
+    except (StudyError, FileNotFoundError) as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return 2
     return 0

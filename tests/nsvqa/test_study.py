@@ -75,3 +75,23 @@ def test_a_piece_runs_commits_gzipped_predictions_and_is_then_skipped(tmp_path, 
     assert is_done(results, piece)
     # a done piece is not pending any more
     assert piece.name not in [p.name for p in pending_pieces(results, STUDY)]
+    # the report rebuilds from the committed predictions alone, and a changed number is caught
+    from nsvqa.evaluation.study_report import build_study_report, check_study_report, write_study_report
+
+    write_study_report(results, cfg)
+    assert check_study_report(results, cfg) == []
+    report = json.loads((results / "report.json").read_text())
+    row = {r["model"]: r for r in report["in_domain"]}
+    assert set(row) == {"nsvqa", "pnsvqa-exact+gtprog"}
+    assert row["nsvqa"]["accuracy"] == rec["accuracy"]["nsvqa"]["mid"]["accuracy"]
+    assert row["nsvqa"]["image_margin"] is None  # no question-only model ran
+    vis = report["factors"]["visual"]["models"]["nsvqa"]
+    assert vis["matrix"][1][:2] == [rec["accuracy"]["nsvqa"]["easy"]["accuracy"],
+                                    rec["accuracy"]["nsvqa"]["mid"]["accuracy"]]
+    # compositionality reads mid as co-0
+    comp = report["factors"]["compositionality"]["models"]["nsvqa"]["matrix"]
+    assert comp[0][0] == rec["accuracy"]["nsvqa"]["mid"]["accuracy"]
+    md = results / "report.md"
+    md.write_text(md.read_text().replace("| nsvqa |", "| nsvqa (edited) |", 1))
+    assert check_study_report(results, cfg) == ["report.md"]
+    assert "in_domain.png" in build_study_report(results, cfg)

@@ -1,0 +1,315 @@
+"""The study's report, rebuilt from the committed predictions alone (``results/study/pieces``).
+
+:func:`build_study_report` reads every ``pieces/<piece>/predictions/*.jsonl.gz`` (and each piece's
+``piece.json`` for its seed, commit and seconds) and returns every file of the report as bytes:
+
+    report.json, report.md, report.tex   Table 1 (accuracy matrices), Table 2 (RD), the in-domain
+                                         accuracies of Fig. 3 with each model's image margin, the
+                                         seeds of the default variant, exact inference beside the
+                                         0.7 threshold (accuracy and ECE), the pieces' wall times
+    in_domain.png                        Fig. 3: in-domain accuracy per model with 95% intervals
+    <factor>/report.{json,md,tex}        the factor's full evaluation (nsvqa.evaluation.evaluate)
+    <factor>/heatmaps/<model>.png        its train x test matrix per model
+
+Tables 1-2 use seed 0 of every model, as the paper does; the default variant's further seeds are
+reported apart. An alias of the study (``co-0`` is ``mid``, ``bal`` is ``hard``) reads its
+target's predictions under its own name in its factor's table. :func:`write_study_report` writes
+the files; :func:`check_study_report` rebuilds them in memory and lists the text files (JSON,
+Markdown, LaTeX) whose bytes differ from those on disk: the shipped tables are reproducible from
+the committed predictions without retraining.
+"""
+from __future__ import annotations
+
+import io
+import json
+import os
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from nsvqa.artifacts.predictions import CellKey, Prediction, parse_predictions_name, read_predictions
+from nsvqa.fileio import write_atomic
+from nsvqa.generation.variants import FACTORS, load_variant
+from nsvqa.study import STUDY, StudyConfig, canonical
+
+#: The question-only reference of the image margin.
+QUESTION_ONLY = "lstm"
+TEXT_SUFFIXES = (".json", ".md", ".tex")
+
+
+def _wilson(k: int, n: int) -> tuple[float, float]:
+    from scipy.stats import binomtest
+
+    ci = binomtest(k, n).proportion_ci(confidence_level=0.95, method="wilson")
+    return float(ci.low), float(ci.high)
+
+
+def collect(results: str | os.PathLike) -> tuple[dict[tuple[str, str, str, int], list[Prediction]], list[dict]]:
+    """Every committed prediction, keyed (model, train, test, seed), and each piece's record
+    (``piece.json`` without its study config), in piece-name order."""
+    cells: dict[tuple[str, str, str, int], list[Prediction]] = {}
+    pieces = []
+    for pj in sorted(Path(results).glob("pieces/*/piece.json")):
+        rec = json.loads(pj.read_text())
+        seed = int(rec["piece"]["seed"])
+        pieces.append({"name": pj.parent.name, "commit": rec.get("commit"), "machine": rec.get("machine"),
+                       "minutes": round(rec["seconds"]["total"] / 60, 1), "models": rec["piece"]["models"],
+                       "tests": rec["piece"]["tests"]})
+        for f in sorted((pj.parent / "predictions").glob("*.jsonl.gz")):
+            k = parse_predictions_name(f)
+            cells[(k.model, k.train, k.test, seed)] = read_predictions(f)
+    return cells, pieces
+
+
+def factor_cells(cells: Mapping[tuple[str, str, str, int], list[Prediction]], factor: str,
+                 cfg: StudyConfig = STUDY, seed: int = 0) -> dict[CellKey, list[list[Prediction]]]:
+    """The cells of ``factor``'s table at ``seed``, under the factor's own variant names (an alias
+    reads its target's predictions)."""
+    variants = FACTORS[factor]
+    out: dict[CellKey, list[list[Prediction]]] = {}
+    for (model, train, test, s), preds in cells.items():
+        if s != seed:
+            continue
+        for vt in variants:
+            if canonical(vt, cfg) != train or load_variant(vt).test_only:
+                continue
+            for vs in variants:
+                if canonical(vs, cfg) == test:
+                    out[CellKey(model, vt, vs)] = [preds]
+    return out
+
+
+def _pct(x: float | None, digits: int = 1) -> str:
+    return "—" if x is None else f"{100 * x:.{digits}f}"
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    return ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|",
+            *("| " + " | ".join(r) + " |" for r in rows)]
+
+
+def _png(draw) -> bytes:
+    from nsvqa.evaluation.report import _pyplot
+
+    plt = _pyplot()
+    fig = draw(plt)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=120, metadata={"Software": None})
+    plt.close(fig)
+    return buf.getvalue()
+
+
+def _heatmap(matrix, rows, cols, title) -> bytes:
+    import tempfile
+
+    from nsvqa.evaluation.report import plot_heatmap
+
+    with tempfile.TemporaryDirectory() as d:
+        p = Path(d) / "h.png"
+        plot_heatmap(p, matrix, rows, cols, title)
+        return p.read_bytes()
+
+
+def _in_domain_plot(rows: Sequence[Mapping[str, Any]]) -> bytes:
+    def draw(plt):
+        fig, ax = plt.subplots(figsize=(0.75 * len(rows) + 2.0, 3.4))
+        xs = range(len(rows))
+        acc = [100 * r["accuracy"] for r in rows]
+        err = [[100 * (r["accuracy"] - r["ci95"][0]) for r in rows], [100 * (r["ci95"][1] - r["accuracy"]) for r in rows]]
+        colors = ["tab:orange" if r["kind"] == "modular" else "tab:blue" for r in rows]
+        ax.bar(xs, acc, yerr=err, color=colors, edgecolor="black", capsize=3)
+        for x, a in zip(xs, acc):
+            ax.text(x, a + 2, f"{a:.1f}", ha="center", fontsize=7)
+        ax.set_xticks(list(xs), [r["model"] for r in rows], rotation=35, ha="right", fontsize=8)
+        ax.set_ylim(0, 105)
+        ax.set_ylabel("accuracy (%)")
+        ax.set_title("in-domain accuracy (train and test mid, object questions; 95% Wilson intervals)", fontsize=8)
+        fig.tight_layout()
+        return fig
+    return _png(draw)
+
+
+def build_study_report(results: str | os.PathLike, cfg: StudyConfig = STUDY, *, plots: bool = True) -> dict[str, bytes]:
+    """Every file of the study's report (path relative to ``results`` -> bytes), from the
+    committed predictions alone.
+
+    Raises:
+        FileNotFoundError: no finished piece under ``results``.
+    """
+    from nsvqa.evaluation import accuracy, calibration, evaluate, factor_layout
+    from nsvqa.evaluation.report import to_latex, to_markdown, variant_label
+
+    results = Path(results)
+    cells, pieces = collect(results)
+    if not pieces:
+        raise FileNotFoundError(f"{results}: no finished piece (pieces/<piece>/piece.json)")
+    files: dict[str, bytes] = {}
+    modular = set(cfg.groups["modular"])
+    kind = {m: ("modular" if m in modular else "holistic") for g in cfg.groups.values() for m in g}
+
+    # Table 1 / Table 2, one evaluation per factor
+    factors: dict[str, Any] = {}
+    for f in cfg.factors:
+        fc = factor_cells(cells, f, cfg)
+        if not fc:
+            continue
+        trains, tests = factor_layout(f)
+        rep = evaluate(fc, allow_partial=False, factors={f: (trains, tests)},
+                       concept_split=_concept_split() if f == "distribution" else None)
+        for c in rep["cells"]:
+            c.pop("files", None)
+        files[f"{f}/report.json"] = (json.dumps(rep, indent=1) + "\n").encode()
+        files[f"{f}/report.md"] = (to_markdown(rep) + "\n").encode()
+        files[f"{f}/report.tex"] = (to_latex(rep) + "\n").encode()
+        if plots:
+            for model, m in rep["factors"][f]["models"].items():
+                files[f"{f}/heatmaps/{model}.png"] = _heatmap(
+                    m["matrix"], [variant_label(f, t) for t in trains], [variant_label(f, s) for s in tests],
+                    f"{model}: {f} (accuracy, %)")
+        ece = {}
+        for c in rep["cells"]:
+            if c["train"] == c["test"] and c["calibration"] is not None:
+                ece.setdefault(c["model"], {})[c["train"]] = c["calibration"]["ece"]
+        factors[f] = {"train_variants": trains, "test_variants": tests,
+                      "models": {m: {"matrix": v["matrix"], "rd": v["rd"]["value"], "rd_note": v["rd"]["reason"],
+                                     "ece_in_domain": ece.get(m, {})}
+                                 for m, v in rep["factors"][f]["models"].items()}}
+
+    # Fig. 3: in domain on the default variant, seed 0; the image margin against the question-only model
+    d = cfg.default_variant
+    in_domain = []
+    for (model, train, test, seed), preds in sorted(cells.items()):
+        if train == test == d and seed == 0:
+            a = accuracy(preds)
+            cal = calibration(preds)
+            in_domain.append({"model": model, "kind": kind.get(model.split("+")[0], "holistic"), "n": a.n,
+                              "accuracy": a.accuracy, "ci95": list(_wilson(a.n_correct, a.n)),
+                              "guessed": a.n_guessed, "ece": cal.ece if cal is not None else None})
+    ref = next((r["accuracy"] for r in in_domain if r["model"] == QUESTION_ONLY), None)
+    for r in in_domain:
+        r["image_margin"] = None if ref is None else r["accuracy"] - ref
+    in_domain.sort(key=lambda r: (r["kind"] != "holistic", r["accuracy"]))
+    if plots and in_domain:
+        files["in_domain.png"] = _in_domain_plot(in_domain)
+
+    # the default variant's seeds (modular models)
+    seeds: dict[str, dict[str, Any]] = {}
+    for (model, train, test, seed), preds in sorted(cells.items()):
+        if train == test == d and model in modular:
+            seeds.setdefault(model, {"per_seed": {}})["per_seed"][str(seed)] = accuracy(preds).accuracy
+    for model, s in seeds.items():
+        import statistics
+
+        v = list(s["per_seed"].values())
+        s["mean"] = statistics.fmean(v)
+        s["std"] = statistics.stdev(v) if len(v) > 1 else None
+
+    report = {"format_version": 1, "study": cfg.to_json(), "pieces": pieces, "question_only": QUESTION_ONLY,
+              "in_domain": in_domain, "seeds": seeds, "factors": factors}
+    files["report.json"] = (json.dumps(report, indent=1) + "\n").encode()
+    files["report.md"] = (study_markdown(report) + "\n").encode()
+    files["report.tex"] = (study_latex(report) + "\n").encode()
+    return files
+
+
+def _concept_split():
+    from nsvqa.evaluation import ConceptSplit
+
+    return ConceptSplit.from_catalogue()
+
+
+def _models_in_order(report: Mapping[str, Any]) -> list[str]:
+    order = [r["model"] for r in report["in_domain"]]
+    rest = sorted({m for f in report["factors"].values() for m in f["models"]} - set(order))
+    return order + rest
+
+
+def study_markdown(report: Mapping[str, Any]) -> str:
+    """The study's summary tables as Markdown."""
+    lines = ["# The Super-CLEVR robustness study (object questions)", "",
+             f"Question set `{report['study']['questions']}`; split sizes {report['study']['sizes']}; "
+             f"profile `{report['study']['profile']}`; one seed per cell (seed 0) unless said.", ""]
+    if report["in_domain"]:
+        lines += ["## In domain (Fig. 3): train and test `" + report["study"]["default_variant"] + "`", "",
+                  f"Image margin: in-domain accuracy minus the question-only `{report['question_only']}`'s "
+                  "(a model that barely sees the image looks robust to visual shifts for the wrong reason).", ""]
+        lines += _table(["model", "kind", "accuracy % (95% CI)", "image margin (points)", "guessed", "ECE %", "questions"],
+                        [[r["model"], r["kind"], f"{_pct(r['accuracy'])} [{_pct(r['ci95'][0])}, {_pct(r['ci95'][1])}]",
+                          "—" if r["image_margin"] is None else f"{100 * r['image_margin']:+.1f}", str(r["guessed"]),
+                          _pct(r["ece"], 2), str(r["n"])] for r in report["in_domain"]])
+        lines += ["", "![in-domain accuracy](in_domain.png)", ""]
+    if report["factors"]:
+        models = _models_in_order(report)
+        lines += ["## Table 2: Relative Degrade (%)", "", "Lower is more robust; — where a cell is missing.", ""]
+        fs = list(report["factors"])
+        lines += _table(["model", *fs], [[m, *(_pct(report["factors"][f]["models"].get(m, {}).get("rd"), 2) for f in fs)]
+                                         for m in models])
+        lines += ["", "## Table 1: accuracy (%), rows = training variant, columns = test variant", ""]
+        for f, fac in report["factors"].items():
+            lines += [f"### {f}", ""]
+            for m in models:
+                if m not in fac["models"]:
+                    continue
+                lines += [f"`{m}` (RD {_pct(fac['models'][m]['rd'], 2)}; [heatmap]({f}/heatmaps/{m}.png))", ""]
+                lines += _table(["train \\ test", *fac["test_variants"]],
+                                [[t, *(_pct(x) for x in row)] for t, row in zip(fac["train_variants"],
+                                                                                 fac["models"][m]["matrix"])])
+                lines.append("")
+            lines += [f"Full evaluation (per question type, calibration, paired tests): [{f}/report.md]({f}/report.md)", ""]
+    if report["seeds"]:
+        lines += ["## Seeds on the default variant", ""]
+        lines += _table(["model", "per seed", "mean ± sd"],
+                        [[m, ", ".join(f"{k}: {_pct(v)}" for k, v in s["per_seed"].items()),
+                          f"{_pct(s['mean'])} ± {_pct(s['std'], 2) if s['std'] is not None else '—'}"]
+                         for m, s in report["seeds"].items()])
+        lines.append("")
+    lines += ["## Pieces", ""]
+    lines += _table(["piece", "minutes", "commit", "machine"],
+                    [[p["name"], f"{p['minutes']:.1f}", (p["commit"] or "—")[:10],
+                      f"{(p['machine'] or {}).get('cpu', '—')}, {(p['machine'] or {}).get('torch_threads', '—')} threads"]
+                     for p in report["pieces"]])
+    return "\n".join(lines)
+
+
+def study_latex(report: Mapping[str, Any]) -> str:
+    """Table 2 (RD) and the in-domain accuracies as LaTeX tabulars."""
+    from nsvqa.evaluation.report import tex_escape
+
+    fs = list(report["factors"])
+    out = ["% Relative Degrade (%), the study's Table 2", "\\begin{tabular}{l" + "r" * len(fs) + "}", "\\toprule",
+           "model & " + " & ".join(tex_escape(f) for f in fs) + " \\\\", "\\midrule"]
+    for m in _models_in_order(report):
+        out.append(tex_escape(m) + " & " + " & ".join(
+            _pct(report["factors"][f]["models"].get(m, {}).get("rd"), 2).replace("—", "--") for f in fs) + " \\\\")
+    out += ["\\bottomrule", "\\end{tabular}", "", "% in-domain accuracy (%) and image margin (points)",
+            "\\begin{tabular}{lrr}", "\\toprule", "model & accuracy & image margin \\\\", "\\midrule"]
+    for r in report["in_domain"]:
+        out.append(f"{tex_escape(r['model'])} & {_pct(r['accuracy'])} & "
+                   + ("--" if r["image_margin"] is None else f"{100 * r['image_margin']:+.1f}") + " \\\\")
+    out += ["\\bottomrule", "\\end{tabular}"]
+    return "\n".join(out)
+
+
+def write_study_report(results: str | os.PathLike, cfg: StudyConfig = STUDY) -> list[Path]:
+    """Build the report and write its files under ``results`` (atomically); returns the paths."""
+    out = []
+    for rel, data in build_study_report(results, cfg).items():
+        write_atomic(Path(results) / rel, data)
+        out.append(Path(results) / rel)
+    return out
+
+
+def check_study_report(results: str | os.PathLike, cfg: StudyConfig = STUDY) -> list[str]:
+    """The report's text files (JSON, Markdown, LaTeX) whose committed bytes differ from a rebuild
+    from the committed predictions (a missing file counts); empty when every table reproduces."""
+    bad = []
+    for rel, data in build_study_report(results, cfg, plots=False).items():
+        if not rel.endswith(TEXT_SUFFIXES):
+            continue
+        p = Path(results) / rel
+        if not p.is_file() or p.read_bytes() != data:
+            bad.append(rel)
+    return bad
+
+
+__all__ = ["QUESTION_ONLY", "collect", "factor_cells", "build_study_report", "write_study_report",
+           "check_study_report", "study_markdown", "study_latex"]
