@@ -223,6 +223,7 @@ def train_parsers(data: Path, run: VariantRun, spec: TrainSpec, scene: bool, que
 
     seconds: dict[str, float] = {}
     child = None
+    threads = torch.get_num_threads()
     if question and spec.jobs >= 2 and scene:
         run.question_dir.mkdir(parents=True, exist_ok=True)
         qlog = run.path / "question_parser.log"
@@ -245,9 +246,11 @@ def train_parsers(data: Path, run: VariantRun, spec: TrainSpec, scene: bool, que
         if child is not None:
             child.terminate()
             child.join()
+            torch.set_num_threads(threads)
         raise
     if child is not None:
         child.join()
+        torch.set_num_threads(threads)  # what follows (models, parsing) has every thread again
         if child.exitcode != 0:
             raise ExperimentError(f"question-parser training failed (exit {child.exitcode}); see {qlog}")
         seconds["question_parser"] = time.perf_counter() - t_child
@@ -490,8 +493,11 @@ def spec_from_args(args: argparse.Namespace) -> tuple[list[str], TrainSpec]:
 def merged_summary(path: Path, new: Mapping[str, Any]) -> dict[str, Any]:
     """``new`` (one :func:`train_variant` call's summary) over the run's earlier ``summary.json``:
     a call that trains some models keeps what earlier calls measured of the others (their
-    accuracies and seconds; this call's figures win). An earlier summary of another profile or
-    split, or an unreadable one, is replaced."""
+    accuracies; this call's win). ``seconds`` are the wall time each step took over every call
+    (summed): a later call that finds a step finished adds the moment it took to see so, and a
+    resumed step adds the time of its second part, so a finished step's cost is never
+    overwritten. An earlier summary of another profile or split, or an unreadable one, is
+    replaced."""
     try:
         with open(path) as f:
             old = json.load(f)
@@ -500,11 +506,14 @@ def merged_summary(path: Path, new: Mapping[str, Any]) -> dict[str, Any]:
     if not isinstance(old, dict) or any(old.get(k) != new[k] for k in ("variant", "seed", "profile", "split")):
         return dict(new)
     accuracy = {m: dict(row) for m, row in (old.get("accuracy") or {}).items()}
+    seconds = dict(old.get("seconds") or {})
+    for k, v in new["seconds"].items():
+        seconds[k] = seconds.get(k, 0.0) + v
     for m, row in new["accuracy"].items():
         accuracy[m] = {**accuracy.get(m, {}), **row}
     return {**new, "tests": list(dict.fromkeys([*(old.get("tests") or []), *new["tests"]])),
             "models": list(dict.fromkeys([*(old.get("models") or []), *new["models"]])),
-            "accuracy": accuracy, "seconds": {**(old.get("seconds") or {}), **new["seconds"]}}
+            "accuracy": accuracy, "seconds": seconds}
 
 
 def summary_table(summary: Mapping[str, Any]) -> str:

@@ -214,3 +214,17 @@ def test_nsvqa_chooses_its_cuts_on_the_val_parses(suite, trained):
     val = accuracy(predict(make_reasoner("nsvqa", onto, min_exist=tuned["min_exist"], min_part=tuned["min_part"]),
                            metas, programs, scenes)).accuracy
     assert val == pytest.approx(max(tuned["accuracy"].values()))
+
+
+def test_a_later_call_never_overwrites_the_seconds_a_finished_step_took(tmp_path):
+    from nsvqa.experiment import merged_summary
+
+    base = {"variant": "mid", "seed": 0, "profile": "mini", "split": "test", "tests": ["mid"], "models": ["nsvqa"]}
+    path = tmp_path / "summary.json"
+    path.write_text(json.dumps({**base, "accuracy": {"nsvqa": {"mid": {"accuracy": 0.5}}},
+                                "seconds": {"scene_parser": 1500.0, "test_mid": 30.0}}))
+    # the second call finds the scene parser finished (0.2 s) and trains a new model
+    out = merged_summary(path, {**base, "models": ["lstm"], "accuracy": {"lstm": {"mid": {"accuracy": 0.4}}},
+                                "seconds": {"scene_parser": 0.2, "model_lstm": 40.0, "test_mid": 2.0}})
+    assert out["seconds"] == {"scene_parser": 1500.2, "test_mid": 32.0, "model_lstm": 40.0}
+    assert out["models"] == ["nsvqa", "lstm"] and set(out["accuracy"]) == {"nsvqa", "lstm"}
