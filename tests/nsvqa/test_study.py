@@ -33,14 +33,15 @@ def test_each_training_variant_is_tested_on_every_factor_it_serves():
 def test_the_plan_runs_the_default_variant_first_and_each_piece_once():
     plan = study_pieces()
     names = [p.name for p in plan]
-    assert names[:2] == ["mid-seed0-modular", "mid-seed0-holistic"]
+    assert names[:3] == ["mid-seed0-modular", "mid-seed0-film", "mid-seed0-mdetr"]
     assert len(names) == len(set(names))
     assert {"mid-seed1-modular", "mid-seed2-modular", "sys-extrapolation-seed0-modular"} <= set(names)
     # no alias is trained: its target's runs serve it
     assert not any(p.variant in STUDY.aliases for p in plan)
-    holistic = {p.variant: p.models for p in plan if p.group == "holistic"}
-    assert "cnn_lstm" in holistic["mid"] and "majority" in holistic["mid"]
-    assert "cnn_lstm" not in holistic["easy"] and "film" in holistic["easy"]
+    film = {p.variant: p.models for p in plan if p.group == "film"}
+    mdetr = {p.variant: p.models for p in plan if p.group == "mdetr"}
+    assert "cnn_lstm" in mdetr["mid"] and "majority" in film["mid"] and "lstm" in film["easy"]
+    assert mdetr["easy"] == ("mdetr",) and "majority" not in film["easy"]
     with pytest.raises(StudyError, match="unknown piece"):
         pending_pieces("nowhere", only=["mid-seed9-modular"])
 
@@ -53,7 +54,7 @@ def test_a_piece_runs_commits_gzipped_predictions_and_is_then_skipped(tmp_path, 
                       scene_overrides={"mode": "agnostic", "attr_parts": False, "det_iterations": 2,
                                        "attr_epochs": 1},
                       question_overrides={"steps": 20},
-                      groups={"modular": ("nsvqa", "pnsvqa-exact+gtprog"), "holistic": ("majority",)})
+                      groups={"modular": ("nsvqa", "pnsvqa-exact+gtprog"), "film": ("majority",)})
     piece = Piece("mid", 0, "modular", cfg.groups["modular"], ("mid", "easy"))
     results = tmp_path / "results"
     rec = run_piece(piece, tmp_path / "data", tmp_path / "runs", results, cfg, jobs=1, workers=1,
