@@ -83,15 +83,17 @@ def get_args_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--scenes", type=Path, default=DEFAULT_SCENES,
-                   help="CLEVR scenes JSON (default: ../shared/reference/clevr/CLEVR_val_scenes_500.json)")
+                   help="CLEVR scenes JSON (default: ../shared/reference/clevr/CLEVR_val_scenes_500.json; "
+                        "../shared/reference is the developers' reference data, absent in a clone)")
     p.add_argument("--questions", type=Path, default=DEFAULT_QUESTIONS,
                    help="CLEVR questions JSON (default: ../shared/reference/clevr/"
-                        "CLEVR_val_questions_500_official.json)")
+                        "CLEVR_val_questions_500_official.json, developers' reference data)")
     p.add_argument("--sc-scenes", type=Path, default=DEFAULT_SC_SCENES,
-                   help="Super-CLEVR scenes JSON (default: ../shared/reference/superclevr/superCLEVR_scenes.json)")
+                   help="Super-CLEVR scenes JSON (default: ../shared/reference/superclevr/superCLEVR_scenes.json, "
+                        "developers' reference data)")
     p.add_argument("--sc-questions", type=Path, default=DEFAULT_SC_QUESTIONS,
                    help="Super-CLEVR part questions JSON (default: ../shared/reference/superclevr/"
-                        "superCLEVR_questions_official_parts.json)")
+                        "superCLEVR_questions_official_parts.json, developers' reference data)")
     p.add_argument("--no-superclevr", action="store_true", help="only the CLEVR set")
     p.add_argument("--backends", default=",".join(BACKENDS),
                    help=f"comma-separated subset of {','.join(BACKENDS)} (default: all; cuda only if available)")

@@ -3,7 +3,8 @@
     python benchmarks/bench_questions.py [--scenes 50] [--levels rd- rd rd+] [--repeat 3]
 
 Scenes: the Super-CLEVR reference scenes (``../shared/reference/superclevr/superCLEVR_scenes.json``,
-when present) topped up with synthetic scenes of 3-10 objects with up to 3 recoloured parts each
+the developers' reference data, when present: a clone has none) topped up with synthetic scenes
+of 3-10 objects with up to 3 recoloured parts each
 (:func:`nsvqa.generation.questions.synthetic_scene`, no rendering), ``--scenes`` in all. Only
 ``QuestionGenerator.generate`` is timed (scene indexing, search, executor checks, texts: all of it;
 loading the templates is not). Each level runs ``--repeat`` times with a fresh generator (the
@@ -38,7 +39,10 @@ def get_args_parser() -> argparse.ArgumentParser:
     p.add_argument("--scenes", type=int, default=50, help="scenes in all (reference ones first)")
     p.add_argument("--levels", nargs="+", default=["rd-", "rd", "rd+"])
     p.add_argument("--repeat", type=int, default=3)
-    p.add_argument("--reference", type=Path, default=REFERENCE)
+    p.add_argument("--reference", type=Path, default=REFERENCE,
+                   help="Super-CLEVR reference scenes JSON (default: ../shared/reference/superclevr/"
+                        "superCLEVR_scenes.json, the developers' reference data, absent in a clone: "
+                        "synthetic scenes then stand in)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", type=Path, default=REPO / "runs" / "bench" / "bench_questions.json")
     return p

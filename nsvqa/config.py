@@ -46,6 +46,16 @@ _NONE = ("none", "null")
 
 
 # ---------------------------------------------------------------------------- field types
+
+class ConfigError(ValueError, TypeError, KeyError):
+    """Bad input to a config: an unknown profile or field, a value of the wrong type or out of
+    range (the message names the option or field and what is valid). It is a ValueError,
+    TypeError and KeyError alike, so callers that caught those before still do."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""
+
+
 def field_types(cls: type) -> dict[str, Any]:
     """Field name -> its resolved annotation (``int``, ``str | None``, ...) of dataclass ``cls``."""
     hints = typing.get_type_hints(cls)
@@ -98,12 +108,12 @@ def parse_value(tp: Any, text: str) -> Any:
             return True
         if s.lower() in _FALSE:
             return False
-        raise ValueError(f"expected true or false, got {text!r}")
+        raise ConfigError(f"expected true or false, got {text!r}")
     if base in (int, float):
         try:
             return base(s)
         except ValueError:
-            raise ValueError(f"expected {type_name(tp)}, got {text!r}") from None
+            raise ConfigError(f"expected {type_name(tp)}, got {text!r}") from None
     if base is str:
         return text
     raise TypeError(f"unsupported config field type {tp!r}")
@@ -126,7 +136,7 @@ def _check_value(tp: Any, value: Any) -> Any:
         return value
     elif base not in (bool, int, float, str) and typing.get_origin(base) is not tuple:
         return value  # a type this module does not know: taken as it is
-    raise ValueError(f"expected {type_name(tp)}, got {type(value).__name__} {value!r}")
+    raise ConfigError(f"expected {type_name(tp)}, got {type(value).__name__} {value!r}")
 
 
 def as_fields(entry: Any) -> dict[str, Any]:
@@ -149,14 +159,14 @@ def resolve_fields(cls: type[C], data: Any, profile: str, profiles: Mapping[str,
         TypeError: an override that is no field of ``cls`` (the valid ones listed).
     """
     if profile not in profiles:
-        raise KeyError(f"unknown profile {profile!r}; valid: {sorted(profiles)}")
+        raise ConfigError(f"unknown profile {profile!r}; valid: {sorted(profiles)}")
     names = [f.name for f in fields(cls)]
     unknown = set(overrides) - set(names)
     if unknown:
-        raise TypeError(f"unknown config fields {sorted(unknown)}; valid: {sorted(names)}")
+        raise ConfigError(f"unknown config fields {sorted(unknown)}; valid: {sorted(names)}")
     given = sorted(set(overrides) & set(IDENTITY))
     if given:
-        raise TypeError(f"config fields {given} are arguments of their own, not overrides")
+        raise ConfigError(f"config fields {given} are arguments of their own, not overrides")
     values = dict(defaults)
     values.update({k: v for k, v in overrides.items() if v is not None})
     return cls(data=str(data), profile=profile, **values)
@@ -195,7 +205,7 @@ class Config:
             KeyError: unknown profile (the valid ones listed).
         """
         if profile not in cls.PROFILES:
-            raise KeyError(f"unknown profile {profile!r}; valid: {cls.profile_names()}")
+            raise ConfigError(f"unknown profile {profile!r}; valid: {cls.profile_names()}")
         return as_fields(cls.PROFILES[profile])
 
     @classmethod
@@ -221,7 +231,10 @@ class Config:
             names = list(profiles)
             defaults = as_fields(profiles[profile]) if profile in profiles else {}
         cfg = resolve_fields(cls, data, profile, dict.fromkeys(names), defaults, overrides)
-        cfg.check()
+        try:
+            cfg.check()
+        except ValueError as e:
+            raise ConfigError(str(e)) from None
         return cfg
 
     def check(self) -> None:
@@ -296,23 +309,23 @@ def parse_assignments(items: Iterable[str] | None, cls: type, what: str = "--set
     type of that field of dataclass ``cls`` (dashes in a name read as underscores).
 
     Raises:
-        ValueError: an item that is not NAME=VALUE, or a value that is not of the field's type (the
-            option ``what``, the field and the expected type named).
-        TypeError: a name that is no field of ``cls`` (the valid ones listed).
+        ConfigError: an item that is not NAME=VALUE, a value that is not of the field's type (the
+            option ``what``, the field and the expected type named), or a name that is no field
+            of ``cls`` (the valid ones listed).
     """
     hints = {k: v for k, v in field_types(cls).items() if k not in exclude}
     out: dict[str, Any] = {}
     for item in items or []:
         name, sep, text = item.partition("=")
         if not sep or not name.strip():
-            raise ValueError(f"{what}: expected NAME=VALUE, got {item!r}")
+            raise ConfigError(f"{what}: expected NAME=VALUE, got {item!r}")
         key = name.strip().replace("-", "_")
         if key not in hints:
-            raise TypeError(f"{what}: unknown config fields {[key]}; valid: {sorted(hints)}")
+            raise ConfigError(f"{what}: unknown config fields {[key]}; valid: {sorted(hints)}")
         try:
             out[key] = parse_value(hints[key], text)
         except ValueError as e:
-            raise ValueError(f"{what} {key}={text!r}: {e}") from None
+            raise ConfigError(f"{what} {key}={text!r}: {e}") from None
     return out
 
 
@@ -373,5 +386,5 @@ def config_overrides(args: argparse.Namespace, cls: type, *, exclude: Sequence[s
     return out
 
 
-__all__ = ["Config", "IDENTITY", "as_fields", "resolve_fields", "field_types", "type_name", "parse_value", "parse_assignments",
+__all__ = ["Config", "ConfigError", "IDENTITY", "as_fields", "resolve_fields", "field_types", "type_name", "parse_value", "parse_assignments",
            "add_config_args", "config_overrides"]

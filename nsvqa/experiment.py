@@ -68,6 +68,7 @@ class VariantRun:
     runs: Path
     variant: str
     seed: int = 0
+    parsers: Path | None = None  # a folder of trained parsers to use instead of training them (a shipped set)
 
     @property
     def path(self) -> Path:
@@ -75,14 +76,17 @@ class VariantRun:
 
     @property
     def scene_dir(self) -> Path:
-        return self.path / "scene_parser"
+        return (self.parsers or self.path) / "scene_parser"
 
     @property
     def question_dir(self) -> Path:
-        return self.path / "question_parser"
+        return (self.parsers or self.path) / "question_parser"
 
     def model_dir(self, name: str) -> Path:
-        """The run directory of model ``name`` (``baselines/<name>``, the layout of earlier runs)."""
+        """The run directory of model ``name`` (``baselines/<name>``, the layout of earlier runs; with
+        ``parsers``, its folder there when it has one: the cuts NS-VQA chose with those parsers)."""
+        if self.parsers is not None and (self.parsers / name).is_dir():
+            return self.parsers / name
         return self.path / "baselines" / name
 
     def parsed(self, test: str, what: str, split: str | None = None) -> Path:
@@ -174,6 +178,10 @@ class TrainSpec:
         jobs: 2 or more trains the question parser in a second process (1 thread) beside the scene
             parser (the other threads), which halves the wall time on a 2-core machine.
         device: torch device of the parsers and the models.
+        pretrained: trained parsers to use instead of training them: ``pretrained:<name>`` (a
+            set shipped in ``pretrained/``, sha256-checked; :mod:`nsvqa.pretrained`) or a folder
+            holding ``scene_parser/`` and ``question_parser/``. Only models with nothing of their
+            own to train run then, and NS-VQA keeps the cuts shipped with the set.
     """
 
     profile: str = "mini"
@@ -184,6 +192,7 @@ class TrainSpec:
     device: str = "cpu"
     progress: bool = True
     parse_min_score: float | None = PARSE_MIN_SCORE
+    pretrained: str | None = None
 
 
 def _train_question_parser(data: Path, run: VariantRun, spec: TrainSpec, progress: bool) -> float:
@@ -394,7 +403,17 @@ def train_variant(root: str | os.PathLike, variant: str, runs: str | os.PathLike
         raise ExperimentError(f"variant {variant!r} has only a test split: models are trained on its factor's "
                               f"other variants")
     tests = list(tests) if tests else variants_to_test(variant, factor)
-    check_variant_data(root, variant, ["train", "val"])
+    parsers = None
+    if spec.pretrained:
+        from nsvqa.pretrained import resolve_checkpoint
+
+        parsers = resolve_checkpoint(spec.pretrained, "scene_parser").parent
+        own = [s.label for s in specs if registry.get(s.name).trainable]
+        if own:
+            raise ExperimentError(f"with pretrained parsers ({spec.pretrained}) only models without training of "
+                                  f"their own run; {', '.join(own)} train")
+    else:
+        check_variant_data(root, variant, ["train", "val"])
     present = []
     for t in tests:
         try:
@@ -404,18 +423,21 @@ def train_variant(root: str | os.PathLike, variant: str, runs: str | os.PathLike
             if not skip_missing:
                 raise
             echo(f"skipping test variant {t}: {e}")
-    run = VariantRun(Path(runs), variant, seed)
+    run = VariantRun(Path(runs), variant, seed, parsers)
     run.path.mkdir(parents=True, exist_ok=True)
     labels = [s.label for s in specs]
     rd = RunDir(run.path, {"data": str(root), "variant": variant, "seed": seed, "models": labels,
                            "profile": spec.profile, "tests": present, "split": split,
+                           "pretrained": spec.pretrained,
                            "scene_overrides": spec.scene_overrides, "question_overrides": spec.question_overrides,
                            "model_overrides": spec.model_overrides},
                 resume=True, must_match=("data", "variant", "seed", "profile"))
     timing: dict[str, float] = {}
     try:
         t0 = time.perf_counter()
-        if need.scene_parser or need.question_parser:
+        if (need.scene_parser or need.question_parser) and parsers is not None:
+            rd.log(f"parsers of {spec.pretrained} ({parsers}), not trained")
+        elif need.scene_parser or need.question_parser:
             rd.log(f"training parsers on {root / variant} (profile {spec.profile}, seed {seed})")
             timing |= train_parsers(root / variant, run, spec, need.scene_parser, need.question_parser)
         trained = [s.name for s in specs if registry.get(s.name).trainable]
@@ -423,7 +445,8 @@ def train_variant(root: str | os.PathLike, variant: str, runs: str | os.PathLike
             rd.log(f"training models {', '.join(dict.fromkeys(trained))} on {root / variant} "
                    f"(profile {spec.profile}, seed {seed})")
             timing |= train_models(root / variant, run, spec, specs)
-        timing |= tune_models(root / variant, run, spec, specs)
+        if parsers is None:  # shipped parsers come with the cuts chosen with them
+            timing |= tune_models(root / variant, run, spec, specs)
         results: dict[str, dict[str, Any]] = {}
         for t in present:
             t1 = time.perf_counter()
@@ -468,6 +491,11 @@ def add_training_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--parse-min-score", type=float, default=PARSE_MIN_SCORE,
                    help="keep detections scoring at least this when parsing test images; P-NSVQA uses the "
                         "scores as existence probabilities, NS-VQA keeps those >= 0.5 (default %(default)s)")
+    p.add_argument("--model-set", action="append", metavar="MODEL.NAME=VALUE",
+                   help="a model's config override (e.g. film.steps=500); repeatable")
+    p.add_argument("--pretrained", default=None, metavar="pretrained:NAME|DIR",
+                   help="use these trained parsers instead of training them: a shipped set "
+                        "(pretrained:mid-mini) or a folder with scene_parser/ and question_parser/")
     p.add_argument("--skip-missing", action="store_true", help="skip test variants without data instead of failing")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads of this process")
     p.add_argument("--no-progress", action="store_true")
@@ -475,18 +503,37 @@ def add_training_args(p: argparse.ArgumentParser) -> None:
 
 def spec_from_args(args: argparse.Namespace) -> tuple[list[str], TrainSpec]:
     """(model labels, :class:`TrainSpec`) from the arguments of :func:`add_training_args`;
-    ``--scene-set`` / ``--question-set`` values are parsed with the types of the scene- and
-    question-parser config fields (errors name the option and the field)."""
+    ``--scene-set`` / ``--question-set`` / ``--model-set`` values are parsed with the types of the
+    scene-parser, question-parser and model config fields (errors name the option and the field).
+
+    Raises:
+        ExperimentError: a malformed ``--model-set`` or one naming an unknown model.
+        ValueError: a field or value the config does not take.
+    """
     from nsvqa.config import parse_assignments
     from nsvqa.training.question_config import QuestionParserConfig
     from nsvqa.training.scene_config import SceneParserConfig
 
     labels = [m.strip() for m in args.models.split(",") if m.strip()]
+    model_overrides: dict[str, dict[str, Any]] = {}
+    for item in args.model_set or ():
+        name, sep, rest = item.partition(".")
+        if not sep or "=" not in rest:
+            raise ExperimentError(f"--model-set {item!r}: expected MODEL.NAME=VALUE (e.g. film.steps=500)")
+        try:
+            model = registry.get(name)
+        except UnknownModel as e:
+            raise ExperimentError(f"--model-set {item!r}: {e}") from None
+        if model.config_class is None:
+            raise ExperimentError(f"--model-set {item!r}: model {name!r} has no config (nothing to train)")
+        model_overrides.setdefault(name, {}).update(
+            parse_assignments([rest], model.config_class, f"--model-set {name}."))
     spec = TrainSpec(profile=args.profile,
                      scene_overrides=parse_assignments(args.scene_set, SceneParserConfig, "--scene-set"),
                      question_overrides=parse_assignments(args.question_set, QuestionParserConfig, "--question-set"),
-                     jobs=args.jobs, device=args.device, progress=not args.no_progress,
-                     parse_min_score=args.parse_min_score)
+                     model_overrides=model_overrides, jobs=args.jobs, device=args.device,
+                     progress=not args.no_progress, parse_min_score=args.parse_min_score,
+                     pretrained=args.pretrained)
     return labels, spec
 
 

@@ -4,7 +4,8 @@ The Super-CLEVR ontology is read from the generator's property and part files
 (``properties_cgpart.json``, ``part_dict.json``) and, where present, cross-checked against the
 question generator's ``metadata_part.json``; the CLEVR one from the CLEVR v1.0 facts
 (Johnson et al. 2017). The output is checked in; this script documents where it came from and
-regenerates it when the reference files change::
+regenerates it when the reference files change (``../shared/reference`` is the developers' reference
+data, absent in a clone; the checked-in output is all a user needs)::
 
     python scripts/build_ontology.py --superclevr ../shared/reference/superclevr --out data/ontology
 """
@@ -26,7 +27,7 @@ RELATIONS = ["left", "right", "front", "behind"]
 # Words that name a position on a vehicle; spoken part names put them first ("wheel_front_left"
 # -> "front left wheel") and generic part filters drop them ("wheel").
 DIRECTION_WORDS = ["front", "back", "left", "right", "mid", "center"]
-# Answer names of Super-CLEVR shapes whose spoken form differs from the key (REFERENCE.md; the
+# Answer names of Super-CLEVR shapes whose spoken form differs from the key (docs/executors.md; the
 # question generator's ``metadata_part.json`` "Shapename").
 SUPERCLEVR_SPOKEN_SHAPES = {
     "addi": "regular car",
@@ -123,7 +124,7 @@ def superclevr_ontology(reference: Path) -> dict:
         "parts": {
             "per_shape": {s: part_dict[s] for s in shapes if s in part_dict},
             "spoken": {p: spoken_part_name(p) for p in all_parts},
-            # A partname filter value matches every part whose name contains it (REFERENCE.md):
+            # A partname filter value matches every part whose name contains it (docs/executors.md):
             # a full name ("wheel_front") or a generic noun ("wheel") -> the names it keeps.
             "filters": {v: sorted(p for p in all_parts if v in p) for v in sorted(set(all_parts) | set(generic))},
             "direction_words": DIRECTION_WORDS,
@@ -134,7 +135,10 @@ def superclevr_ontology(reference: Path) -> dict:
 
 def get_args_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--superclevr", type=Path, default=Path("../shared/reference/superclevr"))
+    p.add_argument("--superclevr", type=Path, default=Path("../shared/reference/superclevr"),
+                   help="folder of the Super-CLEVR generator's properties_cgpart.json, part_dict.json and "
+                        "metadata_part.json (default: ../shared/reference/superclevr, the developers' reference "
+                        "data, absent in a clone)")
     p.add_argument("--out", type=Path, default=Path("data/ontology"))
     return p
 

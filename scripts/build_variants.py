@@ -6,7 +6,8 @@ Super-CLEVR generator (Li et al., CVPR 2023; ``dist/*.npz`` of Lizw14/Super-CLEV
 (a = 1.3), ``co_sub`` / ``co_super`` the co-1 / co-2 matrices. The systematic splits follow Schott et
 al. (ICLR 2022): random / interpolation / extrapolation over the number of objects and the camera
 distance, composition over shape category x color.
-The output is checked in; this script documents where it came from::
+The output is checked in; this script documents where it came from (``../shared/reference`` is
+the developers' reference data, absent in a clone; see docs/variants.md)::
 
     python scripts/build_variants.py --dist ../shared/reference/superclevr/dist --out data/variants
 """
@@ -145,7 +146,9 @@ def catalogue(dist: Path, ontology: dict) -> dict[str, dict]:
 
 def get_args_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--dist", type=Path, default=Path("../shared/reference/superclevr/dist"))
+    p.add_argument("--dist", type=Path, default=Path("../shared/reference/superclevr/dist"),
+                   help="folder of the Super-CLEVR generator's dist/*.npz tables (default: "
+                        "../shared/reference/superclevr/dist, the developers' reference data, absent in a clone)")
     p.add_argument("--ontology", type=Path, default=Path("data/ontology/superclevr.json"))
     p.add_argument("--out", type=Path, default=Path("data/variants"))
     return p

@@ -32,6 +32,7 @@ from nsvqa.training.checkpoint import CheckpointError
 from nsvqa.fileio import write_json_atomic
 from nsvqa.evaluation.question_parser import read_question_items, score_parses
 from nsvqa.training.loading import load_question_parser
+from nsvqa.pretrained import PretrainedError, resolve_checkpoint
 
 PROG = "parse_questions.py"
 
@@ -39,7 +40,8 @@ PROG = "parse_questions.py"
 def get_args_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--checkpoint", required=True, type=Path, help="run directory or question_parser.pt")
+    p.add_argument("--checkpoint", required=True,
+                   help="run directory or question_parser.pt, or a shipped set: pretrained:NAME (e.g. pretrained:mid-mini)")
     p.add_argument("--questions", required=True, type=Path, help="questions JSON ({'questions': [...]} or list)")
     p.add_argument("--out", required=True, type=Path, help="programs file to write (one record per question)")
     p.add_argument("--scenes", type=Path, default=None, help="ground-truth scenes: also score answers")
@@ -53,6 +55,7 @@ def get_args_parser() -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> dict:
+    args.checkpoint = resolve_checkpoint(args.checkpoint, "question_parser")
     parser = load_question_parser(args.checkpoint, args.device)
     items = read_question_items(args.questions, parser.ontology, require_program=False, limit=args.limit)
     scenes = load_scenes(args.scenes, parser.ontology)[0] if args.scenes is not None else None
@@ -82,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
         torch.set_num_threads(args.threads)
     try:
         summary = run(args)
-    except (FormatError, CheckpointError, ExecutionError, FileNotFoundError) as e:
+    except (FormatError, CheckpointError, PretrainedError, ExecutionError, FileNotFoundError) as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return 2
     print(json.dumps(summary))

@@ -21,6 +21,8 @@ from pathlib import Path
 
 import baselines  # noqa: F401  (registers the baselines in nsvqa.models)
 from executors.errors import FormatError
+from nsvqa.config import ConfigError
+from nsvqa.pretrained import PretrainedError
 from nsvqa.training.checkpoint import CheckpointError
 from nsvqa.experiment import ExperimentError, add_training_args, spec_from_args, train_variant
 from nsvqa.generation.suite import SUITE_PROFILES, generate_suite
@@ -92,8 +94,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for f in factors:
             run_one(args, f)
-    except (ExperimentError, VariantError, FormatError, CheckpointError, PredictionFormatError, FileNotFoundError,
-            ValueError, KeyError, TypeError) as e:
+    except (ExperimentError, VariantError, FormatError, CheckpointError, PredictionFormatError, ConfigError,
+            PretrainedError, FileNotFoundError) as e:  # the project's input errors; a bug keeps its traceback
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return 2
     return 0

@@ -51,7 +51,8 @@ def main(argv: list[str] | None = None) -> int:
     import baselines
     from executors.errors import FormatError
     from nsvqa.training.checkpoint import CheckpointError
-    from nsvqa.config import parse_assignments
+    from nsvqa.config import ConfigError, parse_assignments
+    from nsvqa.models import UnknownModel
     from nsvqa.evaluation import accuracy
     from nsvqa.artifacts.predictions import predictions_path, write_predictions
 
@@ -73,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
             cfg_path = Path(args.out) / "config.json"
             trained = json.loads(cfg_path.read_text()).get("config", {}).get("data") if cfg_path.is_file() else None
             if trained is not None and Path(trained).name != data.name:
-                raise ValueError(f"{cfg_path}, field 'data': the run was trained on {trained}, not on --data {data}")
+                raise ConfigError(f"{cfg_path}, field 'data': the run was trained on {trained}, not on --data {data}")
         for target in args.predict:
             target = Path(target)
             if not target.is_dir():
@@ -84,9 +85,9 @@ def main(argv: list[str] | None = None) -> int:
             write_predictions(path, preds)
             acc = accuracy(preds)
             print(f"{path}: {acc.n} questions, accuracy {acc.accuracy:.4f}")
-    except (KeyError, TypeError, ValueError, FormatError, CheckpointError, FileNotFoundError) as e:
-        msg = e.args[0] if isinstance(e, KeyError) and e.args else str(e)
-        print(f"{PROG}: error: {msg}", file=sys.stderr)
+    except (UnknownModel, ConfigError, FormatError, CheckpointError, FileNotFoundError) as e:
+        # the project's input errors only: a bug in a model keeps its traceback
+        print(f"{PROG}: error: {e}", file=sys.stderr)
         return 2
     return 0
 

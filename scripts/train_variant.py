@@ -19,6 +19,8 @@ import sys
 
 import baselines  # noqa: F401  (registers the baselines in nsvqa.models)
 from executors.errors import FormatError
+from nsvqa.config import ConfigError
+from nsvqa.pretrained import PretrainedError
 from nsvqa.training.checkpoint import CheckpointError
 from nsvqa.experiment import ExperimentError, add_training_args, spec_from_args, train_variant
 from nsvqa.generation.variants import FACTORS, VariantError
@@ -52,7 +54,8 @@ def main(argv: list[str] | None = None) -> int:
         for seed in args.seed:
             train_variant(args.data, args.variant, args.out, models=models, spec=spec, seed=seed, factor=args.factor,
                           tests=tests, split=args.split, skip_missing=args.skip_missing)
-    except (ExperimentError, VariantError, FormatError, CheckpointError, ValueError, KeyError, TypeError) as e:
+    except (ExperimentError, VariantError, FormatError, CheckpointError, ConfigError, PretrainedError,
+            FileNotFoundError) as e:  # the project's input errors; a bug keeps its traceback
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return 2
     return 0

@@ -1,6 +1,6 @@
 """The questions file: ``<variant>/questions/<split>_questions.json``.
 
-Format (REFERENCE.md, the generator's and the releases' alike)::
+Format (docs/formats.md, "Question records"; the generator's and the releases' alike)::
 
     {"info": {...}, "questions": [{"question", "image_index", "image_filename", "answer", "program",
                                    "question_family_index", "template_filename", "question_index",

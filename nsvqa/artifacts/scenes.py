@@ -1,6 +1,6 @@
 """The scenes file: ``<variant>/scenes/<split>_scenes.json``.
 
-Format (the Super-CLEVR scene schema, REFERENCE.md)::
+Format (the Super-CLEVR scene schema, docs/formats.md, "Scene records")::
 
     {"info": {...}, "scenes": [{"image_index", "image_filename", "split", "directions", "objects":
                                 [{"shape", ..., "3d_coords", "pixel_coords", "parts", "bbox", "mask",

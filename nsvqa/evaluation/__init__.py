@@ -1,7 +1,7 @@
 """Metrics over predictions files: accuracy, the train x test matrix, Relative Degrade, calibration.
 
 Relative Degrade (Li et al., CVPR 2023, "Super-CLEVR", Sec. 5.2 and its footnote 1; restated in
-../shared/REFERENCE.md, "Relative Degrade"):
+docs/evaluation.md, "Relative Degrade"):
 
 * visual complexity, question redundancy, concept compositionality: a model trained on variant
   ``t`` scores ``a = acc(t, t)`` in domain and ``b = acc(t, s)`` on another variant ``s`` of the
@@ -29,7 +29,7 @@ from nsvqa.artifacts.predictions import QUESTION_TYPES, CellKey, Prediction
 
 #: Metrics a matrix and RD can be computed on (see :class:`Accuracy`).
 METRICS = ("accuracy", "accuracy_no_guess")
-#: The concept-distribution RD reads these test variants (REFERENCE.md, "Relative Degrade").
+#: The concept-distribution RD reads these test variants (docs/evaluation.md, "Relative Degrade").
 DISTRIBUTION_RD_VARIANTS = {"head": "head", "tail": "tail", "long": "long", "oppo": "oppo", "bal": "bal"}
 #: Attributes whose values are split into head and tail concepts (size stays uniform).
 HEAD_TAIL_ATTRIBUTES = ("shape", "color", "material")
@@ -389,7 +389,7 @@ def _average(per_train: dict[str, RelativeDegrade], allow_partial: bool) -> Rela
 def factor_relative_degrade(factor: str, acc: Mapping[tuple[str, str], float | None],
                             train_variants: Sequence[str], test_variants: Sequence[str], *,
                             allow_partial: bool = False) -> RelativeDegrade:
-    """RD of ``factor`` by REFERENCE.md's definition for it: the distribution formula for
+    """RD of ``factor`` by its definition in docs/evaluation.md: the distribution formula for
     ``distribution``, none for the ``systematic`` splits (the paper defines RD for its four
     factors only; their ID/OOD accuracies are reported instead), the plain one otherwise."""
     if factor == "distribution":

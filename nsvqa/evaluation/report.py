@@ -65,7 +65,7 @@ def to_markdown(report: Mapping[str, Any], images: Mapping[str, str] | None = No
                                                  "hits)" if metric == "accuracy" else
                                                  " (guesses count as wrong)") +
              "; mean ± sample std when several runs exist. RD in %, lower = more robust"
-             " (REFERENCE.md, Relative Degrade). " + MISSING_MD + " = missing (not measured).", ""]
+             " (docs/evaluation.md, Relative Degrade). " + MISSING_MD + " = missing (not measured).", ""]
     factors = report["factors"]
     rd_factors = [f for f in factors if f != "systematic"]
     models = sorted({m for f in factors.values() for m in f["models"]})

@@ -1,4 +1,4 @@
-"""Writing a generated split in the on-disk format of DESIGN.md, in parallel and resumably.
+"""Writing a generated split in the on-disk format of docs/formats.md, in parallel and resumably.
 
 Layout under ``<root>/<variant>/``::
 

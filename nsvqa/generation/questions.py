@@ -3,7 +3,7 @@
 Templates (``data/templates/*.json``, written for this project) give the program structures of the
 90 CLEVR question families (zero/one/two/three hop, single and/or, same-relate, comparison,
 compare-integer) and the 9 Super-CLEVR part families, over the Super-CLEVR ontology. A question
-record follows the release schema (REFERENCE.md) and adds ``question_hash``, ``obj_map`` and
+record follows the release schema (docs/formats.md) and adds ``question_hash``, ``obj_map`` and
 ``redundancy``.
 
 Template files

@@ -13,7 +13,7 @@ the mesh alive so the id cannot be reused). A render:
    highlight. *Metal*: dim diffuse, strong sharp highlight (+ a broader sheen) tinted by the
    colour, and an environment reflection (procedural studio: bright horizon, darker zenith, dark
    grey floor, looked up with the reflection vector, tinted by the colour). Shading is done in
-   linear light: the item colours (REFERENCE.md RGB / 255) are decoded with gamma 2.2 and the
+   linear light: the item colours (docs/executors.md RGB / 255) are decoded with gamma 2.2 and the
    result encoded back, so a surface lit at about unit intensity shows its reference RGB. The
    ground darkens with distance from the camera into the background grey
    (``BACKGROUND_SCALE`` x ground colour), like the Blender renders' backdrop.
@@ -187,7 +187,7 @@ class DrawItem:
 
     mesh: Mesh
     model: np.ndarray  # (4, 4) model -> world
-    color: tuple[float, float, float]  # RGB in 0..1 (REFERENCE.md 0-255 values / 255)
+    color: tuple[float, float, float]  # RGB in 0..1 (docs/executors.md 0-255 values / 255)
     metal: bool
     texture: str  # one of TEXTURES
     object_id: int  # 0..N-1

@@ -6,7 +6,7 @@ recoloured parts and the textures, so that the visual-complexity levels share ev
 in common: for one seed, ``easy``, ``mid`` and ``hard`` give the same layout and object attributes;
 ``mid`` and ``hard`` recolour the same parts; ``hard`` only adds textures.
 
-Concept distribution and compositionality (Super-CLEVR, REFERENCE.md) enter as weights: shape,
+Concept distribution and compositionality (Super-CLEVR, docs/variants.md) enter as weights: shape,
 color and material weights d_i (d_i proportional to a^-i for the long-tail variants), and an
 optional 21 x 8 shape -> color matrix (co-1 / co-2) that replaces the color weights. Shapes range
 over ``onto.scene_values('shape')``: the 21 shapes the Super-CLEVR image generator places, not the
@@ -37,7 +37,7 @@ def power_weights(n: int, a: float) -> np.ndarray:
     return w / w.sum()
 
 
-#: Long-tail exponents of the Super-CLEVR concept-distribution variants (REFERENCE.md).
+#: Long-tail exponents of the Super-CLEVR concept-distribution variants (docs/variants.md).
 TAIL_EXPONENTS = {"bal": 1.0, "slt": 1.3, "long": 2.0}
 
 

@@ -1,6 +1,6 @@
 """One generated image: layout -> render -> visibility -> parts/textures -> final render -> JSON.
 
-The scene record follows the Super-CLEVR schema (REFERENCE.md) and adds, per object, its COCO
+The scene record follows the Super-CLEVR schema (docs/formats.md) and adds, per object, its COCO
 RLE ``mask`` and ``bbox`` and the masks of its visible parts (``part_masks``), so annotations can
 be rebuilt from the scenes file alone.
 """

@@ -1,4 +1,4 @@
-"""torch Datasets over the generator's on-disk format (DESIGN.md).
+"""torch Datasets over the generator's on-disk format (docs/formats.md).
 
 * :class:`DetectionDataset` — images with torchvision detection targets (boxes, labels, masks)
   from ``annotations/<split>_coco.json``: the 21 shapes or one ``object`` class, and in the parts

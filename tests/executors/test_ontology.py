@@ -12,7 +12,7 @@ from executors.ontology import ontology_dir
 
 REPO = Path(__file__).resolve().parents[2]
 
-#: REFERENCE.md, "Super-CLEVR data".
+#: docs/executors.md, "Vocabularies and facts the code relies on".
 SUPERCLEVR_RGB = {
     "gray": [87, 87, 87], "red": [173, 35, 35], "blue": [42, 75, 215], "green": [29, 105, 20],
     "brown": [129, 74, 25], "purple": [129, 38, 192], "cyan": [41, 208, 208], "yellow": [255, 238, 51],

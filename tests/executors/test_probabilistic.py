@@ -1,8 +1,9 @@
 """P-NSVQA's executor: conformance on one-hot likelihoods, one test body over both executors,
 the probabilistic rules on soft likelihoods, and the torch backend.
 
-The contract (DESIGN.md): with one-hot likelihoods the probabilistic executor answers exactly like
-the deterministic one, in both count/exist modes, and fails where it fails.
+The contract (docs/executors.md, "The one-hot contract"): with one-hot likelihoods the
+probabilistic executor answers exactly like the deterministic one, in both count/exist modes, and
+fails where it fails.
 """
 from __future__ import annotations
 

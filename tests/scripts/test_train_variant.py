@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 import torch
 
@@ -228,3 +229,73 @@ def test_a_later_call_never_overwrites_the_seconds_a_finished_step_took(tmp_path
                                 "seconds": {"scene_parser": 0.2, "model_lstm": 40.0, "test_mid": 2.0}})
     assert out["seconds"] == {"scene_parser": 1500.2, "test_mid": 32.0, "model_lstm": 40.0}
     assert out["models"] == ["nsvqa", "lstm"] and set(out["accuracy"]) == {"nsvqa", "lstm"}
+
+
+def test_a_shipped_set_packs_verifies_parses_and_answers(suite, trained, tmp_path, monkeypatch, load_script):
+    """pretrained:<name>: a run's parsers packed without training state in float16, checked by
+    sha256 (a corrupted copy is refused naming the file), parsing an image, and a variant run that
+    uses them instead of training."""
+    from nsvqa.pretrained import PretrainedError, pack_pretrained, read_manifest, resolve_checkpoint
+    from nsvqa.training.checkpoint import load_checkpoint
+    from nsvqa.training.loading import load_question_parser, load_scene_parser, parse_split
+
+    monkeypatch.setenv("NSVQA_PRETRAINED_DIR", str(tmp_path / "pretrained"))
+    run = VariantRun(trained, "mid")
+    folder = pack_pretrained(run.path, "tiny-mid", {"profile": "tiny"})
+    assert read_manifest("tiny-mid")["profile"] == "tiny"
+    ck = load_checkpoint(folder / "scene_parser" / "detector.pt", kind="detector")
+    assert ck["train_state"] == {}
+    assert {v.dtype for v in ck["state_dict"].values() if v.is_floating_point()} == {torch.float16}
+    scene_dir = resolve_checkpoint("pretrained:tiny-mid", "scene_parser")
+    assert scene_dir == folder / "scene_parser"
+    parser = load_scene_parser(scene_dir)
+    (idx, name, parsed), = list(parse_split(parser, suite / "mid", "test", limit=1, progress=False))
+    (_, _, full), = list(parse_split(load_scene_parser(run.scene_dir), suite / "mid", "test", limit=1,
+                                     progress=False))
+    # float16 storage, float32 networks: the same image parses alike
+    lik, ref = parsed.likelihoods, full.likelihoods
+    assert idx == 0 and lik.exist.shape == ref.exist.shape
+    assert np.allclose(lik.exist, ref.exist, atol=2e-2)
+    assert all(np.allclose(lik.attributes[a], ref.attributes[a], atol=2e-2) for a in ref.attributes)
+    q = load_question_parser(resolve_checkpoint("pretrained:tiny-mid", "question_parser"))
+    assert len(q.parse(["How many things are there?"])) == 1
+    # a run on the shipped parsers trains nothing and answers every test variant
+    out = tmp_path / "runs"
+    rc = load_script("train_variant").main(["--data", str(suite), "--variant", "mid", "--out", str(out),
+                                            "--tests", "easy,mid", "--models", "nsvqa,pnsvqa-exact",
+                                            "--pretrained", "pretrained:tiny-mid", *TINY])
+    assert rc == 0
+    prun = VariantRun(out, "mid")
+    assert not (prun.path / "scene_parser").exists() and not (prun.path / "question_parser").exists()
+    assert len(read_predictions(prun.predictions("nsvqa", "easy"))) == \
+        len(load_questions(suite / "easy" / "questions" / "test_questions.json"))
+    rc = load_script("train_variant").main(["--data", str(suite), "--variant", "mid", "--out", str(out),
+                                            "--tests", "mid", "--models", "nscl",
+                                            "--pretrained", "pretrained:tiny-mid", *TINY])
+    assert rc == 2
+    # a corrupted copy is refused, the file named
+    det = folder / "scene_parser" / "detector.pt"
+    det.write_bytes(det.read_bytes()[:-10] + b"0123456789")
+    with pytest.raises(PretrainedError, match=r"detector\.pt: sha256 differs"):
+        resolve_checkpoint("pretrained:tiny-mid", "scene_parser")
+    with pytest.raises(PretrainedError, match=r"no pretrained set 'nope'.*shipped: tiny-mid"):
+        resolve_checkpoint("pretrained:nope", "scene_parser")
+
+
+def test_model_overrides_from_the_command_line():
+    import argparse
+
+    import baselines  # noqa: F401
+    from nsvqa.config import ConfigError
+    from nsvqa.experiment import add_training_args, spec_from_args
+
+    p = argparse.ArgumentParser()
+    add_training_args(p)
+    _, spec = spec_from_args(p.parse_args(["--model-set", "film.steps=7", "--model-set", "lstm.lr=0.5"]))
+    assert spec.model_overrides == {"film": {"steps": 7}, "lstm": {"lr": 0.5}}
+    with pytest.raises(ExperimentError, match="expected MODEL.NAME=VALUE"):
+        spec_from_args(p.parse_args(["--model-set", "steps=7"]))
+    with pytest.raises(ExperimentError, match="no config"):
+        spec_from_args(p.parse_args(["--model-set", "nsvqa.x=1"]))
+    with pytest.raises(ConfigError, match=r"unknown config fields \['stpes'\]"):
+        spec_from_args(p.parse_args(["--model-set", "film.stpes=7"]))

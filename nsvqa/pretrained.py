@@ -1,0 +1,148 @@
+"""Trained checkpoints shipped with the repository: evaluate first, train when you need to.
+
+A shipped set is one folder ``pretrained/<name>/`` at the repository root::
+
+    manifest.json                        name, what it was trained on (profile, data config, study
+                                         piece, commit), its val metrics, sha256 of every file
+    scene_parser/detector.pt, attributes.pt   the scene parser (a run's scene_parser/ folder)
+    question_parser/question_parser.pt        the question parser
+    nsvqa/tuned.json                     NS-VQA's cuts, chosen on the training variant's val split
+
+The checkpoints are the training run's, without the optimizer and scheduler state a shipped copy
+does not need, floating-point tensors stored in float16 (loaded back into float32 networks; the
+accuracy of both storages is measured by :func:`pack_pretrained`'s caller and recorded in the
+manifest). Load them by name, ``pretrained:<name>``, wherever a checkpoint or run directory is
+asked for (:func:`resolve_checkpoint`); every file is checked against the manifest's sha256 before
+it is read, and a file that differs is refused with an error naming it.
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Mapping
+
+from nsvqa.fileio import sha256_file, write_json_atomic
+
+#: Where shipped sets live (the repository's ``pretrained/``); ``NSVQA_PRETRAINED_DIR`` overrides.
+PRETRAINED_DIR = Path(__file__).resolve().parents[1] / "pretrained"
+PREFIX = "pretrained:"
+MANIFEST = "manifest.json"
+#: The parts of a shipped set: relative path -> checkpoint kind (None: not a checkpoint).
+FILES = {"scene_parser/detector.pt": "detector", "scene_parser/attributes.pt": "attributes",
+         "question_parser/question_parser.pt": "question_parser", "nsvqa/tuned.json": None}
+
+
+class PretrainedError(ValueError):
+    """A shipped set that is missing, unknown or altered (the message names the file)."""
+
+
+def pretrained_dir() -> Path:
+    return Path(os.environ.get("NSVQA_PRETRAINED_DIR", PRETRAINED_DIR))
+
+
+def available() -> list[str]:
+    """The names of the shipped sets."""
+    root = pretrained_dir()
+    return sorted(p.parent.name for p in root.glob(f"*/{MANIFEST}")) if root.is_dir() else []
+
+
+def verified(name: str) -> Path:
+    """The folder of shipped set ``name`` after checking every file against its manifest.
+
+    Raises:
+        PretrainedError: an unknown name (the shipped ones listed), an unreadable manifest, or a
+            missing file or one whose sha256 differs from the manifest's (the file named).
+    """
+    folder = pretrained_dir() / name
+    man_path = folder / MANIFEST
+    if not man_path.is_file():
+        raise PretrainedError(f"no pretrained set {name!r} ({man_path} is missing); shipped: "
+                              f"{', '.join(available()) or 'none'}")
+    try:
+        manifest = json.loads(man_path.read_text())
+        files = manifest["sha256"]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise PretrainedError(f"{man_path}: unreadable manifest ({e})") from None
+    for rel, digest in files.items():
+        path = folder / rel
+        if not path.is_file():
+            raise PretrainedError(f"{path}: missing from pretrained set {name!r}")
+        if sha256_file(path) != digest:
+            raise PretrainedError(f"{path}: sha256 differs from {man_path} (a corrupted or altered copy); "
+                                  f"restore it with `git checkout -- {path}`")
+    return folder
+
+
+def read_manifest(name: str) -> dict[str, Any]:
+    """The manifest of a shipped set (verified first)."""
+    return json.loads((verified(name) / MANIFEST).read_text())
+
+
+def resolve_checkpoint(spec: str | os.PathLike, part: str) -> Path:
+    """A checkpoint or run directory as given, or, for ``pretrained:<name>``, the verified shipped
+    set's folder of ``part`` (``scene_parser``, ``question_parser`` or ``nsvqa``).
+
+    Raises:
+        PretrainedError: see :func:`verified`; an unknown ``part``.
+    """
+    text = str(spec)
+    if not text.startswith(PREFIX):
+        return Path(spec)
+    parts = sorted({rel.split("/")[0] for rel in FILES})
+    if part not in parts:
+        raise PretrainedError(f"part {part!r}: expected one of {parts}")
+    return verified(text[len(PREFIX):]) / part
+
+
+def _shipped_payload(ckpt: Mapping[str, Any]) -> dict[str, Any]:
+    """A loaded checkpoint without its training state, floating tensors in float16."""
+    import torch
+
+    def half(x):
+        if isinstance(x, torch.Tensor):
+            return x.half() if x.is_floating_point() else x
+        if isinstance(x, Mapping):
+            return {k: half(v) for k, v in x.items()}
+        return x
+
+    return {**ckpt, "state_dict": half(ckpt["state_dict"]), "train_state": {},
+            "extra": {**dict(ckpt.get("extra") or {}), "shipped": "float16 weights, no training state"}}
+
+
+def pack_pretrained(run: str | os.PathLike, name: str, info: Mapping[str, Any], *,
+                    out: str | os.PathLike | None = None) -> Path:
+    """Write shipped set ``name`` from a variant run folder (``RUN/scene_parser``,
+    ``RUN/question_parser``, ``RUN/baselines/nsvqa/tuned.json``) with ``info`` (profile, data,
+    metrics...) in its manifest; returns its folder. Files are written atomically, the manifest last.
+    """
+    import io
+
+    import torch
+
+    from nsvqa.fileio import write_atomic
+    from nsvqa.training.checkpoint import load_checkpoint
+
+    run = Path(run)
+    folder = Path(out or pretrained_dir()) / name
+    sources = {"scene_parser/detector.pt": run / "scene_parser" / "detector.pt",
+               "scene_parser/attributes.pt": run / "scene_parser" / "attributes.pt",
+               "question_parser/question_parser.pt": run / "question_parser" / "question_parser.pt",
+               "nsvqa/tuned.json": run / "baselines" / "nsvqa" / "tuned.json"}
+    digests = {}
+    for rel, src in sources.items():
+        kind = FILES[rel]
+        if kind is None:
+            data = src.read_bytes()
+        else:
+            buf = io.BytesIO()
+            torch.save(_shipped_payload(load_checkpoint(src, kind=kind)), buf)
+            data = buf.getvalue()
+        write_atomic(folder / rel, data)
+        digests[rel] = sha256_file(folder / rel)
+    write_json_atomic(folder / MANIFEST, {"name": name, **dict(info), "sha256": digests}, indent=1)
+    return folder
+
+
+__all__ = ["PRETRAINED_DIR", "PREFIX", "FILES", "PretrainedError", "pretrained_dir", "available", "verified",
+           "read_manifest", "resolve_checkpoint", "pack_pretrained"]
