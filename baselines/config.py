@@ -1,7 +1,7 @@
 """The fields every baseline config starts with (no torch here: the prior baselines need none).
 
 :class:`RunConfig`: what a run is trained on and how it is identified; :class:`TrainConfig` adds
-the schedule of a learned baseline. Both are :class:`nsvqa.config.Config` s (profile resolution,
+the schedule of a learned baseline. Both are :class:`nsvqa.models.ModelConfig` s (profile resolution,
 ``check``, ``MUST_MATCH``, checkpoint round trip, the typed ``--set`` of
 ``scripts/train_baseline.py``). A model's config dataclass subclasses one of them (frozen), adds
 its own fields, extends ``MUST_MATCH`` and ``check``. A model's profile table lives with the model
@@ -13,20 +13,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from nsvqa.config import Config
+from nsvqa.models import ModelConfig
 
 
 @dataclass(frozen=True)
-class RunConfig(Config):
-    """``data`` (the training variant's folder), ``profile``, ``model`` (the registered name),
-    ``seed``, ``device``, ``ontology``; ``max_train_questions`` keeps the first questions of the
-    train file only (tests, quick runs)."""
+class RunConfig(ModelConfig):
+    """:class:`nsvqa.models.ModelConfig` (``data``: the training variant's folder, ``profile``,
+    ``model``: the registered name, ``seed``, ``device``) with ``ontology``;
+    ``max_train_questions`` keeps the first questions of the train file only (tests, quick runs)."""
 
-    data: str
-    profile: str = "mini"
-    model: str = ""
-    seed: int = 0
-    device: str = "cpu"
     ontology: str = "superclevr"
     max_train_questions: int | None = None
 

@@ -25,6 +25,7 @@ from nsvqa.config import ConfigError
 from nsvqa.pretrained import PretrainedError
 from nsvqa.training.checkpoint import CheckpointError
 from nsvqa.experiment import ExperimentError, add_training_args, spec_from_args, train_variant
+from nsvqa.generation.dataset import QUESTION_SETS
 from nsvqa.generation.suite import SUITE_PROFILES, generate_suite
 from nsvqa.generation.variants import FACTORS, VariantError, load_variant
 from nsvqa.artifacts.predictions import PredictionFormatError
@@ -44,6 +45,9 @@ def get_args_parser() -> argparse.ArgumentParser:
     p.add_argument("--data-profile", default=None,
                    help=f"split sizes when generating ({', '.join(SUITE_PROFILES)}; default: --profile)")
     p.add_argument("--data-seed", type=int, default=0)
+    p.add_argument("--questions", choices=sorted(QUESTION_SETS), default="object+part",
+                   help="question set of the generated data: 'object' is the paper's (10 per image, the CLEVR 1.0 "
+                        "templates); 'object+part' adds 10 part questions per image")
     p.add_argument("--workers", type=int, default=1, help="rendering processes")
     p.add_argument("--no-generate", action="store_true", help="fail on missing data instead of generating it")
     p.add_argument("--no-plots", action="store_true")
@@ -66,10 +70,12 @@ def run_one(args: argparse.Namespace, factor: str) -> int:
         if profile not in SUITE_PROFILES:
             raise ExperimentError(f"no split sizes for profile {profile!r}; pass --data-profile "
                                   f"({', '.join(SUITE_PROFILES)})")
-        # train and val splits only of the variants trained on; test splits of every variant
-        need = {v: (["train", "val", args.split] if v in chosen else [args.split]) for v in variants}
+        # train and val splits only of the variants trained on (none with --pretrained parsers);
+        # test splits of every variant
+        need = {v: (["train", "val", args.split] if v in chosen and not args.pretrained else [args.split])
+                for v in variants}
         generate_suite(args.data, factor, profile, seed=args.data_seed, workers=args.workers,
-                       progress=not args.no_progress, splits=need)
+                       progress=not args.no_progress, splits=need, questions=args.questions)
     models, spec = spec_from_args(args)
     runs = args.runs / factor
     for v in chosen:

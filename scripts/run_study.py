@@ -13,6 +13,7 @@ Commit each finished piece before starting the next (``make study`` runs one pie
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import sys
 from pathlib import Path
@@ -33,6 +34,8 @@ def get_args_parser() -> argparse.ArgumentParser:
     p.add_argument("--report", action="store_true", help="rebuild RESULTS' report from the committed predictions")
     p.add_argument("--check", action="store_true",
                    help="rebuild the report's tables in memory; exit 1 if one differs from RESULTS'")
+    p.add_argument("--compare", type=Path, default=None, metavar="REPORT_JSON",
+                   help="print a run's visual-factor report (e.g. make demo's) beside the study's numbers")
     p.add_argument("--pieces", type=int, default=1, help="how many pending pieces to run (in plan order)")
     p.add_argument("--only", default=None, help="comma-separated piece names to run (if pending)")
     p.add_argument("--jobs", type=int, default=2, help="2: the question parser trains beside the scene parser")
@@ -55,6 +58,11 @@ def main(argv: list[str] | None = None) -> int:
             for p in study_pieces(STUDY):
                 print(f"{'done' if is_done(args.results, p) else '    '}  {p.name:<34} {','.join(p.models)}  "
                       f"-> {','.join(p.tests)}")
+            return 0
+        if args.compare:
+            from nsvqa.evaluation.study_report import compare_with_study
+
+            print(compare_with_study(json.loads(args.compare.read_text()), args.results))
             return 0
         if args.check:
             from nsvqa.evaluation.study_report import check_study_report

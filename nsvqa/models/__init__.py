@@ -35,6 +35,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, ClassVar, Mapping, Sequence, TypeVar
 
+from nsvqa.config import Config
+
 #: Profile names every trainable model defines (tests, demo, the 2-core profile, paper scale).
 PROFILE_NAMES = ("tiny", "demo", "mini", "full")
 #: The label suffix of a model run on ground-truth programs (see :func:`parse_spec`).
@@ -98,6 +100,20 @@ class ModelSpec:
         if plus and plus + option != GT_PROGRAMS_SUFFIX:
             raise ValueError(f"model {label!r}: unknown option {plus + option!r}; valid: {GT_PROGRAMS_SUFFIX!r}")
         return cls(name, gt_programs=bool(plus))
+
+
+@dataclass(frozen=True)
+class ModelConfig(Config):
+    """The base of every trainable model's config: what the experiment passes to
+    :meth:`Model.config` besides the profile's values (``data``: the training variant's folder;
+    ``model``: the registered name; ``seed``; ``device``). A model's config is a frozen dataclass
+    deriving from it (:func:`register` checks), adding its own fields with defaults."""
+
+    data: str
+    profile: str = "mini"
+    model: str = ""
+    seed: int = 0
+    device: str = "cpu"
 
 
 #: The file in a model's run directory where :meth:`Model.tune` keeps the cuts it chose on val.
@@ -239,7 +255,8 @@ def register(name: str) -> Callable[[M], M]:
     Raises:
         ValueError: ``name`` is taken by another class, is not a valid model name (letters, digits,
             ``_ . -``; it must fit a predictions file name and carry no ``+``, which spells
-            options), or a trainable model lacks a profile of :data:`PROFILE_NAMES`.
+            options), a trainable model's config does not derive from :class:`ModelConfig`, or it
+            lacks a profile of :data:`PROFILE_NAMES`.
     """
     def deco(cls: M) -> M:
         from nsvqa.artifacts.predictions import predictions_path
@@ -251,6 +268,10 @@ def register(name: str) -> Callable[[M], M]:
         if old is not None and old is not cls:
             raise ValueError(f"model {name!r} is already registered ({old.__module__}.{old.__qualname__})")
         if cls.config_class is not None:
+            if not (isinstance(cls.config_class, type) and issubclass(cls.config_class, ModelConfig)):
+                raise ValueError(f"model {name!r}: config_class {cls.config_class!r} must be a frozen dataclass "
+                                 f"deriving from nsvqa.models.ModelConfig (it carries data, profile, model, seed "
+                                 f"and device, which the experiment passes)")
             missing = [p for p in PROFILE_NAMES if p not in cls.profiles]
             if missing:
                 raise ValueError(f"model {name!r}: no profile {missing}; every trainable model has "
@@ -330,5 +351,5 @@ def needs(specs: Sequence[ModelSpec]) -> Needs:
 # NS-VQA and P-NSVQA register themselves on import
 from nsvqa.models import pipeline  # noqa: E402,F401
 
-__all__ = ["PROFILE_NAMES", "GT_PROGRAMS_SUFFIX", "TUNED", "read_tuned", "UnknownModel", "Needs", "ModelSpec", "PredictInputs", "Model",
+__all__ = ["PROFILE_NAMES", "GT_PROGRAMS_SUFFIX", "ModelConfig", "TUNED", "read_tuned", "UnknownModel", "Needs", "ModelSpec", "PredictInputs", "Model",
            "register", "unregister", "names", "get", "parse_spec", "parse_specs", "needs"]

@@ -12,7 +12,7 @@ import pytest
 
 from nsvqa import models
 from nsvqa.config import Config
-from nsvqa.models import PROFILE_NAMES, Model, ModelSpec, Needs, PredictInputs, UnknownModel, register
+from nsvqa.models import PROFILE_NAMES, Model, ModelConfig, ModelSpec, Needs, PredictInputs, UnknownModel, register
 
 
 def test_pipeline_models_are_registered_with_their_needs():
@@ -49,17 +49,36 @@ def test_register_checks_names_and_profiles():
         register("nsvqa")(Bad)
 
     @dataclass(frozen=True)
-    class Cfg(Config):
+    class Cfg(Config):  # the README's old example: none of the fields the experiment passes
         data: str
         profile: str = "tiny"
 
-    class NoProfiles(Bad):
+    class Unfit(Bad):
         config_class = Cfg
+        profiles = {p: {} for p in PROFILE_NAMES}
+
+    with pytest.raises(ValueError, match=r"must be a frozen dataclass deriving from nsvqa.models.ModelConfig"):
+        register("unfit")(Unfit)
+
+    @dataclass(frozen=True)
+    class Fit(ModelConfig):
+        width: int = 4
+
+    class NoProfiles(Bad):
+        config_class = Fit
         profiles = {"tiny": {}}
 
     with pytest.raises(ValueError, match=r"no profile \['demo', 'mini', 'full'\]"):
         register("noprofiles")(NoProfiles)
-    assert "noprofiles" not in models.names()
+    assert "noprofiles" not in models.names() and "unfit" not in models.names()
+    # what the experiment passes is accepted by a config deriving from ModelConfig
+    cfg = register("fit")(type("FitModel", (Bad,), {"config_class": Fit, "profiles": {p: {} for p in PROFILE_NAMES}}))
+    try:
+        got = models.get("fit").config("data/x", "tiny", seed=3, device="cpu")
+        assert (got.model, got.seed, got.device, got.width) == ("fit", 3, "cpu", 4)
+    finally:
+        models.unregister("fit")
+    del cfg
 
 
 def test_a_pipeline_model_without_its_parses_says_what_is_missing(tmp_path):
@@ -70,49 +89,27 @@ def test_a_pipeline_model_without_its_parses_says_what_is_missing(tmp_path):
 
 
 # ---------------------------------------------------------------------------- a toy model
-@dataclass(frozen=True)
-class PriorConfig(Config):
-    """The toy model's config: what every trainable model's config starts with."""
-
-    data: str
-    profile: str = "tiny"
-    model: str = ""
-    seed: int = 0
-    device: str = "cpu"
-
-
-class TypePrior(Model):
-    """Answers each question with the most frequent training answer of its question type."""
-
-    config_class = PriorConfig
-    profiles = {p: {} for p in PROFILE_NAMES}
-
-    def train(self, cfg, out, *, resume=False, progress=True):
-        from nsvqa.artifacts.predictions import load_question_meta
-
-        folder = Path(cfg.data)
-        metas = load_question_meta(folder.parent, folder.name, "train")
-        by_type: dict[str, Counter] = {}
-        for m in metas:
-            by_type.setdefault(m.question_type, Counter())[m.answer] += 1
-        out = Path(out)
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "prior.json").write_text(json.dumps({t: c.most_common(1)[0][0] for t, c in by_type.items()}))
-        return out
-
-    def predict(self, run_dir, root, variant, split="test", *, spec=None, inputs=PredictInputs(), device="cpu",
-                progress=False):
-        from nsvqa.artifacts.predictions import load_question_meta
-
-        prior = json.loads((Path(run_dir) / "prior.json").read_text())
-        return [m.prediction(prior.get(m.question_type)) for m in load_question_meta(root, variant, split)]
+def readme_model_source() -> str:
+    """The model example of README.md ("One model interface"), as the README shows it."""
+    text = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    start = text.index("```python\nimport json\nfrom collections import Counter")
+    return text[start + len("```python\n"):text.index("```", start + 10)]
 
 
 @pytest.fixture
 def toy_model():
-    register("type_prior")(TypePrior)
-    yield models.get("type_prior")
-    models.unregister("type_prior")
+    """The README's example model, registered by running the README's code."""
+    import sys
+    import types
+
+    module = types.ModuleType("readme_example")
+    sys.modules[module.__name__] = module  # dataclasses look their module up
+    try:
+        exec(compile(readme_model_source(), "README.md", "exec"), module.__dict__)
+        yield models.get("type_prior")
+    finally:
+        models.unregister("type_prior")
+        sys.modules.pop(module.__name__, None)
 
 
 def test_a_toy_model_registered_in_a_test_runs_through_the_experiment(toy_model, tiny_root, tmp_path):
