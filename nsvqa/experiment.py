@@ -34,7 +34,6 @@ factor.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import logging
 import multiprocessing
@@ -45,7 +44,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from nsvqa import models as registry
-from nsvqa.fileio import write_json_atomic
+from nsvqa.fileio import sha256_file, write_json_atomic
 from nsvqa.generation.variants import FACTORS, load_variant
 from nsvqa.models import ModelSpec, PredictInputs, UnknownModel
 from nsvqa.artifacts.likelihoods import PARSE_MIN_SCORE
@@ -138,16 +137,6 @@ def model_specs(labels: Sequence[str | ModelSpec]) -> list[ModelSpec]:
         return registry.parse_specs([x.label if isinstance(x, ModelSpec) else x for x in labels])
     except (UnknownModel, ValueError) as e:
         raise ExperimentError(str(e)) from None
-
-
-def fingerprint(*paths: str | os.PathLike) -> str:
-    """SHA-256 over the bytes of ``paths`` (in order)."""
-    h = hashlib.sha256()
-    for p in paths:
-        with open(p, "rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                h.update(block)
-    return h.hexdigest()
 
 
 def _fresh(path: Path, key: Mapping[str, Any]) -> bool:
@@ -318,7 +307,7 @@ def parse_scenes(run: VariantRun, data: Path, split: str, *, progress: bool = Tr
 
     out = run.parsed(data.name, "likelihoods", split if tuning else None)
     parser = load_scene_parser(run.scene_dir, min_score)
-    key = {"detector": fingerprint(parser.detector_path), "attributes": fingerprint(run.scene_dir / "attributes.pt"),
+    key = {"detector": sha256_file(parser.detector_path), "attributes": sha256_file(run.scene_dir / "attributes.pt"),
            "split": split, "images": str(data / "images" / split), "min_score": parser.min_score}
     if _fresh(out, key):
         return out
@@ -337,7 +326,7 @@ def parse_questions(run: VariantRun, data: Path, split: str, *, beam: int = 1, t
 
     out = run.parsed(data.name, "programs", split if tuning else None)
     qpath = questions_path(data, split)
-    key = {"checkpoint": fingerprint(run.question_dir / QUESTION_CHECKPOINT), "questions": fingerprint(qpath), "beam": beam}
+    key = {"checkpoint": sha256_file(run.question_dir / QUESTION_CHECKPOINT), "questions": sha256_file(qpath), "beam": beam}
     if _fresh(out, key):
         return out
     parser = load_question_parser(run.question_dir)
@@ -580,6 +569,6 @@ def summary_table(summary: Mapping[str, Any]) -> str:
 
 
 __all__ = ["DEFAULT_MODELS", "ExperimentError", "VariantRun", "TrainSpec", "factors_of", "variants_to_test",
-           "model_specs", "fingerprint", "train_parsers", "train_models", "parse_scenes", "parse_questions",
+           "model_specs", "train_parsers", "train_models", "parse_scenes", "parse_questions",
            "write_model_predictions", "check_variant_data", "train_variant", "add_training_args",
            "spec_from_args", "merged_summary", "summary_table"]
