@@ -58,7 +58,10 @@ class StudyConfig:
         profile: the profile of the parsers and of every model.
         scene_overrides: scene-parser fields over the profile's: object questions use no part
             function, so the parser detects and describes objects only (``agnostic``, no part
-            crops), on a shorter detector schedule.
+            crops), without the stride-4 level the parts need (objects are 16-120 px at 320x240)
+            and on a shorter detector schedule (measured on a CPU without native bf16: ~3 s per
+            mini iteration with the stride-4 level by step 100, against ~1.5 s at step 0; the mini
+            parser's object box AP50 was 0.96 after 45% of its 1,300 iterations).
         question_overrides, model_overrides: as :class:`nsvqa.experiment.TrainSpec`'s.
         parse_min_score: detections kept when parsing test images (P-NSVQA weighs them by score).
         default_variant: the in-domain variant of Fig. 3 and of the seed study.
@@ -79,7 +82,8 @@ class StudyConfig:
     data_seed: int = 0
     profile: str = "mini"
     scene_overrides: Mapping[str, Any] = field(default_factory=lambda: {
-        "mode": "agnostic", "attr_parts": False, "det_iterations": 1000, "det_eval_every": 500})
+        "mode": "agnostic", "attr_parts": False, "det_iterations": 600, "det_eval_every": 300,
+        "det_min_stride": 8, "det_anchor_sizes": (16, 32, 64, 128)})
     question_overrides: Mapping[str, Any] = field(default_factory=dict)
     model_overrides: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     parse_min_score: float = 0.05

@@ -1,0 +1,67 @@
+"""Import the official Super-CLEVR release as one variant folder (images, scenes, questions, COCO masks).
+
+    python scripts/import_superclevr.py --release /data/superCLEVR --out data/generated --variant superclevr
+    python scripts/import_superclevr.py --release ../shared/reference/superclevr --out /tmp/data \\
+        --questions ../shared/reference/superclevr/superCLEVR_questions_official_objects.json --split test=0-9
+
+The release's split ranges by default (image_index 0-19,999 train, 20,000-24,999 val, 25,000-29,999
+test; a release written by scripts/export_superclevr.py: the ranges it recorded), or --split
+SPLIT=FIRST-LAST (repeatable). Images, masks and boxes are resized to --width x --height. Scenes
+without 'obj_mask_box' are imported for evaluation only (no annotations file; said, and recorded
+in the manifest). See docs/formats.md, "Importing and exporting the official release".
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from nsvqa.generation.dataset import PROFILES
+from nsvqa.generation.official import OfficialRelease, import_release, parse_split_ranges
+
+
+def get_args_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--release", type=Path, help="the release folder (superCLEVR_scenes.json, images/, "
+                                                "superCLEVR_questions_30k.json); default: the scenes file's folder")
+    p.add_argument("--scenes", type=Path, help="the scenes file (default: RELEASE/superCLEVR_scenes.json)")
+    p.add_argument("--questions", type=Path, nargs="+",
+                   help="question files, read in this order (default: RELEASE/superCLEVR_questions_30k.json)")
+    p.add_argument("--images", type=Path, help="the image folder (default: RELEASE/images)")
+    p.add_argument("--out", type=Path, required=True, help="dataset root (the variant folder is made inside)")
+    p.add_argument("--variant", default="superclevr", help="name of the variant folder")
+    p.add_argument("--split", action="append", default=[], metavar="SPLIT=FIRST-LAST",
+                   help="image_index range of a split, both ends included (repeatable); default: the release's")
+    p.add_argument("--width", type=int, default=PROFILES["mini"].width, help="image width (default: mini's 320)")
+    p.add_argument("--height", type=int, default=PROFILES["mini"].height, help="image height (default: mini's 240)")
+    p.add_argument("--skip-unknown-parts", action="store_true",
+                   help="leave out masks of part names the object's shape does not have (default: an error)")
+    p.add_argument("--overwrite", action="store_true", help="replace splits already imported into the folder")
+    p.add_argument("--workers", type=int, default=1)
+    p.add_argument("--no-progress", action="store_true")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = get_args_parser().parse_args(argv)
+    if args.release is None and args.scenes is None:
+        print("import_superclevr.py: error: give --release or --scenes", file=sys.stderr)
+        return 2
+    try:
+        ranges = parse_split_ranges(args.split) if args.split else None
+        release = OfficialRelease.find(args.release or args.scenes.parent, args.scenes, args.questions, args.images)
+        res = import_release(release, args.out / args.variant, splits=ranges, width=args.width, height=args.height,
+                             unknown_parts="skip" if args.skip_unknown_parts else "error",
+                             overwrite=args.overwrite, workers=args.workers, progress=not args.no_progress)
+    except ValueError as e:  # OfficialFormatError included
+        print(f"import_superclevr.py: error: {e}", file=sys.stderr)
+        return 2
+    for name, s in res.splits.items():
+        print(f"{res.folder}: {name}: {s['images']} images (image_index {s['range'][0]}-{s['range'][1]}), "
+              f"{s['questions']} questions, " + ("COCO annotations" if s["annotations"] else "evaluation only"),
+              file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
