@@ -45,7 +45,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from nsvqa import models as registry
 from nsvqa.fileio import sha256_file, write_json_atomic
-from nsvqa.generation.variants import FACTORS, load_variant
+from nsvqa.generation.variants import FACTORS, get_factor, load_variant
 from nsvqa.models import ModelSpec, PredictInputs, UnknownModel
 from nsvqa.artifacts.likelihoods import PARSE_MIN_SCORE
 from nsvqa.artifacts.predictions import predictions_path, write_predictions
@@ -122,7 +122,7 @@ def variants_to_test(variant: str, factor: str | None = None) -> list[str]:
     if not factors or (factor and variant not in FACTORS.get(factor, ())):
         where = f"factor {factor!r} ({', '.join(FACTORS.get(factor, ()))})" if factor else "any factor"
         raise ExperimentError(f"variant {variant!r} is not a variant of {where}")
-    if factors == ["systematic"]:  # each systematic split is its own experiment (ID vs OOD questions)
+    if all(get_factor(f).tested_on_itself for f in factors):  # a systematic split: its own experiment
         return [variant]
     return list(dict.fromkeys(v for f in factors for v in FACTORS[f]))
 

@@ -6,10 +6,14 @@ Super-CLEVR generator (Li et al., CVPR 2023; ``dist/*.npz`` of Lizw14/Super-CLEV
 (a = 1.3), ``co_sub`` / ``co_super`` the co-1 / co-2 matrices. The systematic splits follow Schott et
 al. (ICLR 2022): random / interpolation / extrapolation over the number of objects and the camera
 distance, composition over shape category x color.
-The output is checked in; this script documents where it came from (``../shared/reference`` is
-the developers' reference data, absent in a clone; see docs/variants.md)::
+It also writes the catalogue's index, ``catalogue.json`` (the factors and their variants, from
+:data:`FACTOR_TABLE`). The output is checked in; this script documents where it came from. Without
+``--dist`` (``../shared/reference`` is the developers' reference data, absent in a clone) it reads
+the tables back from the committed variants, so a clone regenerates the catalogue byte for byte
+(tests/generation/test_variants.py checks it; see docs/variants.md)::
 
     python scripts/build_variants.py --dist ../shared/reference/superclevr/dist --out data/variants
+    python scripts/build_variants.py --dist none --out /tmp/variants     # from what a clone has
 """
 from __future__ import annotations
 
@@ -27,17 +31,64 @@ OBJECT_COUNTS = list(range(3, 11))
 CAMERA_SCALES = [0.8, 0.9, 1.0, 1.1, 1.2, 1.3]
 
 
-def _weights(dist: Path, attr: str, kind: str) -> dict[str, float]:
-    d = np.load(dist / f"{attr}_dist_{kind}.npz", allow_pickle=True)
-    return {str(n): round(float(w), 6) for n, w in zip(d["names"], d["dist"])}
+#: Where a clone finds each table when the npz files are absent: the committed variant that holds it.
+WEIGHT_VARIANTS = {"a1": "slt", "orig": "long", "head": "head", "tail": "tail", "oppo": "oppo"}
+MATRIX_VARIANTS = {"sub": "co-1", "super": "co-2"}
+COLORS = ["gray", "red", "blue", "green", "brown", "purple", "cyan", "yellow"]
+
+#: The catalogue's index (data/variants/catalogue.json): the factors, their variants in table order,
+#: report titles, RD rules (docs/evaluation.md) and table labels.
+CATALOGUE_ABOUT = ("The domain-shift factors: each lists its variants in table order (data/variants/<name>.json). "
+                   "title: how reports name the factor; rd: how its Relative Degrade is computed "
+                   "(docs/evaluation.md): plain, head_tail (with the variants playing each role) or null (none "
+                   "defined); labels: a variant's name in this factor's tables; tested_on_itself: each variant is "
+                   "its own experiment (train and test on it alone).")
+FACTOR_TABLE = {
+    "visual": {"title": "visual complexity", "variants": ["easy", "mid", "hard"], "rd": "plain"},
+    "redundancy": {"title": "question redundancy", "variants": ["rd-", "mid", "rd+"], "rd": "plain",
+                   "labels": {"mid": "rd (mid)"}},
+    "distribution": {"title": "concept distribution", "variants": ["bal", "slt", "long", "head", "tail", "oppo"],
+                     "rd": "head_tail",
+                     "roles": {"head": "head", "tail": "tail", "long": "long", "oppo": "oppo", "bal": "bal"}},
+    "compositionality": {"title": "concept compositionality", "variants": ["co-0", "co-1", "co-2"], "rd": "plain"},
+    "systematic": {"title": "systematic splits",
+                   "variants": ["sys-random", "sys-composition", "sys-interpolation", "sys-extrapolation"],
+                   "rd": None, "tested_on_itself": True},
+}
 
 
-def _matrix(dist: Path, kind: str) -> dict[str, list[float]]:
-    d = np.load(dist / f"shape_color_co_{kind}.npz", allow_pickle=True)
-    names = [str(n) for n in d["names"]]
-    shapes, colors = names[:21], names[21:]
-    assert colors == ["gray", "red", "blue", "green", "brown", "purple", "cyan", "yellow"], colors
-    return {s: [round(float(x), 6) for x in row] for s, row in zip(shapes, d["dist"])}
+class Tables:
+    """The generator's concept-distribution tables: from its ``dist/*.npz`` files when ``dist``
+    exists, else read back from the committed variants in ``committed`` (what a clone has)."""
+
+    def __init__(self, dist: Path | None, committed: Path):
+        self.dist = dist if dist is not None and dist.is_dir() else None
+        self.committed = committed
+
+    @property
+    def source(self) -> str:
+        return str(self.dist) if self.dist else f"the committed variants in {self.committed}"
+
+    def _variant(self, name: str) -> dict:
+        path = self.committed / f"{name}.json"
+        if not path.is_file():
+            raise SystemExit(f"build_variants.py: no --dist folder and no committed {path} to read the tables from")
+        return json.loads(path.read_text())["scene"]
+
+    def weights(self, attr: str, file_attr: str, kind: str) -> dict[str, float]:
+        if self.dist is None:
+            return self._variant(WEIGHT_VARIANTS[kind])["weights"][attr]
+        d = np.load(self.dist / f"{file_attr}_dist_{kind}.npz", allow_pickle=True)
+        return {str(n): round(float(w), 6) for n, w in zip(d["names"], d["dist"])}
+
+    def matrix(self, kind: str) -> dict[str, list[float]]:
+        if self.dist is None:
+            return self._variant(MATRIX_VARIANTS[kind])["shape_color"]
+        d = np.load(self.dist / f"shape_color_co_{kind}.npz", allow_pickle=True)
+        names = [str(n) for n in d["names"]]
+        shapes, colors = names[:21], names[21:]
+        assert colors == COLORS, colors
+        return {s: [round(float(x), 6) for x in row] for s, row in zip(shapes, d["dist"])}
 
 
 def _grid() -> list[tuple[int, float]]:
@@ -95,11 +146,14 @@ def composition(ontology: dict) -> dict:
                     "train_only": {"pairs": [[cat, c] for cat in cats for c in colors if [cat, c] not in pairs]}}}
 
 
-def catalogue(dist: Path, ontology: dict) -> dict[str, dict]:
+def catalogue(tables: Tables, ontology: dict) -> dict[str, dict]:
     v: dict[str, dict] = {}
 
     def add(name, factor, description, scene=None, questions=None, test_only=False, splits=None, ood=None):
-        spec = {"name": name, "factor": factor, "description": description,
+        # the factor a variant belongs to is the catalogue index's (FACTOR_TABLE): the spec holds
+        # its scene and question parameters only
+        assert name in FACTOR_TABLE[factor]["variants"], (name, factor)
+        spec = {"name": name, "description": description,
                 "scene": {"complexity": DEFAULT["complexity"], **(scene or {})},
                 "questions": {"redundancy": DEFAULT["redundancy"], **(questions or {})},
                 "test_only": test_only}
@@ -125,15 +179,15 @@ def catalogue(dist: Path, ontology: dict) -> dict[str, dict]:
             ("oppo", "oppo", "test only: the long tail reversed", True)):
         scene = {"complexity": "hard"}
         if kind:
-            scene["weights"] = {a: _weights(dist, f, kind) for a, f in
+            scene["weights"] = {a: tables.weights(a, f, kind) for a, f in
                                 (("shape", "shape"), ("color", "color"), ("material", "mat"))}
             scene["weights_source"] = SOURCE + f", {kind}"
         add(name, "distribution", desc, scene, test_only=test_only)
     add("co-0", "compositionality", "default: colors independent of shapes (= mid)")
     add("co-1", "compositionality", "every shape of a category has a different color distribution",
-        {"shape_color": _matrix(dist, "sub"), "weights_source": SOURCE + ", co_sub"})
+        {"shape_color": tables.matrix("sub"), "weights_source": SOURCE + ", co_sub"})
     add("co-2", "compositionality", "shapes of one category share a color distribution, categories differ",
-        {"shape_color": _matrix(dist, "super"), "weights_source": SOURCE + ", co_super"})
+        {"shape_color": tables.matrix("super"), "weights_source": SOURCE + ", co_super"})
     for kind, desc in (("random", "random ~70% of the (object count, camera scale) grid held out"),
                        ("composition", "held out: cars and buses in red, blue or green (every category "
                                        "and color still seen in training)"),
@@ -148,7 +202,10 @@ def get_args_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--dist", type=Path, default=Path("../shared/reference/superclevr/dist"),
                    help="folder of the Super-CLEVR generator's dist/*.npz tables (default: "
-                        "../shared/reference/superclevr/dist, the developers' reference data, absent in a clone)")
+                        "../shared/reference/superclevr/dist, the developers' reference data); when it is "
+                        "absent (a clone), the tables are read back from the committed variants in --from")
+    p.add_argument("--from", dest="committed", type=Path, default=Path("data/variants"),
+                   help="the committed catalogue the tables are read from without --dist")
     p.add_argument("--ontology", type=Path, default=Path("data/ontology/superclevr.json"))
     p.add_argument("--out", type=Path, default=Path("data/variants"))
     return p
@@ -156,11 +213,13 @@ def get_args_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = get_args_parser().parse_args(argv)
+    tables = Tables(args.dist, args.committed)
+    cat = catalogue(tables, json.loads(args.ontology.read_text()))
     args.out.mkdir(parents=True, exist_ok=True)
-    cat = catalogue(args.dist, json.loads(args.ontology.read_text()))
     for name, spec in cat.items():
         write_json_atomic(args.out / f"{name}.json", spec, indent=1)
-    print(f"wrote {len(cat)} variants to {args.out}")
+    write_json_atomic(args.out / "catalogue.json", {"about": CATALOGUE_ABOUT, "factors": FACTOR_TABLE}, indent=1)
+    print(f"wrote {len(cat)} variants and catalogue.json to {args.out} (tables from {tables.source})")
     return 0
 
 

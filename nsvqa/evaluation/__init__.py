@@ -29,7 +29,8 @@ from nsvqa.artifacts.predictions import QUESTION_TYPES, CellKey, Prediction
 
 #: Metrics a matrix and RD can be computed on (see :class:`Accuracy`).
 METRICS = ("accuracy", "accuracy_no_guess")
-#: The concept-distribution RD reads these test variants (docs/evaluation.md, "Relative Degrade").
+#: The concept-distribution RD reads these test variants (docs/evaluation.md, "Relative Degrade";
+#: the catalogue's ``roles`` of its ``head_tail`` factor, which :func:`factor_relative_degrade` passes).
 DISTRIBUTION_RD_VARIANTS = {"head": "head", "tail": "tail", "long": "long", "oppo": "oppo", "bal": "bal"}
 #: Attributes whose values are split into head and tail concepts (size stays uniform).
 HEAD_TAIL_ATTRIBUTES = ("shape", "color", "material")
@@ -389,13 +390,17 @@ def _average(per_train: dict[str, RelativeDegrade], allow_partial: bool) -> Rela
 def factor_relative_degrade(factor: str, acc: Mapping[tuple[str, str], float | None],
                             train_variants: Sequence[str], test_variants: Sequence[str], *,
                             allow_partial: bool = False) -> RelativeDegrade:
-    """RD of ``factor`` by its definition in docs/evaluation.md: the distribution formula for
-    ``distribution``, none for the ``systematic`` splits (the paper defines RD for its four
-    factors only; their ID/OOD accuracies are reported instead), the plain one otherwise."""
-    if factor == "distribution":
-        return distribution_relative_degrade(acc, train_variants, allow_partial=allow_partial)
-    if factor == "systematic":
-        return RelativeDegrade(None, "RD is not defined for the systematic splits (see ID vs OOD accuracy)")
+    """RD of ``factor`` by the rule the catalogue gives it (docs/evaluation.md): the
+    concept-distribution formula (``head_tail``: the distribution factor), none (the systematic
+    splits: the paper defines RD for its four factors only; their ID/OOD accuracies are reported
+    instead), or the plain one (also for a factor the catalogue does not list)."""
+    from nsvqa.generation.variants import factors
+
+    fac = factors().get(factor)
+    if fac is not None and fac.rd == "head_tail":
+        return distribution_relative_degrade(acc, train_variants, allow_partial=allow_partial, names=fac.roles)
+    if fac is not None and fac.rd is None:
+        return RelativeDegrade(None, f"RD is not defined for the {fac.title} (see ID vs OOD accuracy)")
     return relative_degrade(acc, train_variants, test_variants, allow_partial=allow_partial)
 
 
@@ -552,8 +557,11 @@ def evaluate(cells: Mapping[CellKey, Sequence[Sequence[Prediction]]], *, metric:
         from nsvqa.generation.variants import FACTORS
 
         factors = {f: factor_layout(f) for f in FACTORS}
-    dist_tests = set(factors.get("distribution", ((), ()))[1])
-    dist_trains = set(factors.get("distribution", ((), ()))[0])
+    from nsvqa.generation.variants import factors as catalogue
+
+    head_tail = [f for f, fac in catalogue().items() if fac.rd == "head_tail"]
+    dist_tests = {v for f in head_tail for v in factors.get(f, ((), ()))[1]}
+    dist_trains = {v for f in head_tail for v in factors.get(f, ((), ()))[0]}
     order = {v: i for i, v in enumerate(dict.fromkeys(v for _, tests in factors.values() for v in tests))}
 
     def rank(key: CellKey) -> tuple:  # model, then variants in factor order (unknown ones last)
@@ -579,7 +587,8 @@ def evaluate(cells: Mapping[CellKey, Sequence[Sequence[Prediction]]], *, metric:
                     comparisons.append({"a": ma, "b": mb, "train": key.train, "test": key.test, **res})
     factor_out = {}
     for factor, (trains, tests) in factors.items():
-        shared = shared_questions(cells, tests) if factor != "systematic" else None
+        fac = catalogue().get(factor)
+        shared = shared_questions(cells, tests) if not (fac is not None and fac.tested_on_itself) else None
         per_model = {}
         for model in models:
             acc = {(k.train, k.test): v for k, v in values.items() if k.model == model}

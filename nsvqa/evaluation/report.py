@@ -16,18 +16,33 @@ from typing import Any, Iterable, Mapping, Sequence
 from nsvqa.fileio import write_atomic, write_json_atomic
 from nsvqa.artifacts.predictions import QUESTION_TYPE_NAMES
 
-FACTOR_NAMES = {"visual": "visual complexity", "redundancy": "question redundancy",
-                "distribution": "concept distribution", "compositionality": "concept compositionality",
-                "systematic": "systematic splits"}
+def has_rd(factor: str) -> bool:
+    """Whether the catalogue defines an RD for ``factor`` (every factor it does not list has one)."""
+    from nsvqa.generation.variants import factors
+
+    fac = factors().get(factor)
+    return fac is None or fac.rd is not None
+
+
+def factor_title(factor: str) -> str:
+    """How reports name a factor: its catalogue ``title`` (the factor's key when it has none)."""
+    from nsvqa.generation.variants import factors
+
+    fac = factors().get(factor)
+    return fac.title if fac is not None else factor
+
+
 MISSING_MD = "—"
 MISSING_TEX = "--"
 
 
 def variant_label(factor: str, variant: str) -> str:
-    """Column/row label of a variant: ``mid`` is the ``rd`` level of question redundancy."""
-    if factor == "redundancy" and variant == "mid":
-        return "rd (mid)"
-    return variant
+    """Column/row label of a variant in ``factor``'s tables (the catalogue's ``labels``: ``mid`` is
+    ``rd (mid)``, the rd level of question redundancy)."""
+    from nsvqa.generation.variants import factors
+
+    fac = factors().get(factor)
+    return fac.labels.get(variant, variant) if fac is not None else variant
 
 
 def pct(x: float | None, digits: int = 1, missing: str = MISSING_MD) -> str:
@@ -67,20 +82,20 @@ def to_markdown(report: Mapping[str, Any], images: Mapping[str, str] | None = No
              "; mean ± sample std when several runs exist. RD in %, lower = more robust"
              " (docs/evaluation.md, Relative Degrade). " + MISSING_MD + " = missing (not measured).", ""]
     factors = report["factors"]
-    rd_factors = [f for f in factors if f != "systematic"]
+    rd_factors = [f for f in factors if has_rd(f)]
     models = sorted({m for f in factors.values() for m in f["models"]})
     lines += ["## Relative Degrade per factor (Table 2)", ""]
     if models:
         rows = [[_md_escape(m)] + [_rd_text(factors[f]["models"][m]["rd"]) if m in factors[f]["models"]
                                    else MISSING_MD for f in rd_factors] for m in models]
-        lines += _md_table(["model"] + [FACTOR_NAMES.get(f, f) for f in rd_factors], rows)
+        lines += _md_table(["model"] + [factor_title(f) for f in rd_factors], rows)
         lines += ["", "\\* averaged over the inputs that exist (--allow-partial-rd)."]
     else:
         lines.append("No predictions of any factor's variants.")
     lines.append("")
 
     for factor, fac in factors.items():
-        name = FACTOR_NAMES.get(factor, factor)
+        name = factor_title(factor)
         lines += [f"## {name[0].upper() + name[1:]}", ""]
         if not fac["models"]:
             lines += ["No predictions for this factor.", ""]
@@ -203,13 +218,13 @@ def to_latex(report: Mapping[str, Any]) -> str:
                            + " & " + " & ".join(cells) + " \\\\")
             out.append("\\midrule" if model != list(fac["models"])[-1] else "\\bottomrule")
         out += ["\\end{tabular}",
-                f"\\caption{{Accuracy (\\%, {tex_escape(report['metric'])}) on {FACTOR_NAMES.get(factor, factor)}: "
+                f"\\caption{{Accuracy (\\%, {tex_escape(report['metric'])}) on {factor_title(factor)}: "
                 "rows train, columns test.}", f"\\label{{tab:acc-{factor}}}", "\\end{table}", ""]
-    rd_factors = [f for f in factors if f != "systematic"]
+    rd_factors = [f for f in factors if has_rd(f)]
     models = sorted({m for f in factors.values() for m in f["models"]})
     if models:
         out += ["\\begin{table}[t]", "\\centering", "\\begin{tabular}{l" + "r" * len(rd_factors) + "}", "\\toprule",
-                "Model & " + " & ".join(tex_escape(FACTOR_NAMES.get(f, f)) for f in rd_factors) + " \\\\",
+                "Model & " + " & ".join(tex_escape(factor_title(f)) for f in rd_factors) + " \\\\",
                 "\\midrule"]
         for model in models:
             vals = [_rd_text(factors[f]["models"][model]["rd"], MISSING_TEX) if model in factors[f]["models"]
@@ -312,7 +327,7 @@ def write_report(report: Mapping[str, Any], out_dir: str | os.PathLike, *, plots
                 p = out / "heatmaps" / f"{factor}__{model}.png"
                 plot_heatmap(p, m["matrix"], [variant_label(factor, t) for t in fac["train_variants"]],
                              [variant_label(factor, s) for s in fac["test_variants"]],
-                             f"{model}: {FACTOR_NAMES.get(factor, factor)} ({report['metric']}, %)")
+                             f"{model}: {factor_title(factor)} ({report['metric']}, %)")
                 images[f"heatmap/{factor}/{model}"] = p.relative_to(out).as_posix()
                 written.append(p)
         for c in report["cells"]:

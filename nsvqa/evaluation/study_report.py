@@ -28,7 +28,7 @@ from typing import Any, Mapping, Sequence
 
 from nsvqa.artifacts.predictions import CellKey, Prediction, parse_predictions_name, read_predictions
 from nsvqa.fileio import write_atomic
-from nsvqa.generation.variants import FACTORS, load_variant
+from nsvqa.generation.variants import FACTORS, get_factor, load_variant
 from nsvqa.study import STUDY, StudyConfig, canonical
 
 #: The question-only reference of the image margin.
@@ -154,7 +154,7 @@ def build_study_report(results: str | os.PathLike, cfg: StudyConfig = STUDY, *, 
             continue
         trains, tests = factor_layout(f)
         rep = evaluate(fc, allow_partial=False, factors={f: (trains, tests)},
-                       concept_split=_concept_split() if f == "distribution" else None)
+                       concept_split=_concept_split() if get_factor(f).rd == "head_tail" else None)
         for c in rep["cells"]:
             c.pop("files", None)
         files[f"{f}/report.json"] = (json.dumps(rep, indent=1) + "\n").encode()

@@ -24,15 +24,110 @@ VARIANT_DIR = Path(__file__).resolve().parents[2] / "data" / "variants"
 REDUNDANCY = ("rd-", "rd", "rd+")
 SPLITS = ("train", "val", "test")
 
-#: Domain-shift factor -> its variants (the default one included: ``mid`` is the rd level of
-#: question redundancy). Test-only variants (head, tail, oppo) are marked in their specs.
-FACTORS: Mapping[str, tuple[str, ...]] = {
-    "visual": ("easy", "mid", "hard"),
-    "redundancy": ("rd-", "mid", "rd+"),
-    "distribution": ("bal", "slt", "long", "head", "tail", "oppo"),
-    "compositionality": ("co-0", "co-1", "co-2"),
-    "systematic": ("sys-random", "sys-composition", "sys-interpolation", "sys-extrapolation"),
-}
+#: The catalogue's index in the variant folder: the factors, their variants in table order, how
+#: reports name them and how their RD is computed. The one source of which variant belongs to which
+#: factor (a variant's JSON holds its scene and question parameters only).
+CATALOGUE = "catalogue.json"
+RD_RULES = ("plain", "head_tail", None)
+
+
+@dataclass(frozen=True)
+class Factor:
+    """One domain-shift factor of the catalogue (``data/variants/catalogue.json``).
+
+    Attributes:
+        name, title: the factor's key and how reports name it.
+        variants: its variants in table order (the test-only ones included).
+        rd: how its Relative Degrade is computed: ``plain``, ``head_tail`` (the concept-distribution
+            rule; ``roles`` names the head, tail, long, oppo and bal variants) or None (not defined).
+        labels: a variant's name in this factor's tables (``mid`` is ``rd (mid)`` in redundancy's).
+        tested_on_itself: each variant is its own experiment, trained and tested on itself alone.
+    """
+
+    name: str
+    title: str
+    variants: tuple[str, ...]
+    rd: str | None = "plain"
+    roles: Mapping[str, str] = field(default_factory=dict)
+    labels: Mapping[str, str] = field(default_factory=dict)
+    tested_on_itself: bool = False
+
+
+_CACHE: dict[tuple[str, int], dict[str, Factor]] = {}
+
+
+def factors() -> dict[str, Factor]:
+    """The catalogue's factors, in its order (read from ``variant_dir()/catalogue.json``, again
+    when the file changes).
+
+    Raises:
+        VariantError: a missing or malformed catalogue (the file and field named).
+    """
+    path = variant_dir() / CATALOGUE
+    try:
+        key = (str(path), path.stat().st_mtime_ns)
+    except OSError:
+        raise VariantError(f"{path}: the variant catalogue's index is missing") from None
+    if key not in _CACHE:
+        try:
+            data = json.loads(path.read_text())["factors"]
+            out = {}
+            for name, f in data.items():
+                where = f"{path}, factor {name!r}"
+                fac = Factor(name, str(f.get("title", name)), tuple(str(v) for v in f["variants"]), f.get("rd", "plain"),
+                             dict(f.get("roles", {})), dict(f.get("labels", {})), bool(f.get("tested_on_itself", False)))
+                if fac.rd not in RD_RULES:
+                    raise VariantError(f"{where}, field 'rd': {fac.rd!r} not in {RD_RULES}")
+                if fac.rd == "head_tail" and set(fac.roles) != {"head", "tail", "long", "oppo", "bal"}:
+                    raise VariantError(f"{where}, field 'roles': the head_tail rule needs the variants of "
+                                       f"head, tail, long, oppo and bal")
+                out[name] = fac
+        except json.JSONDecodeError as e:
+            raise VariantError(f"{path}: not valid JSON ({e})") from None
+        except (KeyError, TypeError, AttributeError) as e:
+            raise VariantError(f"{path}: missing or bad field {e}") from None
+        _CACHE.clear()
+        _CACHE[key] = out
+    return _CACHE[key]
+
+
+def get_factor(name: str) -> Factor:
+    """The factor ``name`` of the catalogue.
+
+    Raises:
+        KeyError: an unknown factor (the valid ones listed).
+    """
+    fs = factors()
+    if name not in fs:
+        raise KeyError(f"unknown factor {name!r}; valid: {list(fs)}")
+    return fs[name]
+
+
+class _FactorVariants(Mapping):
+    """Factor -> its variants, read from the catalogue on each use (:func:`factors`)."""
+
+    def __getitem__(self, name: str) -> tuple[str, ...]:
+        return factors()[name].variants
+
+    def __iter__(self):
+        return iter(factors())
+
+    def __len__(self) -> int:
+        return len(factors())
+
+    def __repr__(self) -> str:
+        return f"FACTORS({dict(self)!r})"
+
+
+#: Domain-shift factor -> its variants in table order (the default one included: ``mid`` is the rd
+#: level of question redundancy), as the catalogue's index lists them. Test-only variants (head,
+#: tail, oppo) are marked in their specs.
+FACTORS: Mapping[str, tuple[str, ...]] = _FactorVariants()
+
+
+def primary_factor(variant: str) -> str:
+    """The first factor of the catalogue that lists ``variant`` ("" when none does)."""
+    return next((f.name for f in factors().values() if variant in f.variants), "")
 
 
 class VariantError(ValueError):
@@ -68,7 +163,8 @@ class Variant:
     def from_dict(cls, d: Mapping[str, Any], source: str = "<dict>") -> "Variant":
         try:
             red = d.get("questions", {}).get("redundancy", "rd")
-            v = cls(str(d["name"]), str(d["factor"]), str(d.get("description", "")), dict(d["scene"]),
+            factor = str(d["factor"]) if "factor" in d else primary_factor(str(d["name"]))
+            v = cls(str(d["name"]), factor, str(d.get("description", "")), dict(d["scene"]),
                     red, bool(d.get("test_only", False)), dict(d.get("splits", {})), d.get("ood"), source)
         except (KeyError, TypeError, AttributeError) as e:
             raise VariantError(f"{source}: missing or bad field {e}") from None
@@ -147,7 +243,7 @@ def variant_dir() -> Path:
 
 def list_variants() -> list[str]:
     """Names of the catalogue's variants."""
-    return sorted(p.stem for p in variant_dir().glob("*.json"))
+    return sorted(p.stem for p in variant_dir().glob("*.json") if p.name != CATALOGUE)
 
 
 def load_variant(name_or_path: str | os.PathLike) -> Variant:
@@ -159,7 +255,7 @@ def load_variant(name_or_path: str | os.PathLike) -> Variant:
     p = Path(name_or_path)
     if p.suffix != ".json":
         p = variant_dir() / f"{name_or_path}.json"
-        if not p.exists():
+        if not p.exists() or p.name == CATALOGUE:
             raise VariantError(f"unknown variant {str(name_or_path)!r}; valid: {list_variants()}")
     try:
         data = json.loads(p.read_text())

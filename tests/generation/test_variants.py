@@ -40,6 +40,30 @@ def test_catalogue_is_what_build_variants_writes(reference_dir, load_script, tmp
         assert json.loads(p.read_text()) == json.loads((repo / p.name).read_text()), p.name
 
 
+def test_a_clone_rebuilds_the_catalogue_byte_for_byte(load_script, tmp_path):
+    """Without the generator's npz tables (a clone has none) the tables are read back from the
+    committed variants: the same bytes, the catalogue's index included."""
+    build = load_script("build_variants")
+    assert build.main(["--dist", str(tmp_path / "absent"), "--out", str(tmp_path / "out")]) == 0
+    repo = Path(__file__).resolve().parents[2] / "data" / "variants"
+    written = sorted(p.name for p in (tmp_path / "out").glob("*.json"))
+    assert written == sorted(p.name for p in repo.glob("*.json"))
+    for name in written:
+        assert (tmp_path / "out" / name).read_bytes() == (repo / name).read_bytes(), name
+
+
+def test_factors_come_from_the_catalogue_index():
+    from nsvqa.generation.variants import FACTORS, get_factor
+
+    assert list(FACTORS) == ["visual", "redundancy", "distribution", "compositionality", "systematic"]
+    assert FACTORS["redundancy"] == ("rd-", "mid", "rd+")
+    # a variant's factor is the first that lists it: mid is visual's (and redundancy's rd)
+    assert load_variant("mid").factor == "visual" and load_variant("co-0").factor == "compositionality"
+    assert get_factor("distribution").rd == "head_tail" and get_factor("systematic").rd is None
+    with pytest.raises(KeyError, match=r"unknown factor 'light'; valid: \['visual'"):
+        get_factor("light")
+
+
 @pytest.mark.parametrize("attr", ["shape", "color", "material"])
 def test_head_and_tail_hold_only_their_concepts(attr):
     """head: the frequent half of long's concepts; tail: the rare half; oppo: long reversed."""
