@@ -41,40 +41,16 @@ def get_args_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from executors import load_ontology
-    from executors.io import load_questions
-    from nsvqa.artifacts import read_scenes, scenes_path
+    from nsvqa.evaluation.scene_parser import evaluate_parsed, format_table
     from nsvqa.fileio import write_json_atomic
-    from nsvqa.evaluation.scene_parser import (attribute_accuracy, coco_ap, coco_results, executor_accuracy,
-                                              format_table, listed_parts_coco, load_parsed, with_true_attributes)
 
     args = get_args_parser().parse_args(argv)
     data = Path(args.data)
     if args.detector:
         return detector_only(args, data)
-    onto = load_ontology("superclevr")
-    doc, liks = load_parsed(args.parsed, onto)
-    gt_path = data / "annotations" / f"{args.split}_coco.json"
-    gt = json.loads(gt_path.read_text())
-    image_ids = [int(s["image_index"]) for s in doc["scenes"]]
-    shape_ids = [c["id"] for c in gt["categories"] if c["supercategory"] == "object"]
-    part_ids = [c["id"] for c in gt["categories"] if c["supercategory"] == "part"]
-    results = coco_results(doc)
-    metrics = {"parsed": str(args.parsed), "data": str(data), "split": args.split, "images": len(image_ids),
-               "coco_objects": coco_ap(gt_path, results, image_ids, shape_ids)}
-    scenes = {s.image_index: s.record for s in read_scenes(scenes_path(data, args.split))}
-    if any(s.get("parts") for s in doc["scenes"]):  # against the parts the scenes list
-        listed = listed_parts_coco(gt_path, [scenes[i] for i in image_ids if i in scenes])
-        metrics["coco_parts"] = coco_ap(listed, results, image_ids, part_ids)
-    metrics["attributes"] = attribute_accuracy(doc, liks, scenes, args.min_iou)
-    if not args.no_questions:
-        qpath = data / "questions" / f"{args.split}_questions.json"
-        questions = load_questions(qpath)
-        metrics["executors"] = executor_accuracy(liks, questions, onto, args.threshold)
-        for a in filter(None, args.true_attributes.split(",")):
-            fixed = with_true_attributes(doc, liks, scenes, [a], args.min_iou)
-            acc = executor_accuracy(fixed, questions, onto, args.threshold)
-            metrics[f"executors, true {a}"] = {k: v for k, v in acc.items() if k != "paired"}
+    metrics = evaluate_parsed(args.parsed, data, args.split, min_iou=args.min_iou, threshold=args.threshold,
+                              questions=not args.no_questions,
+                              true_attributes=[a for a in args.true_attributes.split(",") if a])
     write_json_atomic(args.out, metrics)
     print(format_table(metrics))
     return 0

@@ -371,6 +371,43 @@ def with_true_attributes(doc: dict, liks: Sequence[SceneLikelihoods], gt_scenes:
     return out
 
 
+def evaluate_parsed(parsed: str | Path, data: str | Path, split: str = "val", *, min_iou: float = 0.5,
+                    threshold: float = 0.7, questions: bool = True, true_attributes: Sequence[str] = ()) -> dict[str, Any]:
+    """Every metric of a scene parser's parse (``likelihoods.json`` of ``data``'s ``split``):
+    COCO AP of the objects (and of the parts the scenes list, when it parsed parts), attribute
+    accuracy of the matched objects at mask IoU ``min_iou``, and with ``questions`` the executors
+    on the split's ground-truth programs (P-NSVQA at ``threshold``), also with the attributes of
+    ``true_attributes`` set to the truth on the matched objects (what each costs end to end)."""
+    from executors.io import load_questions
+
+    from nsvqa.artifacts import read_scenes, scenes_path
+
+    onto = load_ontology("superclevr")
+    data = Path(data)
+    doc, liks = load_parsed(parsed, onto)
+    gt_path = data / "annotations" / f"{split}_coco.json"
+    gt = json.loads(gt_path.read_text())
+    image_ids = [int(s["image_index"]) for s in doc["scenes"]]
+    shape_ids = [c["id"] for c in gt["categories"] if c["supercategory"] == "object"]
+    part_ids = [c["id"] for c in gt["categories"] if c["supercategory"] == "part"]
+    results = coco_results(doc)
+    metrics: dict[str, Any] = {"parsed": str(parsed), "data": str(data), "split": split, "images": len(image_ids),
+                               "coco_objects": coco_ap(gt_path, results, image_ids, shape_ids)}
+    scenes = {s.image_index: s.record for s in read_scenes(scenes_path(data, split))}
+    if any(s.get("parts") for s in doc["scenes"]):  # against the parts the scenes list
+        listed = listed_parts_coco(gt_path, [scenes[i] for i in image_ids if i in scenes])
+        metrics["coco_parts"] = coco_ap(listed, results, image_ids, part_ids)
+    metrics["attributes"] = attribute_accuracy(doc, liks, scenes, min_iou)
+    if questions:
+        qs = load_questions(data / "questions" / f"{split}_questions.json")
+        metrics["executors"] = executor_accuracy(liks, qs, onto, threshold)
+        for a in true_attributes:
+            fixed = with_true_attributes(doc, liks, scenes, [a], min_iou)
+            acc = executor_accuracy(fixed, qs, onto, threshold)
+            metrics[f"executors, true {a}"] = {k: v for k, v in acc.items() if k != "paired"}
+    return metrics
+
+
 def format_table(metrics: dict[str, Any]) -> str:
     """A readable table of a metrics dict (nested one level)."""
     lines = []

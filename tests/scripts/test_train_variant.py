@@ -299,3 +299,19 @@ def test_model_overrides_from_the_command_line():
         spec_from_args(p.parse_args(["--model-set", "nsvqa.x=1"]))
     with pytest.raises(ConfigError, match=r"unknown config fields \['stpes'\]"):
         spec_from_args(p.parse_args(["--model-set", "film.stpes=7"]))
+
+
+def test_pack_pretrained_measures_both_storages_on_val(suite, trained, tmp_path, load_script):
+    run = VariantRun(trained, "mid")
+    rc = load_script("pack_pretrained").main(["--run", str(run.path), "--name", "tiny", "--data", str(suite / "mid"),
+                                              "--out", str(tmp_path)])
+    assert rc == 0
+    man = json.loads((tmp_path / "tiny" / "manifest.json").read_text())
+    for storage in ("val_float32", "val_float16"):
+        m = man[storage]
+        assert m["scene_parser"]["images"] == len(list((suite / "mid" / "images" / "val").glob("*.png")))
+        assert set(m["scene_parser"]["executors"]) >= {"nsvqa", "pnsvqa", "pnsvqa-exact"}
+        assert 0.0 <= m["question_parser"]["exact"] <= 1.0
+    assert man["scene_parser_config"]["profile"] == "tiny" and set(man["sha256"]) == {
+        "scene_parser/detector.pt", "scene_parser/attributes.pt", "question_parser/question_parser.pt",
+        "nsvqa/tuned.json"}
