@@ -309,8 +309,10 @@ class NSVQAModel(PipelineModel):
         cuts on a tie), saved in ``RUN_DIR/tuned.json`` with every pair's accuracy for
         :meth:`predict`. Reused while the parses and the questions are the same."""
         from nsvqa.artifacts import questions_path
-        from nsvqa.evaluation import accuracy
         from nsvqa.fileio import sha256_file, write_json_atomic
+
+        def accuracy(preds: list[Prediction]) -> float:  # a hit guess counts, as the study's accuracy
+            return sum(p.correct for p in preds) / len(preds) if preds else 0.0
 
         key = {"likelihoods": sha256_file(inputs.likelihoods) if inputs.likelihoods else None,
                "programs": sha256_file(inputs.programs) if inputs.programs is not None else None,
@@ -322,7 +324,7 @@ class NSVQAModel(PipelineModel):
             return old
         onto, metas, programs, scenes = self._read_inputs(root, variant, split, spec, inputs)
         acc = {(e, p): accuracy(predict(make_reasoner(self.name, onto, min_exist=e, min_part=p), metas, programs,
-                                        scenes, seed=inputs.seed)).accuracy
+                                        scenes, seed=inputs.seed))
                for e in MIN_EXIST_CANDIDATES for p in MIN_PART_CANDIDATES}
         best = max(acc, key=lambda c: (acc[c], c))
         result = {"min_exist": best[0], "min_part": best[1],
