@@ -67,8 +67,7 @@ as Deformable DETR's and DINO's query selection: every image cell of the encoder
 a box, an offset from the cell in logit space, and scores it "referred"; a dense loss, torchvision's
 sigmoid focal loss on the cell holding each target's centre + L1 + GIoU of its box, weight
 ``w_proposal``, trains them; the ``num_queries`` top-scoring proposals become the object queries'
-reference boxes, refined by the decoder); ``reference_points`` (a learnt point per query, starting
-on a grid, Anchor-DETR-like: tried, did not converge faster); ``qa_text`` (the QA heads also read the
+reference boxes, refined by the decoder); ``qa_text`` (the QA heads also read the
 mean of the text encoder's tokens: after the fusion with 300 image tokens the QA query's view of the
 question is too faint for 2,000 steps). Differences these make from MDETR: two-stage queries and a
 text skip into the QA heads.
@@ -88,7 +87,7 @@ import re
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Sequence
+from typing import Any, ClassVar, Mapping, Sequence
 
 import numpy as np
 import torch
@@ -172,7 +171,6 @@ class MDETRConfig(TrainConfig):
     finetune_grounding_weight: float = 1.0
     feature_stride: int = 16
     val_grounding: int = 256
-    reference_points: bool = False
     input_norm: bool = False
     query_selection: bool = False
     w_proposal: float = 1.0
@@ -182,7 +180,9 @@ class MDETRConfig(TrainConfig):
     MUST_MATCH: ClassVar[tuple[str, ...]] = TrainConfig.MUST_MATCH + (
         "batch", "pretrain_steps", "image_width", "image_height", "backbone", "cnn_width", "cnn_layers", "text_encoder",
         "freeze_text", "text_layers", "max_tokens", "d_model", "heads", "ffn_dim", "enc_layers", "dec_layers",
-        "num_queries", "contrastive_dim", "feature_stride", "reference_points", "input_norm", "query_selection", "qa_text")
+        "num_queries", "contrastive_dim", "feature_stride", "input_norm", "query_selection", "qa_text")
+    #: removed: a learnt reference point per query (Anchor-DETR-like: tried, did not converge faster)
+    RETIRED: ClassVar[Mapping[str, Any]] = {"reference_points": False}
 
     @property
     def total_steps(self) -> int:
@@ -473,15 +473,6 @@ def cell_centres(h: int, w: int) -> torch.Tensor:
     return torch.stack([xs.flatten(), ys.flatten()], dim=1)
 
 
-def grid_points(n: int, width: int, height: int) -> torch.Tensor:
-    """(n, 2) points (x, y) in (0, 1): the first ``n`` cell centres, row by row, of the grid of
-    about square cells over a ``width`` x ``height`` image with at least ``n`` cells."""
-    cols = max(1, math.ceil(math.sqrt(n * width / height)))
-    rows = math.ceil(n / cols)
-    pts = [((c + 0.5) / cols, (r + 0.5) / rows) for r in range(rows) for c in range(cols)]
-    return torch.tensor(pts[:n], dtype=torch.float32)
-
-
 class ScratchTextEncoder(nn.Module):
     """Token embeddings (the MiniLM vocabulary) + learned positions + a transformer encoder.
 
@@ -562,15 +553,11 @@ class MDETRNet(nn.Module):
         # scale does not drown the positional encoding added to them
         self.input_proj = (nn.Sequential(nn.Conv2d(channels, d, 1), nn.GroupNorm(math.gcd(32, d), d))
                            if cfg.input_norm else nn.Conv2d(channels, d, 1))
-        self.reference_points = cfg.reference_points
-        if cfg.reference_points:  # a learnt point per object query, starting on a grid (logits)
-            self.ref_logits = nn.Parameter(torch.logit(grid_points(cfg.num_queries, cfg.image_width,
-                                                                   cfg.image_height)))
         self.query_selection = cfg.query_selection
         if cfg.query_selection:  # two-stage: every image cell proposes a box and scores it referred
             self.prop_score = nn.Linear(d, 1)
             self.prop_box = nn.Sequential(nn.Linear(d, d), nn.ReLU(inplace=True), nn.Linear(d, 4))
-        if cfg.reference_points or cfg.query_selection:
+        if cfg.query_selection:
             self.ref_embed = nn.Sequential(nn.Linear(d, d), nn.ReLU(inplace=True), nn.Linear(d, d))
         enc = nn.TransformerEncoderLayer(d, cfg.heads, cfg.ffn_dim, cfg.dropout, batch_first=True)
         self.encoder = nn.TransformerEncoder(enc, cfg.enc_layers, enable_nested_tensor=False)
@@ -608,9 +595,6 @@ class MDETRNet(nn.Module):
             ref = torch.gather(prop.detach(), 1, top[..., None].expand(-1, -1, 4))  # (B, Q, 4)
             pos = self.ref_embed(sine_points(ref[..., :2].reshape(-1, 2), d)).view(b, self.num_queries, d)
             queries = torch.cat([queries[:, :self.num_queries] + pos, queries[:, self.num_queries:]], dim=1)
-        elif self.reference_points:  # each object query knows its point: the sine code of where it is
-            pos = self.ref_embed(sine_points(self.ref_logits.sigmoid(), d))
-            queries = torch.cat([queries[:, :self.num_queries] + pos, queries[:, self.num_queries:]], dim=1)
         hs = self.decoder(queries, memory, memory_key_padding_mask=pad)
         obj, qa = hs[:, :self.num_queries], hs[:, self.num_queries]
         if self.qa_text:  # the question's own encoding (before the fusion, which blurs it with the image)
@@ -619,8 +603,6 @@ class MDETRNet(nn.Module):
         raw = self.box_head(obj)
         if self.query_selection:  # the decoder refines its proposal (an offset in logit space)
             boxes = (raw + torch.logit(ref.clamp(1e-4, 1 - 1e-4))).sigmoid()
-        elif self.reference_points:  # the centre is an offset (in logit space) from the query's point
-            boxes = torch.cat([(raw[..., :2] + self.ref_logits).sigmoid(), raw[..., 2:].sigmoid()], dim=-1)
         else:
             boxes = raw.sigmoid()
         return out | {"boxes": boxes, "token_logits": self.token_head(obj),
@@ -1075,4 +1057,4 @@ class MDETRBaseline(Baseline):
 __all__ = ["MDETRConfig", "MDETRNet", "MDETRBaseline", "ScratchTextEncoder", "MiniLMTextEncoder", "GroundedQA",
            "PROFILES", "TEXT_ENCODERS", "ANSWER_TYPES", "answer_groups", "collate_grounded", "decode_answers", "encode_split",
            "grounding_eval", "grounding_losses", "proposal_loss", "cell_centres", "grounding_targets", "hungarian_match", "match_cost", "minilm_dir", "positive_map",
-           "qa_accuracy", "qa_loss", "sine_positions", "sine_points", "grid_points", "tokenize_questions", "tokenizer", "train_mdetr"]
+           "qa_accuracy", "qa_loss", "sine_positions", "sine_points", "tokenize_questions", "tokenizer", "train_mdetr"]

@@ -190,6 +190,9 @@ class Config:
     #: together with a new behaviour, whose absence means the old one (e.g. a network trained
     #: before a pretrained trunk existed)
     ABSENT: ClassVar[Mapping[str, Any]] = {}
+    #: fields that were removed, with the value that meant the behaviour that stayed: a saved
+    #: config holding one with that value loads (the field is dropped); another value cannot
+    RETIRED: ClassVar[Mapping[str, Any]] = {}
 
     # ------------------------------------------------------------------ profiles
     @classmethod
@@ -269,6 +272,12 @@ class Config:
         if not isinstance(d, Mapping):
             raise ValueError(f"{where}: expected a mapping of config fields, got {type(d).__name__}")
         names = [f.name for f in fields(cls)]
+        for name, kept in cls.RETIRED.items():
+            if name in d and name not in names:
+                if d[name] != kept:
+                    raise ValueError(f"{where}, field {name!r}: {d[name]!r}, an option that was removed "
+                                     f"(only {kept!r}, the behaviour that stayed, loads)")
+                d = {k: v for k, v in d.items() if k != name}
         unknown = sorted(set(d) - set(names))
         if unknown:
             raise ValueError(f"{where}: unknown fields {unknown} for {cls.__name__}; valid: {sorted(names)}")

@@ -285,33 +285,16 @@ def test_learns_on_the_cached_backbone_maps_and_logs_the_grounding_curve(root, t
     assert "step 0 (untrained) val l1=" in (tmp_path / "run" / "train.log").read_text()
 
 
-def test_reference_points_anchor_each_query_box():
-    """``reference_points``: with a zero box head every object query's box is centred on its grid
-    point (and the sine code of a point is that of the image cell there); ``input_norm``
-    normalises the projected map per group."""
-    import torch
+def test_a_config_saved_with_the_removed_reference_points_option():
+    """``reference_points`` (tried, did not converge faster) was removed: a config saved with it
+    off still loads; one that used it cannot, and says why."""
+    import baselines
+    from baselines.mdetr import MDETRConfig
 
-    from baselines.mdetr import MDETRNet, grid_points, sine_points, sine_positions
-
-    pts = grid_points(12, 320, 240)
-    assert pts.shape == (12, 2) and sorted({round(float(x), 4) for x in pts[:, 0]}) == [0.125, 0.375, 0.625, 0.875]
-    assert sorted({round(float(y), 4) for y in pts[:, 1]}) == [0.1667, 0.5, 0.8333]
-    cells = torch.tensor([[(c + 1) / 4, (r + 1) / 3] for r in range(3) for c in range(4)])
-    torch.testing.assert_close(sine_points(cells, 16), sine_positions(3, 4, 16))
-    cfg = baselines.get("mdetr").config("ROOT/mid", "tiny", reference_points=True, input_norm=True, num_queries=6)
-    torch.manual_seed(0)
-    net = MDETRNet([2, 3, 4], cfg).eval()
-    torch.nn.init.zeros_(net.box_head[-1].weight)
-    torch.nn.init.zeros_(net.box_head[-1].bias)
-    ids, mask = torch.randint(1, 100, (2, 7)), torch.ones(2, 7, dtype=torch.bool)
-    with torch.no_grad():
-        out = net(ids, mask, torch.randn(2, 3, cfg.image_height, cfg.image_width))
-    torch.testing.assert_close(out["boxes"][..., :2], grid_points(6, cfg.image_width, cfg.image_height)[None].expand(2, 6, 2))
-    torch.testing.assert_close(out["boxes"][..., 2:], torch.full((2, 6, 2), 0.5))
-    assert isinstance(net.input_proj[1], torch.nn.GroupNorm)
-    plain = MDETRNet([2, 3, 4], baselines.get("mdetr").config("ROOT/mid", "tiny"))
-    assert not hasattr(plain, "ref_logits") and isinstance(plain.input_proj, torch.nn.Conv2d)  # older checkpoints
-
+    d = baselines.get("mdetr").config("ROOT/mid", "tiny").to_dict()
+    assert MDETRConfig.from_dict(d | {"reference_points": False}) == MDETRConfig.from_dict(d)
+    with pytest.raises(ValueError, match="'reference_points': True, an option that was removed"):
+        MDETRConfig.from_dict(d | {"reference_points": True})
 
 def test_query_selection_proposes_from_the_cells_and_is_scored_densely():
     """``query_selection`` (two-stage): the object queries start from the top-scoring cells'
