@@ -31,6 +31,7 @@ Closed meshes (every edge shared by two consistently oriented triangles, positiv
 drawn with back-face culling, which halves llvmpipe's per-triangle cost; open ones two-sided.
 The projection is flipped vertically when drawing so that OpenGL's bottom-up rows come back as
 top-down image rows: every read-back lands in its final numpy array without a flip or copy.
+The GLSL sources are files of ``shaders/`` beside this module (package data).
 Fragment shaders are specialised per (material, texture) at compile time (llvmpipe executes
 both sides of every branch). Output is deterministic for the same inputs (no time or random
 state; the PCF rotation is a fixed 4x4 pixel pattern).
@@ -56,6 +57,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from functools import lru_cache
+from importlib import resources
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -203,220 +205,28 @@ class RenderResult:
 
 # ---------------------------------------------------------------------------------- shaders
 
-_FRAME_BLOCK = """
-layout(std140) uniform Frame {
-    mat4 u_viewproj;
-    mat4 u_light_vp;
-    vec4 u_eye;          // xyz
-    vec4 u_key;          // xyz: unit direction toward the key light, w: intensity
-    vec4 u_fill;         // xyz: unit direction toward the fill light, w: intensity
-    vec4 u_bg;           // rgb: display-space background grey, w: ambient
-    vec4 u_shadow_par;   // x: PCF radius (shadow uv), y: normal offset, z: offset x slope
-    vec4 u_ground_par;   // xy: the camera's ground point, z, w: ground fade start, end distance
-};
-"""
+# The GLSL sources are files of shaders/ beside this module (package data), read on first use and
+# cached; each file is a shader's exact source text (so the first line is empty):
+#   frame.glsl     the per-frame uniform block (std140), spliced into the colour-pass shaders in
+#                  place of their FRAME_BLOCK line
+#   position.vert  position only: the shadow pass (with depth.frag, depth only) and the id pass
+#                  (with ids.frag: the object / part id, two int targets)
+#   scene.vert     the colour pass (world position, normal, uv)
+#   scene.frag     the colour pass, specialised at compile time per (MATERIAL, TEXTURE) by
+#                  #defines (llvmpipe runs both sides of every branch, so one shader per
+#                  combination is much cheaper than uniforms selecting code). MATERIAL: 0 rubber,
+#                  1 metal, 2 ground; TEXTURE: index into TEXTURES. Location 0: the colour;
+#                  locations 1, 2: object / part id (the single-sample path attaches them to the
+#                  same framebuffer; ignored otherwise).
+#   quad.vert, fxaa.frag  post-process anti-aliasing of the single-sample path (FXAA 2 style,
+#                  9 taps) over a full-screen quad
+_SHADER_DIR = "shaders"
 
-_VS_POS = """
-#version 330
-uniform mat4 u_mvp;
-in vec3 in_pos;
-void main() { gl_Position = u_mvp * vec4(in_pos, 1.0); }
-"""
 
-_FS_DEPTH = """
-#version 330
-void main() {}
-"""
-
-_FS_ID = """
-#version 330
-uniform int u_object_id;
-uniform int u_part_id;
-layout(location = 0) out int out_object;
-layout(location = 1) out int out_part;
-void main() { out_object = u_object_id; out_part = u_part_id; }
-"""
-
-_VS_COLOR = """
-FRAME_BLOCK
-uniform mat4 u_model;
-uniform mat3 u_normal_mat;
-in vec3 in_pos;
-in vec3 in_normal;
-in vec2 in_uv;
-out vec3 v_world;
-out vec3 v_normal;
-out vec2 v_uv;
-void main() {
-    vec4 w = u_model * vec4(in_pos, 1.0);
-    v_world = w.xyz;
-    v_normal = u_normal_mat * in_normal;
-    v_uv = in_uv;
-    gl_Position = u_viewproj * w;
-}
-"""
-
-# Colour pass, specialised at compile time per (MATERIAL, TEXTURE) by #defines (llvmpipe runs
-# both sides of every branch, so one shader per combination is much cheaper than uniforms
-# selecting code). MATERIAL: 0 rubber, 1 metal, 2 ground; TEXTURE: index into TEXTURES.
-# Location 0: the colour; locations 1, 2: object / part id (the single-sample path attaches
-# them to the same framebuffer; ignored otherwise).
-_FS_COLOR = """
-FRAME_BLOCK
-uniform sampler2DShadow u_shadow;
-uniform vec3 u_albedo;          // linear base colour
-uniform vec3 u_albedo2;         // linear second tone of the texture
-uniform int u_object_id;
-uniform int u_part_id;
-
-in vec3 v_world;
-in vec3 v_normal;
-in vec2 v_uv;
-layout(location = 0) out vec4 f_color;
-layout(location = 1) out int f_object;
-layout(location = 2) out int f_part;
-
-// PCF taps (unit disc; the ground takes GROUND_TAPS (4 or 8), the objects the first 4), rotated
-// per pixel by a 4x4 pattern of angles (deterministic: a function of the pixel position only)
-// so that the few taps give a smooth penumbra instead of bands.
-const vec2 DISC[8] = vec2[](
-    vec2(-0.613, 0.617), vec2(0.170, -0.040), vec2(-0.299, -0.792), vec2(0.645, 0.493),
-    vec2(-0.651, -0.718), vec2(0.421, 0.027), vec2(-0.817, -0.271), vec2(0.977, -0.295));
-const vec2 ROT[16] = vec2[](
-    vec2(0.9808, 0.1951), vec2(-0.9808, -0.1951), vec2(0.5556, 0.8315), vec2(-0.5556, -0.8315),
-    vec2(0.1951, -0.9808), vec2(-0.1951, 0.9808), vec2(0.8315, -0.5556), vec2(-0.8315, 0.5556),
-    vec2(0.1951, 0.9808), vec2(-0.1951, -0.9808), vec2(0.8315, 0.5556), vec2(-0.8315, -0.5556),
-    vec2(0.9808, -0.1951), vec2(-0.9808, 0.1951), vec2(0.5556, -0.8315), vec2(-0.5556, 0.8315));
-
-#if MATERIAL == 2
-#define TAPS GROUND_TAPS
-#else
-#define TAPS 4
-#endif
-
-float shadow_at(vec3 p, vec3 n) {
-#if MATERIAL != 2
-    // the lookup point moves off the surface enough that the whole (tilted) PCF kernel stays in
-    // front of it: acne-free self-shadowing (the ground is no caster, it needs no offset)
-    float c = clamp(dot(n, u_key.xyz), 0.05, 1.0);
-    p += n * (u_shadow_par.y + u_shadow_par.z * min(sqrt(1.0 - c * c) / c, 3.0));
-#endif
-    vec4 ls = u_light_vp * vec4(p, 1.0);
-    vec3 s = ls.xyz / ls.w * 0.5 + 0.5;
-    s.z = min(s.z, 1.0);  // receivers beyond the casters' depth range compare to 'far': lit
-    ivec2 q = ivec2(gl_FragCoord.xy) & 3;
-    vec2 cs = ROT[q.x + 4 * q.y] * u_shadow_par.x;
-    mat2 rot = mat2(cs.x, cs.y, -cs.y, cs.x);
-    float acc = 0.0;
-    for (int i = 0; i < TAPS; ++i)
-        acc += texture(u_shadow, vec3(s.xy + rot * DISC[i], s.z));
-    return acc * (1.0 / float(TAPS));   // outside the map: the border compares as lit
-}
-
-#if TEXTURE != 0
-// 0 = base tone, 1 = second tone (edges anti-aliased with fwidth)
-float pattern(vec2 uv) {
-    vec2 t = uv * (1.0 / PERIOD);
-    vec2 w = max(fwidth(t), vec2(1e-4));
-#if TEXTURE == 1       // vstripped: bands across u
-    return 1.0 - smoothstep(-w.x, w.x, abs(fract(t.x) - 0.5) - 0.25);
-#elif TEXTURE == 3     // stripped: bands across v
-    return 1.0 - smoothstep(-w.y, w.y, abs(fract(t.y) - 0.5) - 0.25);
-#elif TEXTURE == 2     // checkered
-    vec2 a = smoothstep(-w, w, abs(fract(t) - 0.5) - 0.25);
-    return a.x + a.y - 2.0 * a.x * a.y;  // xor
-#else                  // dotted
-    float fw = max(w.x, w.y);
-    return 1.0 - smoothstep(0.28 - fw, 0.28 + fw, length(fract(t) - 0.5));
-#endif
-}
-#endif
-
-#if MATERIAL == 1
-vec3 env(vec3 r) {  // procedural studio: bright horizon, darker zenith, dark grey floor
-    vec3 sky = mix(vec3(1.3), vec3(0.40), sqrt(max(r.z, 0.0)));
-    vec3 floor_ = mix(vec3(0.26), vec3(0.12), min(-r.z * 3.0, 1.0));
-    return mix(floor_, sky, smoothstep(-0.02, 0.02, r.z));
-}
-#endif
-
-void main() {
-    f_object = u_object_id;
-    f_part = u_part_id;
-    vec3 n = normalize(v_normal);
-    if (!gl_FrontFacing) n = -n;   // back face of an open surface: two-sided lighting
-    vec3 albedo = u_albedo;
-#if TEXTURE != 0
-    albedo = mix(albedo, u_albedo2, pattern(v_uv));
-#endif
-    float sh = shadow_at(v_world, n);
-    vec3 lk = u_key.xyz, lf = u_fill.xyz;
-    float light = u_bg.w * (0.55 + 0.45 * (n.z * 0.5 + 0.5))   // hemispherical ambient
-                + u_key.w * max(dot(n, lk), 0.0) * sh + u_fill.w * max(dot(n, lf), 0.0);
-#if MATERIAL == 2      // ground: diffuse, fading into the background far from the camera
-    vec3 outc = pow(albedo * light, vec3(1.0 / 2.2));
-    float fade = (length(v_world.xy - u_ground_par.xy) - u_ground_par.z)
-               / (u_ground_par.w - u_ground_par.z);
-    outc = mix(outc, u_bg.rgb, clamp(fade, 0.0, 1.0));
-#else
-    vec3 v = normalize(u_eye.xyz - v_world);
-    float nhk = max(dot(n, normalize(lk + v)), 0.0);
-    float nhf = max(dot(n, normalize(lf + v)), 0.0);
-#if MATERIAL == 1      // metal: dim diffuse, tinted environment reflection, sharp highlights
-    vec3 refl = albedo * env(reflect(-v, n)) * (0.9 + 0.1 * pow(1.0 - max(dot(n, v), 0.0), 5.0))
-              * (0.85 + 0.15 * sh);
-    float spec = u_key.w * sh * (pow(nhk, 80.0) * 4.0 + pow(nhk, 12.0) * 0.35)
-               + u_fill.w * (pow(nhf, 80.0) * 1.5 + pow(nhf, 12.0) * 0.2);
-    vec3 col = albedo * 0.25 * light + refl + mix(albedo, vec3(1.0), 0.4) * spec;
-#else                  // rubber: matte, weak broad highlight
-    float spec = 0.07 * (u_key.w * sh * pow(nhk, 10.0) + u_fill.w * pow(nhf, 10.0));
-    vec3 col = albedo * light + vec3(spec);
-#endif
-    vec3 outc = pow(max(col, 0.0), vec3(1.0 / 2.2));
-#endif
-    f_color = vec4(clamp(outc, 0.0, 1.0), 1.0);
-}
-"""
-
-# Post-process anti-aliasing of the single-sample path (FXAA 2 style, 9 taps).
-_VS_QUAD = """
-#version 330
-in vec2 in_pos;
-void main() { gl_Position = vec4(in_pos, 0.0, 1.0); }
-"""
-
-_FS_FXAA = """
-#version 330
-uniform sampler2D u_tex;
-uniform vec2 u_rcp;  // 1 / size
-out vec4 f_color;
-const vec3 LUMA = vec3(0.299, 0.587, 0.114);
-void main() {
-    vec2 uv = gl_FragCoord.xy * u_rcp;
-    ivec2 p = ivec2(gl_FragCoord.xy);
-    ivec2 hi = textureSize(u_tex, 0) - 1;
-    vec3 nw = texelFetch(u_tex, max(p - 1, ivec2(0)), 0).rgb;
-    vec3 ne = texelFetch(u_tex, clamp(p + ivec2(1, -1), ivec2(0), hi), 0).rgb;
-    vec3 sw = texelFetch(u_tex, clamp(p + ivec2(-1, 1), ivec2(0), hi), 0).rgb;
-    vec3 se = texelFetch(u_tex, min(p + 1, hi), 0).rgb;
-    vec3 m = texelFetch(u_tex, p, 0).rgb;
-    float lnw = dot(nw, LUMA), lne = dot(ne, LUMA), lsw = dot(sw, LUMA), lse = dot(se, LUMA);
-    float lm = dot(m, LUMA);
-    float lmin = min(lm, min(min(lnw, lne), min(lsw, lse)));
-    float lmax = max(lm, max(max(lnw, lne), max(lsw, lse)));
-    if (lmax - lmin < max(0.04, lmax * 0.1)) { f_color = vec4(m, 1.0); return; }
-    vec2 dir = vec2(-((lnw + lne) - (lsw + lse)), (lnw + lsw) - (lne + lse));
-    float reduce = max((lnw + lne + lsw + lse) * 0.03125, 1.0 / 128.0);
-    float rcp_min = 1.0 / (min(abs(dir.x), abs(dir.y)) + reduce);
-    dir = clamp(dir * rcp_min, vec2(-4.0), vec2(4.0)) * u_rcp;
-    vec3 a = 0.5 * (texture(u_tex, uv + dir * (1.0 / 3.0 - 0.5)).rgb +
-                    texture(u_tex, uv + dir * (2.0 / 3.0 - 0.5)).rgb);
-    vec3 b = a * 0.5 + 0.25 * (texture(u_tex, uv - dir * 0.5).rgb +
-                               texture(u_tex, uv + dir * 0.5).rgb);
-    float lb = dot(b, LUMA);
-    f_color = vec4((lb < lmin || lb > lmax) ? a : b, 1.0);
-}
-"""
+@lru_cache(maxsize=None)
+def _shader(name: str) -> str:
+    """The GLSL source ``shaders/<name>`` of this package, byte for byte (read once, cached)."""
+    return (resources.files(__package__) / _SHADER_DIR / name).read_bytes().decode("utf-8")
 
 
 # --------------------------------------------------------------------------------- renderer
@@ -563,8 +373,10 @@ class Renderer:
     def _init_gl(self, moderngl) -> None:
         ctx = self.ctx
         size = (self.width, self.height)
-        self._prog_depth = ctx.program(vertex_shader=_VS_POS, fragment_shader=_FS_DEPTH)
-        self._prog_id = ctx.program(vertex_shader=_VS_POS, fragment_shader=_FS_ID)
+        self._prog_depth = ctx.program(vertex_shader=_shader("position.vert"),
+                                       fragment_shader=_shader("depth.frag"))
+        self._prog_id = ctx.program(vertex_shader=_shader("position.vert"),
+                                    fragment_shader=_shader("ids.frag"))
         self._frame = ctx.buffer(reserve=_FRAME_FLOATS * 4)
         self._frame_data = np.zeros(_FRAME_FLOATS, np.float32)
         # output colour (single sample) and the two int16 id images
@@ -590,7 +402,8 @@ class Renderer:
             self._fbo_main = ctx.framebuffer([self._tex_color, self._rb_obj, self._rb_part],
                                              self._rb_depth)
             self._fbo_id = ctx.framebuffer([self._rb_obj, self._rb_part], self._rb_depth)
-            self._prog_fxaa = ctx.program(vertex_shader=_VS_QUAD, fragment_shader=_FS_FXAA)
+            self._prog_fxaa = ctx.program(vertex_shader=_shader("quad.vert"),
+                                          fragment_shader=_shader("fxaa.frag"))
             self._prog_fxaa["u_tex"].value = 1
             self._prog_fxaa["u_rcp"].value = (1.0 / self.width, 1.0 / self.height)
             quad = np.array([-1, -1, 1, -1, -1, 1, 1, 1], np.float32)
@@ -626,9 +439,10 @@ class Renderer:
         if hit is None:
             head = (f"#version 330\n#define MATERIAL {material}\n#define TEXTURE {texture}\n"
                     f"#define PERIOD {TEXTURE_PERIOD!r}\n#define GROUND_TAPS {self._ground_taps}\n")
-            prog = self.ctx.program(
-                vertex_shader="#version 330\n" + _VS_COLOR.replace("FRAME_BLOCK", _FRAME_BLOCK),
-                fragment_shader=head + _FS_COLOR.replace("FRAME_BLOCK", _FRAME_BLOCK))
+            frame = _shader("frame.glsl")
+            vs = "#version 330\n" + _shader("scene.vert").replace("FRAME_BLOCK", frame)
+            fs = head + _shader("scene.frag").replace("FRAME_BLOCK", frame)
+            prog = self.ctx.program(vertex_shader=vs, fragment_shader=fs)
             prog["Frame"].binding = 0
             prog["u_shadow"].value = 0
             names = ("u_model", "u_normal_mat", "u_albedo", "u_albedo2", "u_object_id",

@@ -26,16 +26,16 @@ class StopAfterSave(Exception):
 
 @pytest.fixture
 def stop_after_save(monkeypatch):
-    """``with stop_after_save(module=common, at=None): train...``: inside it, training stops
+    """``with stop_after_save(module=classifier, at=None): train...``: inside it, training stops
     (StopAfterSave, expected) right after ``module._save`` writes the checkpoint of step ``at``
     (None: the first checkpoint). Every baseline's ``_save`` takes the train state as its
     second-to-last argument."""
     from contextlib import contextmanager
 
-    from baselines import common
+    from baselines import classifier  # train_classifier's _save
 
     @contextmanager
-    def interrupted(module=common, at=None):
+    def interrupted(module=classifier, at=None):
         real = module._save
 
         def save_then_stop(*a, **k):
