@@ -250,6 +250,28 @@ def machine() -> dict[str, Any]:
             "native_bf16": native_bf16("cpu"), "torch": torch.__version__, "python": platform.python_version()}
 
 
+def checkpoint_seconds(run: str | os.PathLike) -> dict[str, dict[str, float]]:
+    """The training seconds each checkpoint of a variant run records (its ``extra``: keys ending in
+    ``seconds``, and a detector's ``val.train_minutes``), by path relative to the run: the cost of
+    each network over every call that trained it, interruptions and resumes included."""
+    from nsvqa.training.checkpoint import CheckpointError, load_checkpoint
+
+    run = Path(run)
+    out: dict[str, dict[str, float]] = {}
+    for path in sorted(run.glob("**/*.pt")):
+        try:
+            extra = load_checkpoint(path).get("extra") or {}
+        except CheckpointError:
+            continue
+        got = {k: float(v) for k, v in extra.items() if k.endswith("seconds") and isinstance(v, (int, float))}
+        minutes = (extra.get("val") or {}).get("train_minutes") if isinstance(extra.get("val"), dict) else None
+        if isinstance(minutes, (int, float)):
+            got["train_seconds"] = 60.0 * float(minutes)
+        if got:
+            out[path.relative_to(run).as_posix()] = got
+    return out
+
+
 def run_piece(piece: Piece, data: str | os.PathLike, runs: str | os.PathLike, results: str | os.PathLike,
               cfg: StudyConfig = STUDY, *, jobs: int = 2, workers: int = 2, device: str = "cpu",
               progress: bool = True, echo: Callable[[str], None] = print) -> dict[str, Any]:
@@ -257,8 +279,10 @@ def run_piece(piece: Piece, data: str | os.PathLike, runs: str | os.PathLike, re
     resuming from ``runs``), then copy its predictions, gzipped, to ``RESULTS/pieces/<piece>/`` and
     write ``piece.json`` there (last). Returns what ``piece.json`` holds.
 
-    Wall time: the seconds of this call's steps are added to those of earlier, interrupted calls
-    (kept in ``RUNS/<run>/study_<group>.json``), so a resumed piece reports its whole cost.
+    Wall time: the seconds of this call's steps are added to those of earlier calls that finished
+    (kept in ``RUNS/<run>/study_<group>.json``); a call stopped midway leaves no such record, so
+    ``piece.json`` also holds what each checkpoint records of its own training time
+    (:func:`checkpoint_seconds`: every call that trained it, resumes included).
     """
     from nsvqa.artifacts.predictions import read_predictions, write_predictions
     from nsvqa.experiment import TrainSpec, VariantRun, train_variant
@@ -297,11 +321,12 @@ def run_piece(piece: Piece, data: str | os.PathLike, runs: str | os.PathLike, re
     record = {"format": PIECE_FORMAT, "piece": asdict(piece), "study": cfg.to_json(), "commit": _commit(),
               "machine": machine(), "accuracy": accuracy,
               "seconds": {"total": sum(a["generate"] + a["train_variant"] for a in ledger["attempts"]),
-                          "attempts": ledger["attempts"]}}
+                          "attempts": ledger["attempts"], "checkpoints": checkpoint_seconds(run.path)}}
     write_json_atomic(out / "piece.json", record, indent=1)
     return record
 
 
 __all__ = ["STUDY", "StudyConfig", "StudyError", "Piece", "check_aliases", "canonical", "training_variants",
+           "checkpoint_seconds",
            "variants_tested", "study_pieces", "piece_dir", "is_done", "pending_pieces", "generate_piece_data", "machine",
            "run_piece"]

@@ -96,3 +96,21 @@ def test_a_piece_runs_commits_gzipped_predictions_and_is_then_skipped(tmp_path, 
     md.write_text(md.read_text().replace("| nsvqa |", "| nsvqa (edited) |", 1))
     assert check_study_report(results, cfg) == ["report.md"]
     assert "in_domain.png" in build_study_report(results, cfg)
+
+
+def test_checkpoint_seconds_reads_what_each_checkpoint_records(tmp_path):
+    import torch
+
+    from nsvqa.study import checkpoint_seconds
+    from nsvqa.training.checkpoint import save_checkpoint
+
+    w = {"w": torch.zeros(1)}
+    save_checkpoint(tmp_path / "scene_parser" / "detector.pt", kind="detector", config={}, state_dict=w,
+                    vocabularies={}, extra={"val": {"box_AP50": 0.9, "train_minutes": 2.5}})
+    save_checkpoint(tmp_path / "question_parser" / "question_parser.pt", kind="question_parser", config={},
+                    state_dict=w, vocabularies={}, extra={"supervised_seconds": 30.0, "supervised_val": {"exact": 1}})
+    save_checkpoint(tmp_path / "baselines" / "lstm" / "checkpoint.pt", kind="lstm", config={}, state_dict=w,
+                    vocabularies={})
+    (tmp_path / "broken.pt").write_bytes(b"not a checkpoint")
+    assert checkpoint_seconds(tmp_path) == {"question_parser/question_parser.pt": {"supervised_seconds": 30.0},
+                                            "scene_parser/detector.pt": {"train_seconds": 150.0}}
