@@ -23,6 +23,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import statistics
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -181,7 +182,7 @@ def build_study_report(results: str | os.PathLike, cfg: StudyConfig = STUDY, *, 
         if train == test == d and seed == 0:
             a = accuracy(preds)
             cal = calibration(preds)
-            in_domain.append({"model": model, "kind": kind.get(model.split("+")[0], "holistic"), "n": a.n,
+            in_domain.append({"model": model, "kind": kind.get(model, "holistic"), "n": a.n,
                               "accuracy": a.accuracy, "ci95": list(_wilson(a.n_correct, a.n)),
                               "guessed": a.n_guessed, "ece": cal.ece if cal is not None else None})
     ref = next((r["accuracy"] for r in in_domain if r["model"] == QUESTION_ONLY), None)
@@ -197,8 +198,6 @@ def build_study_report(results: str | os.PathLike, cfg: StudyConfig = STUDY, *, 
         if train == test == d and model in modular:
             seeds.setdefault(model, {"per_seed": {}})["per_seed"][str(seed)] = accuracy(preds).accuracy
     for model, s in seeds.items():
-        import statistics
-
         v = list(s["per_seed"].values())
         s["mean"] = statistics.fmean(v)
         s["std"] = statistics.stdev(v) if len(v) > 1 else None
