@@ -4,7 +4,9 @@ A *variant run* is one folder per (training variant, seed) under a runs root::
 
     RUNS/<variant>[-seed<S>]/
         config.json, train.log     what was asked, every command that touched the run
-        scene_parser/              the run's scene parser (detector.pt, attributes.pt)
+        scene_parser/              the run's scene parser (detector.pt, attributes.pt); a run whose
+                                   training images are another variant's (``TrainSpec.scene_variant``:
+                                   ``rd-`` / ``rd+`` and ``mid``) uses that variant's run's instead
         question_parser/           the run's question parser (question_parser.pt)
         question_parser.log        its output when it trained in a second process (``jobs`` >= 2)
         baselines/<name>/          the run directory of each model that trains one of its own
@@ -26,7 +28,10 @@ register when the ``baselines`` package is imported (the scripts do; this module
 not).
 
 Every step is resumable: the parsers and models resume from their checkpoints, and a parse output
-is reused when it records the fingerprints (SHA-256) of the checkpoints and inputs it came from.
+is reused when it records the fingerprints (SHA-256) of the checkpoints and inputs it came from. A
+scene parse keys its images by their bytes, so the same images parsed by the same parser are parsed
+once: a test variant with another's images (``rd-`` and ``mid``) takes a copy of that parse, from
+this run or from the run whose scene parser it uses.
 Predictions are recomputed each time (seconds). :func:`train_variant` is what
 ``scripts/train_variant.py`` runs; ``scripts/run_factor.py`` calls it for every training variant of a
 factor.
@@ -68,14 +73,22 @@ class VariantRun:
     variant: str
     seed: int = 0
     parsers: Path | None = None  # a folder of trained parsers to use instead of training them (a shipped set)
+    scene_variant: str | None = None  # the variant whose run (same seed) holds this run's scene parser
 
     @property
     def path(self) -> Path:
         return Path(self.runs) / (self.variant if self.seed == 0 else f"{self.variant}-seed{self.seed}")
 
     @property
+    def scene_run(self) -> "VariantRun":
+        """The run that holds this run's scene parser (itself unless ``scene_variant`` names another)."""
+        if self.scene_variant in (None, self.variant):
+            return self
+        return VariantRun(self.runs, self.scene_variant, self.seed)
+
+    @property
     def scene_dir(self) -> Path:
-        return (self.parsers or self.path) / "scene_parser"
+        return (self.parsers or self.scene_run.path) / "scene_parser"
 
     @property
     def question_dir(self) -> Path:
@@ -171,6 +184,11 @@ class TrainSpec:
             set shipped in ``pretrained/``, sha256-checked; :mod:`nsvqa.pretrained`) or a folder
             holding ``scene_parser/`` and ``question_parser/``. Only models with nothing of their
             own to train run then, and NS-VQA keeps the cuts shipped with the set.
+        scene_variant: a variant with the same scenes and images as the one trained
+            (:meth:`~nsvqa.generation.variants.Variant.same_scenes`: ``mid`` for ``rd-`` and
+            ``rd+``): the run uses the scene parser of that variant's run with the same seed,
+            training it there, on that variant's data, if it is not yet trained. It is the parser
+            the run would train on its own images; training it once saves the most expensive step.
     """
 
     profile: str = "mini"
@@ -182,6 +200,7 @@ class TrainSpec:
     progress: bool = True
     parse_min_score: float | None = PARSE_MIN_SCORE
     pretrained: str | None = None
+    scene_variant: str | None = None
 
 
 def _train_question_parser(data: Path, run: VariantRun, spec: TrainSpec, progress: bool) -> float:
@@ -207,8 +226,10 @@ def _question_parser_job(data: Path, run: VariantRun, spec: TrainSpec, log_path:
     _train_question_parser(data, run, spec, progress=False)
 
 
-def train_parsers(data: Path, run: VariantRun, spec: TrainSpec, scene: bool, question: bool) -> dict[str, float]:
-    """Train (or resume, or find finished) the parsers a run needs; returns seconds per parser.
+def train_parsers(data: Path, run: VariantRun, spec: TrainSpec, scene: bool, question: bool, *,
+                  scene_data: Path | None = None) -> dict[str, float]:
+    """Train (or resume, or find finished) the parsers a run needs; returns seconds per parser. The
+    scene parser trains on ``scene_data`` (default ``data``) into :attr:`VariantRun.scene_dir`.
 
     With ``spec.jobs`` >= 2 and both parsers asked, the question parser trains in a second process
     (:mod:`multiprocessing`, spawned; one thread, its output in ``RUN/question_parser.log``) while
@@ -234,8 +255,8 @@ def train_parsers(data: Path, run: VariantRun, spec: TrainSpec, scene: bool, que
     try:
         if scene:
             t0 = time.perf_counter()
-            cfg = SceneParserConfig.from_profile(str(data), spec.profile, seed=run.seed, device=spec.device,
-                                            **spec.scene_overrides)
+            cfg = SceneParserConfig.from_profile(str(scene_data or data), spec.profile, seed=run.seed,
+                                                 device=spec.device, **spec.scene_overrides)
             train_scene_parser(cfg, run.scene_dir, resume=True, progress=spec.progress)
             seconds["scene_parser"] = time.perf_counter() - t0
         if question and child is None:
@@ -298,22 +319,35 @@ def tune_models(data: Path, run: VariantRun, spec: TrainSpec, specs: Sequence[Mo
 # ---------------------------------------------------------------------------- parsing
 def parse_scenes(run: VariantRun, data: Path, split: str, *, progress: bool = True, batch: int = 4,
                  min_score: float | None = None, tuning: bool = False) -> Path:
-    """``parsed/<test>/likelihoods.json`` of the run's scene parser on ``data``'s split (reused
-    when its provenance matches; with ``tuning``, ``parsed/<test>/<split>_likelihoods.json``, see
-    :meth:`VariantRun.parsed`). ``min_score``: detections kept (default: the run's config);
-    their scores are the existence probabilities P-NSVQA uses, NS-VQA keeps those >= 0.5."""
-    from nsvqa.artifacts import LikelihoodsHeader, ParsedSceneRecord, write_likelihoods
+    """``parsed/<test>/likelihoods.json`` of the run's scene parser on ``data``'s split (with
+    ``tuning``, ``parsed/<test>/<split>_likelihoods.json``, see :meth:`VariantRun.parsed`).
+    ``min_score``: detections kept (default: the run's config); their scores are the existence
+    probabilities P-NSVQA uses, NS-VQA keeps those >= 0.5.
+
+    The parse is reused when its provenance matches (the parser's checkpoints, the split, the
+    digest of its images' bytes, ``min_score``); a parse with that provenance of another variant's
+    images, in this run or in :attr:`VariantRun.scene_run`, is copied under this variant's name
+    (the same images: ``rd-`` / ``rd+`` / ``mid``)."""
+    from nsvqa.artifacts import LikelihoodsHeader, ParsedSceneRecord, read_likelihoods, write_likelihoods
+    from nsvqa.fileio import sha256_folder
     from nsvqa.training.loading import load_scene_parser, parse_split
 
     out = run.parsed(data.name, "likelihoods", split if tuning else None)
     parser = load_scene_parser(run.scene_dir, min_score)
     key = {"detector": sha256_file(parser.detector_path), "attributes": sha256_file(run.scene_dir / "attributes.pt"),
-           "split": split, "images": str(data / "images" / split), "min_score": parser.min_score}
+           "split": split, "images": sha256_folder(data / "images" / split), "min_score": parser.min_score}
     if _fresh(out, key):
         return out
+    header = LikelihoodsHeader.from_parser(parser, run.scene_dir, data, split, provenance=key)
+    for other in dict.fromkeys((*run.path.glob("parsed/*/*likelihoods.json"),
+                                *run.scene_run.path.glob("parsed/*/*likelihoods.json"))):
+        if other != out and _fresh(other, key):
+            log.info("%s: the parse of the same images in %s", out, other)
+            write_likelihoods(out, header, read_likelihoods(other, parser.ontology).scenes)
+            return out
     scenes = [ParsedSceneRecord.from_parsed(p, idx, name)
               for idx, name, p in parse_split(parser, data, split, batch=batch, progress=progress)]
-    write_likelihoods(out, LikelihoodsHeader.from_parser(parser, run.scene_dir, data, split, provenance=key), scenes)
+    write_likelihoods(out, header, scenes)
     return out
 
 
@@ -403,6 +437,16 @@ def train_variant(root: str | os.PathLike, variant: str, runs: str | os.PathLike
                                   f"their own run; {', '.join(own)} train")
     else:
         check_variant_data(root, variant, ["train", "val"])
+    scene_variant = spec.scene_variant if spec.scene_variant != variant else None
+    if scene_variant is not None:
+        if parsers is not None:
+            raise ExperimentError(f"pretrained parsers ({spec.pretrained}) and the scene parser of {scene_variant!r}: "
+                                  f"choose one")
+        if not load_variant(variant).same_scenes(load_variant(scene_variant)):
+            raise ExperimentError(f"variant {variant!r} cannot use the scene parser of {scene_variant!r}: their scene "
+                                  f"settings differ (scene, splits or held-out values), so their images do")
+        if need.scene_parser:
+            check_variant_data(root, scene_variant, ["train", "val"])
     present = []
     for t in tests:
         try:
@@ -412,12 +456,12 @@ def train_variant(root: str | os.PathLike, variant: str, runs: str | os.PathLike
             if not skip_missing:
                 raise
             echo(f"skipping test variant {t}: {e}")
-    run = VariantRun(Path(runs), variant, seed, parsers)
+    run = VariantRun(Path(runs), variant, seed, parsers, scene_variant)
     run.path.mkdir(parents=True, exist_ok=True)
     labels = [s.label for s in specs]
     rd = RunDir(run.path, {"data": str(root), "variant": variant, "seed": seed, "models": labels,
                            "profile": spec.profile, "tests": present, "split": split,
-                           "pretrained": spec.pretrained,
+                           "pretrained": spec.pretrained, "scene_variant": scene_variant,
                            "scene_overrides": spec.scene_overrides, "question_overrides": spec.question_overrides,
                            "model_overrides": spec.model_overrides},
                 resume=True, must_match=("data", "variant", "seed", "profile"))
@@ -427,8 +471,11 @@ def train_variant(root: str | os.PathLike, variant: str, runs: str | os.PathLike
         if (need.scene_parser or need.question_parser) and parsers is not None:
             rd.log(f"parsers of {spec.pretrained} ({parsers}), not trained")
         elif need.scene_parser or need.question_parser:
-            rd.log(f"training parsers on {root / variant} (profile {spec.profile}, seed {seed})")
-            timing |= train_parsers(root / variant, run, spec, need.scene_parser, need.question_parser)
+            rd.log(f"training parsers on {root / variant} (profile {spec.profile}, seed {seed})"
+                   + (f"; the scene parser of {scene_variant} ({run.scene_dir})"
+                      if scene_variant and need.scene_parser else ""))
+            timing |= train_parsers(root / variant, run, spec, need.scene_parser, need.question_parser,
+                                    scene_data=root / (scene_variant or variant))
         trained = [s.name for s in specs if registry.get(s.name).trainable]
         if trained:
             rd.log(f"training models {', '.join(dict.fromkeys(trained))} on {root / variant} "
@@ -485,6 +532,9 @@ def add_training_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--pretrained", default=None, metavar="pretrained:NAME|DIR",
                    help="use these trained parsers instead of training them: a shipped set "
                         "(pretrained:mid-mini) or a folder with scene_parser/ and question_parser/")
+    p.add_argument("--scene-parser-of", default=None, metavar="VARIANT",
+                   help="use (and train there, if absent) the scene parser of VARIANT's run with the same seed: "
+                        "for variants with VARIANT's images (rd- and rd+ with mid)")
     p.add_argument("--skip-missing", action="store_true", help="skip test variants without data instead of failing")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads of this process")
     p.add_argument("--no-progress", action="store_true")
@@ -522,7 +572,7 @@ def spec_from_args(args: argparse.Namespace) -> tuple[list[str], TrainSpec]:
                      question_overrides=parse_assignments(args.question_set, QuestionParserConfig, "--question-set"),
                      model_overrides=model_overrides, jobs=args.jobs, device=args.device,
                      progress=not args.no_progress, parse_min_score=args.parse_min_score,
-                     pretrained=args.pretrained)
+                     pretrained=args.pretrained, scene_variant=args.scene_parser_of)
     return labels, spec
 
 

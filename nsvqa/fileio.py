@@ -47,6 +47,17 @@ def sha256_file(path: str | os.PathLike) -> str:
         return hashlib.file_digest(f, "sha256").hexdigest()
 
 
+def sha256_folder(folder: str | os.PathLike) -> str:
+    """The hex sha256 of a folder's files (names relative to it, and each file's sha256, in sorted
+    order; sub-folders included): two folders with the same files have the same digest, wherever
+    they are."""
+    folder = Path(folder)
+    h = hashlib.sha256()
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        h.update(f"{path.relative_to(folder).as_posix()}\0{sha256_file(path)}\n".encode())
+    return h.hexdigest()
+
+
 def write_atomic(path: str | os.PathLike, data: bytes | str) -> None:
     """Write ``data`` (bytes, or text as UTF-8) to ``path`` atomically; creates the folder."""
     with atomic_open(path, "wb") as f:

@@ -20,7 +20,10 @@ Every size and schedule of the study is in :data:`STUDY` (one :class:`StudyConfi
 in shell scripts. Variants whose data are the same bytes are trained once: ``co-0`` is ``mid`` and
 ``bal`` is ``hard`` (:attr:`StudyConfig.aliases`, checked against the catalogue by
 :func:`check_aliases`); the report reads ``mid``'s predictions as ``co-0``'s in the compositionality
-table, and ``hard``'s as ``bal``'s in the distribution table.
+table, and ``hard``'s as ``bal``'s in the distribution table. Training variants whose images are
+the same bytes but whose questions differ (``rd-`` and ``rd+`` are ``mid``'s images) share the
+scene parser of the first of them in plan order (:func:`scene_source`), and a test split is parsed
+once per scene parser (:func:`nsvqa.experiment.parse_scenes`).
 """
 from __future__ import annotations
 
@@ -77,6 +80,10 @@ class StudyConfig:
             working session on two cores.
         default_only: models run on the default variant only (the simple baselines of Fig. 3).
         aliases: variant -> the variant whose data are the same bytes (its runs are reused).
+        share_scene_parsers: a training variant with the images of one earlier in the plan uses
+            that one's scene parser (:func:`scene_source`) instead of training the same parser on
+            the same images again. Pieces that ran before this field existed (``mid-seed0-modular``)
+            trained their own, as every piece whose images are its own still does.
         factors: the factors of Tables 1-2 (the systematic splits come after them).
     """
 
@@ -100,6 +107,7 @@ class StudyConfig:
         "mdetr": ("mdetr", "cnn_lstm")})
     default_only: tuple[str, ...] = ("cnn_lstm", "random", "majority")
     aliases: Mapping[str, str] = field(default_factory=lambda: {"co-0": "mid", "bal": "hard"})
+    share_scene_parsers: bool = True
     factors: tuple[str, ...] = ("visual", "redundancy", "distribution", "compositionality")
 
     def to_json(self) -> dict[str, Any]:
@@ -166,6 +174,17 @@ def variants_tested(variant: str, cfg: StudyConfig = STUDY) -> tuple[str, ...]:
     return tuple(dict.fromkeys(out))
 
 
+def scene_source(variant: str, cfg: StudyConfig = STUDY) -> str:
+    """The training variant whose scene parser serves ``variant``: the first in plan order
+    (:func:`training_variants`) with the same scenes and images
+    (:meth:`~nsvqa.generation.variants.Variant.same_scenes`; ``mid`` for ``rd-`` and ``rd+``),
+    ``variant`` itself when there is none or ``cfg.share_scene_parsers`` is off."""
+    if not cfg.share_scene_parsers:
+        return variant
+    mine = load_variant(variant)
+    return next((v for v in training_variants(cfg) if load_variant(v).same_scenes(mine)), variant)
+
+
 def study_pieces(cfg: StudyConfig = STUDY) -> list[Piece]:
     """Every piece of the study, in the order they run: the default variant's groups first
     (the demo's checkpoints, Fig. 3), then each factor's other training variants, then the
@@ -220,6 +239,7 @@ def generate_piece_data(data: str | os.PathLike, piece: Piece, cfg: StudyConfig 
     from nsvqa.generation.suite import generate_suite
 
     splits = {t: ["test"] for t in piece.tests}
+    splits[scene_source(piece.variant, cfg)] = ["train", "val", "test"]  # its scene parser's training data
     splits[piece.variant] = ["train", "val", "test"]
     generate_suite(data, "all", cfg.image_profile, seed=cfg.data_seed, workers=workers, progress=progress,
                    variants=list(splits), splits=splits, questions=cfg.questions, sizes=cfg.sizes, echo=echo)
@@ -293,7 +313,8 @@ def run_piece(piece: Piece, data: str | os.PathLike, runs: str | os.PathLike, re
     spec = TrainSpec(profile=cfg.profile, scene_overrides=dict(cfg.scene_overrides),
                      question_overrides=dict(cfg.question_overrides),
                      model_overrides={k: dict(v) for k, v in cfg.model_overrides.items()},
-                     jobs=jobs, device=device, progress=progress, parse_min_score=cfg.parse_min_score)
+                     jobs=jobs, device=device, progress=progress, parse_min_score=cfg.parse_min_score,
+                     scene_variant=scene_source(piece.variant, cfg))
     run = VariantRun(Path(runs), piece.variant, piece.seed)
     ledger_path = run.path / f"study_{piece.group}.json"
     try:
@@ -327,6 +348,7 @@ def run_piece(piece: Piece, data: str | os.PathLike, runs: str | os.PathLike, re
 
 
 __all__ = ["STUDY", "StudyConfig", "StudyError", "Piece", "check_aliases", "canonical", "training_variants",
+           "scene_source",
            "checkpoint_seconds",
            "variants_tested", "study_pieces", "piece_dir", "is_done", "pending_pieces", "generate_piece_data", "machine",
            "run_piece"]

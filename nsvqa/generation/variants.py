@@ -193,6 +193,13 @@ class Variant:
             out["ood"] = self.ood
         return out
 
+    def same_scenes(self, other: "Variant") -> bool:
+        """Whether ``other`` generates the same scenes and images as this variant with one seed: the
+        same scene parameters, split overrides, held-out values and splits; only the questions may
+        differ (``rd-`` / ``rd+`` and ``mid``). A scene parser trained on one serves the other."""
+        return (dict(self.scene), {k: dict(v) for k, v in self.splits.items()}, self.ood, self.test_only) == \
+            (dict(other.scene), {k: dict(v) for k, v in other.splits.items()}, other.ood, other.test_only)
+
     def scene_params(self, split: str, onto: Ontology) -> SceneParams:
         """Scene parameters of ``split`` (the shared ones with the split's overrides).
 

@@ -90,3 +90,19 @@ def test_atomic_writes_get_the_usual_permissions(tmp_path):
         assert sorted(p.name for p in tmp_path.iterdir()) == ["a.json"]  # no partial file, no temp file
     finally:
         os.umask(mask)
+
+
+def test_a_folders_digest_follows_its_files_not_its_place(tmp_path):
+    from nsvqa.fileio import sha256_folder
+
+    for name in ("a", "b"):
+        (tmp_path / name / "sub").mkdir(parents=True)
+        (tmp_path / name / "x.png").write_bytes(b"\x89PNG one")
+        (tmp_path / name / "sub" / "y.png").write_bytes(b"two")
+    assert sha256_folder(tmp_path / "a") == sha256_folder(tmp_path / "b")
+    before = sha256_folder(tmp_path / "b")
+    (tmp_path / "b" / "sub" / "y.png").write_bytes(b"twO")  # one byte
+    assert sha256_folder(tmp_path / "b") != before
+    (tmp_path / "b" / "sub" / "y.png").write_bytes(b"two")
+    (tmp_path / "b" / "x.png").rename(tmp_path / "b" / "z.png")  # same bytes, another name
+    assert sha256_folder(tmp_path / "b") != before

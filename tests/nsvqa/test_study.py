@@ -9,7 +9,7 @@ import pytest
 
 from nsvqa.generation.suite import SuiteProfile
 from nsvqa.study import (STUDY, Piece, StudyConfig, StudyError, canonical, check_aliases, is_done, pending_pieces,
-                         run_piece, study_pieces, variants_tested, training_variants)
+                         run_piece, scene_source, study_pieces, variants_tested, training_variants)
 from nsvqa.artifacts.predictions import find_prediction_files, read_predictions
 
 
@@ -28,6 +28,20 @@ def test_each_training_variant_is_tested_on_every_factor_it_serves():
     assert variants_tested("slt") == ("slt", "hard", "long", "head", "tail", "oppo")
     assert variants_tested("sys-random") == ("sys-random",)
     assert training_variants() == ["mid", "easy", "hard", "rd-", "rd+", "slt", "long", "co-1", "co-2"]
+
+
+def test_variants_with_the_same_images_share_the_first_ones_scene_parser():
+    from nsvqa.generation.variants import load_variant
+
+    # rd- and rd+ ask other questions about mid's images; every other training variant has its own
+    assert {v: scene_source(v) for v in training_variants()} == {
+        "mid": "mid", "easy": "easy", "hard": "hard", "rd-": "mid", "rd+": "mid", "slt": "slt", "long": "long",
+        "co-1": "co-1", "co-2": "co-2"}
+    assert scene_source("sys-random") == "sys-random"  # held-out values: other scenes
+    assert not load_variant("sys-random").same_scenes(load_variant("mid"))
+    assert load_variant("bal").same_scenes(load_variant("hard")) and not load_variant("slt").same_scenes(
+        load_variant("hard"))
+    assert scene_source("rd-", dataclasses.replace(STUDY, share_scene_parsers=False)) == "rd-"
 
 
 def test_the_plan_runs_the_default_variant_first_and_each_piece_once():

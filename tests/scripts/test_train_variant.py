@@ -315,3 +315,45 @@ def test_pack_pretrained_measures_both_storages_on_val(suite, trained, tmp_path,
     assert man["scene_parser_config"]["profile"] == "tiny" and set(man["sha256"]) == {
         "scene_parser/detector.pt", "scene_parser/attributes.pt", "question_parser/question_parser.pt",
         "nsvqa/tuned.json"}
+
+
+def test_a_variant_with_mids_images_uses_mids_scene_parser_and_its_parses(suite, trained, load_script, monkeypatch,
+                                                                          capsys):
+    from nsvqa.fileio import sha256_folder
+    from nsvqa.generation.suite import generate_suite
+
+    generate_suite(suite, "redundancy", "tiny", variants=["rd-"], progress=False, echo=lambda s: None)
+    for split in ("train", "test"):  # rd- asks other questions about mid's images
+        assert sha256_folder(suite / "rd-" / "images" / split) == sha256_folder(suite / "mid" / "images" / split)
+    assert (suite / "rd-" / "questions" / "test_questions.json").read_bytes() != \
+        (suite / "mid" / "questions" / "test_questions.json").read_bytes()
+    mid, rd = VariantRun(trained, "mid"), VariantRun(trained, "rd-", scene_variant="mid")
+    assert rd.scene_dir == mid.scene_dir
+    detector = (mid.scene_dir / "detector.pt").stat().st_mtime_ns
+
+    import nsvqa.training.loading as loading
+
+    def no_parsing(*a, **k):
+        raise AssertionError("mid's images were parsed again")
+
+    monkeypatch.setattr(loading, "parse_split", no_parsing)
+    rc = load_script("train_variant").main(["--data", str(suite), "--variant", "rd-", "--out", str(trained),
+                                            "--tests", "rd-,mid", "--models", "nsvqa,pnsvqa",
+                                            "--scene-parser-of", "mid", *TINY])
+    assert rc == 0
+    assert not (rd.path / "scene_parser").exists()  # no second scene parser
+    assert (mid.scene_dir / "detector.pt").stat().st_mtime_ns == detector
+    assert (rd.question_dir / "question_parser.pt").exists()  # its own questions: its own question parser
+    for test, split in (("rd-", None), ("mid", None), ("rd-", "val")):
+        mine = json.loads(rd.parsed(test, "likelihoods", split).read_text())
+        theirs = json.loads(mid.parsed("mid", "likelihoods", split).read_text())
+        assert mine["scenes"] == theirs["scenes"] and mine["provenance"] == theirs["provenance"]
+        assert mine["data"] == str(suite / test) and mine["checkpoint"] == str(mid.scene_dir)
+    assert json.loads((rd.path / "config.json").read_text())["config"]["scene_variant"] == "mid"
+    assert len(read_predictions(rd.predictions("pnsvqa", "rd-"))) == len(
+        load_questions(suite / "rd-" / "questions" / "test_questions.json"))
+    # a variant whose images differ cannot borrow mid's scene parser
+    rc = load_script("train_variant").main(["--data", str(suite), "--variant", "easy", "--out", str(trained),
+                                            "--tests", "easy", "--models", "nsvqa", "--scene-parser-of", "mid", *TINY])
+    assert rc != 0
+    assert "cannot use the scene parser of 'mid': their scene settings differ" in capsys.readouterr().err
