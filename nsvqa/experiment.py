@@ -96,9 +96,12 @@ class VariantRun:
 
     def model_dir(self, name: str) -> Path:
         """The run directory of model ``name`` (``baselines/<name>``, the layout of earlier runs; with
-        ``parsers``, its folder there when it has one: the cuts NS-VQA chose with those parsers)."""
-        if self.parsers is not None and (self.parsers / name).is_dir():
-            return self.parsers / name
+        ``parsers``, its folder there when it has one, ``<name>/`` in a shipped set or
+        ``baselines/<name>/`` in a run folder: the cuts NS-VQA chose with those parsers)."""
+        if self.parsers is not None:
+            for mine in (self.parsers / name, self.parsers / "baselines" / name):
+                if mine.is_dir():
+                    return mine
         return self.path / "baselines" / name
 
     def parsed(self, test: str, what: str, split: str | None = None) -> Path:
@@ -388,11 +391,13 @@ def write_model_predictions(run: VariantRun, data: Path, split: str, specs: Sequ
 
 
 # ---------------------------------------------------------------------------- one variant
-def check_variant_data(root: Path, variant: str, splits: Sequence[str]) -> None:
-    """Raise ExperimentError naming the first missing file of ``root/variant`` for ``splits``."""
+def check_variant_data(root: Path, variant: str, splits: Sequence[str], *, annotations: bool = True) -> None:
+    """Raise ExperimentError naming the first missing file of ``root/variant`` for ``splits``
+    (``annotations``: the COCO masks too, which training needs and testing does not: an
+    evaluation-only import of the official release has none)."""
     for split in splits:
         for rel in (f"questions/{split}_questions.json", f"scenes/{split}_scenes.json",
-                    f"annotations/{split}_coco.json"):
+                    *([f"annotations/{split}_coco.json"] if annotations else [])):
             if not (root / variant / rel).exists():
                 raise ExperimentError(f"{root / variant / rel}: missing (generate it with scripts/generate_suite.py "
                                       f"or scripts/generate_dataset.py --variant {variant} --split {split})")
@@ -428,9 +433,9 @@ def train_variant(root: str | os.PathLike, variant: str, runs: str | os.PathLike
     tests = list(tests) if tests else variants_to_test(variant, factor)
     parsers = None
     if spec.pretrained:
-        from nsvqa.pretrained import resolve_checkpoint
+        from nsvqa.pretrained import parsers_dir
 
-        parsers = resolve_checkpoint(spec.pretrained, "scene_parser").parent
+        parsers = parsers_dir(spec.pretrained)
         own = [s.label for s in specs if registry.get(s.name).trainable]
         if own:
             raise ExperimentError(f"with pretrained parsers ({spec.pretrained}) only models without training of "
@@ -450,7 +455,7 @@ def train_variant(root: str | os.PathLike, variant: str, runs: str | os.PathLike
     present = []
     for t in tests:
         try:
-            check_variant_data(root, t, [split])
+            check_variant_data(root, t, [split], annotations=False)
             present.append(t)
         except ExperimentError as e:
             if not skip_missing:

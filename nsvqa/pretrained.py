@@ -95,6 +95,25 @@ def resolve_checkpoint(spec: str | os.PathLike, part: str) -> Path:
     return verified(text[len(PREFIX):]) / part
 
 
+def parsers_dir(spec: str | os.PathLike) -> Path:
+    """The folder holding ``scene_parser/`` and ``question_parser/``: the verified shipped set for
+    ``pretrained:<name>``, else ``spec`` itself (a run folder of ``train_variant.py``).
+
+    Raises:
+        PretrainedError: see :func:`verified`; a folder without ``scene_parser/`` or ``question_parser/``.
+    """
+    text = str(spec)
+    if text.startswith(PREFIX):
+        return verified(text[len(PREFIX):])
+    folder = Path(spec)
+    for part in ("scene_parser", "question_parser"):
+        if not (folder / part).is_dir():
+            raise PretrainedError(f"{folder / part}: missing; trained parsers are pretrained:NAME "
+                                  f"(shipped: {', '.join(available()) or 'none'}) or a folder holding "
+                                  f"scene_parser/ and question_parser/")
+    return folder
+
+
 def _shipped_payload(ckpt: Mapping[str, Any]) -> dict[str, Any]:
     """A loaded checkpoint without its training state, floating tensors in float16."""
     import torch
@@ -145,4 +164,4 @@ def pack_pretrained(run: str | os.PathLike, name: str, info: Mapping[str, Any], 
 
 
 __all__ = ["PRETRAINED_DIR", "PREFIX", "FILES", "PretrainedError", "pretrained_dir", "available", "verified",
-           "read_manifest", "resolve_checkpoint", "pack_pretrained"]
+           "read_manifest", "resolve_checkpoint", "parsers_dir", "pack_pretrained"]

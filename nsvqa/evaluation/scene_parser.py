@@ -21,7 +21,7 @@ import contextlib
 import io
 import json
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -205,6 +205,47 @@ def match_objects(det_masks: Sequence[dict], gt_masks: Sequence[dict], min_iou: 
     return [(int(r), int(c)) for r, c in zip(rows, cols) if iou[r, c] >= min_iou]
 
 
+def pixel_xy(obj: Mapping[str, Any]) -> tuple[float, float]:
+    """An object's ``pixel_coords`` as (x, y): ours ``[x, y, depth]``, the release's
+    ``[[x, y, depth], [W, H]]``."""
+    p = obj["pixel_coords"]
+    if isinstance(p[0], (list, tuple)):
+        p = p[0]
+    return float(p[0]), float(p[1])
+
+
+def match_by_centre(det_boxes: Sequence[Sequence[float]], points: Sequence[tuple[float, float]]) -> list[tuple[int, int]]:
+    """One-to-one (detection, object) pairs for objects without masks (the official release's
+    scenes without ``obj_mask_box``): an object can match a detection whose (x1, y1, x2, y2) box
+    holds its ``pixel_coords``, and the pairs minimise the distance from those points to the box
+    centres (Hungarian)."""
+    from scipy.optimize import linear_sum_assignment
+
+    if len(det_boxes) == 0 or len(points) == 0:
+        return []
+    b = np.asarray(det_boxes, dtype=float).reshape(-1, 4)
+    q = np.asarray(points, dtype=float).reshape(-1, 2)
+    inside = ((q[None, :, 0] >= b[:, None, 0]) & (q[None, :, 0] <= b[:, None, 2])
+              & (q[None, :, 1] >= b[:, None, 1]) & (q[None, :, 1] <= b[:, None, 3]))
+    centre = np.stack([(b[:, 0] + b[:, 2]) / 2, (b[:, 1] + b[:, 3]) / 2], axis=1)
+    dist = np.linalg.norm(centre[:, None, :] - q[None, :, :], axis=2)
+    big = 1e6 + dist.max()
+    rows, cols = linear_sum_assignment(np.where(inside, dist, big))
+    return [(int(r), int(c)) for r, c in zip(rows, cols) if inside[r, c]]
+
+
+def match_scene(detections: Sequence[Mapping[str, Any]], objects: Sequence[Mapping[str, Any]],
+                min_iou: float = 0.5) -> tuple[list[tuple[int, int]], str]:
+    """(detection, object) pairs of one scene and how they were found: by mask IoU
+    (:func:`match_objects`) when every object has a mask, else by box centre
+    (:func:`match_by_centre`)."""
+    if all("mask" in o for o in objects):
+        return match_objects([d["mask"] for d in detections], [o["mask"] for o in objects], min_iou), \
+            f"mask IoU >= {min_iou:g}"
+    return match_by_centre([d["box"] for d in detections], [pixel_xy(o) for o in objects]), \
+        "box holds pixel_coords, nearest centre"
+
+
 def _true_value(obj: dict, attribute: str) -> str:
     """A ground-truth object's value of ``attribute`` (a scene may omit ``texture``: ``"none"``)."""
     return obj.get(attribute, "none") if attribute == "texture" else obj[attribute]
@@ -214,6 +255,10 @@ def attribute_accuracy(doc: dict, liks: Sequence[SceneLikelihoods], gt_scenes: d
                        min_iou: float = 0.5) -> dict[str, Any]:
     """Matched-object metrics: per-attribute argmax accuracy over matched objects, detection
     precision / recall at the parser's score cut, position RMSE; and for the parts the scenes list:
+
+    Objects match detections by mask IoU >= ``min_iou``; a scene whose objects have no masks (the
+    official release's scenes without ``obj_mask_box``) matches by box centre
+    (:func:`match_by_centre`), and ``matched_by`` says which ran.
 
     - ``part.recall_mask``: the listed part is found: a part detection assigned to the detection
       matched to its object overlaps its mask with IoU ≥ ``min_iou`` (one-to-one, Hungarian);
@@ -233,6 +278,7 @@ def attribute_accuracy(doc: dict, liks: Sequence[SceneLikelihoods], gt_scenes: d
     part_listed = part_found = part_all = part_masked = part_named = 0
     classes = doc.get("detector_classes") or {}
     sq = 0.0
+    matched_by: set[str] = set()
     for s, lik in zip(doc["scenes"], liks):
         gt = gt_scenes.get(int(s["image_index"]))
         if gt is None:
@@ -240,13 +286,14 @@ def attribute_accuracy(doc: dict, liks: Sequence[SceneLikelihoods], gt_scenes: d
         objs = gt["objects"]
         n_det += len(s["detections"])
         n_gt += len(objs)
-        pairs = match_objects([d["mask"] for d in s["detections"]], [o["mask"] for o in objs], min_iou)
+        pairs, how = match_scene(s["detections"], objs, min_iou)
+        matched_by.add(how)
         n_match += len(pairs)
-        part_all += sum(len(o.get("parts", {})) for o in objs)
+        part_all += sum(len(o.get("parts", {})) for o in objs if "part_masks" in o)  # parts with masks
         for i, j in pairs:
             listed = sorted(objs[j].get("parts", {}))
             own = [p for p in s.get("parts", []) if p.get("object") == i]
-            if listed and own:
+            if listed and own and "part_masks" in objs[j]:
                 found = match_objects([p["mask"] for p in own], [objs[j]["part_masks"][n]["mask"] for n in listed],
                                       min_iou)
                 part_masked += len(found)
@@ -266,7 +313,8 @@ def attribute_accuracy(doc: dict, liks: Sequence[SceneLikelihoods], gt_scenes: d
                             key = f"part.{a}"
                             part_correct[key] = part_correct.get(key, 0) + (onto.values(a)[int(np.argmax(dist[i, k]))] == pa[a])
     res: dict[str, Any] = {"objects_gt": n_gt, "detections": n_det, "matched": n_match,
-                           "precision": n_match / n_det if n_det else 0.0, "recall": n_match / n_gt if n_gt else 0.0}
+                           "precision": n_match / n_det if n_det else 0.0, "recall": n_match / n_gt if n_gt else 0.0,
+                           "matched_by": " / ".join(sorted(matched_by))}
     res.update({f"object.{a}": correct[a] / n_match if n_match else 0.0 for a in OBJECT_HEADS})
     res["object.position_rmse"] = float(np.sqrt(sq / n_match)) if n_match else None
     if part_all:
@@ -340,7 +388,7 @@ def executor_accuracy(liks: Sequence[SceneLikelihoods], questions: Iterable[dict
 def with_true_attributes(doc: dict, liks: Sequence[SceneLikelihoods], gt_scenes: dict[int, dict],
                          attributes: Sequence[str], min_iou: float = 0.5) -> list[SceneLikelihoods]:
     """Copies of the parsed likelihoods in which each detection matched to a ground-truth object
-    (mask IoU, as :func:`attribute_accuracy` matches) holds that object's true value of each of
+    (as :func:`attribute_accuracy` matches: :func:`match_scene`) holds that object's true value of each of
     ``attributes`` with probability 1; the rest unchanged. Run the executors on them to see what
     an attribute's errors cost end to end (an upper bound that perfect perception of that attribute
     alone would reach).
@@ -362,7 +410,7 @@ def with_true_attributes(doc: dict, liks: Sequence[SceneLikelihoods], gt_scenes:
         fixed = copy.copy(lik)
         fixed.attributes = {a: v.copy() for a, v in lik.attributes.items()}
         objs = gt["objects"]
-        for i, j in match_objects([d["mask"] for d in s["detections"]], [o["mask"] for o in objs], min_iou):
+        for i, j in match_scene(s["detections"], objs, min_iou)[0]:
             for a in attributes:
                 row = np.zeros(len(onto.values(a)))
                 row[onto.values(a).index(_true_value(objs[j], a))] = 1.0
@@ -386,15 +434,18 @@ def evaluate_parsed(parsed: str | Path, data: str | Path, split: str = "val", *,
     data = Path(data)
     doc, liks = load_parsed(parsed, onto)
     gt_path = data / "annotations" / f"{split}_coco.json"
-    gt = json.loads(gt_path.read_text())
     image_ids = [int(s["image_index"]) for s in doc["scenes"]]
-    shape_ids = [c["id"] for c in gt["categories"] if c["supercategory"] == "object"]
-    part_ids = [c["id"] for c in gt["categories"] if c["supercategory"] == "part"]
-    results = coco_results(doc)
-    metrics: dict[str, Any] = {"parsed": str(parsed), "data": str(data), "split": split, "images": len(image_ids),
-                               "coco_objects": coco_ap(gt_path, results, image_ids, shape_ids)}
+    metrics: dict[str, Any] = {"parsed": str(parsed), "data": str(data), "split": split, "images": len(image_ids)}
     scenes = {s.image_index: s.record for s in read_scenes(scenes_path(data, split))}
-    if any(s.get("parts") for s in doc["scenes"]):  # against the parts the scenes list
+    if not gt_path.exists():  # an evaluation-only import: no masks, no COCO AP
+        metrics["coco_objects"] = f"none: {gt_path} absent (scenes without masks); objects matched by box centre"
+    else:
+        gt = json.loads(gt_path.read_text())
+        shape_ids = [c["id"] for c in gt["categories"] if c["supercategory"] == "object"]
+        part_ids = [c["id"] for c in gt["categories"] if c["supercategory"] == "part"]
+        results = coco_results(doc)
+        metrics["coco_objects"] = coco_ap(gt_path, results, image_ids, shape_ids)
+    if gt_path.exists() and any(s.get("parts") for s in doc["scenes"]):  # against the parts the scenes list
         listed = listed_parts_coco(gt_path, [scenes[i] for i in image_ids if i in scenes])
         metrics["coco_parts"] = coco_ap(listed, results, image_ids, part_ids)
     metrics["attributes"] = attribute_accuracy(doc, liks, scenes, min_iou)

@@ -435,3 +435,19 @@ def test_factor_on_the_questions_its_test_variants_share(tmp_path):
     path = tmp_path / "predictions" / "m__train-mid__test-easy.jsonl"
     write_predictions(path, run("easy", {"o0"}))
     assert [p.question_hash for p in read_predictions(path)] == ["o0", "o1", "o2", "o3"]
+
+
+def test_objects_without_masks_match_the_detection_whose_box_holds_them_nearest_its_centre():
+    from nsvqa.evaluation.scene_parser import match_by_centre, match_scene, pixel_xy
+
+    boxes = [[0, 0, 10, 10], [4, 4, 24, 24], [50, 50, 60, 60]]
+    # (5, 5) lies in boxes 0 and 1 and is nearer box 0's centre; (12, 12) only in box 1; (80, 80) in none
+    assert sorted(match_by_centre(boxes, [(5, 5), (12, 12), (80, 80)])) == [(0, 0), (1, 1)]
+    # one to one: two objects in one box, the nearer gets it
+    assert match_by_centre([[0, 0, 10, 10]], [(1, 1), (5, 6)]) == [(0, 1)]
+    assert match_by_centre([], [(1, 1)]) == [] and match_by_centre(boxes, []) == []
+    # the release's pixel_coords and ours
+    assert pixel_xy({"pixel_coords": [[169.0, 113.0, 11.1], [320, 240]]}) == (169.0, 113.0)
+    assert pixel_xy({"pixel_coords": [3, 4, 9.5]}) == (3.0, 4.0)
+    pairs, how = match_scene([{"box": [0, 0, 10, 10]}], [{"pixel_coords": [5, 5, 1.0]}])
+    assert pairs == [(0, 0)] and "centre" in how

@@ -280,6 +280,12 @@ def test_a_shipped_set_packs_verifies_parses_and_answers(suite, trained, tmp_pat
         resolve_checkpoint("pretrained:tiny-mid", "scene_parser")
     with pytest.raises(PretrainedError, match=r"no pretrained set 'nope'.*shipped: tiny-mid"):
         resolve_checkpoint("pretrained:nope", "scene_parser")
+    # a run folder serves as parsers too; a folder without them is refused, the missing one named
+    from nsvqa.pretrained import parsers_dir
+
+    assert parsers_dir(run.path) == run.path
+    with pytest.raises(PretrainedError, match=r"baselines/scene_parser: missing"):
+        parsers_dir(run.path / "baselines")
 
 
 def test_model_overrides_from_the_command_line():
@@ -357,3 +363,41 @@ def test_a_variant_with_mids_images_uses_mids_scene_parser_and_its_parses(suite,
                                             "--tests", "easy", "--models", "nsvqa", "--scene-parser-of", "mid", *TINY])
     assert rc != 0
     assert "cannot use the scene parser of 'mid': their scene settings differ" in capsys.readouterr().err
+
+
+def test_transfer_to_an_official_release_reports_by_question_kind(suite, trained, tmp_path, load_script):
+    from nsvqa.generation.official import export_release
+
+    # an official-layout release of mid's test split, without masks: evaluation only, as the sample renders
+    export_release(suite / "mid", tmp_path / "release", splits=["test"], log=None)
+    scenes = json.loads((tmp_path / "release" / "superCLEVR_scenes.json").read_text())
+    for s in scenes["scenes"]:
+        s.pop("obj_mask_box")
+    (tmp_path / "release" / "superCLEVR_scenes.json").write_text(json.dumps(scenes))
+    first, last = scenes["info"]["nsvqa_splits"]["test"]
+    out = tmp_path / "out"
+    rc = load_script("evaluate_transfer").main(["--release", str(tmp_path / "release"), "--split", f"test={first}-{last}",
+                                                "--parsers", str(VariantRun(trained, "mid").path), "--width", "64",
+                                                "--height", "48", "--work", str(tmp_path / "work"), "--out", str(out)])
+    assert rc == 0
+    rep = json.loads((out / "report.json").read_text())
+    qs = load_questions(suite / "mid" / "questions" / "test_questions.json")
+    n_part = sum(any("part" in n["type"] for n in q["program"]) for q in qs)
+    assert rep["questions"] == {"object": len(qs) - n_part, "part": n_part} and n_part > 0
+    det = rep["detection"]
+    assert "centre" in det["matched_by"] and det["objects_gt"] == sum(len(s["objects"]) for s in scenes["scenes"])
+    assert 0 <= det["matched"] <= min(det["objects_gt"], det["detections"])
+    assert det["recall"] == pytest.approx(det["matched"] / det["objects_gt"])
+    for label, acc in rep["models"].items():
+        assert acc["all"]["n"] == len(qs) and acc["object"]["n"] + acc["part"]["n"] == len(qs), label
+        hits = sum(round(acc[k]["accuracy"] * acc[k]["n"]) for k in ("object", "part") if acc[k]["n"])
+        assert hits == round(acc["all"]["accuracy"] * len(qs))
+    assert set(rep["models"]) == {"nsvqa", "pnsvqa", "pnsvqa-exact", "nsvqa+gtprog", "pnsvqa+gtprog",
+                                  "pnsvqa-exact+gtprog"}
+    assert rep["question_parser"]["all"]["n"] == len(qs)
+    assert "| object |" in (out / "report.md").read_text()
+    # a split the release does not have is an error naming it
+    rc = load_script("evaluate_transfer").main(["--release", str(tmp_path / "release"), "--split", "test=900-999",
+                                                "--parsers", str(VariantRun(trained, "mid").path),
+                                                "--work", str(tmp_path / "work2"), "--out", str(tmp_path / "o2")])
+    assert rc == 2

@@ -1,0 +1,76 @@
+"""Transfer: trained parsers on the official Super-CLEVR renders (detection, attributes, accuracy by question kind).
+
+    python scripts/evaluate_transfer.py --release ../shared/reference/superclevr \\
+        --questions ../shared/reference/superclevr/superCLEVR_questions_official_objects.json \\
+                    ../shared/reference/superclevr/superCLEVR_questions_official_parts.json \\
+        --split test=0-9 --parsers pretrained:mid-mini --out results/transfer/mid-mini
+
+Imports the release's split (scripts/import_superclevr.py's options; images resized to 320x240)
+under WORK/data, runs NS-VQA, P-NSVQA and P-NSVQA-exact with the parsers (parsed and ground-truth
+programs) under WORK/runs, and writes OUT/report.json and OUT/report.md (nsvqa.transfer).
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+
+PROG = "evaluate_transfer.py"
+
+
+def get_args_parser() -> argparse.ArgumentParser:
+    from nsvqa.generation.dataset import PROFILES
+
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--release", type=Path, required=True, help="the release folder (see import_superclevr.py)")
+    p.add_argument("--scenes", type=Path, help="the scenes file (default: RELEASE/superCLEVR_scenes.json)")
+    p.add_argument("--questions", type=Path, nargs="+", help="question files (default: the release's)")
+    p.add_argument("--images", type=Path, help="the image folder (default: RELEASE/images)")
+    p.add_argument("--split", default="test=25000-29999", metavar="test=FIRST-LAST",
+                   help="image_index range evaluated (default: the official test range)")
+    p.add_argument("--width", type=int, default=PROFILES["mini"].width, help="the parsers' image width")
+    p.add_argument("--height", type=int, default=PROFILES["mini"].height, help="the parsers' image height")
+    p.add_argument("--parsers", default="pretrained:mid-mini",
+                   help="pretrained:NAME or a folder with scene_parser/ and question_parser/")
+    p.add_argument("--trained-on", default="mid", help="the variant the parsers were trained on")
+    p.add_argument("--work", type=Path, default=Path("runs/transfer"), help="imported data and run (not committed)")
+    p.add_argument("--out", type=Path, required=True, help="report folder")
+    p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    from executors.errors import FormatError
+    from nsvqa.experiment import ExperimentError
+    from nsvqa.fileio import write_atomic, write_json_atomic
+    from nsvqa.generation.official import OfficialRelease, import_release, parse_split_ranges
+    from nsvqa.pretrained import PretrainedError
+    from nsvqa.transfer import transfer_markdown, transfer_report
+
+    args = get_args_parser().parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(message)s")
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
+    try:
+        ranges = parse_split_ranges([args.split])
+        if list(ranges) != ["test"]:
+            raise ValueError(f"--split {args.split!r}: give the test range (test=FIRST-LAST)")
+        release = OfficialRelease.find(args.release, args.scenes, args.questions, args.images)
+        import_release(release, args.work / "data" / "official", splits=ranges, width=args.width, height=args.height,
+                       unknown_parts="skip", overwrite=True)
+        report = transfer_report(args.work / "data", "official", args.work / "runs", args.parsers,
+                                 trained_on=args.trained_on)
+    except (ValueError, ExperimentError, FormatError, PretrainedError) as e:  # OfficialFormatError is a ValueError
+        print(f"{PROG}: error: {e}", file=sys.stderr)
+        return 2
+    write_json_atomic(args.out / "report.json", report, indent=1)
+    write_atomic(args.out / "report.md", transfer_markdown(report))
+    print(transfer_markdown(report))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
