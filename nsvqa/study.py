@@ -7,9 +7,10 @@ list of *pieces*: one (training variant, seed, group of models) each, run by :fu
 through :func:`nsvqa.experiment.train_variant`. A finished piece leaves, under ``RESULTS/pieces/<piece>/``:
 
     predictions/<model>__train-<variant>__test-<variant>.jsonl.gz   every prediction, gzipped
-    piece.json     what ran (the study config, the piece, the commit, the machine), per-step and
-                   total seconds, accuracy per (model, test variant); written last: its presence
-                   is what "done" means
+    piece.json     what ran (the study config, the piece, the commit, the machine, the variant
+                   whose run trained the scene parser), per-step and total seconds (a shared scene
+                   parser's are its first piece's), accuracy per (model, test variant); written
+                   last: its presence is what "done" means
 
 :func:`pending_pieces` skips the pieces whose ``piece.json`` exists, so rerunning the one command
 resumes the study where the committed results stop; an interrupted piece resumes from the
@@ -340,7 +341,7 @@ def run_piece(piece: Piece, data: str | os.PathLike, runs: str | os.PathLike, re
             write_predictions(dst, preds)
             accuracy.setdefault(label, {})[t] = summary["accuracy"][label][t]
     record = {"format": PIECE_FORMAT, "piece": asdict(piece), "study": cfg.to_json(), "commit": _commit(),
-              "machine": machine(), "accuracy": accuracy,
+              "machine": machine(), "scene_parser_of": spec.scene_variant or piece.variant, "accuracy": accuracy,
               "seconds": {"total": sum(a["generate"] + a["train_variant"] for a in ledger["attempts"]),
                           "attempts": ledger["attempts"], "checkpoints": checkpoint_seconds(run.path)}}
     write_json_atomic(out / "piece.json", record, indent=1)

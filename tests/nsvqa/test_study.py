@@ -85,7 +85,7 @@ def test_a_piece_runs_commits_gzipped_predictions_and_is_then_skipped(tmp_path, 
         preds = read_predictions(path)
         assert len(preds) == len(qs)
         assert rec["accuracy"][key.model][key.test]["n"] == len(preds)
-    assert rec["study"]["questions"] == "object" and rec["piece"]["variant"] == "mid"
+    assert rec["study"]["questions"] == "object" and rec["piece"]["variant"] == "mid" and rec["scene_parser_of"] == "mid"
     assert rec["seconds"]["total"] > 0 and len(rec["seconds"]["attempts"]) == 1
     assert is_done(results, piece)
     # a done piece is not pending any more
