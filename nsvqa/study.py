@@ -322,10 +322,15 @@ def run_piece(piece: Piece, data: str | os.PathLike, runs: str | os.PathLike, re
         ledger = json.loads(ledger_path.read_text())
     except (OSError, ValueError):
         ledger = {"attempts": []}
+    try:  # the run's summary adds up every call's seconds: this call's are the difference
+        before = json.loads((run.path / "summary.json").read_text()).get("seconds", {})
+    except (OSError, ValueError):
+        before = {}
     t1 = time.perf_counter()
     summary = train_variant(data, piece.variant, runs, models=piece.models, spec=spec, seed=piece.seed,
                             tests=piece.tests, echo=echo)
-    attempt = {"generate": gen_seconds, "train_variant": time.perf_counter() - t1, "steps": summary["seconds"]}
+    steps = {k: v - before.get(k, 0.0) for k, v in summary["seconds"].items() if v != before.get(k)}
+    attempt = {"generate": gen_seconds, "train_variant": time.perf_counter() - t1, "steps": steps}
     ledger["attempts"].append(attempt)
     write_json_atomic(ledger_path, ledger, indent=1)
 

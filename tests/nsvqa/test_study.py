@@ -110,6 +110,13 @@ def test_a_piece_runs_commits_gzipped_predictions_and_is_then_skipped(tmp_path, 
     md.write_text(md.read_text().replace("| nsvqa |", "| nsvqa (edited) |", 1))
     assert check_study_report(results, cfg) == ["report.md"]
     assert "in_domain.png" in build_study_report(results, cfg)
+    # a second group on the same run records its own steps' seconds, not the run's running totals
+    second = Piece("mid", 0, "film", ("pnsvqa",), ("mid",))
+    rec2 = run_piece(second, tmp_path / "data", tmp_path / "runs", results, cfg, jobs=1, workers=1,
+                     progress=False, echo=lambda s: None)
+    steps = rec2["seconds"]["attempts"][0]["steps"]
+    assert "test_mid" in steps and "test_easy" not in steps  # only what this call ran
+    assert steps["total"] <= rec2["seconds"]["total"]  # the run's running total is larger: the first piece's too
 
 
 def test_checkpoint_seconds_reads_what_each_checkpoint_records(tmp_path):
