@@ -26,6 +26,10 @@ STAMP     := $(VENV)/.installed-$(DEPS_HASH)
 APT_PACKAGES := libegl1 libgl1-mesa-dri libgles2 libegl-mesa0
 
 DEMO_OUT ?= outputs/demo
+# The study's scene parser for object questions (nsvqa.study.STUDY.scene_overrides): objects only, no
+# part crops, no stride-4 level. Object questions use no part function.
+OBJECT_SCENE_PARSER := --scene-set mode=agnostic --scene-set attr_parts=false --scene-set det_min_stride=8 \
+                       --scene-set det_anchor_sizes=16,32,64,128
 
 .PHONY: help venv apt demo demo-train demo-executors test bench study study-check clean distclean
 
@@ -82,7 +86,7 @@ demo: apt venv
 demo-train: apt venv
 	@start=$$(date +%s); \
 	$(PY) scripts/run_factor.py --factor visual --profile demo --questions object --train-variants mid \
-	    --models nsvqa,pnsvqa,pnsvqa-exact,nsvqa+gtprog,pnsvqa+gtprog --allow-partial-rd \
+	    --models nsvqa,pnsvqa,pnsvqa-exact,nsvqa+gtprog,pnsvqa+gtprog --allow-partial-rd --jobs 2 $(OBJECT_SCENE_PARSER) \
 	    --data $(DEMO_OUT)-train/data --runs $(DEMO_OUT)-train/runs --report $(DEMO_OUT)-train/report --workers 2 && \
 	echo "make demo-train: done in $$(( $$(date +%s) - start )) s; report: $(DEMO_OUT)-train/report/visual/report.md"
 
