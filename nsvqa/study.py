@@ -39,7 +39,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from nsvqa.fileio import write_json_atomic
 from nsvqa.generation.suite import SuiteProfile
-from nsvqa.generation.variants import FACTORS, load_variant
+from nsvqa.generation.variants import FACTORS, SCENE_KEYS, load_variant
 
 #: Format version of ``piece.json``.
 PIECE_FORMAT = 1
@@ -142,7 +142,7 @@ def check_aliases(cfg: StudyConfig = STUDY) -> None:
     question redundancy as its target (so that, generated with one seed, their bytes agree)."""
     for alias, target in cfg.aliases.items():
         a, b = load_variant(alias).spec(), load_variant(target).spec()
-        for key in ("scene", "questions", "splits", "test_only", "ood"):
+        for key in ("scene", "questions", *SCENE_KEYS[1:]):
             if a.get(key) != b.get(key):
                 raise StudyError(f"alias {alias!r} -> {target!r}: the variants differ in {key!r} "
                                  f"({a.get(key)!r} vs {b.get(key)!r}); they cannot share runs")

@@ -130,6 +130,11 @@ def primary_factor(variant: str) -> str:
     return next((f.name for f in factors().values() if variant in f.variants), "")
 
 
+#: The fields of a variant's spec that decide its scenes and images (with one seed); the others
+#: (name, description, questions) do not.
+SCENE_KEYS = ("scene", "splits", "test_only", "ood")
+
+
 class VariantError(ValueError):
     """A malformed or unknown variant spec (the message names the file and the field)."""
 
@@ -197,8 +202,8 @@ class Variant:
         """Whether ``other`` generates the same scenes and images as this variant with one seed: the
         same scene parameters, split overrides, held-out values and splits; only the questions may
         differ (``rd-`` / ``rd+`` and ``mid``). A scene parser trained on one serves the other."""
-        return (dict(self.scene), {k: dict(v) for k, v in self.splits.items()}, self.ood, self.test_only) == \
-            (dict(other.scene), {k: dict(v) for k, v in other.splits.items()}, other.ood, other.test_only)
+        mine, theirs = self.spec(), other.spec()
+        return all(mine.get(k) == theirs.get(k) for k in SCENE_KEYS)
 
     def scene_params(self, split: str, onto: Ontology) -> SceneParams:
         """Scene parameters of ``split`` (the shared ones with the split's overrides).
