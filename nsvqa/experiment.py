@@ -236,10 +236,12 @@ def train_parsers(data: Path, run: VariantRun, spec: TrainSpec, scene: bool, que
 
     With ``spec.jobs`` >= 2 and both parsers asked, the question parser trains in a second process
     (:mod:`multiprocessing`, spawned; one thread, its output in ``RUN/question_parser.log``) while
-    this one trains the scene parser on the other threads.
+    this one trains the scene parser on the other threads, and on every thread from the first step
+    after that process ends (:func:`nsvqa.training.engine.more_threads_when`).
     """
     import torch
 
+    from nsvqa.training.engine import more_threads_when
     from nsvqa.training.scene_config import SceneParserConfig
     from nsvqa.training.scene_parser import train_scene_parser
 
@@ -260,7 +262,9 @@ def train_parsers(data: Path, run: VariantRun, spec: TrainSpec, scene: bool, que
             t0 = time.perf_counter()
             cfg = SceneParserConfig.from_profile(str(scene_data or data), spec.profile, seed=run.seed,
                                                  device=spec.device, **spec.scene_overrides)
-            train_scene_parser(cfg, run.scene_dir, resume=True, progress=spec.progress)
+            # every thread back, mid-stage, once the question parser's process has ended
+            with more_threads_when(lambda: child is None or not child.is_alive(), threads):
+                train_scene_parser(cfg, run.scene_dir, resume=True, progress=spec.progress)
             seconds["scene_parser"] = time.perf_counter() - t0
         if question and child is None:
             seconds["question_parser"] = _train_question_parser(data, run, spec, spec.progress)

@@ -5,6 +5,7 @@ values to check and log: it builds the batch of the step, from a sampler of
 :mod:`nsvqa.training.sampling`, and runs the forward pass), the optimizer and scheduler, and a
 *checkpoint callback* (validation and saving). The loop does the rest, in this order at each step::
 
+    claim_threads()                          # only inside more_threads_when (a sibling job ended)
     result = step_fn(step)                   # forward; values as floats
     values = mean over ranks (DDP)           # so that every rank stops together
     check_finite(values, step)               # NonFiniteLoss naming the step and every value
@@ -24,6 +25,7 @@ time bookkeeping (:class:`Stopwatch`, :func:`record_seconds`).
 """
 from __future__ import annotations
 
+import logging
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -34,6 +36,8 @@ import torch
 
 from nsvqa.training.distributed import DistInfo, barrier, mean_over_ranks, seed_rank
 from nsvqa.training import check_finite
+
+log = logging.getLogger(__name__)
 
 
 def native_bf16(device: torch.device | str) -> bool:
@@ -47,6 +51,43 @@ def native_bf16(device: torch.device | str) -> bool:
     if dev.type == "cpu":
         return bool(torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported())
     return False
+
+
+# (ready, threads) rules of :func:`more_threads_when`, checked by :func:`claim_threads`
+_THREAD_RULES: list[tuple[Callable[[], bool], int]] = []
+
+
+@contextmanager
+def more_threads_when(ready: Callable[[], bool], threads: int) -> Iterator[None]:
+    """Inside the block, the training loop raises torch's intra-op threads to ``threads`` at the
+    first step where ``ready()`` is true (:func:`claim_threads`, called by :func:`train_steps` on
+    its own thread before each step: torch's thread count belongs to the thread that sets it).
+
+    For a process that shares the CPU with a sibling job for a while: ``experiment.train_parsers``
+    trains the question parser in a second process on one thread, and the scene parser takes every
+    thread back as soon as that process ends, mid-stage. A different thread count may change the
+    last bits of a float reduction, not what a step computes.
+    """
+    rule = (ready, int(threads))
+    _THREAD_RULES.append(rule)
+    try:
+        yield
+    finally:
+        if rule in _THREAD_RULES:
+            _THREAD_RULES.remove(rule)
+
+
+def claim_threads() -> int:
+    """Apply every :func:`more_threads_when` rule whose ``ready()`` is now true (and drop it);
+    returns torch's thread count after."""
+    for rule in list(_THREAD_RULES):
+        ready, threads = rule
+        if ready():
+            _THREAD_RULES.remove(rule)
+            if threads > torch.get_num_threads():
+                log.info("training on %d threads from now (was %d)", threads, torch.get_num_threads())
+                torch.set_num_threads(threads)
+    return torch.get_num_threads()
 
 
 @dataclass
@@ -220,6 +261,8 @@ def train_steps(step_fn: Callable[[int], StepResult | tuple], optimizer: torch.o
                total=total)
     try:
         for step in bar:
+            if _THREAD_RULES:
+                claim_threads()
             result = step_fn(step)
             if not isinstance(result, StepResult):
                 result = StepResult(*result)
@@ -290,4 +333,4 @@ def training_run(cfg: Any, out: str | Path, *, resume: bool, **global_batches: i
 
 
 __all__ = ["StepResult", "Progress", "Stopwatch", "native_bf16", "train_steps", "training_run", "restore_train_state",
-           "record_seconds"]
+           "record_seconds", "more_threads_when", "claim_threads"]

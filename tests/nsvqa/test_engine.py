@@ -319,3 +319,33 @@ def test_group_batches_follow_the_stages_and_depend_on_seed_and_step_only():
     assert seq != [GroupBatches([(2.5, easy), (10, hard)], 5, 2, 2)(s) for s in range(8)]
     with pytest.raises(ValueError, match="no stage"):
         GroupBatches([], 0, 1, 1)
+
+
+# ------------------------------------------------------------------------------------ threads
+
+def test_more_threads_when_raises_the_thread_count_at_the_first_step_after_ready_and_not_before():
+    model, x, y = toy()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    inner = step_fn_of(model, x, y)
+    seen: list[int] = []
+
+    def step_fn(step):
+        seen.append(torch.get_num_threads())
+        return inner(step)
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        # the sibling job "ends" once two steps have run
+        with engine.more_threads_when(lambda: len(seen) >= 2, 2):
+            train_steps(step_fn, opt, FakeRun(), start=0, total=4, progress=False)
+            assert not engine._THREAD_RULES  # applied once, then dropped
+        assert seen == [1, 1, 2, 2]
+        # a rule never ready changes nothing, and leaving the block drops it
+        torch.set_num_threads(1)
+        seen.clear()
+        with engine.more_threads_when(lambda: False, 2):
+            train_steps(step_fn, opt, FakeRun(), start=4, total=6, progress=False)
+        assert seen == [1, 1] and not engine._THREAD_RULES
+    finally:
+        torch.set_num_threads(before)
