@@ -151,8 +151,8 @@ def catalogue(tables: Tables, ontology: dict) -> dict[str, dict]:
 
     def add(name, factor, description, scene=None, questions=None, test_only=False, splits=None, ood=None):
         # the factor a variant belongs to is the catalogue index's (FACTOR_TABLE): the spec holds
-        # its scene and question parameters only
-        assert name in FACTOR_TABLE[factor]["variants"], (name, factor)
+        # its scene and question parameters only (factor None: a variant of no factor)
+        assert factor is None or name in FACTOR_TABLE[factor]["variants"], (name, factor)
         spec = {"name": name, "description": description,
                 "scene": {"complexity": DEFAULT["complexity"], **(scene or {})},
                 "questions": {"redundancy": DEFAULT["redundancy"], **(questions or {})},
@@ -195,6 +195,8 @@ def catalogue(tables: Tables, ontology: dict) -> dict[str, dict]:
                        ("extrapolation", "held out: object counts >= 9 or camera scale >= 1.3")):
         s = composition(ontology) if kind == "composition" else systematic(kind)
         add(f"sys-{kind}", "systematic", desc, splits={k: s[k] for k in ("train", "val", "test")}, ood=s["ood"])
+    add("mid-v2", None, "mid drawn in render look v2, matched to the official renders: official vehicle sizes, "
+        "CLEVR's camera, dimmer lights and metal (nsvqa.generation.looks; no factor)", {"look": "v2"})
     return v
 
 

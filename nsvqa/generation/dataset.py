@@ -31,6 +31,7 @@ from executors import load_ontology
 
 from nsvqa.fileio import sha256_file, write_atomic, write_json_atomic
 
+from nsvqa.generation.looks import DEFAULT_LOOK
 from nsvqa.generation.sampler import SceneParams
 from nsvqa.generation.variants import load_variant
 
@@ -103,6 +104,8 @@ class SplitJob:
                              for k, v in dataclasses.asdict(self.params.weights).items()}
         params["joint"] = None if self.params.joint is None else [list(p) for p in self.params.joint]
         params["camera_scales"] = list(self.params.camera_scales)
+        if params["look"] == DEFAULT_LOOK:  # datasets made before looks existed: the same config
+            del params["look"]
         return {"generator_version": GENERATOR_VERSION, "variant": self.variant, "split": self.split,
                 "num_images": self.num_images,
                 "seed": self.seed, "width": self.width, "height": self.height,

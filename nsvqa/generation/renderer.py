@@ -181,6 +181,7 @@ class Lights:
     fill_dir: tuple[float, float, float] = (0.40, -0.73, 0.55)
     fill_intensity: float = 0.45
     ambient: float = 0.3
+    env_gain: float = 1.0   # the metal's environment reflection (the studio it mirrors)
 
 
 @dataclass
@@ -608,6 +609,7 @@ class Renderer:
             f[0:16] = viewproj.T.ravel()
             f[16:32] = light_vp.T.ravel()
             f[32:35] = eye
+            f[35] = lights.env_gain
             f[36:39] = _normalize(np.asarray(lights.key_dir, np.float64))
             f[39] = lights.key_intensity
             f[40:43] = _normalize(np.asarray(lights.fill_dir, np.float64))

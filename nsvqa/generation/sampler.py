@@ -22,9 +22,9 @@ import numpy as np
 
 from executors import Ontology
 
+from nsvqa.generation.looks import DEFAULT_LOOK, get_look
+
 COMPLEXITIES = ("easy", "mid", "hard")
-#: Vehicle length (world units) per size; the ratio follows Super-CLEVR's 3.5 : 1.8 scales.
-SIZE_LENGTH = {"large": 2.2, "small": 1.15}
 #: CLEVR's default camera position (Johnson et al. 2017), jittered per image.
 CAMERA_EYE = (7.48, -6.51, 5.34)
 CAMERA_JITTER = 0.5
@@ -126,6 +126,8 @@ class SceneParams:
             camera distance, drawn uniformly per image.
         joint: when given, the (object count, camera scale) pairs allowed, drawn uniformly
             (the systematic splits hold combinations of these factors out of training).
+        look: the render look (:mod:`nsvqa.generation.looks`): the vehicles' sizes and the
+            camera's field of view.
     """
 
     complexity: str = "mid"
@@ -140,8 +142,10 @@ class SceneParams:
     max_retries: int = 50
     camera_scales: tuple[float, ...] = (1.0,)
     joint: tuple[tuple[int, float], ...] | None = None
+    look: str = DEFAULT_LOOK
 
     def __post_init__(self) -> None:
+        get_look(self.look)  # ValueError naming the looks
         if self.joint is not None:
             if not self.joint or any(n < 1 or s <= 0 for n, s in self.joint):
                 raise ValueError(f"joint must list (object count >= 1, camera scale > 0) pairs, got {self.joint!r}")
@@ -220,6 +224,7 @@ class Layout:
     camera_scale: float
     key_jitter: tuple[float, float, float]   # added to the renderer's default light directions
     fill_jitter: tuple[float, float, float]
+    look: str = DEFAULT_LOOK                 # camera, lights and ground (nsvqa.generation.looks)
 
 
 def sample_layout(rng: np.random.Generator, onto: Ontology, params: SceneParams,
@@ -250,7 +255,7 @@ def sample_layout(rng: np.random.Generator, onto: Ontology, params: SceneParams,
     eye = tuple(float(c * cam_scale + rng.uniform(-CAMERA_JITTER, CAMERA_JITTER)) for c in CAMERA_EYE)
     key = tuple(float(x) for x in rng.uniform(-LIGHT_JITTER, LIGHT_JITTER, 3))
     fill = tuple(float(x) for x in rng.uniform(-LIGHT_JITTER, LIGHT_JITTER, 3))
-    return Layout(placed, eye, float(cam_scale), key, fill)
+    return Layout(placed, eye, float(cam_scale), key, fill, params.look)
 
 
 def _place(rng: np.random.Generator, attrs: list[dict], extents: Mapping[str, tuple[float, float]],
@@ -258,8 +263,9 @@ def _place(rng: np.random.Generator, attrs: list[dict], extents: Mapping[str, tu
     """Positions and rotations for every object, or None when one finds no free spot."""
     placed: list[PlacedObject] = []
     rects: list[np.ndarray] = []
+    look = get_look(params.look)
     for a in attrs:
-        scale = SIZE_LENGTH[a["size"]]
+        scale = look.scale(a["shape"], a["size"])
         length, width = extents[a["shape"]]
         half = np.array([length, width]) * scale / 2
         for _ in range(tries):

@@ -17,6 +17,7 @@ import numpy as np
 
 from executors import Ontology, SymbolicScene
 
+from nsvqa.generation.looks import get_look
 from nsvqa.generation.meshes import Mesh
 from nsvqa.generation.renderer import Camera, DrawItem, Lights, Renderer
 from nsvqa.generation.sampler import (Layout, SceneParams, choose_parts, choose_textures, sample_layout, streams)
@@ -99,16 +100,21 @@ def object_centers(layout: Layout) -> np.ndarray:
 
 
 def camera_for(layout: Layout) -> Camera:
-    return Camera(eye=layout.camera_eye, target=(0.0, 0.0, 0.0), fov_y_deg=34.0)
+    return Camera(eye=layout.camera_eye, target=(0.0, 0.0, 0.0), fov_y_deg=get_look(layout.look).fov_y_deg)
 
 
 def lights_for(layout: Layout) -> Lights:
-    """The renderer's default light rig with the layout's jitter on the key and fill directions."""
-    base = Lights()
+    """The light rig of the layout's look with the layout's jitter on the key and fill directions."""
+    base = get_look(layout.look).lights()
     key = np.asarray(base.key_dir) + layout.key_jitter
     fill = np.asarray(base.fill_dir) + layout.fill_jitter
     return dataclasses.replace(base, key_dir=tuple(map(float, key / np.linalg.norm(key))),
                                fill_dir=tuple(map(float, fill / np.linalg.norm(fill))))
+
+
+def ground_for(layout: Layout) -> tuple[float, float, float]:
+    """The ground's colour in the layout's look."""
+    return get_look(layout.look).ground_color
 
 
 def generate_image(renderer: Renderer, onto: Ontology, params: SceneParams, seed: int, index: int,
@@ -153,7 +159,7 @@ def generate_image(renderer: Renderer, onto: Ontology, params: SceneParams, seed
         if params.complexity == "hard":
             for o in layout.objects:
                 choose_textures(rng["texture"], onto, o)
-    result = renderer.render(draw_items(layout, onto), camera_for(layout), lights_for(layout))
+    result = renderer.render(draw_items(layout, onto), camera_for(layout), lights_for(layout), ground_for(layout))
     scene = scene_record(layout, result, onto, index, split, image_filename, renderer)
     if params.complexity == "easy":  # the same parts listed, looking like their object (as drawn)
         for o, parts in zip(scene["objects"], visual_parts):

@@ -18,6 +18,7 @@ import numpy as np
 
 from executors import Ontology
 
+from nsvqa.generation.looks import DEFAULT_LOOK
 from nsvqa.generation.sampler import COMPLEXITIES, ConceptWeights, SceneParams
 
 VARIANT_DIR = Path(__file__).resolve().parents[2] / "data" / "variants"
@@ -224,7 +225,8 @@ class Variant:
         try:
             weights.validated(onto)
             joint = tuple((int(n), float(c)) for n, c in s["joint"]) if s.get("joint") else None
-            return SceneParams(complexity=s.get("complexity", "mid"), weights=weights, joint=joint)
+            return SceneParams(complexity=s.get("complexity", "mid"), weights=weights, joint=joint,
+                               look=str(s.get("look", DEFAULT_LOOK)))
         except (ValueError, TypeError) as e:
             raise VariantError(f"{self.source}, split {split!r}: {e}") from None
 

@@ -13,7 +13,7 @@ from nsvqa.generation.variants import VariantError, Variant, list_variants, load
 
 ONTO = load_ontology("superclevr")
 EXPECTED = {"easy", "mid", "hard", "rd-", "rd+", "bal", "slt", "long", "head", "tail", "oppo",
-            "co-0", "co-1", "co-2", "sys-random", "sys-composition", "sys-interpolation", "sys-extrapolation"}
+            "co-0", "co-1", "co-2", "sys-random", "sys-composition", "sys-interpolation", "sys-extrapolation", "mid-v2"}
 
 
 def _attrs(name, split, n=3000, seed=0):

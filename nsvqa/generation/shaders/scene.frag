@@ -100,7 +100,7 @@ void main() {
     float nhk = max(dot(n, normalize(lk + v)), 0.0);
     float nhf = max(dot(n, normalize(lf + v)), 0.0);
 #if MATERIAL == 1      // metal: dim diffuse, tinted environment reflection, sharp highlights
-    vec3 refl = albedo * env(reflect(-v, n)) * (0.9 + 0.1 * pow(1.0 - max(dot(n, v), 0.0), 5.0))
+    vec3 refl = albedo * env(reflect(-v, n)) * u_eye.w * (0.9 + 0.1 * pow(1.0 - max(dot(n, v), 0.0), 5.0))
               * (0.85 + 0.15 * sh);
     float spec = u_key.w * sh * (pow(nhk, 80.0) * 4.0 + pow(nhk, 12.0) * 0.35)
                + u_fill.w * (pow(nhf, 80.0) * 1.5 + pow(nhf, 12.0) * 0.2);
