@@ -16,7 +16,7 @@ vehicles where the official ones stand and to look at them from the official cam
   (the centre the camera fit puts there), how its shading differs.
 
 Used by ``scripts/rerender_official.py`` (results under ``results/transfer/renders/``), to see where
-our renders differ from the release's: see docs/transfer.md.
+our renders differ from the release's: see docs/variants.md (Render looks).
 """
 from __future__ import annotations
 
