@@ -267,7 +267,7 @@ def _place(rng: np.random.Generator, attrs: list[dict], extents: Mapping[str, tu
     for a in attrs:
         scale = look.scale(a["shape"], a["size"])
         length, width = extents[a["shape"]]
-        half = np.array([length, width]) * scale / 2
+        half = np.array([length, width]) * (scale * look.footprint_scale) / 2
         for _ in range(tries):
             pos = rng.uniform(-params.area, params.area, size=2)
             theta = float(rng.uniform(0, 2 * math.pi))

@@ -137,3 +137,31 @@ def test_the_sample_scenes_fit_clevrs_camera(reference_dir):
         assert fit.camera.fov_y_deg == pytest.approx(37.85, abs=0.5)
         assert fit.rms_px < 10 and (fit.width, fit.height) == (640, 480)
     assert LOOKS["v2"].fov_y_deg == pytest.approx(37.85)
+
+
+def test_v2_places_ten_large_vehicles_where_whole_footprints_would_not_fit():
+    import dataclasses
+
+    from nsvqa.generation import looks
+    from nsvqa.generation.sampler import SceneParams, sample_layout
+    from nsvqa.generation.scenes import model_extents
+
+    onto = load_ontology("superclevr")
+    extents = {s: model_extents(s)[:2] for s in onto.scene_values("shape")}
+    for k in range(10):  # v2: every ten-object layout is placed
+        layout = sample_layout(np.random.default_rng(k), onto, SceneParams(min_objects=10, max_objects=10, look="v2"),
+                               extents)
+        assert len(layout.objects) == 10 and layout.look == "v2"
+    whole = dataclasses.replace(looks.LOOKS["v2"], name="whole", footprint_scale=1.0)
+    fails = 0
+    try:
+        looks.LOOKS["whole"] = whole
+        for k in range(30):
+            try:
+                sample_layout(np.random.default_rng(k), onto, SceneParams(min_objects=10, max_objects=10, look="whole"),
+                              extents)
+            except RuntimeError:
+                fails += 1
+    finally:
+        del looks.LOOKS["whole"]
+    assert fails > 0  # what footprint_scale 0.8 is for
