@@ -401,3 +401,21 @@ def test_transfer_to_an_official_release_reports_by_question_kind(suite, trained
                                                 "--parsers", str(VariantRun(trained, "mid").path),
                                                 "--work", str(tmp_path / "work2"), "--out", str(tmp_path / "o2")])
     assert rc == 2
+
+
+def test_with_two_jobs_the_question_parser_trains_in_a_second_process(suite, tmp_path):
+    """``jobs=2``: the question parser trains in a spawned process (its output in
+    RUN/question_parser.log) beside the scene parser; both finish, each with its seconds, and the
+    process's thread count is what it was before."""
+    from nsvqa.experiment import TrainSpec, train_parsers
+
+    run = VariantRun(tmp_path, "mid")
+    spec = TrainSpec(profile="tiny", scene_overrides={"det_iterations": 2, "attr_epochs": 1},
+                     question_overrides={"steps": 20}, jobs=2, progress=False)
+    before = torch.get_num_threads()
+    seconds = train_parsers(suite / "mid", run, spec, scene=True, question=True)
+    assert torch.get_num_threads() == before
+    assert set(seconds) == {"scene_parser", "question_parser"}
+    assert (run.question_dir / "question_parser.pt").is_file() and (run.scene_dir / "attributes.pt").is_file()
+    assert "supervised step" in (run.path / "question_parser.log").read_text() + \
+        (run.question_dir / "train.log").read_text()
