@@ -142,7 +142,7 @@ def check_aliases(cfg: StudyConfig = STUDY) -> None:
     question redundancy as its target (so that, generated with one seed, their bytes agree)."""
     for alias, target in cfg.aliases.items():
         a, b = load_variant(alias).spec(), load_variant(target).spec()
-        for key in ("scene", "questions", *SCENE_KEYS[1:]):
+        for key in (*SCENE_KEYS, "questions"):
             if a.get(key) != b.get(key):
                 raise StudyError(f"alias {alias!r} -> {target!r}: the variants differ in {key!r} "
                                  f"({a.get(key)!r} vs {b.get(key)!r}); they cannot share runs")

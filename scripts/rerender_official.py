@@ -12,7 +12,6 @@ images (in the mask of our render) and the gaps per material and colour; OUT/rep
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -58,22 +57,23 @@ def main(argv: list[str] | None = None) -> int:
 
     from nsvqa.fileio import write_atomic, write_json_atomic
     from nsvqa.generation.dataset import png_bytes
+    from nsvqa.generation.official import OfficialFormatError, OfficialRelease, index_scenes
     from nsvqa.generation.renderer import Renderer, RendererUnavailable
     from nsvqa.generation.rerender import colour_gaps, rerender_scene
 
     args = get_args_parser().parse_args(argv)
-    scenes_file = args.scenes or args.release / "superCLEVR_scenes.json"
-    images = args.images or args.release / "images"
     try:
         first, last = (int(v) for v in args.range.split("-"))
     except ValueError:
         print(f"{PROG}: --range {args.range!r}: expected FIRST-LAST", file=sys.stderr)
         return 2
-    try:
-        scenes = json.loads(scenes_file.read_text())["scenes"]
-    except (OSError, ValueError, KeyError, TypeError) as e:
-        print(f"{PROG}: {scenes_file}: cannot read its scenes ({e})", file=sys.stderr)
+    try:  # the importer's reader: the paths and every scene's index and file name checked
+        release = OfficialRelease.find(args.release, scenes=args.scenes, questions=(), images=args.images)
+        scenes, _ = index_scenes(release.scenes)
+    except OfficialFormatError as e:
+        print(f"{PROG}: {e}", file=sys.stderr)
         return 2
+    scenes_file, images = release.scenes, release.images
     chosen = [s for s in scenes if first <= int(s.get("image_index", -1)) <= last]
     if not chosen:
         print(f"{PROG}: {scenes_file}: no scene with image_index in {first}-{last}", file=sys.stderr)

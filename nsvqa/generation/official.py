@@ -476,7 +476,7 @@ def _scale_pixel(p: Any, src_w: int, src_h: int, width: int, height: int, ow: st
 
 
 # ---------------------------------------------------------------------- import
-def _index_scenes(path: Path) -> tuple[list[dict], Mapping[str, Any]]:
+def index_scenes(path: Path) -> tuple[list[dict], Mapping[str, Any]]:
     """The scene records of a release scenes file (image_index and image_filename checked, unique)."""
     try:
         data = read_json(path)
@@ -618,7 +618,7 @@ def import_release(release: OfficialRelease | str | os.PathLike, folder: str | o
     rel = release if isinstance(release, OfficialRelease) else OfficialRelease.find(release)
     folder = Path(folder)
     say = log or (lambda _m: None)
-    records, info = _index_scenes(rel.scenes)
+    records, info = index_scenes(rel.scenes)
     if splits is None:
         recorded = info.get(SPLITS_KEY)
         splits = recorded if isinstance(recorded, Mapping) and recorded else OFFICIAL_SPLITS

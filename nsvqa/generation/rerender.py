@@ -196,8 +196,7 @@ def rerender_scene(renderer: Renderer, onto: Ontology, scene: Mapping[str, Any],
 
     layout, fit = official_layout(scene, onto, where, look)
     w, h = renderer.width, renderer.height
-    cam = Camera(eye=fit.camera.eye, target=fit.camera.target, fov_y_deg=fit.camera.fov_y_deg)
-    result = renderer.render(draw_items(layout, onto), cam, lights_for(layout), ground_for(layout))
+    result = renderer.render(draw_items(layout, onto), fit.camera, lights_for(layout), ground_for(layout))
     theirs = np.asarray(Image.fromarray(np.asarray(official_rgb, np.uint8)).resize((w, h), Image.Resampling.LANCZOS))
     ids = np.asarray(result.object_ids).astype(np.int64)
     ours = np.asarray(result.rgb, np.uint8)
