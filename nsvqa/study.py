@@ -25,6 +25,11 @@ table, and ``hard``'s as ``bal``'s in the distribution table. Training variants 
 the same bytes but whose questions differ (``rd-`` and ``rd+`` are ``mid``'s images) share the
 scene parser of the first of them in plan order (:func:`scene_source`), and a test split is parsed
 once per scene parser (:func:`nsvqa.experiment.parse_scenes`).
+
+The part-question extension (:attr:`StudyConfig.part_factor`: pieces of group :data:`PART_GROUP`)
+asks object and part questions about the same images, with a part-aware scene parser and a
+question parser trained on both kinds; its data and runs live under ``parts/`` of the data and
+runs roots, and the report scores part and object questions apart.
 """
 from __future__ import annotations
 
@@ -86,6 +91,19 @@ class StudyConfig:
             the same images again. Pieces that ran before this field existed (``mid-seed0-modular``)
             trained their own, as every piece whose images are its own still does.
         factors: the factors of Tables 1-2 (the systematic splits come after them).
+        executor_models: the models of the default variant's further seeds and of the systematic
+            splits, whose questions are NS-VQA against P-NSVQA: the modular group without NSCL
+            (its ~30 minutes a piece are spent on Tables 1-2 instead).
+        part_factor: the factor of the part-question extension (None: no extension). Part
+            attributes are what its variants change.
+        part_questions: the extension's question set: its question parser learns object and part
+            questions (10 + 10 per image), and its models are scored on each kind apart.
+        part_models: the models of the extension (modular: the others cannot run a part program
+            through a scene).
+        part_scene_overrides, part_question_overrides: the extension's parsers over the profile's.
+            Its scene parser is the profile's part-aware one (``agnostic+parts``, part crops, the
+            stride-4 level) on the object parsers' 600-iteration detector schedule; its question
+            parser keeps the profile's 4,800 steps, sized for object and part questions.
     """
 
     sizes: SuiteProfile = SuiteProfile(2000, 150, 300)
@@ -110,6 +128,15 @@ class StudyConfig:
     aliases: Mapping[str, str] = field(default_factory=lambda: {"co-0": "mid", "bal": "hard"})
     share_scene_parsers: bool = True
     factors: tuple[str, ...] = ("visual", "redundancy", "distribution", "compositionality")
+    executor_models: tuple[str, ...] = ("nsvqa", "pnsvqa", "pnsvqa-exact", "nsvqa+gtprog", "pnsvqa+gtprog",
+                                        "pnsvqa-exact+gtprog")
+    part_factor: str | None = "visual"
+    part_questions: str = "object+part"
+    part_models: tuple[str, ...] = ("nsvqa", "pnsvqa", "pnsvqa-exact", "nsvqa+gtprog", "pnsvqa+gtprog",
+                                    "pnsvqa-exact+gtprog")
+    part_scene_overrides: Mapping[str, Any] = field(default_factory=lambda: {
+        "det_iterations": 600, "det_eval_every": 300})
+    part_question_overrides: Mapping[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
@@ -119,6 +146,10 @@ class StudyConfig:
 
 #: The study as shipped in ``results/study``.
 STUDY = StudyConfig()
+
+#: Group of the part-question extension's pieces. Their data and runs live under ``<root>/parts/``
+#: (other questions about the same images: a dataset of its own).
+PART_GROUP = "parts"
 
 
 @dataclass(frozen=True)
@@ -197,13 +228,42 @@ def study_pieces(cfg: StudyConfig = STUDY) -> list[Piece]:
         for group, models in cfg.groups.items():
             ms = tuple(m for m in models if v == cfg.default_variant or m not in cfg.default_only)
             out.append(Piece(v, 0, group, ms, variants_tested(v, cfg)))
-    modular = tuple(cfg.groups["modular"])
+    lite = tuple(cfg.executor_models)
     for s in cfg.seeds:
         if s != 0:
-            out.append(Piece(cfg.default_variant, s, "modular", modular, (cfg.default_variant,)))
+            out.append(Piece(cfg.default_variant, s, "modular", lite, (cfg.default_variant,)))
+    if cfg.part_factor is not None:
+        vs = tuple(dict.fromkeys(canonical(v, cfg) for v in FACTORS[cfg.part_factor]))
+        for v in vs:
+            if not load_variant(v).test_only:
+                out.append(Piece(v, 0, PART_GROUP, tuple(cfg.part_models), (v, *(t for t in vs if t != v))))
     for v in FACTORS["systematic"]:
-        out.append(Piece(v, 0, "modular", modular, (v,)))
+        out.append(Piece(v, 0, "modular", lite, (v,)))
     return out
+
+
+@dataclass(frozen=True)
+class PieceSetup:
+    """Where a piece's data and runs live and how its parsers are trained."""
+
+    data: Path
+    runs: Path
+    questions: str
+    scene_overrides: dict[str, Any]
+    question_overrides: dict[str, Any]
+    scene_variant: str
+
+
+def piece_setup(piece: Piece, data: str | os.PathLike, runs: str | os.PathLike,
+                cfg: StudyConfig = STUDY) -> PieceSetup:
+    """The piece's data root, runs root, question set, parser overrides and the variant whose
+    scene parser it uses. A part-extension piece (:data:`PART_GROUP`) has its own dataset (object
+    and part questions) and runs under ``parts/``, and trains its own part-aware scene parser."""
+    if piece.group == PART_GROUP:
+        return PieceSetup(Path(data) / PART_GROUP, Path(runs) / PART_GROUP, cfg.part_questions,
+                          dict(cfg.part_scene_overrides), dict(cfg.part_question_overrides), piece.variant)
+    return PieceSetup(Path(data), Path(runs), cfg.questions, dict(cfg.scene_overrides),
+                      dict(cfg.question_overrides), scene_source(piece.variant, cfg))
 
 
 def piece_dir(results: str | os.PathLike, piece: Piece) -> Path:
@@ -239,11 +299,12 @@ def generate_piece_data(data: str | os.PathLike, piece: Piece, cfg: StudyConfig 
     each of its test variants, with the study's sizes, seed and question set."""
     from nsvqa.generation.suite import generate_suite
 
+    setup = piece_setup(piece, data, ".", cfg)
     splits = {t: ["test"] for t in piece.tests}
-    splits[scene_source(piece.variant, cfg)] = ["train", "val", "test"]  # its scene parser's training data
+    splits[setup.scene_variant] = ["train", "val", "test"]  # its scene parser's training data
     splits[piece.variant] = ["train", "val", "test"]
-    generate_suite(data, "all", cfg.image_profile, seed=cfg.data_seed, workers=workers, progress=progress,
-                   variants=list(splits), splits=splits, questions=cfg.questions, sizes=cfg.sizes, echo=echo)
+    generate_suite(setup.data, "all", cfg.image_profile, seed=cfg.data_seed, workers=workers, progress=progress,
+                   variants=list(splits), splits=splits, questions=setup.questions, sizes=cfg.sizes, echo=echo)
 
 
 def _commit() -> str | None:
@@ -311,12 +372,13 @@ def run_piece(piece: Piece, data: str | os.PathLike, runs: str | os.PathLike, re
     t0 = time.perf_counter()
     generate_piece_data(data, piece, cfg, workers=workers, progress=progress, echo=echo)
     gen_seconds = time.perf_counter() - t0
-    spec = TrainSpec(profile=cfg.profile, scene_overrides=dict(cfg.scene_overrides),
-                     question_overrides=dict(cfg.question_overrides),
+    setup = piece_setup(piece, data, runs, cfg)
+    spec = TrainSpec(profile=cfg.profile, scene_overrides=setup.scene_overrides,
+                     question_overrides=setup.question_overrides,
                      model_overrides={k: dict(v) for k, v in cfg.model_overrides.items()},
                      jobs=jobs, device=device, progress=progress, parse_min_score=cfg.parse_min_score,
-                     scene_variant=scene_source(piece.variant, cfg))
-    run = VariantRun(Path(runs), piece.variant, piece.seed)
+                     scene_variant=setup.scene_variant)
+    run = VariantRun(setup.runs, piece.variant, piece.seed)
     ledger_path = run.path / f"study_{piece.group}.json"
     try:
         ledger = json.loads(ledger_path.read_text())
@@ -327,7 +389,7 @@ def run_piece(piece: Piece, data: str | os.PathLike, runs: str | os.PathLike, re
     except (OSError, ValueError):
         before = {}
     t1 = time.perf_counter()
-    summary = train_variant(data, piece.variant, runs, models=piece.models, spec=spec, seed=piece.seed,
+    summary = train_variant(setup.data, piece.variant, setup.runs, models=piece.models, spec=spec, seed=piece.seed,
                             tests=piece.tests, echo=echo)
     steps = {k: v - before.get(k, 0.0) for k, v in summary["seconds"].items() if v != before.get(k)}
     attempt = {"generate": gen_seconds, "train_variant": time.perf_counter() - t1, "steps": steps}
@@ -346,14 +408,15 @@ def run_piece(piece: Piece, data: str | os.PathLike, runs: str | os.PathLike, re
             write_predictions(dst, preds)
             accuracy.setdefault(label, {})[t] = summary["accuracy"][label][t]
     record = {"format": PIECE_FORMAT, "piece": asdict(piece), "study": cfg.to_json(), "commit": _commit(),
-              "machine": machine(), "scene_parser_of": spec.scene_variant or piece.variant, "accuracy": accuracy,
+              "machine": machine(), "scene_parser_of": spec.scene_variant or piece.variant, "questions": setup.questions,
+              "accuracy": accuracy,
               "seconds": {"total": sum(a["generate"] + a["train_variant"] for a in ledger["attempts"]),
                           "attempts": ledger["attempts"], "checkpoints": checkpoint_seconds(run.path)}}
     write_json_atomic(out / "piece.json", record, indent=1)
     return record
 
 
-__all__ = ["STUDY", "StudyConfig", "StudyError", "Piece", "check_aliases", "canonical", "training_variants",
+__all__ = ["STUDY", "PART_GROUP", "StudyConfig", "StudyError", "Piece", "PieceSetup", "piece_setup", "check_aliases", "canonical", "training_variants",
            "scene_source",
            "checkpoint_seconds",
            "variants_tested", "study_pieces", "piece_dir", "is_done", "pending_pieces", "generate_piece_data", "machine",

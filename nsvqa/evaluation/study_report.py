@@ -6,10 +6,14 @@
     report.json, report.md, report.tex   Table 1 (accuracy matrices), Table 2 (RD), the in-domain
                                          accuracies of Fig. 3 with each model's image margin, the
                                          seeds of the default variant, exact inference beside the
-                                         0.7 threshold (accuracy and ECE), the pieces' wall times
+                                         0.7 threshold (accuracy and ECE), the part-question
+                                         extension, the systematic splits' ID / OOD accuracies,
+                                         the pieces' wall times
     in_domain.png                        Fig. 3: in-domain accuracy per model with 95% intervals
     <factor>/report.{json,md,tex}        the factor's full evaluation (nsvqa.evaluation.evaluate)
     <factor>/heatmaps/<model>.png        its train x test matrix per model
+    parts/{part,object}/report.{json,md} the extension's full evaluation on each question kind
+    parts/heatmaps/<model>.png           its part-question matrix per model
 
 Tables 1-2 use seed 0 of every model, as the paper does; the default variant's further seeds are
 reported apart. An alias of the study (``co-0`` is ``mid``, ``bal`` is ``hard``) reads its
@@ -30,7 +34,7 @@ from typing import Any, Mapping, Sequence
 from nsvqa.artifacts.predictions import CellKey, Prediction, parse_predictions_name, read_predictions
 from nsvqa.fileio import write_atomic
 from nsvqa.generation.variants import FACTORS, get_factor, load_variant
-from nsvqa.study import STUDY, StudyConfig, canonical
+from nsvqa.study import PART_GROUP, STUDY, StudyConfig, canonical
 
 #: The question-only reference of the image margin.
 QUESTION_ONLY = "lstm"
@@ -44,9 +48,12 @@ def _wilson(k: int, n: int) -> tuple[float, float]:
     return float(ci.low), float(ci.high)
 
 
-def collect(results: str | os.PathLike) -> tuple[dict[tuple[str, str, str, int], list[Prediction]], list[dict]]:
+def collect(results: str | os.PathLike, *, parts: bool = False
+            ) -> tuple[dict[tuple[str, str, str, int], list[Prediction]], list[dict]]:
     """Every committed prediction, keyed (model, train, test, seed), and each piece's record
-    (``piece.json`` without its study config), in piece-name order."""
+    (``piece.json`` without its study config), in piece-name order. The predictions are those of
+    the part-question extension's pieces (group :data:`~nsvqa.study.PART_GROUP`) when ``parts``,
+    of every other piece otherwise; the records are every piece's."""
     cells: dict[tuple[str, str, str, int], list[Prediction]] = {}
     pieces = []
     for pj in sorted(Path(results).glob("pieces/*/piece.json")):
@@ -55,6 +62,8 @@ def collect(results: str | os.PathLike) -> tuple[dict[tuple[str, str, str, int],
         pieces.append({"name": pj.parent.name, "commit": rec.get("commit"), "machine": rec.get("machine"),
                        "minutes": round(rec["seconds"]["total"] / 60, 1), "models": rec["piece"]["models"],
                        "tests": rec["piece"]["tests"]})
+        if (rec["piece"]["group"] == PART_GROUP) != parts:
+            continue
         for f in sorted((pj.parent / "predictions").glob("*.jsonl.gz")):
             k = parse_predictions_name(f)
             cells[(k.model, k.train, k.test, seed)] = read_predictions(f)
@@ -175,6 +184,9 @@ def build_study_report(results: str | os.PathLike, cfg: StudyConfig = STUDY, *, 
                                      "ece_in_domain": ece.get(m, {})}
                                  for m, v in rep["factors"][f]["models"].items()}}
 
+    parts = _part_section(results, cfg, files, plots)
+    systematic = _systematic_section(cells)
+
     # Fig. 3: in domain on the default variant, seed 0; the image margin against the question-only model
     d = cfg.default_variant
     in_domain = []
@@ -203,11 +215,84 @@ def build_study_report(results: str | os.PathLike, cfg: StudyConfig = STUDY, *, 
         s["std"] = statistics.stdev(v) if len(v) > 1 else None
 
     report = {"format_version": 1, "study": cfg.to_json(), "pieces": pieces, "question_only": QUESTION_ONLY,
-              "in_domain": in_domain, "seeds": seeds, "factors": factors}
+              "in_domain": in_domain, "seeds": seeds, "factors": factors, "parts": parts,
+              "systematic": systematic}
     files["report.json"] = (json.dumps(report, indent=1) + "\n").encode()
     files["report.md"] = (study_markdown(report) + "\n").encode()
     files["report.tex"] = (study_latex(report) + "\n").encode()
     return files
+
+
+def question_kinds() -> dict[str, str]:
+    """Question family (``"<template file>#<index>"``, :attr:`Prediction.family`) -> its template's
+    kind: ``"part"`` when its program uses a part function, else ``"object"``."""
+    from nsvqa.generation.questions.templates import load_templates
+
+    return {f"{t.filename}#{t.index}": t.kind for t in load_templates()}
+
+
+def _part_section(results: Path, cfg: StudyConfig, files: dict[str, bytes], plots: bool) -> dict[str, Any] | None:
+    """The part-question extension: the matrix and RD of each model of its pieces on part questions
+    and, apart, on the object questions of the same pieces (their full evaluations under
+    ``parts/<kind>/``, the part matrices' heatmaps under ``parts/heatmaps/``); None before a piece
+    of it is committed."""
+    from nsvqa.evaluation import evaluate, factor_layout
+    from nsvqa.evaluation.report import to_markdown, variant_label
+
+    pcells, _ = collect(results, parts=True)
+    if not pcells or cfg.part_factor is None:
+        return None
+    f = cfg.part_factor
+    trains, tests = factor_layout(f)
+    kinds = question_kinds()
+    out: dict[str, Any] = {"factor": f, "train_variants": trains, "test_variants": tests, "kinds": {}}
+    for kind in ("part", "object"):
+        fc = {}
+        for key, runs in factor_cells(pcells, f, cfg).items():
+            unknown = {p.family for run in runs for p in run if p.family not in kinds}
+            if unknown:
+                raise ValueError(f"{results}: predictions of {key.model} (train {key.train}, test {key.test}) "
+                                 f"name question families with no template: {sorted(unknown, key=str)[:3]}")
+            kept = [[p for p in run if kinds[p.family] == kind] for run in runs]
+            if any(kept):
+                fc[key] = kept
+        if not fc:
+            continue
+        rep = evaluate(fc, allow_partial=False, factors={f: (trains, tests)})
+        files[f"parts/{kind}/report.json"] = (json.dumps(rep, indent=1) + "\n").encode()
+        files[f"parts/{kind}/report.md"] = (to_markdown(rep) + "\n").encode()
+        models = {}
+        for model, m in rep["factors"][f]["models"].items():
+            n = sum(len(r) for (k, runs) in fc.items() if k.model == model and k.train == k.test for r in runs)
+            models[model] = {"matrix": m["matrix"], "rd": m["rd"]["value"], "rd_note": m["rd"]["reason"],
+                             "questions_in_domain": n}
+            if plots and kind == "part":
+                files[f"parts/heatmaps/{model}.png"] = _heatmap(
+                    m["matrix"], [variant_label(f, t) for t in trains], [variant_label(f, v) for v in tests],
+                    f"{model}: {f}, part questions (accuracy, %)")
+        out["kinds"][kind] = models
+    return out
+
+
+def _systematic_section(cells: Mapping[tuple[str, str, str, int], list[Prediction]]) -> dict[str, Any]:
+    """Per systematic split (trained and tested on itself, seed 0) and model: accuracy overall, on
+    questions about seen (ID) and about held-out (OOD) values or combinations, with 95% intervals,
+    and OOD minus ID."""
+    from nsvqa.evaluation import accuracy, id_ood_accuracy
+
+    out: dict[str, Any] = {}
+    for (model, train, test, seed), preds in sorted(cells.items()):
+        if seed != 0 or train != test or train not in FACTORS["systematic"]:
+            continue
+        groups = id_ood_accuracy(preds) or {}
+        row: dict[str, Any] = {"overall": accuracy(preds).to_json()}
+        for k in ("id", "ood"):
+            a = groups.get(k)
+            row[k] = None if a is None or not a.n else {**a.to_json(), "ci95": list(_wilson(a.n_correct, a.n))}
+        row["ood_minus_id"] = (row["ood"]["accuracy"] - row["id"]["accuracy"]
+                               if row["id"] is not None and row["ood"] is not None else None)
+        out.setdefault(train, {})[model] = row
+    return out
 
 
 def _concept_split():
@@ -254,6 +339,39 @@ def study_markdown(report: Mapping[str, Any]) -> str:
                                                                                  fac["models"][m]["matrix"])])
                 lines.append("")
             lines += [f"Full evaluation (per question type, calibration, paired tests): [{f}/report.md]({f}/report.md)", ""]
+    parts = report.get("parts")
+    if parts and parts["kinds"].get("part"):
+        f = parts["factor"]
+        lines += [f"## Part questions (extension): the {f} factor", "",
+                  "Models trained on object and part questions (a part-aware scene parser, a question parser "
+                  "trained on both kinds); scored on part questions and, apart, on the object questions of the "
+                  f"same runs. Table 2's {f} RD (object questions, object-only parsers) beside them.", ""]
+        obj = parts["kinds"].get("object", {})
+        table2 = report["factors"].get(f, {}).get("models", {})
+        lines += _table(["model", "RD part questions %", "RD object questions, same runs %", "Table 2 RD %",
+                         "part questions in domain"],
+                        [[m, _pct(v["rd"], 2), _pct(obj.get(m, {}).get("rd"), 2), _pct(table2.get(m, {}).get("rd"), 2),
+                          str(v["questions_in_domain"])] for m, v in parts["kinds"]["part"].items()])
+        lines.append("")
+        for m, v in parts["kinds"]["part"].items():
+            lines += [f"`{m}`, part questions ([heatmap](parts/heatmaps/{m}.png))", ""]
+            lines += _table(["train \\ test", *parts["test_variants"]],
+                            [[t, *(_pct(x) for x in row)] for t, row in zip(parts["train_variants"], v["matrix"])])
+            lines.append("")
+        lines += ["Full evaluations: [part questions](parts/part/report.md), "
+                  "[object questions](parts/object/report.md)", ""]
+    if report.get("systematic"):
+        lines += ["## Systematic splits: questions about seen (ID) and held-out (OOD) values", "",
+                  "Each split trained and tested on itself (seed 0); accuracy % with 95% Wilson intervals.", ""]
+        rows = []
+        for split, models in report["systematic"].items():
+            for m, r in models.items():
+                cell = {k: ("—" if r[k] is None else f"{_pct(r[k]['accuracy'])} [{_pct(r[k]['ci95'][0])}, "
+                                                     f"{_pct(r[k]['ci95'][1])}] ({r[k]['n']})") for k in ("id", "ood")}
+                rows.append([split, m, _pct(r["overall"]["accuracy"]), cell["id"], cell["ood"],
+                             "—" if r["ood_minus_id"] is None else f"{100 * r['ood_minus_id']:+.1f}"])
+        lines += _table(["split", "model", "overall", "ID (questions)", "OOD (questions)", "OOD − ID (points)"], rows)
+        lines.append("")
     if report["seeds"]:
         lines += ["## Seeds on the default variant", ""]
         lines += _table(["model", "per seed", "mean ± sd"],
@@ -342,5 +460,5 @@ def compare_with_study(report: Mapping[str, Any], results: str | os.PathLike, fa
     return "\n".join(lines)
 
 
-__all__ = ["QUESTION_ONLY", "compare_with_study", "collect", "factor_cells", "build_study_report", "write_study_report",
+__all__ = ["QUESTION_ONLY", "compare_with_study", "collect", "question_kinds", "factor_cells", "build_study_report", "write_study_report",
            "check_study_report", "study_markdown", "study_latex"]

@@ -8,8 +8,9 @@ import json
 import pytest
 
 from nsvqa.generation.suite import SuiteProfile
-from nsvqa.study import (STUDY, Piece, StudyConfig, StudyError, canonical, check_aliases, is_done, pending_pieces,
-                         run_piece, scene_source, study_pieces, variants_tested, training_variants)
+from nsvqa.study import (PART_GROUP, STUDY, Piece, StudyConfig, StudyError, canonical, check_aliases, is_done,
+                         pending_pieces, piece_setup, run_piece, scene_source, study_pieces, variants_tested,
+                         training_variants)
 from nsvqa.artifacts.predictions import find_prediction_files, read_predictions
 
 
@@ -58,6 +59,89 @@ def test_the_plan_runs_the_default_variant_first_and_each_piece_once():
     assert mdetr["easy"] == ("mdetr",) and "majority" not in film["easy"]
     with pytest.raises(StudyError, match="unknown piece"):
         pending_pieces("nowhere", only=["mid-seed9-modular"])
+
+
+def test_the_seeds_and_systematic_splits_skip_nscl_and_the_part_extension_has_its_own_data(tmp_path):
+    plan = {p.name: p for p in study_pieces()}
+    for name in ("mid-seed1-modular", "mid-seed2-modular", "sys-random-seed0-modular"):
+        assert "nscl" not in plan[name].models and {"nsvqa", "pnsvqa", "pnsvqa-exact"} <= set(plan[name].models)
+    assert "nscl" in plan["easy-seed0-modular"].models  # Tables 1-2 keep it
+    parts = [p for p in plan.values() if p.group == PART_GROUP]
+    assert sorted(p.variant for p in parts) == ["easy", "hard", "mid"]
+    assert plan["hard-seed0-parts"].tests == ("hard", "easy", "mid") and "nscl" not in plan["mid-seed0-parts"].models
+    names = list(plan)  # after the tables and the seeds, before the systematic splits
+    assert names.index("mid-seed2-modular") < names.index("easy-seed0-parts") < names.index("sys-random-seed0-modular")
+    setup = piece_setup(plan["easy-seed0-parts"], tmp_path / "data", tmp_path / "runs")
+    assert (setup.data, setup.runs, setup.questions) == (tmp_path / "data" / "parts", tmp_path / "runs" / "parts",
+                                                         "object+part")
+    assert setup.scene_variant == "easy" and setup.scene_overrides["det_iterations"] == 600
+    assert "mode" not in setup.scene_overrides  # the profile's part-aware detector
+    rd = piece_setup(plan["rd+-seed0-modular"], tmp_path / "data", tmp_path / "runs")
+    assert (rd.data, rd.questions, rd.scene_variant) == (tmp_path / "data", "object", "mid")
+    assert not [p for p in study_pieces(dataclasses.replace(STUDY, part_factor=None)) if p.group == PART_GROUP]
+
+
+def _write_piece(results, name, variant, group, models, preds_by_model):
+    from nsvqa.artifacts.predictions import write_predictions
+
+    d = results / "pieces" / name
+    for model, preds in preds_by_model.items():
+        write_predictions(d / "predictions" / f"{model}__train-{variant}__test-{variant}.jsonl.gz", preds)
+    (d / "piece.json").write_text(json.dumps({
+        "format": 1, "piece": {"variant": variant, "seed": 0, "group": group, "models": list(models),
+                               "tests": [variant]},
+        "commit": None, "machine": None, "seconds": {"total": 60.0}}))
+
+
+def test_the_report_gives_each_systematic_splits_id_and_ood_accuracy(tmp_path):
+    from nsvqa.artifacts.predictions import Prediction
+    from nsvqa.evaluation.study_report import build_study_report, study_markdown
+
+    def p(i, right, ood):
+        return Prediction(i, "count", "2", "2" if right else "3", ood=ood)
+
+    # ID: 3 of 4 right; OOD: 1 of 4 right
+    preds = [p(0, 1, False), p(1, 1, False), p(2, 1, False), p(3, 0, False),
+             p(4, 1, True), p(5, 0, True), p(6, 0, True), p(7, 0, True)]
+    _write_piece(tmp_path, "sys-composition-seed0-modular", "sys-composition", "modular", ["pnsvqa"],
+                 {"pnsvqa": preds})
+    report = json.loads(build_study_report(tmp_path, plots=False)["report.json"])
+    row = report["systematic"]["sys-composition"]["pnsvqa"]
+    assert (row["id"]["accuracy"], row["ood"]["accuracy"], row["overall"]["accuracy"]) == (0.75, 0.25, 0.5)
+    assert row["ood_minus_id"] == -0.5 and row["ood"]["n"] == 4
+    assert row["id"]["ci95"][0] < 0.75 < row["id"]["ci95"][1]
+    assert report["in_domain"] == [] and report["parts"] is None
+    md = study_markdown(report)
+    assert "| sys-composition | pnsvqa | 50.0 | 75.0 [" in md and "| -50.0 |" in md
+
+
+def test_the_report_scores_the_part_extensions_part_and_object_questions_apart(tmp_path):
+    from nsvqa.artifacts.predictions import Prediction
+    from nsvqa.evaluation.study_report import build_study_report, question_kinds
+
+    kinds = question_kinds()
+    part_fam = next(f for f, k in kinds.items() if k == "part")
+    obj_fam = next(f for f, k in kinds.items() if k == "object")
+    # trained and tested on mid: part questions 1 of 2 right, object questions 2 of 2
+    preds = [Prediction(0, "part_query", "red", "red", family=part_fam),
+             Prediction(1, "part_query", "red", "blue", family=part_fam),
+             Prediction(2, "count", "1", "1", family=obj_fam), Prediction(3, "exist", "yes", "yes", family=obj_fam)]
+    _write_piece(tmp_path, "mid-seed0-parts", "mid", PART_GROUP, ["pnsvqa"], {"pnsvqa": preds})
+    files = build_study_report(tmp_path, plots=False)
+    report = json.loads(files["report.json"])
+    assert report["in_domain"] == [] and report["factors"] == {}  # not in Tables 1-2
+    parts = report["parts"]
+    mid = parts["train_variants"].index("mid"), parts["test_variants"].index("mid")
+    assert parts["kinds"]["part"]["pnsvqa"]["matrix"][mid[0]][mid[1]] == 0.5
+    assert parts["kinds"]["object"]["pnsvqa"]["matrix"][mid[0]][mid[1]] == 1.0
+    assert parts["kinds"]["part"]["pnsvqa"]["questions_in_domain"] == 2
+    assert "parts/part/report.md" in files and "## Part questions (extension): the visual factor" in files[
+        "report.md"].decode()
+    # a family no template has is named, not silently counted as an object question
+    _write_piece(tmp_path, "easy-seed0-parts", "easy", PART_GROUP, ["pnsvqa"],
+                 {"pnsvqa": [Prediction(0, "count", "1", "1", family="gone.json#3")]})
+    with pytest.raises(ValueError, match=r"pnsvqa \(train easy, test easy\).*gone.json#3"):
+        build_study_report(tmp_path, plots=False)
 
 
 def test_a_piece_runs_commits_gzipped_predictions_and_is_then_skipped(tmp_path, require_renderer):
@@ -135,3 +219,35 @@ def test_checkpoint_seconds_reads_what_each_checkpoint_records(tmp_path):
     (tmp_path / "broken.pt").write_bytes(b"not a checkpoint")
     assert checkpoint_seconds(tmp_path) == {"question_parser/question_parser.pt": {"supervised_seconds": 30.0},
                                             "scene_parser/detector.pt": {"train_seconds": 150.0}}
+
+
+def test_a_part_piece_trains_part_aware_parsers_on_its_own_data(tmp_path, require_renderer):
+    import torch
+
+    from nsvqa.evaluation.study_report import build_study_report, question_kinds
+    from nsvqa.training.checkpoint import load_checkpoint
+
+    torch.manual_seed(0)
+    cfg = StudyConfig(sizes=SuiteProfile(4, 2, 2), image_profile="tiny", profile="tiny",
+                      part_scene_overrides={"det_iterations": 2, "attr_epochs": 1},
+                      part_question_overrides={"steps": 20})
+    piece = Piece("mid", 0, PART_GROUP, ("pnsvqa-exact", "nsvqa+gtprog"), ("mid",))
+    results = tmp_path / "results"
+    rec = run_piece(piece, tmp_path / "data", tmp_path / "runs", results, cfg, jobs=1, workers=1,
+                    progress=False, echo=lambda s: None)
+    assert rec["questions"] == "object+part" and rec["scene_parser_of"] == "mid"
+    assert not (tmp_path / "data" / "mid").exists() and not (tmp_path / "runs" / "mid").exists()
+    qs = json.loads((tmp_path / "data" / "parts" / "mid" / "questions" / "test_questions.json").read_text())["questions"]
+    kinds = question_kinds()
+    fams = [kinds[f"{q['template_filename']}#{q['question_family_index']}"] for q in qs]
+    assert "part" in fams and "object" in fams
+    # the profile's part-aware scene parser: a detector with a part class, a head that learned part crops
+    det = load_checkpoint(tmp_path / "runs" / "parts" / "mid" / "scene_parser" / "detector.pt")
+    assert det["config"]["mode"] == "agnostic+parts" and det["config"]["attr_parts"] is True
+    report = json.loads(build_study_report(results, cfg, plots=False)["report.json"])
+    preds = read_predictions(results / "pieces" / piece.name / "predictions" /
+                             "nsvqa+gtprog__train-mid__test-mid.jsonl.gz")
+    part = [p for p in preds if kinds[p.family] == "part"]
+    i, j = report["parts"]["train_variants"].index("mid"), report["parts"]["test_variants"].index("mid")
+    assert report["parts"]["kinds"]["part"]["nsvqa+gtprog"]["matrix"][i][j] == pytest.approx(
+        sum(p.correct for p in part) / len(part))
