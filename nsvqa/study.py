@@ -7,6 +7,8 @@ list of *pieces*: one (training variant, seed, group of models) each, run by :fu
 through :func:`nsvqa.experiment.train_variant`. A finished piece leaves, under ``RESULTS/pieces/<piece>/``:
 
     predictions/<model>__train-<variant>__test-<variant>.jsonl.gz   every prediction, gzipped
+    perception.json  the scene parser on each test variant (pieces whose models use one:
+                   :func:`write_perception`)
     piece.json     what ran (the study config, the piece, the commit, the machine, the variant
                    whose run trained the scene parser), per-step and total seconds (a shared scene
                    parser's are its first piece's), accuracy per (model, test variant); written
@@ -146,6 +148,9 @@ class StudyConfig:
 
 #: The study as shipped in ``results/study``.
 STUDY = StudyConfig()
+
+#: Groups whose models answer from a scene parser's parse (the piece's ``perception.json``).
+SCENE_GROUPS = ("modular", "parts")
 
 #: Group of the part-question extension's pieces. Their data and runs live under ``<root>/parts/``
 #: (other questions about the same images: a dataset of its own).
@@ -354,6 +359,36 @@ def checkpoint_seconds(run: str | os.PathLike) -> dict[str, dict[str, float]]:
     return out
 
 
+def write_perception(piece: Piece, data: str | os.PathLike, runs: str | os.PathLike, results: str | os.PathLike,
+                     cfg: StudyConfig = STUDY) -> Path | None:
+    """``RESULTS/pieces/<piece>/perception.json``: the piece's scene parser on each of its test
+    variants' test split (:func:`nsvqa.evaluation.perception.perception`: recall, attribute
+    accuracy and object counts, ID / OOD on a systematic split), from the parses in its run
+    folder. None for a piece whose models use no scene parser.
+
+    Raises:
+        StudyError: a test variant's parse is missing from the run folder (the piece has not run
+            here, or its run folder is gone).
+    """
+    from nsvqa.evaluation.perception import MIN_EXIST, perception
+    from nsvqa.experiment import VariantRun
+
+    if piece.group not in SCENE_GROUPS:
+        return None
+    setup = piece_setup(piece, data, runs, cfg)
+    run = VariantRun(setup.runs, piece.variant, piece.seed)
+    tests = {}
+    for t in piece.tests:
+        path = run.parsed(t, "likelihoods")
+        if not path.is_file():
+            raise StudyError(f"{path}: no parse of {t}'s test split in piece {piece.name}'s run folder")
+        tests[t] = perception(path, setup.data / t, "test", spec=load_variant(t).spec())
+    out = piece_dir(results, piece) / "perception.json"
+    write_json_atomic(out, {"format": 1, "scene_parser_of": setup.scene_variant, "min_exist": MIN_EXIST,
+                            "tests": tests}, indent=1)
+    return out
+
+
 def run_piece(piece: Piece, data: str | os.PathLike, runs: str | os.PathLike, results: str | os.PathLike,
               cfg: StudyConfig = STUDY, *, jobs: int = 2, workers: int = 2, device: str = "cpu",
               progress: bool = True, echo: Callable[[str], None] = print) -> dict[str, Any]:
@@ -407,6 +442,7 @@ def run_piece(piece: Piece, data: str | os.PathLike, runs: str | os.PathLike, re
             dst = out / "predictions" / (src.name + ".gz")
             write_predictions(dst, preds)
             accuracy.setdefault(label, {})[t] = summary["accuracy"][label][t]
+    write_perception(piece, data, runs, results, cfg)
     record = {"format": PIECE_FORMAT, "piece": asdict(piece), "study": cfg.to_json(), "commit": _commit(),
               "machine": machine(), "scene_parser_of": spec.scene_variant or piece.variant, "questions": setup.questions,
               "accuracy": accuracy,
@@ -418,6 +454,6 @@ def run_piece(piece: Piece, data: str | os.PathLike, runs: str | os.PathLike, re
 
 __all__ = ["STUDY", "PART_GROUP", "StudyConfig", "StudyError", "Piece", "PieceSetup", "piece_setup", "check_aliases", "canonical", "training_variants",
            "scene_source",
-           "checkpoint_seconds",
+           "checkpoint_seconds", "SCENE_GROUPS", "write_perception",
            "variants_tested", "study_pieces", "piece_dir", "is_done", "pending_pieces", "generate_piece_data", "machine",
            "run_piece"]

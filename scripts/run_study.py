@@ -5,6 +5,7 @@
     python scripts/run_study.py --only mid-seed0-modular # run that piece
     python scripts/run_study.py --report                 # rebuild results/study's tables
     python scripts/run_study.py --check                  # rebuild them in memory; fail if one differs
+    python scripts/run_study.py --perception             # perception.json of done pieces that lack one
 
 Every size and schedule is in ``nsvqa.study.STUDY``. A piece writes its gzipped predictions and
 ``piece.json`` under ``RESULTS/pieces/<piece>/``; a piece with a ``piece.json`` is done and skipped.
@@ -19,7 +20,8 @@ import sys
 from pathlib import Path
 
 import baselines  # noqa: F401  (registers the baselines in nsvqa.models)
-from nsvqa.study import STUDY, StudyError, is_done, pending_pieces, run_piece, study_pieces
+from nsvqa.study import (STUDY, StudyError, is_done, pending_pieces, piece_dir, run_piece, study_pieces,
+                         write_perception)
 
 PROG = "run_study.py"
 
@@ -36,6 +38,8 @@ def get_args_parser() -> argparse.ArgumentParser:
                    help="rebuild the report's tables in memory; exit 1 if one differs from RESULTS'")
     p.add_argument("--compare", type=Path, default=None, metavar="REPORT_JSON",
                    help="print a run's visual-factor report (e.g. make demo's) beside the study's numbers")
+    p.add_argument("--perception", action="store_true",
+                   help="write perception.json for the done pieces that lack one, from their run folders' parses")
     p.add_argument("--pieces", type=int, default=1, help="how many pending pieces to run (in plan order)")
     p.add_argument("--only", default=None, help="comma-separated piece names to run (if pending)")
     p.add_argument("--jobs", type=int, default=2, help="2: the question parser trains beside the scene parser")
@@ -80,6 +84,13 @@ def main(argv: list[str] | None = None) -> int:
             written = write_study_report(args.results, STUDY)
             print(f"{PROG}: {len(written)} report files in {args.results} ({args.results / 'report.md'})",
                   file=sys.stderr)
+            return 0
+        if args.perception:
+            for piece in study_pieces(STUDY):
+                if is_done(args.results, piece) and not (piece_dir(args.results, piece) / "perception.json").exists():
+                    out = write_perception(piece, args.data, args.runs, args.results, STUDY)
+                    if out is not None:
+                        print(f"{PROG}: {out}", file=sys.stderr)
             return 0
         todo = pending_pieces(args.results, STUDY, only=args.only.split(",") if args.only else None)
         for piece in todo[:args.pieces]:

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from nsvqa.artifacts.predictions import CellKey, Prediction, parse_predictions_name, read_predictions
+from nsvqa.evaluation.perception import MIN_EXIST
 from nsvqa.fileio import write_atomic
 from nsvqa.generation.variants import FACTORS, get_factor, load_variant
 from nsvqa.study import PART_GROUP, STUDY, StudyConfig, canonical
@@ -185,7 +186,8 @@ def build_study_report(results: str | os.PathLike, cfg: StudyConfig = STUDY, *, 
                                  for m, v in rep["factors"][f]["models"].items()}}
 
     parts = _part_section(results, cfg, files, plots)
-    systematic = _systematic_section(cells)
+    perception = _perception_section(results)
+    systematic = _systematic_section(cells, perception)
 
     # Fig. 3: in domain on the default variant, seed 0; the image margin against the question-only model
     d = cfg.default_variant
@@ -216,7 +218,7 @@ def build_study_report(results: str | os.PathLike, cfg: StudyConfig = STUDY, *, 
 
     report = {"format_version": 1, "study": cfg.to_json(), "pieces": pieces, "question_only": QUESTION_ONLY,
               "in_domain": in_domain, "seeds": seeds, "factors": factors, "parts": parts,
-              "systematic": systematic}
+              "perception": perception, "perception_min_exist": MIN_EXIST, "systematic": systematic}
     files["report.json"] = (json.dumps(report, indent=1) + "\n").encode()
     files["report.md"] = (study_markdown(report) + "\n").encode()
     files["report.tex"] = (study_latex(report) + "\n").encode()
@@ -274,13 +276,38 @@ def _part_section(results: Path, cfg: StudyConfig, files: dict[str, bytes], plot
     return out
 
 
-def _systematic_section(cells: Mapping[tuple[str, str, str, int], list[Prediction]]) -> dict[str, Any]:
+def _perception_section(results: Path) -> dict[str, Any]:
+    """The committed ``perception.json`` of every piece, by scene parser: ``<variant>`` (the object
+    parser trained on it, seed 0), ``<variant>-seed<S>``, ``<variant>-parts`` (the extension's),
+    each -> test variant -> :func:`nsvqa.evaluation.perception.perception`'s JSON. Pieces that
+    share a scene parser (``rd-`` / ``rd+`` use ``mid``'s) give it once."""
+    out: dict[str, Any] = {}
+    for pj in sorted(results.glob("pieces/*/perception.json")):
+        rec = json.loads(pj.read_text())
+        piece = json.loads((pj.parent / "piece.json").read_text())["piece"] if (pj.parent / "piece.json").is_file() \
+            else None
+        if piece is None:  # not done: its perception is not part of the report yet
+            continue
+        name = rec["scene_parser_of"] + ("-parts" if piece["group"] == PART_GROUP else "") + (
+            f"-seed{piece['seed']}" if int(piece["seed"]) else "")
+        for t, m in rec["tests"].items():
+            out.setdefault(name, {}).setdefault(t, m)
+    return out
+
+
+def _systematic_section(cells: Mapping[tuple[str, str, str, int], list[Prediction]],
+                        perception: Mapping[str, Any]) -> dict[str, Any]:
     """Per systematic split (trained and tested on itself, seed 0) and model: accuracy overall, on
     questions about seen (ID) and about held-out (OOD) values or combinations, with 95% intervals,
-    and OOD minus ID."""
+    and OOD minus ID; and under ``"scene parser"`` its perception there (ID / OOD objects, the
+    fallback toward training values) when committed."""
     from nsvqa.evaluation import accuracy, id_ood_accuracy
 
     out: dict[str, Any] = {}
+    for split in FACTORS["systematic"]:
+        got = perception.get(split, {}).get(split)
+        if got is not None:
+            out.setdefault(split, {})["scene parser"] = got
     for (model, train, test, seed), preds in sorted(cells.items()):
         if seed != 0 or train != test or train not in FACTORS["systematic"]:
             continue
@@ -360,18 +387,62 @@ def study_markdown(report: Mapping[str, Any]) -> str:
             lines.append("")
         lines += ["Full evaluations: [part questions](parts/part/report.md), "
                   "[object questions](parts/object/report.md)", ""]
+    if report.get("perception"):
+        lines += ["## Perception: each scene parser on each test variant", "",
+                  "Test split, every ground-truth object: recall (matched one-to-one at mask IoU ≥ 0.5 among "
+                  "detections parsed at score ≥ 0.05), argmax attribute accuracy of matched objects, and "
+                  f"the object count of the argmax scene (existence ≥ {report['perception_min_exist']}): images "
+                  "counted exactly, mean signed error. Rows: the variant the scene parser was trained on.", ""]
+        rows = []
+        for parser, tests in report["perception"].items():
+            for t, m in tests.items():
+                a = m["all"]
+                rows.append([parser, t, _pct(a["recall"]), *(_pct(a[f"object.{k}"]) for k in
+                                                            ("shape", "color", "material", "size")),
+                             _pct(a["count_exact"]), f"{a['count_error']:+.2f}"])
+        lines += _table(["scene parser", "test", "recall %", "shape %", "color %", "material %", "size %",
+                         "count exact %", "count error"], rows)
+        lines.append("")
     if report.get("systematic"):
         lines += ["## Systematic splits: questions about seen (ID) and held-out (OOD) values", "",
                   "Each split trained and tested on itself (seed 0); accuracy % with 95% Wilson intervals.", ""]
-        rows = []
+        rows, seen = [], []
         for split, models in report["systematic"].items():
             for m, r in models.items():
+                if m == "scene parser":
+                    seen.append((split, r))
+                    continue
                 cell = {k: ("—" if r[k] is None else f"{_pct(r[k]['accuracy'])} [{_pct(r[k]['ci95'][0])}, "
                                                      f"{_pct(r[k]['ci95'][1])}] ({r[k]['n']})") for k in ("id", "ood")}
                 rows.append([split, m, _pct(r["overall"]["accuracy"]), cell["id"], cell["ood"],
                              "—" if r["ood_minus_id"] is None else f"{100 * r['ood_minus_id']:+.1f}"])
         lines += _table(["split", "model", "overall", "ID (questions)", "OOD (questions)", "OOD − ID (points)"], rows)
         lines.append("")
+        if seen:
+            lines += ["The scene parser on the split's ID and OOD objects (held-out pair, or an image with a "
+                      "held-out count or camera scale), and where its errors on held-out values land:", ""]
+            prow = []
+            for split, r in seen:
+                for g in ("id", "ood"):
+                    if r.get(g) is None:
+                        continue
+                    fb = r.get("fallback") or {}
+                    if "wrong_colors" in fb:
+                        fall = ("—" if g == "id" or fb["seen_with_category"] is None else
+                                f"{_pct(fb['seen_with_category'])}% of {fb['wrong_colors']} wrong colours seen with "
+                                f"the category in training (uniform: {_pct(fb['uniform'])}%)")
+                    else:
+                        f = fb.get(g) or {}
+                        fall = ("—" if f.get("to_training_count") is None else
+                                f"{_pct(f['to_training_count'])}% of {f['miscounted']} miscounted images on a "
+                                f"training count")
+                    x = r[g]
+                    prow.append([split, g.upper(), str(x["objects"]), _pct(x["recall"]), _pct(x["object.shape"]),
+                                 _pct(x["object.color"]),
+                                 "—" if x.get("count_error") is None else f"{x['count_error']:+.2f}", fall])
+            lines += _table(["split", "objects", "n", "recall %", "shape %", "color %", "count error",
+                             "fallback toward training"], prow)
+            lines.append("")
     if report["seeds"]:
         lines += ["## Seeds on the default variant", ""]
         lines += _table(["model", "per seed", "mean ± sd"],

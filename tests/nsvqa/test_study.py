@@ -170,6 +170,12 @@ def test_a_piece_runs_commits_gzipped_predictions_and_is_then_skipped(tmp_path, 
         assert len(preds) == len(qs)
         assert rec["accuracy"][key.model][key.test]["n"] == len(preds)
     assert rec["study"]["questions"] == "object" and rec["piece"]["variant"] == "mid" and rec["scene_parser_of"] == "mid"
+    # the scene parser's perception on each test variant, beside the predictions
+    perc = json.loads((results / "pieces" / piece.name / "perception.json").read_text())
+    gt = json.loads((tmp_path / "data" / "easy" / "scenes" / "test_scenes.json").read_text())["scenes"]
+    assert set(perc["tests"]) == {"mid", "easy"} and perc["scene_parser_of"] == "mid"
+    assert perc["tests"]["easy"]["all"]["objects"] == sum(len(sc["objects"]) for sc in gt)
+    assert perc["tests"]["easy"]["all"]["images"] == len(gt)
     assert rec["seconds"]["total"] > 0 and len(rec["seconds"]["attempts"]) == 1
     assert is_done(results, piece)
     # a done piece is not pending any more
@@ -184,6 +190,7 @@ def test_a_piece_runs_commits_gzipped_predictions_and_is_then_skipped(tmp_path, 
     assert set(row) == {"nsvqa", "pnsvqa-exact+gtprog"}
     assert row["nsvqa"]["accuracy"] == rec["accuracy"]["nsvqa"]["mid"]["accuracy"]
     assert row["nsvqa"]["image_margin"] is None  # no question-only model ran
+    assert report["perception"]["mid"]["easy"] == perc["tests"]["easy"]
     vis = report["factors"]["visual"]["models"]["nsvqa"]
     assert vis["matrix"][1][:2] == [rec["accuracy"]["nsvqa"]["easy"]["accuracy"],
                                     rec["accuracy"]["nsvqa"]["mid"]["accuracy"]]
