@@ -71,6 +71,10 @@ def test_the_seeds_and_systematic_splits_skip_nscl_and_the_part_extension_has_it
     assert plan["hard-seed0-parts"].tests == ("hard", "easy", "mid") and "nscl" not in plan["mid-seed0-parts"].models
     names = list(plan)  # after the tables and the seeds, before the systematic splits
     assert names.index("mid-seed2-modular") < names.index("easy-seed0-parts") < names.index("sys-random-seed0-modular")
+    # mDETR off the default variant comes last: what the budget leaves out if it ends first
+    assert names[-8:] == [f"{v}-seed0-mdetr" for v in ("easy", "hard", "rd-", "rd+", "slt", "long", "co-1", "co-2")]
+    assert names.index("mid-seed0-mdetr") == 2
+    assert study_pieces(dataclasses.replace(STUDY, late_groups=()))[5].name == "easy-seed0-mdetr"
     setup = piece_setup(plan["easy-seed0-parts"], tmp_path / "data", tmp_path / "runs")
     assert (setup.data, setup.runs, setup.questions) == (tmp_path / "data" / "parts", tmp_path / "runs" / "parts",
                                                          "object+part")
