@@ -239,7 +239,7 @@ def test_a_part_piece_trains_part_aware_parsers_on_its_own_data(tmp_path, requir
     from nsvqa.training.checkpoint import load_checkpoint
 
     torch.manual_seed(0)
-    cfg = StudyConfig(sizes=SuiteProfile(4, 2, 2), image_profile="tiny", profile="tiny",
+    cfg = StudyConfig(sizes=SuiteProfile(2, 1, 1), image_profile="tiny", profile="tiny",
                       part_scene_overrides={"det_iterations": 2, "attr_epochs": 1},
                       part_question_overrides={"steps": 20})
     piece = Piece("mid", 0, PART_GROUP, ("pnsvqa-exact", "nsvqa+gtprog"), ("mid",))
