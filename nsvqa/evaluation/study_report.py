@@ -176,13 +176,24 @@ def build_study_report(results: str | os.PathLike, cfg: StudyConfig = STUDY, *, 
                 files[f"{f}/heatmaps/{model}.png"] = _heatmap(
                     m["matrix"], [variant_label(f, t) for t in trains], [variant_label(f, s) for s in tests],
                     f"{model}: {f} (accuracy, %)")
-        ece = {}
+        ece, ece_all = {}, {}
         for c in rep["cells"]:
-            if c["train"] == c["test"] and c["calibration"] is not None:
+            if c["calibration"] is None:
+                continue
+            ece_all.setdefault(c["model"], []).append(c["calibration"]["ece"])
+            if c["train"] == c["test"]:
                 ece.setdefault(c["model"], {})[c["train"]] = c["calibration"]["ece"]
+
+        def _mean(xs):
+            xs = [x for x in xs if x is not None]
+            return statistics.fmean(xs) if xs else None
+
         factors[f] = {"train_variants": trains, "test_variants": tests,
                       "models": {m: {"matrix": v["matrix"], "rd": v["rd"]["value"], "rd_note": v["rd"]["reason"],
-                                     "ece_in_domain": ece.get(m, {})}
+                                     "ece_in_domain": ece.get(m, {}),
+                                     "accuracy_mean": _mean(x for row in v["matrix"] for x in row),
+                                     "ece_mean": _mean(ece_all.get(m, [])),
+                                     "cells": sum(x is not None for row in v["matrix"] for x in row)}
                                  for m, v in rep["factors"][f]["models"].items()}}
 
     parts = _part_section(results, cfg, files, plots)
@@ -366,6 +377,23 @@ def study_markdown(report: Mapping[str, Any]) -> str:
                                                                                  fac["models"][m]["matrix"])])
                 lines.append("")
             lines += [f"Full evaluation (per question type, calibration, paired tests): [{f}/report.md]({f}/report.md)", ""]
+    pairs = [(a, b) for a, b in (("pnsvqa", "pnsvqa-exact"), ("pnsvqa+gtprog", "pnsvqa-exact+gtprog"))]
+    exact_rows = []
+    for f, fac in report["factors"].items():
+        for a, b in pairs:
+            ma, mb = fac["models"].get(a), fac["models"].get(b)
+            if ma is None or mb is None or not ma.get("cells"):
+                continue
+            exact_rows.append([f, f"{a} / {b}", str(ma["cells"]),
+                               f"{_pct(ma['accuracy_mean'])} / {_pct(mb['accuracy_mean'])}",
+                               f"{_pct(ma['rd'], 2)} / {_pct(mb['rd'], 2)}",
+                               f"{_pct(ma['ece_mean'], 2)} / {_pct(mb['ece_mean'], 2)}"])
+    if exact_rows:
+        lines += ["## Exact inference beside the 0.7 threshold", "",
+                  "P-NSVQA at the paper's threshold / with exact inference, per factor: mean accuracy and mean "
+                  "ECE over the matrix cells that exist, and RD.", ""]
+        lines += _table(["factor", "models", "cells", "mean accuracy %", "RD %", "mean ECE %"], exact_rows)
+        lines.append("")
     parts = report.get("parts")
     if parts and parts["kinds"].get("part"):
         f = parts["factor"]
