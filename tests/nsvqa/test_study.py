@@ -262,3 +262,21 @@ def test_a_part_piece_trains_part_aware_parsers_on_its_own_data(tmp_path, requir
     i, j = report["parts"]["train_variants"].index("mid"), report["parts"]["test_variants"].index("mid")
     assert report["parts"]["kinds"]["part"]["nsvqa+gtprog"]["matrix"][i][j] == pytest.approx(
         sum(p.correct for p in part) / len(part))
+
+
+def test_the_report_sets_exact_inference_beside_the_threshold_on_each_factor(tmp_path):
+    from nsvqa.artifacts.predictions import Prediction
+    from nsvqa.evaluation.study_report import build_study_report, study_markdown
+
+    # threshold: 1 of 2 right, each said with probability 0.9 (over-confident); exact: 2 of 2 at 1.0
+    thr = [Prediction(0, "count", "2", "2", probability=0.9), Prediction(1, "count", "2", "3", probability=0.9)]
+    exact = [Prediction(0, "count", "2", "2", probability=1.0), Prediction(1, "count", "2", "2", probability=1.0)]
+    _write_piece(tmp_path, "mid-seed0-modular", "mid", "modular", ["pnsvqa", "pnsvqa-exact"],
+                 {"pnsvqa": thr, "pnsvqa-exact": exact})
+    report = json.loads(build_study_report(tmp_path, plots=False)["report.json"])
+    for f in ("visual", "redundancy", "compositionality"):  # mid serves all three (co-0 is mid)
+        m, e = report["factors"][f]["models"]["pnsvqa"], report["factors"][f]["models"]["pnsvqa-exact"]
+        assert (m["cells"], m["accuracy_mean"], e["accuracy_mean"]) == (1, 0.5, 1.0)
+        assert m["ece_mean"] == pytest.approx(0.4) and e["ece_mean"] == pytest.approx(0.0)
+    md = study_markdown(report)
+    assert "| visual | pnsvqa / pnsvqa-exact | 1 | 50.0 / 100.0 | — / — | 40.00 / 0.00 |" in md
