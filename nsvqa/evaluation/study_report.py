@@ -287,6 +287,16 @@ def _part_section(results: Path, cfg: StudyConfig, files: dict[str, bytes], plot
     return out
 
 
+def count_error(predictions) -> dict[str, Any] | None:
+    """On the count questions among ``predictions`` with a numeric prediction: how many, and the
+    mean signed error of the predicted number (predicted minus true); None without one. A model
+    pulled toward the training range of counts under-answers above it and over-answers below it."""
+    errs = [int(p.prediction) - int(p.answer) for p in predictions
+            if p.question_type == "count" and p.prediction is not None and p.prediction.isdigit()
+            and p.answer.isdigit()]
+    return {"n": len(errs), "mean_error": statistics.fmean(errs)} if errs else None
+
+
 def _perception_section(results: Path) -> dict[str, Any]:
     """The committed ``perception.json`` of every piece, by scene parser: ``<variant>`` (the object
     parser trained on it, seed 0), ``<variant>-seed<S>``, ``<variant>-parts`` (the extension's),
@@ -326,7 +336,9 @@ def _systematic_section(cells: Mapping[tuple[str, str, str, int], list[Predictio
         row: dict[str, Any] = {"overall": accuracy(preds).to_json()}
         for k in ("id", "ood"):
             a = groups.get(k)
-            row[k] = None if a is None or not a.n else {**a.to_json(), "ci95": list(_wilson(a.n_correct, a.n))}
+            row[k] = None if a is None or not a.n else {**a.to_json(), "ci95": list(_wilson(a.n_correct, a.n)),
+                                                         "count_error": count_error(
+                                                             p for p in preds if p.ood == (k == "ood"))}
         row["ood_minus_id"] = (row["ood"]["accuracy"] - row["id"]["accuracy"]
                                if row["id"] is not None and row["ood"] is not None else None)
         out.setdefault(train, {})[model] = row
@@ -442,9 +454,12 @@ def study_markdown(report: Mapping[str, Any]) -> str:
                     continue
                 cell = {k: ("—" if r[k] is None else f"{_pct(r[k]['accuracy'])} [{_pct(r[k]['ci95'][0])}, "
                                                      f"{_pct(r[k]['ci95'][1])}] ({r[k]['n']})") for k in ("id", "ood")}
+                ce = [(r[k] or {}).get("count_error") for k in ("id", "ood")]
                 rows.append([split, m, _pct(r["overall"]["accuracy"]), cell["id"], cell["ood"],
-                             "—" if r["ood_minus_id"] is None else f"{100 * r['ood_minus_id']:+.1f}"])
-        lines += _table(["split", "model", "overall", "ID (questions)", "OOD (questions)", "OOD − ID (points)"], rows)
+                             "—" if r["ood_minus_id"] is None else f"{100 * r['ood_minus_id']:+.1f}",
+                             " / ".join("—" if c is None else f"{c['mean_error']:+.2f} ({c['n']})" for c in ce)])
+        lines += _table(["split", "model", "overall", "ID (questions)", "OOD (questions)", "OOD − ID (points)",
+                         "count answers' error ID / OOD"], rows)
         lines.append("")
         if seen:
             lines += ["The scene parser on the split's ID and OOD objects (held-out pair, or an image with a "
@@ -559,5 +574,5 @@ def compare_with_study(report: Mapping[str, Any], results: str | os.PathLike, fa
     return "\n".join(lines)
 
 
-__all__ = ["QUESTION_ONLY", "compare_with_study", "collect", "question_kinds", "factor_cells", "build_study_report", "write_study_report",
+__all__ = ["QUESTION_ONLY", "compare_with_study", "collect", "count_error", "question_kinds", "factor_cells", "build_study_report", "write_study_report",
            "check_study_report", "study_markdown", "study_latex"]

@@ -104,9 +104,9 @@ def test_the_report_gives_each_systematic_splits_id_and_ood_accuracy(tmp_path):
     def p(i, right, ood):
         return Prediction(i, "count", "2", "2" if right else "3", ood=ood)
 
-    # ID: 3 of 4 right; OOD: 1 of 4 right
+    # ID: 3 of 4 right; OOD: 1 of 4 right, the wrong ones answer 3 for 2 (+1) but one says 0 (-2)
     preds = [p(0, 1, False), p(1, 1, False), p(2, 1, False), p(3, 0, False),
-             p(4, 1, True), p(5, 0, True), p(6, 0, True), p(7, 0, True)]
+             p(4, 1, True), p(5, 0, True), p(6, 0, True), Prediction(7, "count", "2", "0", ood=True)]
     _write_piece(tmp_path, "sys-composition-seed0-modular", "sys-composition", "modular", ["pnsvqa"],
                  {"pnsvqa": preds})
     report = json.loads(build_study_report(tmp_path, plots=False)["report.json"])
@@ -114,9 +114,10 @@ def test_the_report_gives_each_systematic_splits_id_and_ood_accuracy(tmp_path):
     assert (row["id"]["accuracy"], row["ood"]["accuracy"], row["overall"]["accuracy"]) == (0.75, 0.25, 0.5)
     assert row["ood_minus_id"] == -0.5 and row["ood"]["n"] == 4
     assert row["id"]["ci95"][0] < 0.75 < row["id"]["ci95"][1]
+    assert row["ood"]["count_error"] == {"n": 4, "mean_error": 0.0} and row["id"]["count_error"]["mean_error"] == 0.25
     assert report["in_domain"] == [] and report["parts"] is None
     md = study_markdown(report)
-    assert "| sys-composition | pnsvqa | 50.0 | 75.0 [" in md and "| -50.0 |" in md
+    assert "| sys-composition | pnsvqa | 50.0 | 75.0 [" in md and "| -50.0 | +0.25 (4) / +0.00 (4) |" in md
 
 
 def test_the_report_scores_the_part_extensions_part_and_object_questions_apart(tmp_path):
