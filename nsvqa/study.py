@@ -156,12 +156,12 @@ class StudyConfig:
 #: The study as shipped in ``results/study``.
 STUDY = StudyConfig()
 
-#: Groups whose models answer from a scene parser's parse (the piece's ``perception.json``).
-SCENE_GROUPS = ("modular", "parts")
-
 #: Group of the part-question extension's pieces. Their data and runs live under ``<root>/parts/``
 #: (other questions about the same images: a dataset of its own).
 PART_GROUP = "parts"
+
+#: Groups whose models answer from a scene parser's parse (the piece's ``perception.json``).
+SCENE_GROUPS = ("modular", PART_GROUP)
 
 
 @dataclass(frozen=True)
