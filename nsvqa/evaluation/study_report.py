@@ -89,6 +89,12 @@ def factor_cells(cells: Mapping[tuple[str, str, str, int], list[Prediction]], fa
     return out
 
 
+def _mean(xs) -> float | None:
+    """The mean of the values that exist (None for none)."""
+    xs = [x for x in xs if x is not None]
+    return statistics.fmean(xs) if xs else None
+
+
 def _pct(x: float | None, digits: int = 1) -> str:
     return "—" if x is None else f"{100 * x:.{digits}f}"
 
@@ -183,10 +189,6 @@ def build_study_report(results: str | os.PathLike, cfg: StudyConfig = STUDY, *, 
             ece_all.setdefault(c["model"], []).append(c["calibration"]["ece"])
             if c["train"] == c["test"]:
                 ece.setdefault(c["model"], {})[c["train"]] = c["calibration"]["ece"]
-
-        def _mean(xs):
-            xs = [x for x in xs if x is not None]
-            return statistics.fmean(xs) if xs else None
 
         factors[f] = {"train_variants": trains, "test_variants": tests,
                       "models": {m: {"matrix": v["matrix"], "rd": v["rd"]["value"], "rd_note": v["rd"]["reason"],
