@@ -10,6 +10,8 @@
                                          extension, the systematic splits' ID / OOD accuracies,
                                          the pieces' wall times
     in_domain.png                        Fig. 3: in-domain accuracy per model with 95% intervals
+    reliability/<model>.png              its reliability diagram in domain (models that give a
+                                         probability)
     <factor>/report.{json,md,tex}        the factor's full evaluation (nsvqa.evaluation.evaluate)
     <factor>/heatmaps/<model>.png        its train x test matrix per model
     parts/{part,object}/report.{json,md} the extension's full evaluation on each question kind
@@ -126,6 +128,17 @@ def _heatmap(matrix, rows, cols, title) -> bytes:
         return p.read_bytes()
 
 
+def _reliability(cal: Mapping[str, Any], title: str) -> bytes:
+    import tempfile
+
+    from nsvqa.evaluation.report import plot_reliability
+
+    with tempfile.TemporaryDirectory() as d:
+        p = Path(d) / "r.png"
+        plot_reliability(p, cal["bins"], cal["ece"], title)
+        return p.read_bytes()
+
+
 def _in_domain_plot(rows: Sequence[Mapping[str, Any]]) -> bytes:
     def draw(plt):
         fig, ax = plt.subplots(figsize=(0.75 * len(rows) + 2.0, 3.4))
@@ -211,7 +224,10 @@ def build_study_report(results: str | os.PathLike, cfg: StudyConfig = STUDY, *, 
             cal = calibration(preds)
             in_domain.append({"model": model, "kind": kind.get(model, "holistic"), "n": a.n,
                               "accuracy": a.accuracy, "ci95": list(_wilson(a.n_correct, a.n)),
-                              "guessed": a.n_guessed, "ece": cal.ece if cal is not None else None})
+                              "guessed": a.n_guessed, "ece": cal.ece if cal is not None else None,
+                              "reliability": f"reliability/{model}.png" if cal is not None else None})
+            if plots and cal is not None:
+                files[f"reliability/{model}.png"] = _reliability(cal.to_json(), f"{model}, train and test {d}")
     ref = next((r["accuracy"] for r in in_domain if r["model"] == QUESTION_ONLY), None)
     for r in in_domain:
         r["image_margin"] = None if ref is None else r["accuracy"] - ref
@@ -373,6 +389,9 @@ def study_markdown(report: Mapping[str, Any]) -> str:
                           "—" if r["image_margin"] is None else f"{100 * r['image_margin']:+.1f}", str(r["guessed"]),
                           _pct(r["ece"], 2), str(r["n"])] for r in report["in_domain"]])
         lines += ["", "![in-domain accuracy](in_domain.png)", ""]
+        rel = [f"[{r['model']}]({r['reliability']})" for r in report["in_domain"] if r.get("reliability")]
+        if rel:
+            lines += ["Reliability diagrams in domain (accuracy per confidence bin): " + ", ".join(rel) + ".", ""]
     if report["factors"]:
         models = _models_in_order(report)
         lines += ["## Table 2: Relative Degrade (%)", "", "Lower is more robust; — where a cell is missing.", ""]

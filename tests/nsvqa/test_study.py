@@ -205,7 +205,9 @@ def test_a_piece_runs_commits_gzipped_predictions_and_is_then_skipped(tmp_path, 
     md = results / "report.md"
     md.write_text(md.read_text().replace("| nsvqa |", "| nsvqa (edited) |", 1))
     assert check_study_report(results, cfg) == ["report.md"]
-    assert "in_domain.png" in build_study_report(results, cfg)
+    built = build_study_report(results, cfg)
+    assert "in_domain.png" in built and built["reliability/pnsvqa-exact+gtprog.png"][:4] == b"\x89PNG"
+    assert "reliability/nsvqa.png" not in built  # NS-VQA gives no probability
     # a second group on the same run records its own steps' seconds, not the run's running totals
     second = Piece("mid", 0, "film", ("pnsvqa",), ("mid",))
     rec2 = run_piece(second, tmp_path / "data", tmp_path / "runs", results, cfg, jobs=1, workers=1,
