@@ -509,17 +509,24 @@ def _ood(program: Program, answer: str, onto: Ontology, spec: Mapping[str, Any],
         held = {tuple(p) for p in test_only.get("pairs", ())}
         return bool(shape_color_pairs(program, onto, answer) & held)
     if set(factors) <= {"num_objects", "camera_scale"}:
-        if scene is None:
-            return None
-        n = len(scene.get("objects", ()))
-        scale = (scene.get("camera") or {}).get("distance_scale")
-        if "camera_scale" in factors and scale is None:
-            return None
-        held_n = set(test_only.get("num_objects", ()))
-        held_s = {round(float(s), 6) for s in test_only.get("camera_scale", ())}
-        return n in held_n or (scale is not None and round(float(scale), 6) in held_s)
+        return None if scene is None else scene_held_out(scene, spec)
     raise FormatError(f"{where}: the systematic split's factors {list(factors)} are not known to the "
                       f"evaluator (known: ['shape_category', 'color'], ['num_objects', 'camera_scale'])")
+
+
+def scene_held_out(scene: Mapping[str, Any], spec: Mapping[str, Any]) -> bool | None:
+    """Whether a scene of a split over the object count and the camera scale (``spec``: the
+    variant's ``ood`` entry) has a value training never saw (``test_only.num_objects`` /
+    ``test_only.camera_scale``); None when the split is over the camera scale and the scene
+    records none."""
+    test_only = spec.get("test_only", {})
+    n = len(scene.get("objects", ()))
+    scale = (scene.get("camera") or {}).get("distance_scale")
+    if "camera_scale" in spec.get("factors", ()) and scale is None:
+        return None
+    held_n = set(test_only.get("num_objects", ()))
+    held_s = {round(float(s), 6) for s in test_only.get("camera_scale", ())}
+    return n in held_n or (scale is not None and round(float(scale), 6) in held_s)
 
 
 def load_question_meta(root: str | os.PathLike, variant: str, split: str = "test", *,

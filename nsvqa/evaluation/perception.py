@@ -32,22 +32,13 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from executors import Ontology, SceneLikelihoods
+from executors import Ontology
+from nsvqa.artifacts.predictions import scene_held_out
 from nsvqa.evaluation.scene_parser import load_parsed, match_scene
 
 #: Existence cut of the argmax scene whose objects are counted (NS-VQA's default).
 MIN_EXIST = 0.5
 _SCENE_FACTORS = {"num_objects", "camera_scale"}
-
-
-def _image_held_out(scene: Mapping[str, Any], spec: Mapping[str, Any]) -> bool | None:
-    held = spec.get("test_only", {})
-    n = len(scene.get("objects", ()))
-    scale = (scene.get("camera") or {}).get("distance_scale")
-    if "camera_scale" in spec.get("factors", ()) and scale is None:
-        return None
-    return n in set(held.get("num_objects", ())) or (
-        scale is not None and round(float(scale), 6) in {round(float(s), 6) for s in held.get("camera_scale", ())})
 
 
 def _group_of(obj: Mapping[str, Any], held_image: bool | None, spec: Mapping[str, Any] | None,
@@ -120,7 +111,7 @@ def perception(parsed: str | Path, data: str | Path, split: str = "test", *,
             raise KeyError(f"{parsed}: scene {s['image_index']}: no ground-truth scene with that image_index "
                            f"in {scenes_path(Path(data), split)}")
         objs = scene["objects"]
-        held_image = _image_held_out(scene, ood_spec) if scene_split else None
+        held_image = scene_held_out(scene, ood_spec) if scene_split else None
         groups = [_group_of(o, held_image, ood_spec, onto) for o in objs]
         pairs = dict((j, i) for i, j in match_scene(s["detections"], objs, min_iou)[0])
         counted = int(np.sum(lik.exist >= min_exist))

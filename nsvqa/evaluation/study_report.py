@@ -51,23 +51,29 @@ def _wilson(k: int, n: int) -> tuple[float, float]:
     return float(ci.low), float(ci.high)
 
 
-def collect(results: str | os.PathLike, *, parts: bool = False
+def done_pieces(results: str | os.PathLike) -> list[tuple[Path, dict[str, Any]]]:
+    """Each finished piece's folder and its ``piece.json``, in piece-name order."""
+    return [(pj.parent, json.loads(pj.read_text())) for pj in sorted(Path(results).glob("pieces/*/piece.json"))]
+
+
+def collect(results: str | os.PathLike, *, parts: bool = False,
+            done: Sequence[tuple[Path, Mapping[str, Any]]] | None = None
             ) -> tuple[dict[tuple[str, str, str, int], list[Prediction]], list[dict]]:
     """Every committed prediction, keyed (model, train, test, seed), and each piece's record
     (``piece.json`` without its study config), in piece-name order. The predictions are those of
     the part-question extension's pieces (group :data:`~nsvqa.study.PART_GROUP`) when ``parts``,
-    of every other piece otherwise; the records are every piece's."""
+    of every other piece otherwise; the records are every piece's. ``done``: :func:`done_pieces`
+    of ``results`` already read."""
     cells: dict[tuple[str, str, str, int], list[Prediction]] = {}
     pieces = []
-    for pj in sorted(Path(results).glob("pieces/*/piece.json")):
-        rec = json.loads(pj.read_text())
+    for folder, rec in done_pieces(results) if done is None else done:
         seed = int(rec["piece"]["seed"])
-        pieces.append({"name": pj.parent.name, "commit": rec.get("commit"), "machine": rec.get("machine"),
+        pieces.append({"name": folder.name, "commit": rec.get("commit"), "machine": rec.get("machine"),
                        "minutes": round(rec["seconds"]["total"] / 60, 1), "models": rec["piece"]["models"],
                        "tests": rec["piece"]["tests"]})
         if (rec["piece"]["group"] == PART_GROUP) != parts:
             continue
-        for f in sorted((pj.parent / "predictions").glob("*.jsonl.gz")):
+        for f in sorted((folder / "predictions").glob("*.jsonl.gz")):
             k = parse_predictions_name(f)
             cells[(k.model, k.train, k.test, seed)] = read_predictions(f)
     return cells, pieces
@@ -117,26 +123,26 @@ def _png(draw) -> bytes:
     return buf.getvalue()
 
 
-def _heatmap(matrix, rows, cols, title) -> bytes:
+def _plot_bytes(plot, *args) -> bytes:
+    """The PNG bytes of one of :mod:`nsvqa.evaluation.report`'s plots (which write to a path)."""
     import tempfile
 
+    with tempfile.TemporaryDirectory() as d:
+        p = Path(d) / "plot.png"
+        plot(p, *args)
+        return p.read_bytes()
+
+
+def _heatmap(matrix, rows, cols, title) -> bytes:
     from nsvqa.evaluation.report import plot_heatmap
 
-    with tempfile.TemporaryDirectory() as d:
-        p = Path(d) / "h.png"
-        plot_heatmap(p, matrix, rows, cols, title)
-        return p.read_bytes()
+    return _plot_bytes(plot_heatmap, matrix, rows, cols, title)
 
 
 def _reliability(cal: Mapping[str, Any], title: str) -> bytes:
-    import tempfile
-
     from nsvqa.evaluation.report import plot_reliability
 
-    with tempfile.TemporaryDirectory() as d:
-        p = Path(d) / "r.png"
-        plot_reliability(p, cal["bins"], cal["ece"], title)
-        return p.read_bytes()
+    return _plot_bytes(plot_reliability, cal["bins"], cal["ece"], title)
 
 
 def _in_domain_plot(rows: Sequence[Mapping[str, Any]]) -> bytes:
@@ -169,7 +175,8 @@ def build_study_report(results: str | os.PathLike, cfg: StudyConfig = STUDY, *, 
     from nsvqa.evaluation.report import to_latex, to_markdown, variant_label
 
     results = Path(results)
-    cells, pieces = collect(results)
+    done = done_pieces(results)
+    cells, pieces = collect(results, done=done)
     if not pieces:
         raise FileNotFoundError(f"{results}: no finished piece (pieces/<piece>/piece.json)")
     files: dict[str, bytes] = {}
@@ -211,8 +218,8 @@ def build_study_report(results: str | os.PathLike, cfg: StudyConfig = STUDY, *, 
                                      "cells": sum(x is not None for row in v["matrix"] for x in row)}
                                  for m, v in rep["factors"][f]["models"].items()}}
 
-    parts = _part_section(results, cfg, files, plots)
-    perception = _perception_section(results)
+    parts = _part_section(results, collect(results, parts=True, done=done)[0], cfg, files, plots)
+    perception = _perception_section(done)
     systematic = _systematic_section(cells, perception)
 
     # Fig. 3: in domain on the default variant, seed 0; the image margin against the question-only model
@@ -262,7 +269,8 @@ def question_kinds() -> dict[str, str]:
     return {f"{t.filename}#{t.index}": t.kind for t in load_templates()}
 
 
-def _part_section(results: Path, cfg: StudyConfig, files: dict[str, bytes], plots: bool) -> dict[str, Any] | None:
+def _part_section(results: Path, pcells: Mapping[tuple[str, str, str, int], list[Prediction]], cfg: StudyConfig,
+                  files: dict[str, bytes], plots: bool) -> dict[str, Any] | None:
     """The part-question extension: the matrix and RD of each model of its pieces on part questions
     and, apart, on the object questions of the same pieces (their full evaluations under
     ``parts/<kind>/``, the part matrices' heatmaps under ``parts/heatmaps/``); None before a piece
@@ -270,7 +278,6 @@ def _part_section(results: Path, cfg: StudyConfig, files: dict[str, bytes], plot
     from nsvqa.evaluation import evaluate, factor_layout
     from nsvqa.evaluation.report import to_markdown, variant_label
 
-    pcells, _ = collect(results, parts=True)
     if not pcells or cfg.part_factor is None:
         return None
     f = cfg.part_factor
@@ -315,18 +322,18 @@ def count_error(predictions) -> dict[str, Any] | None:
     return {"n": len(errs), "mean_error": statistics.fmean(errs)} if errs else None
 
 
-def _perception_section(results: Path) -> dict[str, Any]:
-    """The committed ``perception.json`` of every piece, by scene parser: ``<variant>`` (the object
-    parser trained on it, seed 0), ``<variant>-seed<S>``, ``<variant>-parts`` (the extension's),
-    each -> test variant -> :func:`nsvqa.evaluation.perception.perception`'s JSON. Pieces that
-    share a scene parser (``rd-`` / ``rd+`` use ``mid``'s) give it once."""
+def _perception_section(done: Sequence[tuple[Path, Mapping[str, Any]]]) -> dict[str, Any]:
+    """The committed ``perception.json`` of every finished piece (``done``: :func:`done_pieces`),
+    by scene parser: ``<variant>`` (the object parser trained on it, seed 0), ``<variant>-seed<S>``,
+    ``<variant>-parts`` (the extension's), each -> test variant ->
+    :func:`nsvqa.evaluation.perception.perception`'s JSON. Pieces that share a scene parser
+    (``rd-`` / ``rd+`` use ``mid``'s) give it once."""
     out: dict[str, Any] = {}
-    for pj in sorted(results.glob("pieces/*/perception.json")):
-        rec = json.loads(pj.read_text())
-        piece = json.loads((pj.parent / "piece.json").read_text())["piece"] if (pj.parent / "piece.json").is_file() \
-            else None
-        if piece is None:  # not done: its perception is not part of the report yet
+    for folder, done_rec in done:
+        if not (folder / "perception.json").is_file():
             continue
+        rec = json.loads((folder / "perception.json").read_text())
+        piece = done_rec["piece"]
         name = rec["scene_parser_of"] + ("-parts" if piece["group"] == PART_GROUP else "") + (
             f"-seed{piece['seed']}" if int(piece["seed"]) else "")
         for t, m in rec["tests"].items():
@@ -595,5 +602,5 @@ def compare_with_study(report: Mapping[str, Any], results: str | os.PathLike, fa
     return "\n".join(lines)
 
 
-__all__ = ["QUESTION_ONLY", "compare_with_study", "collect", "count_error", "question_kinds", "factor_cells", "build_study_report", "write_study_report",
+__all__ = ["QUESTION_ONLY", "compare_with_study", "collect", "count_error", "done_pieces", "question_kinds", "factor_cells", "build_study_report", "write_study_report",
            "check_study_report", "study_markdown", "study_latex"]
