@@ -28,6 +28,8 @@ def get_args_parser() -> argparse.ArgumentParser:
     p.add_argument("--bins", type=int, default=10, help="confidence bins of ECE and reliability diagrams")
     p.add_argument("--allow-partial-rd", action="store_true",
                    help="average RD over the cells that exist instead of leaving it out when one is missing")
+    p.add_argument("--n-boot", type=int, default=1000,
+                   help="bootstrap replicates of each RD's 95%% interval over the test questions (0: none)")
     p.add_argument("--no-plots", action="store_true", help="skip the PNGs")
     return p
 
@@ -37,9 +39,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.bins < 1:
         print(f"error: --bins must be >= 1, got {args.bins}", file=sys.stderr)
         return 2
+    if args.n_boot < 0:
+        print(f"error: --n-boot must be >= 0, got {args.n_boot}", file=sys.stderr)
+        return 2
     try:
         report, written = report_from_runs(args.runs, args.out, metric=args.metric, bins=args.bins,
-                                           allow_partial=args.allow_partial_rd, plots=not args.no_plots)
+                                           allow_partial=args.allow_partial_rd, plots=not args.no_plots,
+                                           n_boot=args.n_boot)
     except (FileNotFoundError, PredictionFormatError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -1,12 +1,13 @@
 """Paired comparison of two models on the same questions (bootstrap interval of the accuracy
-difference, exact McNemar test) and the pairs the report compares by default: each P-NSVQA model
-against the NS-VQA model with the same program source.
+difference, exact McNemar test), the pairs the report compares by default (each P-NSVQA model
+against the NS-VQA model with the same program source), and the bootstrap of a factor's Relative
+Degrade (:func:`rd_bootstrap`: an interval for each model's RD and for the difference of two).
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Mapping, Sequence
 
-from nsvqa.artifacts.predictions import Prediction
+from nsvqa.artifacts.predictions import CellKey, Prediction
 
 
 def paired_comparison(a: Sequence[Sequence[Prediction]], b: Sequence[Sequence[Prediction]], *,
@@ -40,6 +41,67 @@ def paired_comparison(a: Sequence[Sequence[Prediction]], b: Sequence[Sequence[Pr
     return {"n": len(d), "acc_a": float(x.mean()), "acc_b": float(y.mean()), "diff": float(d.mean()),
             "ci95": [float(np.percentile(boots, 2.5)), float(np.percentile(boots, 97.5))],
             "a_only": a_only, "b_only": b_only, "p_mcnemar": float(p)}
+
+
+def rd_bootstrap(cells: Mapping[CellKey, Sequence[Sequence[Prediction]]], factor: str, trains: Sequence[str],
+                 tests: Sequence[str], models: Sequence[str], *, metric: str = "accuracy",
+                 allow_partial: bool = False, n_boot: int = 1000, seed: int = 0) -> dict:
+    """Each model's RD of ``factor`` recomputed on ``n_boot`` bootstrap replicates of the test
+    questions (numpy arrays, model -> replicates; NaN where a replicate's RD is undefined).
+
+    A replicate draws, for each test variant, its questions (by ``question_index``) with replacement,
+    once: every cell tested on that variant (every model, every training variant, every run) is
+    scored on the same draw. The uncertainty of the test sets is what the interval covers (not
+    that of training: one seed is one seed), and the RDs of two models are paired, so the
+    percentiles of their replicates' difference give the difference's interval. Counts are
+    integers and each replicate's accuracy one division, so the same predictions and seed give
+    the same bytes on every machine.
+    """
+    import numpy as np
+
+    from nsvqa.evaluation.degrade import factor_relative_degrade
+
+    rng = np.random.default_rng(seed)
+    keys = [k for k in cells if k.model in models and k.train in trains and k.test in tests]
+    reps: dict[CellKey, np.ndarray] = {}
+    for s in tests:
+        mine = [k for k in keys if k.test == s]
+        index = sorted({p.question_index for k in mine for run in cells[k] for p in run})
+        if not index:
+            continue
+        n, pos = len(index), {q: i for i, q in enumerate(index)}
+        draw = rng.integers(0, n, size=(n_boot, n)) + n * np.arange(n_boot)[:, None]
+        weights = np.bincount(draw.ravel(), minlength=n_boot * n).reshape(n_boot, n)
+        for k in sorted(mine):
+            per_run = []
+            for run in cells[k]:
+                have, ok = np.zeros(n, np.int64), np.zeros(n, np.int64)
+                for p in run:
+                    have[pos[p.question_index]] = 1
+                    ok[pos[p.question_index]] = p.correct and (metric == "accuracy" or not p.guessed)
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    per_run.append((weights @ ok) / (weights @ have))
+            reps[k] = np.mean(per_run, axis=0) if per_run else np.full(n_boot, np.nan)
+    out = {}
+    for m in models:
+        mine = {(k.train, k.test): v for k, v in reps.items() if k.model == m}
+        values = np.full(n_boot, np.nan)
+        for b in range(n_boot):
+            acc = {c: (None if np.isnan(v[b]) else float(v[b])) for c, v in mine.items()}
+            r = factor_relative_degrade(factor, acc, trains, tests, allow_partial=allow_partial).value
+            values[b] = np.nan if r is None else r
+        out[m] = values
+    return out
+
+
+def percentile_interval(values) -> list[float] | None:
+    """The 95% percentile interval of bootstrap replicates, None when one is undefined (NaN)."""
+    import numpy as np
+
+    values = np.asarray(values, dtype=float)
+    if not len(values) or np.isnan(values).any():
+        return None
+    return [float(np.percentile(values, 2.5)), float(np.percentile(values, 97.5))]
 
 
 def default_comparisons(models: Sequence[str]) -> list[tuple[str, str]]:

@@ -11,7 +11,7 @@ from typing import Mapping, Sequence
 from nsvqa.artifacts.predictions import QUESTION_TYPES, CellKey, Prediction
 from nsvqa.evaluation.accuracies import (METRICS, ConceptSplit, accuracy, accuracy_by_type, head_tail_accuracy,
                                          id_ood_accuracy)
-from nsvqa.evaluation.comparison import default_comparisons, paired_comparison
+from nsvqa.evaluation.comparison import default_comparisons, paired_comparison, percentile_interval, rd_bootstrap
 from nsvqa.evaluation.degrade import accuracy_matrix, factor_layout, factor_relative_degrade
 from nsvqa.evaluation.reliability import calibration
 
@@ -87,10 +87,14 @@ def shared_questions(cells: Mapping[CellKey, Sequence[Sequence[Prediction]]],
 def evaluate(cells: Mapping[CellKey, Sequence[Sequence[Prediction]]], *, metric: str = "accuracy",
              n_bins: int = 10, allow_partial: bool = False, concept_split: ConceptSplit | None = None,
              files: Mapping[CellKey, Sequence[str]] | None = None,
-             factors: Mapping[str, tuple[Sequence[str], Sequence[str]]] | None = None) -> dict:
-    """The whole report as JSON: every cell, and per factor the matrix and RD of every model;
-    where the factor's test variants ask different questions (:func:`shared_questions`), also the
-    matrix and RD of every model on the questions they share (``shared``).
+             factors: Mapping[str, tuple[Sequence[str], Sequence[str]]] | None = None,
+             n_boot: int = 1000, rd_pairs: Sequence[tuple[str, str]] | None = None) -> dict:
+    """The whole report as JSON: every cell, and per factor the matrix and RD of every model with
+    the RD's 95% bootstrap interval over test questions (``rd.ci95``,
+    :func:`~nsvqa.evaluation.comparison.rd_bootstrap`) and the RD differences of ``rd_pairs`` with
+    theirs (``rd_comparisons``); where the factor's test variants ask different questions
+    (:func:`shared_questions`), also the matrix and RD of every model on the questions they share
+    (``shared``).
 
     Args:
         cells: (model, train, test) -> the predictions of each run.
@@ -100,6 +104,9 @@ def evaluate(cells: Mapping[CellKey, Sequence[Sequence[Prediction]]], *, metric:
         files: the predictions files of each cell (recorded in the report).
         factors: factor -> (training variants, test variants); default :func:`factor_layout` of
             every factor of the catalogue.
+        n_boot: bootstrap replicates of the RD intervals (0: none).
+        rd_pairs: (model A, model B) pairs whose RD difference A - B gets an interval; default
+            :func:`~nsvqa.evaluation.comparison.default_comparisons`.
     """
     if factors is None:
         from nsvqa.generation.variants import FACTORS
@@ -156,7 +163,19 @@ def evaluate(cells: Mapping[CellKey, Sequence[Sequence[Prediction]]], *, metric:
                 per_model[model]["shared"] = {
                     "matrix": accuracy_matrix(sacc, trains, tests),
                     "rd": factor_relative_degrade(factor, sacc, trains, tests, allow_partial=allow_partial).to_json()}
+        rd_comparisons = []
+        have_rd = [m for m, v in per_model.items() if v["rd"]["value"] is not None]
+        if n_boot and have_rd:
+            reps = rd_bootstrap(cells, factor, trains, tests, have_rd, metric=metric, allow_partial=allow_partial,
+                                n_boot=n_boot)
+            for m in have_rd:
+                per_model[m]["rd"]["ci95"] = percentile_interval(reps[m])
+            for a, b in (default_comparisons(models) if rd_pairs is None else rd_pairs):
+                if a in reps and b in reps:
+                    rd_comparisons.append({"a": a, "b": b, "diff": per_model[a]["rd"]["value"] - per_model[b]["rd"]["value"],
+                                           "ci95": percentile_interval(reps[a] - reps[b])})
         factor_out[factor] = {"train_variants": list(trains), "test_variants": list(tests), "models": per_model,
+                              "rd_comparisons": rd_comparisons, "n_boot": n_boot,
                               "shared_questions": None if shared is None else
                               {"n": len(shared[0]), "per_test": shared[1]}}
     return {"format_version": 1, "metric": metric, "n_bins": n_bins, "allow_partial": allow_partial,

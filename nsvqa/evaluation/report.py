@@ -113,8 +113,17 @@ def to_markdown(report: Mapping[str, Any], images: Mapping[str, str] | None = No
         for model, m in fac["models"].items():
             rd = m["rd"]
             per = ", ".join(f"{variant_label(factor, t)}: {_rd_text(r)}" for t, r in rd.get("per_train", {}).items())
-            rows.append([_md_escape(model), _rd_text(rd), per or MISSING_MD, _md_escape(rd["reason"] or "")])
-        lines += _md_table(["model", "RD", "per training variant", "note"], rows)
+            ci = rd.get("ci95")
+            rows.append([_md_escape(model), _rd_text(rd), MISSING_MD if ci is None else f"[{pct(ci[0], 2)}, {pct(ci[1], 2)}]",
+                         per or MISSING_MD, _md_escape(rd["reason"] or "")])
+        lines += _md_table(["model", "RD", "95% CI", "per training variant", "note"], rows)
+        if fac.get("rd_comparisons"):
+            lines += ["", f"RD differences A − B (points), 95% paired bootstrap interval over the test questions "
+                      f"({fac['n_boot']} replicates):", ""]
+            lines += _md_table(["A", "B", "A − B", "95% CI"],
+                               [[_md_escape(c["a"]), _md_escape(c["b"]), f"{100 * c['diff']:+.2f}",
+                                 MISSING_MD if c["ci95"] is None else
+                                 f"[{100 * c['ci95'][0]:+.2f}, {100 * c['ci95'][1]:+.2f}]"] for c in fac["rd_comparisons"]])
         sq = fac.get("shared_questions")
         if sq:
             counts = ", ".join(f"{variant_label(factor, t)} {n}" for t, n in sq["per_test"].items())
@@ -345,8 +354,10 @@ def write_report(report: Mapping[str, Any], out_dir: str | os.PathLike, *, plots
 
 
 def report_from_runs(runs: Sequence[str | os.PathLike], out_dir: str | os.PathLike, *, metric: str = "accuracy",
-                     bins: int = 10, allow_partial: bool = False, plots: bool = True) -> tuple[dict, list[Path]]:
-    """Read every predictions file under ``runs``, evaluate and write the report to ``out_dir``.
+                     bins: int = 10, allow_partial: bool = False, plots: bool = True,
+                     n_boot: int = 1000) -> tuple[dict, list[Path]]:
+    """Read every predictions file under ``runs``, evaluate and write the report to ``out_dir``
+    (``n_boot``: bootstrap replicates of the RD intervals, 0 for none).
 
     Returns:
         (the report, the paths written).
@@ -362,7 +373,7 @@ def report_from_runs(runs: Sequence[str | os.PathLike], out_dir: str | os.PathLi
     if not files:
         raise FileNotFoundError(f"no predictions/<model>__train-<v>__test-<v>.jsonl under {[str(r) for r in runs]}")
     cells = {key: [read_predictions(f) for f in paths] for key, paths in files.items()}
-    report = evaluate(cells, metric=metric, n_bins=bins, allow_partial=allow_partial,
+    report = evaluate(cells, metric=metric, n_bins=bins, allow_partial=allow_partial, n_boot=n_boot,
                       concept_split=ConceptSplit.from_catalogue(),
                       files={k: [str(f) for f in v] for k, v in files.items()})
     return report, write_report(report, out_dir, plots=plots)

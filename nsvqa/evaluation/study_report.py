@@ -107,6 +107,12 @@ def _pct(x: float | None, digits: int = 1) -> str:
     return "—" if x is None else f"{100 * x:.{digits}f}"
 
 
+def _rd_cell(m: Mapping[str, Any]) -> str:
+    """An RD in % with its 95% interval when it has one."""
+    ci = m.get("rd_ci95")
+    return _pct(m.get("rd"), 2) + ("" if ci is None else f" [{_pct(ci[0], 2)}, {_pct(ci[1], 2)}]")
+
+
 def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     return ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|",
             *("| " + " | ".join(r) + " |" for r in rows)]
@@ -164,6 +170,22 @@ def _in_domain_plot(rows: Sequence[Mapping[str, Any]]) -> bytes:
     return _png(draw)
 
 
+def rd_pairs(cfg: StudyConfig = STUDY) -> list[tuple[str, str]]:
+    """The RD differences the study's findings turn on, each as (A, B) for A - B: each P-NSVQA
+    model against NS-VQA with the same program source (the default comparisons), each modular model
+    with parsed programs against each image-using non-modular model trained on every variant (FiLM,
+    mDETR), and
+    NS-VQA against NSCL (the distribution factor's "NS-VQA best of the prior models")."""
+    from nsvqa.evaluation import default_comparisons
+    from nsvqa.models import ModelSpec
+
+    modular = [m for m in cfg.groups["modular"] if not ModelSpec.from_label(m).gt_programs]
+    holistic = [m for g, ms in cfg.groups.items() if g != "modular" for m in ms
+                if m not in cfg.default_only and m != QUESTION_ONLY]
+    pairs = default_comparisons(list(cfg.groups["modular"])) + [(a, b) for a in modular for b in holistic]
+    return pairs + ([("nsvqa", "nscl")] if {"nsvqa", "nscl"} <= set(modular) else [])
+
+
 def build_study_report(results: str | os.PathLike, cfg: StudyConfig = STUDY, *, plots: bool = True) -> dict[str, bytes]:
     """Every file of the study's report (path relative to ``results`` -> bytes), from the
     committed predictions alone.
@@ -190,7 +212,7 @@ def build_study_report(results: str | os.PathLike, cfg: StudyConfig = STUDY, *, 
         if not fc:
             continue
         trains, tests = factor_layout(f)
-        rep = evaluate(fc, allow_partial=False, factors={f: (trains, tests)},
+        rep = evaluate(fc, allow_partial=False, factors={f: (trains, tests)}, rd_pairs=rd_pairs(cfg),
                        concept_split=_concept_split() if get_factor(f).rd == "head_tail" else None)
         for c in rep["cells"]:
             c.pop("files", None)
@@ -211,7 +233,9 @@ def build_study_report(results: str | os.PathLike, cfg: StudyConfig = STUDY, *, 
                 ece.setdefault(c["model"], {})[c["train"]] = c["calibration"]["ece"]
 
         factors[f] = {"train_variants": trains, "test_variants": tests,
+                      "rd_comparisons": rep["factors"][f]["rd_comparisons"],
                       "models": {m: {"matrix": v["matrix"], "rd": v["rd"]["value"], "rd_note": v["rd"]["reason"],
+                                     "rd_ci95": v["rd"].get("ci95"),
                                      "ece_in_domain": ece.get(m, {}),
                                      "accuracy_mean": _mean(x for row in v["matrix"] for x in row),
                                      "ece_mean": _mean(ece_all.get(m, [])),
@@ -401,17 +425,27 @@ def study_markdown(report: Mapping[str, Any]) -> str:
             lines += ["Reliability diagrams in domain (accuracy per confidence bin): " + ", ".join(rel) + ".", ""]
     if report["factors"]:
         models = _models_in_order(report)
-        lines += ["## Table 2: Relative Degrade (%)", "", "Lower is more robust; — where a cell is missing.", ""]
+        lines += ["## Table 2: Relative Degrade (%)", "",
+                  "Lower is more robust; — where a cell is missing. In brackets the 95% bootstrap interval over "
+                  "the test questions (each test variant's questions redrawn once per replicate for every "
+                  "model; it does not cover training seeds).", ""]
         fs = list(report["factors"])
-        lines += _table(["model", *fs], [[m, *(_pct(report["factors"][f]["models"].get(m, {}).get("rd"), 2) for f in fs)]
+        lines += _table(["model", *fs], [[m, *(_rd_cell(report["factors"][f]["models"].get(m, {})) for f in fs)]
                                          for m in models])
+        diff_rows = [[f, f"{c['a']} − {c['b']}", f"{100 * c['diff']:+.2f}",
+                      "—" if c["ci95"] is None else f"[{100 * c['ci95'][0]:+.2f}, {100 * c['ci95'][1]:+.2f}]"]
+                     for f, fac in report["factors"].items() for c in fac.get("rd_comparisons", [])]
+        if diff_rows:
+            lines += ["", "RD differences the findings turn on (points; paired: the same replicates for both "
+                      "models):", ""]
+            lines += _table(["factor", "A − B", "RD difference", "95% CI"], diff_rows)
         lines += ["", "## Table 1: accuracy (%), rows = training variant, columns = test variant", ""]
         for f, fac in report["factors"].items():
             lines += [f"### {f}", ""]
             for m in models:
                 if m not in fac["models"]:
                     continue
-                lines += [f"`{m}` (RD {_pct(fac['models'][m]['rd'], 2)}; [heatmap]({f}/heatmaps/{m}.png))", ""]
+                lines += [f"`{m}` (RD {_rd_cell(fac['models'][m])}; [heatmap]({f}/heatmaps/{m}.png))", ""]
                 lines += _table(["train \\ test", *fac["test_variants"]],
                                 [[t, *(_pct(x) for x in row)] for t, row in zip(fac["train_variants"],
                                                                                  fac["models"][m]["matrix"])])

@@ -451,3 +451,48 @@ def test_objects_without_masks_match_the_detection_whose_box_holds_them_nearest_
     assert pixel_xy({"pixel_coords": [3, 4, 9.5]}) == (3.0, 4.0)
     pairs, how = match_scene([{"box": [0, 0, 10, 10]}], [{"pixel_coords": [5, 5, 1.0]}])
     assert pairs == [(0, 0)] and "centre" in how
+
+
+def test_rd_bootstrap_interval_is_paired_over_shared_test_questions():
+    from nsvqa.evaluation.comparison import percentile_interval, rd_bootstrap
+    from nsvqa.evaluation.report import to_markdown
+
+    def run(n, right, shift=0):
+        """n questions, the first ``right`` of them (rotated by ``shift``) answered right."""
+        return [P(i, ok=(i - shift) % n < right) for i in range(n)]
+
+    def cells_of(n, models):
+        # own variant 80% right, the others 60%: RD = (0.8 - 0.6) / 0.8 = 0.25 from every variant
+        return {CellKey(m, t, s): [run(n, int(n * (0.8 if s == t else 0.6)), shift)]
+                for m, shift in models.items() for t in V for s in V}
+
+    cells = cells_of(200, {"a": 0, "b": 0, "c": 57})
+    reps = rd_bootstrap(cells, "visual", V, V, ["a", "b", "c"], n_boot=400)
+    assert set(reps) == {"a", "b", "c"} and all(len(r) == 400 for r in reps.values())
+    lo, hi = percentile_interval(reps["a"])
+    assert lo < 0.25 < hi and 0.1 < lo and hi < 0.4
+    assert abs(float(reps["a"].mean()) - 0.25) < 0.02
+    # b answers exactly as a: every replicate scores both on the same draw, so the difference is 0
+    assert percentile_interval(reps["a"] - reps["b"]) == [0.0, 0.0]
+    # c is as accurate on other questions: its difference from a varies around 0
+    dlo, dhi = percentile_interval(reps["a"] - reps["c"])
+    assert dlo < 0 < dhi
+    # the same predictions and seed give the same replicates; another seed others
+    again = rd_bootstrap(cells, "visual", V, V, ["a"], n_boot=400)
+    assert (again["a"] == reps["a"]).all()
+    assert not (rd_bootstrap(cells, "visual", V, V, ["a"], n_boot=400, seed=1)["a"] == reps["a"]).all()
+    # four times the questions: about half the width
+    big = percentile_interval(rd_bootstrap(cells_of(800, {"a": 0}), "visual", V, V, ["a"], n_boot=400)["a"])
+    assert 0.3 < (big[1] - big[0]) / (hi - lo) < 0.7
+    assert percentile_interval([0.1, float("nan")]) is None
+
+    rep = evaluate(cells, factors={"visual": (V, V)}, n_boot=300, rd_pairs=[("a", "b"), ("a", "c"), ("a", "zz")])
+    fac = rep["factors"]["visual"]
+    assert fac["models"]["a"]["rd"]["value"] == pytest.approx(0.25)
+    assert fac["models"]["a"]["rd"]["ci95"][0] < 0.25 < fac["models"]["a"]["rd"]["ci95"][1]
+    assert [(c["a"], c["b"]) for c in fac["rd_comparisons"]] == [("a", "b"), ("a", "c")]  # zz: no such model
+    assert fac["rd_comparisons"][0]["ci95"] == [0.0, 0.0] and fac["rd_comparisons"][1]["diff"] == pytest.approx(0)
+    md = to_markdown(rep)
+    assert "| a | 25.00 | [" in md and "RD differences A − B" in md
+    off = evaluate(cells, factors={"visual": (V, V)}, n_boot=0)["factors"]["visual"]
+    assert "ci95" not in off["models"]["a"]["rd"] and off["rd_comparisons"] == []
