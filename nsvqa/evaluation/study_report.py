@@ -35,6 +35,7 @@ from typing import Any, Mapping, Sequence
 
 from nsvqa.artifacts.predictions import CellKey, Prediction, parse_predictions_name, read_predictions
 from nsvqa.evaluation.perception import MIN_EXIST
+from nsvqa.evaluation.study_findings import findings, findings_markdown
 from nsvqa.fileio import write_atomic
 from nsvqa.generation.variants import FACTORS, get_factor, load_variant
 from nsvqa.study import PART_GROUP, STUDY, StudyConfig, canonical
@@ -279,6 +280,7 @@ def build_study_report(results: str | os.PathLike, cfg: StudyConfig = STUDY, *, 
     report = {"format_version": 1, "study": cfg.to_json(), "pieces": pieces, "question_only": QUESTION_ONLY,
               "in_domain": in_domain, "seeds": seeds, "factors": factors, "parts": parts,
               "perception": perception, "perception_min_exist": MIN_EXIST, "systematic": systematic}
+    report["findings"] = findings(report, cells, d)
     files["report.json"] = (json.dumps(report, indent=1) + "\n").encode()
     files["report.md"] = (study_markdown(report) + "\n").encode()
     files["report.tex"] = (study_latex(report) + "\n").encode()
@@ -411,6 +413,14 @@ def study_markdown(report: Mapping[str, Any]) -> str:
     lines = ["# The Super-CLEVR robustness study (object questions)", "",
              f"Question set `{report['study']['questions']}`; split sizes {report['study']['sizes']}; "
              f"profile `{report['study']['profile']}`; one seed per cell (seed 0) unless said.", ""]
+    if report.get("findings"):
+        lines += ["## Findings: the paper's, ours beside them", "",
+                  "Each status follows from the intervals named (docs/evaluation.md, \"Findings\"): reproduced "
+                  "when every interval of A − B lies on the paper's side of 0, reversed when every one lies on "
+                  "the other, not reproduced when some do and none on the paper's, inconclusive otherwise. "
+                  "They cover the test questions, not training seeds.", ""]
+        lines += findings_markdown(report["findings"])
+        lines.append("")
     if report["in_domain"]:
         lines += ["## In domain (Fig. 3): train and test `" + report["study"]["default_variant"] + "`", "",
                   f"Image margin: in-domain accuracy minus the question-only `{report['question_only']}`'s "
