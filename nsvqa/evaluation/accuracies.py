@@ -57,6 +57,14 @@ class Accuracy:
                 "n_execution_error": self.n_execution_error, "n_invalid_program": self.n_invalid_program}
 
 
+def wilson_interval(k: int, n: int) -> list[float]:
+    """The 95% Wilson score interval of a proportion, ``k`` of ``n`` (scipy's ``binomtest``)."""
+    from scipy.stats import binomtest
+
+    ci = binomtest(k, n).proportion_ci(confidence_level=0.95, method="wilson")
+    return [float(ci.low), float(ci.high)]
+
+
 def accuracy(predictions: Iterable[Prediction]) -> Accuracy:
     """Accuracy with and without guesses, and the error counts, of ``predictions``."""
     n = ok = ok_ng = g = ee = ip = 0

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 from nsvqa.artifacts.predictions import Prediction
+from nsvqa.evaluation.accuracies import wilson_interval
 
 STATUSES = ("reproduced", "not reproduced", "reversed", "inconclusive", "pending")
 #: The paper's modular models with parsed programs, and its non-modular ones.
@@ -147,13 +148,6 @@ def findings(report: Mapping[str, Any], cells: Cells, default: str = "mid") -> l
     return out
 
 
-def _wilson(k: int, n: int) -> list[float]:
-    from scipy.stats import binomtest
-
-    ci = binomtest(k, n).proportion_ci(confidence_level=0.95, method="wilson")
-    return [float(ci.low), float(ci.high)]
-
-
 def _tail_finding(cells: Cells) -> dict[str, Any]:
     from nsvqa.evaluation.accuracies import ConceptSplit, head_tail_accuracy
 
@@ -165,7 +159,7 @@ def _tail_finding(cells: Cells) -> dict[str, Any]:
         rest_n = groups["head"].n + groups["other"].n
         rest_k = groups["head"].n_correct + groups["other"].n_correct
         if tail.n and rest_n:
-            t, r = _wilson(tail.n_correct, tail.n), _wilson(rest_k, rest_n)
+            t, r = wilson_interval(tail.n_correct, tail.n), wilson_interval(rest_k, rest_n)
             # the tail is below when its interval lies wholly under the other questions' one
             intervals.append([t[0] - r[1], t[1] - r[0]])
             ours.append(f"trained and tested on long: tail questions {_pct(tail.accuracy)}{_ci(t, False)} "
@@ -187,7 +181,7 @@ def _systematic_finding(report: Mapping[str, Any], cells: Cells) -> dict[str, An
     fb = (sysr.get("sys-composition", {}).get("scene parser") or {}).get("fallback") or {}
     if fb.get("wrong_colors") and fb.get("seen_with_category") is not None:
         n = fb["wrong_colors"]
-        w = _wilson(round(fb["seen_with_category"] * n), n)
+        w = wilson_interval(round(fb["seen_with_category"] * n), n)
         intervals.append([w[0] - fb["uniform"], w[1] - fb["uniform"]])  # above uniform: toward training
         ours.append(f"sys-composition: {_pct(fb['seen_with_category'])}%{_ci(w, False)} of {n} wrong colours of "
                     f"held-out pairs are colours training showed with the category (uniform {_pct(fb['uniform'])}%)")

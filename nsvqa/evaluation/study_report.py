@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from nsvqa.artifacts.predictions import CellKey, Prediction, parse_predictions_name, read_predictions
+from nsvqa.evaluation.accuracies import wilson_interval
 from nsvqa.evaluation.perception import MIN_EXIST
 from nsvqa.evaluation.study_findings import findings, findings_markdown
 from nsvqa.fileio import write_atomic
@@ -43,13 +44,6 @@ from nsvqa.study import PART_GROUP, STUDY, StudyConfig, canonical
 #: The question-only reference of the image margin.
 QUESTION_ONLY = "lstm"
 TEXT_SUFFIXES = (".json", ".md", ".tex")
-
-
-def _wilson(k: int, n: int) -> tuple[float, float]:
-    from scipy.stats import binomtest
-
-    ci = binomtest(k, n).proportion_ci(confidence_level=0.95, method="wilson")
-    return float(ci.low), float(ci.high)
 
 
 def done_pieces(results: str | os.PathLike) -> list[tuple[Path, dict[str, Any]]]:
@@ -255,7 +249,7 @@ def build_study_report(results: str | os.PathLike, cfg: StudyConfig = STUDY, *, 
             a = accuracy(preds)
             cal = calibration(preds)
             in_domain.append({"model": model, "kind": kind.get(model, "holistic"), "n": a.n,
-                              "accuracy": a.accuracy, "ci95": list(_wilson(a.n_correct, a.n)),
+                              "accuracy": a.accuracy, "ci95": wilson_interval(a.n_correct, a.n),
                               "guessed": a.n_guessed, "ece": cal.ece if cal is not None else None,
                               "reliability": f"reliability/{model}.png" if cal is not None else None})
             if plots and cal is not None:
@@ -387,7 +381,7 @@ def _systematic_section(cells: Mapping[tuple[str, str, str, int], list[Predictio
         row: dict[str, Any] = {"overall": accuracy(preds).to_json()}
         for k in ("id", "ood"):
             a = groups.get(k)
-            row[k] = None if a is None or not a.n else {**a.to_json(), "ci95": list(_wilson(a.n_correct, a.n)),
+            row[k] = None if a is None or not a.n else {**a.to_json(), "ci95": wilson_interval(a.n_correct, a.n),
                                                          "count_error": count_error(
                                                              p for p in preds if p.ood == (k == "ood"))}
         row["ood_minus_id"] = (row["ood"]["accuracy"] - row["id"]["accuracy"]
