@@ -69,8 +69,13 @@ def test_the_seeds_and_systematic_splits_skip_nscl_and_the_part_extension_has_it
     parts = [p for p in plan.values() if p.group == PART_GROUP]
     assert sorted(p.variant for p in parts) == ["easy", "hard", "mid"]
     assert plan["hard-seed0-parts"].tests == ("hard", "easy", "mid") and "nscl" not in plan["mid-seed0-parts"].models
-    names = list(plan)  # after the tables and the seeds, before the systematic splits
-    assert names.index("mid-seed2-modular") < names.index("easy-seed0-parts") < names.index("sys-random-seed0-modular")
+    names = list(plan)  # after the tables, the seeds and the two decisive systematic splits; before the others
+    assert (names.index("mid-seed2-modular") < names.index("sys-composition-seed0-modular")
+            < names.index("sys-extrapolation-seed0-modular") < names.index("easy-seed0-parts")
+            < names.index("sys-random-seed0-modular"))
+    assert names.index("sys-interpolation-seed0-modular") > names.index("hard-seed0-parts")
+    assert [p.variant for p in study_pieces(dataclasses.replace(STUDY, systematic_first=())) if p.group == "modular"][-4:] \
+        == ["sys-random", "sys-composition", "sys-interpolation", "sys-extrapolation"]
     # mDETR off the default variant comes last: what the budget leaves out if it ends first
     assert names[-8:] == [f"{v}-seed0-mdetr" for v in ("easy", "hard", "rd-", "rd+", "slt", "long", "co-1", "co-2")]
     assert names.index("mid-seed0-mdetr") == 2
