@@ -102,10 +102,13 @@ def _pct(x: float | None, digits: int = 1) -> str:
     return "—" if x is None else f"{100 * x:.{digits}f}"
 
 
-def _rd_cell(m: Mapping[str, Any]) -> str:
-    """An RD in % with its 95% interval when it has one."""
-    ci = m.get("rd_ci95")
-    return _pct(m.get("rd"), 2) + ("" if ci is None else f" [{_pct(ci[0], 2)}, {_pct(ci[1], 2)}]")
+def _rd_cell(m: Mapping[str, Any], latex: bool = False) -> str:
+    """An RD in % with its 95% interval when it has one (Markdown, or LaTeX with a small interval)."""
+    ci, value = m.get("rd_ci95"), _pct(m.get("rd"), 2)
+    if ci is None:
+        return value.replace("—", "--") if latex else value
+    band = f"[{_pct(ci[0], 2)}, {_pct(ci[1], 2)}]"
+    return f"{value} {{\\scriptsize {band}}}" if latex else f"{value} {band}"
 
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
@@ -572,11 +575,12 @@ def study_latex(report: Mapping[str, Any]) -> str:
     from nsvqa.evaluation.report import tex_escape
 
     fs = list(report["factors"])
-    out = ["% Relative Degrade (%), the study's Table 2", "\\begin{tabular}{l" + "r" * len(fs) + "}", "\\toprule",
+    out = ["% Relative Degrade (%), the study's Table 2, with its 95% bootstrap interval over the test questions",
+           "\\begin{tabular}{l" + "r" * len(fs) + "}", "\\toprule",
            "model & " + " & ".join(tex_escape(f) for f in fs) + " \\\\", "\\midrule"]
     for m in _models_in_order(report):
         out.append(tex_escape(m) + " & " + " & ".join(
-            _pct(report["factors"][f]["models"].get(m, {}).get("rd"), 2).replace("—", "--") for f in fs) + " \\\\")
+            _rd_cell(report["factors"][f]["models"].get(m, {}), latex=True) for f in fs) + " \\\\")
     out += ["\\bottomrule", "\\end{tabular}", "", "% in-domain accuracy (%) and image margin (points)",
             "\\begin{tabular}{lrr}", "\\toprule", "model & accuracy & image margin \\\\", "\\midrule"]
     for r in report["in_domain"]:

@@ -288,3 +288,43 @@ def test_the_report_sets_exact_inference_beside_the_threshold_on_each_factor(tmp
         assert m["ece_mean"] == pytest.approx(0.4) and e["ece_mean"] == pytest.approx(0.0)
     md = study_markdown(report)
     assert "| visual | pnsvqa / pnsvqa-exact | 1 | 50.0 / 100.0 | — / — | 40.00 / 0.00 |" in md
+
+
+def test_the_reports_rds_have_paired_intervals_and_the_findings_read_them(tmp_path):
+    from nsvqa.artifacts.predictions import Prediction, write_predictions
+    from nsvqa.evaluation.study_report import build_study_report, rd_pairs
+
+    n, levels = 120, ("rd-", "mid", "rd+")
+
+    def run(right):
+        return [Prediction(i, "exist", "yes", "yes" if i < right * n else "no") for i in range(n)]
+
+    # FiLM loses nothing off its training level; P-NSVQA and NS-VQA lose a quarter of it
+    own = {"film": (0.5, 0.5), "pnsvqa": (0.8, 0.6), "nsvqa": (0.8, 0.6)}
+    for t in levels:
+        for group, models in (("modular", ("pnsvqa", "nsvqa")), ("film", ("film",))):
+            d = tmp_path / "pieces" / f"{t}-seed0-{group}"
+            for m in models:
+                for s in levels:
+                    write_predictions(d / "predictions" / f"{m}__train-{t}__test-{s}.jsonl.gz",
+                                      run(own[m][0] if s == t else own[m][1]))
+            (d / "piece.json").write_text(json.dumps({
+                "format": 1, "piece": {"variant": t, "seed": 0, "group": group, "models": list(models),
+                                       "tests": list(levels)},
+                "commit": None, "machine": None, "seconds": {"total": 60.0}}))
+    files = build_study_report(tmp_path, plots=False)
+    report = json.loads(files["report.json"])
+    red = report["factors"]["redundancy"]
+    assert red["models"]["pnsvqa"]["rd"] == pytest.approx(0.25)
+    lo, hi = red["models"]["pnsvqa"]["rd_ci95"]
+    assert lo < 0.25 < hi and red["models"]["film"]["rd"] == 0 and hi - lo > 0.02
+    pairs = [(c["a"], c["b"]) for c in red["rd_comparisons"]]
+    assert pairs == [p for p in rd_pairs() if p in pairs] and ("pnsvqa", "film") in pairs and ("nsvqa", "film") in pairs
+    same = next(c for c in red["rd_comparisons"] if (c["a"], c["b"]) == ("pnsvqa", "nsvqa"))
+    assert same["diff"] == 0 and same["ci95"] == [0.0, 0.0]  # identical answers, the same redrawn questions
+    finding = next(f for f in report["findings"] if f["key"] == "redundancy")
+    assert finding["status"] == "reversed" and "pnsvqa − film +25.0 [" in finding["ours"]
+    md, tex = files["report.md"].decode(), files["report.tex"].decode()
+    assert f"| pnsvqa | — | 25.00 [{100 * lo:.2f}, {100 * hi:.2f}] | — |" in md
+    assert "| redundancy | pnsvqa − film | +25.00 | [" in md
+    assert f"pnsvqa & -- & 25.00 {{\\scriptsize [{100 * lo:.2f}, {100 * hi:.2f}]}} & -- \\\\" in tex
