@@ -31,6 +31,7 @@ import math
 import os
 import re
 from dataclasses import asdict, dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -105,9 +106,10 @@ class Prediction:
             name, msg = problem
             raise ValueError(f"field {name!r}: {msg}")
 
-    @property
+    @cached_property
     def correct(self) -> bool:
-        """The prediction equals the answer (both normalised); False when there is none."""
+        """The prediction equals the answer (both normalised); False when there is none. Computed
+        once: every accuracy, calibration and bootstrap of a report reads it."""
         return self.prediction is not None and normalize_answer(self.prediction) == normalize_answer(self.answer)
 
     def to_json(self) -> dict:

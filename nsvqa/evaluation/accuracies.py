@@ -65,6 +65,14 @@ def wilson_interval(k: int, n: int) -> list[float]:
     return [float(ci.low), float(ci.high)]
 
 
+def count_errors(predictions: Iterable[Prediction]) -> list[int]:
+    """The signed error (predicted minus true number) of each count question among
+    ``predictions`` whose prediction is a number."""
+    return [int(p.prediction) - int(p.answer) for p in predictions
+            if p.question_type == "count" and p.prediction is not None and p.prediction.isdigit()
+            and p.answer.isdigit()]
+
+
 def accuracy(predictions: Iterable[Prediction]) -> Accuracy:
     """Accuracy with and without guesses, and the error counts, of ``predictions``."""
     n = ok = ok_ng = g = ee = ip = 0

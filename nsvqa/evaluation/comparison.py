@@ -39,7 +39,7 @@ def paired_comparison(a: Sequence[Sequence[Prediction]], b: Sequence[Sequence[Pr
     a_only, b_only = int(((x == 1) & (y == 0)).sum()), int(((x == 0) & (y == 1)).sum())
     p = binomtest(a_only, a_only + b_only, 0.5).pvalue if a_only + b_only else 1.0
     return {"n": len(d), "acc_a": float(x.mean()), "acc_b": float(y.mean()), "diff": float(d.mean()),
-            "ci95": [float(np.percentile(boots, 2.5)), float(np.percentile(boots, 97.5))],
+            "ci95": percentile_interval(boots),
             "a_only": a_only, "b_only": b_only, "p_mcnemar": float(p)}
 
 

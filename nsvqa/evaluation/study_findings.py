@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 from nsvqa.artifacts.predictions import Prediction
-from nsvqa.evaluation.accuracies import wilson_interval
+from nsvqa.evaluation.accuracies import count_errors, wilson_interval
 
 STATUSES = ("reproduced", "not reproduced", "reversed", "inconclusive", "pending")
 #: The paper's modular models with parsed programs, and its non-modular ones.
@@ -189,8 +189,7 @@ def _systematic_finding(report: Mapping[str, Any], cells: Cells) -> dict[str, An
         preds = cells.get((model, "sys-extrapolation", "sys-extrapolation", 0))
         if preds is None:
             continue
-        errs = [int(p.prediction) - int(p.answer) for p in preds if p.ood and p.question_type == "count"
-                and p.prediction is not None and p.prediction.isdigit() and p.answer.isdigit()]
+        errs = count_errors(p for p in preds if p.ood)
         if len(errs) > 1 and len(set(errs)) > 1:
             ci = ttest_1samp(errs, 0.0).confidence_interval(0.95)
             intervals.append([-float(ci.high), -float(ci.low)])  # short of the truth: toward training

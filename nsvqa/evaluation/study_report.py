@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from nsvqa.artifacts.predictions import CellKey, Prediction, parse_predictions_name, read_predictions
-from nsvqa.evaluation.accuracies import wilson_interval
+from nsvqa.evaluation.accuracies import count_errors, wilson_interval
 from nsvqa.evaluation.perception import MIN_EXIST
 from nsvqa.evaluation.study_findings import findings, findings_markdown
 from nsvqa.fileio import write_atomic
@@ -172,8 +172,7 @@ def rd_pairs(cfg: StudyConfig = STUDY) -> list[tuple[str, str]]:
     """The RD differences the study's findings turn on, each as (A, B) for A - B: each P-NSVQA
     model against NS-VQA with the same program source (the default comparisons), each modular model
     with parsed programs against each image-using non-modular model trained on every variant (FiLM,
-    mDETR), and
-    NS-VQA against NSCL (the distribution factor's "NS-VQA best of the prior models")."""
+    mDETR), and NS-VQA against NSCL (the distribution factor's "NS-VQA best of the prior models")."""
     from nsvqa.evaluation import default_comparisons
     from nsvqa.models import ModelSpec
 
@@ -339,9 +338,7 @@ def count_error(predictions) -> dict[str, Any] | None:
     """On the count questions among ``predictions`` with a numeric prediction: how many, and the
     mean signed error of the predicted number (predicted minus true); None without one. A model
     pulled toward the training range of counts under-answers above it and over-answers below it."""
-    errs = [int(p.prediction) - int(p.answer) for p in predictions
-            if p.question_type == "count" and p.prediction is not None and p.prediction.isdigit()
-            and p.answer.isdigit()]
+    errs = count_errors(predictions)
     return {"n": len(errs), "mean_error": statistics.fmean(errs)} if errs else None
 
 
