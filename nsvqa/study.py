@@ -38,6 +38,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import statistics
 import subprocess
 import time
 from dataclasses import asdict, dataclass, field
@@ -116,6 +117,8 @@ class StudyConfig:
             Its scene parser is the profile's part-aware one (``agnostic+parts``, part crops, the
             stride-4 level) on the object parsers' 600-iteration detector schedule; its question
             parser keeps the profile's 4,800 steps, sized for object and part questions.
+        budget_hours: the study's compute cap (hours of the machine it runs on), against which
+            :func:`budget` projects the pending pieces.
     """
 
     sizes: SuiteProfile = SuiteProfile(2000, 150, 300)
@@ -151,6 +154,7 @@ class StudyConfig:
     part_question_overrides: Mapping[str, Any] = field(default_factory=dict)
     late_groups: tuple[str, ...] = ("mdetr",)
     systematic_first: tuple[str, ...] = ("sys-composition", "sys-extrapolation")
+    budget_hours: float = 24.0
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
@@ -468,8 +472,108 @@ def run_piece(piece: Piece, data: str | os.PathLike, runs: str | os.PathLike, re
     return record
 
 
+# ---------------------------------------------------------------------------- the budget
+#: Groups never run yet are projected with the steps of the group named here (the part extension
+#: trains a larger parser: its projection is a lower bound).
+_BUDGET_ANALOG = {PART_GROUP: "modular"}
+
+
+def _step_kind(key: str, own_parser: bool) -> str | None:
+    """A ``piece.json`` step name as :func:`budget` pools it: every test variant alike, a scene
+    parser trained apart from one loaded from an earlier piece."""
+    if key == "total":
+        return None
+    if key.startswith("test_"):
+        return "test (own parser)" if own_parser else "test"
+    if key == "scene_parser":
+        return "scene_parser" if own_parser else "scene_parser (shared)"
+    return key
+
+
+def _expected_steps(piece: Piece, cfg: StudyConfig, measured: Sequence[str]) -> list[str]:
+    """The steps ``piece`` will run, as :func:`_step_kind` names them: the ``model_`` and ``tune_``
+    steps of its models among those ``measured`` (executors train nothing), its parsers, a test per
+    test variant."""
+    own = piece.group == PART_GROUP or (piece.group in SCENE_GROUPS and scene_source(piece.variant, cfg) == piece.variant)
+    keys = [k for k in measured if k.split("_", 1)[0] in ("model", "tune") and k.split("_", 1)[1] in piece.models]
+    if piece.group in SCENE_GROUPS:
+        keys += ["scene_parser" if own else "scene_parser (shared)", "question_parser"]
+    return keys + ["test (own parser)" if own else "test"] * len(piece.tests)
+
+
+def budget(results: str | os.PathLike, cfg: StudyConfig = STUDY) -> dict[str, Any]:
+    """The study's compute: the hours its committed pieces took, and a projection of each pending
+    piece in plan order against :attr:`StudyConfig.budget_hours`.
+
+    Spent is the sum of the committed ``piece.json`` totals (every attempt, pauses included). A
+    pending piece is projected as the sum of its steps (its models' training and tuning, its
+    parsers, one parse-and-test per test variant), each the median of that step over the committed
+    pieces of its group; a record with a ``note`` (attempts whose seconds were not recorded) is
+    left out of the medians. Data generation is not counted. A parser or test step no committed
+    piece of the group has run counts 0 and is named under ``unmeasured``; a group never run
+    borrows the steps of its analog (:data:`_BUDGET_ANALOG`), named under ``basis``, and its
+    projection is a lower bound.
+    """
+    plan = study_pieces(cfg)
+    spent, seen = 0.0, {}
+    done = 0
+    for piece in plan:
+        path = piece_dir(results, piece) / "piece.json"
+        if not path.exists():
+            continue
+        rec = json.loads(path.read_text())
+        done += 1
+        spent += float(rec["seconds"]["total"])
+        if rec.get("note"):
+            continue
+        own = piece.group in SCENE_GROUPS and rec.get("scene_parser_of", piece.variant) == piece.variant
+        totals: dict[str, float] = {}
+        for attempt in rec["seconds"].get("attempts", []):
+            for key, sec in attempt.get("steps", {}).items():
+                kind = _step_kind(key, own)
+                if kind is not None:
+                    totals[f"{key}:{kind}"] = totals.get(f"{key}:{kind}", 0.0) + float(sec)
+        for key_kind, sec in totals.items():
+            seen.setdefault(piece.group, {}).setdefault(key_kind.split(":", 1)[1], []).append(sec)
+    medians = {g: {k: statistics.median(v) for k, v in sorted(ks.items())} for g, ks in seen.items()}
+    pending, cumulative = [], spent
+    for piece in plan:
+        if is_done(results, piece):
+            continue
+        basis = piece.group if piece.group in medians else _BUDGET_ANALOG.get(piece.group)
+        steps = medians.get(basis, {}) if basis else {}
+        keys = _expected_steps(piece, cfg, list(steps))
+        seconds = sum(steps.get(k, 0.0) for k in keys) if steps else None
+        if seconds is not None:
+            cumulative += seconds
+        pending.append({"piece": piece.name, "minutes": None if seconds is None else round(seconds / 60, 1),
+                        "basis": basis if steps else None,
+                        "unmeasured": sorted({k for k in keys if k not in steps}) if steps else None,
+                        "cumulative_hours": round(cumulative / 3600, 2) if seconds is not None else None,
+                        "within_cap": None if seconds is None else cumulative <= cfg.budget_hours * 3600})
+    return {"cap_hours": cfg.budget_hours, "done": done, "spent_hours": round(spent / 3600, 2),
+            "step_minutes": {g: {k: round(v / 60, 1) for k, v in ks.items()} for g, ks in medians.items()},
+            "pending": pending}
+
+
+def budget_markdown(b: Mapping[str, Any]) -> str:
+    """:func:`budget` as a Markdown table (what ``run_study.py --budget`` prints)."""
+    lines = [f"{b['done']} pieces committed: {b['spent_hours']:.1f} hours of the {b['cap_hours']:g}-hour cap.", "",
+             "| pending piece | projected min | cumulative hours | within cap | projected from |",
+             "|---|---|---|---|---|"]
+    for p in b["pending"]:
+        if p["minutes"] is None:
+            lines.append(f"| {p['piece']} | — | — | — | no committed piece of its group |")
+            continue
+        basis = p["basis"] + ("" if p["piece"].endswith(f"-{p['basis']}") else ", a lower bound") + (
+            f" (no {', '.join(p['unmeasured'])})" if p["unmeasured"] else "")
+        lines.append(f"| {p['piece']} | {p['minutes']:.0f} | {p['cumulative_hours']:.1f} | "
+                     f"{'yes' if p['within_cap'] else 'no'} | {basis} |")
+    return "\n".join(lines) + "\n"
+
+
 __all__ = ["STUDY", "PART_GROUP", "StudyConfig", "StudyError", "Piece", "PieceSetup", "piece_setup", "check_aliases", "canonical", "training_variants",
            "scene_source",
            "checkpoint_seconds", "SCENE_GROUPS", "write_perception",
            "variants_tested", "study_pieces", "piece_dir", "is_done", "pending_pieces", "generate_piece_data", "machine",
-           "run_piece"]
+           "run_piece", "budget", "budget_markdown"]

@@ -1,6 +1,7 @@
 """The Super-CLEVR robustness study, piece by piece: run what is not committed, or check the tables.
 
     python scripts/run_study.py --list                   # the plan, and which pieces are done
+    python scripts/run_study.py --budget                 # hours spent; each pending piece projected
     python scripts/run_study.py --pieces 1               # run the next pending piece (resumable)
     python scripts/run_study.py --only mid-seed0-modular # run that piece
     python scripts/run_study.py --report                 # rebuild results/study's tables
@@ -20,8 +21,8 @@ import sys
 from pathlib import Path
 
 import baselines  # noqa: F401  (registers the baselines in nsvqa.models)
-from nsvqa.study import (STUDY, StudyError, is_done, pending_pieces, piece_dir, run_piece, study_pieces,
-                         write_perception)
+from nsvqa.study import (STUDY, StudyError, budget, budget_markdown, is_done, pending_pieces, piece_dir,
+                         run_piece, study_pieces, write_perception)
 
 PROG = "run_study.py"
 
@@ -33,6 +34,9 @@ def get_args_parser() -> argparse.ArgumentParser:
     p.add_argument("--runs", type=Path, default=Path("runs/study"), help="runs root (checkpoints; not committed)")
     p.add_argument("--results", type=Path, default=Path("results/study"), help="committed results")
     p.add_argument("--list", action="store_true", help="print the plan and stop")
+    p.add_argument("--budget", action="store_true",
+                   help="print the hours the committed pieces took and each pending piece's projection "
+                        "(from the committed pieces' step times) against the study's cap")
     p.add_argument("--report", action="store_true", help="rebuild RESULTS' report from the committed predictions")
     p.add_argument("--check", action="store_true",
                    help="rebuild the report's tables in memory; exit 1 if one differs from RESULTS'")
@@ -62,6 +66,9 @@ def main(argv: list[str] | None = None) -> int:
             for p in study_pieces(STUDY):
                 print(f"{'done' if is_done(args.results, p) else '    '}  {p.name:<34} {','.join(p.models)}  "
                       f"-> {','.join(p.tests)}")
+            return 0
+        if args.budget:
+            print(budget_markdown(budget(args.results, STUDY)), end="")
             return 0
         if args.compare:
             from nsvqa.evaluation.study_report import compare_with_study

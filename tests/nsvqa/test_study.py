@@ -328,3 +328,50 @@ def test_the_reports_rds_have_paired_intervals_and_the_findings_read_them(tmp_pa
     assert f"| pnsvqa | — | 25.00 [{100 * lo:.2f}, {100 * hi:.2f}] | — |" in md
     assert "| redundancy | pnsvqa − film | +25.00 | [" in md
     assert f"pnsvqa & -- & 25.00 {{\\scriptsize [{100 * lo:.2f}, {100 * hi:.2f}]}} & -- \\\\" in tex
+
+
+def test_the_budget_adds_the_committed_hours_and_projects_each_pending_piece_from_its_groups_steps(tmp_path):
+    from nsvqa.study import budget, budget_markdown
+
+    def commit(name, variant, group, steps, *, parser_of=None, note=None, total=None):
+        d = tmp_path / "pieces" / name
+        d.mkdir(parents=True)
+        rec = {"format": 1, "piece": {"variant": variant, "seed": 0, "group": group},
+               "scene_parser_of": parser_of or variant,
+               "seconds": {"total": total or sum(steps.values()), "attempts": [{"steps": steps}]}}
+        if note:
+            rec["note"] = note
+        (d / "piece.json").write_text(json.dumps(rec))
+
+    # two attempts' seconds of one step add up; a noted record counts in the hours, not the medians
+    commit("easy-seed0-modular", "easy", "modular",
+           {"scene_parser": 1200.0, "question_parser": 300.0, "model_nscl": 600.0, "tune_nsvqa": 60.0,
+            "test_easy": 120.0, "test_mid": 120.0, "test_hard": 120.0})
+    commit("mid-seed0-modular", "mid", "modular", {"scene_parser": 99999.0}, note="stopped attempts", total=3600.0)
+    commit("rd--seed0-modular", "rd-", "modular",
+           {"scene_parser": 10.0, "question_parser": 500.0, "model_nscl": 1000.0, "tune_nsvqa": 60.0,
+            "test_rd-": 30.0, "test_mid": 30.0, "test_rd+": 30.0}, parser_of="mid")
+    commit("mid-seed0-film", "mid", "film", {"model_lstm": 60.0, "model_film": 1500.0, "model_random": 6.0,
+                                             "test_mid": 12.0})
+    b = budget(tmp_path, dataclasses.replace(STUDY, budget_hours=4.0))
+    spent = 1200 + 300 + 600 + 60 + 360 + 3600 + 10 + 500 + 1000 + 60 + 90 + 1578
+    assert b["done"] == 4 and b["spent_hours"] == round(spent / 3600, 2)
+    assert b["step_minutes"]["modular"]["scene_parser"] == 20.0  # the noted record's 99999 s left out
+    assert b["step_minutes"]["modular"]["scene_parser (shared)"] == round(10 / 60, 1)
+    rows = {p["piece"]: p for p in b["pending"]}
+    # hard trains its own parser, NSCL (median of 600 and 1000 s), and is tested on 8 variants
+    hard = (1200 + 400 + 800 + 60 + 8 * 120) / 60
+    assert rows["hard-seed0-modular"]["minutes"] == round(hard, 1) and rows["hard-seed0-modular"]["basis"] == "modular"
+    # film off the default variant trains the LSTM and FiLM only (random and majority are default-only)
+    assert rows["hard-seed0-film"]["minutes"] == round((60 + 1500 + 8 * 12) / 60, 1)
+    # a seed of the default variant runs no NSCL; no mdetr piece is committed: no projection
+    assert rows["mid-seed1-modular"]["minutes"] == round((1200 + 400 + 60 + 120) / 60, 1)
+    assert rows["mid-seed0-mdetr"]["minutes"] is None and rows["mid-seed0-mdetr"]["cumulative_hours"] is None
+    # the part extension borrows the modular steps, and the table says it is a lower bound
+    assert rows["easy-seed0-parts"]["basis"] == "modular"
+    cumulative = [p["cumulative_hours"] for p in b["pending"] if p["minutes"] is not None]
+    assert cumulative == sorted(cumulative)
+    inside = [p["within_cap"] for p in b["pending"] if p["minutes"] is not None]
+    assert inside[0] and not inside[-1] and inside == sorted(inside, reverse=True)
+    md = budget_markdown(b)
+    assert "| easy-seed0-parts |" in md and "modular, a lower bound" in md and "no committed piece of its group" in md
