@@ -91,11 +91,12 @@ def train_detector(cfg: SceneParserConfig, run: RunDir, *, resume: bool = False,
     warmup = min(500, max(1, cfg.det_iterations // 10))
     sched = torch.optim.lr_scheduler.LambdaLR(opt, warmup_cosine(cfg.det_iterations, warmup))
     path = run.path / "detector.pt"
-    start = 0
+    start, before = 0, {}
     if resume and path.exists():
         ck = load_checkpoint(path, kind="detector")
         model.load_state_dict(ck["state_dict"])
         start = restore_train_state(ck["train_state"], opt, sched)
+        before = ck.get("extra") or {}
         if start >= cfg.det_iterations:
             run.log(f"detector: {path} has finished its {cfg.det_iterations} iterations")
             return path  # untouched, so that outputs fingerprinted on it stay valid
@@ -127,7 +128,8 @@ def train_detector(cfg: SceneParserConfig, run: RunDir, *, resume: bool = False,
         loss = sum(losses.values())
         return StepResult(loss, dict(losses) | {"total": loss})
 
-    eval_seconds = 0.0
+    # the clock counts every call that trained this detector (a resumed run goes on from its checkpoint's)
+    eval_seconds = float(before.get("eval_seconds", 0.0))
     has_val = (Path(cfg.data) / "annotations" / "val_coco.json").exists()
 
     def evaluate(p: Progress) -> dict[str, float] | None:
@@ -153,14 +155,15 @@ def train_detector(cfg: SceneParserConfig, run: RunDir, *, resume: bool = False,
         val = evaluate(p)
         save_checkpoint(path, kind="detector", config=asdict(cfg), state_dict=model.state_dict(),
                         vocabularies=vocab,
-                        extra=({"seconds": p.seconds} if p.final else {}) | ({"val": val} if val else {}) or None,
+                        extra={"seconds": p.seconds, "eval_seconds": eval_seconds} | ({"val": val} if val else {}),
                         train_state={"optimizer": opt.state_dict(), "scheduler": sched.state_dict(),
                                      "step": p.step, "rng": torch.get_rng_state()})
 
     # every rank returns once detector.pt is written (the engine's closing barrier)
     train_steps(step_fn, opt, run, start=start, total=cfg.det_iterations, scheduler=sched, clip_params=params,
                 clip_norm=10.0, phase="detector", log_every=10, log_values=True, eval_every=cfg.checkpoint_every,
-                on_checkpoint=checkpoint, dist=dist, rank_seed=cfg.seed, progress=progress, desc="detector",
+                on_checkpoint=checkpoint, dist=dist, rank_seed=cfg.seed, seconds_before=float(before.get("seconds", 0.0)),
+                progress=progress, desc="detector",
                 postfix=lambda p: {"loss": f"{p.smoothed['total']:.3f}"})
     return path
 
@@ -453,12 +456,13 @@ def train_attributes(cfg: SceneParserConfig, run: RunDir, *, resume: bool = Fals
     total = cfg.attr_epochs * steps_per_epoch
     sched = torch.optim.lr_scheduler.LambdaLR(opt, warmup_cosine(total, max(1, steps_per_epoch // 2)))
     path = run.path / "attributes.pt"
-    start_epoch = 0
+    start_epoch, before = 0, {}
     if resume and path.exists():
         ck = load_checkpoint(path, kind="attributes")
         head.load_state_dict(ck["state_dict"])
         restore_train_state(ck["train_state"], opt, sched)
         start_epoch = int(ck["train_state"]["epoch"])
+        before = ck.get("extra") or {}
         run.log(f"attributes: resumed after epoch {start_epoch} from {path}")
     net = wrap(head, dist, sync_bn=True)
     run.log(f"attributes: {len(train_set)} train crops ({int((train_set.source == 1).sum())} from the detector), "
@@ -487,7 +491,7 @@ def train_attributes(cfg: SceneParserConfig, run: RunDir, *, resume: bool = Fals
     val_questions = Path(cfg.data) / "questions" / "val_questions.json"
     has_questions = val_questions.exists()
     questions: list[dict] | None = None  # read at the first evaluation, kept for the others
-    eval_seconds = 0.0
+    eval_seconds = float(before.get("eval_seconds", 0.0))
 
     def end_to_end(p: Progress) -> dict[str, float]:
         """NS-VQA / P-NSVQA val accuracy on ground-truth programs over the parsed scenes of the
@@ -534,12 +538,13 @@ def train_attributes(cfg: SceneParserConfig, run: RunDir, *, resume: bool = Fals
                     + " ".join(f"{k}={v:.4f}" for k, v in e2e.items()))
             metrics = metrics | {f"e2e.{k}": v for k, v in e2e.items()}
         save_checkpoint(path, kind="attributes", config=asdict(cfg), state_dict=head.state_dict(),
-                        vocabularies=vocabularies, extra={"val": metrics, "seconds": p.seconds},
+                        vocabularies=vocabularies, extra={"val": metrics, "seconds": p.seconds, "eval_seconds": eval_seconds},
                         train_state={"optimizer": opt.state_dict(), "scheduler": sched.state_dict(), "epoch": epoch})
 
     train_steps(step_fn, opt, run, start=start_epoch * steps_per_epoch, total=total, scheduler=sched,
                 phase="attributes", log_every=10, eval_every=steps_per_epoch, on_checkpoint=checkpoint,
-                checkpoint_path=path, dist=dist, rank_seed=cfg.seed, progress=progress, desc="attributes",
+                checkpoint_path=path, dist=dist, rank_seed=cfg.seed, seconds_before=float(before.get("seconds", 0.0)),
+                progress=progress, desc="attributes",
                 postfix=lambda p: {"epoch": f"{(p.step - 1) // steps_per_epoch + 1}/{cfg.attr_epochs}",
                                    "loss": f"{p.values['total']:.3f}"})
     return path

@@ -59,13 +59,22 @@ def test_run_directory_holds_config_logs_and_self_contained_checkpoints(run, dat
 
 
 def test_resume_continues_from_the_checkpoint(run, data, tmp_path, load_script):
+    from nsvqa.training.checkpoint import save_checkpoint
+
     copy = tmp_path / "copy"
     shutil.copytree(run, copy)
+    # the clock goes on from the checkpoint's: say the first call trained for 1,000 s
+    ck = load_checkpoint(copy / "detector.pt")
+    save_checkpoint(copy / "detector.pt", kind=ck["kind"], config=ck["config"], state_dict=ck["state_dict"],
+                    vocabularies=ck["vocabularies"], train_state=ck["train_state"],
+                    extra={**ck["extra"], "seconds": 1000.0, "eval_seconds": 100.0})
     load_script("train_scene_parser").main(["--data", str(data), "--out", str(copy), "--resume", "--stage",
                                             "detector", *TINY[:2], "--det-iterations", "3", "--threads", "1",
                                             "--no-progress"])
     assert "detector: resumed at step 2" in (copy / "train.log").read_text()
-    assert load_checkpoint(copy / "detector.pt")["train_state"]["step"] == 3
+    resumed = load_checkpoint(copy / "detector.pt")
+    assert resumed["train_state"]["step"] == 3
+    assert resumed["extra"]["seconds"] > 1000.0 and resumed["extra"]["eval_seconds"] >= 100.0
     with pytest.raises(ValueError, match="cannot resume, field 'seed'"):
         load_script("train_scene_parser").main(["--data", str(data), "--out", str(copy), "--resume", "--seed", "5",
                                                 *TINY])
