@@ -513,6 +513,9 @@ def budget(results: str | os.PathLike, cfg: StudyConfig = STUDY) -> dict[str, An
     piece of the group has run counts 0 and is named under ``unmeasured``; a group never run
     borrows the steps of its analog (:data:`_BUDGET_ANALOG`), named under ``basis``, and its
     projection is a lower bound.
+
+    Raises:
+        StudyError: a committed ``piece.json`` without a readable ``seconds.total`` (the file named).
     """
     plan = study_pieces(cfg)
     spent, seen = 0.0, {}
@@ -521,9 +524,13 @@ def budget(results: str | os.PathLike, cfg: StudyConfig = STUDY) -> dict[str, An
         path = piece_dir(results, piece) / "piece.json"
         if not path.exists():
             continue
-        rec = json.loads(path.read_text())
+        try:
+            rec = json.loads(path.read_text())
+            total = float(rec["seconds"]["total"])
+        except (ValueError, KeyError, TypeError) as e:
+            raise StudyError(f"{path}: no readable field seconds.total ({type(e).__name__}: {e})") from e
         done += 1
-        spent += float(rec["seconds"]["total"])
+        spent += total
         if rec.get("note"):
             continue
         own = piece.group in SCENE_GROUPS and rec.get("scene_parser_of", piece.variant) == piece.variant

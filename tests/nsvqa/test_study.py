@@ -375,3 +375,6 @@ def test_the_budget_adds_the_committed_hours_and_projects_each_pending_piece_fro
     assert inside[0] and not inside[-1] and inside == sorted(inside, reverse=True)
     md = budget_markdown(b)
     assert "| easy-seed0-parts |" in md and "modular, a lower bound" in md and "no committed piece of its group" in md
+    (tmp_path / "pieces" / "mid-seed0-film" / "piece.json").write_text('{"seconds": {}}')
+    with pytest.raises(StudyError, match=r"mid-seed0-film/piece.json: no readable field seconds.total"):
+        budget(tmp_path)
