@@ -509,6 +509,17 @@ def study_markdown(report: Mapping[str, Any]) -> str:
         lines += _table(["scene parser", "test", "recall %", "shape %", "color %", "material %", "size %",
                          "count exact %", "count error"], rows)
         lines.append("")
+        by_cat = [(parser, t, m["all"]["recall_by_category"]) for parser, tests in report["perception"].items()
+                  for t, m in tests.items() if m["all"].get("recall_by_category")]
+        if by_cat:
+            cats = sorted({c for _, _, r in by_cat for c in r})
+            lines += ["Recall % by shape category (mask IoU ≥ 0.5; objects in brackets). Thin shapes fill little "
+                      "of their masks: a bicycle found with a loose mask is not matched (docs/evaluation.md, "
+                      "\"Perception beside the answers\").", ""]
+            lines += _table(["scene parser", "test", *cats],
+                            [[parser, t, *("—" if c not in r else f"{_pct(r[c]['recall'])} ({r[c]['objects']})"
+                                           for c in cats)] for parser, t, r in by_cat])
+            lines.append("")
     if report.get("systematic"):
         lines += ["## Systematic splits: questions about seen (ID) and held-out (OOD) values", "",
                   "Each split trained and tested on itself (seed 0); accuracy % with 95% Wilson intervals.", ""]

@@ -74,6 +74,9 @@ def test_held_out_colours_wrong_toward_a_colour_training_showed_are_counted_apar
                                  for o in scenes[0]["objects"][:2])  # the test split holds held-out pairs
     r = perception(tmp_path / "p.json", folder, spec=spec)
     assert r["all"]["objects"] == len(objs) and r["all"]["recall"] == 1.0
+    cats = {ONTO.category_of(o["shape"]) for o in objs}
+    assert r["all"]["recall_by_category"] == {c: {"objects": sum(ONTO.category_of(o["shape"]) == c for o in objs),
+                                                  "recall": 1.0} for c in sorted(cats)}
     assert r["all"]["object.color"] == pytest.approx(1 - 2 / len(objs)) and r["all"]["object.shape"] == 1.0
     assert r["ood"]["objects"] == len(ood) and r["id"]["objects"] == len(objs) - len(ood)
     assert r["ood"]["object.color"] == pytest.approx(1 - 2 / len(ood))
@@ -119,3 +122,22 @@ def test_a_parse_of_other_images_is_refused_naming_the_file_and_field(sys_root, 
     doc.write_text(json.dumps(d))
     with pytest.raises(KeyError, match=r"q.json: scene 99: no ground-truth scene with that image_index"):
         perception(doc, sys_root / "sys-composition")
+
+
+def test_recall_is_also_given_per_shape_category(sys_root, tmp_path):
+    folder = sys_root / "sys-composition"
+
+    def edit(i, scene, lik, dets):  # the first image's first object: its detection masks the second object
+        if i == 0:
+            dets[0] = dets[1]
+
+    scenes = _parse(folder, tmp_path / "p.json", edit)
+    objs = [o for s in scenes for o in s["objects"]]
+    missed = ONTO.category_of(scenes[0]["objects"][0]["shape"])
+    r = perception(tmp_path / "p.json", folder)
+    by_cat = r["all"]["recall_by_category"]
+    n = {c: sum(ONTO.category_of(o["shape"]) == c for o in objs) for c in by_cat}
+    assert sum(v["objects"] for v in by_cat.values()) == len(objs) and all(v["objects"] == n[c] for c, v in by_cat.items())
+    assert by_cat[missed]["recall"] == pytest.approx((n[missed] - 1) / n[missed])
+    assert all(v["recall"] == 1.0 for c, v in by_cat.items() if c != missed)
+    assert r["all"]["recall"] == pytest.approx(1 - 1 / len(objs))
