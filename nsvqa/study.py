@@ -490,15 +490,21 @@ def _step_kind(key: str, own_parser: bool) -> str | None:
     return key
 
 
+def _own_parser(piece: Piece, cfg: StudyConfig) -> bool:
+    """Whether ``piece`` trains a scene parser of its own (one that serves it and was not an
+    earlier piece's: :func:`piece_setup`'s ``scene_variant``)."""
+    return piece.group in SCENE_GROUPS and piece_setup(piece, ".", ".", cfg).scene_variant == piece.variant
+
+
 def _expected_steps(piece: Piece, cfg: StudyConfig, measured: Sequence[str]) -> list[str]:
     """The steps ``piece`` will run, as :func:`_step_kind` names them: the ``model_`` and ``tune_``
     steps of its models among those ``measured`` (executors train nothing), its parsers, a test per
     test variant."""
-    own = piece.group == PART_GROUP or (piece.group in SCENE_GROUPS and scene_source(piece.variant, cfg) == piece.variant)
+    own = _own_parser(piece, cfg)
     keys = [k for k in measured if k.split("_", 1)[0] in ("model", "tune") and k.split("_", 1)[1] in piece.models]
     if piece.group in SCENE_GROUPS:
-        keys += ["scene_parser" if own else "scene_parser (shared)", "question_parser"]
-    return keys + ["test (own parser)" if own else "test"] * len(piece.tests)
+        keys += [_step_kind("scene_parser", own), "question_parser"]
+    return keys + [_step_kind("test_", own)] * len(piece.tests)
 
 
 def budget(results: str | os.PathLike, cfg: StudyConfig = STUDY) -> dict[str, Any]:
@@ -518,8 +524,7 @@ def budget(results: str | os.PathLike, cfg: StudyConfig = STUDY) -> dict[str, An
         StudyError: a committed ``piece.json`` without a readable ``seconds.total`` (the file named).
     """
     plan = study_pieces(cfg)
-    spent, seen = 0.0, {}
-    done = 0
+    spent, done, seen = 0.0, set(), {}
     for piece in plan:
         path = piece_dir(results, piece) / "piece.json"
         if not path.exists():
@@ -529,23 +534,23 @@ def budget(results: str | os.PathLike, cfg: StudyConfig = STUDY) -> dict[str, An
             total = float(rec["seconds"]["total"])
         except (ValueError, KeyError, TypeError) as e:
             raise StudyError(f"{path}: no readable field seconds.total ({type(e).__name__}: {e})") from e
-        done += 1
+        done.add(piece.name)
         spent += total
         if rec.get("note"):
             continue
         own = piece.group in SCENE_GROUPS and rec.get("scene_parser_of", piece.variant) == piece.variant
-        totals: dict[str, float] = {}
+        totals: dict[str, float] = {}  # step -> seconds over every attempt
         for attempt in rec["seconds"].get("attempts", []):
             for key, sec in attempt.get("steps", {}).items():
-                kind = _step_kind(key, own)
-                if kind is not None:
-                    totals[f"{key}:{kind}"] = totals.get(f"{key}:{kind}", 0.0) + float(sec)
-        for key_kind, sec in totals.items():
-            seen.setdefault(piece.group, {}).setdefault(key_kind.split(":", 1)[1], []).append(sec)
+                totals[key] = totals.get(key, 0.0) + float(sec)
+        for key, sec in totals.items():
+            kind = _step_kind(key, own)
+            if kind is not None:  # each test variant one sample of its kind
+                seen.setdefault(piece.group, {}).setdefault(kind, []).append(sec)
     medians = {g: {k: statistics.median(v) for k, v in sorted(ks.items())} for g, ks in seen.items()}
     pending, cumulative = [], spent
     for piece in plan:
-        if is_done(results, piece):
+        if piece.name in done:
             continue
         basis = piece.group if piece.group in medians else _BUDGET_ANALOG.get(piece.group)
         steps = medians.get(basis, {}) if basis else {}
@@ -554,11 +559,11 @@ def budget(results: str | os.PathLike, cfg: StudyConfig = STUDY) -> dict[str, An
         if seconds is not None:
             cumulative += seconds
         pending.append({"piece": piece.name, "minutes": None if seconds is None else round(seconds / 60, 1),
-                        "basis": basis if steps else None,
+                        "basis": basis if steps else None, "lower_bound": bool(steps) and basis != piece.group,
                         "unmeasured": sorted({k for k in keys if k not in steps}) if steps else None,
                         "cumulative_hours": round(cumulative / 3600, 2) if seconds is not None else None,
                         "within_cap": None if seconds is None else cumulative <= cfg.budget_hours * 3600})
-    return {"cap_hours": cfg.budget_hours, "done": done, "spent_hours": round(spent / 3600, 2),
+    return {"cap_hours": cfg.budget_hours, "done": len(done), "spent_hours": round(spent / 3600, 2),
             "step_minutes": {g: {k: round(v / 60, 1) for k, v in ks.items()} for g, ks in medians.items()},
             "pending": pending}
 
@@ -572,7 +577,7 @@ def budget_markdown(b: Mapping[str, Any]) -> str:
         if p["minutes"] is None:
             lines.append(f"| {p['piece']} | — | — | — | no committed piece of its group |")
             continue
-        basis = p["basis"] + ("" if p["piece"].endswith(f"-{p['basis']}") else ", a lower bound") + (
+        basis = p["basis"] + (", a lower bound" if p["lower_bound"] else "") + (
             f" (no {', '.join(p['unmeasured'])})" if p["unmeasured"] else "")
         lines.append(f"| {p['piece']} | {p['minutes']:.0f} | {p['cumulative_hours']:.1f} | "
                      f"{'yes' if p['within_cap'] else 'no'} | {basis} |")
