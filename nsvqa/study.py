@@ -409,6 +409,56 @@ def write_perception(piece: Piece, data: str | os.PathLike, runs: str | os.PathL
     return out
 
 
+def attempt_seconds(attempt: Mapping[str, Any]) -> float:
+    """The wall seconds of one attempt of a piece's ledger: a finished one's generation and
+    training, a stopped one's ``seconds`` (:func:`close_stopped_attempts`)."""
+    if attempt.get("stopped"):
+        return float(attempt["seconds"])
+    return float(attempt["generate"]) + float(attempt["train_variant"])
+
+
+def _attempt_starts(run: Path, skip: Path) -> list[float]:
+    """The start times recorded by the other groups' ledgers of the run folder ``run``."""
+    out = []
+    for path in sorted(run.glob("study_*.json")):
+        if path == skip:
+            continue
+        try:
+            out += [float(a["started"]) for a in json.loads(path.read_text())["attempts"] if "started" in a]
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+    return out
+
+
+def close_stopped_attempts(ledger: Mapping[str, Any], written: Sequence[str | os.PathLike], *,
+                           later: Sequence[float] = ()) -> dict[str, Any]:
+    """``ledger`` with each open attempt (one whose call was stopped before it ended: a
+    ``started`` time and no seconds) closed as ``{"started", "stopped": true, "seconds"}``: the
+    seconds from its start to the last modification of a file under ``written`` (the run folder
+    and the data folders the piece writes), a lower bound of its wall time. Files modified after
+    the next start of any attempt (its own ledger's, or one of ``later``: other pieces that used
+    the same folders since) are not its own; an attempt that wrote nothing counts 0 seconds."""
+    attempts = [dict(a) for a in ledger.get("attempts", [])]
+    starts = sorted([float(a["started"]) for a in attempts if "started" in a] + [float(t) for t in later])
+    for a in attempts:
+        if "started" not in a or a.get("stopped") or "train_variant" in a:
+            continue
+        start = float(a["started"])
+        until = next((t for t in starts if t > start), float("inf"))
+        last = start
+        for root in written:
+            for folder, _, files in os.walk(root):
+                for name in files:
+                    try:
+                        m = os.stat(os.path.join(folder, name)).st_mtime
+                    except OSError:
+                        continue
+                    if start <= m < until:
+                        last = max(last, m)
+        a.update(stopped=True, seconds=last - start)
+    return {**ledger, "attempts": attempts}
+
+
 def run_piece(piece: Piece, data: str | os.PathLike, runs: str | os.PathLike, results: str | os.PathLike,
               cfg: StudyConfig = STUDY, *, jobs: int = 2, workers: int = 2, device: str = "cpu",
               progress: bool = True, echo: Callable[[str], None] = print) -> dict[str, Any]:
@@ -416,29 +466,35 @@ def run_piece(piece: Piece, data: str | os.PathLike, runs: str | os.PathLike, re
     resuming from ``runs``), then copy its predictions, gzipped, to ``RESULTS/pieces/<piece>/`` and
     write ``piece.json`` there (last). Returns what ``piece.json`` holds.
 
-    Wall time: the seconds of this call's steps are added to those of earlier calls that finished
-    (kept in ``RUNS/<run>/study_<group>.json``); a call stopped midway leaves no such record, so
-    ``piece.json`` also holds what each checkpoint records of its own training time
+    Wall time: each call is an attempt in ``RUNS/<run>/study_<group>.json``, written when the call
+    starts and completed with its seconds (generation, training, each step's) when it ends. An
+    attempt a stopped call left open is closed by the next call (:func:`close_stopped_attempts`:
+    its seconds up to the last file it wrote, a lower bound), so ``seconds.total`` counts every
+    attempt. ``piece.json`` also holds what each checkpoint records of its own training time
     (:func:`checkpoint_seconds`: every call that trained it, resumes included).
     """
     from nsvqa.artifacts.predictions import read_predictions, write_predictions
     from nsvqa.experiment import TrainSpec, VariantRun, train_variant
 
-    t0 = time.perf_counter()
-    generate_piece_data(data, piece, cfg, workers=workers, progress=progress, echo=echo)
-    gen_seconds = time.perf_counter() - t0
     setup = piece_setup(piece, data, runs, cfg)
-    spec = TrainSpec(profile=cfg.profile, scene_overrides=setup.scene_overrides,
-                     question_overrides=setup.question_overrides,
-                     model_overrides={k: dict(v) for k, v in cfg.model_overrides.items()},
-                     jobs=jobs, device=device, progress=progress, parse_min_score=cfg.parse_min_score,
-                     scene_variant=setup.scene_variant)
     run = VariantRun(setup.runs, piece.variant, piece.seed)
     ledger_path = run.path / f"study_{piece.group}.json"
     try:
         ledger = json.loads(ledger_path.read_text())
     except (OSError, ValueError):
         ledger = {"attempts": []}
+    written = [run.path] + [setup.data / v for v in dict.fromkeys((setup.scene_variant, piece.variant, *piece.tests))]
+    ledger = close_stopped_attempts(ledger, written, later=_attempt_starts(run.path, ledger_path))
+    ledger["attempts"].append({"started": time.time()})  # open until this call ends
+    write_json_atomic(ledger_path, ledger, indent=1)
+    t0 = time.perf_counter()
+    generate_piece_data(data, piece, cfg, workers=workers, progress=progress, echo=echo)
+    gen_seconds = time.perf_counter() - t0
+    spec = TrainSpec(profile=cfg.profile, scene_overrides=setup.scene_overrides,
+                     question_overrides=setup.question_overrides,
+                     model_overrides={k: dict(v) for k, v in cfg.model_overrides.items()},
+                     jobs=jobs, device=device, progress=progress, parse_min_score=cfg.parse_min_score,
+                     scene_variant=setup.scene_variant)
     try:  # the run's summary adds up every call's seconds: this call's are the difference
         before = json.loads((run.path / "summary.json").read_text()).get("seconds", {})
     except (OSError, ValueError):
@@ -447,8 +503,7 @@ def run_piece(piece: Piece, data: str | os.PathLike, runs: str | os.PathLike, re
     summary = train_variant(setup.data, piece.variant, setup.runs, models=piece.models, spec=spec, seed=piece.seed,
                             tests=piece.tests, echo=echo)
     steps = {k: v - before.get(k, 0.0) for k, v in summary["seconds"].items() if v != before.get(k)}
-    attempt = {"generate": gen_seconds, "train_variant": time.perf_counter() - t1, "steps": steps}
-    ledger["attempts"].append(attempt)
+    ledger["attempts"][-1].update(generate=gen_seconds, train_variant=time.perf_counter() - t1, steps=steps)
     write_json_atomic(ledger_path, ledger, indent=1)
 
     out = piece_dir(results, piece)
@@ -466,7 +521,7 @@ def run_piece(piece: Piece, data: str | os.PathLike, runs: str | os.PathLike, re
     record = {"format": PIECE_FORMAT, "piece": asdict(piece), "study": cfg.to_json(), "commit": _commit(),
               "machine": machine(), "scene_parser_of": spec.scene_variant or piece.variant, "questions": setup.questions,
               "accuracy": accuracy,
-              "seconds": {"total": sum(a["generate"] + a["train_variant"] for a in ledger["attempts"]),
+              "seconds": {"total": sum(attempt_seconds(a) for a in ledger["attempts"]),
                           "attempts": ledger["attempts"], "checkpoints": checkpoint_seconds(run.path)}}
     write_json_atomic(out / "piece.json", record, indent=1)
     return record
@@ -514,8 +569,8 @@ def budget(results: str | os.PathLike, cfg: StudyConfig = STUDY) -> dict[str, An
     Spent is the sum of the committed ``piece.json`` totals (every attempt, pauses included). A
     pending piece is projected as the sum of its steps (its models' training and tuning, its
     parsers, one parse-and-test per test variant), each the median of that step over the committed
-    pieces of its group; a record with a ``note`` (attempts whose seconds were not recorded) is
-    left out of the medians. Data generation is not counted. A parser or test step no committed
+    pieces of its group; a record with a ``note`` (attempts whose seconds were not recorded) or a
+    stopped attempt is left out of the medians. Data generation is not counted. A parser or test step no committed
     piece of the group has run counts 0 and is named under ``unmeasured``; a group never run
     borrows the steps of its analog (:data:`_BUDGET_ANALOG`), named under ``basis``, and its
     projection is a lower bound.
@@ -536,8 +591,8 @@ def budget(results: str | os.PathLike, cfg: StudyConfig = STUDY) -> dict[str, An
             raise StudyError(f"{path}: no readable field seconds.total ({type(e).__name__}: {e})") from e
         done.add(piece.name)
         spent += total
-        if rec.get("note"):
-            continue
+        if rec.get("note") or any(a.get("stopped") for a in rec["seconds"].get("attempts", [])):
+            continue  # a stopped attempt's steps are not known, and the next one's are partial
         own = piece.group in SCENE_GROUPS and rec.get("scene_parser_of", piece.variant) == piece.variant
         totals: dict[str, float] = {}  # step -> seconds over every attempt
         for attempt in rec["seconds"].get("attempts", []):
@@ -588,4 +643,4 @@ __all__ = ["STUDY", "PART_GROUP", "StudyConfig", "StudyError", "Piece", "PieceSe
            "scene_source",
            "checkpoint_seconds", "SCENE_GROUPS", "write_perception",
            "variants_tested", "study_pieces", "piece_dir", "is_done", "pending_pieces", "generate_piece_data", "machine",
-           "run_piece", "budget", "budget_markdown"]
+           "run_piece", "attempt_seconds", "close_stopped_attempts", "budget", "budget_markdown"]

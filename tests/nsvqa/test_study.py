@@ -4,6 +4,7 @@ from __future__ import annotations
 import dataclasses
 import gzip
 import json
+import os
 
 import pytest
 
@@ -213,13 +214,53 @@ def test_a_piece_runs_commits_gzipped_predictions_and_is_then_skipped(tmp_path, 
     built = build_study_report(results, cfg)
     assert "in_domain.png" in built and built["reliability/pnsvqa-exact+gtprog.png"][:4] == b"\x89PNG"
     assert "reliability/nsvqa.png" not in built  # NS-VQA gives no probability
-    # a second group on the same run records its own steps' seconds, not the run's running totals
+    # a second group on the same run records its own steps' seconds, not the run's running totals;
+    # an earlier call of it that was stopped (its attempt left open) counts up to its last write
+    run_dir = tmp_path / "runs" / "mid"
+    first_start = json.loads((run_dir / "study_modular.json").read_text())["attempts"][0]["started"]
+    (run_dir / "study_film.json").write_text(json.dumps({"attempts": [{"started": first_start - 1000}]}))
+    (run_dir / "stopped.log").write_text("the stopped call's last line")
+    os.utime(run_dir / "stopped.log", (first_start - 900, first_start - 900))
     second = Piece("mid", 0, "film", ("pnsvqa",), ("mid",))
     rec2 = run_piece(second, tmp_path / "data", tmp_path / "runs", results, cfg, jobs=1, workers=1,
                      progress=False, echo=lambda s: None)
-    steps = rec2["seconds"]["attempts"][0]["steps"]
+    stopped, done = rec2["seconds"]["attempts"]
+    assert stopped == {"started": first_start - 1000, "stopped": True, "seconds": pytest.approx(100)}
+    steps = done["steps"]
     assert "test_mid" in steps and "test_easy" not in steps  # only what this call ran
-    assert steps["total"] <= rec2["seconds"]["total"]  # the run's running total is larger: the first piece's too
+    assert steps["total"] <= done["train_variant"]  # the run's running total is larger: the first piece's too
+    assert rec2["seconds"]["total"] == pytest.approx(100 + done["generate"] + done["train_variant"])
+
+
+def test_a_stopped_attempt_counts_up_to_its_last_write_before_the_next_start(tmp_path):
+    from nsvqa.study import attempt_seconds, close_stopped_attempts
+
+    run, data = tmp_path / "run", tmp_path / "data" / "slt"
+    (run / "scene_parser").mkdir(parents=True)
+    data.mkdir(parents=True)
+    t = 1_000_000.0
+
+    def write(path, at):
+        path.write_text("x")
+        os.utime(path, (at, at))
+
+    write(run / "old.pt", t - 50)  # an earlier piece's: before the attempt started
+    write(run / "scene_parser" / "train.log", t + 300)
+    write(data / "img.png", t + 120)
+    write(run / "later.json", t + 2000)  # another piece's, after the next start (t + 1500)
+    ledger = {"attempts": [{"generate": 5.0, "train_variant": 10.0, "steps": {}},  # an old record: no start
+                           {"started": t},  # stopped
+                           {"started": t + 5000, "generate": 1.0, "train_variant": 2.0, "steps": {}}]}
+    closed = close_stopped_attempts(ledger, [run, data], later=[t + 1500])
+    assert closed["attempts"][1] == {"started": t, "stopped": True, "seconds": 300.0}
+    assert closed["attempts"][0] == ledger["attempts"][0] and closed["attempts"][2] == ledger["attempts"][2]
+    assert ledger["attempts"][1] == {"started": t}  # the input is left as it was
+    assert [attempt_seconds(a) for a in closed["attempts"]] == [15.0, 300.0, 3.0]
+    # without the other piece's start, its file would be counted as the stopped attempt's
+    assert close_stopped_attempts(ledger, [run, data])["attempts"][1]["seconds"] == 2000.0
+    # closing twice changes nothing; an attempt that wrote nothing counts 0
+    assert close_stopped_attempts(closed, [run, data]) == closed
+    assert close_stopped_attempts({"attempts": [{"started": t + 9000}]}, [run])["attempts"][0]["seconds"] == 0.0
 
 
 def test_checkpoint_seconds_reads_what_each_checkpoint_records(tmp_path):
@@ -333,12 +374,13 @@ def test_the_reports_rds_have_paired_intervals_and_the_findings_read_them(tmp_pa
 def test_the_budget_adds_the_committed_hours_and_projects_each_pending_piece_from_its_groups_steps(tmp_path):
     from nsvqa.study import budget, budget_markdown
 
-    def commit(name, variant, group, steps, *, parser_of=None, note=None, total=None):
+    def commit(name, variant, group, steps, *, parser_of=None, note=None, total=None, stopped=None):
         d = tmp_path / "pieces" / name
         d.mkdir(parents=True)
+        attempts = ([{"started": 0.0, "stopped": True, "seconds": stopped}] if stopped else []) + [{"steps": steps}]
         rec = {"format": 1, "piece": {"variant": variant, "seed": 0, "group": group},
                "scene_parser_of": parser_of or variant,
-               "seconds": {"total": total or sum(steps.values()), "attempts": [{"steps": steps}]}}
+               "seconds": {"total": total or sum(steps.values()), "attempts": attempts}}
         if note:
             rec["note"] = note
         (d / "piece.json").write_text(json.dumps(rec))
@@ -353,10 +395,14 @@ def test_the_budget_adds_the_committed_hours_and_projects_each_pending_piece_fro
             "test_rd-": 30.0, "test_mid": 30.0, "test_rd+": 30.0}, parser_of="mid")
     commit("mid-seed0-film", "mid", "film", {"model_lstm": 60.0, "model_film": 1500.0, "model_random": 6.0,
                                              "test_mid": 12.0})
+    # so does one with a stopped attempt (the step it resumed is partial)
+    commit("rd+-seed0-modular", "rd+", "modular", {"question_parser": 88888.0}, parser_of="mid", stopped=400.0,
+           total=1000.0)
     b = budget(tmp_path, dataclasses.replace(STUDY, budget_hours=4.0))
-    spent = 1200 + 300 + 600 + 60 + 360 + 3600 + 10 + 500 + 1000 + 60 + 90 + 1578
-    assert b["done"] == 4 and b["spent_hours"] == round(spent / 3600, 2)
+    spent = 1200 + 300 + 600 + 60 + 360 + 3600 + 10 + 500 + 1000 + 60 + 90 + 1578 + 1000
+    assert b["done"] == 5 and b["spent_hours"] == round(spent / 3600, 2)
     assert b["step_minutes"]["modular"]["scene_parser"] == 20.0  # the noted record's 99999 s left out
+    assert b["step_minutes"]["modular"]["question_parser"] == round(400 / 60, 1)  # median of 300 and 500
     assert b["step_minutes"]["modular"]["scene_parser (shared)"] == round(10 / 60, 1)
     rows = {p["piece"]: p for p in b["pending"]}
     # hard trains its own parser, NSCL (median of 600 and 1000 s), and is tested on 8 variants
