@@ -476,6 +476,7 @@ def run_piece(piece: Piece, data: str | os.PathLike, runs: str | os.PathLike, re
     from nsvqa.artifacts.predictions import read_predictions, write_predictions
     from nsvqa.experiment import TrainSpec, VariantRun, train_variant
 
+    commit = _commit()  # the code this call runs (HEAD may move while it does)
     setup = piece_setup(piece, data, runs, cfg)
     run = VariantRun(setup.runs, piece.variant, piece.seed)
     ledger_path = run.path / f"study_{piece.group}.json"
@@ -518,7 +519,7 @@ def run_piece(piece: Piece, data: str | os.PathLike, runs: str | os.PathLike, re
             write_predictions(dst, preds)
             accuracy.setdefault(label, {})[t] = summary["accuracy"][label][t]
     write_perception(piece, data, runs, results, cfg)
-    record = {"format": PIECE_FORMAT, "piece": asdict(piece), "study": cfg.to_json(), "commit": _commit(),
+    record = {"format": PIECE_FORMAT, "piece": asdict(piece), "study": cfg.to_json(), "commit": commit,
               "machine": machine(), "scene_parser_of": spec.scene_variant or piece.variant, "questions": setup.questions,
               "accuracy": accuracy,
               "seconds": {"total": sum(attempt_seconds(a) for a in ledger["attempts"]),
