@@ -417,6 +417,12 @@ def attempt_seconds(attempt: Mapping[str, Any]) -> float:
     return float(attempt["generate"]) + float(attempt["train_variant"])
 
 
+def stopped_in_training(attempt: Mapping[str, Any]) -> bool:
+    """Whether an attempt stopped after its data were generated (a stop during generation cuts no
+    training step short)."""
+    return bool(attempt.get("stopped")) and "generate" in attempt
+
+
 def _attempt_starts(run: Path, skip: Path) -> list[float]:
     """The start times recorded by the other groups' ledgers of the run folder ``run``."""
     out = []
@@ -432,8 +438,9 @@ def _attempt_starts(run: Path, skip: Path) -> list[float]:
 
 def close_stopped_attempts(ledger: Mapping[str, Any], written: Sequence[str | os.PathLike], *,
                            later: Sequence[float] = ()) -> dict[str, Any]:
-    """``ledger`` with each open attempt (one whose call was stopped before it ended: a
-    ``started`` time and no seconds) closed as ``{"started", "stopped": true, "seconds"}``: the
+    """``ledger`` with each open attempt (one whose call was killed before it ended: a ``started``
+    time, no ``train_variant``) closed as ``{"started", "stopped": true, "seconds"}`` (and its
+    ``generate`` seconds when it had reached training): the
     seconds from its start to the last modification of a file under ``written`` (the run folder
     and the data folders the piece writes), a lower bound of its wall time. Files modified after
     the next start of any attempt (its own ledger's, or one of ``later``: other pieces that used
@@ -467,10 +474,11 @@ def run_piece(piece: Piece, data: str | os.PathLike, runs: str | os.PathLike, re
     write ``piece.json`` there (last). Returns what ``piece.json`` holds.
 
     Wall time: each call is an attempt in ``RUNS/<run>/study_<group>.json``, written when the call
-    starts and completed with its seconds (generation, training, each step's) when it ends. An
-    attempt a stopped call left open is closed by the next call (:func:`close_stopped_attempts`:
-    its seconds up to the last file it wrote, a lower bound), so ``seconds.total`` counts every
-    attempt. ``piece.json`` also holds what each checkpoint records of its own training time
+    starts, given its generation seconds when training starts, and completed with its training
+    seconds (each step's too) when it ends. A call that raises (an error, Ctrl-C) closes its attempt
+    as stopped, with the error; an attempt a killed call left open is closed by the next call
+    (:func:`close_stopped_attempts`: its seconds up to the last file it wrote, a lower bound), so
+    ``seconds.total`` counts every attempt. ``piece.json`` also holds what each checkpoint records of its own training time
     (:func:`checkpoint_seconds`: every call that trained it, resumes included).
     """
     from nsvqa.artifacts.predictions import read_predictions, write_predictions
@@ -486,25 +494,32 @@ def run_piece(piece: Piece, data: str | os.PathLike, runs: str | os.PathLike, re
         ledger = {"attempts": []}
     written = [run.path] + [setup.data / v for v in dict.fromkeys((setup.scene_variant, piece.variant, *piece.tests))]
     ledger = close_stopped_attempts(ledger, written, later=_attempt_starts(run.path, ledger_path))
-    ledger["attempts"].append({"started": time.time()})  # open until this call ends
+    attempt: dict[str, Any] = {"started": time.time()}  # open until this call ends
+    ledger["attempts"].append(attempt)
     write_json_atomic(ledger_path, ledger, indent=1)
-    t0 = time.perf_counter()
-    generate_piece_data(data, piece, cfg, workers=workers, progress=progress, echo=echo)
-    gen_seconds = time.perf_counter() - t0
     spec = TrainSpec(profile=cfg.profile, scene_overrides=setup.scene_overrides,
                      question_overrides=setup.question_overrides,
                      model_overrides={k: dict(v) for k, v in cfg.model_overrides.items()},
                      jobs=jobs, device=device, progress=progress, parse_min_score=cfg.parse_min_score,
                      scene_variant=setup.scene_variant)
-    try:  # the run's summary adds up every call's seconds: this call's are the difference
-        before = json.loads((run.path / "summary.json").read_text()).get("seconds", {})
-    except (OSError, ValueError):
-        before = {}
-    t1 = time.perf_counter()
-    summary = train_variant(setup.data, piece.variant, setup.runs, models=piece.models, spec=spec, seed=piece.seed,
-                            tests=piece.tests, echo=echo)
+    try:
+        t0 = time.perf_counter()
+        generate_piece_data(data, piece, cfg, workers=workers, progress=progress, echo=echo)
+        attempt["generate"] = time.perf_counter() - t0  # training starts: a stop from here on cuts a step
+        write_json_atomic(ledger_path, ledger, indent=1)
+        try:  # the run's summary adds up every call's seconds: this call's are the difference
+            before = json.loads((run.path / "summary.json").read_text()).get("seconds", {})
+        except (OSError, ValueError):
+            before = {}
+        t1 = time.perf_counter()
+        summary = train_variant(setup.data, piece.variant, setup.runs, models=piece.models, spec=spec,
+                                seed=piece.seed, tests=piece.tests, echo=echo)
+    except BaseException as e:  # an error or an interrupt: the attempt ends here, and says why
+        attempt.update(stopped=True, seconds=time.time() - attempt["started"], error=f"{type(e).__name__}: {e}"[:1000])
+        write_json_atomic(ledger_path, ledger, indent=1)
+        raise
     steps = {k: v - before.get(k, 0.0) for k, v in summary["seconds"].items() if v != before.get(k)}
-    ledger["attempts"][-1].update(generate=gen_seconds, train_variant=time.perf_counter() - t1, steps=steps)
+    attempt.update(train_variant=time.perf_counter() - t1, steps=steps)
     write_json_atomic(ledger_path, ledger, indent=1)
 
     out = piece_dir(results, piece)
@@ -570,8 +585,8 @@ def budget(results: str | os.PathLike, cfg: StudyConfig = STUDY) -> dict[str, An
     Spent is the sum of the committed ``piece.json`` totals (every attempt, pauses included). A
     pending piece is projected as the sum of its steps (its models' training and tuning, its
     parsers, one parse-and-test per test variant), each the median of that step over the committed
-    pieces of its group; a record with a ``note`` (attempts whose seconds were not recorded) or a
-    stopped attempt is left out of the medians. Data generation is not counted. A parser or test step no committed
+    pieces of its group; a record with a ``note`` (attempts whose seconds were not recorded) or an
+    attempt stopped in training (:func:`stopped_in_training`) is left out of the medians. Data generation is not counted. A parser or test step no committed
     piece of the group has run counts 0 and is named under ``unmeasured``; a group never run
     borrows the steps of its analog (:data:`_BUDGET_ANALOG`), named under ``basis``, and its
     projection is a lower bound.
@@ -592,8 +607,8 @@ def budget(results: str | os.PathLike, cfg: StudyConfig = STUDY) -> dict[str, An
             raise StudyError(f"{path}: no readable field seconds.total ({type(e).__name__}: {e})") from e
         done.add(piece.name)
         spent += total
-        if rec.get("note") or any(a.get("stopped") for a in rec["seconds"].get("attempts", [])):
-            continue  # a stopped attempt's steps are not known, and the next one's are partial
+        if rec.get("note") or any(stopped_in_training(a) for a in rec["seconds"].get("attempts", [])):
+            continue  # a stopped attempt's steps are not known, and the step the next one resumed is partial
         own = piece.group in SCENE_GROUPS and rec.get("scene_parser_of", piece.variant) == piece.variant
         totals: dict[str, float] = {}  # step -> seconds over every attempt
         for attempt in rec["seconds"].get("attempts", []):
@@ -644,4 +659,4 @@ __all__ = ["STUDY", "PART_GROUP", "StudyConfig", "StudyError", "Piece", "PieceSe
            "scene_source",
            "checkpoint_seconds", "SCENE_GROUPS", "write_perception",
            "variants_tested", "study_pieces", "piece_dir", "is_done", "pending_pieces", "generate_piece_data", "machine",
-           "run_piece", "attempt_seconds", "close_stopped_attempts", "budget", "budget_markdown"]
+           "run_piece", "attempt_seconds", "close_stopped_attempts", "stopped_in_training", "budget", "budget_markdown"]

@@ -227,6 +227,11 @@ class Layout:
     look: str = DEFAULT_LOOK                 # camera, lights and ground (nsvqa.generation.looks)
 
 
+class PlacementError(RuntimeError):
+    """The sampled objects do not fit without overlap (:func:`sample_layout`): a caller redraws
+    the whole layout, as it does for one with a hidden object."""
+
+
 def sample_layout(rng: np.random.Generator, onto: Ontology, params: SceneParams,
                   extents: Mapping[str, tuple[float, float]]) -> Layout:
     """Objects at non-overlapping rotated footprints in [-area, area]^2, jittered camera/lights.
@@ -235,7 +240,7 @@ def sample_layout(rng: np.random.Generator, onto: Ontology, params: SceneParams,
         extents: shape -> (length, width) of the canonical model (longest side 1).
 
     Raises:
-        RuntimeError: no placement of all objects found within ``max_retries`` attempts.
+        PlacementError: no placement of all objects found within ``max_retries`` attempts.
     """
     weights = params.weights.validated(onto)
     if params.joint is not None:
@@ -250,7 +255,7 @@ def sample_layout(rng: np.random.Generator, onto: Ontology, params: SceneParams,
         if placed is not None:
             break
     else:
-        raise RuntimeError(f"could not place {n} objects ({', '.join(a['size'] + ' ' + a['shape'] for a in attrs)}) "
+        raise PlacementError(f"could not place {n} objects ({', '.join(a['size'] + ' ' + a['shape'] for a in attrs)}) "
                            f"without overlap in [-{params.area}, {params.area}]^2 after {params.max_retries} attempts")
     eye = tuple(float(c * cam_scale + rng.uniform(-CAMERA_JITTER, CAMERA_JITTER)) for c in CAMERA_EYE)
     key = tuple(float(x) for x in rng.uniform(-LIGHT_JITTER, LIGHT_JITTER, 3))

@@ -20,7 +20,8 @@ from executors import Ontology, SymbolicScene
 from nsvqa.generation.looks import get_look
 from nsvqa.generation.meshes import Mesh
 from nsvqa.generation.renderer import Camera, DrawItem, Lights, Renderer
-from nsvqa.generation.sampler import (Layout, SceneParams, choose_parts, choose_textures, sample_layout, streams)
+from nsvqa.generation.sampler import (Layout, PlacementError, SceneParams, choose_parts, choose_textures,
+                                      sample_layout, streams)
 from nsvqa.generation.vehicles import build_vehicle
 
 #: Reference resolution of the visibility thresholds.
@@ -121,8 +122,13 @@ def generate_image(renderer: Renderer, onto: Ontology, params: SceneParams, seed
                    split: str, image_filename: str) -> GeneratedImage:
     """Sample, check visibility and render image ``index`` of a split.
 
+    A try whose objects do not fit on the ground (:class:`~nsvqa.generation.sampler.PlacementError`:
+    ten large aeroplanes, say) is rejected like one with a hidden object, and the next try draws a
+    new layout from the same stream, as CLEVR's generator starts a scene again with new objects.
+    An image generated before this rule existed is the same bytes: none of its tries failed to place.
+
     Raises:
-        RuntimeError: no layout with every object visible within ``params.max_retries`` tries.
+        RuntimeError: no layout with every object placed and visible within ``params.max_retries`` tries.
     """
     rng = streams(seed, index)
     extents = {s: model_extents(s)[:2] for s in onto.scene_values("shape")}  # no model for addi
@@ -130,7 +136,10 @@ def generate_image(renderer: Renderer, onto: Ontology, params: SceneParams, seed
     scale = (h * w) / _REF_PIXELS
     min_obj, min_part = params.min_object_pixels * scale, params.min_part_pixels * scale
     for _ in range(params.max_retries):
-        layout = sample_layout(rng["layout"], onto, params, extents)
+        try:
+            layout = sample_layout(rng["layout"], onto, params, extents)
+        except PlacementError:
+            continue
         # the id pass alone decides visibility (and is the same for every complexity level)
         # every object centre in the frame (3% margin) and enough of every object visible
         pix = camera_for(layout).project(object_centers(layout), w, h)
@@ -142,7 +151,7 @@ def generate_image(renderer: Renderer, onto: Ontology, params: SceneParams, seed
         if np.all(counts >= min_obj):
             break
     else:
-        raise RuntimeError(f"image {index}: no layout with every object visible (>= {min_obj:.0f} px) "
+        raise RuntimeError(f"image {index}: no layout with every object placed and visible (>= {min_obj:.0f} px) "
                            f"in {params.max_retries} tries")
     # the parts a mid-level image of this layout recolours, chosen at every level (from their own
     # random stream): easy shows none of them, but asks the questions mid asks (VISUAL_PARTS)

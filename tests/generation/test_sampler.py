@@ -1,6 +1,7 @@
 """Scene sampling without rendering: concept weights, layouts, parts, textures, streams."""
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -134,3 +135,30 @@ def test_parts_differ_from_the_object_and_textures(onto):
         assert all(p["texture"] in onto.values("texture") for p in o.parts.values())
     assert seen == {0, 1, 2, 3}
     assert choose_parts(rng, onto, PlacedObject("sedan", "red", "metal", "large", 1, 0, (0, 0)), [], 3, w) == {}
+
+
+def test_a_layout_whose_objects_do_not_fit_is_drawn_again_not_fatal(onto, require_renderer):
+    """Train image 755 of the study's `long` variant draws ten large objects, long aeroplanes among
+    them, that find no place on the ground: that try is rejected and the next one draws a new layout
+    (this stopped the study's `long` data once)."""
+    import hashlib
+
+    from nsvqa.generation.renderer import Renderer
+    from nsvqa.generation.sampler import PlacementError
+    from nsvqa.generation.scenes import generate_image, model_extents
+    from nsvqa.generation.variants import load_variant
+
+    params = load_variant("long").scene_params("train", onto)
+    seed = int.from_bytes(hashlib.sha256(b"0:train").digest()[:8], "little")  # the study's train split
+    extents = {s: model_extents(s)[:2] for s in onto.scene_values("shape")}
+    with pytest.raises(PlacementError, match="could not place 10 objects"):
+        sample_layout(streams(seed, 755)["layout"], onto, params, extents)
+    with Renderer(64, 48, samples=0, shadow_size=256) as r:
+        got = generate_image(r, onto, params, seed, 755, "train", "x.png")
+        objects = got.scene["objects"]
+        assert 3 <= len(objects) <= 10 and got.rgb.shape == (48, 64, 3)
+        assert set(np.unique(got.object_ids)) - {-1} == set(range(len(objects)))  # every object drawn
+        # a layout that never fits is an error that names the image
+        tight = dataclasses.replace(params, min_objects=10, max_objects=10, area=0.5, max_retries=3)
+        with pytest.raises(RuntimeError, match=r"image 755: no layout with every object placed and visible"):
+            generate_image(r, onto, tight, seed, 755, "train", "x.png")

@@ -155,10 +155,14 @@ def test_the_report_scores_the_part_extensions_part_and_object_questions_apart(t
         build_study_report(tmp_path, plots=False)
 
 
-def test_a_piece_runs_commits_gzipped_predictions_and_is_then_skipped(tmp_path, require_renderer):
+def test_a_piece_runs_commits_gzipped_predictions_and_is_then_skipped(tmp_path, require_renderer, monkeypatch):
     import torch
 
+    import nsvqa.study
+
     torch.manual_seed(0)
+    head = ["started"]  # HEAD moves on while the piece runs (at its first message): it records the one it ran
+    monkeypatch.setattr(nsvqa.study, "_commit", lambda: head[0])
     cfg = StudyConfig(sizes=SuiteProfile(4, 2, 2), image_profile="tiny", profile="tiny",
                       scene_overrides={"mode": "agnostic", "attr_parts": False, "det_iterations": 2,
                                        "attr_epochs": 1},
@@ -167,7 +171,8 @@ def test_a_piece_runs_commits_gzipped_predictions_and_is_then_skipped(tmp_path, 
     piece = Piece("mid", 0, "modular", cfg.groups["modular"], ("mid", "easy"))
     results = tmp_path / "results"
     rec = run_piece(piece, tmp_path / "data", tmp_path / "runs", results, cfg, jobs=1, workers=1,
-                    progress=False, echo=lambda s: None)
+                    progress=False, echo=lambda s: head.__setitem__(0, "moved"))
+    assert head == ["moved"]
     # the paper's question set: object questions only, 10 per image
     qs = json.loads((tmp_path / "data" / "mid" / "questions" / "test_questions.json").read_text())["questions"]
     assert qs and all(not any(n["type"].startswith("part") for n in q["program"]) for q in qs)
@@ -181,6 +186,7 @@ def test_a_piece_runs_commits_gzipped_predictions_and_is_then_skipped(tmp_path, 
         assert len(preds) == len(qs)
         assert rec["accuracy"][key.model][key.test]["n"] == len(preds)
     assert rec["study"]["questions"] == "object" and rec["piece"]["variant"] == "mid" and rec["scene_parser_of"] == "mid"
+    assert rec["commit"] == "started"
     # the scene parser's perception on each test variant, beside the predictions
     perc = json.loads((results / "pieces" / piece.name / "perception.json").read_text())
     gt = json.loads((tmp_path / "data" / "easy" / "scenes" / "test_scenes.json").read_text())["scenes"]
@@ -261,6 +267,40 @@ def test_a_stopped_attempt_counts_up_to_its_last_write_before_the_next_start(tmp
     # closing twice changes nothing; an attempt that wrote nothing counts 0
     assert close_stopped_attempts(closed, [run, data]) == closed
     assert close_stopped_attempts({"attempts": [{"started": t + 9000}]}, [run])["attempts"][0]["seconds"] == 0.0
+    # one killed in training (its data generated) keeps its generation seconds, and says so
+    from nsvqa.study import stopped_in_training
+
+    late = close_stopped_attempts({"attempts": [{"started": t + 200, "generate": 30.0}]}, [run],
+                                  later=[t + 1500])["attempts"][0]
+    assert late == {"started": t + 200, "generate": 30.0, "stopped": True, "seconds": 100.0}
+    assert stopped_in_training(late) and not stopped_in_training(closed["attempts"][1])
+
+
+def test_a_call_that_fails_closes_its_attempt_with_the_error(tmp_path, monkeypatch):
+    import nsvqa.experiment
+    import nsvqa.study
+    from nsvqa.study import stopped_in_training
+
+    piece = Piece("long", 0, "modular", ("nsvqa",), ("long",))
+    ledger = tmp_path / "runs" / "long" / "study_modular.json"
+
+    def fail(*args, **kwargs):
+        raise RuntimeError("could not place 10 objects")
+
+    monkeypatch.setattr(nsvqa.study, "generate_piece_data", fail)
+    with pytest.raises(RuntimeError, match="could not place"):
+        run_piece(piece, tmp_path / "data", tmp_path / "runs", tmp_path / "results", STUDY, echo=lambda s: None)
+    (first,) = json.loads(ledger.read_text())["attempts"]
+    assert first["stopped"] and first["error"] == "RuntimeError: could not place 10 objects"
+    assert first["seconds"] >= 0 and not stopped_in_training(first)  # no step was cut short
+    # a failure in training: the attempt holds its generation seconds and is one stopped in training
+    monkeypatch.setattr(nsvqa.study, "generate_piece_data", lambda *a, **k: None)
+    monkeypatch.setattr(nsvqa.experiment, "train_variant", lambda *a, **k: (_ for _ in ()).throw(KeyboardInterrupt()))
+    with pytest.raises(KeyboardInterrupt):
+        run_piece(piece, tmp_path / "data", tmp_path / "runs", tmp_path / "results", STUDY, echo=lambda s: None)
+    got = json.loads(ledger.read_text())["attempts"]
+    assert got[0] == first and got[1]["error"] == "KeyboardInterrupt: " and stopped_in_training(got[1])
+    assert not is_done(tmp_path / "results", piece)
 
 
 def test_checkpoint_seconds_reads_what_each_checkpoint_records(tmp_path):
@@ -374,10 +414,12 @@ def test_the_reports_rds_have_paired_intervals_and_the_findings_read_them(tmp_pa
 def test_the_budget_adds_the_committed_hours_and_projects_each_pending_piece_from_its_groups_steps(tmp_path):
     from nsvqa.study import budget, budget_markdown
 
-    def commit(name, variant, group, steps, *, parser_of=None, note=None, total=None, stopped=None):
+    def commit(name, variant, group, steps, *, parser_of=None, note=None, total=None, stopped=None,
+               in_training=True):
         d = tmp_path / "pieces" / name
         d.mkdir(parents=True)
-        attempts = ([{"started": 0.0, "stopped": True, "seconds": stopped}] if stopped else []) + [{"steps": steps}]
+        first = {"started": 0.0, "stopped": True, "seconds": stopped} | ({"generate": 10.0} if in_training else {})
+        attempts = ([first] if stopped else []) + [{"steps": steps}]
         rec = {"format": 1, "piece": {"variant": variant, "seed": 0, "group": group},
                "scene_parser_of": parser_of or variant,
                "seconds": {"total": total or sum(steps.values()), "attempts": attempts}}
@@ -395,12 +437,14 @@ def test_the_budget_adds_the_committed_hours_and_projects_each_pending_piece_fro
             "test_rd-": 30.0, "test_mid": 30.0, "test_rd+": 30.0}, parser_of="mid")
     commit("mid-seed0-film", "mid", "film", {"model_lstm": 60.0, "model_film": 1500.0, "model_random": 6.0,
                                              "test_mid": 12.0})
-    # so does one with a stopped attempt (the step it resumed is partial)
+    # so does one with an attempt stopped in training (the step the next one resumed is partial);
+    # one stopped while generating its data cut no step short, and counts in both
     commit("rd+-seed0-modular", "rd+", "modular", {"question_parser": 88888.0}, parser_of="mid", stopped=400.0,
            total=1000.0)
+    commit("rd+-seed0-film", "rd+", "film", {"model_film": 1700.0}, stopped=40.0, in_training=False, total=1740.0)
     b = budget(tmp_path, dataclasses.replace(STUDY, budget_hours=4.0))
-    spent = 1200 + 300 + 600 + 60 + 360 + 3600 + 10 + 500 + 1000 + 60 + 90 + 1578 + 1000
-    assert b["done"] == 5 and b["spent_hours"] == round(spent / 3600, 2)
+    spent = 1200 + 300 + 600 + 60 + 360 + 3600 + 10 + 500 + 1000 + 60 + 90 + 1578 + 1000 + 1740
+    assert b["done"] == 6 and b["spent_hours"] == round(spent / 3600, 2)
     assert b["step_minutes"]["modular"]["scene_parser"] == 20.0  # the noted record's 99999 s left out
     assert b["step_minutes"]["modular"]["question_parser"] == round(400 / 60, 1)  # median of 300 and 500
     assert b["step_minutes"]["modular"]["scene_parser (shared)"] == round(10 / 60, 1)
@@ -409,7 +453,7 @@ def test_the_budget_adds_the_committed_hours_and_projects_each_pending_piece_fro
     hard = (1200 + 400 + 800 + 60 + 8 * 120) / 60
     assert rows["hard-seed0-modular"]["minutes"] == round(hard, 1) and rows["hard-seed0-modular"]["basis"] == "modular"
     # film off the default variant trains the LSTM and FiLM only (random and majority are default-only)
-    assert rows["hard-seed0-film"]["minutes"] == round((60 + 1500 + 8 * 12) / 60, 1)
+    assert rows["hard-seed0-film"]["minutes"] == round((60 + 1600 + 8 * 12) / 60, 1)  # FiLM: median of 1500, 1700
     # a seed of the default variant runs no NSCL; no mdetr piece is committed: no projection
     assert rows["mid-seed1-modular"]["minutes"] == round((1200 + 400 + 60 + 120) / 60, 1)
     assert rows["mid-seed0-mdetr"]["minutes"] is None and rows["mid-seed0-mdetr"]["cumulative_hours"] is None
