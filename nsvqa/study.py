@@ -439,12 +439,12 @@ def _attempt_starts(run: Path, skip: Path) -> list[float]:
 def close_stopped_attempts(ledger: Mapping[str, Any], written: Sequence[str | os.PathLike], *,
                            later: Sequence[float] = ()) -> dict[str, Any]:
     """``ledger`` with each open attempt (one whose call was killed before it ended: a ``started``
-    time, no ``train_variant``) closed as ``{"started", "stopped": true, "seconds"}`` (and its
-    ``generate`` seconds when it had reached training): the
-    seconds from its start to the last modification of a file under ``written`` (the run folder
-    and the data folders the piece writes), a lower bound of its wall time. Files modified after
-    the next start of any attempt (its own ledger's, or one of ``later``: other pieces that used
-    the same folders since) are not its own; an attempt that wrote nothing counts 0 seconds."""
+    time, no ``train_variant``) closed as ``{"started", "stopped": true, "seconds"}`` (keeping its
+    ``generate`` seconds when it had reached training): the seconds from its start to the last
+    modification of a file under ``written`` (the run folder and the data folders the piece
+    writes), a lower bound of its wall time. Files modified after the next start of any attempt
+    (its own ledger's, or one of ``later``: other pieces that used the same folders since) are not
+    its own; an attempt that wrote nothing counts 0 seconds."""
     attempts = [dict(a) for a in ledger.get("attempts", [])]
     starts = sorted([float(a["started"]) for a in attempts if "started" in a] + [float(t) for t in later])
     for a in attempts:
@@ -478,8 +478,9 @@ def run_piece(piece: Piece, data: str | os.PathLike, runs: str | os.PathLike, re
     seconds (each step's too) when it ends. A call that raises (an error, Ctrl-C) closes its attempt
     as stopped, with the error; an attempt a killed call left open is closed by the next call
     (:func:`close_stopped_attempts`: its seconds up to the last file it wrote, a lower bound), so
-    ``seconds.total`` counts every attempt. ``piece.json`` also holds what each checkpoint records of its own training time
-    (:func:`checkpoint_seconds`: every call that trained it, resumes included).
+    ``seconds.total`` counts every attempt. ``piece.json`` also holds what each checkpoint records
+    of its own training time (:func:`checkpoint_seconds`: every call that trained it, resumes
+    included).
     """
     from nsvqa.artifacts.predictions import read_predictions, write_predictions
     from nsvqa.experiment import TrainSpec, VariantRun, train_variant
@@ -515,7 +516,8 @@ def run_piece(piece: Piece, data: str | os.PathLike, runs: str | os.PathLike, re
         summary = train_variant(setup.data, piece.variant, setup.runs, models=piece.models, spec=spec,
                                 seed=piece.seed, tests=piece.tests, echo=echo)
     except BaseException as e:  # an error or an interrupt: the attempt ends here, and says why
-        attempt.update(stopped=True, seconds=time.time() - attempt["started"], error=f"{type(e).__name__}: {e}"[:1000])
+        attempt.update(stopped=True, seconds=time.time() - attempt["started"],
+                       error=f"{type(e).__name__}: {e}"[:1000])
         write_json_atomic(ledger_path, ledger, indent=1)
         raise
     steps = {k: v - before.get(k, 0.0) for k, v in summary["seconds"].items() if v != before.get(k)}
@@ -586,10 +588,10 @@ def budget(results: str | os.PathLike, cfg: StudyConfig = STUDY) -> dict[str, An
     pending piece is projected as the sum of its steps (its models' training and tuning, its
     parsers, one parse-and-test per test variant), each the median of that step over the committed
     pieces of its group; a record with a ``note`` (attempts whose seconds were not recorded) or an
-    attempt stopped in training (:func:`stopped_in_training`) is left out of the medians. Data generation is not counted. A parser or test step no committed
-    piece of the group has run counts 0 and is named under ``unmeasured``; a group never run
-    borrows the steps of its analog (:data:`_BUDGET_ANALOG`), named under ``basis``, and its
-    projection is a lower bound.
+    attempt stopped in training (:func:`stopped_in_training`) is left out of the medians. Data
+    generation is not counted. A parser or test step no committed piece of the group has run
+    counts 0 and is named under ``unmeasured``; a group never run borrows the steps of its analog
+    (:data:`_BUDGET_ANALOG`), named under ``basis``, and its projection is a lower bound.
 
     Raises:
         StudyError: a committed ``piece.json`` without a readable ``seconds.total`` (the file named).
