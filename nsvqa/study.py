@@ -384,7 +384,10 @@ def write_perception(piece: Piece, data: str | os.PathLike, runs: str | os.PathL
     """``RESULTS/pieces/<piece>/perception.json``: the piece's scene parser on each of its test
     variants' test split (:func:`nsvqa.evaluation.perception.perception`: recall, attribute
     accuracy and object counts, ID / OOD on a systematic split), from the parses in its run
-    folder. None for a piece whose models use no scene parser.
+    folder. None for a piece whose models use no scene parser. On a systematic split, whose test
+    split may hold held-out values only (sys-composition's: only the held-out pairs), the test's
+    entry also has ``val``: the same measures on the split's val split (training values only, the
+    ID reference; parsed when NS-VQA chose its cuts).
 
     Raises:
         StudyError: a test variant's parse is missing from the run folder (the piece has not run
@@ -403,6 +406,12 @@ def write_perception(piece: Piece, data: str | os.PathLike, runs: str | os.PathL
         if not path.is_file():
             raise StudyError(f"{path}: no parse of {t}'s test split in piece {piece.name}'s run folder")
         tests[t] = perception(path, setup.data / t, "test", spec=load_variant(t).spec())
+    if piece.variant in FACTORS["systematic"]:  # its test split may hold no seen value: the val split is ID
+        path = run.parsed(piece.variant, "likelihoods", "val")
+        if not path.is_file():
+            raise StudyError(f"{path}: no parse of {piece.variant}'s val split in piece {piece.name}'s run folder")
+        tests[piece.variant]["val"] = perception(path, setup.data / piece.variant, "val",
+                                                 spec=load_variant(piece.variant).spec())["all"]
     out = piece_dir(results, piece) / "perception.json"
     write_json_atomic(out, {"format": 1, "scene_parser_of": setup.scene_variant, "min_exist": MIN_EXIST,
                             "tests": tests}, indent=1)

@@ -540,11 +540,18 @@ def study_markdown(report: Mapping[str, Any]) -> str:
         lines.append("")
         if seen:
             lines += ["The scene parser on the split's ID and OOD objects (held-out pair, or an image with a "
-                      "held-out count or camera scale), and where its errors on held-out values land:", ""]
+                      "held-out count or camera scale), and where its errors on held-out values land; "
+                      "\"ID (val split)\": the same parser on the split's val split, training values only "
+                      "(a test split may hold no ID object):", ""]
             prow = []
             for split, r in seen:
+                if r.get("val") is not None:  # the ID reference: the split's val split (training values only)
+                    v = r["val"]
+                    prow.append([split, "ID (val split)", str(v["objects"]), _pct(v["recall"]),
+                                 _pct(v["object.shape"]), _pct(v["object.color"]),
+                                 "—" if v.get("count_error") is None else f"{v['count_error']:+.2f}", "—"])
                 for g in ("id", "ood"):
-                    if r.get(g) is None:
+                    if not (r.get(g) or {}).get("objects"):  # none of this kind in the test split
                         continue
                     fb = r.get("fallback") or {}
                     if "wrong_colors" in fb:

@@ -124,6 +124,23 @@ def test_the_report_gives_each_systematic_splits_id_and_ood_accuracy(tmp_path):
     assert report["in_domain"] == [] and report["parts"] is None
     md = study_markdown(report)
     assert "| sys-composition | pnsvqa | 50.0 | 75.0 [" in md and "| -50.0 | +0.25 (4) / +0.00 (4) |" in md
+    # the scene parser: its test split holds held-out pairs only, so the ID row is the val split's
+    def measures(objects, recall, shape, color, count_error=None):
+        return {"objects": objects, "recall": recall, "recall_by_category": {}, "object.shape": shape,
+                "object.color": color, "object.material": None, "object.size": None, "count_exact": 0.5,
+                "count_error": count_error}
+
+    test = {"all": measures(30, 0.8, 0.9, 0.5, 0.2), "id": measures(0, None, None, None),
+            "ood": measures(30, 0.8, 0.9, 0.5),
+            "fallback": {"wrong_colors": 12, "seen_with_category": 0.75, "uniform": 0.625},
+            "val": measures(40, 0.9, 0.95, 0.975, 0.1)}
+    piece = tmp_path / "pieces" / "sys-composition-seed0-modular"
+    (piece / "perception.json").write_text(json.dumps({"format": 1, "scene_parser_of": "sys-composition",
+                                                       "tests": {"sys-composition": test}}))
+    md = study_markdown(json.loads(build_study_report(tmp_path, plots=False)["report.json"]))
+    assert "| sys-composition | ID (val split) | 40 | 90.0 | 95.0 | 97.5 | +0.10 | — |" in md
+    assert "| sys-composition | OOD | 30 | 80.0 | 90.0 | 50.0 | — | 75.0% of 12 wrong colours seen with" in md
+    assert "| sys-composition | ID | 0 |" not in md  # no ID object in the test split: no row
 
 
 def test_the_report_scores_the_part_extensions_part_and_object_questions_apart(tmp_path):
@@ -468,3 +485,34 @@ def test_the_budget_adds_the_committed_hours_and_projects_each_pending_piece_fro
     (tmp_path / "pieces" / "mid-seed0-film" / "piece.json").write_text('{"seconds": {}}')
     with pytest.raises(StudyError, match=r"mid-seed0-film/piece.json: no readable field seconds.total"):
         budget(tmp_path)
+
+
+def test_a_systematic_pieces_perception_has_its_val_split_as_the_id_reference(tmp_path, monkeypatch):
+    import nsvqa.evaluation.perception
+    from nsvqa.study import write_perception
+
+    calls = []
+
+    def fake(path, folder, split, spec=None):
+        calls.append((path.name, folder.name, split, bool(spec and spec.get("ood"))))
+        return {"split": split, "all": {"objects": 40 if split == "val" else 30}}
+
+    monkeypatch.setattr(nsvqa.evaluation.perception, "perception", fake)
+    piece = Piece("sys-composition", 0, "modular", ("nsvqa",), ("sys-composition",))
+    parsed = tmp_path / "runs" / "sys-composition" / "parsed" / "sys-composition"
+    parsed.mkdir(parents=True)
+    (parsed / "likelihoods.json").write_text("{}")
+    with pytest.raises(StudyError, match=r"val_likelihoods.json: no parse of sys-composition's val split"):
+        write_perception(piece, tmp_path / "data", tmp_path / "runs", tmp_path / "results")
+    (parsed / "val_likelihoods.json").write_text("{}")
+    out = json.loads(write_perception(piece, tmp_path / "data", tmp_path / "runs", tmp_path / "results").read_text())
+    assert out["tests"]["sys-composition"] == {"split": "test", "all": {"objects": 30}, "val": {"objects": 40}}
+    assert calls[-2:] == [("likelihoods.json", "sys-composition", "test", True),
+                          ("val_likelihoods.json", "sys-composition", "val", True)]
+    # a factor's piece has no val entry
+    calls.clear()
+    mid = Piece("mid", 0, "modular", ("nsvqa",), ("mid",))
+    (tmp_path / "runs" / "mid" / "parsed" / "mid").mkdir(parents=True)
+    (tmp_path / "runs" / "mid" / "parsed" / "mid" / "likelihoods.json").write_text("{}")
+    out = json.loads(write_perception(mid, tmp_path / "data", tmp_path / "runs", tmp_path / "results").read_text())
+    assert out["tests"]["mid"] == {"split": "test", "all": {"objects": 30}} and len(calls) == 1
