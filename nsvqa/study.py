@@ -318,6 +318,15 @@ def pending_pieces(results: str | os.PathLike, cfg: StudyConfig = STUDY, *,
 
 
 # ---------------------------------------------------------------------------- running a piece
+def _data_splits(piece: Piece, setup: PieceSetup) -> dict[str, list[str]]:
+    """Variant -> the splits the piece needs of it: train, val and test of its own variant and of
+    the one whose scene parser it uses, the test split of each test variant."""
+    splits = {t: ["test"] for t in piece.tests}
+    splits[setup.scene_variant] = ["train", "val", "test"]  # its scene parser's training data
+    splits[piece.variant] = ["train", "val", "test"]
+    return splits
+
+
 def generate_piece_data(data: str | os.PathLike, piece: Piece, cfg: StudyConfig = STUDY, *, workers: int = 1,
                         progress: bool = True, echo: Callable[[str], None] = print) -> None:
     """Generate (or find) the train and val splits of the piece's variant and the test split of
@@ -325,9 +334,7 @@ def generate_piece_data(data: str | os.PathLike, piece: Piece, cfg: StudyConfig 
     from nsvqa.generation.suite import generate_suite
 
     setup = piece_setup(piece, data, ".", cfg)
-    splits = {t: ["test"] for t in piece.tests}
-    splits[setup.scene_variant] = ["train", "val", "test"]  # its scene parser's training data
-    splits[piece.variant] = ["train", "val", "test"]
+    splits = _data_splits(piece, setup)
     generate_suite(setup.data, "all", cfg.image_profile, seed=cfg.data_seed, workers=workers, progress=progress,
                    variants=list(splits), splits=splits, questions=setup.questions, sizes=cfg.sizes, echo=echo)
 
@@ -400,18 +407,17 @@ def write_perception(piece: Piece, data: str | os.PathLike, runs: str | os.PathL
         return None
     setup = piece_setup(piece, data, runs, cfg)
     run = VariantRun(setup.runs, piece.variant, piece.seed)
-    tests = {}
-    for t in piece.tests:
-        path = run.parsed(t, "likelihoods")
+
+    def measure(variant: str, split: str, spec: Mapping[str, Any]) -> dict[str, Any]:
+        path = run.parsed(variant, "likelihoods", None if split == "test" else split)
         if not path.is_file():
-            raise StudyError(f"{path}: no parse of {t}'s test split in piece {piece.name}'s run folder")
-        tests[t] = perception(path, setup.data / t, "test", spec=load_variant(t).spec())
-    if piece.variant in FACTORS["systematic"]:  # its test split may hold no seen value: the val split is ID
-        path = run.parsed(piece.variant, "likelihoods", "val")
-        if not path.is_file():
-            raise StudyError(f"{path}: no parse of {piece.variant}'s val split in piece {piece.name}'s run folder")
-        tests[piece.variant]["val"] = perception(path, setup.data / piece.variant, "val",
-                                                 spec=load_variant(piece.variant).spec())["all"]
+            raise StudyError(f"{path}: no parse of {variant}'s {split} split in piece {piece.name}'s run folder")
+        return perception(path, setup.data / variant, split, spec=spec)
+
+    tests = {t: measure(t, "test", load_variant(t).spec()) for t in piece.tests}
+    own = load_variant(piece.variant).spec()
+    if own.get("ood"):  # a systematic split: its test split may hold no seen value, its val split is ID
+        tests[piece.variant]["val"] = measure(piece.variant, "val", own)["all"]
     out = piece_dir(results, piece) / "perception.json"
     write_json_atomic(out, {"format": 1, "scene_parser_of": setup.scene_variant, "min_exist": MIN_EXIST,
                             "tests": tests}, indent=1)
@@ -502,7 +508,7 @@ def run_piece(piece: Piece, data: str | os.PathLike, runs: str | os.PathLike, re
         ledger = json.loads(ledger_path.read_text())
     except (OSError, ValueError):
         ledger = {"attempts": []}
-    written = [run.path] + [setup.data / v for v in dict.fromkeys((setup.scene_variant, piece.variant, *piece.tests))]
+    written = [run.path] + [setup.data / v for v in _data_splits(piece, setup)]
     ledger = close_stopped_attempts(ledger, written, later=_attempt_starts(run.path, ledger_path))
     attempt: dict[str, Any] = {"started": time.time()}  # open until this call ends
     ledger["attempts"].append(attempt)

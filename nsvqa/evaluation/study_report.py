@@ -544,12 +544,15 @@ def study_markdown(report: Mapping[str, Any]) -> str:
                       "\"ID (val split)\": the same parser on the split's val split, training values only "
                       "(a test split may hold no ID object):", ""]
             prow = []
+
+            def prow_of(split, label, x, fall):
+                return [split, label, str(x["objects"]), _pct(x["recall"]), _pct(x["object.shape"]),
+                        _pct(x["object.color"]), "—" if x.get("count_error") is None else f"{x['count_error']:+.2f}",
+                        fall]
+
             for split, r in seen:
                 if r.get("val") is not None:  # the ID reference: the split's val split (training values only)
-                    v = r["val"]
-                    prow.append([split, "ID (val split)", str(v["objects"]), _pct(v["recall"]),
-                                 _pct(v["object.shape"]), _pct(v["object.color"]),
-                                 "—" if v.get("count_error") is None else f"{v['count_error']:+.2f}", "—"])
+                    prow.append(prow_of(split, "ID (val split)", r["val"], "—"))
                 for g in ("id", "ood"):
                     if not (r.get(g) or {}).get("objects"):  # none of this kind in the test split
                         continue
@@ -563,10 +566,7 @@ def study_markdown(report: Mapping[str, Any]) -> str:
                         fall = ("—" if f.get("to_training_count") is None else
                                 f"{_pct(f['to_training_count'])}% of {f['miscounted']} miscounted images on a "
                                 f"training count")
-                    x = r[g]
-                    prow.append([split, g.upper(), str(x["objects"]), _pct(x["recall"]), _pct(x["object.shape"]),
-                                 _pct(x["object.color"]),
-                                 "—" if x.get("count_error") is None else f"{x['count_error']:+.2f}", fall])
+                    prow.append(prow_of(split, g.upper(), r[g], fall))
             lines += _table(["split", "objects", "n", "recall %", "shape %", "color %", "count error",
                              "fallback toward training"], prow)
             lines.append("")
