@@ -71,9 +71,13 @@ def _rd_pairs(report: Mapping[str, Any], factor: str, pairs: Sequence[tuple[str,
 
 
 def _rds(report: Mapping[str, Any], factor: str, models: Sequence[str]) -> str:
+    """The RDs of ``models`` with their intervals, and which of them have none yet (a training
+    variant of theirs not run): a finding decided without a model the paper names says so."""
     ms = report["factors"].get(factor, {}).get("models", {})
-    return "RD " + ", ".join(f"{m} {_pct(ms[m]['rd'])}{_ci(ms[m].get('rd_ci95'), False)}"
-                             for m in models if m in ms and ms[m]["rd"] is not None)
+    have = [m for m in models if m in ms and ms[m]["rd"] is not None]
+    text = "RD " + ", ".join(f"{m} {_pct(ms[m]['rd'])}{_ci(ms[m].get('rd_ci95'), False)}" for m in have)
+    missing = [m for m in models if m not in have]
+    return text + (f" (no RD for {', '.join(missing)}: not every training variant run)" if missing else "")
 
 
 def _rd_finding(report, key, paper, factor, pairs, side, models) -> dict[str, Any]:
@@ -114,10 +118,17 @@ def findings(report: Mapping[str, Any], cells: Cells, default: str = "mid") -> l
         a, b = cells.get(("pnsvqa", default, default, s)), cells.get(("nsvqa", default, default, s))
         if a is not None and b is not None:
             per_seed.append((s, paired_comparison([a], [b])))
+    spread = ""
+    if len(per_seed) > 1:  # the paper's ± is the standard deviation over its 3 seeds
+        sd = {m: report.get("seeds", {}).get(m, {}) for m in ("pnsvqa", "nsvqa")}
+        if all(v.get("std") is not None for v in sd.values()):
+            spread = (f"over seeds {', '.join(str(s) for s, _ in per_seed)}: pnsvqa {_pct(sd['pnsvqa']['mean'])} "
+                      f"± {100 * sd['pnsvqa']['std']:.2f}, nsvqa {_pct(sd['nsvqa']['mean'])} ± {100 * sd['nsvqa']['std']:.2f} "
+                      f"(standard deviation)")
     out.append(_finding(
         "in_domain_pnsvqa", "P-NSVQA > NS-VQA in domain (+2.96; ±0.10 / ±0.40 over 3 seeds)",
         [f"seed {s}: {_pct(c['acc_a'])} vs {_pct(c['acc_b'])}, {_pct(c['diff'], True)}{_ci(c['ci95'])}"
-         for s, c in per_seed],
+         for s, c in per_seed] + [spread],
         [c["ci95"] for _, c in per_seed], +1, "paired bootstrap of P-NSVQA − NS-VQA, every seed run"))
 
     # Table 2
@@ -132,7 +143,7 @@ def findings(report: Mapping[str, Any], cells: Cells, default: str = "mid") -> l
     prior = [m for m in ("film", "mdetr", "nscl", "nsvqa") if dist.get(m, {}).get("rd") is not None]
     out.append(_finding(
         "distribution_prior", "distribution: every prior model's RD > 20%",
-        [_rds(report, "distribution", prior)],
+        [_rds(report, "distribution", ("film", "mdetr", "nscl", "nsvqa"))],
         [None if dist[m].get("rd_ci95") is None else [x - 0.20 for x in dist[m]["rd_ci95"]] for m in prior], +1,
         "each RD's bootstrap interval against 20%", missing="every training variant of the distribution factor"))
     out.append(_rd_finding(report, "distribution_nsvqa", "distribution: NS-VQA best of the prior models (by > 7.5)",

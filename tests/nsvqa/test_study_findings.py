@@ -40,7 +40,11 @@ def test_in_domain_findings_pair_the_models_on_the_same_questions():
     # NS-VQA above P-NSVQA at a second seed: the claim no longer holds on every seed
     cells[("pnsvqa", "mid", "mid", 1)] = [P(i, ok=i < 0.60 * n) for i in range(n)]
     cells[("nsvqa", "mid", "mid", 1)] = [P(i, ok=i < 0.70 * n) for i in range(n)]
-    assert {f["key"]: f for f in findings(_empty_report(), cells)}["in_domain_pnsvqa"]["status"] == "inconclusive"
+    report = {**_empty_report(), "seeds": {"pnsvqa": {"mean": 0.725, "std": 0.17677}, "nsvqa": {"mean": 0.70, "std": 0.0}}}
+    seeded = {f["key"]: f for f in findings(report, cells)}["in_domain_pnsvqa"]
+    assert seeded["status"] == "inconclusive"
+    # the paper's ± beside ours: the standard deviation over the seeds run
+    assert "over seeds 0, 1: pnsvqa 72.5 ± 17.68, nsvqa 70.0 ± 0.00 (standard deviation)" in seeded["ours"]
     # what is not run is pending, and says what it needs
     pend = {f["key"]: f for f in findings(_empty_report(), {})}
     assert all(f["status"] == "pending" for f in pend.values())
@@ -65,6 +69,11 @@ def test_rd_findings_read_the_reports_paired_rd_differences():
     got = {f["key"]: f for f in findings(report, {})}
     assert got["redundancy"]["status"] == "reversed" and "nsvqa − film +5.5 [+2.0, +9.0]" in got["redundancy"]["ours"]
     assert got["visual"]["status"] == "inconclusive"
+    assert "no RD for" not in got["visual"]["ours"]
+    # a model the paper names whose rows have not all run is named, not silently left out
+    report["factors"]["visual"]["models"] = {**models, "mdetr": {"rd": None, "rd_ci95": None}}
+    partial = {f["key"]: f for f in findings(report, {})}["visual"]
+    assert partial["status"] == "inconclusive" and "(no RD for mdetr: not every training variant run)" in partial["ours"]
     assert got["visual_pnsvqa"]["status"] == "reproduced"
     # prior models' RD against 20%: film above it, the others below
     assert got["distribution_prior"]["status"] == "inconclusive"
