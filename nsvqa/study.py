@@ -41,7 +41,7 @@ import platform
 import statistics
 import subprocess
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
@@ -161,9 +161,85 @@ class StudyConfig:
         out["sizes"] = asdict(self.sizes)
         return json.loads(json.dumps(out))  # tuples as lists, mappings as dicts
 
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any], source: str = "study config") -> "StudyConfig":
+        """The config ``d`` gives (:meth:`to_json`'s form): its fields over the defaults', so a
+        file may hold only what it changes (``{"sizes": {...}, "profile": "full"}``). Lists are
+        read as tuples, as the defaults hold them.
 
-#: The study as shipped in ``results/study``.
+        Raises:
+            StudyError: ``d`` is not an object, names a field the config does not have, or gives
+                one a value of another kind (``source`` and the field named).
+        """
+        if not isinstance(d, Mapping):
+            raise StudyError(f"{source}: a study config is a JSON object, not {type(d).__name__}")
+        default = cls()
+        names = [f.name for f in fields(cls)]
+        unknown = sorted(set(d) - set(names))
+        if unknown:
+            raise StudyError(f"{source}: unknown field(s) {unknown}; a study config has {', '.join(names)}")
+        kw: dict[str, Any] = {}
+        for name, value in d.items():
+            was = getattr(default, name)
+            if name == "sizes":
+                try:
+                    kw[name] = SuiteProfile(**{k: int(value[k]) for k in ("train", "val", "test")})
+                except (TypeError, KeyError, ValueError) as e:
+                    raise StudyError(f"{source}: field 'sizes' must be {{\"train\": N, \"val\": N, \"test\": N}}, "
+                                     f"not {value!r}") from e
+                continue
+            ok = {tuple: isinstance(value, list), bool: isinstance(value, bool),
+                  float: isinstance(value, (int, float)) and not isinstance(value, bool),
+                  int: isinstance(value, int) and not isinstance(value, bool),
+                  str: isinstance(value, str) or (value is None and name == "part_factor")}.get(
+                      type(was), isinstance(value, Mapping))
+            if not ok:
+                raise StudyError(f"{source}: field {name!r} must be like its default {json.dumps(was, default=list)}, "
+                                 f"not {value!r}")
+            kw[name] = _tuples(value)
+        return replace(default, **kw)
+
+
+def _tuples(v: Any) -> Any:
+    """``v`` with every JSON list a tuple, inside mappings too (the defaults' form)."""
+    if isinstance(v, list):
+        return tuple(_tuples(x) for x in v)
+    if isinstance(v, Mapping):
+        return {k: _tuples(x) for k, x in v.items()}
+    return v
+
+
+#: The study as shipped in ``results/study`` (its ``study.json``).
 STUDY = StudyConfig()
+
+#: The file of a results folder that holds the config its pieces were run under.
+STUDY_FILE = "study.json"
+
+
+def results_config(results: str | os.PathLike, cfg: StudyConfig | None = None) -> StudyConfig:
+    """The study config of the results folder ``results``: the one its ``study.json`` records
+    (written by the first piece run into it), else ``cfg``, else :data:`STUDY`. Given ``cfg`` and a
+    folder that records another, it refuses: one folder's pieces make one study's tables.
+
+    Raises:
+        StudyError: ``study.json`` unreadable or not a study config, or other than ``cfg`` (the
+            fields that differ named).
+    """
+    path = Path(results) / STUDY_FILE
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        return cfg if cfg is not None else STUDY
+    try:
+        recorded = StudyConfig.from_json(json.loads(text), source=str(path))
+    except ValueError as e:
+        raise StudyError(f"{path}: not JSON ({e})") from e
+    if cfg is not None and cfg.to_json() != recorded.to_json():
+        a, b = cfg.to_json(), recorded.to_json()
+        diff = sorted(k for k in a if a[k] != b.get(k))
+        raise StudyError(f"{path}: this folder's pieces ran under another study config (fields {', '.join(diff)} "
+                         f"differ from the one given); give another results folder, or no config to use its own")
+    return recorded
 
 #: Group of the part-question extension's pieces. Their data and runs live under ``<root>/parts/``
 #: (other questions about the same images: a dataset of its own).
@@ -501,6 +577,9 @@ def run_piece(piece: Piece, data: str | os.PathLike, runs: str | os.PathLike, re
     from nsvqa.experiment import TrainSpec, VariantRun, train_variant
 
     commit = _commit()  # the code this call runs (HEAD may move while it does)
+    results_config(results, cfg)  # refuses a folder whose pieces ran under another config
+    if not (Path(results) / STUDY_FILE).exists():
+        write_json_atomic(Path(results) / STUDY_FILE, cfg.to_json(), indent=1)
     setup = piece_setup(piece, data, runs, cfg)
     run = VariantRun(setup.runs, piece.variant, piece.seed)
     ledger_path = run.path / f"study_{piece.group}.json"
@@ -672,7 +751,7 @@ def budget_markdown(b: Mapping[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["STUDY", "PART_GROUP", "StudyConfig", "StudyError", "Piece", "PieceSetup", "piece_setup", "check_aliases", "canonical", "training_variants",
+__all__ = ["STUDY", "STUDY_FILE", "results_config", "PART_GROUP", "StudyConfig", "StudyError", "Piece", "PieceSetup", "piece_setup", "check_aliases", "canonical", "training_variants",
            "scene_source",
            "checkpoint_seconds", "SCENE_GROUPS", "write_perception",
            "variants_tested", "study_pieces", "piece_dir", "is_done", "pending_pieces", "generate_piece_data", "machine",

@@ -8,7 +8,11 @@
     python scripts/run_study.py --check                  # rebuild them in memory; fail if one differs
     python scripts/run_study.py --perception             # perception.json of done pieces that lack one
 
-Every size and schedule is in ``nsvqa.study.STUDY``. A piece writes its gzipped predictions and
+Every size and schedule is in one study config: ``nsvqa.study.STUDY`` (the shipped study), or a
+JSON file of its fields given with ``--config`` for a new results folder (a larger study on a GPU:
+``{"sizes": {"train": 20000, "val": 5000, "test": 5000}, "profile": "full", ...}``). The first piece
+run into a folder records the config in ``RESULTS/study.json``; later calls read it from there, and
+refuse a ``--config`` that differs from it. A piece writes its gzipped predictions and
 ``piece.json`` under ``RESULTS/pieces/<piece>/``; a piece with a ``piece.json`` is done and skipped.
 Commit each finished piece before starting the next (``make study`` runs one piece at a time).
 """
@@ -21,8 +25,8 @@ import sys
 from pathlib import Path
 
 import baselines  # noqa: F401  (registers the baselines in nsvqa.models)
-from nsvqa.study import (STUDY, StudyError, budget, budget_markdown, is_done, pending_pieces, piece_dir,
-                         run_piece, study_pieces, write_perception)
+from nsvqa.study import (StudyConfig, StudyError, budget, budget_markdown, is_done, pending_pieces, piece_dir,
+                         results_config, run_piece, study_pieces, write_perception)
 
 PROG = "run_study.py"
 
@@ -33,6 +37,9 @@ def get_args_parser() -> argparse.ArgumentParser:
     p.add_argument("--data", type=Path, default=Path("data/generated/study"), help="dataset root")
     p.add_argument("--runs", type=Path, default=Path("runs/study"), help="runs root (checkpoints; not committed)")
     p.add_argument("--results", type=Path, default=Path("results/study"), help="committed results")
+    p.add_argument("--config", type=Path, default=None, metavar="STUDY_JSON",
+                   help="the study config's fields to change (JSON), for a new RESULTS folder; default: the "
+                        "one RESULTS/study.json records, else the shipped study (nsvqa.study.STUDY)")
     p.add_argument("--list", action="store_true", help="print the plan and stop")
     p.add_argument("--budget", action="store_true",
                    help="print the hours the committed pieces took and each pending piece's projection "
@@ -62,13 +69,20 @@ def main(argv: list[str] | None = None) -> int:
 
         torch.set_num_threads(args.threads)
     try:
+        given = None
+        if args.config is not None:
+            try:
+                given = StudyConfig.from_json(json.loads(args.config.read_text()), source=str(args.config))
+            except (OSError, ValueError) as e:
+                raise StudyError(f"{args.config}: cannot read the study config ({e})") from e
+        cfg = results_config(args.results, given)
         if args.list:
-            for p in study_pieces(STUDY):
+            for p in study_pieces(cfg):
                 print(f"{'done' if is_done(args.results, p) else '    '}  {p.name:<34} {','.join(p.models)}  "
                       f"-> {','.join(p.tests)}")
             return 0
         if args.budget:
-            print(budget_markdown(budget(args.results, STUDY)), end="")
+            print(budget_markdown(budget(args.results, cfg)), end="")
             return 0
         if args.compare:
             from nsvqa.evaluation.study_report import compare_with_study
@@ -78,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.check:
             from nsvqa.evaluation.study_report import check_study_report
 
-            bad = check_study_report(args.results, STUDY)
+            bad = check_study_report(args.results, cfg)
             for rel in bad:
                 print(f"{PROG}: {args.results / rel}: differs from its rebuild from the committed predictions",
                       file=sys.stderr)
@@ -88,22 +102,22 @@ def main(argv: list[str] | None = None) -> int:
         if args.report:
             from nsvqa.evaluation.study_report import write_study_report
 
-            written = write_study_report(args.results, STUDY)
+            written = write_study_report(args.results, cfg)
             print(f"{PROG}: {len(written)} report files in {args.results} ({args.results / 'report.md'})",
                   file=sys.stderr)
             return 0
         if args.perception:
-            for piece in study_pieces(STUDY):
+            for piece in study_pieces(cfg):
                 if is_done(args.results, piece) and not (piece_dir(args.results, piece) / "perception.json").exists():
-                    out = write_perception(piece, args.data, args.runs, args.results, STUDY)
+                    out = write_perception(piece, args.data, args.runs, args.results, cfg)
                     if out is not None:
                         print(f"{PROG}: {out}", file=sys.stderr)
             return 0
-        todo = pending_pieces(args.results, STUDY, only=args.only.split(",") if args.only else None)
+        todo = pending_pieces(args.results, cfg, only=args.only.split(",") if args.only else None)
         for piece in todo[:args.pieces]:
             print(f"{PROG}: piece {piece.name}: {', '.join(piece.models)} on {piece.variant} "
                   f"(seed {piece.seed}), tested on {', '.join(piece.tests)}", file=sys.stderr)
-            rec = run_piece(piece, args.data, args.runs, args.results, STUDY, jobs=args.jobs, workers=args.workers,
+            rec = run_piece(piece, args.data, args.runs, args.results, cfg, jobs=args.jobs, workers=args.workers,
                             device=args.device, progress=not args.no_progress)
             print(f"{PROG}: piece {piece.name} done in {rec['seconds']['total'] / 60:.1f} min -> "
                   f"{args.results / 'pieces' / piece.name}", file=sys.stderr)

@@ -10,8 +10,8 @@ import pytest
 
 from nsvqa.generation.suite import SuiteProfile
 from nsvqa.study import (PART_GROUP, STUDY, Piece, StudyConfig, StudyError, canonical, check_aliases, is_done,
-                         pending_pieces, piece_setup, run_piece, scene_source, study_pieces, variants_tested,
-                         training_variants)
+                         pending_pieces, piece_setup, results_config, run_piece, scene_source, study_pieces,
+                         variants_tested, training_variants)
 from nsvqa.artifacts.predictions import find_prediction_files, read_predictions
 
 
@@ -212,6 +212,14 @@ def test_a_piece_runs_commits_gzipped_predictions_and_is_then_skipped(tmp_path, 
     assert perc["tests"]["easy"]["all"]["images"] == len(gt)
     assert rec["seconds"]["total"] > 0 and len(rec["seconds"]["attempts"]) == 1
     assert is_done(results, piece)
+    # the folder records the config its pieces ran under, and refuses another
+    assert results_config(results) == cfg and results_config(results, cfg) == cfg
+    other = dataclasses.replace(cfg, sizes=SuiteProfile(8, 2, 2))
+    with pytest.raises(StudyError, match=r"study.json: this folder's pieces ran under another study config "
+                                         r"\(fields sizes differ"):
+        run_piece(Piece("easy", 0, "modular", ("nsvqa",), ("easy",)), tmp_path / "data", tmp_path / "runs",
+                  results, other, jobs=1, workers=1, progress=False, echo=lambda s: None)
+    assert not (tmp_path / "runs" / "easy").exists()  # refused before any work
     # a done piece is not pending any more
     assert piece.name not in [p.name for p in pending_pieces(results, STUDY)]
     # the report rebuilds from the committed predictions alone, and a changed number is caught
@@ -253,6 +261,32 @@ def test_a_piece_runs_commits_gzipped_predictions_and_is_then_skipped(tmp_path, 
     assert "test_mid" in steps and "test_easy" not in steps  # only what this call ran
     assert steps["total"] <= done["train_variant"]  # the run's running total is larger: the first piece's too
     assert rec2["seconds"]["total"] == pytest.approx(100 + done["generate"] + done["train_variant"])
+
+
+def test_a_study_config_reads_from_json_over_the_defaults_and_names_a_bad_field(tmp_path):
+    assert StudyConfig.from_json(STUDY.to_json()) == STUDY  # lists read back as the defaults' tuples
+    big = StudyConfig.from_json({"sizes": {"train": 20000, "val": 5000, "test": 5000}, "profile": "full",
+                                 "seeds": [0, 1], "groups": {"modular": ["nsvqa", "pnsvqa"]}})
+    assert big.sizes == SuiteProfile(20000, 5000, 5000) and big.profile == "full" and big.seeds == (0, 1)
+    assert big.groups == {"modular": ("nsvqa", "pnsvqa")} and big.image_profile == STUDY.image_profile
+    for bad, match in [({"size": {}}, r"my.json: unknown field\(s\) \['size'\]"),
+                       ({"seeds": 3}, r"my.json: field 'seeds' must be like its default \[0, 1, 2\], not 3"),
+                       ({"budget_hours": "24"}, r"field 'budget_hours' must be like its default 24.0"),
+                       ({"sizes": {"train": 10}}, r"field 'sizes' must be"), ([], r"a JSON object, not list")]:
+        with pytest.raises(StudyError, match=match):
+            StudyConfig.from_json(bad, source="my.json")
+    # a folder without study.json is the given config's (else the shipped study's)
+    assert results_config(tmp_path) is STUDY and results_config(tmp_path, big) is big
+    (tmp_path / "study.json").write_text("{")
+    with pytest.raises(StudyError, match=r"study.json: not JSON"):
+        results_config(tmp_path)
+
+
+def test_the_shipped_results_record_the_shipped_study():
+    """``results/study`` ran under :data:`STUDY`: a change to STUDY must come with another folder."""
+    from pathlib import Path
+
+    assert results_config(Path(__file__).resolve().parents[2] / "results" / "study", STUDY) == STUDY
 
 
 def test_a_stopped_attempt_counts_up_to_its_last_write_before_the_next_start(tmp_path):
