@@ -3,7 +3,7 @@
 :func:`build_study_report` reads every ``pieces/<piece>/predictions/*.jsonl.gz`` (and each piece's
 ``piece.json`` for its seed, commit and seconds) and returns every file of the report as bytes:
 
-    report.json, report.md, report.tex   Table 1 (accuracy matrices), Table 2 (RD), the in-domain
+    report.json, report.md, report.tex   Table 1 (accuracy matrices), Table 2 (RD, image margins), the in-domain
                                          accuracies of Fig. 3 with each model's image margin, the
                                          seeds of the default variant, exact inference beside the
                                          0.7 threshold (accuracy and ECE), the part-question
@@ -434,8 +434,13 @@ def study_markdown(report: Mapping[str, Any]) -> str:
                   "the test questions (each test variant's questions redrawn once per replicate for every "
                   "model; it does not cover training seeds).", ""]
         fs = list(report["factors"])
-        lines += _table(["model", *fs], [[m, *(_rd_cell(report["factors"][f]["models"].get(m, {})) for f in fs)]
-                                         for m in models])
+        margin = _margins(report)
+        lines += ["The last column is each model's image margin in domain (its accuracy on "
+                  f"`{report['study']['default_variant']}` minus the question-only `{report['question_only']}`'s, "
+                  "points): a small RD at a small margin is a model that does not use the image.", ""]
+        lines += _table(["model", *fs, "image margin"],
+                        [[m, *(_rd_cell(report["factors"][f]["models"].get(m, {})) for f in fs), margin.get(m, "—")]
+                         for m in models])
         diff_rows = [[f, f"{c['a']} − {c['b']}", f"{100 * c['diff']:+.2f}",
                       "—" if c["ci95"] is None else f"[{100 * c['ci95'][0]:+.2f}, {100 * c['ci95'][1]:+.2f}]"]
                      for f, fac in report["factors"].items() for c in fac.get("rd_comparisons", [])]
@@ -585,17 +590,26 @@ def study_markdown(report: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _margins(report: Mapping[str, Any]) -> dict[str, str]:
+    """Model -> its in-domain image margin as Table 2 prints it (models without one left out)."""
+    return {r["model"]: f"{100 * r['image_margin']:+.1f}" for r in report["in_domain"]
+            if r["image_margin"] is not None}
+
+
 def study_latex(report: Mapping[str, Any]) -> str:
     """Table 2 (RD) and the in-domain accuracies as LaTeX tabulars."""
     from nsvqa.evaluation.report import tex_escape
 
     fs = list(report["factors"])
-    out = ["% Relative Degrade (%), the study's Table 2, with its 95% bootstrap interval over the test questions",
-           "\\begin{tabular}{l" + "r" * len(fs) + "}", "\\toprule",
-           "model & " + " & ".join(tex_escape(f) for f in fs) + " \\\\", "\\midrule"]
+    margin = _margins(report)
+    out = ["% Relative Degrade (%), the study's Table 2, with its 95% bootstrap interval over the test questions;",
+           "% last column: the image margin in domain (points over the question-only model)",
+           "\\begin{tabular}{l" + "r" * (len(fs) + 1) + "}", "\\toprule",
+           "model & " + " & ".join(tex_escape(f) for f in fs) + " & image margin \\\\", "\\midrule"]
     for m in _models_in_order(report):
         out.append(tex_escape(m) + " & " + " & ".join(
-            _rd_cell(report["factors"][f]["models"].get(m, {}), latex=True) for f in fs) + " \\\\")
+            _rd_cell(report["factors"][f]["models"].get(m, {}), latex=True) for f in fs)
+            + f" & {margin.get(m, '--')} \\\\")
     out += ["\\bottomrule", "\\end{tabular}", "", "% in-domain accuracy (%) and image margin (points)",
             "\\begin{tabular}{lrr}", "\\toprule", "model & accuracy & image margin \\\\", "\\midrule"]
     for r in report["in_domain"]:

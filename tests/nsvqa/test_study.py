@@ -143,6 +143,26 @@ def test_the_report_gives_each_systematic_splits_id_and_ood_accuracy(tmp_path):
     assert "| sys-composition | ID | 0 |" not in md  # no ID object in the test split: no row
 
 
+def test_table_2_gives_each_models_image_margin_beside_its_rds(tmp_path):
+    from nsvqa.artifacts.predictions import Prediction
+    from nsvqa.evaluation.study_report import build_study_report, study_latex, study_markdown
+
+    def right(k):  # k of 4 questions right
+        return [Prediction(i, "exist", "yes", "yes" if i < k else "no") for i in range(4)]
+
+    _write_piece(tmp_path, "mid-seed0-film", "mid", "film", ["lstm", "film"], {"lstm": right(2), "film": right(3)})
+    _write_piece(tmp_path, "mid-seed0-modular", "mid", "modular", ["nsvqa"], {"nsvqa": right(4)})
+    report = json.loads(build_study_report(tmp_path, plots=False)["report.json"])
+    md = study_markdown(report)
+    table2 = md.split("## Table 2")[1].split("## Table 1")[0]
+    assert "| model | visual | redundancy | compositionality | image margin |" in table2
+    assert "| film | — | — | — | +25.0 |" in table2 and "| nsvqa | — | — | — | +50.0 |" in table2
+    assert "| lstm | — | — | — | +0.0 |" in table2
+    tex = study_latex(report)
+    assert "model & visual & redundancy & compositionality & image margin \\\\" in tex
+    assert "film & -- & -- & -- & +25.0 \\\\" in tex
+
+
 def test_the_report_scores_the_part_extensions_part_and_object_questions_apart(tmp_path):
     from nsvqa.artifacts.predictions import Prediction
     from nsvqa.evaluation.study_report import build_study_report, question_kinds
