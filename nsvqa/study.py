@@ -735,6 +735,22 @@ def budget(results: str | os.PathLike, cfg: StudyConfig = STUDY) -> dict[str, An
             "pending": pending}
 
 
+def over_cap(results: str | os.PathLike, piece: Piece, cfg: StudyConfig = STUDY) -> str | None:
+    """Why running ``piece`` now would take the study past :attr:`StudyConfig.budget_hours`
+    (None when it would not): the committed pieces' hours already reach the cap, or they and the
+    piece's own projection (:func:`budget`; pieces before it left pending do not count) pass it.
+    A piece no committed piece of its kind projects is let through until the cap is spent."""
+    b = budget(results, cfg)
+    spent, cap = b["spent_hours"], cfg.budget_hours
+    if spent >= cap:
+        return f"the committed pieces took {spent:.1f} h, the study's {cap:g}-hour cap"
+    minutes = next((p["minutes"] for p in b["pending"] if p["piece"] == piece.name), None)
+    if minutes is not None and spent + minutes / 60 > cap:
+        return (f"{piece.name} is projected at {minutes:.0f} min: {spent:.1f} h spent + {minutes / 60:.1f} h "
+                f"passes the study's {cap:g}-hour cap")
+    return None
+
+
 def budget_markdown(b: Mapping[str, Any]) -> str:
     """:func:`budget` as a Markdown table (what ``run_study.py --budget`` prints)."""
     lines = [f"{b['done']} pieces committed: {b['spent_hours']:.1f} hours of the {b['cap_hours']:g}-hour cap.", "",
@@ -755,4 +771,4 @@ __all__ = ["STUDY", "STUDY_FILE", "results_config", "PART_GROUP", "StudyConfig",
            "scene_source",
            "checkpoint_seconds", "SCENE_GROUPS", "write_perception",
            "variants_tested", "study_pieces", "piece_dir", "is_done", "pending_pieces", "generate_piece_data", "machine",
-           "run_piece", "attempt_seconds", "close_stopped_attempts", "stopped_in_training", "budget", "budget_markdown"]
+           "run_piece", "attempt_seconds", "close_stopped_attempts", "stopped_in_training", "budget", "over_cap", "budget_markdown"]

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import baselines  # noqa: F401  (registers the baselines in nsvqa.models)
 from nsvqa.study import (StudyConfig, StudyError, budget, budget_markdown, is_done, pending_pieces, piece_dir,
-                         results_config, run_piece, study_pieces, write_perception)
+                         over_cap, results_config, run_piece, study_pieces, write_perception)
 
 PROG = "run_study.py"
 
@@ -53,6 +53,9 @@ def get_args_parser() -> argparse.ArgumentParser:
                    help="write perception.json for the done pieces that lack one, from their run folders' parses")
     p.add_argument("--pieces", type=int, default=1, help="how many pending pieces to run (in plan order)")
     p.add_argument("--only", default=None, help="comma-separated piece names to run (if pending)")
+    p.add_argument("--over-cap", action="store_true",
+                   help="run a piece even if it takes the study past its budget_hours cap (otherwise such a "
+                        "piece is not started and the exit status is 3)")
     p.add_argument("--jobs", type=int, default=2, help="2: the question parser trains beside the scene parser")
     p.add_argument("--workers", type=int, default=2, help="rendering processes")
     p.add_argument("--device", default="cpu")
@@ -115,6 +118,11 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         todo = pending_pieces(args.results, cfg, only=args.only.split(",") if args.only else None)
         for piece in todo[:args.pieces]:
+            why = None if args.over_cap else over_cap(args.results, piece, cfg)
+            if why:
+                print(f"{PROG}: piece {piece.name} not started: {why} (--budget shows the projection; "
+                      f"--over-cap runs it anyway)", file=sys.stderr)
+                return 3
             print(f"{PROG}: piece {piece.name}: {', '.join(piece.models)} on {piece.variant} "
                   f"(seed {piece.seed}), tested on {', '.join(piece.tests)}", file=sys.stderr)
             rec = run_piece(piece, args.data, args.runs, args.results, cfg, jobs=args.jobs, workers=args.workers,

@@ -28,3 +28,29 @@ def test_the_config_comes_from_the_folder_and_a_different_one_is_refused(tmp_pat
     cfg.write_text(json.dumps({"seed": [0]}))
     assert main(["--results", str(tmp_path / "other"), "--config", str(cfg), "--list"]) == 2
     assert f"{cfg}: unknown field(s) ['seed']" in capsys.readouterr().err
+
+
+def test_a_piece_that_would_pass_the_budget_cap_is_not_started(tmp_path, load_script, capsys):
+    from nsvqa.study import StudyConfig, over_cap, study_pieces
+
+    main = load_script("run_study").main
+    results, data, runs = tmp_path / "results", tmp_path / "data", tmp_path / "runs"
+    done = results / "pieces" / "mid-seed0-modular"
+    done.mkdir(parents=True)
+    # half an hour spent, of which the scene parser 25 min, the question parser 5, each test 1
+    steps = {"scene_parser": 1500.0, "question_parser": 300.0, "test_mid": 60.0, "total": 1860.0}
+    (done / "piece.json").write_text(json.dumps({"seconds": {"total": 1800.0, "attempts": [{"steps": steps}]}}))
+    easy = next(p for p in study_pieces() if p.name == "easy-seed0-modular")  # projected 25 + 5 + 3 x 1 min
+    cfg = tmp_path / "cap.json"
+    cfg.write_text(json.dumps({"budget_hours": 1.0}))
+    assert main(["--results", str(results), "--config", str(cfg), "--data", str(data), "--runs", str(runs),
+                 "--only", easy.name]) == 3
+    err = capsys.readouterr().err
+    assert "piece easy-seed0-modular not started: easy-seed0-modular is projected at 33 min: 0.5 h spent + 0.6 h " \
+           "passes the study's 1-hour cap" in err
+    assert not data.exists() and not runs.exists() and not (results / "study.json").exists()
+    assert over_cap(results, easy, StudyConfig(budget_hours=2.0)) is None  # within a 2-hour cap it would run
+    # once the cap is spent, nothing starts, projected or not
+    cfg.write_text(json.dumps({"budget_hours": 0.5}))
+    assert main(["--results", str(results), "--config", str(cfg), "--data", str(data), "--runs", str(runs)]) == 3
+    assert "not started: the committed pieces took 0.5 h, the study's 0.5-hour cap" in capsys.readouterr().err
