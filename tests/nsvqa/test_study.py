@@ -479,7 +479,7 @@ def test_the_reports_rds_have_paired_intervals_and_the_findings_read_them(tmp_pa
     md, tex = files["report.md"].decode(), files["report.tex"].decode()
     assert f"| pnsvqa | — | 25.00 [{100 * lo:.2f}, {100 * hi:.2f}] | — |" in md
     assert "| redundancy | pnsvqa − film | +25.00 | [" in md
-    assert f"pnsvqa & -- & 25.00 {{\\scriptsize [{100 * lo:.2f}, {100 * hi:.2f}]}} & -- \\\\" in tex
+    assert f"pnsvqa & -- & 25.00 {{\\scriptsize [{100 * lo:.2f}, {100 * hi:.2f}]}} & -- & -- \\\\" in tex  # no margin: no LSTM
 
 
 def test_the_budget_adds_the_committed_hours_and_projects_each_pending_piece_from_its_groups_steps(tmp_path):
