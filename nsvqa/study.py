@@ -241,6 +241,7 @@ def results_config(results: str | os.PathLike, cfg: StudyConfig | None = None) -
                          f"differ from the one given); give another results folder, or no config to use its own")
     return recorded
 
+
 #: Group of the part-question extension's pieces. Their data and runs live under ``<root>/parts/``
 #: (other questions about the same images: a dataset of its own).
 PART_GROUP = "parts"
