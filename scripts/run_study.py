@@ -130,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{PROG}: piece {piece.name} done in {rec['seconds']['total'] / 60:.1f} min -> "
                   f"{args.results / 'pieces' / piece.name}", file=sys.stderr)
         if not todo:
-            print(f"{PROG}: every piece of the study is done", file=sys.stderr)
+            print(f"{PROG}: {'those pieces are' if args.only else 'every piece of the study is'} done", file=sys.stderr)
     except (StudyError, FileNotFoundError) as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return 2
