@@ -582,7 +582,11 @@ def study_markdown(report: Mapping[str, Any]) -> str:
                           f"{_pct(s['mean'])} ± {_pct(s['std'], 2) if s['std'] is not None else '—'}"]
                          for m, s in report["seeds"].items()])
         lines.append("")
-    lines += ["## Pieces", ""]
+    lines += ["## Pieces", "",
+              "Each piece is rerun (at its commit, resuming what its run folder holds) with "
+              "`python scripts/run_study.py --only <piece>`; every table above is rebuilt from the committed "
+              "predictions with `python scripts/run_study.py --report` (`--check` compares). Minutes count "
+              "every attempt of the piece, stopped ones included (`piece.json`, `seconds.attempts`).", ""]
     lines += _table(["piece", "minutes", "commit", "machine"],
                     [[p["name"], f"{p['minutes']:.1f}", (p["commit"] or "—")[:10],
                       f"{(p['machine'] or {}).get('cpu', '—')}, {(p['machine'] or {}).get('torch_threads', '—')} threads"]
