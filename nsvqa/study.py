@@ -234,8 +234,8 @@ def results_config(results: str | os.PathLike, cfg: StudyConfig | None = None) -
         recorded = StudyConfig.from_json(json.loads(text), source=str(path))
     except ValueError as e:
         raise StudyError(f"{path}: not JSON ({e})") from e
-    if cfg is not None and cfg.to_json() != recorded.to_json():
-        a, b = cfg.to_json(), recorded.to_json()
+    a, b = (cfg or recorded).to_json(), recorded.to_json()
+    if a != b:
         diff = sorted(k for k in a if a[k] != b.get(k))
         raise StudyError(f"{path}: this folder's pieces ran under another study config (fields {', '.join(diff)} "
                          f"differ from the one given); give another results folder, or no config to use its own")
