@@ -683,7 +683,10 @@ def budget(results: str | os.PathLike, cfg: StudyConfig = STUDY) -> dict[str, An
     pending piece is projected as the sum of its steps (its models' training and tuning, its
     parsers, one parse-and-test per test variant), each the median of that step over the committed
     pieces of its group; a record with a ``note`` (attempts whose seconds were not recorded) or an
-    attempt stopped in training (:func:`stopped_in_training`) is left out of the medians. Data
+    attempt stopped in training (:func:`stopped_in_training`) is left out of the medians, unless a
+    later attempt marked ``lost`` (entered by hand: its run folder was lost with its machine, so
+    the next call trained every step anew) comes after it: only the attempts after the last lost
+    one are read for the steps. Data
     generation is not counted. A parser or test step no committed piece of the group has run
     counts 0 and is named under ``unmeasured``; a group never run borrows the steps of its analog
     (:data:`_BUDGET_ANALOG`), named under ``basis``, and its projection is a lower bound.
@@ -704,11 +707,14 @@ def budget(results: str | os.PathLike, cfg: StudyConfig = STUDY) -> dict[str, An
             raise StudyError(f"{path}: no readable field seconds.total ({type(e).__name__}: {e})") from e
         done.add(piece.name)
         spent += total
-        if rec.get("note") or any(stopped_in_training(a) for a in rec["seconds"].get("attempts", [])):
+        attempts = rec["seconds"].get("attempts", [])
+        lost = [i for i, a in enumerate(attempts) if a.get("lost")]
+        attempts = attempts[lost[-1] + 1:] if lost else attempts  # its run folder gone: the next call began anew
+        if rec.get("note") or any(stopped_in_training(a) for a in attempts):
             continue  # a stopped attempt's steps are not known, and the step the next one resumed is partial
         own = piece.group in SCENE_GROUPS and rec.get("scene_parser_of", piece.variant) == piece.variant
         totals: dict[str, float] = {}  # step -> seconds over every attempt
-        for attempt in rec["seconds"].get("attempts", []):
+        for attempt in attempts:
             for key, sec in attempt.get("steps", {}).items():
                 totals[key] = totals.get(key, 0.0) + float(sec)
         for key, sec in totals.items():

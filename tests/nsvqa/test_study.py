@@ -489,10 +489,11 @@ def test_the_budget_adds_the_committed_hours_and_projects_each_pending_piece_fro
     from nsvqa.study import budget, budget_markdown
 
     def commit(name, variant, group, steps, *, parser_of=None, note=None, total=None, stopped=None,
-               in_training=True):
+               in_training=True, lost=False):
         d = tmp_path / "pieces" / name
         d.mkdir(parents=True)
         first = {"started": 0.0, "stopped": True, "seconds": stopped} | ({"generate": 10.0} if in_training else {})
+        first |= {"lost": True} if lost else {}
         attempts = ([first] if stopped else []) + [{"steps": steps}]
         rec = {"format": 1, "piece": {"variant": variant, "seed": 0, "group": group},
                "scene_parser_of": parser_of or variant,
@@ -516,9 +517,13 @@ def test_the_budget_adds_the_committed_hours_and_projects_each_pending_piece_fro
     commit("rd+-seed0-modular", "rd+", "modular", {"question_parser": 88888.0}, parser_of="mid", stopped=400.0,
            total=1000.0)
     commit("rd+-seed0-film", "rd+", "film", {"model_film": 1700.0}, stopped=40.0, in_training=False, total=1740.0)
-    b = budget(tmp_path, dataclasses.replace(STUDY, budget_hours=4.0))
-    spent = 1200 + 300 + 600 + 60 + 360 + 3600 + 10 + 500 + 1000 + 60 + 90 + 1578 + 1000 + 1740
-    assert b["done"] == 6 and b["spent_hours"] == round(spent / 3600, 2)
+    # an attempt stopped in training whose run folder was lost (marked by hand): the next one
+    # trained every step anew, so its steps count in the medians
+    commit("easy-seed0-film", "easy", "film", {"model_film": 1800.0}, stopped=500.0, lost=True, total=2300.0)
+    b = budget(tmp_path, dataclasses.replace(STUDY, budget_hours=5.0))
+    spent = 1200 + 300 + 600 + 60 + 360 + 3600 + 10 + 500 + 1000 + 60 + 90 + 1578 + 1000 + 1740 + 2300
+    assert b["done"] == 7 and b["spent_hours"] == round(spent / 3600, 2)
+    assert b["step_minutes"]["film"]["model_film"] == round(1700 / 60, 1)  # median of 1500, 1700 and 1800
     assert b["step_minutes"]["modular"]["scene_parser"] == 20.0  # the noted record's 99999 s left out
     assert b["step_minutes"]["modular"]["question_parser"] == round(400 / 60, 1)  # median of 300 and 500
     assert b["step_minutes"]["modular"]["scene_parser (shared)"] == round(10 / 60, 1)
@@ -527,7 +532,7 @@ def test_the_budget_adds_the_committed_hours_and_projects_each_pending_piece_fro
     hard = (1200 + 400 + 800 + 60 + 8 * 120) / 60
     assert rows["hard-seed0-modular"]["minutes"] == round(hard, 1) and rows["hard-seed0-modular"]["basis"] == "modular"
     # film off the default variant trains the LSTM and FiLM only (random and majority are default-only)
-    assert rows["hard-seed0-film"]["minutes"] == round((60 + 1600 + 8 * 12) / 60, 1)  # FiLM: median of 1500, 1700
+    assert rows["hard-seed0-film"]["minutes"] == round((60 + 1700 + 8 * 12) / 60, 1)
     # a seed of the default variant runs no NSCL; no mdetr piece is committed: no projection
     assert rows["mid-seed1-modular"]["minutes"] == round((1200 + 400 + 60 + 120) / 60, 1)
     assert rows["mid-seed0-mdetr"]["minutes"] is None and rows["mid-seed0-mdetr"]["cumulative_hours"] is None
