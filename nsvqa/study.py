@@ -751,10 +751,25 @@ def over_cap(results: str | os.PathLike, piece: Piece, cfg: StudyConfig = STUDY)
     spent, cap = b["spent_hours"], cfg.budget_hours
     if spent >= cap:
         return f"the committed pieces took {spent:.1f} h, the study's {cap:g}-hour cap"
-    minutes = next((p["minutes"] for p in b["pending"] if p["piece"] == piece.name), None)
+    minutes = _projected_minutes(b, piece)
     if minutes is not None and spent + minutes / 60 > cap:
         return (f"{piece.name} is projected at {minutes:.0f} min: {spent:.1f} h spent + {minutes / 60:.1f} h "
                 f"passes the study's {cap:g}-hour cap")
+    return None
+
+
+def _projected_minutes(b: Mapping[str, Any], piece: Piece) -> float | None:
+    return next((p["minutes"] for p in b["pending"] if p["piece"] == piece.name), None)
+
+
+def out_of_time(results: str | os.PathLike, piece: Piece, seconds_left: float, cfg: StudyConfig = STUDY) -> str | None:
+    """Why ``piece`` should not start with ``seconds_left`` of wall time to go (a session's or a
+    batch job's end), None when its projection (:func:`budget`; data generation not counted) fits
+    or there is none. A piece cut short resumes from its run folder, but a machine that goes with
+    the session takes that folder with it."""
+    minutes = _projected_minutes(budget(results, cfg), piece)
+    if minutes is not None and minutes * 60 > seconds_left:
+        return f"{piece.name} is projected at {minutes:.0f} min and {max(seconds_left, 0) / 60:.0f} min are left"
     return None
 
 
@@ -778,4 +793,4 @@ __all__ = ["STUDY", "STUDY_FILE", "results_config", "PART_GROUP", "StudyConfig",
            "scene_source",
            "checkpoint_seconds", "SCENE_GROUPS", "write_perception",
            "variants_tested", "study_pieces", "piece_dir", "is_done", "pending_pieces", "generate_piece_data", "machine",
-           "run_piece", "attempt_seconds", "close_stopped_attempts", "stopped_in_training", "budget", "over_cap", "budget_markdown"]
+           "run_piece", "attempt_seconds", "close_stopped_attempts", "stopped_in_training", "budget", "over_cap", "out_of_time", "budget_markdown"]

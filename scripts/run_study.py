@@ -4,6 +4,7 @@
     python scripts/run_study.py --budget                 # hours spent; each pending piece projected
     python scripts/run_study.py --pieces 1               # run the next pending piece (resumable)
     python scripts/run_study.py --only mid-seed0-modular # run that piece
+    python scripts/run_study.py --pieces 9 --time-left 170 # as many as end within 170 minutes
     python scripts/run_study.py --report                 # rebuild results/study's tables
     python scripts/run_study.py --check                  # rebuild them in memory; fail if one differs
     python scripts/run_study.py --perception             # perception.json of done pieces that lack one
@@ -22,11 +23,12 @@ import argparse
 import json
 import logging
 import sys
+import time
 from pathlib import Path
 
 import baselines  # noqa: F401  (registers the baselines in nsvqa.models)
 from nsvqa.study import (StudyConfig, StudyError, budget, budget_markdown, is_done, pending_pieces, piece_dir,
-                         over_cap, results_config, run_piece, study_pieces, write_perception)
+                         out_of_time, over_cap, results_config, run_piece, study_pieces, write_perception)
 
 PROG = "run_study.py"
 
@@ -56,6 +58,9 @@ def get_args_parser() -> argparse.ArgumentParser:
     p.add_argument("--over-cap", action="store_true",
                    help="run a piece even if it takes the study past its budget_hours cap (otherwise such a "
                         "piece is not started and the exit status is 3)")
+    p.add_argument("--time-left", type=float, default=None, metavar="MINUTES",
+                   help="wall time this call may use (a session's or a batch job's end): a piece projected to "
+                        "end after it is not started (exit 4)")
     p.add_argument("--jobs", type=int, default=2, help="2: the question parser trains beside the scene parser")
     p.add_argument("--workers", type=int, default=2, help="rendering processes")
     p.add_argument("--device", default="cpu")
@@ -117,12 +122,17 @@ def main(argv: list[str] | None = None) -> int:
                         print(f"{PROG}: {out}", file=sys.stderr)
             return 0
         todo = pending_pieces(args.results, cfg, only=args.only.split(",") if args.only else None)
+        deadline = None if args.time_left is None else time.monotonic() + 60 * args.time_left
         for piece in todo[:args.pieces]:
             why = None if args.over_cap else over_cap(args.results, piece, cfg)
             if why:
                 print(f"{PROG}: piece {piece.name} not started: {why} (--budget shows the projection; "
                       f"--over-cap runs it anyway)", file=sys.stderr)
                 return 3
+            why = None if deadline is None else out_of_time(args.results, piece, deadline - time.monotonic(), cfg)
+            if why:
+                print(f"{PROG}: piece {piece.name} not started: {why} (--time-left)", file=sys.stderr)
+                return 4
             print(f"{PROG}: piece {piece.name}: {', '.join(piece.models)} on {piece.variant} "
                   f"(seed {piece.seed}), tested on {', '.join(piece.tests)}", file=sys.stderr)
             rec = run_piece(piece, args.data, args.runs, args.results, cfg, jobs=args.jobs, workers=args.workers,

@@ -54,3 +54,24 @@ def test_a_piece_that_would_pass_the_budget_cap_is_not_started(tmp_path, load_sc
     cfg.write_text(json.dumps({"budget_hours": 0.5}))
     assert main(["--results", str(results), "--config", str(cfg), "--data", str(data), "--runs", str(runs)]) == 3
     assert "not started: the committed pieces took 0.5 h, the study's 0.5-hour cap" in capsys.readouterr().err
+
+
+def test_a_piece_projected_past_the_time_left_is_not_started(tmp_path, load_script, capsys):
+    from nsvqa.study import out_of_time, study_pieces
+
+    main = load_script("run_study").main
+    results, data, runs = tmp_path / "results", tmp_path / "data", tmp_path / "runs"
+    done = results / "pieces" / "mid-seed0-modular"
+    done.mkdir(parents=True)
+    steps = {"scene_parser": 1500.0, "question_parser": 300.0, "test_mid": 60.0, "total": 1860.0}
+    (done / "piece.json").write_text(json.dumps({"seconds": {"total": 1800.0, "attempts": [{"steps": steps}]}}))
+    easy = next(p for p in study_pieces() if p.name == "easy-seed0-modular")  # projected 33 min
+    assert main(["--results", str(results), "--data", str(data), "--runs", str(runs), "--only", easy.name,
+                 "--time-left", "30"]) == 4
+    assert "piece easy-seed0-modular not started: easy-seed0-modular is projected at 33 min and 30 min are left " \
+           "(--time-left)" in capsys.readouterr().err
+    assert not data.exists() and not runs.exists()
+    assert out_of_time(results, easy, 34 * 60.0) is None  # 34 minutes would do
+    # a piece no committed piece of its kind projects is let through
+    mdetr = next(p for p in study_pieces() if p.name == "mid-seed0-mdetr")
+    assert out_of_time(results, mdetr, 60.0) is None
