@@ -89,6 +89,7 @@ def test_the_tail_and_systematic_findings():
     cells = {("nscl", "long", "long", 0):
              [P(i, ok=i % 10 < 5, concepts=(f"color={tail_color}",)) for i in range(n)]      # tail: 50%
              + [P(n + i, ok=i % 10 < 9, concepts=(f"color={head_color}",)) for i in range(n)],  # head: 90%
+             ("nscl", "long", "tail", 0): [P(i, ok=i % 10 < 4) for i in range(n)],  # the tail test: 40%
              # held-out scenes of 9-10 objects counted short by 1 or 2
              ("pnsvqa", "sys-extrapolation", "sys-extrapolation", 0):
              [P(i, ok=False, qtype="count", answer="9", ood=True) for i in range(30)]
@@ -97,8 +98,16 @@ def test_the_tail_and_systematic_findings():
     report = {"factors": {}, "systematic": {"sys-composition": {"scene parser": {"fallback": {
         "wrong_colors": 100, "seen_with_category": 0.9, "uniform": 0.6}}}}}
     got = {f["key"]: f for f in findings(report, cells)}
-    assert got["distribution_nscl_tail"]["status"] == "reproduced"
-    assert "tail questions 50.0 [" in got["distribution_nscl_tail"]["ours"]
+    tail = got["distribution_nscl_tail"]
+    assert tail["status"] == "reproduced"  # the tail test (40%) against the long test (70%)
+    assert "the tail test 40.0 [" in tail["ours"] and "against the long test 70.0 [" in tail["ours"]
+    assert "tail-concept questions 50.0 [" in tail["ours"] and "(200; not deciding)" in tail["ours"]
+    # the paper's comparison is between test variants: the long test alone leaves it pending
+    alone = {k: v for k, v in cells.items() if k[2] != "tail"}
+    assert {f["key"]: f for f in findings(report, alone)}["distribution_nscl_tail"]["status"] == "pending"
+    # a tail test as good as the long one does not reproduce it
+    level = {**cells, ("nscl", "long", "tail", 0): [P(i, ok=i % 10 < 7) for i in range(n)]}
+    assert {f["key"]: f for f in findings(report, level)}["distribution_nscl_tail"]["status"] == "inconclusive"
     sysf = got["systematic"]
     assert sysf["status"] == "reproduced"
     assert "90.0%" in sysf["ours"] and "uniform 60.0%" in sysf["ours"] and "off by -" in sysf["ours"]
