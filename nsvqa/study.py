@@ -35,6 +35,7 @@ runs roots, and the report scores part and object questions apart.
 """
 from __future__ import annotations
 
+import functools
 import json
 import os
 import platform
@@ -416,7 +417,10 @@ def generate_piece_data(data: str | os.PathLike, piece: Piece, cfg: StudyConfig 
                    variants=list(splits), splits=splits, questions=setup.questions, sizes=cfg.sizes, echo=echo)
 
 
+@functools.lru_cache(maxsize=None)
 def _commit() -> str | None:
+    """HEAD when this process first asks: the code it imported. A process that runs several pieces
+    (``run_study.py --pieces N``) runs that code to the end while HEAD moves on with each commit."""
     try:
         out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10,
                              cwd=Path(__file__).resolve().parent)
@@ -577,7 +581,7 @@ def run_piece(piece: Piece, data: str | os.PathLike, runs: str | os.PathLike, re
     from nsvqa.artifacts.predictions import read_predictions, write_predictions
     from nsvqa.experiment import TrainSpec, VariantRun, train_variant
 
-    commit = _commit()  # the code this call runs (HEAD may move while it does)
+    commit = _commit()  # the code this process runs (HEAD may move while it does)
     results_config(results, cfg)  # refuses a folder whose pieces ran under another config
     if not (Path(results) / STUDY_FILE).exists():
         write_json_atomic(Path(results) / STUDY_FILE, cfg.to_json(), indent=1)

@@ -578,3 +578,19 @@ def test_a_systematic_pieces_perception_has_its_val_split_as_the_id_reference(tm
     (tmp_path / "runs" / "mid" / "parsed" / "mid" / "likelihoods.json").write_text("{}")
     out = json.loads(write_perception(mid, tmp_path / "data", tmp_path / "runs", tmp_path / "results").read_text())
     assert out["tests"]["mid"] == {"split": "test", "all": {"objects": 30}} and len(calls) == 1
+
+
+def test_the_commit_a_piece_records_is_head_when_the_process_first_asked(monkeypatch):
+    """A process running several pieces runs the code it imported: later commits do not move it."""
+    import subprocess
+
+    import nsvqa.study
+
+    nsvqa.study._commit.cache_clear()
+    heads = iter(["a" * 40, "b" * 40])
+    monkeypatch.setattr(subprocess, "run", lambda *a, **k: subprocess.CompletedProcess(a, 0, next(heads) + "\n", ""))
+    try:
+        assert nsvqa.study._commit() == "a" * 40
+        assert nsvqa.study._commit() == "a" * 40  # HEAD moved to b…, the process did not
+    finally:
+        nsvqa.study._commit.cache_clear()
