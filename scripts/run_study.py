@@ -60,7 +60,7 @@ def get_args_parser() -> argparse.ArgumentParser:
                         "piece is not started and the exit status is 3)")
     p.add_argument("--time-left", type=float, default=None, metavar="MINUTES",
                    help="wall time this call may use (a session's or a batch job's end): a piece projected to "
-                        "end after it is not started (exit 4)")
+                        "end after it is not started (exit 4); projections leave out data generation, minutes per piece")
     p.add_argument("--jobs", type=int, default=2, help="2: the question parser trains beside the scene parser")
     p.add_argument("--workers", type=int, default=2, help="rendering processes")
     p.add_argument("--device", default="cpu")
