@@ -30,16 +30,22 @@ def test_the_config_comes_from_the_folder_and_a_different_one_is_refused(tmp_pat
     assert f"{cfg}: unknown field(s) ['seed']" in capsys.readouterr().err
 
 
+def _one_piece_committed(tmp_path):
+    """(results, data, runs) under ``tmp_path``, results holding one committed piece: half an hour
+    spent, of which the scene parser 25 min, the question parser 5, each test 1."""
+    results = tmp_path / "results"
+    done = results / "pieces" / "mid-seed0-modular"
+    done.mkdir(parents=True)
+    steps = {"scene_parser": 1500.0, "question_parser": 300.0, "test_mid": 60.0, "total": 1860.0}
+    (done / "piece.json").write_text(json.dumps({"seconds": {"total": 1800.0, "attempts": [{"steps": steps}]}}))
+    return results, tmp_path / "data", tmp_path / "runs"
+
+
 def test_a_piece_that_would_pass_the_budget_cap_is_not_started(tmp_path, load_script, capsys):
     from nsvqa.study import StudyConfig, over_cap, study_pieces
 
     main = load_script("run_study").main
-    results, data, runs = tmp_path / "results", tmp_path / "data", tmp_path / "runs"
-    done = results / "pieces" / "mid-seed0-modular"
-    done.mkdir(parents=True)
-    # half an hour spent, of which the scene parser 25 min, the question parser 5, each test 1
-    steps = {"scene_parser": 1500.0, "question_parser": 300.0, "test_mid": 60.0, "total": 1860.0}
-    (done / "piece.json").write_text(json.dumps({"seconds": {"total": 1800.0, "attempts": [{"steps": steps}]}}))
+    results, data, runs = _one_piece_committed(tmp_path)
     easy = next(p for p in study_pieces() if p.name == "easy-seed0-modular")  # projected 25 + 5 + 3 x 1 min
     cfg = tmp_path / "cap.json"
     cfg.write_text(json.dumps({"budget_hours": 1.0}))
@@ -60,11 +66,7 @@ def test_a_piece_projected_past_the_time_left_is_not_started(tmp_path, load_scri
     from nsvqa.study import out_of_time, study_pieces
 
     main = load_script("run_study").main
-    results, data, runs = tmp_path / "results", tmp_path / "data", tmp_path / "runs"
-    done = results / "pieces" / "mid-seed0-modular"
-    done.mkdir(parents=True)
-    steps = {"scene_parser": 1500.0, "question_parser": 300.0, "test_mid": 60.0, "total": 1860.0}
-    (done / "piece.json").write_text(json.dumps({"seconds": {"total": 1800.0, "attempts": [{"steps": steps}]}}))
+    results, data, runs = _one_piece_committed(tmp_path)
     easy = next(p for p in study_pieces() if p.name == "easy-seed0-modular")  # projected 33 min
     assert main(["--results", str(results), "--data", str(data), "--runs", str(runs), "--only", easy.name,
                  "--time-left", "30"]) == 4
