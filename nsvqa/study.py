@@ -746,12 +746,13 @@ def budget(results: str | os.PathLike, cfg: StudyConfig = STUDY) -> dict[str, An
             "pending": pending}
 
 
-def over_cap(results: str | os.PathLike, piece: Piece, cfg: StudyConfig = STUDY) -> str | None:
+def over_cap(results: str | os.PathLike, piece: Piece, cfg: StudyConfig = STUDY,
+             b: Mapping[str, Any] | None = None) -> str | None:
     """Why running ``piece`` now would take the study past :attr:`StudyConfig.budget_hours`
     (None when it would not): the committed pieces' hours already reach the cap, or they and the
     piece's own projection (:func:`budget`; pieces before it left pending do not count) pass it.
     A piece no committed piece of its kind projects is let through until the cap is spent."""
-    b = budget(results, cfg)
+    b = budget(results, cfg) if b is None else b  # ``b``: :func:`budget`'s, when the caller has it
     spent, cap = b["spent_hours"], cfg.budget_hours
     if spent >= cap:
         return f"the committed pieces took {spent:.1f} h, the study's {cap:g}-hour cap"
@@ -766,12 +767,13 @@ def _projected_minutes(b: Mapping[str, Any], piece: Piece) -> float | None:
     return next((p["minutes"] for p in b["pending"] if p["piece"] == piece.name), None)
 
 
-def out_of_time(results: str | os.PathLike, piece: Piece, seconds_left: float, cfg: StudyConfig = STUDY) -> str | None:
+def out_of_time(results: str | os.PathLike, piece: Piece, seconds_left: float, cfg: StudyConfig = STUDY,
+                b: Mapping[str, Any] | None = None) -> str | None:
     """Why ``piece`` should not start with ``seconds_left`` of wall time to go (a session's or a
     batch job's end), None when its projection (:func:`budget`; data generation not counted) fits
     or there is none. A piece cut short resumes from its run folder, but a machine that goes with
     the session takes that folder with it."""
-    minutes = _projected_minutes(budget(results, cfg), piece)
+    minutes = _projected_minutes(budget(results, cfg) if b is None else b, piece)
     if minutes is not None and minutes * 60 > seconds_left:
         return f"{piece.name} is projected at {minutes:.0f} min and {max(seconds_left, 0) / 60:.0f} min are left"
     return None

@@ -175,7 +175,7 @@ def _tail_finding(cells: Cells) -> dict[str, Any]:
             intervals.append([t[0] - r[1], t[1] - r[0]])  # below when the tail interval lies wholly under
             ours.append(f"trained on long: the tail test {_pct(a.accuracy)}{_ci(t, False)} against the long test "
                         f"{_pct(b.accuracy)}{_ci(r, False)}")
-    if on_long is not None and intervals:
+    if intervals:  # the long test's own split, beside the deciding comparison
         groups = head_tail_accuracy(on_long, ConceptSplit.from_catalogue())
         tail = groups["tail"]
         rest_n = groups["head"].n + groups["other"].n
