@@ -650,16 +650,32 @@ def run_piece(piece: Piece, data: str | os.PathLike, runs: str | os.PathLike, re
 _BUDGET_ANALOG = {PART_GROUP: "modular"}
 
 
+_PARSER_STEPS = ("scene_parser", "question_parser")
+
+
 def _step_kind(key: str, own_parser: bool) -> str | None:
-    """A ``piece.json`` step name as :func:`budget` pools it: every test variant alike, a scene
-    parser trained apart from one loaded from an earlier piece."""
+    """A ``piece.json`` step name as :func:`budget` pools it: every test variant alike, the two
+    parsers as one phase (:func:`_parser_phase`), a piece training its own scene parser apart from
+    one loading an earlier piece's."""
     if key == "total":
         return None
     if key.startswith("test_"):
         return "test (own parser)" if own_parser else "test"
-    if key == "scene_parser":
-        return "scene_parser" if own_parser else "scene_parser (shared)"
+    if key in (*_PARSER_STEPS, "parsers"):
+        return "parsers" if own_parser else "parsers (shared scene parser)"
     return key
+
+
+def _parser_phase(steps: Mapping[str, float]) -> float:
+    """The wall time of an attempt's parser training. The question parser may train in a second
+    process beside the scene parser (``jobs`` 2): both steps then record the same span, and the
+    phase is what the attempt's ``total`` leaves after its other steps; trained one after the other
+    (or without a ``total``), it is their sum."""
+    own = [float(steps[k]) for k in _PARSER_STEPS if k in steps]
+    if "total" not in steps:
+        return sum(own)
+    rest = sum(float(v) for k, v in steps.items() if k not in (*_PARSER_STEPS, "total"))
+    return min(sum(own), max(float(steps["total"]) - rest, *own))
 
 
 def _own_parser(piece: Piece, cfg: StudyConfig) -> bool:
@@ -675,7 +691,7 @@ def _expected_steps(piece: Piece, cfg: StudyConfig, measured: Sequence[str]) -> 
     own = _own_parser(piece, cfg)
     keys = [k for k in measured if k.split("_", 1)[0] in ("model", "tune") and k.split("_", 1)[1] in piece.models]
     if piece.group in SCENE_GROUPS:
-        keys += [_step_kind("scene_parser", own), "question_parser"]
+        keys.append(_step_kind("parsers", own))
     return keys + [_step_kind("test_", own)] * len(piece.tests)
 
 
@@ -685,7 +701,8 @@ def budget(results: str | os.PathLike, cfg: StudyConfig = STUDY) -> dict[str, An
 
     Spent is the sum of the committed ``piece.json`` totals (every attempt, pauses included). A
     pending piece is projected as the sum of its steps (its models' training and tuning, its
-    parsers, one parse-and-test per test variant), each the median of that step over the committed
+    parsers' phase (:func:`_parser_phase`: the two parsers may train side by side), one
+    parse-and-test per test variant), each the median of that step over the committed
     pieces of its group; a record with a ``note`` (attempts whose seconds were not recorded) or an
     attempt stopped in training (:func:`stopped_in_training`) is left out of the medians, unless a
     later attempt marked ``lost`` (entered by hand: its run folder was lost with its machine, so
@@ -719,8 +736,12 @@ def budget(results: str | os.PathLike, cfg: StudyConfig = STUDY) -> dict[str, An
         own = piece.group in SCENE_GROUPS and rec.get("scene_parser_of", piece.variant) == piece.variant
         totals: dict[str, float] = {}  # step -> seconds over every attempt
         for attempt in attempts:
-            for key, sec in attempt.get("steps", {}).items():
-                totals[key] = totals.get(key, 0.0) + float(sec)
+            steps = attempt.get("steps", {})
+            if any(k in steps for k in _PARSER_STEPS):
+                totals["parsers"] = totals.get("parsers", 0.0) + _parser_phase(steps)
+            for key, sec in steps.items():
+                if key not in _PARSER_STEPS:
+                    totals[key] = totals.get(key, 0.0) + float(sec)
         for key, sec in totals.items():
             kind = _step_kind(key, own)
             if kind is not None:  # each test variant one sample of its kind

@@ -520,21 +520,29 @@ def test_the_budget_adds_the_committed_hours_and_projects_each_pending_piece_fro
     # an attempt stopped in training whose run folder was lost (marked by hand): the next one
     # trained every step anew, so its steps count in the medians
     commit("easy-seed0-film", "easy", "film", {"model_film": 1800.0}, stopped=500.0, lost=True, total=2300.0)
-    b = budget(tmp_path, dataclasses.replace(STUDY, budget_hours=5.0))
-    spent = 1200 + 300 + 600 + 60 + 360 + 3600 + 10 + 500 + 1000 + 60 + 90 + 1578 + 1000 + 1740 + 2300
-    assert b["done"] == 7 and b["spent_hours"] == round(spent / 3600, 2)
+    # the question parser trained beside the scene parser: both record the span, once in the total
+    commit("slt-seed0-modular", "slt", "modular",
+           {"scene_parser": 1800.0, "question_parser": 1810.0, "model_nscl": 600.0, "tune_nsvqa": 60.0,
+            **{f"test_{v}": 120.0 for v in ("slt", "hard", "long", "head", "tail", "oppo")},
+            "total": 1810.0 + 600 + 60 + 720}, total=1810.0 + 600 + 60 + 720)
+    b = budget(tmp_path, dataclasses.replace(STUDY, budget_hours=6.0))
+    spent = (1200 + 300 + 600 + 60 + 360 + 3600 + 10 + 500 + 1000 + 60 + 90 + 1578 + 1000 + 1740 + 2300
+             + 1810 + 600 + 60 + 720)
+    assert b["done"] == 8 and b["spent_hours"] == round(spent / 3600, 2)
     assert b["step_minutes"]["film"]["model_film"] == round(1700 / 60, 1)  # median of 1500, 1700 and 1800
-    assert b["step_minutes"]["modular"]["scene_parser"] == 20.0  # the noted record's 99999 s left out
-    assert b["step_minutes"]["modular"]["question_parser"] == round(400 / 60, 1)  # median of 300 and 500
-    assert b["step_minutes"]["modular"]["scene_parser (shared)"] == round(10 / 60, 1)
+    # the parsers' phase: easy's one after the other (1,500 s), slt's side by side (1,810 s); the
+    # noted record's 99999 s left out
+    assert b["step_minutes"]["modular"]["parsers"] == round((1500 + 1810) / 2 / 60, 1)
+    assert b["step_minutes"]["modular"]["parsers (shared scene parser)"] == round(510 / 60, 1)
+    assert b["step_minutes"]["modular"]["model_nscl"] == 10.0  # median of 600, 1000 and 600
     rows = {p["piece"]: p for p in b["pending"]}
-    # hard trains its own parser, NSCL (median of 600 and 1000 s), and is tested on 8 variants
-    hard = (1200 + 400 + 800 + 60 + 8 * 120) / 60
+    # hard trains its own parsers, NSCL, and is tested on 8 variants
+    hard = (1655 + 600 + 60 + 8 * 120) / 60
     assert rows["hard-seed0-modular"]["minutes"] == round(hard, 1) and rows["hard-seed0-modular"]["basis"] == "modular"
     # film off the default variant trains the LSTM and FiLM only (random and majority are default-only)
     assert rows["hard-seed0-film"]["minutes"] == round((60 + 1700 + 8 * 12) / 60, 1)
     # a seed of the default variant runs no NSCL; no mdetr piece is committed: no projection
-    assert rows["mid-seed1-modular"]["minutes"] == round((1200 + 400 + 60 + 120) / 60, 1)
+    assert rows["mid-seed1-modular"]["minutes"] == round((1655 + 60 + 120) / 60, 1)
     assert rows["mid-seed0-mdetr"]["minutes"] is None and rows["mid-seed0-mdetr"]["cumulative_hours"] is None
     # the part extension borrows the modular steps, and the table says it is a lower bound
     assert rows["easy-seed0-parts"]["basis"] == "modular"
