@@ -521,10 +521,11 @@ def test_the_budget_adds_the_committed_hours_and_projects_each_pending_piece_fro
     # trained every step anew, so its steps count in the medians
     commit("easy-seed0-film", "easy", "film", {"model_film": 1800.0}, stopped=500.0, lost=True, total=2300.0)
     # the question parser trained beside the scene parser: both record the span, once in the total
+    side = 1810.0 + 600 + 60 + 720
     commit("slt-seed0-modular", "slt", "modular",
            {"scene_parser": 1800.0, "question_parser": 1810.0, "model_nscl": 600.0, "tune_nsvqa": 60.0,
-            **{f"test_{v}": 120.0 for v in ("slt", "hard", "long", "head", "tail", "oppo")},
-            "total": 1810.0 + 600 + 60 + 720}, total=1810.0 + 600 + 60 + 720)
+            **{f"test_{v}": 120.0 for v in ("slt", "hard", "long", "head", "tail", "oppo")}, "total": side},
+           total=side)
     b = budget(tmp_path, dataclasses.replace(STUDY, budget_hours=6.0))
     spent = (1200 + 300 + 600 + 60 + 360 + 3600 + 10 + 500 + 1000 + 60 + 90 + 1578 + 1000 + 1740 + 2300
              + 1810 + 600 + 60 + 720)
