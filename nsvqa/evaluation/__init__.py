@@ -21,9 +21,11 @@ probability are put into ``M`` equal-width confidence bins ``[m/M, (m+1)/M)`` (t
 """
 from __future__ import annotations
 
-from nsvqa.evaluation.accuracies import (HEAD_TAIL_ATTRIBUTES, METRICS, Accuracy, ConceptSplit, accuracy,
-                                         accuracy_by_type, head_tail_accuracy, id_ood_accuracy, wilson_interval)
-from nsvqa.evaluation.comparison import default_comparisons, paired_comparison, percentile_interval, rd_bootstrap
+from nsvqa.evaluation.accuracies import (FALLBACK_ATTRIBUTES, HEAD_TAIL_ATTRIBUTES, METRICS, Accuracy, ConceptSplit,
+                                         accuracy, accuracy_by_type, fallback_share, head_fallback, head_tail_accuracy,
+                                         id_ood_accuracy, wilson_interval)
+from nsvqa.evaluation.comparison import (default_comparisons, paired_comparison, paired_fallback, percentile_interval,
+                                         rd_bootstrap)
 from nsvqa.evaluation.degrade import (DISTRIBUTION_RD_VARIANTS, RelativeDegrade, accuracy_matrix,
                                       distribution_relative_degrade, factor_layout, factor_relative_degrade,
                                       relative_degrade)
@@ -34,14 +36,15 @@ from nsvqa.evaluation.reliability import (Calibration, ReliabilityBin, calibrati
 __all__ = [
     # accuracies
     "METRICS", "HEAD_TAIL_ATTRIBUTES", "Accuracy", "accuracy", "accuracy_by_type", "ConceptSplit",
-    "head_tail_accuracy", "id_ood_accuracy", "wilson_interval",
+    "head_tail_accuracy", "id_ood_accuracy", "wilson_interval", "FALLBACK_ATTRIBUTES", "head_fallback",
+    "fallback_share",
     # reliability
     "ReliabilityBin", "reliability_bins", "expected_calibration_error", "Calibration", "calibration",
     # degrade
     "DISTRIBUTION_RD_VARIANTS", "accuracy_matrix", "RelativeDegrade", "relative_degrade",
     "distribution_relative_degrade", "factor_relative_degrade", "factor_layout",
     # comparison
-    "paired_comparison", "default_comparisons", "rd_bootstrap", "percentile_interval",
+    "paired_comparison", "default_comparisons", "rd_bootstrap", "percentile_interval", "paired_fallback",
     # evaluator
     "evaluate_cell", "shared_questions", "evaluate",
 ]

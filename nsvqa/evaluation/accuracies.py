@@ -183,6 +183,53 @@ def head_tail_accuracy(predictions: Iterable[Prediction], split: ConceptSplit) -
     return {k: accuracy(v) for k, v in groups.items()}
 
 
+#: The attributes :func:`head_fallback` reads. Material has two values: a wrong material answer is
+#: always the other one, whatever pulls it.
+FALLBACK_ATTRIBUTES = ("shape", "color")
+
+
+def head_fallback(predictions: Iterable[Prediction], split: ConceptSplit, values: Mapping[str, Iterable[str]],
+                  attributes: Sequence[str] = FALLBACK_ATTRIBUTES) -> dict[int, tuple[bool, bool, float, bool]]:
+    """Where the wrong answers to attribute queries land, against the head / tail split.
+
+    Reads the query questions whose answer is a head or tail value of one of ``attributes``
+    (``values``: attribute -> every value a scene can hold). Returns, by question index,
+    ``(wrong, head, uniform, guessed)``: the model's own prediction names another value of that
+    attribute; that value is a head one; the share of head values among the attribute's other
+    values (what a wrong answer drawn uniformly from them would give); and the prediction is such a
+    value drawn by a random guess after a failed program (:attr:`Prediction.guessed`). A guess is
+    not ``wrong`` here, nor is a prediction that names no value of the attribute: neither says which
+    value pulled the model.
+    """
+    sets = {a: frozenset(values[a]) for a in attributes}
+    out: dict[int, tuple[bool, bool, float, bool]] = {}
+    for p in predictions:
+        if p.question_type != "query":
+            continue
+        attr = next((a for a in attributes if p.answer in split.head.get(a, ()) or p.answer in split.tail.get(a, ())),
+                    None)
+        if attr is None:
+            continue
+        others = sets[attr] - {p.answer}
+        heads = others & split.head.get(attr, frozenset())
+        named = p.prediction in others
+        wrong = named and not p.guessed
+        out[p.question_index] = (wrong, wrong and p.prediction in heads, len(heads) / len(others) if others else 0.0,
+                                 named and p.guessed)
+    return out
+
+
+def fallback_share(flags: Mapping[int, tuple[bool, bool, float, bool]]) -> dict[str, float | int | None]:
+    """Summary of :func:`head_fallback`: ``{"questions", "wrong", "guessed", "share", "uniform"}``:
+    how many questions it read, how many of the model's own wrong answers name another value, how
+    many guesses did (left out), the share of the wrong answers that name a head value, and the mean
+    share a uniform wrong answer would give on the same questions (None without a wrong answer)."""
+    wrong = [f for f in flags.values() if f[0]]
+    return {"questions": len(flags), "wrong": len(wrong), "guessed": sum(f[3] for f in flags.values()),
+            "share": sum(f[1] for f in wrong) / len(wrong) if wrong else None,
+            "uniform": sum(f[2] for f in wrong) / len(wrong) if wrong else None}
+
+
 def id_ood_accuracy(predictions: Iterable[Prediction]) -> dict[str, Accuracy] | None:
     """Accuracy on questions about seen (``id``) and held-out (``ood``) concepts of a systematic
     split, from the ``ood`` flags; None when no prediction carries one."""

@@ -94,6 +94,26 @@ def rd_bootstrap(cells: Mapping[CellKey, Sequence[Sequence[Prediction]]], factor
     return out
 
 
+def paired_fallback(a: Mapping[int, tuple[bool, bool, float, bool]], b: Mapping[int, tuple[bool, bool, float, bool]], *,
+                    n_boot: int = 2000, seed: int = 0) -> dict | None:
+    """The head share of A's wrong answers minus B's (:func:`~nsvqa.evaluation.accuracies.head_fallback`
+    flags of two models, or one model trained on two variants, on the same test), with its 95%
+    percentile bootstrap interval over the questions both read (the same draws for both; a
+    replicate without a wrong answer on one side is undefined, and so is then the interval).
+    Returns ``{"n", "diff", "ci95"}``, or None when a side has no wrong answer."""
+    import numpy as np
+
+    qs = sorted(set(a) & set(b))
+    wa, ha = (np.array([a[q][i] for q in qs], dtype=float) for i in (0, 1))
+    wb, hb = (np.array([b[q][i] for q in qs], dtype=float) for i in (0, 1))
+    if not wa.sum() or not wb.sum():
+        return None
+    idx = np.random.default_rng(seed).integers(0, len(qs), size=(n_boot, len(qs)))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        boots = ha[idx].sum(1) / wa[idx].sum(1) - hb[idx].sum(1) / wb[idx].sum(1)
+    return {"n": len(qs), "diff": float(ha.sum() / wa.sum() - hb.sum() / wb.sum()), "ci95": percentile_interval(boots)}
+
+
 def percentile_interval(values) -> list[float] | None:
     """The 95% percentile interval of bootstrap replicates, None when one is undefined (NaN)."""
     import numpy as np

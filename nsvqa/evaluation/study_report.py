@@ -8,8 +8,12 @@
                                          seeds of the default variant, exact inference beside the
                                          0.7 threshold (accuracy and ECE), the part-question
                                          extension, the systematic splits' ID / OOD accuracies,
+                                         the fallback toward training frequencies on the
+                                         distribution factor's tail / oppo tests,
                                          the pieces' wall times
     in_domain.png                        Fig. 3: in-domain accuracy per model with 95% intervals
+    distribution/fallback.png            where wrong attribute answers land on the tail and oppo
+                                         tests, per training variant (the fallback section)
     reliability/<model>.png              its reliability diagram in domain (models that give a
                                          probability)
     <factor>/report.{json,md,tex}        the factor's full evaluation (nsvqa.evaluation.evaluate)
@@ -242,6 +246,9 @@ def build_study_report(results: str | os.PathLike, cfg: StudyConfig = STUDY, *, 
     parts = _part_section(results, collect(results, parts=True, done=done)[0], cfg, files, plots)
     perception = _perception_section(done)
     systematic = _systematic_section(cells, perception)
+    fallback = _fallback_section(factor_cells(cells, "distribution", cfg))
+    if plots and fallback["tests"]:
+        files["distribution/fallback.png"] = _fallback_plot(fallback)
 
     # Fig. 3: in domain on the default variant, seed 0; the image margin against the question-only model
     d = cfg.default_variant
@@ -275,7 +282,8 @@ def build_study_report(results: str | os.PathLike, cfg: StudyConfig = STUDY, *, 
 
     report = {"format_version": 1, "study": cfg.to_json(), "pieces": pieces, "question_only": QUESTION_ONLY,
               "in_domain": in_domain, "seeds": seeds, "factors": factors, "parts": parts,
-              "perception": perception, "perception_min_exist": MIN_EXIST, "systematic": systematic}
+              "perception": perception, "perception_min_exist": MIN_EXIST, "systematic": systematic,
+              "fallback": fallback}
     report["findings"] = findings(report, cells, d)
     files["report.json"] = (json.dumps(report, indent=1) + "\n").encode()
     files["report.md"] = (study_markdown(report) + "\n").encode()
@@ -388,6 +396,68 @@ def _systematic_section(cells: Mapping[tuple[str, str, str, int], list[Predictio
                                if row["id"] is not None and row["ood"] is not None else None)
         out.setdefault(train, {})[model] = row
     return out
+
+
+#: The distribution factor's training variants, flattest first, and the tests whose objects the
+#: skewed ones saw least (``tail``: the rare half only; ``oppo``: the long tail reversed).
+FALLBACK_TRAINS = ("bal", "slt", "long")
+FALLBACK_TESTS = ("tail", "oppo")
+
+
+def _fallback_section(cells: Mapping[CellKey, Sequence[Sequence[Prediction]]]) -> dict[str, Any]:
+    """Where the wrong attribute answers land on the distribution factor's ``tail`` and ``oppo``
+    tests (:func:`~nsvqa.evaluation.accuracies.head_fallback`): per test, model and training
+    variant the head share of the wrong shape and colour answers beside a uniform wrong answer's,
+    and ``long`` minus ``bal`` with its paired bootstrap interval. A model pulled toward its
+    training frequencies answers head values more often the more its training skewed toward them
+    (the in-domain generalization paper's finding, asked of the concept distribution factor).
+    ``cells``: the factor's cells (:func:`factor_cells`)."""
+    from nsvqa.evaluation import FALLBACK_ATTRIBUTES, fallback_share, head_fallback, paired_fallback
+
+    split = _concept_split()
+    weights = load_variant("long").scene["weights"]
+    values = {a: [v for v, w in weights[a].items() if w > 0] for a in FALLBACK_ATTRIBUTES}
+    tests: dict[str, Any] = {}
+    for test in FALLBACK_TESTS:
+        models = sorted({k.model for k in cells if k.test == test and k.train in FALLBACK_TRAINS})
+        for m in models:
+            flags = {t: head_fallback(cells[CellKey(m, t, test)][0], split, values)
+                     for t in FALLBACK_TRAINS if CellKey(m, t, test) in cells}
+            row: dict[str, Any] = {t: fallback_share(f) for t, f in flags.items()}
+            if "long" in flags and "bal" in flags:
+                row["long_minus_bal"] = paired_fallback(flags["long"], flags["bal"])
+            tests.setdefault(test, {})[m] = row
+    return {"attributes": list(FALLBACK_ATTRIBUTES), "trains": list(FALLBACK_TRAINS), "tests": tests}
+
+
+def _fallback_plot(fallback: Mapping[str, Any]) -> bytes:
+    """Head share of the wrong shape and colour answers per model and training variant, one panel
+    per test, with a uniform wrong answer's share (on the ``long`` column's wrong answers) dotted;
+    the models on ground-truth programs are left to the table."""
+    def draw(plt):
+        tests = list(fallback["tests"])
+        fig, axes = plt.subplots(1, len(tests), figsize=(5.2 * len(tests), 3.4), squeeze=False)
+        trains = fallback["trains"]
+        for ax, test in zip(axes[0], tests):
+            models = [m for m in fallback["tests"][test] if "+gtprog" not in m]  # the table has those
+            w = 0.8 / len(trains)
+            for j, t in enumerate(trains):
+                xs = [i + (j - (len(trains) - 1) / 2) * w for i in range(len(models))]
+                ys = [100 * ((fallback["tests"][test][m].get(t) or {}).get("share") or 0.0) for m in models]
+                ax.bar(xs, ys, width=w, label=t, edgecolor="black", linewidth=0.5)
+            for i, m in enumerate(models):
+                u = (fallback["tests"][test][m].get("long") or {}).get("uniform")
+                if u is not None:
+                    ax.plot([i - 0.45, i + 0.45], [100 * u] * 2, color="black", linestyle=":")
+            ax.set_xticks(range(len(models)), models, rotation=35, ha="right", fontsize=8)
+            ax.set_ylim(0, 122)
+            ax.set_yticks(range(0, 101, 20))
+            ax.set_ylabel("head share of wrong answers (%)")
+            ax.set_title(f"test {test}, wrong shape and colour answers (dotted: a uniform wrong answer)", fontsize=8)
+            ax.legend(title="trained on", fontsize=7, title_fontsize=7, loc="upper center", ncol=len(trains))
+        fig.tight_layout()
+        return fig
+    return _png(draw)
 
 
 def _concept_split():
@@ -525,6 +595,36 @@ def study_markdown(report: Mapping[str, Any]) -> str:
                             [[parser, t, *("—" if c not in r else f"{_pct(r[c]['recall'])} ({r[c]['objects']})"
                                            for c in cats)] for parser, t, r in by_cat])
             lines.append("")
+    if (report.get("fallback") or {}).get("tests"):
+        fb = report["fallback"]
+        lines += ["## Fallback toward the training frequencies: the distribution factor", "",
+                  "The query questions of the `tail` and `oppo` tests whose answer is a "
+                  + " or a ".join(fb["attributes"]) + " (material has two values: a wrong one is always the "
+                  "other). Each cell: of the wrong answers that name another value of the asked attribute, the "
+                  "share that name a head value (frequent in `long` training; no `tail` object has one), with "
+                  "their number; a random guess after a failed program is left out (and counted: "
+                  "\"guessed\"), since no perception chose it. `uniform`: the share a wrong answer drawn uniformly from the other values "
+                  "would give (mean over the `long` column's wrong answers). `long − bal`: points, with a 95% "
+                  "paired bootstrap interval over the test's questions. A model that falls back on what "
+                  "training showed most answers head values more the more its training skewed: the in-domain "
+                  "generalization paper's finding on its systematic splits, asked here of the committed "
+                  "distribution pieces. Plot: [distribution/fallback.png](distribution/fallback.png).", ""]
+        rows = []
+        for test, models in fb["tests"].items():
+            for m, r in models.items():
+                d = r.get("long_minus_bal")
+                u = (r.get("long") or {}).get("uniform")
+                rows.append([test, m, *("—" if (r.get(t) or {}).get("share") is None else
+                                        f"{_pct(r[t]['share'])} ({r[t]['wrong']}"
+                                        + (f"; {r[t]['guessed']} guessed" if r[t]["guessed"] else "") + ")"
+                                        for t in fb["trains"]),
+                             "—" if u is None else _pct(u),
+                             "—" if d is None else f"{100 * d['diff']:+.1f}" + (
+                                 "" if d["ci95"] is None else
+                                 f" [{100 * d['ci95'][0]:+.1f}, {100 * d['ci95'][1]:+.1f}]")])
+        lines += _table(["test", "model", *(f"trained on {t} %" for t in fb["trains"]), "uniform %",
+                         "long − bal (points)"], rows)
+        lines.append("")
     if report.get("systematic"):
         lines += ["## Systematic splits: questions about seen (ID) and held-out (OOD) values", "",
                   "Each split trained and tested on itself (seed 0); accuracy % with 95% Wilson intervals.", ""]

@@ -224,6 +224,47 @@ def test_catalogue_concept_split():
     assert "double" not in split.head["shape"] | split.tail["shape"]  # weighted in both head and tail
 
 
+def _q(i, answer, prediction, qtype="query", **kw):
+    return Prediction(question_index=i, question_type=qtype, answer=answer, prediction=prediction, **kw)
+
+
+def test_head_fallback_reads_where_the_models_own_wrong_answers_land():
+    from nsvqa.evaluation import fallback_share, head_fallback
+
+    split = ConceptSplit({"color": frozenset({"gray", "red"})}, {"color": frozenset({"cyan", "yellow"})})
+    values = {"color": ["gray", "red", "cyan", "yellow"]}
+    preds = [_q(0, "cyan", "gray"), _q(1, "cyan", "yellow"), _q(2, "cyan", "cyan"),
+             _q(3, "yellow", "red", execution_error=True, guessed=True),  # a random guess: no perception chose it
+             _q(4, "yellow", "yes"),  # names no colour
+             _q(5, "2", "3", qtype="count"), _q(6, "gray", "red"), _q(7, "large", "small")]
+    flags = head_fallback(preds, split, values, attributes=("color",))
+    assert sorted(flags) == [0, 1, 2, 3, 4, 6]  # the count and the size query are not read
+    assert flags[0] == (True, True, pytest.approx(2 / 3), False)  # cyan answered gray: 2 heads of 3 others
+    assert flags[1][:2] == (True, False) and flags[2][0] is False
+    assert flags[3] == (False, False, pytest.approx(2 / 3), True) and flags[4][0] is False
+    assert flags[6] == (True, True, pytest.approx(1 / 3), False)  # a head answer: 1 head among its others
+    s = fallback_share(flags)
+    assert (s["questions"], s["wrong"], s["guessed"]) == (6, 3, 1)
+    assert s["share"] == pytest.approx(2 / 3) and s["uniform"] == pytest.approx(5 / 9)
+    assert fallback_share(head_fallback(preds[2:3], split, values, ("color",)))["share"] is None
+
+
+def test_paired_fallback_bootstraps_both_shares_on_the_same_questions():
+    from nsvqa.evaluation import paired_fallback
+
+    head, tail, right = (True, True, 0.5, False), (True, False, 0.5, False), (False, False, 0.5, False)
+    a = {i: head if i % 2 else right for i in range(40)}  # every wrong answer a head value
+    b = {i: tail if i % 2 else right for i in range(40)}  # none
+    r = paired_fallback(a, b)
+    assert (r["n"], r["diff"], r["ci95"]) == (40, 1.0, [1.0, 1.0])
+    mixed = {i: (head if i % 4 == 1 else tail) if i % 2 else right for i in range(40)}
+    r = paired_fallback(a, mixed)
+    assert r["diff"] == pytest.approx(0.5) and r["ci95"][0] < 0.5 < r["ci95"][1]
+    assert paired_fallback(a, {i: right for i in range(40)}) is None  # B has no wrong answer
+    lone = {i: tail if i == 0 else right for i in range(40)}  # some replicates draw no wrong answer of B
+    assert paired_fallback(a, lone)["ci95"] is None
+
+
 def test_id_ood():
     assert id_ood_accuracy([P(0), P(1)]) is None
     r = id_ood_accuracy([P(0, ood=False), P(1, ok=False, ood=True), P(2, ood=True), P(3)])

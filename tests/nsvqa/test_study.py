@@ -143,6 +143,36 @@ def test_the_report_gives_each_systematic_splits_id_and_ood_accuracy(tmp_path):
     assert "| sys-composition | ID | 0 |" not in md  # no ID object in the test split: no row
 
 
+def test_the_report_shows_where_wrong_answers_land_on_the_tail_test(tmp_path):
+    from nsvqa.artifacts.predictions import Prediction, write_predictions
+    from nsvqa.evaluation.study_report import build_study_report, study_markdown
+
+    def q(i, answer, pred):
+        return Prediction(i, "query", answer, pred)
+
+    # on tail scenes (cyan, brown are tail colours): bal's model errs among tail colours 2 of 3
+    # times, long's answers a head colour (gray, red) 2 of 3 times
+    runs = {"hard": [q(0, "cyan", "yellow"), q(1, "cyan", "cyan"), q(2, "brown", "purple"), q(3, "brown", "gray")],
+            "long": [q(0, "cyan", "gray"), q(1, "cyan", "red"), q(2, "brown", "purple"), q(3, "brown", "brown")]}
+    for variant, preds in runs.items():
+        d = tmp_path / "pieces" / f"{variant}-seed0-modular"
+        write_predictions(d / "predictions" / f"pnsvqa__train-{variant}__test-tail.jsonl.gz", preds)
+        (d / "piece.json").write_text(json.dumps({
+            "format": 1, "piece": {"variant": variant, "seed": 0, "group": "modular", "models": ["pnsvqa"],
+                                   "tests": ["tail"]},
+            "commit": None, "machine": None, "seconds": {"total": 60.0}}))
+    files = build_study_report(tmp_path, plots=True)
+    row = json.loads(files["report.json"])["fallback"]["tests"]["tail"]["pnsvqa"]
+    assert (row["bal"]["wrong"], row["long"]["wrong"], "slt" in row) == (3, 3, False)
+    assert row["long_minus_bal"]["diff"] == pytest.approx(1 / 3)
+    md = study_markdown(json.loads(files["report.json"]))
+    # 8 colours: a uniform wrong answer names one of 4 heads among the 7 others; on 4 questions
+    # some replicates draw no wrong answer, so the difference has no interval
+    assert row["long_minus_bal"]["ci95"] is None
+    assert "| tail | pnsvqa | 33.3 (3) | — | 66.7 (3) | 57.1 | +33.3 |" in md
+    assert files["distribution/fallback.png"].startswith(b"\x89PNG")
+
+
 def test_table_2_gives_each_models_image_margin_beside_its_rds(tmp_path):
     from nsvqa.artifacts.predictions import Prediction
     from nsvqa.evaluation.study_report import build_study_report, study_latex, study_markdown
