@@ -218,7 +218,9 @@ def _systematic_finding(report: Mapping[str, Any], cells: Cells) -> dict[str, An
     return _finding("systematic", "OOD predictions regress to training frequencies (systematic splits)", ours,
                     intervals, +1, "Wilson interval of the fallback share against uniform; t interval of the "
                     "held-out count error against 0",
-                    missing="the sys-composition or sys-extrapolation piece")
+                    missing="the sys-composition or sys-extrapolation piece" + (
+                        " (the same question asked of the distribution factor: \"Fallback toward the training "
+                        "frequencies\" below)" if (report.get("fallback") or {}).get("tests") else ""))
 
 
 def findings_markdown(rows: Sequence[Mapping[str, Any]]) -> list[str]:

@@ -114,3 +114,15 @@ def test_the_tail_and_systematic_findings():
     # wrong colours no likelier than uniform: the fallback is undecided, the finding with it
     report["systematic"]["sys-composition"]["scene parser"]["fallback"]["seen_with_category"] = 0.62
     assert {f["key"]: f for f in findings(report, cells)}["systematic"]["status"] == "inconclusive"
+
+
+def test_a_pending_systematic_finding_points_to_the_distribution_fallback_only_when_there_is_one():
+    def pending(report):
+        f = {f["key"]: f for f in findings(report, {})}["systematic"]
+        assert f["status"] == "pending"
+        return f["ours"]
+
+    assert "Fallback toward the training frequencies" not in pending({"factors": {}})
+    assert "Fallback toward the training frequencies" not in pending({"factors": {}, "fallback": {"tests": {}}})
+    got = pending({"factors": {}, "fallback": {"tests": {"tail": {"pnsvqa": {}}}}})
+    assert got.startswith("pending: needs the sys-composition or sys-extrapolation piece (the same question")
