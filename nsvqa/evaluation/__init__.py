@@ -22,8 +22,8 @@ probability are put into ``M`` equal-width confidence bins ``[m/M, (m+1)/M)`` (t
 from __future__ import annotations
 
 from nsvqa.evaluation.accuracies import (FALLBACK_ATTRIBUTES, HEAD_TAIL_ATTRIBUTES, METRICS, Accuracy, ConceptSplit,
-                                         accuracy, accuracy_by_type, fallback_share, head_fallback, head_tail_accuracy,
-                                         id_ood_accuracy, wilson_interval)
+                                         FallbackFlags, accuracy, accuracy_by_type, fallback_share, head_fallback,
+                                         head_tail_accuracy, id_ood_accuracy, wilson_interval)
 from nsvqa.evaluation.comparison import (default_comparisons, paired_comparison, paired_fallback, percentile_interval,
                                          rd_bootstrap)
 from nsvqa.evaluation.degrade import (DISTRIBUTION_RD_VARIANTS, RelativeDegrade, accuracy_matrix,
@@ -36,7 +36,7 @@ from nsvqa.evaluation.reliability import (Calibration, ReliabilityBin, calibrati
 __all__ = [
     # accuracies
     "METRICS", "HEAD_TAIL_ATTRIBUTES", "Accuracy", "accuracy", "accuracy_by_type", "ConceptSplit",
-    "head_tail_accuracy", "id_ood_accuracy", "wilson_interval", "FALLBACK_ATTRIBUTES", "head_fallback",
+    "head_tail_accuracy", "id_ood_accuracy", "wilson_interval", "FALLBACK_ATTRIBUTES", "FallbackFlags", "head_fallback",
     "fallback_share",
     # reliability
     "ReliabilityBin", "reliability_bins", "expected_calibration_error", "Calibration", "calibration",

@@ -6,7 +6,7 @@ and RD can be computed on.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Mapping, Sequence
+from typing import Iterable, Mapping, NamedTuple, Sequence
 
 from nsvqa.artifacts.predictions import QUESTION_TYPES, Prediction
 
@@ -188,21 +188,31 @@ def head_tail_accuracy(predictions: Iterable[Prediction], split: ConceptSplit) -
 FALLBACK_ATTRIBUTES = ("shape", "color")
 
 
+class FallbackFlags(NamedTuple):
+    """One question read by :func:`head_fallback`."""
+
+    wrong: bool  # the model's own prediction names another value of the asked attribute
+    head: bool  # ... and that value is a head one
+    uniform: float  # the share of head values among the attribute's other values
+    guessed: bool  # the prediction names another value, drawn by a random guess
+
+
 def head_fallback(predictions: Iterable[Prediction], split: ConceptSplit, values: Mapping[str, Iterable[str]],
-                  attributes: Sequence[str] = FALLBACK_ATTRIBUTES) -> dict[int, tuple[bool, bool, float, bool]]:
+                  attributes: Sequence[str] = FALLBACK_ATTRIBUTES) -> dict[int, FallbackFlags]:
     """Where the wrong answers to attribute queries land, against the head / tail split.
 
     Reads the query questions whose answer is a head or tail value of one of ``attributes``
-    (``values``: attribute -> every value a scene can hold). Returns, by question index,
-    ``(wrong, head, uniform, guessed)``: the model's own prediction names another value of that
-    attribute; that value is a head one; the share of head values among the attribute's other
-    values (what a wrong answer drawn uniformly from them would give); and the prediction is such a
-    value drawn by a random guess after a failed program (:attr:`Prediction.guessed`). A guess is
+    (``values``: attribute -> every value a scene can hold). Returns, by question index, its
+    :class:`FallbackFlags`: the model's own prediction names another value of that attribute
+    (``wrong``); that value is a head one (``head``); the share of head values among the
+    attribute's other values (``uniform``: what a wrong answer drawn uniformly from them would
+    give); and the prediction is such a value drawn by a random guess after a failed program
+    (``guessed``, :attr:`Prediction.guessed`). A guess is
     not ``wrong`` here, nor is a prediction that names no value of the attribute: neither says which
     value pulled the model.
     """
     sets = {a: frozenset(values[a]) for a in attributes}
-    out: dict[int, tuple[bool, bool, float, bool]] = {}
+    out: dict[int, FallbackFlags] = {}
     for p in predictions:
         if p.question_type != "query":
             continue
@@ -214,20 +224,20 @@ def head_fallback(predictions: Iterable[Prediction], split: ConceptSplit, values
         heads = others & split.head.get(attr, frozenset())
         named = p.prediction in others
         wrong = named and not p.guessed
-        out[p.question_index] = (wrong, wrong and p.prediction in heads, len(heads) / len(others) if others else 0.0,
-                                 named and p.guessed)
+        out[p.question_index] = FallbackFlags(wrong, wrong and p.prediction in heads,
+                                              len(heads) / len(others) if others else 0.0, named and p.guessed)
     return out
 
 
-def fallback_share(flags: Mapping[int, tuple[bool, bool, float, bool]]) -> dict[str, float | int | None]:
+def fallback_share(flags: Mapping[int, FallbackFlags]) -> dict[str, float | int | None]:
     """Summary of :func:`head_fallback`: ``{"questions", "wrong", "guessed", "share", "uniform"}``:
     how many questions it read, how many of the model's own wrong answers name another value, how
     many guesses did (left out), the share of the wrong answers that name a head value, and the mean
     share a uniform wrong answer would give on the same questions (None without a wrong answer)."""
-    wrong = [f for f in flags.values() if f[0]]
-    return {"questions": len(flags), "wrong": len(wrong), "guessed": sum(f[3] for f in flags.values()),
-            "share": sum(f[1] for f in wrong) / len(wrong) if wrong else None,
-            "uniform": sum(f[2] for f in wrong) / len(wrong) if wrong else None}
+    wrong = [f for f in flags.values() if f.wrong]
+    return {"questions": len(flags), "wrong": len(wrong), "guessed": sum(f.guessed for f in flags.values()),
+            "share": sum(f.head for f in wrong) / len(wrong) if wrong else None,
+            "uniform": sum(f.uniform for f in wrong) / len(wrong) if wrong else None}
 
 
 def id_ood_accuracy(predictions: Iterable[Prediction]) -> dict[str, Accuracy] | None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Mapping, Sequence
 
 from nsvqa.artifacts.predictions import CellKey, Prediction
+from nsvqa.evaluation.accuracies import FallbackFlags
 
 
 def paired_comparison(a: Sequence[Sequence[Prediction]], b: Sequence[Sequence[Prediction]], *,
@@ -94,7 +95,7 @@ def rd_bootstrap(cells: Mapping[CellKey, Sequence[Sequence[Prediction]]], factor
     return out
 
 
-def paired_fallback(a: Mapping[int, tuple[bool, bool, float, bool]], b: Mapping[int, tuple[bool, bool, float, bool]], *,
+def paired_fallback(a: Mapping[int, FallbackFlags], b: Mapping[int, FallbackFlags], *,
                     n_boot: int = 2000, seed: int = 0) -> dict | None:
     """The head share of A's wrong answers minus B's (:func:`~nsvqa.evaluation.accuracies.head_fallback`
     flags of two models, or one model trained on two variants, on the same test), with its 95%
@@ -104,8 +105,8 @@ def paired_fallback(a: Mapping[int, tuple[bool, bool, float, bool]], b: Mapping[
     import numpy as np
 
     qs = sorted(set(a) & set(b))
-    wa, ha = (np.array([a[q][i] for q in qs], dtype=float) for i in (0, 1))
-    wb, hb = (np.array([b[q][i] for q in qs], dtype=float) for i in (0, 1))
+    wa, ha = (np.array([getattr(a[q], f) for q in qs], dtype=float) for f in ("wrong", "head"))
+    wb, hb = (np.array([getattr(b[q], f) for q in qs], dtype=float) for f in ("wrong", "head"))
     if not wa.sum() or not wb.sum():
         return None
     idx = np.random.default_rng(seed).integers(0, len(qs), size=(n_boot, len(qs)))

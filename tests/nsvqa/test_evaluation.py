@@ -250,9 +250,10 @@ def test_head_fallback_reads_where_the_models_own_wrong_answers_land():
 
 
 def test_paired_fallback_bootstraps_both_shares_on_the_same_questions():
-    from nsvqa.evaluation import paired_fallback
+    from nsvqa.evaluation import FallbackFlags, paired_fallback
 
-    head, tail, right = (True, True, 0.5, False), (True, False, 0.5, False), (False, False, 0.5, False)
+    head, tail, right = (FallbackFlags(True, True, 0.5, False), FallbackFlags(True, False, 0.5, False),
+                         FallbackFlags(False, False, 0.5, False))
     a = {i: head if i % 2 else right for i in range(40)}  # every wrong answer a head value
     b = {i: tail if i % 2 else right for i in range(40)}  # none
     r = paired_fallback(a, b)

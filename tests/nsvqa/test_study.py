@@ -91,15 +91,16 @@ def test_the_seeds_and_systematic_splits_skip_nscl_and_the_part_extension_has_it
     assert not [p for p in study_pieces(dataclasses.replace(STUDY, part_factor=None)) if p.group == PART_GROUP]
 
 
-def _write_piece(results, name, variant, group, models, preds_by_model):
+def _write_piece(results, name, variant, group, models, preds_by_model, test=None):
+    """A finished piece trained on ``variant`` and tested on ``test`` (default: ``variant``)."""
     from nsvqa.artifacts.predictions import write_predictions
 
-    d = results / "pieces" / name
+    d, test = results / "pieces" / name, test or variant
     for model, preds in preds_by_model.items():
-        write_predictions(d / "predictions" / f"{model}__train-{variant}__test-{variant}.jsonl.gz", preds)
+        write_predictions(d / "predictions" / f"{model}__train-{variant}__test-{test}.jsonl.gz", preds)
     (d / "piece.json").write_text(json.dumps({
         "format": 1, "piece": {"variant": variant, "seed": 0, "group": group, "models": list(models),
-                               "tests": [variant]},
+                               "tests": [test]},
         "commit": None, "machine": None, "seconds": {"total": 60.0}}))
 
 
@@ -144,7 +145,7 @@ def test_the_report_gives_each_systematic_splits_id_and_ood_accuracy(tmp_path):
 
 
 def test_the_report_shows_where_wrong_answers_land_on_the_tail_test(tmp_path):
-    from nsvqa.artifacts.predictions import Prediction, write_predictions
+    from nsvqa.artifacts.predictions import Prediction
     from nsvqa.evaluation.study_report import build_study_report, study_markdown
 
     def q(i, answer, pred):
@@ -155,12 +156,8 @@ def test_the_report_shows_where_wrong_answers_land_on_the_tail_test(tmp_path):
     runs = {"hard": [q(0, "cyan", "yellow"), q(1, "cyan", "cyan"), q(2, "brown", "purple"), q(3, "brown", "gray")],
             "long": [q(0, "cyan", "gray"), q(1, "cyan", "red"), q(2, "brown", "purple"), q(3, "brown", "brown")]}
     for variant, preds in runs.items():
-        d = tmp_path / "pieces" / f"{variant}-seed0-modular"
-        write_predictions(d / "predictions" / f"pnsvqa__train-{variant}__test-tail.jsonl.gz", preds)
-        (d / "piece.json").write_text(json.dumps({
-            "format": 1, "piece": {"variant": variant, "seed": 0, "group": "modular", "models": ["pnsvqa"],
-                                   "tests": ["tail"]},
-            "commit": None, "machine": None, "seconds": {"total": 60.0}}))
+        _write_piece(tmp_path, f"{variant}-seed0-modular", variant, "modular", ["pnsvqa"], {"pnsvqa": preds},
+                     test="tail")
     files = build_study_report(tmp_path, plots=True)
     row = json.loads(files["report.json"])["fallback"]["tests"]["tail"]["pnsvqa"]
     assert (row["bal"]["wrong"], row["long"]["wrong"], "slt" in row) == (3, 3, False)
