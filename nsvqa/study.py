@@ -120,6 +120,7 @@ class StudyConfig:
             parser keeps the profile's 4,800 steps, sized for object and part questions.
         budget_hours: the study's compute cap (hours of the machine it runs on), against which
             :func:`budget` projects the pending pieces.
+        dropped: pieces of the plan that are not run (:func:`study_pieces` leaves them out).
     """
 
     sizes: SuiteProfile = SuiteProfile(2000, 150, 300)
@@ -155,7 +156,9 @@ class StudyConfig:
     part_question_overrides: Mapping[str, Any] = field(default_factory=dict)
     late_groups: tuple[str, ...] = ("mdetr",)
     systematic_first: tuple[str, ...] = ("sys-composition", "sys-extrapolation")
-    budget_hours: float = 24.0
+    budget_hours: float = 44.0
+    dropped: tuple[str, ...] = ("easy-seed0-mdetr", "hard-seed0-mdetr", "slt-seed0-mdetr", "long-seed0-mdetr",
+                                "co-1-seed0-mdetr", "co-2-seed0-mdetr")
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
@@ -319,8 +322,8 @@ def scene_source(variant: str, cfg: StudyConfig = STUDY) -> str:
 def study_pieces(cfg: StudyConfig = STUDY) -> list[Piece]:
     """Every piece of the study, in the order they run: the default variant's groups first
     (the demo's checkpoints, Fig. 3), then each factor's other training variants, then the
-    default variant's further seeds (modular models: the in-domain comparison), the systematic
-    splits of :attr:`StudyConfig.systematic_first`, the part-question extension, the other
+    systematic splits of :attr:`StudyConfig.systematic_first`, the default variant's further seeds
+    (modular models: the in-domain comparison), the part-question extension, the other
     systematic splits (modular models), and last the pieces of :attr:`StudyConfig.late_groups` on
     the other training variants."""
     check_aliases(cfg)
@@ -331,18 +334,18 @@ def study_pieces(cfg: StudyConfig = STUDY) -> list[Piece]:
             (late if group in cfg.late_groups and v != cfg.default_variant else out).append(
                 Piece(v, 0, group, ms, variants_tested(v, cfg)))
     lite = tuple(cfg.executor_models)
+    splits = [v for v in FACTORS["systematic"] if v in cfg.systematic_first]
+    out += [Piece(v, 0, "modular", lite, (v,)) for v in splits]
     for s in cfg.seeds:
         if s != 0:
             out.append(Piece(cfg.default_variant, s, "modular", lite, (cfg.default_variant,)))
-    splits = [v for v in FACTORS["systematic"] if v in cfg.systematic_first]
-    out += [Piece(v, 0, "modular", lite, (v,)) for v in splits]
     if cfg.part_factor is not None:
         vs = tuple(dict.fromkeys(canonical(v, cfg) for v in FACTORS[cfg.part_factor]))
         for v in vs:
             if not load_variant(v).test_only:
                 out.append(Piece(v, 0, PART_GROUP, tuple(cfg.part_models), (v, *(t for t in vs if t != v))))
     out += [Piece(v, 0, "modular", lite, (v,)) for v in FACTORS["systematic"] if v not in splits]
-    return out + late
+    return [p for p in out + late if p.name not in cfg.dropped]
 
 
 @dataclass(frozen=True)

@@ -57,7 +57,11 @@ def test_the_plan_runs_the_default_variant_first_and_each_piece_once():
     film = {p.variant: p.models for p in plan if p.group == "film"}
     mdetr = {p.variant: p.models for p in plan if p.group == "mdetr"}
     assert "cnn_lstm" in mdetr["mid"] and "majority" in film["mid"] and "lstm" in film["easy"]
-    assert mdetr["easy"] == ("mdetr",) and "majority" not in film["easy"]
+    assert "majority" not in film["easy"]
+    # the paper-recipe mDETR runs on the default variant and the redundancy factor only (StudyConfig.dropped)
+    assert sorted(mdetr) == ["mid", "rd+", "rd-"] and mdetr["rd+"] == ("mdetr",)
+    everything = [p.name for p in study_pieces(dataclasses.replace(STUDY, dropped=()))]
+    assert set(everything) - set(names) == set(STUDY.dropped)
     with pytest.raises(StudyError, match="unknown piece"):
         pending_pieces("nowhere", only=["mid-seed9-modular"])
 
@@ -70,17 +74,17 @@ def test_the_seeds_and_systematic_splits_skip_nscl_and_the_part_extension_has_it
     parts = [p for p in plan.values() if p.group == PART_GROUP]
     assert sorted(p.variant for p in parts) == ["easy", "hard", "mid"]
     assert plan["hard-seed0-parts"].tests == ("hard", "easy", "mid") and "nscl" not in plan["mid-seed0-parts"].models
-    names = list(plan)  # after the tables, the seeds and the two decisive systematic splits; before the others
-    assert (names.index("mid-seed2-modular") < names.index("sys-composition-seed0-modular")
-            < names.index("sys-extrapolation-seed0-modular") < names.index("easy-seed0-parts")
+    names = list(plan)  # after the tables, the two decisive systematic splits and the seeds; before the others
+    assert (names.index("sys-composition-seed0-modular") < names.index("sys-extrapolation-seed0-modular")
+            < names.index("mid-seed2-modular") < names.index("easy-seed0-parts")
             < names.index("sys-random-seed0-modular"))
     assert names.index("sys-interpolation-seed0-modular") > names.index("hard-seed0-parts")
     assert [p.variant for p in study_pieces(dataclasses.replace(STUDY, systematic_first=())) if p.group == "modular"][-4:] \
         == ["sys-random", "sys-composition", "sys-interpolation", "sys-extrapolation"]
     # mDETR off the default variant comes last: what the budget leaves out if it ends first
-    assert names[-8:] == [f"{v}-seed0-mdetr" for v in ("easy", "hard", "rd-", "rd+", "slt", "long", "co-1", "co-2")]
+    assert names[-2:] == [f"{v}-seed0-mdetr" for v in ("rd-", "rd+")]
     assert names.index("mid-seed0-mdetr") == 2
-    assert study_pieces(dataclasses.replace(STUDY, late_groups=()))[5].name == "easy-seed0-mdetr"
+    assert study_pieces(dataclasses.replace(STUDY, late_groups=(), dropped=()))[5].name == "easy-seed0-mdetr"
     setup = piece_setup(plan["easy-seed0-parts"], tmp_path / "data", tmp_path / "runs")
     assert (setup.data, setup.runs, setup.questions) == (tmp_path / "data" / "parts", tmp_path / "runs" / "parts",
                                                          "object+part")
@@ -321,7 +325,7 @@ def test_a_study_config_reads_from_json_over_the_defaults_and_names_a_bad_field(
     assert big.groups == {"modular": ("nsvqa", "pnsvqa")} and big.image_profile == STUDY.image_profile
     for bad, match in [({"size": {}}, r"my.json: unknown field\(s\) \['size'\]"),
                        ({"seeds": 3}, r"my.json: field 'seeds' must be like its default \[0, 1, 2\], not 3"),
-                       ({"budget_hours": "24"}, r"field 'budget_hours' must be like its default 24.0"),
+                       ({"budget_hours": "24"}, r"field 'budget_hours' must be like its default 44.0"),
                        ({"sizes": {"train": 10}}, r"field 'sizes' must be"), ([], r"a JSON object, not list")]:
         with pytest.raises(StudyError, match=match):
             StudyConfig.from_json(bad, source="my.json")
