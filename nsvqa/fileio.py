@@ -1,12 +1,24 @@
 """Atomic file writes: a temporary file beside the target, renamed into place, so a crash never
 leaves a half-written file that looks whole. The file gets the usual permissions (0666 less the
-umask), not the 0600 of a bare ``tempfile.mkstemp``."""
+umask), not the 0600 of a bare ``tempfile.mkstemp``.
+
+A temporary is named ``.<target name>.<host>-<writer pid>.<random>.tmp`` (``<host>``: 8 hex digits
+of the machine's name). A writer killed outright (SIGKILL, power loss) leaves its temporary behind;
+:func:`sweep_temporaries` removes those whose writer, on this machine, is no longer alive (and any
+older than an hour, whoever wrote it), and every job that writes into a folder calls it when it starts
+(checkpoints, dataset generation, feature caches), so a rerun cleans up after the killed run.
+
+:func:`check_writable` is the output preflight every script runs before its work: one line naming
+the first output path that cannot be written."""
 from __future__ import annotations
 
 import hashlib
 import json
 import os
+import re
+import socket
 import tempfile
+import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any, Iterator
@@ -18,13 +30,110 @@ def _umask() -> int:
     return mask
 
 
+TMP_SUFFIX = ".tmp"
+#: a temporary of :func:`atomic_open`: ``.<name>.<host>-<pid>.<random>.tmp``; before the writer was
+#: part of the name (``.<name>.<random>.tmp``) only the age tells a stale one
+_TMP_WITH_PID = re.compile(r"^\..+\.([0-9a-f]{8})-(\d+)\.[A-Za-z0-9_]+\.tmp$")
+_TMP_WITHOUT_PID = re.compile(r"^\..+\.[A-Za-z0-9_]{8}\.tmp$")
+#: a temporary this old is stale whatever its name says (no atomic write takes an hour)
+STALE_AFTER_S = 3600.0
+
+
+def _host() -> str:
+    return hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]
+
+
+def _writer() -> str:
+    """``<host>-<pid>``: who writes a temporary (part of its name)."""
+    return f"{_host()}-{os.getpid()}"
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's live process
+        return True
+    return True
+
+
+def is_stale_temporary(path: str | os.PathLike, now: float | None = None) -> bool:
+    """``path`` is a temporary of :func:`atomic_open` whose writer is gone: written on this machine
+    by a pid (both in the name) that is no longer a live process, or older than :data:`STALE_AFTER_S`
+    (a temporary of another machine sharing the folder is only judged by its age)."""
+    path = Path(path)
+    m = _TMP_WITH_PID.match(path.name)
+    if m is None and _TMP_WITHOUT_PID.match(path.name) is None:
+        return False
+    try:
+        age = (time.time() if now is None else now) - path.stat().st_mtime
+    except FileNotFoundError:
+        return False
+    return age > STALE_AFTER_S or (m is not None and m.group(1) == _host() and not _alive(int(m.group(2))))
+
+
+def sweep_temporaries(folder: str | os.PathLike, recursive: bool = False) -> list[Path]:
+    """Remove the stale temporaries (:func:`is_stale_temporary`) in ``folder`` (and its sub-folders
+    when ``recursive``); a missing folder is fine. Live writers' temporaries are kept.
+
+    Returns:
+        the paths removed.
+    """
+    folder = Path(folder)
+    if not folder.is_dir():
+        return []
+    removed = []
+    for path in (folder.rglob(f".*{TMP_SUFFIX}") if recursive else folder.glob(f".*{TMP_SUFFIX}")):
+        if path.is_file() and is_stale_temporary(path):
+            try:
+                path.unlink()
+            except FileNotFoundError:
+                continue
+            removed.append(path)
+    return removed
+
+
+class OutputNotWritable(OSError):
+    """An output path that cannot be written (the message names it and why)."""
+
+
+def check_writable(*paths: str | os.PathLike | None) -> None:
+    """The output preflight: each path (a file to be written, or a folder to write into when it is
+    one already or has no suffix) can be created or replaced by this process. It tries: a
+    temporary is created (and removed) in the nearest existing folder, so a read-only mount or a
+    folder without write permission is found, not guessed. ``None`` entries are skipped.
+
+    Raises:
+        OutputNotWritable: the first path that cannot be written, named, with the reason in one line.
+    """
+    for p in paths:
+        if p is None:
+            continue
+        path = Path(p)
+        folder = path if path.is_dir() or (not path.exists() and not path.suffix) else path.parent
+        probe = folder
+        while not probe.exists() and probe.parent != probe:  # the nearest existing ancestor
+            probe = probe.parent
+        if not probe.is_dir():
+            raise OutputNotWritable(f"{path}: cannot write there: {probe} is a file, not a folder")
+        try:
+            fd, tmp = tempfile.mkstemp(dir=probe, prefix=f".write-check.{_writer()}.", suffix=TMP_SUFFIX)
+        except OSError as e:
+            raise OutputNotWritable(f"{path}: cannot write there: {probe}: {e.strerror or e}") from None
+        os.close(fd)
+        os.unlink(tmp)
+
+
 @contextmanager
 def atomic_open(path: str | os.PathLike, mode: str = "wb", *, fsync: bool = False) -> Iterator[IO]:
     """``with atomic_open(p, "w") as f: ...`` writes ``p`` atomically (creating its folder): the
     file appears whole when the block ends, and not at all when it raises."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.{_writer()}.", suffix=TMP_SUFFIX)
     try:
         with os.fdopen(fd, mode) as f:
             yield f

@@ -4,13 +4,19 @@ A checkpoint rebuilds its model alone (the config names the profile and every si
 ``torch.load(weights_only=True)`` — only tensors and plain containers, no pickled code. Training
 state (optimizer, scheduler, step, RNG) rides along under ``train_state`` so ``--resume`` continues
 a run exactly where its last checkpoint left it.
+
+Beside each checkpoint ``<name>`` lies ``<name>.sha256`` (``sha256sum`` format), written after the
+checkpoint itself; :func:`load_checkpoint` checks the file's bytes against it, so a changed bit is
+an error, not a silently different model. A checkpoint without the sidecar (written before it
+existed, or copied alone) loads unchecked. Saving first sweeps the stale temporaries a killed
+writer left in the folder (:func:`nsvqa.fileio.sweep_temporaries`).
 """
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any, Mapping
 
-from nsvqa.fileio import atomic_open
+from nsvqa.fileio import atomic_open, sha256_file, sweep_temporaries, write_atomic
 
 FORMAT_VERSION = 1
 
@@ -19,10 +25,18 @@ class CheckpointError(ValueError):
     """A checkpoint file that cannot be used; the message names the file and the field."""
 
 
+def sidecar_path(path: str | Path) -> Path:
+    """``<checkpoint>.sha256``: the digest of the checkpoint's bytes recorded at save time."""
+    path = Path(path)
+    return path.with_name(path.name + ".sha256")
+
+
 def save_checkpoint(path: str | Path, *, kind: str, config: Mapping[str, Any], state_dict: Mapping[str, Any],
                     vocabularies: Mapping[str, Any], train_state: Mapping[str, Any] | None = None,
                     extra: Mapping[str, Any] | None = None) -> Path:
-    """Write a checkpoint atomically (temp file in the same folder, fsync, rename).
+    """Write a checkpoint atomically (temp file in the same folder, fsync, rename), then its sha256
+    sidecar (:func:`sidecar_path`); the old sidecar goes first, so an interruption in between leaves
+    a checkpoint that loads unchecked, never one that fails its check.
 
     Args:
         path: destination ``.pt`` file.
@@ -37,10 +51,13 @@ def save_checkpoint(path: str | Path, *, kind: str, config: Mapping[str, Any], s
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    sweep_temporaries(path.parent)
+    sidecar_path(path).unlink(missing_ok=True)
     payload = {"version": FORMAT_VERSION, "kind": kind, "config": dict(config), "state_dict": state_dict,
                "vocabularies": dict(vocabularies), "train_state": dict(train_state or {}), "extra": dict(extra or {})}
     with atomic_open(path, "wb", fsync=True) as f:
         torch.save(payload, f)
+    write_atomic(sidecar_path(path), f"{sha256_file(path)}  {path.name}\n")
     return path
 
 
@@ -48,14 +65,22 @@ def load_checkpoint(path: str | Path, kind: str | None = None, map_location: str
     """Load a checkpoint written by :func:`save_checkpoint` (``weights_only=True``).
 
     Raises:
-        CheckpointError: missing file, unreadable payload, other format version or kind,
-            missing field — the message names the file and the field.
+        CheckpointError: missing file, bytes that differ from the sha256 sidecar, unreadable
+            payload, other format version or kind, missing field — the message names the file
+            and the field.
     """
     import torch
 
     path = Path(path)
     if not path.is_file():
         raise CheckpointError(f"{path}: no checkpoint file")
+    sidecar = sidecar_path(path)
+    if sidecar.is_file():
+        expected = sidecar.read_text().split()[:1]
+        actual = sha256_file(path)
+        if expected != [actual]:
+            raise CheckpointError(f"{path}: sha256 {actual} differs from the {expected[0] if expected else 'empty'} "
+                                  f"recorded in {sidecar.name} at save time: the file changed after it was saved")
     try:
         payload = torch.load(path, map_location=map_location, weights_only=True)
     except Exception as e:  # truncated or foreign file
