@@ -113,6 +113,12 @@ class VariantRun:
     def predictions(self, label: str, test: str) -> Path:
         return predictions_path(self.path, label, self.variant, test)
 
+    def shuffled_predictions(self, label: str, test: str) -> Path:
+        """``shuffled/predictions/<label>__train-<variant>__test-<test>.jsonl``: the model's
+        predictions with every test question asked of another image of its split (the image-shuffle
+        test, :func:`write_shuffled_predictions`)."""
+        return predictions_path(self.path / "shuffled", label, self.variant, test)
+
     def inputs(self, test: str, spec: ModelSpec, split: str | None = None) -> PredictInputs:
         """What model ``spec`` takes from this run on test variant ``test`` (per its needs; ``split``
         as in :meth:`parsed`)."""
@@ -187,6 +193,9 @@ class TrainSpec:
             set shipped in ``pretrained/``, sha256-checked; :mod:`nsvqa.pretrained`) or a folder
             holding ``scene_parser/`` and ``question_parser/``. Only models with nothing of their
             own to train run then, and NS-VQA keeps the cuts shipped with the set.
+        image_shuffle: also write each model's predictions with every test question paired with
+            another image of its split (:func:`write_shuffled_predictions`, derangement seed
+            ``shuffle_seed``) and put its image dependence in the summary.
         scene_variant: a variant with the same scenes and images as the one trained
             (:meth:`~nsvqa.generation.variants.Variant.same_scenes`: ``mid`` for ``rd-`` and
             ``rd+``): the run uses the scene parser of that variant's run with the same seed,
@@ -204,6 +213,8 @@ class TrainSpec:
     parse_min_score: float | None = PARSE_MIN_SCORE
     pretrained: str | None = None
     scene_variant: str | None = None
+    image_shuffle: bool = False
+    shuffle_seed: int = 0
 
 
 def _train_question_parser(data: Path, run: VariantRun, spec: TrainSpec, progress: bool) -> float:
@@ -394,6 +405,62 @@ def write_model_predictions(run: VariantRun, data: Path, split: str, specs: Sequ
     return out
 
 
+def shuffled_view(data: Path, split: str, into: Path, seed: int = 0) -> tuple[Path, dict[int, int]]:
+    """A view of the variant folder ``data`` under ``INTO/<variant>/`` whose ``split`` questions are
+    :func:`nsvqa.evaluation.image_dependence.shuffled_questions` of ``data``'s (every other entry a
+    symbolic link to ``data``'s: images, scenes, cached features, manifest, the other questions
+    files); returns (the view's folder, image -> image it is paired with).
+
+    Raises:
+        ValueError: a split with fewer than two images, or a question without ``image_index``.
+    """
+    from nsvqa.artifacts.questions import questions_path, read_questions, write_questions
+    from nsvqa.evaluation.image_dependence import shuffled_questions
+
+    data = Path(data).resolve()
+    view = Path(into) / data.name
+    view.mkdir(parents=True)
+    for entry in data.iterdir():
+        if entry.name != "questions":
+            (view / entry.name).symlink_to(entry)
+    (view / "questions").mkdir()
+    for entry in (data / "questions").iterdir():
+        if entry != questions_path(data, split):
+            (view / "questions" / entry.name).symlink_to(entry)
+    shuffled, pairing = shuffled_questions(read_questions(questions_path(data, split)), seed)
+    write_questions(questions_path(view, split), shuffled)
+    return view, pairing
+
+
+def write_shuffled_predictions(run: VariantRun, data: Path, split: str, specs: Sequence[ModelSpec], *,
+                               device: str = "cpu", seed: int = 0) -> dict[str, Path]:
+    """The image-shuffle test's predictions files of ``specs`` on ``data``'s split
+    (:meth:`VariantRun.shuffled_predictions`): each model, given the same run directory and parses
+    as :func:`write_model_predictions` (parses are keyed by image, so a question reads the parse of
+    the image it is paired with), answers every question of a :func:`shuffled_view` of ``data``
+    (derangement seed ``seed``). The view lives in a temporary folder of the run and is removed.
+    Returns label -> path. Score them with :func:`nsvqa.evaluation.image_dependence.image_dependence`
+    against :func:`write_model_predictions`' files."""
+    import shutil
+    import tempfile
+
+    out = {}
+    tmp = Path(tempfile.mkdtemp(prefix=".shuffle-", dir=run.path))
+    try:
+        view, _ = shuffled_view(data, split, tmp, seed)
+        for spec in specs:
+            model = registry.get(spec.name)
+            has_dir = model.trainable or model.tunes_on_val
+            preds = model.predict(run.model_dir(spec.name) if has_dir else None, view.parent, view.name, split,
+                                  spec=spec, inputs=run.inputs(data.name, spec), device=device)
+            out[spec.label] = run.shuffled_predictions(spec.label, data.name)
+            out[spec.label].parent.mkdir(parents=True, exist_ok=True)
+            write_predictions(out[spec.label], preds)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return out
+
+
 # ---------------------------------------------------------------------------- one variant
 def check_variant_data(root: Path, variant: str, splits: Sequence[str], *, annotations: bool = True) -> None:
     """Raise ExperimentError naming the first missing file of ``root/variant`` for ``splits``
@@ -424,6 +491,7 @@ def train_variant(root: str | os.PathLike, variant: str, runs: str | os.PathLike
         without ``skip_missing``.
     """
     from nsvqa.evaluation import accuracy
+    from nsvqa.evaluation.image_dependence import image_dependence
     from nsvqa.artifacts.predictions import read_predictions
     from nsvqa.training import RunDir
 
@@ -493,6 +561,7 @@ def train_variant(root: str | os.PathLike, variant: str, runs: str | os.PathLike
         if parsers is None:  # shipped parsers come with the cuts chosen with them
             timing |= tune_models(root / variant, run, spec, specs)
         results: dict[str, dict[str, Any]] = {}
+        dependence: dict[str, dict[str, Any]] = {}
         for t in present:
             t1 = time.perf_counter()
             if need.scene_parser:
@@ -500,17 +569,27 @@ def train_variant(root: str | os.PathLike, variant: str, runs: str | os.PathLike
             if need.question_parser:
                 parse_questions(run, root / t, split)
             paths = write_model_predictions(run, root / t, split, specs, device=spec.device)
+            shuffled = (write_shuffled_predictions(run, root / t, split, specs, device=spec.device,
+                                                   seed=spec.shuffle_seed) if spec.image_shuffle else {})
             timing[f"test_{t}"] = time.perf_counter() - t1
             for m, p in paths.items():
-                acc = accuracy(read_predictions(p))
+                preds = read_predictions(p)
+                acc = accuracy(preds)
                 results.setdefault(m, {})[t] = acc.to_json()
                 rd.log(f"{m} on {t}: accuracy {acc.accuracy:.4f} ({acc.n} questions)")
+                if m in shuffled:
+                    dep = image_dependence(preds, read_predictions(shuffled[m]))
+                    dependence.setdefault(m, {})[t] = dep
+                    if dep is not None:
+                        rd.log(f"{m} on {t}: image dependence {100 * dep['dependence']:+.1f} points (shuffled "
+                               f"accuracy {dep['shuffled_accuracy']:.4f})")
         timing["total"] = time.perf_counter() - t0
     finally:
         rd.close()
     summary = merged_summary(run.path / "summary.json", {
         "variant": variant, "seed": seed, "profile": spec.profile, "split": split, "tests": present,
-        "models": labels, "accuracy": results, "seconds": timing})
+        "models": labels, "accuracy": results, "seconds": timing,
+        **({"image_dependence": dependence} if spec.image_shuffle else {})})
     write_json_atomic(run.path / "summary.json", summary, indent=1)
     echo(summary_table(summary))
     return summary
@@ -544,6 +623,9 @@ def add_training_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--scene-parser-of", default=None, metavar="VARIANT",
                    help="use (and train there, if absent) the scene parser of VARIANT's run with the same seed: "
                         "for variants with VARIANT's images (rd- and rd+ with mid)")
+    p.add_argument("--image-shuffle", action="store_true",
+                   help="also score the image-shuffle test: each test question asked of another image of its split "
+                        "(predictions under RUN/shuffled/, image dependence in summary.json)")
     p.add_argument("--skip-missing", action="store_true", help="skip test variants without data instead of failing")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads of this process")
     p.add_argument("--no-progress", action="store_true")
@@ -581,7 +663,8 @@ def spec_from_args(args: argparse.Namespace) -> tuple[list[str], TrainSpec]:
                      question_overrides=parse_assignments(args.question_set, QuestionParserConfig, "--question-set"),
                      model_overrides=model_overrides, jobs=args.jobs, device=args.device,
                      progress=not args.no_progress, parse_min_score=args.parse_min_score,
-                     pretrained=args.pretrained, scene_variant=args.scene_parser_of)
+                     pretrained=args.pretrained, scene_variant=args.scene_parser_of,
+                     image_shuffle=getattr(args, "image_shuffle", False))
     return labels, spec
 
 
@@ -606,7 +689,11 @@ def merged_summary(path: Path, new: Mapping[str, Any]) -> dict[str, Any]:
         seconds[k] = seconds.get(k, 0.0) + v
     for m, row in new["accuracy"].items():
         accuracy[m] = {**accuracy.get(m, {}), **row}
-    return {**new, "tests": list(dict.fromkeys([*(old.get("tests") or []), *new["tests"]])),
+    dependence = {m: dict(row) for m, row in (old.get("image_dependence") or {}).items()}
+    for m, row in (new.get("image_dependence") or {}).items():
+        dependence[m] = {**dependence.get(m, {}), **row}
+    return {**new, **({"image_dependence": dependence} if dependence else {}),
+            "tests": list(dict.fromkeys([*(old.get("tests") or []), *new["tests"]])),
             "models": list(dict.fromkeys([*(old.get("models") or []), *new["models"]])),
             "accuracy": accuracy, "seconds": seconds}
 
@@ -629,5 +716,5 @@ def summary_table(summary: Mapping[str, Any]) -> str:
 
 __all__ = ["DEFAULT_MODELS", "ExperimentError", "VariantRun", "TrainSpec", "factors_of", "variants_to_test",
            "model_specs", "train_parsers", "train_models", "parse_scenes", "parse_questions",
-           "write_model_predictions", "check_variant_data", "train_variant", "add_training_args",
+           "write_model_predictions", "shuffled_view", "write_shuffled_predictions", "check_variant_data", "train_variant", "add_training_args",
            "spec_from_args", "merged_summary", "summary_table"]
