@@ -204,22 +204,43 @@ class DeterministicExecutor:
         self.ontology = ontology
 
     def compile(self, program: Program) -> CompiledProgram:
-        """Validate and compile; raises :class:`InvalidProgram` / :class:`TypeMismatch`."""
-        types = program.validate(self.ontology)
-        steps = []
+        """Validate and compile; raises :class:`InvalidProgram` / :class:`TypeMismatch`.
+
+        The steps of a program's structure are built once per ontology and shared by every
+        program of that structure; only the keys of its value nodes are filled in per program.
+        """
+        onto = self.ontology
+        types = program.validate(onto)
+        templates = onto.cache("deterministic.templates")
+        structure = program.structure()
+        tpl = templates.get(structure)
+        if tpl is None:
+            tpl = templates[structure] = self._template(program, types)
+        steps, valued = tpl
+        if valued:
+            keys = onto.cache("deterministic.keys")
+            steps = list(steps)
+            nodes = program.nodes
+            for i, kind, attr in valued:
+                v = nodes[i].value_inputs[0]
+                k = keys.get((kind, attr, v))
+                if k is None:
+                    k = keys[(kind, attr, v)] = self._value_key(kind, attr, v)
+                fn, a, b, _ = steps[i]
+                steps[i] = (fn, a, b, k)
+            steps = tuple(steps)
+        return CompiledProgram(program, steps, types)
+
+    def _template(self, program: Program, types: tuple[str, ...]) -> tuple[tuple, tuple]:
+        """Steps of ``program``'s structure (value keys left None) and its value nodes."""
+        steps, valued = [], []
         for i, n in enumerate(program.nodes):
             sig = SIGNATURES[n.function]
             a = n.inputs[0] if n.inputs else -1
             b = n.inputs[1] if len(n.inputs) > 1 else -1
             kind, key = sig.kind, None
-            if kind == "filter":
-                v = n.value
-                key = (sig.attribute, v if v in self.ontology.filter_values(sig.attribute)
-                       else self.ontology.canonical(sig.attribute, v))
-            elif kind == "partfilter":
-                key = (sig.attribute, self.ontology.canonical(sig.attribute, n.value))
-            elif kind in ("relate", "partfilter_partname"):
-                key = n.value
+            if kind in ("filter", "partfilter", "relate", "partfilter_partname"):
+                valued.append((i, kind, sig.attribute))
             elif kind in ("query", "same", "partquery"):
                 key = sig.attribute
             elif kind == "unique":
@@ -233,7 +254,16 @@ class DeterministicExecutor:
             else:
                 fn = _STEPS[kind]
             steps.append((fn, a, b, key))
-        return CompiledProgram(program, tuple(steps), types)
+        return tuple(steps), tuple(valued)
+
+    def _value_key(self, kind: str, attr: str | None, v: str) -> Any:
+        """The step key of a value node (a validated value)."""
+        onto = self.ontology
+        if kind == "filter":
+            return (attr, v if v in onto.filter_values(attr) else onto.canonical(attr, v))
+        if kind == "partfilter":
+            return (attr, onto.canonical(attr, v))
+        return v  # relate, partfilter_partname
 
     def compile_scene(self, scene: SymbolicScene) -> CompiledScene:
         if scene._compiled is None:

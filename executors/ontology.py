@@ -110,6 +110,19 @@ class Ontology:
         for n in names:
             by_spoken.setdefault(self.part_spoken.get(n, n.replace("_", " ")), []).append(n)
         object.__setattr__(self, "_alike", {n: tuple(v) for v in by_spoken.values() for n in v})
+        object.__setattr__(self, "_caches", {})
+
+    def cache(self, name: str) -> dict:
+        """A dict owned by one consumer (``name``) that lives as long as this ontology object.
+
+        The executors keep there what depends only on the vocabularies and a program's structure
+        (validated structures, accepted values, compiled step templates), so that questions of one
+        template share it. Entries must be immutable and derived from this ontology alone.
+        """
+        c = self._caches.get(name)  # type: ignore[attr-defined]
+        if c is None:
+            c = self._caches[name] = {}  # type: ignore[attr-defined]
+        return c
 
     def __hash__(self) -> int:  # dict fields make the dataclass hash fail; the name is enough
         return hash((self.name, self.attributes.get("shape")))

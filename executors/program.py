@@ -13,6 +13,9 @@ from .dsl import ANSWER_TYPES, SIGNATURES, FUNCTIONS, Signature
 from .errors import InvalidProgram, TypeMismatch
 from .ontology import Ontology
 
+#: entries a cache of an ontology holds before it is emptied (bounds memory on endless streams)
+_MAX_CACHED = 100_000
+
 
 @dataclass(frozen=True)
 class Node:
@@ -63,27 +66,50 @@ class Program:
         """
         if not isinstance(nodes, (list, tuple)) or not nodes:
             raise InvalidProgram("program must be a non-empty list of nodes")
+        # With an ontology, equal nodes are shared through its cache (nodes are immutable): a
+        # lookup costs less than building a Node, and most nodes recur across questions.
+        interned = ontology.cache("program.nodes") if ontology is not None else None
         out = []
+        structure = []
         for i, n in enumerate(nodes):
-            if not isinstance(n, Mapping):
+            if type(n) is not dict and not isinstance(n, Mapping):
                 raise InvalidProgram(f"node must be an object, got {type(n).__name__}", node=i)
-            fn = n.get("type", n.get("function"))
-            if not isinstance(fn, str):
+            fn = n["type"] if "type" in n else n.get("function")
+            if type(fn) is not str and not isinstance(fn, str):
                 raise InvalidProgram("missing field 'type' (or 'function')", node=i)
             if "inputs" not in n:
                 raise InvalidProgram("missing field 'inputs'", node=i, function=fn)
-            values = n.get("value_inputs", n.get("side_inputs", []))
-            if not isinstance(values, (list, tuple)) or not isinstance(n["inputs"], (list, tuple)):
-                field = "inputs" if not isinstance(n["inputs"], (list, tuple)) else "value_inputs"
+            raw_in = n["inputs"]
+            values = n["value_inputs"] if "value_inputs" in n else n.get("side_inputs", ())
+            if not isinstance(values, (list, tuple)) or not isinstance(raw_in, (list, tuple)):
+                field = "inputs" if not isinstance(raw_in, (list, tuple)) else "value_inputs"
                 raise InvalidProgram(f"field {field!r} must be a list", node=i, function=fn)
+            inputs, vals = tuple(raw_in), tuple(values)
             try:
-                inputs = tuple(_as_index(x) for x in n["inputs"])
-                vals = tuple(_as_value(v) for v in values)
+                for x in inputs:
+                    if type(x) is not int:
+                        inputs = tuple(_as_index(x) for x in raw_in)
+                        break
+                for v in vals:
+                    if type(v) is not str:
+                        vals = tuple(_as_value(v) for v in values)
+                        break
             except (TypeError, ValueError) as e:
                 raise InvalidProgram(f"bad field: {e}", node=i, function=fn) from None
-            out.append(Node(fn, inputs, vals))
+            if interned is None:
+                out.append(Node(fn, inputs, vals))
+                continue
+            key = (fn, inputs, vals)
+            hit = interned.get(key)
+            if hit is None:
+                if len(interned) >= _MAX_CACHED:
+                    interned.clear()
+                hit = interned[key] = (Node(fn, inputs, vals), (fn, inputs, len(vals)))
+            out.append(hit[0])
+            structure.append(hit[1])
         prog = cls(tuple(out))
         if ontology is not None:
+            prog.__dict__["_structure"] = tuple(structure)
             prog.validate(ontology)
         return prog
 
@@ -137,8 +163,20 @@ class Program:
         return Program.from_prefix(self.to_prefix())
 
     # ------------------------------------------------------------------ validation
+    def structure(self) -> tuple:
+        """What validation, types and schedules depend on: per node (function, inputs, number of
+        values). Programs of one question template share it; they differ only in their values."""
+        st = self.__dict__.get("_structure")
+        if st is None:
+            st = self.__dict__["_structure"] = tuple((n.function, n.inputs, len(n.value_inputs))
+                                                     for n in self.nodes)
+        return st
+
     def validate(self, ontology: Ontology) -> tuple[str, ...]:
         """Check structure, types and values; return each node's output type.
+
+        A program is checked once per ontology (the result is kept on it), and what depends only
+        on its :meth:`structure` once per ontology for all programs that share it.
 
         Raises:
             InvalidProgram: unknown function, wrong arity, an input that is not an earlier node,
@@ -146,6 +184,33 @@ class Program:
                 extra ``value_inputs``, or a final node that yields no answer.
             TypeMismatch: an input of a type the function does not accept.
         """
+        done = self.__dict__.get("_checked")
+        if done is not None and done[0] is ontology:
+            return done[1]
+        cache = ontology.cache("program.structures")
+        key = self.structure()
+        checked = cache.get(key)
+        if checked is None:
+            # the full check in node order, so the first bad node is the one reported
+            types = self._validate_nodes(ontology)
+            valued = tuple((i, SIGNATURES[n.function].value) for i, n in enumerate(self.nodes) if n.value_inputs)
+            if len(cache) >= _MAX_CACHED:
+                cache.clear()
+            checked = cache[key] = (types, valued)
+        else:
+            # the structure is valid: only the values are left, each against the values seen valid
+            accepted = ontology.cache("program.values")
+            nodes = self.nodes
+            for i, kind in checked[1]:
+                v = nodes[i].value_inputs[0]
+                ok = accepted.get(kind)
+                if ok is None or v not in ok:
+                    _check_value(nodes[i], SIGNATURES[nodes[i].function], ontology, i)
+                    accepted[kind] = frozenset((*(ok or ()), v))
+        self.__dict__["_checked"] = (ontology, checked[0])
+        return checked[0]
+
+    def _validate_nodes(self, ontology: Ontology) -> tuple[str, ...]:
         types: list[str] = []
         for i, n in enumerate(self.nodes):
             sig = SIGNATURES.get(n.function)
