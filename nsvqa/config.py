@@ -350,6 +350,21 @@ def _option_type(name: str, tp: Any):
     return convert
 
 
+class HelpFormatter(argparse.HelpFormatter):
+    """The help formatter of every script: each option's help ends with its default when it has a
+    meaningful one (not None, not a flag's False) and the text does not already say it."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        default = action.default
+        if (default is None or default is False or default is argparse.SUPPRESS or "default" in text
+                or action.option_strings == [] and action.nargs in (argparse.OPTIONAL, argparse.ZERO_OR_MORE)
+                and default == []):
+            return text
+        shown = "%(default)s" if not isinstance(default, (tuple, list)) else ", ".join(map(str, default))
+        return f"{text} (default: {shown.replace('%', '%%') if shown != '%(default)s' else shown})"
+
+
 def add_config_args(parser: argparse.ArgumentParser, cls: type, *, exclude: Sequence[str] = IDENTITY,
                     title: str = "config fields (default: the profile's value)",
                     set_option: str | None = "--set") -> Any:
@@ -395,5 +410,5 @@ def config_overrides(args: argparse.Namespace, cls: type, *, exclude: Sequence[s
     return out
 
 
-__all__ = ["Config", "ConfigError", "IDENTITY", "as_fields", "resolve_fields", "field_types", "type_name", "parse_value", "parse_assignments",
+__all__ = ["Config", "ConfigError", "HelpFormatter", "IDENTITY", "as_fields", "resolve_fields", "field_types", "type_name", "parse_value", "parse_assignments",
            "add_config_args", "config_overrides"]

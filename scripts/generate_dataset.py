@@ -4,7 +4,8 @@
         --num-images 100 --seed 0 --workers 2
 
 Resumable (rerun the same command after an interruption) and deterministic (the same arguments
-give the same bytes for any --workers or --shard division).
+give the same bytes for any --workers or --shard division). An existing split is never replaced by a
+smaller one without --force.
 """
 from __future__ import annotations
 
@@ -12,7 +13,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from nsvqa.generation.dataset import PROFILES, QUESTION_SETS, SPLITS, generate_split, job_for
+from nsvqa.config import HelpFormatter
+from nsvqa.fileio import OutputNotWritable, check_writable
+from nsvqa.generation.dataset import (PROFILES, QUESTION_SETS, SPLITS, check_no_shrink, generate_split,
+                                     job_for)
 from nsvqa.generation.variants import VariantError, list_variants
 
 
@@ -27,22 +31,27 @@ def _shard(text: str) -> tuple[int, int]:
 
 
 def get_args_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                formatter_class=HelpFormatter)
     p.add_argument("--out", type=Path, required=True, help="dataset root (one folder per variant inside)")
     p.add_argument("--variant", default="mid", help=f"catalogue name ({', '.join(list_variants())})")
-    p.add_argument("--split", choices=SPLITS, default="train")
-    p.add_argument("--num-images", type=int, required=True)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--workers", type=int, default=1)
-    p.add_argument("--shard", type=_shard, default=(0, 1), help="i/N: render the indices k with k %% N == i")
+    p.add_argument("--split", choices=SPLITS, default="train", help="which split of the variant to generate")
+    p.add_argument("--num-images", type=int, required=True,
+                   help="images in the split (10 or 20 questions each, see --questions); smaller than an "
+                        "existing split's size is refused without --force")
+    p.add_argument("--seed", type=int, default=0, help="generation seed (mixed with the split name)")
+    p.add_argument("--workers", type=int, default=1, help="rendering processes (the bytes do not depend on it)")
+    p.add_argument("--shard", type=_shard, default=(0, 1), help="i/N: render the indices k with k %% N == i (default 0/1: all of them)")
     p.add_argument("--profile", choices=sorted(PROFILES), default="mini",
-                   help="image size: tiny 64x48, mini 320x240, full 640x480")
+                   help="image size: " + ", ".join(f"{k} {v.width}x{v.height}" for k, v in sorted(PROFILES.items())))
     p.add_argument("--width", type=int, help="overrides the profile's width")
     p.add_argument("--height", type=int, help="overrides the profile's height")
     p.add_argument("--questions", choices=sorted(QUESTION_SETS), default="object+part",
                    help="question set: 'object' is the paper's (10 per image, CLEVR 1.0 templates); "
                         "'object+part' adds 10 part questions per image")
-    p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--force", action="store_true",
+                   help="replace an existing split even by a smaller one (its extra images are deleted)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
     return p
 
 
@@ -52,10 +61,13 @@ def main(argv: list[str] | None = None) -> int:
     try:
         job = job_for(args.out, args.variant, args.split, args.num_images, args.seed,
                       args.width or prof.width, args.height or prof.height, args.questions)
-    except (VariantError, ValueError) as e:
+        check_writable(job.folder)
+        check_no_shrink(job, args.force)
+    except (VariantError, OutputNotWritable, ValueError) as e:
         print(f"generate_dataset.py: error: {e}", file=sys.stderr)
         return 2
-    res = generate_split(job, workers=args.workers, shard=args.shard, progress=not args.no_progress)
+    res = generate_split(job, workers=args.workers, shard=args.shard, progress=not args.no_progress,
+                         force=args.force)
     print(f"{job.folder}: {args.split}: rendered {res['rendered']}, already done {res['skipped']}"
           + (", split merged (scenes, COCO annotations, manifest)" if res["finalized"] else ""),
           file=sys.stderr)

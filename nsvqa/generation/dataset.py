@@ -14,7 +14,9 @@ Layout under ``<root>/<variant>/``::
 Every image depends only on (seed, split, index, parameters), so any division of the work over
 processes (``workers``) or machines (``shard``) writes the same bytes. Every file is written to a
 temporary name and renamed; an image counts as done when its record exists, so a killed run,
-started again, skips finished images and redoes the rest.
+started again, skips finished images and redoes the rest; it first sweeps the temporaries the
+killed run left (:func:`nsvqa.fileio.sweep_temporaries`). A split is never replaced by a smaller
+one unless asked (``force``): :class:`SplitWouldShrink`.
 """
 from __future__ import annotations
 
@@ -29,7 +31,7 @@ import numpy as np
 
 from executors import load_ontology
 
-from nsvqa.fileio import sha256_file, write_atomic, write_json_atomic
+from nsvqa.fileio import sha256_file, sweep_temporaries, write_atomic, write_json_atomic
 
 from nsvqa.generation.looks import DEFAULT_LOOK
 from nsvqa.generation.sampler import SceneParams
@@ -146,6 +148,44 @@ def pending(job: SplitJob, shard: tuple[int, int] = (0, 1)) -> list[int]:
     return [k for k in range(i, job.num_images, n) if not job.record_path(k).exists()]
 
 
+class SplitWouldShrink(ValueError):
+    """A job that would replace an existing split with fewer images (the message names the split,
+    its current size and ``--force``)."""
+
+
+def existing_size(job: SplitJob) -> int | None:
+    """How many images the manifest records for the job's split (``None``: no merged split)."""
+    path = job.folder / "manifest.json"
+    if not merged_path(job).exists() or not path.exists():
+        return None
+    done = json.loads(path.read_text()).get("splits", {}).get(job.split)
+    return None if done is None else int(done.get("counts", {}).get("images", 0))
+
+
+def check_no_shrink(job: SplitJob, force: bool = False) -> None:
+    """Refuse a job that would replace the existing split with a smaller one, unless ``force``.
+
+    Raises:
+        SplitWouldShrink: naming the manifest, the split, its current size and ``--force``.
+    """
+    n = existing_size(job)
+    if n is not None and job.num_images < n and not force:
+        raise SplitWouldShrink(
+            f"{job.folder / 'manifest.json'}: split {job.variant}/{job.split} holds {n} images; --num-images "
+            f"{job.num_images} would replace it with {job.num_images}. Nothing written: rerun with --num-images "
+            f"{n} to keep it, or add --force to replace it")
+
+
+def _drop_images_beyond(job: SplitJob) -> None:
+    """Remove the split's images (and resume records) whose index is past ``job.num_images``."""
+    for folder, pattern in ((job.folder / "images" / job.split, f"{PREFIX}_{job.split}_*.png"),
+                            (job.folder / "scenes" / job.split, "*.json")):
+        for path in folder.glob(pattern) if folder.is_dir() else ():
+            stem = path.stem.rsplit("_", 1)[-1]
+            if stem.isdigit() and int(stem) >= job.num_images:
+                path.unlink()
+
+
 class _Worker:
     """Renders images of one job in one process (one EGL context per process)."""
 
@@ -183,19 +223,29 @@ def _work(index: int) -> int:
 
 def generate_split(job: SplitJob, workers: int = 1, shard: tuple[int, int] = (0, 1),
                    progress: bool = True, finalize: bool = True,
-                   on_image: Callable[[int], None] | None = None) -> dict:
+                   on_image: Callable[[int], None] | None = None, force: bool = False) -> dict:
     """Generate the missing images of ``job`` (this shard), then merge the split when complete.
+    Stale temporaries of a killed run in the variant's folder are removed first.
 
     Args:
         workers: processes (each with its own renderer); 1 renders in this process.
         shard: (i, n): this call renders the indices k with k % n == i.
         finalize: merge scenes, write COCO annotations and the manifest once every image exists.
         on_image: called with each finished index (tests use it to interrupt a run).
+        force: replace an existing split by a smaller one (its images past the new size removed).
 
     Returns:
         {"rendered": n, "skipped": n, "finalized": bool}
+
+    Raises:
+        SplitWouldShrink: the split exists with more images than ``job.num_images`` and not ``force``.
     """
     from tqdm import tqdm
+
+    check_no_shrink(job, force)
+    sweep_temporaries(job.folder, recursive=True)
+    if force:
+        _drop_images_beyond(job)
 
     todo = pending(job, shard)
     total = len(range(shard[0], job.num_images, shard[1]))

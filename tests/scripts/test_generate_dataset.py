@@ -40,3 +40,39 @@ def test_unknown_variant_and_bad_shard(gen, tmp_path, capsys):
     with pytest.raises(SystemExit) as e:
         gen.main(["--out", str(tmp_path), "--num-images", "1", "--shard", "2/2"])
     assert e.value.code == 2
+
+
+def test_a_smaller_num_images_is_refused_without_force(gen, tmp_path, capsys):
+    argv = ["--out", str(tmp_path), "--variant", "easy", "--split", "test", "--profile", "tiny", "--no-progress"]
+    assert gen.main(argv + ["--num-images", "2"]) == 0
+    before = (tmp_path / "easy" / "scenes" / "test_scenes.json").read_bytes()
+    capsys.readouterr()
+    for n in ("1", "0"):
+        assert gen.main(argv + ["--num-images", n]) == 2
+        err = capsys.readouterr().err
+        assert "manifest.json: split easy/test holds 2 images" in err and "--force" in err
+    assert (tmp_path / "easy" / "scenes" / "test_scenes.json").read_bytes() == before
+    assert gen.main(argv + ["--num-images", "2"]) == 0  # the same settings: nothing to do
+    assert "rendered 0, already done 2" in capsys.readouterr().err
+    assert gen.main(argv + ["--num-images", "1", "--force"]) == 0
+    assert sorted(p.name for p in (tmp_path / "easy" / "images" / "test").iterdir()) == ["nsvqa_test_000000.png"]
+    assert json.loads((tmp_path / "easy" / "manifest.json").read_text())["splits"]["test"]["counts"]["images"] == 1
+
+
+def test_an_unwritable_out_is_one_line_before_any_work(gen, tmp_path, capsys):
+    (tmp_path / "afile").write_text("")
+    assert gen.main(["--out", str(tmp_path / "afile"), "--variant", "easy", "--split", "test",
+                     "--num-images", "1", "--profile", "tiny", "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "afile/easy: cannot write there" in err
+
+
+def test_every_flag_has_help_with_its_default(gen):
+    from nsvqa.generation.dataset import PROFILES
+
+    text = " ".join(gen.get_args_parser().format_help().split())
+    for flag in ("--num-images", "--seed", "--split", "--workers", "--force"):
+        assert flag in text
+    assert "(default: 0)" in text and "(default: 1)" in text
+    for name in PROFILES:
+        assert name in text
