@@ -90,22 +90,22 @@ def test_a_pipeline_model_without_its_parses_says_what_is_missing(tmp_path):
 
 # ---------------------------------------------------------------------------- a toy model
 def readme_model_source() -> str:
-    """The model example of README.md ("One model interface"), as the README shows it."""
-    text = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    """The model example of docs/models.md ("One model interface"), as the page shows it."""
+    text = (Path(__file__).resolve().parents[2] / "docs" / "models.md").read_text()
     start = text.index("```python\nimport json\nfrom collections import Counter")
     return text[start + len("```python\n"):text.index("```", start + 10)]
 
 
 @pytest.fixture
 def toy_model():
-    """The README's example model, registered by running the README's code."""
+    """The example model of docs/models.md, registered by running the page's code."""
     import sys
     import types
 
     module = types.ModuleType("readme_example")
     sys.modules[module.__name__] = module  # dataclasses look their module up
     try:
-        exec(compile(readme_model_source(), "README.md", "exec"), module.__dict__)
+        exec(compile(readme_model_source(), "docs/models.md", "exec"), module.__dict__)
         yield models.get("type_prior")
     finally:
         models.unregister("type_prior")
