@@ -12,6 +12,7 @@ import torch
 
 import baselines
 from baselines import common, mdetr
+from baselines.mdetr import training as mdetr_training
 from baselines.mdetr import (MDETRNet, answer_groups, collate_grounded, decode_answers, grounding_losses,
                              hungarian_match, match_cost, positive_map, qa_loss, tokenize_questions)
 from executors import load_ontology
@@ -172,10 +173,10 @@ def test_minilm_text_encoder_shapes_and_frozen_weights(root):
     assert out["text_emb"].shape == (2, T, 32) and out["type_logits"].shape == (2, 3)
     assert [o.shape[1] for o in out["answer_logits"]] == [len(g) for g in groups]
     # the frozen MiniLM stays out of the checkpoint and comes back from the package
-    weights = mdetr._weights(net)
+    weights = mdetr_training._weights(net)
     assert not any(k.startswith("text.bert.") for k in weights) and "text.resize.0.weight" in weights
     again = MDETRNet([len(g) for g in groups], cfg).eval()
-    mdetr._load_weights(again, weights, "test")
+    mdetr_training._load_weights(again, weights, "test")
     with torch.no_grad():
         assert torch.allclose(again(x["ids"], x["text_mask"], x["images"])["boxes"],
                               net.eval()(x["ids"], x["text_mask"], x["images"])["boxes"])
@@ -228,7 +229,7 @@ def test_script_trains_resumes_exactly_predicts_and_evaluates(root, tmp_path, lo
     log = (straight / "train.log").read_text()
     assert "step 2 (pretrain)" in log and "step 4 (finetune)" in log and "val accuracy=" in log
 
-    with stop_after_save(mdetr, at=4):  # interrupted in the fine-tuning phase
+    with stop_after_save(mdetr_training, at=4):  # interrupted in the fine-tuning phase
         tb.main([*args, "--out", str(interrupted)])
     assert load_checkpoint(interrupted / common.CHECKPOINT)["train_state"]["step"] == 4
     assert tb.main([*args, "--out", str(interrupted), "--resume"]) == 0
