@@ -13,6 +13,7 @@ import torch
 
 import baselines
 from baselines import nscl
+from baselines.nscl import training as nscl_training
 from executors import load_ontology
 from executors.errors import FormatError
 from executors.io import normalize_answer
@@ -340,7 +341,7 @@ def test_script_trains_resumes_exactly_predicts_and_evaluates(root, tmp_path, lo
     assert tb.main([*args, "--out", str(straight)]) == 0
     assert "nscl__train-mid__test-hard.jsonl: 40 questions, accuracy" in capsys.readouterr().out
     assert json.loads((straight / "config.json").read_text())["config"]["curriculum"] == "0.5:6:10"
-    with stop_after_save(nscl):
+    with stop_after_save(nscl_training):
         tb.main([*args, "--out", str(interrupted)])
     assert load_checkpoint(interrupted / "baseline.pt")["train_state"]["step"] == 3
     assert tb.main([*args, "--out", str(interrupted), "--resume"]) == 0
