@@ -10,16 +10,30 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 
-#: ../shared/reference next to the repository (absent in a user's clone).
-REFERENCE_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "reference"
+#: The small committed subset of the reference data (tests/fixtures/README.md).
+FIXTURES_REFERENCE = REPO / "tests" / "fixtures" / "reference"
+#: Environment variable naming the full reference data (``clevr/``, ``superclevr/``; not in the repository).
+REFERENCE_ENV = "NSVQA_REFERENCE"
+
+
+@pytest.fixture(scope="session")
+def reference_fixtures() -> Path:
+    """The committed reference files (``superclevr/``: the ten sample scenes, the generator's
+    metadata and ``dist/`` tables); always present."""
+    return FIXTURES_REFERENCE
 
 
 @pytest.fixture(scope="session")
 def reference_dir() -> Path:
-    """The real reference data; skips the test when ``../shared/reference`` is absent."""
-    if not REFERENCE_DIR.is_dir():
-        pytest.skip("../shared/reference not present (a user's clone has no ../shared)")
-    return REFERENCE_DIR
+    """The full reference data, from ``$NSVQA_REFERENCE``; skips the test when it is unset or not a folder."""
+    value = os.environ.get(REFERENCE_ENV, "")
+    if not value:
+        pytest.skip(f"{REFERENCE_ENV} not set: the full reference data (official question files, CLEVR scenes, "
+                    "sample renders) is not in the repository")
+    path = Path(value)
+    if not path.is_dir():
+        pytest.fail(f"{REFERENCE_ENV}={value}: no such folder")
+    return path
 
 
 def _load_script(name: str):

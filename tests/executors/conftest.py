@@ -2,7 +2,7 @@
 
 * Tiny hand-written scenes (fresh dicts: tests may edit them). Every scene has three objects and
   is written out in full here, so a failing assertion can be checked by hand.
-* The reference question files, loaded once per session (skipped without ../shared/reference).
+* The reference question files, loaded once per session (skipped without ``$NSVQA_REFERENCE``).
 """
 from __future__ import annotations
 

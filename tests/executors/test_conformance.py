@@ -3,7 +3,7 @@
 The deterministic executor must reproduce every answer and every intermediate node output
 (``_output``) of the questions the official CLEVR and Super-CLEVR generators emitted, and must
 reject the programs the Super-CLEVR generator emitted with empty ``value_inputs``.
-Skipped when ``../shared/reference`` is absent.
+Skipped when ``$NSVQA_REFERENCE`` (the full reference data, not in the repository) is not set.
 """
 from __future__ import annotations
 

@@ -61,7 +61,7 @@ def test_superclevr_shape_hierarchy(superclevr):
     assert superclevr.category_of("cube") is None
 
 
-def test_superclevr_22nd_shape_addi(superclevr, reference_dir):
+def test_superclevr_22nd_shape_addi(superclevr, reference_fixtures):
     """The question generator's 22nd shape: ``addi`` ("regular car"), a car that the image
     generator never places (no entry in part_dict.json), kept last in the column order so that the
     21 placed shapes keep their columns."""
@@ -74,7 +74,7 @@ def test_superclevr_22nd_shape_addi(superclevr, reference_dir):
     assert "addi" in superclevr.filter_values("shape")
     assert superclevr.parts_of("addi") == () and "addi" not in superclevr.parts_per_shape
     assert superclevr.scene_values("color") == superclevr.values("color")
-    meta = json.loads((reference_dir / "superclevr" / "metadata_part.json").read_text())["types"]
+    meta = json.loads((reference_fixtures / "superclevr" / "metadata_part.json").read_text())["types"]
     assert {c: tuple(v) for c, v in meta["Shape"].items()} == dict(superclevr.categories)
     assert {s: superclevr.spoken_value("shape", s) for s in superclevr.values("shape")} == meta["Shapename"]
 
@@ -180,17 +180,17 @@ def test_load_by_path_and_errors(tmp_path):
         load_ontology(str(broken))
 
 
-def test_checked_in_ontologies_equal_build_script_output(tmp_path, reference_dir):
+def test_checked_in_ontologies_equal_build_script_output(tmp_path, reference_fixtures):
     spec = importlib.util.spec_from_file_location("build_ontology", REPO / "scripts" / "build_ontology.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    mod.main(["--out", str(tmp_path), "--superclevr", str(reference_dir / "superclevr")])
+    mod.main(["--out", str(tmp_path), "--superclevr", str(reference_fixtures / "superclevr")])
     for name in ("clevr", "superclevr"):
         built = json.loads((tmp_path / f"{name}.json").read_text())
         checked_in = json.loads((REPO / "data" / "ontology" / f"{name}.json").read_text())
         assert built == checked_in, f"data/ontology/{name}.json is out of date: rerun scripts/build_ontology.py"
 
 
-def test_part_lists_equal_the_release_part_dict(superclevr, reference_dir):
-    part_dict = json.loads((reference_dir / "superclevr" / "part_dict.json").read_text())
+def test_part_lists_equal_the_release_part_dict(superclevr, reference_fixtures):
+    part_dict = json.loads((reference_fixtures / "superclevr" / "part_dict.json").read_text())
     assert {s: list(v) for s, v in superclevr.parts_per_shape.items()} == part_dict

@@ -228,8 +228,8 @@ def clevr_val_scenes(reference_dir):
 
 
 @pytest.fixture(scope="module")
-def superclevr_scenes(reference_dir):
-    return json.loads((reference_dir / "superclevr" / "superCLEVR_scenes.json").read_text())["scenes"]
+def superclevr_scenes(reference_fixtures):
+    return json.loads((reference_fixtures / "superclevr" / "superCLEVR_scenes.json").read_text())["scenes"]
 
 
 def _computed(scenes, onto):

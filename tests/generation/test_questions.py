@@ -72,8 +72,8 @@ def synthetic(n, seed=7, start=100):
 
 
 @pytest.fixture(scope="module")
-def reference_scenes(reference_dir):
-    p = Path(reference_dir) / "superclevr" / "superCLEVR_scenes.json"
+def reference_scenes(reference_fixtures):
+    p = Path(reference_fixtures) / "superclevr" / "superCLEVR_scenes.json"
     if not p.exists():
         pytest.skip("superCLEVR_scenes.json not present")
     return json.loads(p.read_text())["scenes"]

@@ -127,11 +127,11 @@ def test_official_layout_names_the_scene_object_and_field():
         official_layout(bad, onto, "scene 7")
 
 
-def test_the_sample_scenes_fit_clevrs_camera(reference_dir):
+def test_the_sample_scenes_fit_clevrs_camera(reference_fixtures):
     """The measurement behind look v2: every official sample scene's fitted camera has CLEVR's
     vertical field of view (35 mm lens, 32 mm sensor at 4:3: 37.85 degrees)."""
     onto = load_ontology("superclevr")
-    scenes = json.loads((reference_dir / "superclevr" / "superCLEVR_scenes.json").read_text())["scenes"]
+    scenes = json.loads((reference_fixtures / "superclevr" / "superCLEVR_scenes.json").read_text())["scenes"]
     for s in scenes:
         _, fit = official_layout(s, onto, f"scene {s['image_index']}", look="v2")
         assert fit.camera.fov_y_deg == pytest.approx(37.85, abs=0.5)

@@ -32,9 +32,9 @@ def test_catalogue_loads():
     assert {load_variant(n).scene["complexity"] for n in ("bal", "slt", "long", "head", "tail", "oppo")} == {"hard"}
 
 
-def test_catalogue_is_what_build_variants_writes(reference_dir, load_script, tmp_path):
+def test_catalogue_is_what_build_variants_writes(reference_fixtures, load_script, tmp_path):
     build = load_script("build_variants")
-    assert build.main(["--dist", str(reference_dir / "superclevr" / "dist"), "--out", str(tmp_path)]) == 0
+    assert build.main(["--dist", str(reference_fixtures / "superclevr" / "dist"), "--out", str(tmp_path)]) == 0
     repo = Path(__file__).resolve().parents[2] / "data" / "variants"
     for p in tmp_path.glob("*.json"):
         assert json.loads(p.read_text()) == json.loads((repo / p.name).read_text()), p.name
