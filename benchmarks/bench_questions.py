@@ -2,8 +2,8 @@
 
     python benchmarks/bench_questions.py [--scenes 50] [--levels rd- rd rd+] [--repeat 3]
 
-Scenes: the Super-CLEVR reference scenes (``../shared/reference/superclevr/superCLEVR_scenes.json``,
-the developers' reference data, when present: a clone has none) topped up with synthetic scenes
+Scenes: the ten Super-CLEVR sample scenes (``tests/fixtures/reference/superclevr/superCLEVR_scenes.json``,
+committed; tests/fixtures/README.md) topped up with synthetic scenes
 of 3-10 objects with up to 3 recoloured parts each
 (:func:`nsvqa.generation.questions.synthetic_scene`, no rendering), ``--scenes`` in all. Only
 ``QuestionGenerator.generate`` is timed (scene indexing, search, executor checks, texts: all of it;
@@ -30,7 +30,7 @@ from pathlib import Path  # noqa: E402
 import numpy as np  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
-REFERENCE = REPO.parent / "shared" / "reference" / "superclevr" / "superCLEVR_scenes.json"
+REFERENCE = REPO / "tests" / "fixtures" / "reference" / "superclevr" / "superCLEVR_scenes.json"
 TARGET = 100.0
 
 
@@ -40,9 +40,8 @@ def get_args_parser() -> argparse.ArgumentParser:
     p.add_argument("--levels", nargs="+", default=["rd-", "rd", "rd+"])
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--reference", type=Path, default=REFERENCE,
-                   help="Super-CLEVR reference scenes JSON (default: ../shared/reference/superclevr/"
-                        "superCLEVR_scenes.json, the developers' reference data, absent in a clone: "
-                        "synthetic scenes then stand in)")
+                   help="Super-CLEVR scenes JSON (default: the ten sample scenes in tests/fixtures/reference/"
+                        "superclevr/superCLEVR_scenes.json; a missing file: synthetic scenes stand in)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", type=Path, default=REPO / "runs" / "bench" / "bench_questions.json")
     return p
