@@ -556,7 +556,7 @@ def load_question_meta(root: str | os.PathLike, variant: str, split: str = "test
     spec = _variant_ood(folder, variant)
     scenes: dict[int, Mapping] = {}
     if spec and set(spec.get("factors", ())) & {"num_objects", "camera_scale"}:
-        scenes = {s.image_index: s.record for s in read_scenes(scenes_path(folder, split))}
+        scenes = {i: s.record for i, s in read_scenes(scenes_path(folder, split)).by_image_index(questions).items()}
     return [QuestionMeta.from_question(q, ontology=onto, ood_spec=spec, scene=scenes.get(q.image_index))
             for q in questions]
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Mapping, Sequence
+from typing import Any, ClassVar, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -26,7 +26,7 @@ from executors.io import scene_records
 from executors.ontology import Ontology
 from executors.scene import SymbolicScene, check_image_filename
 
-from nsvqa.artifacts.records import RecordSequence, read_document
+from nsvqa.artifacts.records import RecordSequence, index_by_image, read_document
 from nsvqa.fileio import write_json_atomic
 
 
@@ -117,9 +117,11 @@ class ScenesFile(RecordSequence):
 
 
 
-    def by_image_index(self) -> dict[int, SceneRecord]:
-        """image_index -> scene (a later scene with the same index wins)."""
-        return {s.image_index: s for s in self.scenes}
+    def by_image_index(self, questions: Iterable[Any] = ()) -> dict[int, SceneRecord]:
+        """image_index -> scene, checked (:func:`~nsvqa.artifacts.records.index_by_image`): two
+        scenes of one index, or one of ``questions`` about another image file than its scene, is a
+        FormatError naming the file, the item and both values."""
+        return index_by_image(self.scenes, self.path, "scene", questions)
 
     def by_filename(self) -> dict[str, SceneRecord]:
         """image_filename -> scene, for the scenes that name their image."""

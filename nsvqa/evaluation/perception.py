@@ -94,6 +94,7 @@ def perception(parsed: str | Path, data: str | Path, split: str = "test", *,
         ValueError: a systematic split over factors this function does not know.
     """
     from nsvqa.artifacts import read_scenes, scenes_path
+    from nsvqa.artifacts.records import check_same_image
 
     doc, liks = load_parsed(parsed)
     for field, want in (("data", Path(data).name), ("split", split)):
@@ -101,7 +102,7 @@ def perception(parsed: str | Path, data: str | Path, split: str = "test", *,
         if got is not None and (Path(got).name if field == "data" else got) != want:
             raise ValueError(f"{parsed}, field {field!r}: a parse of {got!r}, not of {want!r} "
                              f"({Path(data) / 'scenes'} / {split})")
-    gt = {s.image_index: s.record for s in read_scenes(scenes_path(Path(data), split))}
+    gt = {i: s.record for i, s in read_scenes(scenes_path(Path(data), split)).by_image_index().items()}
     onto = liks[0].ontology if liks else None
     attributes = ("shape", "color", "material", "size")
     tallies = {g: _Tally(attributes) for g in ("all", "id", "ood")}
@@ -114,6 +115,8 @@ def perception(parsed: str | Path, data: str | Path, split: str = "test", *,
         if scene is None:
             raise KeyError(f"{parsed}: scene {s['image_index']}: no ground-truth scene with that image_index "
                            f"in {scenes_path(Path(data), split)}")
+        check_same_image(f"{parsed}, scene {s['image_index']}", s["image_index"], s.get("image_filename"),
+                         scene.get("image_filename"), scenes_path(Path(data), split), "ground-truth scene")
         objs = scene["objects"]
         held_image = scene_held_out(scene, ood_spec) if scene_split else None
         groups = [_group_of(o, held_image, ood_spec, onto) for o in objs]

@@ -436,7 +436,7 @@ def evaluate_parsed(parsed: str | Path, data: str | Path, split: str = "val", *,
     gt_path = data / "annotations" / f"{split}_coco.json"
     image_ids = [int(s["image_index"]) for s in doc["scenes"]]
     metrics: dict[str, Any] = {"parsed": str(parsed), "data": str(data), "split": split, "images": len(image_ids)}
-    scenes = {s.image_index: s.record for s in read_scenes(scenes_path(data, split))}
+    scenes = {i: s.record for i, s in read_scenes(scenes_path(data, split)).by_image_index().items()}
     if not gt_path.exists():  # an evaluation-only import: no masks, no COCO AP
         metrics["coco_objects"] = f"none: {gt_path} absent (scenes without masks); objects matched by box centre"
     else:

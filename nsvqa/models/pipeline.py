@@ -251,7 +251,9 @@ class PipelineModel(Model):
         read once."""
         from executors import load_ontology
 
-        from nsvqa.artifacts import questions_path, read_likelihoods, read_programs, read_questions
+        from nsvqa.artifacts import (LikelihoodsFormatError, questions_path, read_likelihoods, read_programs,
+                                     read_questions)
+        from nsvqa.artifacts.records import index_by_image
         from nsvqa.artifacts.predictions import load_question_meta
 
         gt = spec is not None and spec.gt_programs
@@ -262,7 +264,9 @@ class PipelineModel(Model):
         questions = read_questions(questions_path(Path(root) / variant, split), onto, require_program=True,
                                    require_answer=True, require_valid=False)  # read once
         metas = load_question_meta(root, variant, split, ontology=onto, questions=questions)
-        scenes = {lik.image_index: lik for lik in read_likelihoods(inputs.likelihoods, onto).likelihoods}
+        parsed = index_by_image(read_likelihoods(inputs.likelihoods, onto).scenes, inputs.likelihoods,
+                                "parsed scene", questions, LikelihoodsFormatError)
+        scenes = {i: r.likelihoods for i, r in parsed.items()}
         if gt:
             programs = [q.program for q in questions]
         else:

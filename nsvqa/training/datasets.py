@@ -182,7 +182,7 @@ class AttributeCropDataset(Dataset):
         path = self.root / "scenes" / f"{split}_scenes.json"
         if not path.exists():
             raise FileNotFoundError(f"{path}: no scenes for split {split!r} (generate the split first)")
-        self.scenes = {s.image_index: s.record for s in read_scenes(path)}
+        self.scenes = {i: s.record for i, s in read_scenes(path).by_image_index().items()}
         self.onto = load_ontology("superclevr")
         self.items: list[CropItem] = []
         for idx in sorted(self.scenes):
