@@ -36,6 +36,8 @@ import typing
 from dataclasses import MISSING, fields, is_dataclass
 from typing import Any, ClassVar, Iterable, Mapping, Sequence, TypeVar
 
+from nsvqa.fileio import OutputNotWritable, check_writable
+
 C = TypeVar("C", bound="Config")
 
 #: fields every config has, given by their own arguments rather than as overrides
@@ -350,9 +352,10 @@ def _option_type(name: str, tp: Any):
     return convert
 
 
-class HelpFormatter(argparse.HelpFormatter):
-    """The help formatter of every script: each option's help ends with its default when it has a
-    meaningful one (not None, not a flag's False) and the text does not already say it."""
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """The help formatter of every script (descriptions kept as written): each option's help ends
+    with its default when it has a meaningful one (not None, not a flag's False) and the text does
+    not already say it."""
 
     def _get_help_string(self, action: argparse.Action) -> str:
         text = action.help or ""
@@ -363,6 +366,16 @@ class HelpFormatter(argparse.HelpFormatter):
             return text
         shown = "%(default)s" if not isinstance(default, (tuple, list)) else ", ".join(map(str, default))
         return f"{text} (default: {shown.replace('%', '%%') if shown != '%(default)s' else shown})"
+
+
+def check_outputs(parser: argparse.ArgumentParser, *paths: Any) -> None:
+    """The output preflight of every script, right after parsing its arguments: each output path
+    (None: not asked for) can be written (:func:`nsvqa.fileio.check_writable`), else the script
+    exits with status 2 and one line naming the path, before any work."""
+    try:
+        check_writable(*paths)
+    except OutputNotWritable as e:
+        parser.exit(2, f"{parser.prog}: error: {e}\n")
 
 
 def add_config_args(parser: argparse.ArgumentParser, cls: type, *, exclude: Sequence[str] = IDENTITY,
@@ -410,5 +423,5 @@ def config_overrides(args: argparse.Namespace, cls: type, *, exclude: Sequence[s
     return out
 
 
-__all__ = ["Config", "ConfigError", "HelpFormatter", "IDENTITY", "as_fields", "resolve_fields", "field_types", "type_name", "parse_value", "parse_assignments",
+__all__ = ["Config", "ConfigError", "HelpFormatter", "check_outputs", "IDENTITY", "as_fields", "resolve_fields", "field_types", "type_name", "parse_value", "parse_assignments",
            "add_config_args", "config_overrides"]

@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from nsvqa import models as registry
-from nsvqa.fileio import sha256_file, write_json_atomic
+from nsvqa.fileio import check_writable, sha256_file, write_json_atomic
 from nsvqa.generation.variants import FACTORS, get_factor, load_variant
 from nsvqa.models import ModelSpec, PredictInputs, UnknownModel
 from nsvqa.artifacts.likelihoods import PARSE_MIN_SCORE
@@ -463,15 +463,32 @@ def write_shuffled_predictions(run: VariantRun, data: Path, split: str, specs: S
 
 # ---------------------------------------------------------------------------- one variant
 def check_variant_data(root: Path, variant: str, splits: Sequence[str], *, annotations: bool = True) -> None:
-    """Raise ExperimentError naming the first missing file of ``root/variant`` for ``splits``
-    (``annotations``: the COCO masks too, which training needs and testing does not: an
-    evaluation-only import of the official release has none)."""
+    """Validate the inputs a run reads from ``root/variant`` for ``splits``, before its first step:
+    every file exists (``annotations``: the COCO masks too, which training needs and testing does
+    not: an evaluation-only import of the official release has none); the questions file reads
+    whole (every record with a program and an answer) and is not empty; the scenes file reads
+    whole and pairs with the questions by ``image_index`` and ``image_filename``
+    (:meth:`nsvqa.artifacts.ScenesFile.by_image_index`).
+
+    Raises:
+        ExperimentError: the first missing file, named, with the command that makes it, or an
+            empty questions list.
+        FormatError: a malformed file (naming the file, the item and the field).
+    """
+    from nsvqa.artifacts import questions_path, read_questions, read_scenes, scenes_path
+
     for split in splits:
         for rel in (f"questions/{split}_questions.json", f"scenes/{split}_scenes.json",
                     *([f"annotations/{split}_coco.json"] if annotations else [])):
             if not (root / variant / rel).exists():
                 raise ExperimentError(f"{root / variant / rel}: missing (generate it with scripts/generate_suite.py "
-                                      f"or scripts/generate_dataset.py --variant {variant} --split {split})")
+                                      f"or scripts/generate_dataset.py --out {root} --variant {variant} --split {split})")
+        qpath = questions_path(root / variant, split)
+        questions = read_questions(qpath, require_program=True, require_answer=True, require_valid=False)
+        if len(questions) == 0:
+            raise ExperimentError(f"{qpath}, field 'questions': empty: no question to "
+                                  f"{'test on' if split == 'test' else 'train on'}")
+        read_scenes(scenes_path(root / variant, split)).by_image_index(questions)
 
 
 def train_variant(root: str | os.PathLike, variant: str, runs: str | os.PathLike, *,
@@ -487,8 +504,10 @@ def train_variant(root: str | os.PathLike, variant: str, runs: str | os.PathLike
         models: labels (``"pnsvqa"``, ``"nsvqa+gtprog"``) or :class:`~nsvqa.models.ModelSpec`.
 
     Raises:
-        ExperimentError: an unknown model, missing training data, or a missing test variant
+        ExperimentError: an unknown model, missing or empty training data, or a missing test variant
         without ``skip_missing``.
+        FormatError: a malformed input file (every input is read before the first step).
+        OutputNotWritable: ``runs`` cannot be written (before any work).
     """
     from nsvqa.evaluation import accuracy
     from nsvqa.evaluation.image_dependence import image_dependence
@@ -497,6 +516,7 @@ def train_variant(root: str | os.PathLike, variant: str, runs: str | os.PathLike
 
     spec = spec or TrainSpec()
     root = Path(root)
+    check_writable(Path(runs))
     specs = model_specs(models)
     need = registry.needs(specs)
     if load_variant(variant).test_only:
@@ -602,12 +622,12 @@ def add_training_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--models", default=",".join(DEFAULT_MODELS),
                    help=f"comma-separated labels; registered: {', '.join(registry.names())} "
                         f"(+gtprog: ground-truth programs, for {', '.join(n for n in registry.names() if registry.get(n).supports_gt_programs)})")
-    p.add_argument("--profile", default="mini", help="parser and model profile: tiny, demo, mini or full")
+    p.add_argument("--profile", choices=registry.PROFILE_NAMES, default="mini", help="parser and model profile")
     p.add_argument("--seed", type=int, nargs="+", default=[0], help="one run per seed")
     p.add_argument("--split", default="test", help="split of the test variants")
     p.add_argument("--jobs", type=int, default=1,
                    help="2+: train the question parser in a second process beside the scene parser")
-    p.add_argument("--device", default="cpu")
+    p.add_argument("--device", default="cpu", help="torch device of training and prediction (cpu, cuda)")
     p.add_argument("--scene-set", action="append", metavar="NAME=VALUE",
                    help="scene-parser config override (e.g. det_iterations=400); repeatable")
     p.add_argument("--question-set", action="append", metavar="NAME=VALUE",
@@ -628,7 +648,7 @@ def add_training_args(p: argparse.ArgumentParser) -> None:
                         "(predictions under RUN/shuffled/, image dependence in summary.json)")
     p.add_argument("--skip-missing", action="store_true", help="skip test variants without data instead of failing")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads of this process")
-    p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--no-progress", action="store_true", help="no progress bars")
 
 
 def spec_from_args(args: argparse.Namespace) -> tuple[list[str], TrainSpec]:
@@ -699,7 +719,12 @@ def merged_summary(path: Path, new: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def summary_table(summary: Mapping[str, Any]) -> str:
-    """A plain-text accuracy table (models x test variants) of :func:`train_variant`'s summary."""
+    """A plain-text accuracy table (models x test variants) of :func:`train_variant`'s summary,
+    then per model its invalid programs and guessed answers over every test variant, and one
+    warning line when most of a model's programs are invalid
+    (:func:`nsvqa.evaluation.report.invalid_program_warning`)."""
+    from nsvqa.evaluation.report import failures_per_model, invalid_program_warning
+
     tests = summary["tests"]
     head = f"trained on {summary['variant']} (seed {summary['seed']}, {summary['profile']}), " \
            f"accuracy % on the {summary['split']} split"
@@ -711,7 +736,12 @@ def summary_table(summary: Mapping[str, Any]) -> str:
             a = row.get(t, {}).get("accuracy")
             cells.append(f"{100 * a:9.1f}" if a is not None else f"{'-':>9}")
         lines.append(f"{m:<{width}}" + "".join(cells))
-    return "\n".join(lines)
+    failures = failures_per_model((m, acc) for m, row in summary["accuracy"].items()
+                                  for t, acc in row.items() if t in tests)
+    lines.append("invalid programs, guessed answers (of the questions):")
+    lines += [f"{m:<{width}}  {c['n_invalid_program']}, {c['n_guessed']} (of {c['n']})" for m, c in failures.items()]
+    warning = invalid_program_warning(failures)
+    return "\n".join(lines + ([warning] if warning else []))
 
 
 __all__ = ["DEFAULT_MODELS", "ExperimentError", "VariantRun", "TrainSpec", "factors_of", "variants_to_test",

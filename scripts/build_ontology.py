@@ -16,6 +16,7 @@ import json
 from pathlib import Path
 
 from nsvqa.fileio import write_json_atomic
+from nsvqa.config import HelpFormatter, check_outputs
 
 # CLEVR v1.0 (Johnson et al., 2017): three shapes, eight colors, two materials, two sizes.
 CLEVR_COLORS = {
@@ -134,17 +135,19 @@ def superclevr_ontology(reference: Path) -> dict:
 
 
 def get_args_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(formatter_class=HelpFormatter, description=__doc__.splitlines()[0])
     p.add_argument("--superclevr", type=Path, default=Path("../shared/reference/superclevr"),
                    help="folder of the Super-CLEVR generator's properties_cgpart.json, part_dict.json and "
                         "metadata_part.json (default: ../shared/reference/superclevr, the developers' reference "
                         "data, absent in a clone)")
-    p.add_argument("--out", type=Path, default=Path("data/ontology"))
+    p.add_argument("--out", type=Path, default=Path("data/ontology"), help="folder of the ontology JSON files to write")
     return p
 
 
 def main(argv: list[str] | None = None) -> None:
-    args = get_args_parser().parse_args(argv)
+    parser = get_args_parser()
+    args = parser.parse_args(argv)
+    check_outputs(parser, args.out)
     args.out.mkdir(parents=True, exist_ok=True)
     write_json_atomic(args.out / "clevr.json", clevr_ontology(), indent=1)
     write_json_atomic(args.out / "superclevr.json", superclevr_ontology(args.superclevr), indent=1)

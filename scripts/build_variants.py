@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from nsvqa.fileio import write_json_atomic
+from nsvqa.config import HelpFormatter, check_outputs
 
 SOURCE = "Super-CLEVR generator dist/*.npz (Li et al., CVPR 2023; Lizw14/Super-CLEVR, BSD)"
 DEFAULT = {"complexity": "mid", "redundancy": "rd"}
@@ -201,20 +202,22 @@ def catalogue(tables: Tables, ontology: dict) -> dict[str, dict]:
 
 
 def get_args_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(formatter_class=HelpFormatter, description=__doc__.splitlines()[0])
     p.add_argument("--dist", type=Path, default=Path("../shared/reference/superclevr/dist"),
                    help="folder of the Super-CLEVR generator's dist/*.npz tables (default: "
                         "../shared/reference/superclevr/dist, the developers' reference data); when it is "
                         "absent (a clone), the tables are read back from the committed variants in --from")
     p.add_argument("--from", dest="committed", type=Path, default=Path("data/variants"),
                    help="the committed catalogue the tables are read from without --dist")
-    p.add_argument("--ontology", type=Path, default=Path("data/ontology/superclevr.json"))
-    p.add_argument("--out", type=Path, default=Path("data/variants"))
+    p.add_argument("--ontology", type=Path, default=Path("data/ontology/superclevr.json"), help="the ontology JSON the variants' values are checked against")
+    p.add_argument("--out", type=Path, default=Path("data/variants"), help="folder of the variant JSON files to write")
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = get_args_parser().parse_args(argv)
+    parser = get_args_parser()
+    args = parser.parse_args(argv)
+    check_outputs(parser, args.out)
     tables = Tables(args.dist, args.committed)
     cat = catalogue(tables, json.loads(args.ontology.read_text()))
     args.out.mkdir(parents=True, exist_ok=True)

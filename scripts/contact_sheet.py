@@ -21,6 +21,7 @@ from nsvqa.fileio import write_atomic
 from nsvqa.generation.dataset import png_bytes
 from nsvqa.generation.variants import load_variant
 from nsvqa.generation.vehicles import build_vehicle
+from nsvqa.config import HelpFormatter, check_outputs
 
 PART_COLORS = ["red", "blue", "green", "yellow", "purple", "cyan", "brown"]
 
@@ -61,16 +62,18 @@ def grid(tiles: list[np.ndarray], cols: int) -> np.ndarray:
 
 
 def get_args_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--out", type=Path, default=Path("docs"))
-    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    p.add_argument("--width", type=int, default=320)
-    p.add_argument("--height", type=int, default=240)
+    p = argparse.ArgumentParser(formatter_class=HelpFormatter, description=__doc__.splitlines()[0])
+    p.add_argument("--out", type=Path, default=Path("docs"), help="folder the contact sheet PNG is written to")
+    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="scene seeds, one row of the sheet each")
+    p.add_argument("--width", type=int, default=320, help="image width in pixels")
+    p.add_argument("--height", type=int, default=240, help="image height in pixels")
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = get_args_parser().parse_args(argv)
+    parser = get_args_parser()
+    args = parser.parse_args(argv)
+    check_outputs(parser, args.out)
     onto = load_ontology("superclevr")
     colors = onto.values("color")
     with Renderer(200, 150) as r:

@@ -20,17 +20,20 @@ from pathlib import Path
 from nsvqa.fileio import write_json_atomic
 from nsvqa.generation.stats import shared_question_sets, variant_stats
 from nsvqa.generation.variants import Variant, VariantError, load_variant
+from nsvqa.config import HelpFormatter, check_outputs
 
 
 def get_args_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(formatter_class=HelpFormatter, description=__doc__.splitlines()[0])
     p.add_argument("folders", type=Path, nargs="+", help="ROOT/VARIANT folders (each with manifest.json)")
     p.add_argument("--json", type=Path, help="also write the statistics to this file")
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = get_args_parser().parse_args(argv)
+    parser = get_args_parser()
+    args = parser.parse_args(argv)
+    check_outputs(parser, args.json)
     everything = {}
     for folder in args.folders:
         stats = folder_stats(folder)

@@ -31,6 +31,7 @@ from executors.io import load_questions, load_scenes, normalize_answer, parse_pr
 from executors.scene import SceneLikelihoods
 
 from executors.probabilistic import ProbabilisticExecutor
+from nsvqa.config import HelpFormatter
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "data" / "examples"
@@ -82,10 +83,10 @@ def soften_likelihoods(lik: SceneLikelihoods, noise: float = 0.2, exist: float =
 
 
 def get_args_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(description="Compare the deterministic and probabilistic executors on the "
+    p = argparse.ArgumentParser(formatter_class=HelpFormatter, description="Compare the deterministic and probabilistic executors on the "
                                             "bundled example questions.")
-    p.add_argument("--scenes", type=Path, default=EXAMPLES / "scenes.json")
-    p.add_argument("--questions", type=Path, default=EXAMPLES / "questions.json")
+    p.add_argument("--scenes", type=Path, default=EXAMPLES / "scenes.json", help="scenes JSON to answer on")
+    p.add_argument("--questions", type=Path, default=EXAMPLES / "questions.json", help="questions JSON (with programs)")
     p.add_argument("--noise", type=float, default=0.2, help="weight of the random noise in soft likelihoods")
     p.add_argument("--exist", type=float, default=0.9, help="detection probability in soft likelihoods")
     p.add_argument("--seed", type=int, default=0, help="numpy seed of the soft likelihoods")

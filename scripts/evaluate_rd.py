@@ -15,11 +15,12 @@ from pathlib import Path
 
 from nsvqa.evaluation import METRICS
 from nsvqa.artifacts.predictions import PredictionFormatError
-from nsvqa.evaluation.report import report_from_runs
+from nsvqa.evaluation.report import failures_per_model, invalid_program_warning, report_from_runs
+from nsvqa.config import HelpFormatter, check_outputs
 
 
 def get_args_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(formatter_class=HelpFormatter, description=__doc__.splitlines()[0])
     p.add_argument("--runs", type=Path, nargs="+", required=True,
                    help="run directories (each with predictions/), folders of them, or predictions/ folders")
     p.add_argument("--out", type=Path, required=True, help="report directory")
@@ -35,7 +36,9 @@ def get_args_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = get_args_parser().parse_args(argv)
+    parser = get_args_parser()
+    args = parser.parse_args(argv)
+    check_outputs(parser, args.out)
     if args.bins < 1:
         print(f"error: --bins must be >= 1, got {args.bins}", file=sys.stderr)
         return 2
@@ -49,6 +52,9 @@ def main(argv: list[str] | None = None) -> int:
     except (FileNotFoundError, PredictionFormatError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    warning = invalid_program_warning(failures_per_model((c["model"], c["overall"]) for c in report["cells"]))
+    if warning:
+        print(warning, file=sys.stderr)
     n_files = sum(len(c["files"]) for c in report["cells"])
     print(f"{n_files} predictions files, {len(report['cells'])} cells -> {len(written)} files in {args.out}",
           file=sys.stderr)

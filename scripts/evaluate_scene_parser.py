@@ -18,17 +18,18 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from nsvqa.config import HelpFormatter, check_outputs
 
 
 def get_args_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(formatter_class=HelpFormatter, description=__doc__.splitlines()[0])
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--parsed", help="likelihoods.json of parse_scenes.py")
     src.add_argument("--detector", help="a detector.pt (or its run directory): class-agnostic COCO AP alone")
     p.add_argument("--limit", type=int, default=None, help="with --detector: the first N images only")
     p.add_argument("--threads", type=int, default=None, help="with --detector: torch CPU threads")
     p.add_argument("--data", required=True, help="the variant folder ROOT/VARIANT holding the ground truth")
-    p.add_argument("--split", default="val")
+    p.add_argument("--split", default="val", help="the split whose scenes were parsed")
     p.add_argument("--out", required=True, help="metrics JSON to write")
     p.add_argument("--min-iou", type=float, default=0.5, help="mask IoU for a detection to match ground truth")
     p.add_argument("--threshold", type=float, default=0.7, help="P-NSVQA count/exist threshold")
@@ -44,7 +45,9 @@ def main(argv: list[str] | None = None) -> int:
     from nsvqa.evaluation.scene_parser import evaluate_parsed, format_table
     from nsvqa.fileio import write_json_atomic
 
-    args = get_args_parser().parse_args(argv)
+    parser = get_args_parser()
+    args = parser.parse_args(argv)
+    check_outputs(parser, args.out)
     data = Path(args.data)
     if args.detector:
         return detector_only(args, data)

@@ -15,6 +15,7 @@ import argparse
 import logging
 import sys
 from pathlib import Path
+from nsvqa.config import HelpFormatter, check_outputs
 
 PROG = "evaluate_transfer.py"
 
@@ -22,7 +23,7 @@ PROG = "evaluate_transfer.py"
 def get_args_parser() -> argparse.ArgumentParser:
     from nsvqa.generation.dataset import PROFILES
 
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(formatter_class=HelpFormatter, description=__doc__.splitlines()[0])
     p.add_argument("--release", type=Path, required=True, help="the release folder (see import_superclevr.py)")
     p.add_argument("--scenes", type=Path, help="the scenes file (default: RELEASE/superCLEVR_scenes.json)")
     p.add_argument("--questions", type=Path, nargs="+", help="question files (default: the release's)")
@@ -48,7 +49,9 @@ def main(argv: list[str] | None = None) -> int:
     from nsvqa.pretrained import PretrainedError
     from nsvqa.transfer import transfer_markdown, transfer_report
 
-    args = get_args_parser().parse_args(argv)
+    parser = get_args_parser()
+    args = parser.parse_args(argv)
+    check_outputs(parser, args.out)
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(message)s")
     if args.threads:
         import torch

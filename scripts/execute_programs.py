@@ -40,6 +40,8 @@ from executors.io import (load_questions, load_scenes, normalize_answer, parse_p
                           read_json, scene_lookup)
 from executors.ontology import load_ontology
 from executors.scene import SceneLikelihoods
+from nsvqa.artifacts.records import check_same_image
+from nsvqa.config import HelpFormatter, check_outputs
 from nsvqa.fileio import atomic_open
 
 PROG = "execute_programs.py"
@@ -52,10 +54,10 @@ class InputError(Exception):
 
 def get_args_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+                                formatter_class=HelpFormatter)
     p.add_argument("--scenes", required=True, type=Path, help="scenes JSON ({'scenes': [...]}, list, or one scene)")
     p.add_argument("--questions", required=True, type=Path, help="questions JSON ({'questions': [...]} or list)")
-    p.add_argument("--executor", choices=("deterministic", "probabilistic"), default="deterministic")
+    p.add_argument("--executor", choices=("deterministic", "probabilistic"), default="deterministic", help="which executor runs the programs")
     p.add_argument("--mode", choices=("threshold", "exact"), default="threshold",
                    help="probabilistic count/exist mode (default: threshold)")
     p.add_argument("--threshold", type=float, default=0.7, help="probabilistic threshold mode cut (default: 0.7)")
@@ -156,6 +158,9 @@ def run(args: argparse.Namespace) -> dict:
     questions = load_questions(args.questions)
     if args.limit is not None:
         questions = questions[:max(args.limit, 0)]
+    if not questions:  # an existing --out is kept, not replaced by an empty one
+        raise InputError(f"{args.questions}, field 'questions': no question to execute"
+                         + (f" (--limit {args.limit})" if args.limit is not None else ""))
     info(f"{PROG}: {len(scenes)} scenes ({onto.name}) from {args.scenes}, "
          f"{len(questions)} questions from {args.questions}")
 
@@ -172,6 +177,8 @@ def run(args: argparse.Namespace) -> dict:
     for i, q in enumerate(questions):
         where = f"{args.questions}, question {i}"
         pos = question_scene(q, lookup, where)  # FormatError: the question's scene is missing
+        check_same_image(where, q.get("image_index"), q.get("image_filename"), scenes[pos].image_filename,
+                         args.scenes, "scene")
         try:
             programs.append(parse_program(q, onto, where) if parsed is None else parsed_program(parsed[i], onto, where))
         except InvalidProgram as e:  # TypeMismatch included
@@ -245,6 +252,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--likelihoods needs --executor probabilistic")
     if args.limit is not None and args.limit < 0:
         parser.error("--limit must be >= 0")
+    check_outputs(parser, args.out)
     try:
         summary = run(args)
     except FileNotFoundError as e:  # a file that vanished between the check and the read

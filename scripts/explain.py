@@ -22,13 +22,14 @@ from pathlib import Path
 
 from executors.errors import FormatError
 from nsvqa.explain import MODELS, ExplainError, default_paths, explain, render_html, render_png
+from nsvqa.config import HelpFormatter, check_outputs
 
 PROG = "explain.py"
 
 
 def get_args_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+                                formatter_class=HelpFormatter)
     p.add_argument("--run", required=True, type=Path, help="variant run folder (holds parsed/<variant>/)")
     p.add_argument("--data", required=True, type=Path, help="ROOT/VARIANT: the test variant's dataset folder")
     p.add_argument("--split", default="test", help="the parsed split (default: test)")
@@ -43,7 +44,9 @@ def get_args_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = get_args_parser().parse_args(argv)
+    parser = get_args_parser()
+    args = parser.parse_args(argv)
+    check_outputs(parser, args.out if args.out is not None else args.run / "explain")
     try:
         ex = explain(args.run, args.data, args.split, args.index, args.question_index, model=args.model,
                      gt_programs=args.gt_programs)

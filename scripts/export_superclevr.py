@@ -15,10 +15,11 @@ from pathlib import Path
 
 from nsvqa.generation.dataset import SPLITS
 from nsvqa.generation.official import export_release
+from nsvqa.config import HelpFormatter, check_outputs
 
 
 def get_args_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(formatter_class=HelpFormatter, description=__doc__.splitlines()[0])
     p.add_argument("--data", type=Path, required=True, help="the variant folder ROOT/VARIANT")
     p.add_argument("--split", nargs="+", choices=SPLITS, default=None,
                    help="splits to export, in this order (default: every split the folder has)")
@@ -28,7 +29,9 @@ def get_args_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = get_args_parser().parse_args(argv)
+    parser = get_args_parser()
+    args = parser.parse_args(argv)
+    check_outputs(parser, args.out)
     try:
         res = export_release(args.data, args.out, splits=args.split, overwrite=args.overwrite)
     except ValueError as e:  # OfficialFormatError included

@@ -15,23 +15,26 @@ from pathlib import Path
 from nsvqa.generation.dataset import QUESTION_SETS
 from nsvqa.generation.suite import SUITE_PROFILES, generate_suite, variants_of  # noqa: F401  (variants_of: for callers)
 from nsvqa.generation.variants import FACTORS
+from nsvqa.config import HelpFormatter, check_outputs
 
 
 def get_args_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--factor", choices=[*FACTORS, "all"], default="all")
-    p.add_argument("--profile", choices=sorted(SUITE_PROFILES), default="mini")
-    p.add_argument("--out", type=Path, required=True)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--workers", type=int, default=1)
+    p = argparse.ArgumentParser(formatter_class=HelpFormatter, description=__doc__.splitlines()[0])
+    p.add_argument("--factor", choices=[*FACTORS, "all"], default="all", help="generate the variants of this factor ('all': of every factor)")
+    p.add_argument("--profile", choices=sorted(SUITE_PROFILES), default="mini", help="split sizes and image size of the suite")
+    p.add_argument("--out", type=Path, required=True, help="dataset root (one folder per variant inside)")
+    p.add_argument("--seed", type=int, default=0, help="generation seed (mixed with each split's name)")
+    p.add_argument("--workers", type=int, default=1, help="rendering processes (the bytes do not depend on it)")
     p.add_argument("--questions", choices=sorted(QUESTION_SETS), default="object+part",
                    help="question set: 'object' is the paper's (10 per image); 'object+part' adds 10 part questions")
-    p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = get_args_parser().parse_args(argv)
+    parser = get_args_parser()
+    args = parser.parse_args(argv)
+    check_outputs(parser, args.out)
     t0 = time.perf_counter()
     generate_suite(args.out, args.factor, args.profile, seed=args.seed, workers=args.workers,
                    progress=not args.no_progress, questions=args.questions)

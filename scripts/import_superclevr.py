@@ -18,10 +18,11 @@ from pathlib import Path
 
 from nsvqa.generation.dataset import PROFILES
 from nsvqa.generation.official import OfficialRelease, import_release, parse_split_ranges
+from nsvqa.config import HelpFormatter, check_outputs
 
 
 def get_args_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(formatter_class=HelpFormatter, description=__doc__.splitlines()[0])
     p.add_argument("--release", type=Path, help="the release folder (superCLEVR_scenes.json, images/, "
                                                 "superCLEVR_questions_30k.json); default: the scenes file's folder")
     p.add_argument("--scenes", type=Path, help="the scenes file (default: RELEASE/superCLEVR_scenes.json)")
@@ -37,13 +38,15 @@ def get_args_parser() -> argparse.ArgumentParser:
     p.add_argument("--skip-unknown-parts", action="store_true",
                    help="leave out masks of part names the object's shape does not have (default: an error)")
     p.add_argument("--overwrite", action="store_true", help="replace splits already imported into the folder")
-    p.add_argument("--workers", type=int, default=1)
-    p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--workers", type=int, default=1, help="processes converting the release's scenes")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = get_args_parser().parse_args(argv)
+    parser = get_args_parser()
+    args = parser.parse_args(argv)
+    check_outputs(parser, args.out)
     if args.release is None and args.scenes is None:
         print("import_superclevr.py: error: give --release or --scenes", file=sys.stderr)
         return 2

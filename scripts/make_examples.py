@@ -28,6 +28,7 @@ from typing import Any
 
 from executors import DeterministicExecutor, Program, SymbolicScene, load_ontology
 from nsvqa.fileio import write_atomic
+from nsvqa.config import HelpFormatter, check_outputs
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = REPO / "data" / "examples"
@@ -220,7 +221,7 @@ def _dumps(x: Any, pad: str) -> str:
 
 
 def get_args_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(description="Write the bundled example scenes and questions.")
+    p = argparse.ArgumentParser(formatter_class=HelpFormatter, description="Write the bundled example scenes and questions.")
     p.add_argument("--out-dir", type=Path, default=DEFAULT_OUT, help="output folder (default: data/examples)")
     p.add_argument("--check", action="store_true",
                    help="write nothing; exit 1 if the files in --out-dir differ from what would be written")
@@ -228,7 +229,9 @@ def get_args_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = get_args_parser().parse_args(argv)
+    parser = get_args_parser()
+    args = parser.parse_args(argv)
+    check_outputs(parser, args.out_dir)
     scenes, questions = build()
     files = {args.out_dir / "scenes.json": dumps(scenes), args.out_dir / "questions.json": dumps(questions)}
     if args.check:

@@ -16,16 +16,17 @@ import json
 import sys
 import tempfile
 from pathlib import Path
+from nsvqa.config import HelpFormatter, check_outputs
 
 
 def get_args_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(formatter_class=HelpFormatter, description=__doc__.splitlines()[0])
     p.add_argument("--run", required=True, type=Path, help="the variant run folder (scene_parser/, question_parser/)")
     p.add_argument("--name", required=True, help="the set's name (pretrained:<name>)")
     p.add_argument("--data", required=True, type=Path, help="the training variant's folder (its val split is measured)")
     p.add_argument("--piece", type=Path, default=None, help="the study piece's piece.json the run belongs to")
     p.add_argument("--out", type=Path, default=None, help="folder of shipped sets (default: the repository's pretrained/)")
-    p.add_argument("--threads", type=int, default=None)
+    p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
     return p
 
 
@@ -57,7 +58,9 @@ def main(argv: list[str] | None = None) -> int:
     from nsvqa.pretrained import pack_pretrained, pretrained_dir
     from nsvqa.training.checkpoint import load_checkpoint
 
-    args = get_args_parser().parse_args(argv)
+    parser = get_args_parser()
+    args = parser.parse_args(argv)
+    check_outputs(parser, args.out)
     if args.threads:
         torch.set_num_threads(args.threads)
     piece = json.loads(args.piece.read_text()) if args.piece else None

@@ -33,13 +33,14 @@ from nsvqa.fileio import write_json_atomic
 from nsvqa.evaluation.question_parser import read_question_items, score_parses
 from nsvqa.training.loading import load_question_parser
 from nsvqa.pretrained import PretrainedError, resolve_checkpoint
+from nsvqa.config import HelpFormatter, check_outputs
 
 PROG = "parse_questions.py"
 
 
 def get_args_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+                                formatter_class=HelpFormatter)
     p.add_argument("--checkpoint", required=True,
                    help="run directory or question_parser.pt, or a shipped set: pretrained:NAME (e.g. pretrained:mid-mini)")
     p.add_argument("--questions", required=True, type=Path, help="questions JSON ({'questions': [...]} or list)")
@@ -47,9 +48,9 @@ def get_args_parser() -> argparse.ArgumentParser:
     p.add_argument("--scenes", type=Path, default=None, help="ground-truth scenes: also score answers")
     p.add_argument("--metrics", type=Path, default=None, help="also write the summary JSON here")
     p.add_argument("--beam", type=int, default=1, help="beam size (1: greedy)")
-    p.add_argument("--batch-size", type=int, default=256)
+    p.add_argument("--batch-size", type=int, default=256, help="questions decoded per batch")
     p.add_argument("--limit", type=int, default=None, help="only the first N questions")
-    p.add_argument("--device", default="cpu")
+    p.add_argument("--device", default="cpu", help="torch device (cpu, cuda)")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     return p
 
@@ -79,6 +80,7 @@ def run(args: argparse.Namespace) -> dict:
 def main(argv: list[str] | None = None) -> int:
     p = get_args_parser()
     args = p.parse_args(argv)
+    check_outputs(p, args.out)
     if args.beam < 1:
         p.error("--beam must be >= 1")
     if args.threads:

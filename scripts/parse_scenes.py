@@ -14,25 +14,26 @@ import sys
 from pathlib import Path
 
 import torch
+from nsvqa.config import HelpFormatter, check_outputs
 
 
 def get_args_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(formatter_class=HelpFormatter, description=__doc__.splitlines()[0])
     p.add_argument("--checkpoint", required=True,
                    help="run directory of train_scene_parser.py, or a shipped set: pretrained:NAME (e.g. pretrained:mid-mini)")
     p.add_argument("--data", required=True, help="the variant folder ROOT/VARIANT")
-    p.add_argument("--split", default="val")
+    p.add_argument("--split", default="val", help="the split whose images are parsed")
     p.add_argument("--out", required=True, help="likelihoods.json to write")
     p.add_argument("--min-score", type=float, default=None, help="detection score cut (default: the run's)")
-    p.add_argument("--batch", type=int, default=4)
+    p.add_argument("--batch", type=int, default=4, help="images per forward pass")
     p.add_argument("--npz", default=None, help="also write the likelihoods as padded batched arrays (.npz)")
     p.add_argument("--scenes-out", default=None,
                    help="also write the argmax scenes of the detections kept at --min-score, in the scene-file "
                         "schema (NS-VQA's scene when --min-score is its cut; the experiment parses at 0.05 and "
                         "NS-VQA keeps the detections above the cut it chose on val)")
     p.add_argument("--limit", type=int, default=None, help="parse only the first N images")
-    p.add_argument("--threads", type=int, default=None)
-    p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
     return p
 
 
@@ -43,7 +44,9 @@ def main(argv: list[str] | None = None) -> int:
     from nsvqa.training.checkpoint import CheckpointError
     from nsvqa.training.loading import load_scene_parser, parse_split
 
-    args = get_args_parser().parse_args(argv)
+    parser = get_args_parser()
+    args = parser.parse_args(argv)
+    check_outputs(parser, args.out, args.scenes_out)
     if args.threads:
         torch.set_num_threads(args.threads)
     try:

@@ -14,19 +14,20 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from nsvqa.config import HelpFormatter, check_outputs
 
 PROG = "rerender_official.py"
 
 
 def get_args_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(formatter_class=HelpFormatter, description=__doc__.splitlines()[0])
     p.add_argument("--release", type=Path, required=True, help="the release folder (superCLEVR_scenes.json, images/)")
     p.add_argument("--scenes", type=Path, help="the scenes file (default: RELEASE/superCLEVR_scenes.json)")
     p.add_argument("--images", type=Path, help="the image folder (default: RELEASE/images)")
     p.add_argument("--range", default="0-9", metavar="FIRST-LAST", help="image_index range (default 0-9)")
     p.add_argument("--look", default="v1", help="this generator's render look (nsvqa.generation.looks): v1 (default), v2")
-    p.add_argument("--width", type=int, default=320)
-    p.add_argument("--height", type=int, default=240)
+    p.add_argument("--width", type=int, default=320, help="image width in pixels")
+    p.add_argument("--height", type=int, default=240, help="image height in pixels")
     p.add_argument("--out", type=Path, required=True, help="report folder")
     return p
 
@@ -61,7 +62,9 @@ def main(argv: list[str] | None = None) -> int:
     from nsvqa.generation.renderer import Renderer, RendererUnavailable
     from nsvqa.generation.rerender import colour_gaps, rerender_scene
 
-    args = get_args_parser().parse_args(argv)
+    parser = get_args_parser()
+    args = parser.parse_args(argv)
+    check_outputs(parser, args.out)
     try:
         first, last = (int(v) for v in args.range.split("-"))
     except ValueError:

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import baselines  # noqa: F401  (registers the baselines in nsvqa.models)
 from executors.errors import FormatError
-from nsvqa.config import ConfigError
+from nsvqa.config import ConfigError, HelpFormatter, check_outputs
 from nsvqa.pretrained import PretrainedError
 from nsvqa.training.checkpoint import CheckpointError
 from nsvqa.experiment import ExperimentError, add_training_args, spec_from_args, train_variant
@@ -29,28 +29,28 @@ from nsvqa.generation.dataset import QUESTION_SETS
 from nsvqa.generation.suite import SUITE_PROFILES, generate_suite
 from nsvqa.generation.variants import FACTORS, VariantError, load_variant
 from nsvqa.artifacts.predictions import PredictionFormatError
-from nsvqa.evaluation.report import report_from_runs
+from nsvqa.evaluation.report import failures_per_model, invalid_program_warning, report_from_runs
 
 PROG = "run_factor.py"
 
 
 def get_args_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--factor", choices=[*FACTORS, "all"], required=True)
+                                formatter_class=HelpFormatter)
+    p.add_argument("--factor", choices=[*FACTORS, "all"], required=True, help="the domain-shift factor whose variants are generated, trained and tested ('all': every factor)")
     p.add_argument("--data", required=True, type=Path, help="dataset root (one folder per variant)")
     p.add_argument("--runs", required=True, type=Path, help="runs root; each factor gets RUNS/<factor>")
     p.add_argument("--report", required=True, type=Path, help="report root; each factor gets REPORT/<factor>")
     p.add_argument("--train-variants", default=None, help="comma-separated subset of the factor's variants to train on")
     p.add_argument("--data-profile", default=None,
                    help=f"split sizes when generating ({', '.join(SUITE_PROFILES)}; default: --profile)")
-    p.add_argument("--data-seed", type=int, default=0)
+    p.add_argument("--data-seed", type=int, default=0, help="generation seed of the data (when generated)")
     p.add_argument("--questions", choices=sorted(QUESTION_SETS), default="object+part",
                    help="question set of the generated data: 'object' is the paper's (10 per image, the CLEVR 1.0 "
                         "templates); 'object+part' adds 10 part questions per image")
     p.add_argument("--workers", type=int, default=1, help="rendering processes")
     p.add_argument("--no-generate", action="store_true", help="fail on missing data instead of generating it")
-    p.add_argument("--no-plots", action="store_true")
+    p.add_argument("--no-plots", action="store_true", help="write the report without its figures")
     p.add_argument("--allow-partial-rd", action="store_true",
                    help="RD over the training variants that were run (e.g. only the default one)")
     add_training_args(p)
@@ -85,12 +85,17 @@ def run_one(args: argparse.Namespace, factor: str) -> int:
     out = args.report / factor
     report, written = report_from_runs([runs], out, plots=not args.no_plots, allow_partial=args.allow_partial_rd)
     print((out / "report.md").read_text())
+    warning = invalid_program_warning(failures_per_model((c["model"], c["overall"]) for c in report["cells"]))
+    if warning:
+        print(warning, file=sys.stderr)
     print(f"{factor}: {len(written)} report files in {out} ({time.perf_counter() - t0:.0f} s)", file=sys.stderr)
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = get_args_parser().parse_args(argv)
+    parser = get_args_parser()
+    args = parser.parse_args(argv)
+    check_outputs(parser, args.runs, args.report, args.data)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     if args.threads:
         import torch

@@ -29,19 +29,23 @@ from pathlib import Path
 import baselines  # noqa: F401  (registers the baselines in nsvqa.models)
 from nsvqa.study import (StudyConfig, StudyError, budget, budget_markdown, is_done, pending_pieces, piece_dir,
                          out_of_time, over_cap, results_config, run_piece, study_pieces, write_perception)
+from nsvqa.config import HelpFormatter
 
 PROG = "run_study.py"
 
 
 def get_args_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+                                formatter_class=HelpFormatter)
     p.add_argument("--data", type=Path, default=Path("data/generated/study"), help="dataset root")
     p.add_argument("--runs", type=Path, default=Path("runs/study"), help="runs root (checkpoints; not committed)")
     p.add_argument("--results", type=Path, default=Path("results/study"), help="committed results")
     p.add_argument("--config", type=Path, default=None, metavar="STUDY_JSON",
                    help="the study config's fields to change (JSON), for a new RESULTS folder; default: the "
                         "one RESULTS/study.json records, else the shipped study (nsvqa.study.STUDY)")
+    p.add_argument("--readme", type=Path, default=None,
+                   help="the README whose results table --report writes and --check compares (between its "
+                        "results-table markers); default README.md when --results is the default")
     p.add_argument("--list", action="store_true", help="print the plan and stop")
     p.add_argument("--budget", action="store_true",
                    help="print the hours the committed pieces took and each pending piece's projection "
@@ -63,14 +67,16 @@ def get_args_parser() -> argparse.ArgumentParser:
                         "end after it is not started (exit 4); projections leave out data generation, minutes per piece")
     p.add_argument("--jobs", type=int, default=2, help="2: the question parser trains beside the scene parser")
     p.add_argument("--workers", type=int, default=2, help="rendering processes")
-    p.add_argument("--device", default="cpu")
+    p.add_argument("--device", default="cpu", help="torch device of the training (cpu, cuda)")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
-    p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--no-progress", action="store_true", help="no progress bars")
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
     args = get_args_parser().parse_args(argv)
+    if args.readme is None and args.results == get_args_parser().get_default("results"):
+        args.readme = Path("README.md")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     if args.threads:
         import torch
@@ -100,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.check:
             from nsvqa.evaluation.study_report import check_study_report
 
-            bad = check_study_report(args.results, cfg)
+            bad = check_study_report(args.results, cfg, readme=args.readme)
             for rel in bad:
                 print(f"{PROG}: {args.results / rel}: differs from its rebuild from the committed predictions",
                       file=sys.stderr)
@@ -110,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.report:
             from nsvqa.evaluation.study_report import write_study_report
 
-            written = write_study_report(args.results, cfg)
+            written = write_study_report(args.results, cfg, readme=args.readme)
             print(f"{PROG}: {len(written)} report files in {args.results} ({args.results / 'report.md'})",
                   file=sys.stderr)
             return 0

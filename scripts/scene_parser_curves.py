@@ -13,10 +13,11 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from nsvqa.config import HelpFormatter, check_outputs
 
 
 def get_args_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(formatter_class=HelpFormatter, description=__doc__.splitlines()[0])
     p.add_argument("--run", action="append", required=True, help="a scene-parser run directory (RUN or RUN:LABEL)")
     p.add_argument("--out", required=True, help="output path without suffix: OUT.json and OUT.png are written")
     return p
@@ -26,7 +27,9 @@ def main(argv: list[str] | None = None) -> int:
     from nsvqa.evaluation.curves import learning_curves, plot_curves
     from nsvqa.fileio import write_json_atomic
 
-    args = get_args_parser().parse_args(argv)
+    parser = get_args_parser()
+    args = parser.parse_args(argv)
+    check_outputs(parser, f"{args.out}.json")
     curves = []
     for spec in args.run:
         run, _, label = spec.partition(":")

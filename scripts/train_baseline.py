@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from nsvqa.config import HelpFormatter, check_outputs
 
 PROG = "train_baseline.py"
 
@@ -25,13 +26,13 @@ def get_args_parser() -> argparse.ArgumentParser:
     import baselines
 
     p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+                                formatter_class=HelpFormatter)
     p.add_argument("--model", required=True, help=f"baseline name: {', '.join(baselines.names())}")
     p.add_argument("--data", required=True, help="the training variant folder ROOT/VARIANT")
     p.add_argument("--out", required=True, help="run directory")
-    p.add_argument("--profile", default="mini", help=f"{' | '.join(baselines.PROFILE_NAMES)}")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--device", default="cpu")
+    p.add_argument("--profile", choices=baselines.PROFILE_NAMES, default="mini", help="the training profile")
+    p.add_argument("--seed", type=int, default=0, help="training seed")
+    p.add_argument("--device", default="cpu", help="torch device (cpu, cuda)")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     p.add_argument("--resume", action="store_true", help="continue from the checkpoint in --out")
     p.add_argument("--set", action="append", metavar="NAME=VALUE", dest="overrides",
@@ -40,12 +41,14 @@ def get_args_parser() -> argparse.ArgumentParser:
                    help="after training, write predictions on this variant's --split; repeatable")
     p.add_argument("--split", default="test", help="split of the --predict variants")
     p.add_argument("--predict-only", action="store_true", help="skip training: predict with the run's checkpoint")
-    p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = get_args_parser().parse_args(argv)
+    parser = get_args_parser()
+    args = parser.parse_args(argv)
+    check_outputs(parser, args.out)
     import torch
 
     import baselines

@@ -19,7 +19,7 @@ import sys
 
 import baselines  # noqa: F401  (registers the baselines in nsvqa.models)
 from executors.errors import FormatError
-from nsvqa.config import ConfigError
+from nsvqa.config import ConfigError, HelpFormatter, check_outputs
 from nsvqa.pretrained import PretrainedError
 from nsvqa.training.checkpoint import CheckpointError
 from nsvqa.experiment import ExperimentError, add_training_args, spec_from_args, train_variant
@@ -30,7 +30,7 @@ PROG = "train_variant.py"
 
 def get_args_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+                                formatter_class=HelpFormatter)
     p.add_argument("--data", required=True, help="dataset root holding one folder per variant")
     p.add_argument("--variant", required=True, help="the training variant")
     p.add_argument("--out", required=True, help="runs root (one folder per variant and seed)")
@@ -42,7 +42,9 @@ def get_args_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = get_args_parser().parse_args(argv)
+    parser = get_args_parser()
+    args = parser.parse_args(argv)
+    check_outputs(parser, args.out)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     if args.threads:
         import torch

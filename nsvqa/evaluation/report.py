@@ -319,10 +319,39 @@ def _save(fig, path: str | os.PathLike) -> None:
     write_atomic(path, buf.getvalue())
 
 
+# ---------------------------------------------------------------------------- failures
+#: more than this share of a model's programs invalid: its accuracy is mostly guessing
+MOSTLY_INVALID = 0.5
+
+
+def failures_per_model(cells: Iterable[tuple[str, Mapping[str, Any]]]) -> dict[str, dict[str, int]]:
+    """``model -> {"n", "n_invalid_program", "n_guessed"}`` summed over ``(model, accuracy JSON)``
+    pairs (:meth:`nsvqa.evaluation.Accuracy.to_json`: one per cell or test variant)."""
+    out: dict[str, dict[str, int]] = {}
+    for model, acc in cells:
+        row = out.setdefault(model, {"n": 0, "n_invalid_program": 0, "n_guessed": 0})
+        for k in row:
+            row[k] += int(acc.get(k) or 0)
+    return out
+
+
+def invalid_program_warning(failures: Mapping[str, Mapping[str, int]]) -> str | None:
+    """One warning line naming the models (of :func:`failures_per_model`) most of whose programs
+    are invalid (more than :data:`MOSTLY_INVALID`), with the counts; None when there is none."""
+    bad = [f"{m} ({c['n_invalid_program']} of {c['n']})" for m, c in failures.items()
+           if c["n"] and c["n_invalid_program"] > MOSTLY_INVALID * c["n"]]
+    if not bad:
+        return None
+    return (f"warning: most programs are invalid for {', '.join(bad)}: those answers are random guesses "
+            f"(check the question parser's training)")
+
+
 # ---------------------------------------------------------------------------- all files
 def write_report(report: Mapping[str, Any], out_dir: str | os.PathLike, *, plots: bool = True) -> list[Path]:
     """Write ``report.json``, ``report.md``, ``report.tex`` and (with ``plots``) the PNGs:
     ``heatmaps/<factor>__<model>.png`` and ``reliability/<model>__train-<t>__test-<s>.png``.
+    ``report.md`` opens with :func:`invalid_program_warning` when a model's programs are mostly
+    invalid (the per-cell counts are in its failures table).
 
     Returns:
         The paths written.
@@ -348,7 +377,12 @@ def write_report(report: Mapping[str, Any], out_dir: str | os.PathLike, *, plots
             images[f"reliability/{c['model']}/{c['train']}/{c['test']}"] = p.relative_to(out).as_posix()
             written.append(p)
     write_json_atomic(out / "report.json", report, indent=2)
-    write_atomic(out / "report.md", to_markdown(report, images) + "\n")
+    markdown = to_markdown(report, images)
+    warning = invalid_program_warning(failures_per_model((c["model"], c["overall"]) for c in report["cells"]))
+    if warning:
+        title, _, rest = markdown.partition("\n")
+        markdown = f"{title}\n\n**{warning}**\n{rest}"
+    write_atomic(out / "report.md", markdown + "\n")
     write_atomic(out / "report.tex", to_latex(report) + "\n")
     return [out / "report.json", out / "report.md", out / "report.tex", *written]
 

@@ -214,3 +214,34 @@ def test_superclevr_raw_parts_invalid(script, capsys, reference_dir):
     assert summary["invalid_programs"] == 437 and summary["execution_errors"] == 0
     assert summary["correct"] == summary["n"] - 437
     assert "... and 432 more invalid programs (437 in all)" in err
+
+
+def test_an_empty_questions_list_keeps_the_existing_output(script, capsys, tmp_path):
+    out = tmp_path / "predictions.jsonl"
+    assert run(script, capsys, "--scenes", SCENES, "--questions", QUESTIONS, "--out", out)[0] == 0
+    before = out.read_bytes()
+    empty = tmp_path / "empty.json"
+    empty.write_text('{"questions": []}')
+    rc, _, err = run(script, capsys, "--scenes", SCENES, "--questions", empty, "--out", out)
+    assert rc == 2 and err.count("\n") == 1
+    assert "empty.json, field 'questions': no question to execute" in err
+    assert out.read_bytes() == before
+
+
+def test_a_question_about_another_image_than_its_scene_is_an_error(script, capsys, tmp_path):
+    scenes = json.loads(SCENES.read_text())
+    first = scenes["scenes"][0]
+    first["image_filename"] = "not_" + first["image_filename"]
+    path = tmp_path / "scenes.json"
+    path.write_text(json.dumps(scenes))
+    rc, _, err = run(script, capsys, "--scenes", path, "--questions", QUESTIONS)
+    assert rc == 2 and "questions.json, question 0, field 'image_filename'" in err
+    assert f"'not_{first['image_filename'][4:]}'" in err and "scenes.json" in err
+
+
+def test_an_unwritable_out_is_one_line_before_any_work(script, capsys, tmp_path):
+    (tmp_path / "afile").write_text("")
+    with pytest.raises(SystemExit) as e:
+        script.main(["--scenes", str(SCENES), "--questions", str(QUESTIONS), "--out", str(tmp_path / "afile" / "p.jsonl")])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and err.count("\n") == 1 and "afile/p.jsonl: cannot write there" in err
