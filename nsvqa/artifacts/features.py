@@ -92,16 +92,18 @@ def features_path(cache_dir: str | os.PathLike, split: str, key: FeatureKey) -> 
 
 
 def write_features(path: str | os.PathLike, key: FeatureKey, maps: Mapping[int, "torch.Tensor"]) -> Path:
-    """Write ``maps`` (stride -> (N, C, h, w), stored as float16) for ``key`` atomically.
+    """Write ``maps`` (stride -> (N, C, h, w), stored as float16) for ``key`` atomically, first
+    removing the stale temporaries a killed writer left in the cache folder.
 
     Raises:
         ValueError: a map whose rows are not one per file of the key, or strides other than the key's.
     """
     import torch
 
-    from nsvqa.fileio import atomic_open
+    from nsvqa.fileio import atomic_open, sweep_temporaries
 
     path = Path(path)
+    sweep_temporaries(path.parent)
     if sorted(maps) != sorted(key.strides):
         raise ValueError(f"{path}: maps of strides {sorted(maps)}, the key has {sorted(key.strides)}")
     for s, m in maps.items():

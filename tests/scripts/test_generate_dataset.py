@@ -76,3 +76,26 @@ def test_every_flag_has_help_with_its_default(gen):
     assert "(default: 0)" in text and "(default: 1)" in text
     for name in PROFILES:
         assert name in text
+
+
+def test_a_rerun_sweeps_the_temporaries_a_killed_run_left(gen, tmp_path, capsys):
+    import os
+    import subprocess
+    import sys
+
+    from nsvqa.fileio import _host
+
+    argv = ["--out", str(tmp_path), "--variant", "easy", "--split", "test", "--num-images", "2",
+            "--profile", "tiny", "--no-progress"]
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    images = tmp_path / "easy" / "images" / "test"
+    images.mkdir(parents=True)
+    stale = [images / f".nsvqa_test_000001.png.{_host()}-{dead.pid}.x1y2z3w4.tmp",
+             tmp_path / "easy" / f".manifest.json.{_host()}-{dead.pid}.a1b2c3d4.tmp"]
+    for p in stale:
+        p.write_bytes(b"half a file")
+    live = images / f".other.png.{_host()}-{os.getpid()}.q1w2e3r4.tmp"
+    live.write_bytes(b"being written")
+    assert gen.main(argv) == 0
+    assert not any(p.exists() for p in stale) and live.exists()
