@@ -56,6 +56,24 @@ class NeuralBaseline(Baseline):
     def train(self, cfg: Any, out: str | Path, *, resume: bool = False, progress: bool = True) -> Path:
         return train_classifier(self, cfg, out, resume=resume, progress=progress)
 
+    def bind_vocabularies(self, model: nn.Module, cfg: Any, vocab: Vocabulary, answers: list[str]) -> None:
+        """Called once the network is built for training, with the word and answer vocabularies
+        (default: nothing; a network that ties answers to words records the pairing here)."""
+
+    def training_questions(self, cfg: Any, folder: Path, records: list[QARecord], run_path: Path,
+                           onto: Any) -> list[QARecord]:
+        """The questions :func:`train_classifier` trains on, given the train file's ``records``
+        (default: those; a model may add more about the same images)."""
+        return records
+
+    def image_inputs(self, folder: str | Path, split: str, filenames: list[str], cfg: Any, run: Path | None = None,
+                     progress: bool = False, inputs: PredictInputs | None = None) -> tuple[torch.Tensor, dict[str, int]]:
+        """What the network reads of the images ``filenames`` of ``FOLDER``'s split: a tensor whose
+        row ``r`` is one image's input (collated as the ``images`` argument) and file name -> row.
+        ``inputs``: the run's parses at prediction time (None while training). Default:
+        :func:`baselines.images.image_inputs` (pixels or the frozen backbone's cached maps)."""
+        return image_inputs(folder, split, filenames, cfg, run, progress)
+
     def load(self, run_dir: str | Path, device: str = "cpu") -> tuple[nn.Module, Any, Vocabulary, list[str]]:
         """(network in eval mode, config, word vocabulary, answers) from ``RUN_DIR/baseline.pt``
         (or that file itself).
@@ -87,7 +105,8 @@ class NeuralBaseline(Baseline):
         records = list(questions)
         images = None
         if self.uses_images:
-            images = image_inputs(folder, split, [r.image_filename for r in records], cfg, progress=progress)
+            images = self.image_inputs(folder, split, [r.image_filename for r in records], cfg, progress=progress,
+                                       inputs=inputs)
         data = EncodedQA.build(records, vocab, answers, images)
         out: list[Prediction] = []
         with torch.no_grad():
@@ -150,6 +169,7 @@ def train_classifier(baseline: NeuralBaseline, cfg: Any, out: str | Path, *, res
                         limit=cfg.max_train_questions)
         if not train:
             raise ValueError(f"{folder / 'questions' / 'train_questions.json'}: no training questions")
+        train = baseline.training_questions(cfg, folder, train, run.path, onto)
         val_path = folder / "questions" / "val_questions.json"
         val = (read_qa(folder, "val", onto, require_answer=True, require_image=baseline.uses_images,
                        limit=cfg.val_questions) if cfg.val_questions and val_path.is_file() else [])
@@ -163,7 +183,7 @@ def train_classifier(baseline: NeuralBaseline, cfg: Any, out: str | Path, *, res
         def images(records: list[QARecord], split: str):
             if not baseline.uses_images or not records:
                 return None
-            return image_inputs(folder, split, [r.image_filename for r in records], cfg, run.path, progress)
+            return baseline.image_inputs(folder, split, [r.image_filename for r in records], cfg, run.path, progress)
 
         train_data = EncodedQA.build(train, vocab, answers, images(train, "train"))
         val_data = EncodedQA.build(val, vocab, answers, images(val, "val"))
@@ -171,6 +191,7 @@ def train_classifier(baseline: NeuralBaseline, cfg: Any, out: str | Path, *, res
                 f"{len(vocab)} words, {len(answers)} answers ({time.time() - t0:.1f} s)")
 
         model = baseline.build_model(cfg, len(vocab), len(answers)).to(dev)
+        baseline.bind_vocabularies(model, cfg, vocab, list(answers))
         opt = torch.optim.Adam(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
         sched = torch.optim.lr_scheduler.LambdaLR(opt, warmup_cosine(cfg.steps, cfg.warmup))
         start, extra = 0, {}

@@ -39,6 +39,10 @@ from nsvqa.config import Config
 
 #: Profile names every trainable model defines (tests, demo, the 2-core profile, paper scale).
 PROFILE_NAMES = ("tiny", "demo", "mini", "full")
+#: What a model is, declared at registration (:attr:`Model.family`): it reasons over a symbolic or
+#: soft program (``modular``), answers from one network that reads the image (``holistic``), or reads
+#: the question alone (``question-only``).
+FAMILIES = ("modular", "holistic", "question-only")
 #: The label suffix of a model run on ground-truth programs (see :func:`parse_spec`).
 GT_PROGRAMS_SUFFIX = "+gtprog"
 
@@ -174,9 +178,11 @@ class Model(ABC):
             :data:`PROFILE_NAMES` for a trainable model).
         uses_parses: ``predict`` answers from the run's scene and question parses.
         supports_gt_programs: a :class:`ModelSpec` with ``gt_programs`` is valid for this model.
+        family: one of :data:`FAMILIES`, or None where the model has not declared it.
     """
 
     name: ClassVar[str] = ""
+    family: ClassVar[str | None] = None
     config_class: ClassVar[type | None] = None
     profiles: ClassVar[Mapping[str, Mapping[str, Any]]] = {}
     uses_parses: ClassVar[bool] = False
@@ -255,7 +261,7 @@ def register(name: str) -> Callable[[M], M]:
     Raises:
         ValueError: ``name`` is taken by another class, is not a valid model name (letters, digits,
             ``_ . -``; it must fit a predictions file name and carry no ``+``, which spells
-            options), a trainable model's config does not derive from :class:`ModelConfig`, or it
+            options), a declared family not in :data:`FAMILIES`, a trainable model's config does not derive from :class:`ModelConfig`, or it
             lacks a profile of :data:`PROFILE_NAMES`.
     """
     def deco(cls: M) -> M:
@@ -276,6 +282,8 @@ def register(name: str) -> Callable[[M], M]:
             if missing:
                 raise ValueError(f"model {name!r}: no profile {missing}; every trainable model has "
                                  f"{list(PROFILE_NAMES)}")
+        if cls.family is not None and cls.family not in FAMILIES:
+            raise ValueError(f"model {name!r}: family {cls.family!r}; valid: {', '.join(FAMILIES)}")
         cls.name = name
         _REGISTRY[name] = cls
         return cls
@@ -351,5 +359,5 @@ def needs(specs: Sequence[ModelSpec]) -> Needs:
 # NS-VQA and P-NSVQA register themselves on import
 from nsvqa.models import pipeline  # noqa: E402,F401
 
-__all__ = ["PROFILE_NAMES", "GT_PROGRAMS_SUFFIX", "ModelConfig", "TUNED", "read_tuned", "UnknownModel", "Needs", "ModelSpec", "PredictInputs", "Model",
+__all__ = ["PROFILE_NAMES", "FAMILIES", "GT_PROGRAMS_SUFFIX", "ModelConfig", "TUNED", "read_tuned", "UnknownModel", "Needs", "ModelSpec", "PredictInputs", "Model",
            "register", "unregister", "names", "get", "parse_spec", "parse_specs", "needs"]

@@ -1,0 +1,357 @@
+"""Object-token transformer (``objtf``): a holistic, object-centric model in the spirit of mDETR's
+CLEVR model — object tokens and question tokens in one transformer, the answer from a classifier;
+no program and no symbolic executor anywhere in its answer path.
+
+What it takes from the variant's study scene parser (at prediction: the run's parse of the test
+split, ``PredictInputs.likelihoods``; :meth:`~nsvqa.models.Model.needs` asks for the scene parser
+only, never the question parser): for each detection kept (existence >= ``min_exist``) its
+existence probability, its box (xyxy, divided by the image's width and height) and its
+per-attribute distributions (:class:`executors.SceneLikelihoods` ``attributes``); with
+``part_tokens``, each part of such an object with part existence >= ``min_exist`` becomes a token
+too (its part-name probability, its part-attribute distributions, its owner's box). Neither the
+parser's RoI features nor its masks are used. Training reads the same token layout from the
+ground-truth scenes of the training split (one-hot distributions, the scenes' boxes, existence 1):
+the symbolic scenes are cheap, and ``extra_questions_per_image`` more questions of those scenes
+(:mod:`baselines.more_questions`, nothing rendered) multiply what it learns from; Gaussian jitter
+of ``token_noise`` on the token features (training only) stands in for the parser's uncertainty.
+Without a parse at prediction (standalone checks) the ground-truth tokens are used ("oracle").
+
+Token features (:func:`token_layout`): [valid, is_part, existence, x0, y0, x1, y1, one block per
+ontology attribute (its values' probabilities), one block over the ontology's part names].
+
+Network: word embeddings (``word_dim`` = the model width) + learned positions for the question;
+a linear map of the token features for the objects; a type embedding per kind (question word,
+object, part) and one [CLS] token; a pre-norm transformer encoder (``layers`` layers, ``heads``
+heads, feed-forward ``hidden``, ``dropout``) over [CLS ; words ; tokens] with padding masked; the
+[CLS] output through an MLP (``mlp_hidden``) to a query vector; an answer's logit is its dot
+product with the answer's embedding, which with ``tie_answers`` is the word embedding of the
+answer's word where the question vocabulary has it (so copying an attribute named like a word is
+one dot product) and a learned vector otherwise, plus a bias. Trained by
+:func:`baselines.classifier.train_classifier` (the one engine; cross entropy over the answers).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar, Mapping, Sequence
+
+import numpy as np
+import torch
+from torch import nn
+
+from executors import SceneLikelihoods, SymbolicScene
+from executors.errors import FormatError
+from executors.ontology import Ontology, load_ontology
+from nsvqa.artifacts.likelihoods import read_likelihoods
+from nsvqa.artifacts.scenes import read_scenes, scenes_path
+from nsvqa.models import Needs, ModelSpec, PredictInputs
+from parsers.question.vocab import NULL_ID, Vocabulary, tokenize
+
+from . import register
+from .classifier import NeuralBaseline
+from .more_questions import MoreQuestions
+from .neural_config import QuestionModelConfig
+from .networks import mlp
+
+#: the leading features of a token: valid, is_part, existence, x0, y0, x1, y1
+HEAD_FEATURES = 7
+MAX_QUESTION_WORDS = 64
+
+
+@dataclass(frozen=True)
+class ObjTFConfig(QuestionModelConfig):
+    """A :class:`baselines.neural_config.QuestionModelConfig` read as: ``word_dim`` the model width
+    (word embeddings, tokens, transformer), ``hidden`` the transformer's feed-forward width,
+    ``layers`` its layers, ``mlp_hidden`` the answer head's hidden width, ``dropout`` the
+    transformer's; plus ``heads``, ``max_tokens`` (objects first, then parts), ``part_tokens``,
+    ``min_exist`` (a parsed detection or part enters as a token from this existence on),
+    ``token_noise`` (std of the training-time jitter of the token features), ``tie_answers``,
+    ``tie_tokens``, and
+    ``extra_questions_per_image`` (:mod:`baselines.more_questions`)."""
+
+    heads: int = 4
+    max_tokens: int = 40
+    part_tokens: bool = True
+    min_exist: float = 0.5
+    token_noise: float = 0.05
+    tie_answers: bool = True
+    tie_tokens: bool = True
+    extra_questions_per_image: int = 0
+
+    MUST_MATCH: ClassVar[tuple[str, ...]] = QuestionModelConfig.MUST_MATCH + (
+        "heads", "max_tokens", "part_tokens", "tie_answers", "tie_tokens", "extra_questions_per_image")
+
+    def check(self) -> None:
+        super().check()
+        if self.heads < 1 or self.word_dim % self.heads:
+            raise ValueError(f"heads must be >= 1 and divide word_dim ({self.word_dim}), got {self.heads}")
+        if self.max_tokens < 1:
+            raise ValueError(f"max_tokens must be >= 1, got {self.max_tokens}")
+        if not 0.0 <= self.min_exist <= 1.0:
+            raise ValueError(f"min_exist must be in [0, 1], got {self.min_exist}")
+        if self.token_noise < 0 or self.extra_questions_per_image < 0:
+            raise ValueError("token_noise and extra_questions_per_image must be >= 0")
+
+
+# ---------------------------------------------------------------------------- object tokens
+def token_layout(onto: Ontology) -> dict[str, slice]:
+    """Feature block of each ontology attribute and of the part names (``"partname"``) in a token,
+    after the :data:`HEAD_FEATURES` leading features."""
+    out, at = {}, HEAD_FEATURES
+    for a in onto.attributes:
+        out[a] = slice(at, at + len(onto.values(a)))
+        at = out[a].stop
+    out["partname"] = slice(at, at + len(onto.part_names))
+    return out
+
+
+def token_dim(onto: Ontology) -> int:
+    """Number of features of a token."""
+    return token_layout(onto)["partname"].stop
+
+
+def scene_tokens(lik: SceneLikelihoods, boxes: np.ndarray, size: tuple[int, int], *, max_tokens: int,
+                 min_exist: float, parts: bool) -> np.ndarray:
+    """(max_tokens, F) float32 tokens of one scene: its objects with existence >= ``min_exist`` (in
+    order of existence, then row), then (with ``parts``) their parts with existence >= ``min_exist``,
+    zero rows after them (valid = 0).
+
+    Args:
+        lik: the scene's likelihoods (N objects); boxes: (N, 4) xyxy pixels of its objects;
+        size: the image's (width, height) in pixels.
+    """
+    onto = lik.ontology
+    lay = token_layout(onto)
+    out = np.zeros((max_tokens, lay["partname"].stop), dtype=np.float32)
+    w, h = size
+    scale = np.array([w, h, w, h], dtype=np.float32)
+    keep = [i for i in np.argsort(-lik.exist, kind="stable") if lik.exist[i] >= min_exist]
+    rows = []
+    for i in keep:
+        t = np.zeros(out.shape[1], dtype=np.float32)
+        t[0], t[2] = 1.0, lik.exist[i]
+        t[3:7] = np.asarray(boxes[i], dtype=np.float32) / scale
+        for a in onto.attributes:
+            t[lay[a]] = lik.attributes[a][i]
+        rows.append(t)
+    if parts and lik.part_exist is not None:
+        for i in keep:
+            for k in np.flatnonzero(lik.part_exist[i] >= min_exist):
+                t = np.zeros(out.shape[1], dtype=np.float32)
+                t[0], t[1], t[2] = 1.0, 1.0, lik.part_exist[i, k]
+                t[3:7] = np.asarray(boxes[i], dtype=np.float32) / scale
+                t[lay["partname"].start + k] = 1.0
+                for a, v in (lik.part_attributes or {}).items():
+                    t[lay[a]] = v[i, k]
+                rows.append(t)
+    rows = rows[:max_tokens]
+    if rows:
+        out[:len(rows)] = np.stack(rows)
+    return out
+
+
+def _image_size(folder: Path, split: str, name: str) -> tuple[int, int]:
+    from PIL import Image
+
+    path = folder / "images" / split / name
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: image file missing")
+    with Image.open(path) as im:
+        return im.size
+
+
+def truth_tokens(folder: Path, split: str, filenames: Sequence[str], onto: Ontology, cfg: ObjTFConfig
+                 ) -> tuple[torch.Tensor, dict[str, int]]:
+    """Tokens of the ground-truth scenes of ``filenames`` (one-hot likelihoods, the scenes' boxes):
+    (M, max_tokens, F) float32 and file name -> row.
+
+    Raises:
+        FormatError: a file with no scene in ``FOLDER/scenes/<split>_scenes.json``.
+    """
+    files = list(dict.fromkeys(filenames))
+    scenes = read_scenes(scenes_path(folder, split)).by_filename()
+    out = np.zeros((len(files), cfg.max_tokens, token_dim(onto)), dtype=np.float32)
+    size = None
+    for r, name in enumerate(files):
+        if name not in scenes:
+            raise FormatError(f"{scenes_path(folder, split)}: no scene of image {name!r}")
+        s = scenes[name]
+        size = size or _image_size(folder, split, name)
+        lik = SceneLikelihoods.from_scene(SymbolicScene.from_json(s.record, onto))
+        out[r] = scene_tokens(lik, s.boxes(), size, max_tokens=cfg.max_tokens, min_exist=0.0,
+                              parts=cfg.part_tokens)
+    return torch.from_numpy(out), {f: i for i, f in enumerate(files)}
+
+
+def parsed_tokens(path: Path, folder: Path, split: str, filenames: Sequence[str], onto: Ontology,
+                  cfg: ObjTFConfig) -> tuple[torch.Tensor, dict[str, int]]:
+    """Tokens of a scene parser's ``likelihoods.json`` (its detections' boxes and distributions)
+    for ``filenames``: (M, max_tokens, F) float32 and file name -> row.
+
+    Raises:
+        FormatError: a malformed file, or an image of ``filenames`` it did not parse.
+    """
+    files = list(dict.fromkeys(filenames))
+    parsed = {s.image_filename: s for s in read_likelihoods(path, onto).scenes}
+    out = np.zeros((len(files), cfg.max_tokens, token_dim(onto)), dtype=np.float32)
+    size = None
+    for r, name in enumerate(files):
+        if name not in parsed:
+            raise FormatError(f"{path}: no parse of image {name!r}")
+        s = parsed[name]
+        size = size or _image_size(folder, split, name)
+        boxes = np.asarray([d.box for d in s.detections], dtype=np.float32).reshape(-1, 4)
+        if len(boxes) != len(s.likelihoods.exist):
+            raise FormatError(f"{path}, image {name!r}: {len(boxes)} detections for {len(s.likelihoods.exist)} "
+                              f"objects")
+        out[r] = scene_tokens(s.likelihoods, boxes, size, max_tokens=cfg.max_tokens, min_exist=cfg.min_exist,
+                              parts=cfg.part_tokens)
+    return torch.from_numpy(out), {f: i for i, f in enumerate(files)}
+
+
+# ---------------------------------------------------------------------------- network
+class ObjTFNet(nn.Module):
+    """[CLS ; question words ; object tokens] -> transformer encoder -> answer scores.
+
+    Args:
+        num_words, num_answers: vocabulary sizes; token_features: F;
+        answer_words: (num_answers,) int64 word id of each answer's word, -1 where none (untied);
+        dim, heads, layers, ff, mlp_hidden, dropout: sizes; token_noise: training-time jitter.
+
+    ``forward(words (B, L) int64, lengths (B,) int64, tokens (B, T, F) float) -> logits (B, A)``
+    (a token is padding where its feature 0, ``valid``, is 0).
+    """
+
+    def __init__(self, num_words: int, num_answers: int, token_features: int, answer_words: torch.Tensor, *,
+                 dim: int, heads: int, layers: int, ff: int, mlp_hidden: int, dropout: float,
+                 token_noise: float = 0.0, value_words: torch.Tensor | None = None):
+        super().__init__()
+        # (F, num_words): the words that say each value column of a token (rows sum to 1; zero rows untied)
+        self.register_buffer("value_words", torch.zeros(token_features, num_words) if value_words is None
+                             else value_words.clone().float())
+        self.embed = nn.Embedding(num_words, dim, padding_idx=NULL_ID)
+        self.positions = nn.Embedding(MAX_QUESTION_WORDS, dim)
+        self.types = nn.Embedding(4, dim)  # 0 CLS, 1 word, 2 object, 3 part
+        self.tokens = nn.Sequential(nn.Linear(token_features, dim), nn.ReLU(), nn.Linear(dim, dim))
+        layer = nn.TransformerEncoderLayer(dim, heads, ff, dropout, batch_first=True, norm_first=True)
+        self.encoder = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
+        self.norm = nn.LayerNorm(dim)
+        self.query = mlp(dim, mlp_hidden, dim, dropout)
+        self.register_buffer("answer_words", answer_words.clone().long())
+        self.answer_own = nn.Parameter(torch.randn(num_answers, dim) * dim ** -0.5)
+        self.answer_bias = nn.Parameter(torch.zeros(num_answers))
+        self.token_noise = token_noise
+
+    def answer_embeddings(self) -> torch.Tensor:
+        """(A, dim): the tied word embedding where an answer has a word, else its own vector."""
+        tied = self.embed(self.answer_words.clamp(min=0))
+        return torch.where((self.answer_words >= 0)[:, None], tied, self.answer_own)
+
+    def forward(self, words: torch.Tensor, lengths: torch.Tensor, tokens: torch.Tensor | None = None) -> torch.Tensor:
+        if tokens is None:
+            raise ValueError("objtf needs object tokens (B, T, F)")
+        b, l = words.shape
+        words, l = words[:, :MAX_QUESTION_WORDS], min(l, MAX_QUESTION_WORDS)
+        valid = tokens[..., 0] > 0.5
+        if self.training and self.token_noise > 0:
+            jitter = torch.randn_like(tokens) * self.token_noise
+            jitter[..., :2] = 0.0
+            tokens = tokens + jitter * valid[..., None]
+        pos = torch.arange(l, device=words.device)
+        q = self.embed(words) + self.positions(pos)[None] + self.types.weight[1]
+        kind = 2 + (tokens[..., 1] > 0.5).long()
+        o = self.tokens(tokens) + (tokens @ self.value_words) @ self.embed.weight + self.types(kind)
+        cls = self.types.weight[0].expand(b, 1, -1)
+        x = torch.cat([cls, q, o], dim=1)
+        pad = torch.cat([torch.zeros(b, 1, dtype=torch.bool, device=words.device), words == NULL_ID, ~valid], dim=1)
+        h = self.norm(self.encoder(x, src_key_padding_mask=pad)[:, 0])
+        return self.query(h) @ self.answer_embeddings().t() + self.answer_bias
+
+
+def value_word_matrix(onto: Ontology, vocab: Vocabulary) -> torch.Tensor:
+    """(F, num_words) float32: row of each attribute value's (and part name's) token column, spread
+    evenly over the question-vocabulary words that say it (:func:`nsvqa.generation.questions.text.attribute_words`);
+    zero rows for the leading features and for values no known word says."""
+    from nsvqa.generation.questions.text import attribute_words
+
+    lay = token_layout(onto)
+    out = torch.zeros(token_dim(onto), len(vocab))
+    for a, block in lay.items():
+        values = onto.part_names if a == "partname" else onto.values(a)
+        for k, v in enumerate(values):
+            words = [w for phrase in attribute_words(onto, a, v) for w in tokenize(phrase) if w in vocab]
+            for w in words:
+                out[block.start + k, vocab.index(w)] += 1.0 / len(words)
+    return out
+
+
+def answer_word_ids(answers: Sequence[str], vocab: Vocabulary, tie: bool) -> torch.Tensor:
+    """(A,) int64: the question-vocabulary id of each answer that is one known word (``tie``), else -1."""
+    ids = []
+    for a in answers:
+        w = tokenize(a.replace("_", " "))
+        ids.append(vocab.index(w[0]) if tie and len(w) == 1 and w[0] in vocab else -1)
+    return torch.tensor(ids, dtype=torch.long)
+
+
+# ---------------------------------------------------------------------------- profiles
+_COMMON = dict(weight_decay=1e-4, grad_clip=1.0, min_word_count=1, part_tokens=True, min_exist=0.5, tie_answers=True)
+PROFILES = {
+    "tiny": dict(steps=60, batch=16, lr=2e-3, warmup=5, eval_every=30, val_questions=32, word_dim=32, hidden=64,
+                 layers=2, heads=4, mlp_hidden=64, dropout=0.0, max_tokens=24, token_noise=0.0,
+                 extra_questions_per_image=0, **_COMMON),
+    # the 2-core profile: 4 layers of width 128 over <= 40 tokens; the 2,000 training scenes asked
+    # 40 more object questions each (100k questions in all); an estimate of ~25 min at 2 threads
+    # until the mid run measures it (docs/models.md)
+    "mini": dict(steps=12000, batch=64, lr=5e-4, warmup=500, eval_every=2000, val_questions=1000, word_dim=128,
+                 hidden=256, layers=4, heads=4, mlp_hidden=256, dropout=0.1, max_tokens=40, token_noise=0.05,
+                 extra_questions_per_image=40, **_COMMON),
+    # mDETR-like sizes for a GPU: width 256, 6 layers, 200 more questions per scene
+    "full": dict(steps=60000, batch=256, lr=3e-4, warmup=2000, eval_every=5000, val_questions=5000, word_dim=256,
+                 hidden=1024, layers=6, heads=8, mlp_hidden=512, dropout=0.1, max_tokens=48, token_noise=0.05,
+                 extra_questions_per_image=200, **_COMMON),
+}
+PROFILES["demo"] = dict(PROFILES["mini"], steps=2000, eval_every=1000, val_questions=500, extra_questions_per_image=10)
+
+
+@register("objtf")
+class ObjTFBaseline(MoreQuestions, NeuralBaseline):
+    """The object-token transformer (:class:`ObjTFNet`) over the scene parser's object tokens."""
+
+    config_class = ObjTFConfig
+    profiles = PROFILES
+    uses_images = True
+    family = "holistic"
+
+    def needs(self, spec: ModelSpec | None = None) -> Needs:
+        """The run's scene parser and its parses (the object tokens); never the question parser."""
+        return Needs(scene_parser=True)
+
+    def build_model(self, cfg: ObjTFConfig, num_words: int, num_answers: int,
+                    answer_words: torch.Tensor | None = None) -> ObjTFNet:
+        onto = load_ontology(cfg.ontology)
+        if answer_words is None:
+            answer_words = torch.full((num_answers,), -1, dtype=torch.long)
+        return ObjTFNet(num_words, num_answers, token_dim(onto), answer_words, dim=cfg.word_dim, heads=cfg.heads,
+                        layers=cfg.layers, ff=cfg.hidden, mlp_hidden=cfg.mlp_hidden, dropout=cfg.dropout,
+                        token_noise=cfg.token_noise)
+
+    def bind_vocabularies(self, model: ObjTFNet, cfg: ObjTFConfig, vocab: Vocabulary, answers: Sequence[str]) -> None:
+        """Set which answers share a word's embedding (before training; saved in the weights)."""
+        model.answer_words.copy_(answer_word_ids(answers, vocab, cfg.tie_answers))
+        if cfg.tie_tokens:
+            model.value_words.copy_(value_word_matrix(load_ontology(cfg.ontology), vocab))
+
+    def image_inputs(self, folder, split, filenames, cfg, run=None, progress=False,
+                     inputs: PredictInputs | None = None) -> tuple[torch.Tensor, dict[str, int]]:
+        """Object tokens: of the run's parse (``inputs.likelihoods``) when given, else of the
+        ground-truth scenes (training, validation, standalone checks)."""
+        onto = load_ontology(cfg.ontology)
+        folder = Path(folder)
+        if inputs is not None and inputs.likelihoods is not None:
+            return parsed_tokens(Path(inputs.likelihoods), folder, split, filenames, onto, cfg)
+        return truth_tokens(folder, split, filenames, onto, cfg)
+
+
+__all__ = ["ObjTFConfig", "ObjTFNet", "ObjTFBaseline", "PROFILES", "token_layout", "token_dim", "scene_tokens",
+           "truth_tokens", "parsed_tokens", "answer_word_ids"]
