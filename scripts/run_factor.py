@@ -95,7 +95,7 @@ def run_one(args: argparse.Namespace, factor: str) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = get_args_parser()
     args = parser.parse_args(argv)
-    check_outputs(parser, args.runs, args.report, args.data)
+    check_outputs(parser, args.runs, args.report, None if args.no_generate else args.data)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     if args.threads:
         import torch
