@@ -50,9 +50,13 @@ def rd_bootstrap(cells: Mapping[CellKey, Sequence[Sequence[Prediction]]], factor
     """Each model's RD of ``factor`` recomputed on ``n_boot`` bootstrap replicates of the test
     questions (numpy arrays, model -> replicates; NaN where a replicate's RD is undefined).
 
-    A replicate draws, for each test variant, its questions (by ``question_index``) with replacement,
-    once: every cell tested on that variant (every model, every training variant, every run) is
-    scored on the same draw. The uncertainty of the test sets is what the interval covers (not
+    A replicate draws the test questions with replacement, once: every cell (every model, every
+    training variant, every run) is scored on the same draw. Test variants that ask the same
+    questions (the same :attr:`Prediction.question_hash`: one question intent on one layout, as the
+    variants of a factor share them) are drawn together, so each drawn question counts on every
+    variant that asks it: the accuracy drops an RD averages are paired. Variants whose questions are
+    other ones (no shared hash; or predictions without a hash, keyed by variant and
+    ``question_index``) are drawn apart. The uncertainty of the test sets is what the interval covers (not
     that of training: one seed is one seed), and the RDs of two models are paired, so the
     percentiles of their replicates' difference give the difference's interval. Counts are
     integers and each replicate's accuracy one division, so the same predictions and seed give
@@ -64,22 +68,25 @@ def rd_bootstrap(cells: Mapping[CellKey, Sequence[Sequence[Prediction]]], factor
 
     rng = np.random.default_rng(seed)
     keys = [k for k in cells if k.model in models and k.train in trains and k.test in tests]
+
+    def qkey(test: str, p: Prediction) -> tuple[str, ...]:
+        return ("hash", p.question_hash) if p.question_hash is not None else ("index", test, str(p.question_index))
+
+    asked = {s: {qkey(s, p) for k in keys if k.test == s for run in cells[k] for p in run} for s in tests}
     reps: dict[CellKey, np.ndarray] = {}
-    for s in tests:
-        mine = [k for k in keys if k.test == s]
-        index = sorted({p.question_index for k in mine for run in cells[k] for p in run})
-        if not index:
-            continue
+    for group in _sharing_groups([s for s in tests if asked[s]], asked):
+        index = sorted(set().union(*(asked[s] for s in group)))
         n, pos = len(index), {q: i for i, q in enumerate(index)}
         draw = rng.integers(0, n, size=(n_boot, n)) + n * np.arange(n_boot)[:, None]
         weights = np.bincount(draw.ravel(), minlength=n_boot * n).reshape(n_boot, n)
-        for k in sorted(mine):
+        for k in sorted(k for k in keys if k.test in group):
             per_run = []
             for run in cells[k]:
                 have, ok = np.zeros(n, np.int64), np.zeros(n, np.int64)
                 for p in run:
-                    have[pos[p.question_index]] = 1
-                    ok[pos[p.question_index]] = p.correct and (metric == "accuracy" or not p.guessed)
+                    i = pos[qkey(k.test, p)]
+                    have[i] = 1
+                    ok[i] = p.correct and (metric == "accuracy" or not p.guessed)
                 with np.errstate(invalid="ignore", divide="ignore"):
                     per_run.append((weights @ ok) / (weights @ have))
             reps[k] = np.mean(per_run, axis=0) if per_run else np.full(n_boot, np.nan)
@@ -93,6 +100,17 @@ def rd_bootstrap(cells: Mapping[CellKey, Sequence[Sequence[Prediction]]], factor
             values[b] = np.nan if r is None else r
         out[m] = values
     return out
+
+
+def _sharing_groups(tests: Sequence[str], asked: Mapping[str, set]) -> list[list[str]]:
+    """``tests`` in groups that share questions (connected by a shared key), in their order."""
+    groups: list[list[str]] = []
+    for s in tests:
+        joined = [g for g in groups if any(asked[s] & asked[t] for t in g)]
+        merged = [t for g in joined for t in g] + [s]
+        groups = [g for g in groups if g not in joined] + [merged]
+    order = {s: i for i, s in enumerate(tests)}
+    return sorted((sorted(g, key=order.get) for g in groups), key=lambda g: order[g[0]])
 
 
 def paired_fallback(a: Mapping[int, FallbackFlags], b: Mapping[int, FallbackFlags], *,

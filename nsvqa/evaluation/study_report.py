@@ -176,15 +176,20 @@ def rd_pairs(cfg: StudyConfig = STUDY) -> list[tuple[str, str]]:
     """The RD differences the study's findings turn on, each as (A, B) for A - B: each P-NSVQA
     model against NS-VQA with the same program source (the default comparisons), each modular model
     with parsed programs against each image-using non-modular model trained on every variant (FiLM,
-    mDETR), and NS-VQA against NSCL (the distribution factor's "NS-VQA best of the prior models")."""
+    mDETR), NS-VQA and P-NSVQA against NSCL (the distribution factor's "NS-VQA best of the prior
+    models", "P-NSVQA best on 3 of 4 factors"), and NS-VQA and P-NSVQA with ground-truth programs
+    against the non-modular models (whether a redundancy verdict holds without the question parser)."""
     from nsvqa.evaluation import default_comparisons
     from nsvqa.models import ModelSpec
 
     modular = [m for m in cfg.groups["modular"] if not ModelSpec.from_label(m).gt_programs]
+    gt = [m for m in cfg.groups["modular"]
+          if ModelSpec.from_label(m).gt_programs and ModelSpec.from_label(m).name in ("nsvqa", "pnsvqa")]
     holistic = [m for g, ms in cfg.groups.items() if g != "modular" for m in ms
                 if m not in cfg.default_only and m != QUESTION_ONLY]
     pairs = default_comparisons(list(cfg.groups["modular"])) + [(a, b) for a in modular for b in holistic]
-    return pairs + ([("nsvqa", "nscl")] if {"nsvqa", "nscl"} <= set(modular) else [])
+    pairs += ([("nsvqa", "nscl"), ("pnsvqa", "nscl")] if {"nsvqa", "pnsvqa", "nscl"} <= set(modular) else [])
+    return pairs + [(a, b) for a in gt for b in holistic]
 
 
 def build_study_report(results: str | os.PathLike, cfg: StudyConfig = STUDY, *, plots: bool = True) -> dict[str, bytes]:
@@ -479,10 +484,15 @@ def study_markdown(report: Mapping[str, Any]) -> str:
              f"profile `{report['study']['profile']}`; one seed per cell (seed 0) unless said.", ""]
     if report.get("findings"):
         lines += ["## Findings: the paper's, ours beside them", "",
-                  "Each status follows from the intervals named (docs/evaluation.md, \"Findings\"): reproduced "
-                  "when every interval of A − B lies on the paper's side of 0, reversed when every one lies on "
-                  "the other, not reproduced when some do and none on the paper's, inconclusive otherwise. "
-                  "They cover the test questions, not training seeds.", ""]
+                  "Each status follows from the intervals named (docs/evaluation.md, \"Findings\"). A comparison "
+                  "(A above B) is reproduced when every interval of A − B lies on the paper's side of 0, reversed "
+                  "when every one lies on the other, not reproduced when some do and none on the paper's, "
+                  "inconclusive otherwise. A level (a size the paper gives: an RD above 12%, about 20%) is "
+                  "reproduced when every interval lies on the paper's side of its figure (or holds it, for "
+                  "\"about\"), not reproduced when some lie wholly on the other side and none on the paper's, "
+                  "inconclusive otherwise. \"Judged against\" names the non-modular models a finding compares "
+                  "with and how much they use the image. Intervals cover the test questions, not training "
+                  "seeds; the paper's figures: `data/paper/super_clevr.json`.", ""]
         lines += findings_markdown(report["findings"])
         lines.append("")
     if report["in_domain"]:
@@ -501,8 +511,9 @@ def study_markdown(report: Mapping[str, Any]) -> str:
         models = _models_in_order(report)
         lines += ["## Table 2: Relative Degrade (%)", "",
                   "Lower is more robust; — where a cell is missing. In brackets the 95% bootstrap interval over "
-                  "the test questions (each test variant's questions redrawn once per replicate for every "
-                  "model; it does not cover training seeds).", ""]
+                  "the test questions (one draw per replicate for every model; test variants that ask the same "
+                  "questions are drawn together, so a question counts on each of them; it does not cover "
+                  "training seeds).", ""]
         fs = list(report["factors"])
         margin = _margins(report)
         lines += ["The last column is each model's image margin in domain (its accuracy on "
@@ -723,25 +734,91 @@ def study_latex(report: Mapping[str, Any]) -> str:
     return "\n".join(out)
 
 
-def write_study_report(results: str | os.PathLike, cfg: StudyConfig = STUDY) -> list[Path]:
-    """Build the report and write its files under ``results`` (atomically); returns the paths."""
+#: The lines between which the README holds the generated results table (:func:`readme_results`).
+README_BEGIN, README_END = "<!-- results-table:begin -->", "<!-- results-table:end -->"
+
+
+def readme_results(report: Mapping[str, Any]) -> str:
+    """The README's results: one line per finding (the paper's claim, ours with its interval, the
+    verdict, the non-modular side it is judged against) and one line per model in domain (accuracy,
+    image margin, image dependence where scored), from the study's report JSON alone."""
+    d = report["study"]["default_variant"]
+    lines = [f"Generated from `results/study/report.json` (`scripts/run_study.py --report`; `--check` fails when "
+             f"this table differs). Object questions, {report['study']['sizes']['train']:,} training images per "
+             f"variant, one training seed per cell; 95% intervals over the test questions. Details: "
+             f"[results/study/report.md](results/study/report.md).", "",
+             "| finding (paper) | ours | verdict | judged against |", "|---|---|---|---|"]
+    for f in report.get("findings", []):
+        verdict_ = f"**{f['status']}**" + (f" ({f['qualifier']})" if f.get("qualifier") else "")
+        lines.append(f"| {f['paper']} | {f.get('headline', f['ours'])} | {verdict_} | {f.get('rests_on', '—')} |")
+    lines += ["", f"In domain (train and test `{d}`): image margin = accuracy − the question-only "
+                  f"`{report['question_only']}`'s; image dependence = accuracy − accuracy with each question paired "
+                  "with another test image (— where not scored yet). A model near 0 on both does not use the image.",
+              "", "| model | kind | accuracy % [95% CI] | image margin (points) | image dependence (points) |",
+              "|---|---|---|---|---|"]
+    def points(x: float | None) -> str:
+        return "—" if x is None else f"{100 * x:+.1f}"
+
+    for r in report.get("in_domain", []):
+        lines.append(f"| {r['model']} | {r['kind']} | {_pct(r['accuracy'])} [{_pct(r['ci95'][0])}, {_pct(r['ci95'][1])}] "
+                     f"| {points(r.get('image_margin'))} | {points(r.get('image_dependence'))} |")
+    return "\n".join(lines)
+
+
+def splice_readme(text: str, block: str, source: str = "README.md") -> str:
+    """``text`` with what lies between :data:`README_BEGIN` and :data:`README_END` replaced by
+    ``block``.
+
+    Raises:
+        ValueError: ``text`` lacks either marker line (``source`` named).
+    """
+    try:
+        head, rest = text.split(README_BEGIN + "\n", 1)
+        _, tail = rest.split(README_END, 1)
+    except ValueError:
+        raise ValueError(f"{source}: no lines {README_BEGIN!r} ... {README_END!r} around the results table") from None
+    return f"{head}{README_BEGIN}\n{block}\n{README_END}{tail}"
+
+
+def write_study_report(results: str | os.PathLike, cfg: StudyConfig = STUDY, *,
+                       readme: str | os.PathLike | None = None) -> list[Path]:
+    """Build the report and write its files under ``results`` (atomically), and the results table
+    into ``readme`` when given; returns the paths written."""
     out = []
-    for rel, data in build_study_report(results, cfg).items():
+    files = build_study_report(results, cfg)
+    for rel, data in files.items():
         write_atomic(Path(results) / rel, data)
         out.append(Path(results) / rel)
+    if readme is not None:
+        text = Path(readme).read_text()
+        new = splice_readme(text, readme_results(json.loads(files["report.json"])), str(readme))
+        if new != text:
+            write_atomic(Path(readme), new.encode())
+            out.append(Path(readme))
     return out
 
 
-def check_study_report(results: str | os.PathLike, cfg: StudyConfig = STUDY) -> list[str]:
+def check_study_report(results: str | os.PathLike, cfg: StudyConfig = STUDY, *,
+                       readme: str | os.PathLike | None = None) -> list[str]:
     """The report's text files (JSON, Markdown, LaTeX) whose committed bytes differ from a rebuild
-    from the committed predictions (a missing file counts); empty when every table reproduces."""
+    from the committed predictions (a missing file counts), and ``readme`` when its results table
+    differs from the rebuilt one; empty when every table reproduces."""
     bad = []
-    for rel, data in build_study_report(results, cfg, plots=False).items():
+    files = build_study_report(results, cfg, plots=False)
+    for rel, data in files.items():
         if not rel.endswith(TEXT_SUFFIXES):
             continue
         p = Path(results) / rel
         if not p.is_file() or p.read_bytes() != data:
             bad.append(rel)
+    if readme is not None:
+        text = Path(readme).read_text()
+        try:
+            same = splice_readme(text, readme_results(json.loads(files["report.json"])), str(readme)) == text
+        except ValueError:
+            same = False
+        if not same:
+            bad.append(str(Path(os.path.relpath(Path(readme).resolve(), Path(results).resolve()))))
     return bad
 
 
@@ -777,5 +854,5 @@ def compare_with_study(report: Mapping[str, Any], results: str | os.PathLike, fa
     return "\n".join(lines)
 
 
-__all__ = ["QUESTION_ONLY", "compare_with_study", "collect", "count_error", "done_pieces", "question_kinds", "factor_cells", "build_study_report", "write_study_report",
+__all__ = ["QUESTION_ONLY", "README_BEGIN", "README_END", "readme_results", "splice_readme", "compare_with_study", "collect", "count_error", "done_pieces", "question_kinds", "factor_cells", "build_study_report", "write_study_report",
            "check_study_report", "study_markdown", "study_latex"]

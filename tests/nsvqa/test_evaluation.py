@@ -538,3 +538,32 @@ def test_rd_bootstrap_interval_is_paired_over_shared_test_questions():
     assert "| a | 25.00 | [" in md and "RD differences A − B" in md
     off = evaluate(cells, factors={"visual": (V, V)}, n_boot=0)["factors"]["visual"]
     assert "ci95" not in off["models"]["a"]["rd"] and off["rd_comparisons"] == []
+
+
+def test_rd_bootstrap_draws_the_variants_that_ask_the_same_questions_together():
+    from nsvqa.evaluation.comparison import percentile_interval, rd_bootstrap
+
+    n = 300
+
+    def run(hashed, flip=()):
+        # the same questions on every variant; a model right on the first 2/3, except where flipped
+        return [Prediction(question_index=i, question_type="query", answer="yes",
+                           prediction="yes" if (i < 2 * n // 3) != (i in flip) else "no",
+                           question_hash=f"q{i}" if hashed else None) for i in range(n)]
+
+    for hashed in (True, False):
+        # a question-only model: the same answers on every test variant, so its RD is 0 on every draw
+        cells = {CellKey("lstm", t, s): [run(hashed)] for t in V for s in V}
+        # a model that loses 30 questions off its own variant
+        cells.update({CellKey("cnn", t, s): [run(hashed, () if s == t else range(30))] for t in V for s in V})
+        reps = rd_bootstrap(cells, "visual", V, V, ["lstm", "cnn"], n_boot=300)
+        lo, hi = percentile_interval(reps["lstm"])
+        if hashed:  # drawn together: a drop of exactly 0 on every replicate
+            assert lo == hi == 0.0
+        else:  # drawn apart (no hash to pair them by): the drops of a pair of variants cancel to first
+            # order but leave -(a_t - a_s)^2 / (a_t a_s): the interval lies below 0, the LSTM symptom
+            assert lo < -0.001 and hi <= 0
+        clo, chi = percentile_interval(reps["cnn"])
+        assert clo > 0  # 30 of the 200 right ones lost: RD 0.15
+        if hashed:
+            assert chi - clo < 0.12

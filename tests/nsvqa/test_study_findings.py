@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from nsvqa.artifacts.predictions import Prediction
-from nsvqa.evaluation.study_findings import findings, verdict
+from nsvqa.evaluation.study_findings import findings, level_verdict, verdict
 
 
 def P(i, ok=True, qtype="query", answer="yes", **kw):
@@ -44,7 +44,7 @@ def test_in_domain_findings_pair_the_models_on_the_same_questions():
     seeded = {f["key"]: f for f in findings(report, cells)}["in_domain_pnsvqa"]
     assert seeded["status"] == "inconclusive"
     # the paper's ± beside ours: the standard deviation over the seeds run
-    assert "over seeds 0, 1: pnsvqa 72.5 ± 17.68, nsvqa 70.0 ± 0.00 (standard deviation)" in seeded["ours"]
+    assert "over seeds 0, 1: pnsvqa 72.5 ± 17.68, nsvqa 70.0 ± 0.00 (standard deviation; the paper's ± 0.10 and ± 0.40)" in seeded["ours"]
     # what is not run is pending, and says what it needs
     pend = {f["key"]: f for f in findings(_empty_report(), {})}
     assert all(f["status"] == "pending" for f in pend.values())
@@ -75,9 +75,78 @@ def test_rd_findings_read_the_reports_paired_rd_differences():
     partial = {f["key"]: f for f in findings(report, {})}["visual"]
     assert partial["status"] == "inconclusive" and "(no RD for mdetr: not every training variant run)" in partial["ours"]
     assert got["visual_pnsvqa"]["status"] == "reproduced"
-    # prior models' RD against 20%: film above it, the others below
-    assert got["distribution_prior"]["status"] == "inconclusive"
+    # prior models' RD against 20%: film above it, the modular ones below: each side decided apart
+    assert got["distribution_prior_nonmodular"]["status"] == "inconclusive"  # mdetr 8-12% below, film above
+    assert got["distribution_prior_modular"]["status"] == "not reproduced"
     assert got["compositionality"]["status"] == "pending"
+    # levels: every modular RD 8-12% against the paper's < 2% on redundancy and > 12% on visual
+    assert got["redundancy_modular_level"]["status"] == "not reproduced"
+    assert got["visual_modular_level"]["status"] == "inconclusive"  # [8, 12] reaches the paper's 12%
+    assert got["redundancy_nonmodular_level"]["status"] == "not reproduced"  # ≈ 20%: 8-12% lies wholly below
+    # a verdict names the non-modular side it is judged against
+    assert got["redundancy"]["rests_on"].startswith("paper-recipe film") and got["visual_pnsvqa"]["rests_on"] == "—"
+
+
+def test_levels_are_never_reversed_and_about_holds_the_figure():
+    assert level_verdict([[0.05, 0.08]], +1) == "reproduced"
+    assert level_verdict([[-0.08, -0.05]], +1) == "not reproduced"
+    assert level_verdict([[-0.08, -0.05], [0.01, 0.02]], +1) == "inconclusive"
+    assert level_verdict([[-0.01, 0.02]], 0) == "reproduced"
+    assert level_verdict([[0.01, 0.02]], 0) == "not reproduced"
+    assert level_verdict([None], -1) == "pending"
+    # a comparison can be reversed, a level cannot
+    assert verdict([[-0.08, -0.05]], +1) == "reversed"
+
+
+def _rd_report(comparisons, models=("nscl", "nsvqa", "pnsvqa", "film", "mdetr")):
+    ms = {m: {"rd": 0.1, "rd_ci95": [0.08, 0.12]} for m in models}
+    return {"systematic": {}, "in_domain": [{"model": "film", "image_margin": 0.029}],
+            "study": {"factors": ["visual", "redundancy", "distribution", "compositionality"]},
+            "factors": {f: {"models": ms, "rd_comparisons": cs} for f, cs in comparisons.items()}}
+
+
+def test_a_redundancy_reversal_that_ground_truth_programs_undo_is_qualified():
+    def comp(a, b, lo, hi):
+        return {"a": a, "b": b, "diff": (lo + hi) / 2, "ci95": [lo, hi]}
+
+    cs = [comp(a, b, 0.02, 0.09) for a in ("nscl", "nsvqa", "pnsvqa") for b in ("film", "mdetr")]
+    report = _rd_report({"redundancy": cs})
+    red = {f["key"]: f for f in findings(report, {})}["redundancy"]
+    assert red["status"] == "reversed" and red["qualifier"] == ""  # no ground-truth rows: nothing to qualify
+    gt = [comp(f"{a}+gtprog", b, -0.11, -0.08) for a in ("nsvqa", "pnsvqa") for b in ("film", "mdetr")]
+    red = {f["key"]: f for f in findings(_rd_report({"redundancy": cs + gt}), {})}["redundancy"]
+    assert red["status"] == "reversed"
+    assert red["qualifier"] == "with parsed programs only: with ground-truth programs reproduced"
+    assert "pnsvqa+gtprog − film -9.5 [-11.0, -8.0]" in red["ours"]
+
+
+def test_pnsvqa_best_counts_the_factors_it_wins_and_loses():
+    def comp(a, b, lo, hi):
+        return {"a": a, "b": b, "diff": (lo + hi) / 2, "ci95": [lo, hi]}
+
+    others = ("nsvqa", "nscl", "film", "mdetr")
+    wins = [comp("pnsvqa", o, -0.05, -0.01) for o in others]
+    loses = wins[:-1] + [comp("pnsvqa", "mdetr", 0.01, 0.05)]
+    undecided = wins[:-1] + [comp("pnsvqa", "mdetr", -0.01, 0.05)]
+    f4 = ("visual", "redundancy", "distribution", "compositionality")
+    best = lambda cs: {f["key"]: f for f in findings(_rd_report(dict(zip(f4, cs))), {})}["pnsvqa_best"]
+    assert best([wins, wins, wins, loses])["status"] == "reproduced"
+    got = best([wins, wins, loses, loses])
+    assert got["status"] == "not reproduced" and "lowest on 2 of 4" in got["ours"]
+    assert "beaten on distribution (pnsvqa − mdetr +3.0 [+1.0, +5.0])" in got["ours"]
+    assert best([wins, wins, undecided, loses])["status"] == "inconclusive"
+    assert best([wins, wins, wins])["status"] == "pending"  # a factor not run yet
+
+
+def test_the_in_domain_gap_is_a_level_with_ns_vqa_s_guesses_beside_it():
+    n = 400
+    # NS-VQA guesses (wrongly) on its last 100 questions; elsewhere it is P-NSVQA's equal
+    pn = [P(i, ok=i < 300) for i in range(n)]
+    ns = [P(i, ok=i < 300 and i % 10 != 0) for i in range(300)] + [P(i, ok=False, guessed=True, invalid_program=True) for i in range(300, n)]
+    got = {f["key"]: f for f in findings(_empty_report(), {("pnsvqa", "mid", "mid", 0): pn,
+                                                            ("nsvqa", "mid", "mid", 0): ns})}["in_domain_pnsvqa_gap"]
+    assert got["status"] == "not reproduced"  # +7.5 points against the paper's +2.96
+    assert "NS-VQA 67.5 with its 100 guesses" in got["ours"] and "on the 300 questions its program answered" in got["ours"]
 
 
 def test_the_tail_and_systematic_findings():
