@@ -54,6 +54,7 @@ from nsvqa.generation.variants import FACTORS, get_factor, load_variant
 from nsvqa.models import ModelSpec, PredictInputs, UnknownModel
 from nsvqa.artifacts.likelihoods import PARSE_MIN_SCORE
 from nsvqa.artifacts.predictions import predictions_path, write_predictions
+from nsvqa.artifacts.questions import questions_path, read_questions
 
 #: The models :func:`train_variant` runs when none are named.
 DEFAULT_MODELS = ("nsvqa", "pnsvqa", "pnsvqa-exact")
@@ -589,8 +590,12 @@ def train_variant(root: str | os.PathLike, variant: str, runs: str | os.PathLike
             if need.question_parser:
                 parse_questions(run, root / t, split)
             paths = write_model_predictions(run, root / t, split, specs, device=spec.device)
-            shuffled = (write_shuffled_predictions(run, root / t, split, specs, device=spec.device,
-                                                   seed=spec.shuffle_seed) if spec.image_shuffle else {})
+            shuffled = {}
+            if spec.image_shuffle and len({q.image_index for q in read_questions(questions_path(root / t, split))}) < 2:
+                rd.log(f"image shuffle on {t}: skipped, its {split} split has fewer than two images to pair")
+            elif spec.image_shuffle:
+                shuffled = write_shuffled_predictions(run, root / t, split, specs, device=spec.device,
+                                                      seed=spec.shuffle_seed)
             timing[f"test_{t}"] = time.perf_counter() - t1
             for m, p in paths.items():
                 preds = read_predictions(p)

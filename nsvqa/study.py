@@ -569,8 +569,9 @@ def run_piece(piece: Piece, data: str | os.PathLike, runs: str | os.PathLike, re
               cfg: StudyConfig = STUDY, *, jobs: int = 2, workers: int = 2, device: str = "cpu",
               progress: bool = True, echo: Callable[[str], None] = print) -> dict[str, Any]:
     """Generate the piece's data, train and test its models (:func:`nsvqa.experiment.train_variant`,
-    resuming from ``runs``), then copy its predictions, gzipped, to ``RESULTS/pieces/<piece>/`` and
-    write ``piece.json`` there (last). Returns what ``piece.json`` holds.
+    resuming from ``runs``, with the image-shuffle test), then copy its predictions, gzipped, to
+    ``RESULTS/pieces/<piece>/predictions/`` (the shuffled ones to ``shuffled/``) and write
+    ``piece.json`` there (last). Returns what ``piece.json`` holds.
 
     Wall time: each call is an attempt in ``RUNS/<run>/study_<group>.json``, written when the call
     starts, given its generation seconds when training starts, and completed with its training
@@ -604,7 +605,7 @@ def run_piece(piece: Piece, data: str | os.PathLike, runs: str | os.PathLike, re
                      question_overrides=setup.question_overrides,
                      model_overrides={k: dict(v) for k, v in cfg.model_overrides.items()},
                      jobs=jobs, device=device, progress=progress, parse_min_score=cfg.parse_min_score,
-                     scene_variant=setup.scene_variant)
+                     scene_variant=setup.scene_variant, image_shuffle=True)
     try:
         t0 = time.perf_counter()
         generate_piece_data(data, piece, cfg, workers=workers, progress=progress, echo=echo)
@@ -637,6 +638,9 @@ def run_piece(piece: Piece, data: str | os.PathLike, runs: str | os.PathLike, re
             dst = out / "predictions" / (src.name + ".gz")
             write_predictions(dst, preds)
             accuracy.setdefault(label, {})[t] = summary["accuracy"][label][t]
+            shuffled = run.shuffled_predictions(label, t)  # the image-shuffle test's (image dependence)
+            if shuffled.is_file():
+                write_predictions(out / "shuffled" / (shuffled.name + ".gz"), read_predictions(shuffled))
     write_perception(piece, data, runs, results, cfg)
     record = {"format": PIECE_FORMAT, "piece": asdict(piece), "study": cfg.to_json(), "commit": commit,
               "machine": machine(), "scene_parser_of": spec.scene_variant or piece.variant, "questions": setup.questions,

@@ -39,6 +39,7 @@ from typing import Any, Mapping, Sequence
 
 from nsvqa.artifacts.predictions import CellKey, Prediction, parse_predictions_name, read_predictions
 from nsvqa.evaluation.accuracies import count_errors, wilson_interval
+from nsvqa.evaluation.image_dependence import image_dependence
 from nsvqa.evaluation.perception import MIN_EXIST
 from nsvqa.evaluation.study_findings import findings, findings_markdown
 from nsvqa.fileio import write_atomic
@@ -76,6 +77,19 @@ def collect(results: str | os.PathLike, *, parts: bool = False,
             k = parse_predictions_name(f)
             cells[(k.model, k.train, k.test, seed)] = read_predictions(f)
     return cells, pieces
+
+
+def collect_shuffled(done: Sequence[tuple[Path, Mapping[str, Any]]]) -> dict[tuple[str, str, str, int], list[Prediction]]:
+    """The image-shuffle test's committed predictions (``pieces/<piece>/shuffled/``, pieces run
+    since the test exists), keyed as :func:`collect`'s."""
+    out: dict[tuple[str, str, str, int], list[Prediction]] = {}
+    for folder, rec in done:
+        if rec["piece"]["group"] == PART_GROUP:
+            continue
+        for f in sorted((folder / "shuffled").glob("*.jsonl.gz")):
+            k = parse_predictions_name(f)
+            out[(k.model, k.train, k.test, int(rec["piece"]["seed"]))] = read_predictions(f)
+    return out
 
 
 def factor_cells(cells: Mapping[tuple[str, str, str, int], list[Prediction]], factor: str,
@@ -269,8 +283,13 @@ def build_study_report(results: str | os.PathLike, cfg: StudyConfig = STUDY, *, 
             if plots and cal is not None:
                 files[f"reliability/{model}.png"] = _reliability(cal.to_json(), f"{model}, train and test {d}")
     ref = next((r["accuracy"] for r in in_domain if r["model"] == QUESTION_ONLY), None)
+    shuffled = collect_shuffled(done)
     for r in in_domain:
         r["image_margin"] = None if ref is None else r["accuracy"] - ref
+        dep = shuffled.get((r["model"], d, d, 0))
+        dep = None if dep is None else image_dependence(cells[(r["model"], d, d, 0)], dep)
+        if dep is not None:
+            r["image_dependence"], r["image_dependence_ci95"] = dep["dependence"], dep["ci95"]
     in_domain.sort(key=lambda r: (r["kind"] != "holistic", r["accuracy"]))
     if plots and in_domain:
         files["in_domain.png"] = _in_domain_plot(in_domain)
@@ -499,10 +518,21 @@ def study_markdown(report: Mapping[str, Any]) -> str:
         lines += ["## In domain (Fig. 3): train and test `" + report["study"]["default_variant"] + "`", "",
                   f"Image margin: in-domain accuracy minus the question-only `{report['question_only']}`'s "
                   "(a model that barely sees the image looks robust to visual shifts for the wrong reason).", ""]
-        lines += _table(["model", "kind", "accuracy % (95% CI)", "image margin (points)", "guessed", "ECE %", "questions"],
+        def dependence(r):
+            if r.get("image_dependence") is None:
+                return "—"
+            ci = r.get("image_dependence_ci95")
+            return f"{100 * r['image_dependence']:+.1f}" + ("" if ci is None else
+                                                              f" [{100 * ci[0]:+.1f}, {100 * ci[1]:+.1f}]")
+
+        lines += [f"Image dependence: accuracy minus accuracy with every question asked of another test image of "
+                  f"its split (the image-shuffle test, a seeded derangement; docs/evaluation.md), points with a "
+                  f"paired 95% interval; — for pieces committed before the test existed.", ""]
+        lines += _table(["model", "kind", "accuracy % (95% CI)", "image margin (points)", "image dependence (points)",
+                         "guessed", "ECE %", "questions"],
                         [[r["model"], r["kind"], f"{_pct(r['accuracy'])} [{_pct(r['ci95'][0])}, {_pct(r['ci95'][1])}]",
-                          "—" if r["image_margin"] is None else f"{100 * r['image_margin']:+.1f}", str(r["guessed"]),
-                          _pct(r["ece"], 2), str(r["n"])] for r in report["in_domain"]])
+                          "—" if r["image_margin"] is None else f"{100 * r['image_margin']:+.1f}", dependence(r),
+                          str(r["guessed"]), _pct(r["ece"], 2), str(r["n"])] for r in report["in_domain"]])
         lines += ["", "![in-domain accuracy](in_domain.png)", ""]
         rel = [f"[{r['model']}]({r['reliability']})" for r in report["in_domain"] if r.get("reliability")]
         if rel:
