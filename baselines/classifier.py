@@ -67,7 +67,8 @@ class NeuralBaseline(Baseline):
         return records
 
     def image_inputs(self, folder: str | Path, split: str, filenames: list[str], cfg: Any, run: Path | None = None,
-                     progress: bool = False, inputs: PredictInputs | None = None) -> tuple[torch.Tensor, dict[str, int]]:
+                     progress: bool = False,
+                     inputs: PredictInputs | None = None) -> tuple[torch.Tensor, dict[str, int]]:
         """What the network reads of the images ``filenames`` of ``FOLDER``'s split: a tensor whose
         row ``r`` is one image's input (collated as the ``images`` argument) and file name -> row.
         ``inputs``: the run's parses at prediction time (None while training). Default:

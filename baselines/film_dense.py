@@ -6,7 +6,8 @@ unchanged, given what the paper's recipe assumes and the committed ``film`` row 
   the CLEVR recipe had ~70 questions per image, our data has 10 object questions);
 * denser frozen features: the ImageNet EfficientNet-Lite0's stride-8 maps (40 channels, 40 x 30 of
   the 320 x 240 image) rather than stride 16 (20 x 15), so that small objects cover whole cells;
-* a longer schedule with more FiLMed blocks and maps than ``film``'s ``mini`` profile.
+* the same steps on half the batch in ``mini`` (the stride-8 maps cost four times the cells), the
+  paper's sizes and schedule in ``full``.
 
 Everything else (the GRU, γ = 1 + Δγ, the coordinate maps, the residual blocks, the max-pooled
 classifier, Adam with weight decay 1e-5) is :class:`baselines.film.FiLMNet`'s.
@@ -39,10 +40,11 @@ class FiLMDenseConfig(FiLMConfig):
 
 PROFILES = {
     "tiny": dict(FILM_PROFILES["tiny"], steps=60, extra_questions_per_image=5),
-    # stride-8 frozen maps, 3 blocks of 48 maps, 30 more object questions per training image
-    # (40 in all), 8,000 steps of 32 questions; wall time in docs/models.md once measured on mid
-    "mini": dict(FILM_PROFILES["mini"], steps=8000, batch=32, lr=1e-3, warmup=200, eval_every=2000,
-                 feature_stride=8, num_blocks=3, module_dim=48, classifier_proj=128,
+    # stride-8 frozen maps (4x the cells of film's stride 16), 2 blocks of 32 maps as film's mini,
+    # 30 more object questions per training image (40 in all), 6,000 steps of 32 questions: ~22 min on
+    # 2 threads by arithmetic from film's measured mini (19 min at 1 thread), not yet measured on mid
+    "mini": dict(FILM_PROFILES["mini"], steps=6000, batch=32, lr=1e-3, warmup=200, eval_every=2000,
+                 feature_stride=8, num_blocks=2, module_dim=32, classifier_proj=128,
                  extra_questions_per_image=30),
     # the paper's network (FILM_PROFILES["full"]) on stride-8 maps, 100 more questions per image
     "full": dict(FILM_PROFILES["full"], feature_stride=8, extra_questions_per_image=100),

@@ -300,11 +300,11 @@ PROFILES = {
     "tiny": dict(steps=60, batch=16, lr=2e-3, warmup=5, eval_every=30, val_questions=32, word_dim=32, hidden=64,
                  layers=2, heads=4, mlp_hidden=64, dropout=0.0, max_tokens=24, token_noise=0.0,
                  extra_questions_per_image=0, **_COMMON),
-    # the 2-core profile: 4 layers of width 128 over <= 40 tokens; the 2,000 training scenes asked
-    # 40 more object questions each (100k questions in all); an estimate of ~25 min at 2 threads
-    # until the mid run measures it (docs/models.md)
-    "mini": dict(steps=12000, batch=64, lr=5e-4, warmup=500, eval_every=2000, val_questions=1000, word_dim=128,
-                 hidden=256, layers=4, heads=4, mlp_hidden=256, dropout=0.1, max_tokens=40, token_noise=0.05,
+    # the 2-core profile: 3 layers of width 96 over <= 32 tokens; the 2,000 training scenes asked
+    # 40 more object questions each (~100k questions); ~20 min on 2 threads by arithmetic (film's
+    # measured mini step scaled by FLOPs), not yet measured on mid (docs/models.md)
+    "mini": dict(steps=6000, batch=64, lr=5e-4, warmup=300, eval_every=2000, val_questions=1000, word_dim=96,
+                 hidden=192, layers=3, heads=4, mlp_hidden=192, dropout=0.1, max_tokens=32, token_noise=0.05,
                  extra_questions_per_image=40, **_COMMON),
     # mDETR-like sizes for a GPU: width 256, 6 layers, 200 more questions per scene
     "full": dict(steps=60000, batch=256, lr=3e-4, warmup=2000, eval_every=5000, val_questions=5000, word_dim=256,

@@ -261,8 +261,8 @@ def register(name: str) -> Callable[[M], M]:
     Raises:
         ValueError: ``name`` is taken by another class, is not a valid model name (letters, digits,
             ``_ . -``; it must fit a predictions file name and carry no ``+``, which spells
-            options), a declared family not in :data:`FAMILIES`, a trainable model's config does not derive from :class:`ModelConfig`, or it
-            lacks a profile of :data:`PROFILE_NAMES`.
+            options), a declared family is not in :data:`FAMILIES`, a trainable model's config does
+            not derive from :class:`ModelConfig`, or it lacks a profile of :data:`PROFILE_NAMES`.
     """
     def deco(cls: M) -> M:
         from nsvqa.artifacts.predictions import predictions_path
