@@ -34,7 +34,7 @@ def _train(name, root, out, **over):
 # ---------------------------------------------------------------------------- registry and configs
 def test_registry_names_lookup_and_profiles():
     assert set(baselines.names()) >= {"random", "majority", "lstm", "cnn_lstm", "film", "mdetr", "nscl"}
-    with pytest.raises(baselines.UnknownBaseline, match=r"unknown baseline 'nope'; valid: cnn_lstm, film, lstm, "):
+    with pytest.raises(baselines.UnknownBaseline, match=r"unknown baseline 'nope'; valid: cnn_lstm, film, film-dense, lstm, "):
         baselines.get("nope")
     for name in baselines.names():
         model = baselines.get(name)
@@ -184,7 +184,7 @@ def test_script_trains_predicts_and_writes_named_files(root, tmp_path, load_scri
 
 
 @pytest.mark.parametrize("args,message", [
-    (["--model", "nope"], "unknown baseline 'nope'; valid: cnn_lstm, film, lstm, majority, mdetr, nscl, random"),
+    (["--model", "nope"], "unknown baseline 'nope'; valid: cnn_lstm, film, film-dense, lstm, majority, mdetr, nscl, objtf, random"),
     (["--model", "lstm", "--set", "image_width=3"], "unknown config fields ['image_width']"),
     (["--model", "lstm", "--set", "steps"], "--set: expected NAME=VALUE, got 'steps'"),
     (["--model", "lstm", "--profile", "huge"], "unknown profile 'huge'"),
