@@ -1,0 +1,61 @@
+"""nsvqa.evaluation.study_systematic: each point's verdict on hand-made inputs."""
+from __future__ import annotations
+
+from nsvqa.artifacts.predictions import Prediction
+from nsvqa.evaluation.study_systematic import generalization_points
+
+
+def row(acc, n=1000):
+    k = round(acc * n)
+    return {"n": n, "n_correct": k, "accuracy": k / n}
+
+
+def points(report, cells=None):
+    return {p["key"]: p for p in generalization_points(report, cells or {})}
+
+
+def test_without_pieces_every_point_cannot_say_and_says_why():
+    got = points({"systematic": {}, "findings": []})
+    assert {p["verdict"] for p in got.values()} == {"cannot say"}
+    assert all(p["why"] for p in got.values())
+
+
+def test_drops_from_random_and_extrapolation_hardest():
+    sysr = {"sys-random": {"pnsvqa": {"overall": row(0.85)}},
+            "sys-composition": {"pnsvqa": {"ood": row(0.70)}},
+            "sys-extrapolation": {"pnsvqa": {"ood": row(0.50)}}}
+    got = points({"systematic": sysr})
+    assert got["random_to_systematic"]["verdict"] == "agrees"
+    assert "sys-extrapolation OOD 50.0 against sys-random 85.0 (-35.0 points)" in got["random_to_systematic"]["ours"]
+    assert got["extrapolation_hardest"]["verdict"] == "agrees"
+    sysr["sys-extrapolation"]["pnsvqa"]["ood"] = row(0.90)  # easier than composition, above random
+    got = points({"systematic": sysr})
+    assert got["random_to_systematic"]["verdict"] == "differs"
+    assert got["extrapolation_hardest"]["verdict"] == "differs"
+    sysr["sys-extrapolation"]["pnsvqa"]["ood"] = row(0.71)  # within composition's interval
+    assert points({"systematic": sysr})["extrapolation_hardest"]["verdict"] == "cannot say"
+
+
+def test_the_held_out_factor_fails_while_the_seen_one_holds():
+    def sp(color, shape):
+        return {"systematic": {"sys-composition": {"scene parser": {
+            "val": {"objects": 900, "object.color": 0.98, "object.shape": 0.92},
+            "ood": {"objects": 1900, "object.color": color, "object.shape": shape}}}}}
+
+    assert points(sp(0.67, 0.83))["modular_factors"]["verdict"] == "agrees"  # colour -31, shape -9
+    assert points(sp(0.90, 0.70))["modular_factors"]["verdict"] == "differs"  # the seen factor fails more
+    assert points(sp(0.90, 0.85))["modular_factors"]["verdict"] == "cannot say"
+
+
+def test_models_agree_counts_shared_wrong_answers_against_chance():
+    def P(i, pred, **kw):
+        return Prediction(question_index=i, question_type="query", answer="red", prediction=pred, ood=True, **kw)
+
+    colours = ["blue", "green", "cyan", "gray"]
+    same = {("pnsvqa", "sys-composition", "sys-composition", 0): [P(i, colours[i % 4]) for i in range(200)],
+            ("nsvqa", "sys-composition", "sys-composition", 0): [P(i, colours[i % 4]) for i in range(200)]}
+    got = points({"systematic": {}}, same)["models_agree"]
+    assert got["verdict"] == "agrees" and "the same wrong answer on 100.0%" in got["ours"]
+    apart = dict(same)
+    apart[("nsvqa", "sys-composition", "sys-composition", 0)] = [P(i, colours[(i + 1) % 4]) for i in range(200)]
+    assert points({"systematic": {}}, apart)["models_agree"]["verdict"] == "differs"  # never the same: below chance
