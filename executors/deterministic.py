@@ -58,15 +58,19 @@ class CompiledScene:
         self.n = n = len(scene)
         self.all = (1 << n) - 1
         self.attrs = scene.objects
+        held: dict[tuple[str, str], int] = {}  # (attribute, value) -> objects holding it
+        attrs = onto.attributes
+        for i, o in enumerate(scene.objects):
+            bit = 1 << i
+            for a in attrs:
+                k = (a, o[a])
+                held[k] = held.get(k, 0) | bit
         masks: dict[tuple[str, str], int] = {}
-        for a in onto.attributes:
-            for v in onto.filter_values(a):
-                keep = set(onto.matching(a, v))
-                m = 0
-                for i, o in enumerate(scene.objects):
-                    if o[a] in keep:
-                        m |= 1 << i
-                masks[(a, v)] = m
+        for key, kept in _filter_values(onto):
+            m = 0
+            for k in kept:
+                m |= held.get(k, 0)
+            masks[key] = m
         self.masks = masks
         self._scene, self._rel = scene, None
         self.obj_parts = [0] * n
@@ -105,6 +109,16 @@ class CompiledScene:
                     m |= 1 << bit
             self._partname[value] = m
         return m
+
+
+def _filter_values(onto: Ontology) -> tuple:
+    """Per filter key (attribute, filter value), the (attribute, value) pairs it keeps."""
+    cache = onto.cache("deterministic.filters")
+    out = cache.get("filters")
+    if out is None:
+        out = cache["filters"] = tuple(((a, v), tuple((a, m) for m in onto.matching(a, v)))
+                                       for a in onto.attributes for v in onto.filter_values(a))
+    return out
 
 
 def _mask(idx) -> int:

@@ -42,31 +42,16 @@ from typing import Any, Sequence
 import numpy as np
 
 from .deterministic import ExecutionResult
-from .dsl import OBJECT, OBJECT_SET, PART, PART_SET, SIGNATURES
 from .errors import ExecutionError, UniquenessError
 from .ontology import Ontology
 from .program import Program
 from .scene import SceneLikelihoods, SymbolicScene, spatial_likelihood
+from .schedule import (_OBJ, _PART, _VAL, COUNT, EQUAL_INT, EQUAL_OBJECT, EQUAL_VALUE, EXIST, FILTER,  # noqa: F401
+                       GREATER, INTERSECT, LESS, OBJ2PART, PART2OBJ_ONE, PART2OBJ_SET, PARTFILTER, PARTNAME,
+                       PARTQUERY, PARTQUERY_NAME, QUERY, RELATE, RULE_NAMES, SAME, SCENE, UNION, UNIQUE_O,
+                       UNIQUE_P, schedule, template)
 
 MODES = ("threshold", "exact")
-
-# Storage kinds of node outputs.
-_OBJ, _PART, _VAL = 0, 1, 2
-_KIND_OF_TYPE = {OBJECT_SET: _OBJ, OBJECT: _OBJ, PART_SET: _PART, PART: _PART}
-
-# Rules (op codes).
-(SCENE, FILTER, UNIQUE_O, UNIQUE_P, RELATE, UNION, INTERSECT, COUNT, EXIST, QUERY, SAME,
- EQUAL_VALUE, EQUAL_INT, LESS, GREATER, EQUAL_OBJECT, OBJ2PART, PART2OBJ_SET, PART2OBJ_ONE,
- PARTFILTER, PARTNAME, PARTQUERY, PARTQUERY_NAME) = range(23)
-RULE_NAMES = ("scene", "filter", "unique", "unique_part", "relate", "union", "intersect", "count",
-              "exist", "query", "same", "equal_value", "equal_integer", "less_than", "greater_than",
-              "equal_object", "object2part", "part2object_set", "part2object_one", "partfilter",
-              "partfilter_partname", "partquery", "partquery_partname")
-_SIMPLE = {"scene": SCENE, "filter": FILTER, "relate": RELATE, "union": UNION, "intersect": INTERSECT,
-           "count": COUNT, "exist": EXIST, "query": QUERY, "same": SAME, "equal_value": EQUAL_VALUE,
-           "equal_object": EQUAL_OBJECT, "object2part": OBJ2PART, "partfilter": PARTFILTER,
-           "partfilter_partname": PARTNAME, "partquery": PARTQUERY, "partquery_partname": PARTQUERY_NAME}
-_COMPARE = {"equal_integer": EQUAL_INT, "less_than": LESS, "greater_than": GREATER}
 
 
 # ====================================================================== backends
@@ -309,21 +294,6 @@ class SceneBatch:
 
 # ====================================================================== compiled programs
 @dataclass
-class _Group:
-    """Nodes of one rule run together: flat store rows of inputs and output, and parameters."""
-
-    op: int
-    s: Any            # scene index per node
-    a: Any            # store row of input 0
-    b: Any            # store row of input 1
-    out: Any          # store row of the output
-    param: Any        # rule parameter; flat (scene * n + parameter) for per-scene tables;
-    #                   for a filter chain, one such array per filter
-    node: np.ndarray  # node index per row (error reports, confidences)
-    qn: np.ndarray    # question per row
-
-
-@dataclass
 class PreparedBatch:
     """Programs, scenes and schedule ready for :meth:`ProbabilisticExecutor.execute`."""
 
@@ -375,8 +345,6 @@ class ProbabilisticExecutor:
             InvalidProgram, TypeMismatch: malformed program.
             UniquenessError: ``unique`` on a set that holds exactly one element with probability 0.
         """
-        if isinstance(likelihoods, SymbolicScene):
-            likelihoods = SceneLikelihoods.from_scene(likelihoods)
         (batch,) = self.prepare([program], [likelihoods], [0], fuse=False)
         res = self._execute(batch, keep=True)
         out = res["answers"][0]
@@ -403,7 +371,7 @@ class ProbabilisticExecutor:
         """
         from .errors import InvalidObjectReference
 
-        liks = [SceneLikelihoods.from_scene(l) if isinstance(l, SymbolicScene) else l for l in likelihoods]
+        liks = [_one_hot(l) if isinstance(l, SymbolicScene) else l for l in likelihoods]
         si = np.asarray(scene_index, dtype=np.intp).reshape(-1)
         if len(si) != len(programs):
             raise ValueError(f"{len(programs)} programs but {len(si)} scene indices")
@@ -417,9 +385,20 @@ class ProbabilisticExecutor:
                 typed.append(p.validate(self.ontology))
             except ExecutionError as e:
                 raise e.with_context(f"question {i}")
-        with_parts = any(SIGNATURES[n.function].kind in ("object2part",) for p in programs for n in p.nodes)
-        scenes = SceneBatch(liks, self.ontology, self.be, with_parts)
-        space = ValueSpace.build(self.ontology, scenes.N)
+        with_parts = any(n.function == "object2part" for p in programs for n in p.nodes)
+        if len(likelihoods) == 1 and isinstance(likelihoods[0], SymbolicScene):
+            # one symbolic scene (a question at a time): its arrays are made once per scene
+            derived = likelihoods[0]._derived
+            key = (self.be.name, str(self.be.dtype), str(getattr(self.be, "device", "")), with_parts)
+            scenes = derived.get(key)
+            if scenes is None:
+                scenes = derived[key] = SceneBatch(liks, self.ontology, self.be, with_parts)
+        else:
+            scenes = SceneBatch(liks, self.ontology, self.be, with_parts)
+        spaces = self.ontology.cache("probabilistic.spaces")
+        space = spaces.get(scenes.N)
+        if space is None:
+            space = spaces[scenes.N] = ValueSpace.build(self.ontology, scenes.N)
         chunks = []
         for start in range(0, max(len(programs), 1), self.max_batch):
             stop = min(start + self.max_batch, len(programs))
@@ -470,111 +449,19 @@ class ProbabilisticExecutor:
         A node runs as late as its consumers allow (its height below the answer node), so that
         nodes of one rule at the same height across questions form one group; ``scene`` nodes
         all run first. Stores are 2-D (slot * rows + row, ...) so each gather is one take.
+        See :mod:`executors.schedule`.
         """
-        B = len(programs)
-        n_slots = [0, 0, 0]
-        node_slots = []
-        part_row = np.full(B, -1, dtype=np.intp)
-        n_part_rows = 0
-        pending = []
-        for qi, (p, types) in enumerate(zip(programs, typed)):
-            counters = [0, 0, 0]
-            slots: list[tuple[int, int]] = []
-            if any(_KIND_OF_TYPE.get(t) == _PART for t in types):
-                part_row[qi] = n_part_rows
-                n_part_rows += 1
-            height = [0] * len(p.nodes)
-            for i in range(len(p.nodes) - 1, -1, -1):
-                for j in p.nodes[i].inputs:
-                    height[j] = max(height[j], height[i] + 1)
-            users = [0] * len(p.nodes)
-            for n in p.nodes:
-                for j in n.inputs:
-                    users[j] += 1
-            rules = [self._rule(SIGNATURES[n.function], n, types, scenes) for n in p.nodes]
-            for i, n in enumerate(p.nodes):
-                kind = _KIND_OF_TYPE.get(types[i], _VAL)
-                slots.append((kind, counters[kind]))
-                counters[kind] += 1
-                op, param = rules[i]
-                head = i
-                if op == FILTER and fuse:
-                    if users[i] == 1 and any(rules[c][0] == FILTER and p.nodes[c].inputs[0] == i
-                                             for c in range(i + 1, len(p.nodes))):
-                        continue  # absorbed into the filter that consumes it
-                    chain = [param]
-                    while True:
-                        j = p.nodes[head].inputs[0]
-                        if rules[j][0] != FILTER or users[j] != 1:
-                            break
-                        head = j
-                        chain.append(rules[j][1])
-                    param = tuple(chain)
-                elif op == FILTER:
-                    param = (param,)
-                pending.append((qi, i, head, op, param, -10 ** 6 if op == SCENE else -height[i]))
-            for k in range(3):
-                n_slots[k] = max(n_slots[k], counters[k])
-            node_slots.append(slots)
-        rows_per = (B, n_part_rows, B)
-
-        def row(qi: int, kind_slot: tuple[int, int]) -> int:
-            kind, slot = kind_slot
-            return slot * rows_per[kind] + (part_row[qi] if kind == _PART else qi)
-
-        per_scene = {FILTER: len(scenes.filter_col), RELATE: len(self.ontology.relations),
-                     SAME: len(scenes.attr_index), PARTFILTER: getattr(scenes, "Kp", 0)}
-        grouped: dict[tuple[int, int], list] = {}
-        for qi, i, head, op, param, level in pending:
-            slots, nodes = node_slots[qi], programs[qi].nodes
-            ra = row(qi, slots[nodes[head].inputs[0]]) if nodes[head].inputs else 0
-            rb = row(qi, slots[nodes[i].inputs[1]]) if len(nodes[i].inputs) > 1 else 0
-            if op == FILTER:  # a chain of filter columns: one group per chain length
-                cols = tuple(si[qi] * per_scene[op] + c for c in param)
-                grouped.setdefault((level, op, len(cols)), []).append(
-                    (qi, si[qi], ra, rb, row(qi, slots[i]), i) + cols)
-                continue
-            sp = si[qi] * per_scene[op] + param if op in per_scene else param
-            grouped.setdefault((level, op, 1), []).append((qi, si[qi], ra, rb, row(qi, slots[i]), i, sp))
-        be = self.be
-        groups = []
-        for (_, op, width), r in sorted(grouped.items()):
-            arr = np.asarray(r, dtype=np.intp)
-            param = [be.index(arr[:, 6 + k]) for k in range(width)] if op == FILTER else be.index(arr[:, 6])
-            groups.append(_Group(op, be.index(arr[:, 1]), be.index(arr[:, 2]), be.index(arr[:, 3]),
-                                 be.index(arr[:, 4]), param, arr[:, 5], arr[:, 0]))
+        onto = self.ontology
+        templates = [template(p, t, onto, scenes.attr_index, fuse) for p, t in zip(programs, typed)]
+        sched = schedule(programs, templates, si, scenes, onto, self.be)
         answer_types = [t[-1] for t in typed]
-        final_rows = [row(qi, node_slots[qi][-1]) for qi in range(B)]
-        mask = np.zeros((B, space.size), dtype=bool)
+        mask = np.zeros((len(programs), space.size), dtype=bool)
         for qi, t in enumerate(answer_types):
             lo, hi = space.slice_of(t)
             mask[qi, lo:hi] = True
-        return PreparedBatch(scenes, space, groups, B, tuple(n_slots), n_part_rows,
-                             be.index(final_rows), answer_types, mask, node_slots, part_row, si,
-                             programs)
-
-    def _rule(self, sig, n, types, scenes: SceneBatch) -> tuple[int, int]:
-        onto, kind = self.ontology, sig.kind
-        if kind == "filter":
-            v = n.value if n.value in onto.filter_values(sig.attribute) else onto.canonical(sig.attribute, n.value)
-            return FILTER, scenes.filter_col[(sig.attribute, v)]
-        if kind == "unique":
-            return (UNIQUE_P if types[n.inputs[0]] == PART_SET else UNIQUE_O), 0
-        if kind == "relate":
-            return RELATE, onto.relations.index(n.value)
-        if kind in ("query", "same"):
-            return _SIMPLE[kind], scenes.attr_index[sig.attribute]
-        if kind == "compare":
-            return _COMPARE[sig.name], 0
-        if kind == "part2object":
-            return (PART2OBJ_ONE if types[n.inputs[0]] == PART else PART2OBJ_SET), 0
-        if kind == "partfilter":
-            return PARTFILTER, scenes.part_col[(sig.attribute, onto.canonical(sig.attribute, n.value))]
-        if kind == "partfilter_partname":
-            return PARTNAME, scenes.partname_row[n.value]
-        if kind == "partquery":
-            return PARTQUERY, scenes.attr_index[sig.attribute]
-        return _SIMPLE[kind], 0
+        return PreparedBatch(scenes, space, sched["groups"], len(programs), sched["slots"],
+                             sched["n_part_rows"], sched["final_rows"], answer_types, mask,
+                             sched["node_slots"], sched["part_row"], si, programs)
 
     # ------------------------------------------------------------------ execution
     def _execute(self, b: PreparedBatch, keep: bool, distributions: bool = True,
@@ -717,6 +604,14 @@ class ProbabilisticExecutor:
                 trace.append({sp.labels[j]: float(row[j]) for j in np.flatnonzero(row > 0)})
             conf.append(res["conf"].get((qi, i)))
         return trace, conf
+
+
+def _one_hot(scene: SymbolicScene) -> SceneLikelihoods:
+    """:meth:`SceneLikelihoods.from_scene`, made once per scene."""
+    lik = scene._derived.get("likelihoods")
+    if lik is None:
+        lik = scene._derived["likelihoods"] = SceneLikelihoods.from_scene(scene)
+    return lik
 
 
 # ====================================================================== kernels

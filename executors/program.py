@@ -175,8 +175,10 @@ class Program:
     def validate(self, ontology: Ontology) -> tuple[str, ...]:
         """Check structure, types and values; return each node's output type.
 
-        A program is checked once per ontology (the result is kept on it), and what depends only
-        on its :meth:`structure` once per ontology for all programs that share it.
+        A program is checked once per ontology (the result is kept on it). The checks that depend
+        only on a node's function, input types and number of values run once per ontology for
+        every such node (the ontology's cache keeps the output type), so questions of one
+        template share them; what is left per node is its input indices and its value.
 
         Raises:
             InvalidProgram: unknown function, wrong arity, an input that is not an earlier node,
@@ -187,60 +189,65 @@ class Program:
         done = self.__dict__.get("_checked")
         if done is not None and done[0] is ontology:
             return done[1]
-        cache = ontology.cache("program.structures")
-        key = self.structure()
-        checked = cache.get(key)
-        if checked is None:
-            # the full check in node order, so the first bad node is the one reported
-            types = self._validate_nodes(ontology)
-            valued = tuple((i, SIGNATURES[n.function].value) for i, n in enumerate(self.nodes) if n.value_inputs)
-            if len(cache) >= _MAX_CACHED:
-                cache.clear()
-            checked = cache[key] = (types, valued)
-        else:
-            # the structure is valid: only the values are left, each against the values seen valid
-            accepted = ontology.cache("program.values")
-            nodes = self.nodes
-            for i, kind in checked[1]:
-                v = nodes[i].value_inputs[0]
-                ok = accepted.get(kind)
-                if ok is None or v not in ok:
-                    _check_value(nodes[i], SIGNATURES[nodes[i].function], ontology, i)
-                    accepted[kind] = frozenset((*(ok or ()), v))
-        self.__dict__["_checked"] = (ontology, checked[0])
-        return checked[0]
-
-    def _validate_nodes(self, ontology: Ontology) -> tuple[str, ...]:
+        known = ontology.cache("program.node_types")  # (function, input types, #values) -> (type, value kind)
+        accepted = ontology.cache("program.values")   # value kind -> values found valid
         types: list[str] = []
         for i, n in enumerate(self.nodes):
-            sig = SIGNATURES.get(n.function)
-            if sig is None:
-                raise InvalidProgram(f"unknown function {n.function!r}; valid: {', '.join(FUNCTIONS)}", node=i)
-            if len(n.inputs) != sig.arity:
-                raise InvalidProgram(f"takes {sig.arity} input(s), got {len(n.inputs)}", node=i,
-                                     function=n.function)
-            for j in n.inputs:
+            ins = n.inputs
+            for j in ins:
                 if not 0 <= j < i:
-                    raise InvalidProgram(f"input {j} does not point to an earlier node", node=i,
-                                         function=n.function)
-            in_types = tuple(types[j] for j in n.inputs)
-            for k, (t, ok) in enumerate(zip(in_types, sig.inputs)):
-                if t not in ok:
-                    raise TypeMismatch(f"input {k} (node {n.inputs[k]}) is {t}, expected {' or '.join(ok)}",
-                                       node=i, function=n.function)
-            if sig.attribute is not None and sig.attribute not in ontology.attributes:
-                raise InvalidProgram(f"attribute {sig.attribute!r} is not in ontology {ontology.name!r} "
-                                     f"(it has {', '.join(ontology.attributes)})", node=i, function=n.function)
-            if sig.kind.startswith("part") or sig.kind == "object2part":
-                if not ontology.has_parts:
-                    raise InvalidProgram(f"ontology {ontology.name!r} has no parts", node=i, function=n.function)
-            _check_value(n, sig, ontology, i)
-            types.append(sig.output_type(in_types))
+                    break
+            else:
+                key = (n.function, tuple([types[j] for j in ins]), len(n.value_inputs))
+                hit = known.get(key)
+                if hit is not None:
+                    if n.value_inputs:
+                        ok = accepted.get(hit[1])
+                        if ok is None or n.value_inputs[0] not in ok:
+                            _check_value(n, SIGNATURES[n.function], ontology, i)
+                            accepted[hit[1]] = frozenset((*(ok or ()), n.value_inputs[0]))
+                    types.append(hit[0])
+                    continue
+            # a node of a new kind (or with a bad input): every check, in order; raises on the first
+            t = _check_node(i, n, types, ontology)
+            if len(known) >= _MAX_CACHED:
+                known.clear()
+            known[(n.function, tuple(types[j] for j in ins), len(n.value_inputs))] = (t, SIGNATURES[n.function].value)
+            types.append(t)
         if types[-1] not in ANSWER_TYPES:
             raise InvalidProgram(f"the last node yields {types[-1]}, not an answer "
                                  f"({', '.join(sorted(ANSWER_TYPES))})", node=len(types) - 1,
                                  function=self.nodes[-1].function)
-        return tuple(types)
+        out = tuple(types)
+        self.__dict__["_checked"] = (ontology, out)
+        return out
+
+
+def _check_node(i: int, n: Node, types: list[str], ontology: Ontology) -> str:
+    """Every check of node ``i`` given the types of the nodes before it; returns its type."""
+    sig = SIGNATURES.get(n.function)
+    if sig is None:
+        raise InvalidProgram(f"unknown function {n.function!r}; valid: {', '.join(FUNCTIONS)}", node=i)
+    if len(n.inputs) != sig.arity:
+        raise InvalidProgram(f"takes {sig.arity} input(s), got {len(n.inputs)}", node=i,
+                             function=n.function)
+    for j in n.inputs:
+        if not 0 <= j < i:
+            raise InvalidProgram(f"input {j} does not point to an earlier node", node=i,
+                                 function=n.function)
+    in_types = tuple(types[j] for j in n.inputs)
+    for k, (t, ok) in enumerate(zip(in_types, sig.inputs)):
+        if t not in ok:
+            raise TypeMismatch(f"input {k} (node {n.inputs[k]}) is {t}, expected {' or '.join(ok)}",
+                               node=i, function=n.function)
+    if sig.attribute is not None and sig.attribute not in ontology.attributes:
+        raise InvalidProgram(f"attribute {sig.attribute!r} is not in ontology {ontology.name!r} "
+                             f"(it has {', '.join(ontology.attributes)})", node=i, function=n.function)
+    if sig.kind.startswith("part") or sig.kind == "object2part":
+        if not ontology.has_parts:
+            raise InvalidProgram(f"ontology {ontology.name!r} has no parts", node=i, function=n.function)
+    _check_value(n, sig, ontology, i)
+    return sig.output_type(in_types)
 
 
 def partname_shapes(nodes: Sequence[Node], i: int, ontology: Ontology) -> set[str]:

@@ -60,6 +60,8 @@ class SymbolicScene:
     image_index: int | None = None
     image_filename: str | None = None
     _compiled: Any = field(default=None, repr=False, compare=False)
+    #: what executors derive from this scene and reuse (its one-hot likelihoods, their arrays)
+    _derived: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __len__(self) -> int:
         return len(self.objects)
@@ -73,7 +75,7 @@ class SymbolicScene:
                 unsafe ``image_filename``, or a part the object's shape does not have.
             InvalidObjectReference: ``relationships`` naming an object the scene does not have.
         """
-        if not isinstance(d, Mapping):
+        if type(d) is not dict and not isinstance(d, Mapping):
             raise FormatError(f"{where}: expected an object, got {type(d).__name__}")
         objs = d.get("objects")
         if not isinstance(objs, list):
@@ -82,10 +84,10 @@ class SymbolicScene:
         coords, pixels = [], []
         for i, o in enumerate(objs):
             ow = f"{where}, object {i}"
-            if not isinstance(o, Mapping):
+            if type(o) is not dict and not isinstance(o, Mapping):
                 raise FormatError(f"{ow}: expected an object")
             objects.append({a: _attr(ontology, a, o, ow) for a in ontology.attributes})
-            parts.append(_parts(ontology, o, objects[-1], ow))
+            parts.append(_parts(ontology, o, objects[-1], ow) if o.get("parts") else {})
             coords.append(o.get("3d_coords"))
             pixels.append(_pixel(o.get("pixel_coords"), ow))
         n = len(objects)
@@ -194,7 +196,9 @@ def _pixel(p: Any, where: str) -> tuple[float, float] | None:
     """``pixel_coords`` is [x, y, depth] (CLEVR) or [[x, y, depth], [W, H]] (Super-CLEVR)."""
     if p is None:
         return None
-    if isinstance(p, Sequence) and p and isinstance(p[0], Sequence):
+    if type(p) is list and p and type(p[0]) in (int, float):
+        pass  # [x, y, depth]: the common case, without the slower abstract-type checks below
+    elif isinstance(p, Sequence) and p and isinstance(p[0], Sequence):
         p = p[0]
     try:
         x, y = float(p[0]), float(p[1])
@@ -229,6 +233,8 @@ def _relationships(rel: Any, onto: Ontology, n: int, where: str) -> dict[str, li
             if not isinstance(js, list):
                 raise FormatError(f"{where}, field 'relationships.{r}', object {i}: expected a list "
                                   f"of object indices, got {js!r}")
+            if all(type(j) is int and 0 <= j < n for j in js):
+                continue
             for j in js:
                 if isinstance(j, bool) or not isinstance(j, int) or not 0 <= j < n:
                     raise InvalidObjectReference(f"{where}, field 'relationships.{r}', object {i}: "
@@ -327,18 +333,18 @@ class SceneLikelihoods:
         """
         onto = scene.ontology
         n = len(scene)
+        objs = np.arange(n)
         attrs = {}
         for a in onto.attributes:
             vals = onto.values(a)
+            column = {v: k for k, v in enumerate(vals)}
             m = np.zeros((n, len(vals)))
-            for i, o in enumerate(scene.objects):
-                m[i, vals.index(o[a])] = 1.0
+            m[objs, [column[o[a]] for o in scene.objects]] = 1.0
             attrs[a] = m
         rel = {}
         for r, lists in scene.relation_lists().items():
             m = np.zeros((n, n))
-            for i, js in enumerate(lists):
-                m[i, js] = 1.0
+            m[[i for i, js in enumerate(lists) for _ in js], [j for js in lists for j in js]] = 1.0
             rel[r] = m
         if scene.coords is not None and scene.directions is not None:
             pos, dirs, margin = scene.coords, scene.directions, onto.relation_margin
@@ -436,14 +442,14 @@ def _prob(x: Any, shape: tuple[int, ...] | None, name: str, ndim: int, dist_axis
         a = a.reshape(shape)  # zero objects: JSON keeps no inner dimensions ([] for (0, K))
     if a.ndim != ndim or (shape is not None and a.shape != shape):
         raise FormatError(f"likelihoods, field {name!r}: expected shape {shape or ('N',)}, got {a.shape}")
-    if not np.all(np.isfinite(a)) or np.any(a < 0) or np.any(a > 1 + 1e-6):
+    if a.size and not (a.min() >= 0 and a.max() <= 1 + 1e-6):  # NaN fails both comparisons
         bad = np.argwhere(~np.isfinite(a) | (a < 0) | (a > 1 + 1e-6))[0]
         raise FormatError(f"likelihoods, field {name!r}, index {tuple(int(i) for i in bad)}: "
                           f"value {float(a[tuple(bad)])!r} is not a probability")
     if dist_axis is not None and a.size:
         s = a.sum(axis=dist_axis)
-        bad = np.argwhere(np.abs(s - 1) > 1e-4)
-        if len(bad):
+        if s.size and np.abs(s - 1).max() > 1e-4:
+            bad = np.argwhere(np.abs(s - 1) > 1e-4)
             raise FormatError(f"likelihoods, field {name!r}, index {tuple(int(i) for i in bad[0])}: "
                               f"distribution sums to {float(s[tuple(bad[0])]):.6g}, not 1")
     return a

@@ -1,0 +1,223 @@
+"""The batched probabilistic executor's schedule: which nodes of which questions run together.
+
+Every node of every question gets a storage slot, and nodes of one rule at the same height below
+their answer node (``scene`` nodes first) form one group, run as a few array operations over all
+its questions. What depends only on a program's structure (slots, heights, fused filter chains,
+rules) is a :class:`Template`, built once per (structure, fuse) and kept in the ontology's cache;
+a batch then only fills in the rows of each question and the parameters of its value nodes.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+
+from .dsl import OBJECT, OBJECT_SET, PART, PART_SET, SIGNATURES
+from .ontology import Ontology
+from .program import Program
+
+# Storage kinds of node outputs.
+_OBJ, _PART, _VAL = 0, 1, 2
+_KIND_OF_TYPE = {OBJECT_SET: _OBJ, OBJECT: _OBJ, PART_SET: _PART, PART: _PART}
+
+# Rules (op codes).
+(SCENE, FILTER, UNIQUE_O, UNIQUE_P, RELATE, UNION, INTERSECT, COUNT, EXIST, QUERY, SAME,
+ EQUAL_VALUE, EQUAL_INT, LESS, GREATER, EQUAL_OBJECT, OBJ2PART, PART2OBJ_SET, PART2OBJ_ONE,
+ PARTFILTER, PARTNAME, PARTQUERY, PARTQUERY_NAME) = range(23)
+RULE_NAMES = ("scene", "filter", "unique", "unique_part", "relate", "union", "intersect", "count",
+              "exist", "query", "same", "equal_value", "equal_integer", "less_than", "greater_than",
+              "equal_object", "object2part", "part2object_set", "part2object_one", "partfilter",
+              "partfilter_partname", "partquery", "partquery_partname")
+_SIMPLE = {"scene": SCENE, "filter": FILTER, "relate": RELATE, "union": UNION, "intersect": INTERSECT,
+           "count": COUNT, "exist": EXIST, "query": QUERY, "same": SAME, "equal_value": EQUAL_VALUE,
+           "equal_object": EQUAL_OBJECT, "object2part": OBJ2PART, "partfilter": PARTFILTER,
+           "partfilter_partname": PARTNAME, "partquery": PARTQUERY, "partquery_partname": PARTQUERY_NAME}
+_COMPARE = {"equal_integer": EQUAL_INT, "less_than": LESS, "greater_than": GREATER}
+#: value-node kinds whose rule parameter depends on the node's value
+_VALUED = ("filter", "relate", "partfilter", "partfilter_partname")
+
+
+@dataclass
+class Group:
+    """Nodes of one rule run together: flat store rows of inputs and output, and parameters."""
+
+    op: int
+    s: Any            # scene index per node
+    a: Any            # store row of input 0
+    b: Any            # store row of input 1
+    out: Any          # store row of the output
+    param: Any        # rule parameter; flat (scene * n + parameter) for per-scene tables;
+    #                   for a filter chain, one such array per filter
+    node: np.ndarray  # node index per row (error reports, confidences)
+    qn: np.ndarray    # question per row
+
+
+@dataclass(frozen=True)
+class Template:
+    """What the schedule of one program structure is, whatever its values.
+
+    Attributes:
+        node_slots: per node, (storage kind, slot).
+        counters: slots used per storage kind.
+        has_part: whether any node yields parts (the question gets a row of the part store).
+        entries: per scheduled node, (node, op, level, input-0 slot or None, input-1 slot or
+            None, output slot, the nodes whose parameters it uses (a fused filter chain: the
+            consumer first)).
+        params: per node, its fixed parameter, or None when it depends on the node's value.
+        valued: per node, (kind, attribute) of a value node, else None.
+    """
+
+    node_slots: tuple
+    counters: tuple
+    has_part: bool
+    entries: tuple
+    params: tuple
+    valued: tuple
+
+
+def template(program: Program, types: Sequence[str], ontology: Ontology, attr_index: dict,
+             fuse: bool) -> Template:
+    """The :class:`Template` of ``program``'s structure (cached in the ontology)."""
+    cache = ontology.cache("schedule.templates")
+    key = (program.structure(), fuse)
+    t = cache.get(key)
+    if t is None:
+        t = cache[key] = _build_template(program, types, attr_index, fuse)
+    return t
+
+
+def _build_template(p: Program, types, attr_index: dict, fuse: bool) -> Template:
+    nodes = p.nodes
+    n = len(nodes)
+    height = [0] * n
+    for i in range(n - 1, -1, -1):
+        for j in nodes[i].inputs:
+            height[j] = max(height[j], height[i] + 1)
+    users = [0] * n
+    for nd in nodes:
+        for j in nd.inputs:
+            users[j] += 1
+    ops, params, valued = [], [], []
+    for nd in nodes:
+        sig = SIGNATURES[nd.function]
+        kind, param = sig.kind, 0
+        if kind == "unique":
+            op = UNIQUE_P if types[nd.inputs[0]] == PART_SET else UNIQUE_O
+        elif kind == "compare":
+            op = _COMPARE[sig.name]
+        elif kind == "part2object":
+            op = PART2OBJ_ONE if types[nd.inputs[0]] == PART else PART2OBJ_SET
+        else:
+            op = _SIMPLE[kind]
+            if kind in ("query", "same", "partquery"):
+                param = attr_index[sig.attribute]
+        ops.append(op)
+        valued.append((kind, sig.attribute) if kind in _VALUED else None)
+        params.append(None if kind in _VALUED else param)
+    counters = [0, 0, 0]
+    slots = []
+    entries = []
+    for i, nd in enumerate(nodes):
+        kind = _KIND_OF_TYPE.get(types[i], _VAL)
+        slots.append((kind, counters[kind]))
+        counters[kind] += 1
+        op, head, chain = ops[i], i, (i,)
+        if op == FILTER and fuse:
+            if users[i] == 1 and any(ops[c] == FILTER and nodes[c].inputs[0] == i for c in range(i + 1, n)):
+                continue  # absorbed into the filter that consumes it
+            chain = [i]
+            while True:
+                j = nodes[head].inputs[0]
+                if ops[j] != FILTER or users[j] != 1:
+                    break
+                head = j
+                chain.append(j)
+            chain = tuple(chain)
+        a = nodes[head].inputs[0] if nodes[head].inputs else None
+        b = nodes[i].inputs[1] if len(nodes[i].inputs) > 1 else None
+        entries.append((i, op, -10 ** 6 if op == SCENE else -height[i], a, b, chain))
+    entries = tuple((i, op, level, None if a is None else slots[a], None if b is None else slots[b],
+                     slots[i], chain) for i, op, level, a, b, chain in entries)
+    return Template(tuple(slots), tuple(counters), any(k == _PART for k, _ in slots), entries,
+                    tuple(params), tuple(valued))
+
+
+def schedule(programs: Sequence[Program], templates: Sequence[Template], si: np.ndarray, scenes,
+             ontology: Ontology, be) -> dict:
+    """Rows, parameters and groups of a batch; see :class:`executors.probabilistic.PreparedBatch`.
+
+    Args:
+        programs: B validated programs; ``templates``: the template of each.
+        si: (B,) scene index of each question; ``scenes``: the batch's SceneBatch.
+        be: the executor's array backend.
+    Returns:
+        dict with ``groups``, ``slots``, ``n_part_rows``, ``final_rows``, ``node_slots``,
+        ``part_row``.
+    """
+    B = len(programs)
+    part_row = np.full(B, -1, dtype=np.intp)
+    n_part_rows = 0
+    n_slots = [0, 0, 0]
+    for qi, t in enumerate(templates):
+        if t.has_part:
+            part_row[qi] = n_part_rows
+            n_part_rows += 1
+    for t in {id(t): t for t in templates}.values():
+        for k in range(3):
+            n_slots[k] = max(n_slots[k], t.counters[k])
+    rows_per = (B, n_part_rows, B)
+    per_scene = {FILTER: len(scenes.filter_col), RELATE: len(ontology.relations),
+                 SAME: len(scenes.attr_index), PARTFILTER: getattr(scenes, "Kp", 0)}
+    pcache = ontology.cache("schedule.params")
+    final_rows = []
+    grouped: dict[tuple[int, int, int], list] = {}
+    prow_list = part_row.tolist()
+    si_list = si.tolist()
+    for qi, t in enumerate(templates):
+        nodes = programs[qi].nodes
+        s, prow = si_list[qi], prow_list[qi]
+        kind, slot = t.node_slots[-1]
+        final_rows.append(slot * rows_per[kind] + (prow if kind == _PART else qi))
+        params, valued = t.params, t.valued
+        for i, op, level, a, b, out, chain in t.entries:
+            ra = 0 if a is None else a[1] * rows_per[a[0]] + (prow if a[0] == _PART else qi)
+            rb = 0 if b is None else b[1] * rows_per[b[0]] + (prow if b[0] == _PART else qi)
+            ro = out[1] * rows_per[out[0]] + (prow if out[0] == _PART else qi)
+            row = [qi, s, ra, rb, ro, i]
+            off = s * per_scene[op] if op in per_scene else 0
+            for c in chain:
+                p = params[c]
+                if p is None:
+                    kv = valued[c]
+                    key = (kv[0], kv[1], nodes[c].value_inputs[0])
+                    p = pcache.get(key)
+                    if p is None:
+                        p = pcache[key] = _param(scenes, ontology, *key)
+                row.append(off + p)
+            key = (level, op, len(chain))
+            g = grouped.get(key)
+            if g is None:
+                grouped[key] = [row]
+            else:
+                g.append(row)
+    groups = []
+    for (_, op, width), rows in sorted(grouped.items(), key=lambda kv: kv[0]):
+        arr = np.array(rows, dtype=np.intp)
+        param = [be.index(arr[:, 6 + k]) for k in range(width)] if op == FILTER else be.index(arr[:, 6])
+        groups.append(Group(op, be.index(arr[:, 1]), be.index(arr[:, 2]), be.index(arr[:, 3]),
+                            be.index(arr[:, 4]), param, arr[:, 5], arr[:, 0]))
+    return {"groups": groups, "slots": tuple(n_slots), "n_part_rows": n_part_rows,
+            "final_rows": be.index(final_rows), "node_slots": [t.node_slots for t in templates],
+            "part_row": part_row}
+
+
+def _param(scenes, onto: Ontology, kind: str, attr: str | None, v: str) -> int:
+    """The rule parameter of a (validated) value node: its column in the scene tables."""
+    if kind == "filter":
+        return scenes.filter_col[(attr, v if v in onto.filter_values(attr) else onto.canonical(attr, v))]
+    if kind == "relate":
+        return onto.relations.index(v)
+    if kind == "partfilter":
+        return scenes.part_col[(attr, onto.canonical(attr, v))]
+    return scenes.partname_row[v]  # partfilter_partname
