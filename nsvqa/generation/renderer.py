@@ -55,6 +55,7 @@ must be used from one thread at a time; it makes its context current around each
 """
 from __future__ import annotations
 
+import importlib
 from collections import OrderedDict
 from functools import lru_cache
 from importlib import resources
@@ -328,8 +329,6 @@ def _load_torchvision_first() -> None:
     in the other order both work. A generator process that later trains a model — or a test
     worker that runs both — must not crash, so the renderer loads torchvision first.
     """
-    import importlib
-
     try:
         importlib.import_module("torchvision")
     except ImportError:
@@ -347,7 +346,7 @@ class Renderer:
 
     def __init__(self, width: int, height: int, samples: int = 4, shadow_size: int = 1024):
         try:
-            import moderngl
+            import moderngl  # optional heavy dependency: needs an EGL driver, loaded only when a Renderer is made
         except ImportError as e:  # pragma: no cover - moderngl is a dependency of the generator
             raise RendererUnavailable(f"moderngl is not installed (pip install moderngl); "
                                       f"then {_APT_HINT}") from e

@@ -24,6 +24,9 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 import numpy as np
+from PIL import Image
+from scipy.ndimage import binary_dilation, binary_erosion
+from scipy.optimize import least_squares
 
 from executors import Ontology
 
@@ -88,8 +91,6 @@ def fit_camera(points: np.ndarray, pixels: np.ndarray, width: int, height: int,
     the depth in world units scaled to pixels by the image height (so that a tenth of a unit
     weighs like a few pixels). Needs three points or more.
     """
-    from scipy.optimize import least_squares
-
     pts = np.asarray(points, np.float64).reshape(-1, 3)
     pix = np.asarray(pixels, np.float64).reshape(-1, 3)
     if len(pts) < 3 or len(pts) != len(pix):
@@ -191,9 +192,6 @@ def rerender_scene(renderer: Renderer, onto: Ontology, scene: Mapping[str, Any],
                    where: str = "scene", look: str = DEFAULT_LOOK) -> Rerender:
     """Render an official scene with this generator at ``look``'s sizes, from the fitted official
     camera (at the renderer's resolution), and measure both images in each object's mask."""
-    from PIL import Image
-    from scipy.ndimage import binary_dilation, binary_erosion
-
     layout, fit = official_layout(scene, onto, where, look)
     w, h = renderer.width, renderer.height
     result = renderer.render(draw_items(layout, onto), fit.camera, lights_for(layout), ground_for(layout))

@@ -17,6 +17,7 @@ import numpy as np
 
 from executors import Ontology, SymbolicScene
 
+from nsvqa.generation.annotations import label_rles
 from nsvqa.generation.looks import get_look
 from nsvqa.generation.meshes import Mesh
 from nsvqa.generation.renderer import Camera, DrawItem, Lights, Renderer
@@ -216,8 +217,6 @@ def question_scene(record: Mapping[str, Any]) -> tuple[dict, list[dict]]:
 def scene_record(layout: Layout, result, onto: Ontology, index: int, split: str, image_filename: str,
                  renderer: Renderer) -> dict:
     """The Super-CLEVR scene JSON of a rendered layout (with RLE masks and boxes)."""
-    from nsvqa.generation.annotations import label_rles
-
     cam, lights = camera_for(layout), lights_for(layout)
     centers = object_centers(layout)
     pix = cam.project(centers, renderer.width, renderer.height)

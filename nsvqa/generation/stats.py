@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from scipy import stats
 
 from executors import DeterministicExecutor, Program, SymbolicScene, load_ontology
 from executors.dsl import SIGNATURES
@@ -25,8 +26,6 @@ def target_frequencies(weights: ConceptWeights, onto) -> dict[str, np.ndarray]:
 
 def concept_stats(scenes: list[dict], weights: ConceptWeights, onto) -> dict[str, Any]:
     """Observed counts per concept, the target shares and a chi-square goodness-of-fit p-value."""
-    from scipy import stats
-
     out: dict[str, Any] = {}
     target = target_frequencies(weights, onto)
     objs = [o for s in scenes for o in s["objects"]]

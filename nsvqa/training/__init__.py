@@ -32,7 +32,7 @@ class NonFiniteLoss(FloatingPointError):
 
 def seed_everything(seed: int) -> None:
     """Seed Python, numpy and torch (CPU and CUDA)."""
-    import torch
+    import torch  # heavy (seconds): RunDir and the helpers here are used without torch
 
     random.seed(seed)
     np.random.seed(seed % 2**32)
@@ -95,7 +95,7 @@ class RunDir:
     def writer(self):
         """A tensorboard ``SummaryWriter`` on ``tb/`` (created on first use)."""
         if self._writer is None:
-            from torch.utils.tensorboard import SummaryWriter
+            from torch.utils.tensorboard import SummaryWriter  # heavy: loads tensorboard, only to log scalars
 
             self._writer = SummaryWriter(str(self.path / "tb"))
         return self._writer

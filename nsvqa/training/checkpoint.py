@@ -47,7 +47,7 @@ def save_checkpoint(path: str | Path, *, kind: str, config: Mapping[str, Any], s
         train_state: optimizer / scheduler state, step, RNG — for resuming.
         extra: anything else plain (metrics of the checkpoint, ...).
     """
-    import torch
+    import torch  # heavy (seconds): CheckpointError and the kind checks are imported without torch
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -69,7 +69,7 @@ def load_checkpoint(path: str | Path, kind: str | None = None, map_location: str
             payload, other format version or kind, missing field — the message names the file
             and the field.
     """
-    import torch
+    import torch  # heavy (seconds): CheckpointError and the kind checks are imported without torch
 
     path = Path(path)
     if not path.is_file():

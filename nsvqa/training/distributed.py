@@ -19,13 +19,15 @@ Conventions of the loops built on it (``nsvqa.training.scene_parser``, ``nsvqa.t
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, is_dataclass
 from datetime import timedelta
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence, TypeVar
 
 import torch
+import torch.distributed as dist
 from torch import nn
+from torch.nn.parallel import DistributedDataParallel
 
 T = TypeVar("T")
 
@@ -86,7 +88,6 @@ def init_from_env(device: str, timeout: timedelta = DEFAULT_TIMEOUT) -> DistInfo
     world = _env_int("WORLD_SIZE", 1)
     if world <= 1:
         return DistInfo(device=device)
-    import torch.distributed as dist
 
     rank, local = _env_int("RANK", -1), _env_int("LOCAL_RANK", -1)
     if not 0 <= rank < world or local < 0:
@@ -166,7 +167,6 @@ def wrap(module: nn.Module, info: DistInfo, *, sync_bn: bool = False) -> nn.Modu
     """
     if not info.enabled:
         return module
-    from torch.nn.parallel import DistributedDataParallel
 
     if sync_bn and torch.device(info.device).type == "cuda":
         converted = nn.SyncBatchNorm.convert_sync_batchnorm(module)
@@ -225,7 +225,6 @@ def run_on_main(info: DistInfo, fn: Callable[[], T], *, share: bool = False) -> 
     """
     if not info.enabled:
         return fn()
-    import torch.distributed as dist
 
     result, error = None, None
     if info.is_main:
@@ -273,8 +272,6 @@ def open_run(info: DistInfo, make_run: Callable[[], Any], path: str | Path, conf
     """The run directory on rank 0 (``make_run()``, e.g. a RunDir that writes config.json), a
     :class:`QuietRun` on the other ranks, which return once rank 0 has made it (or raise if that
     failed)."""
-    from dataclasses import asdict, is_dataclass
-
     run = run_on_main(info, make_run)
     if info.is_main:
         return run

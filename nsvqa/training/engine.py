@@ -33,9 +33,11 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 import torch
+from tqdm import tqdm
 
-from nsvqa.training.distributed import DistInfo, barrier, mean_over_ranks, seed_rank
-from nsvqa.training import check_finite
+from nsvqa.training import RunDir, check_finite, seed_everything
+from nsvqa.training.distributed import (DistInfo, barrier, check_global_batch, cleanup, init_from_env, mean_over_ranks,
+                                       open_run, seed_rank)
 
 log = logging.getLogger(__name__)
 
@@ -246,8 +248,6 @@ def train_steps(step_fn: Callable[[int], StepResult | tuple], optimizer: torch.o
         nsvqa.training.NonFiniteLoss: a value of a step (after the mean over ranks) is NaN or
             infinite; the message names the step and every value.
     """
-    from tqdm import tqdm
-
     phase_of = phase if callable(phase) else (lambda _s, _p=phase: _p)
     params = list(clip_params) if clip_params is not None and clip_norm is not None else None
     main = dist is None or dist.is_main
@@ -315,9 +315,6 @@ def training_run(cfg: Any, out: str | Path, *, resume: bool, **global_batches: i
         ValueError: a global batch that does not split over the ranks, or a resume with a config
         that differs in a ``MUST_MATCH`` field.
     """
-    from nsvqa.training import RunDir, seed_everything
-    from nsvqa.training.distributed import check_global_batch, cleanup, init_from_env, open_run
-
     seed_everything(cfg.seed)
     dist = init_from_env(cfg.device)
     try:

@@ -13,8 +13,11 @@ from typing import Any, Mapping, TypeVar
 
 import numpy as np
 from torch import nn
+from tqdm import tqdm
 
 from executors import load_ontology
+from nsvqa.artifacts.images import read_image
+from nsvqa.artifacts.scenes import read_scenes, scenes_path
 from nsvqa.training.checkpoint import CheckpointError, load_checkpoint
 from nsvqa.config import Config
 from nsvqa.training.question_config import QuestionParserConfig
@@ -157,11 +160,6 @@ def parse_split(parser, data: str | Path, split: str, *, batch: int = 4, limit: 
 
     Images are listed by ``scenes/<split>_scenes.json`` when it exists, else by sorted file name
     (indices 0, 1, ...)."""
-    from tqdm import tqdm
-
-    from nsvqa.artifacts.scenes import read_scenes, scenes_path
-    from nsvqa.artifacts.images import read_image
-
     data = Path(data)
     spath = scenes_path(data, split)
     if spath.exists():

@@ -26,8 +26,15 @@ from typing import Any, Iterable
 import numpy as np
 import torch
 from torch.utils.data import Dataset
+from tqdm import tqdm
 
 from executors import load_ontology
+from executors.io import load_questions
+from nsvqa.artifacts.images import read_image
+from nsvqa.artifacts.likelihoods import PARSE_MIN_SCORE
+from nsvqa.artifacts.scenes import read_scenes, scenes_path
+from nsvqa.evaluation.scene_parser import detector_ap, executor_accuracy, match_objects
+from nsvqa.generation.annotations import mask_to_rle, rle_to_mask
 from nsvqa.training.checkpoint import load_checkpoint, save_checkpoint
 from nsvqa.training import RunDir, warmup_cosine
 from nsvqa.training.data import StepLoader
@@ -36,11 +43,12 @@ from nsvqa.training.datasets import (OBJECT_ATTRIBUTES, PART_ATTRIBUTES, Attribu
 from nsvqa.training.distributed import DistInfo, check_global_batch, init_from_env, run_on_main, shard, wrap
 from nsvqa.training.engine import (Progress, StepResult, native_bf16, restore_train_state, train_steps,
                                    training_run)
-from nsvqa.training.loading import detector_from_checkpoint
+from nsvqa.training.loading import detector_from_checkpoint, parse_split, scene_parser_from
 from nsvqa.training.sampling import PermutationBatches, SequentialBatches
 from nsvqa.training.scene_config import SceneParserConfig
 from parsers.scene.attribute_head import AttributeHead, attribute_loss
 from parsers.scene.crops import box_geometry, crop_instance
+from parsers.scene.scene_parser import merge_classes
 
 LABEL_KEYS = ("shape", "color", "material", "size", "texture", "partname")
 
@@ -137,7 +145,6 @@ def train_detector(cfg: SceneParserConfig, run: RunDir, *, resume: bool = False,
         nonlocal eval_seconds
         if not (cfg.det_eval_every and has_val and p.trained and (p.final or p.step % cfg.det_eval_every == 0)):
             return None
-        from nsvqa.evaluation.scene_parser import detector_ap
 
         t0 = time.time()
         ap = detector_ap(model, cfg.data, "val", part_class_ids=vocab["part_class_ids"], limit=cfg.det_eval_images)
@@ -242,11 +249,6 @@ def gt_crops(root: str | Path, split: str, crop_size: int, parts: bool, limit: i
     attributes differ from the object's: what questions ask about) plus ``extra_parts`` of its other
     visible parts chosen at random (all of them when None), each image read once. ``part_crop``:
     the box of a part's crop (:class:`nsvqa.training.datasets.AttributeCropDataset`)."""
-    from tqdm import tqdm
-
-    from nsvqa.artifacts.images import read_image
-    from nsvqa.generation.annotations import rle_to_mask
-
     ds = AttributeCropDataset(root, split, crop_size, parts=parts, part_crop=part_crop)
     wanted = sorted(ds.scenes)[:limit] if limit is not None else sorted(ds.scenes)
     rng = np.random.default_rng(seed)
@@ -282,13 +284,6 @@ def detector_crops(detector: torch.nn.Module, vocab: dict, root: str | Path, spl
     """Crops of detector masks matched one-to-one to ground-truth masks by mask IoU (Hungarian on
     IoU, pairs under ``match_iou`` dropped), labelled with the matched ground truth. A part's crop
     is cut from its own detected box, or with ``part_crop="object"`` from its object's box."""
-    from tqdm import tqdm
-
-    from nsvqa.artifacts.images import read_image
-    from nsvqa.generation.annotations import mask_to_rle
-    from nsvqa.evaluation.scene_parser import match_objects
-    from parsers.scene.scene_parser import merge_classes
-
     ds = AttributeCropDataset(root, split, crop_size, parts=parts, part_crop=part_crop)
     part_ids = set(vocab.get("part_class_ids", []))
     crops, labels, geometry = [], [], []
@@ -340,8 +335,6 @@ def attribute_vocabulary() -> dict[str, list[str]]:
 def mean_directions(root: str | Path, split: str = "train") -> dict[str, list[float]]:
     """The split's mean ground-plane direction per relation (unit length): the parser's frame for
     relations on images whose camera it does not know (cameras jitter by a few degrees)."""
-    from nsvqa.artifacts.scenes import read_scenes, scenes_path
-
     path = scenes_path(root, split)
     scenes = [s.record for s in read_scenes(path)]
     if not scenes:
@@ -500,10 +493,6 @@ def train_attributes(cfg: SceneParserConfig, run: RunDir, *, resume: bool = Fals
         nonlocal eval_seconds, questions
         if det is None or not has_questions or cfg.e2e_eval_images < 1:
             return {}
-        from executors.io import load_questions
-        from nsvqa.evaluation.scene_parser import executor_accuracy
-        from nsvqa.artifacts.likelihoods import PARSE_MIN_SCORE
-        from nsvqa.training.loading import parse_split, scene_parser_from
 
         t0 = time.time()
         parser = scene_parser_from(det, ck["vocabularies"], head, vocabularies, cfg, min_score=PARSE_MIN_SCORE,

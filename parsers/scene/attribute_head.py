@@ -26,7 +26,9 @@ from typing import Mapping
 
 import torch
 from torch import nn
+from torchvision.models.resnet import BasicBlock, ResNet
 
+from parsers.backbones import EfficientNetLite0
 from parsers.scene.crops import PART_CROPS  # re-exported: the head's part-crop choices
 
 OBJECT_HEADS = ("shape", "color", "material", "size", "texture")
@@ -58,8 +60,6 @@ PROFILES["demo"] = PROFILES["mini"]
 
 def _resnet(depth: int, width: int) -> nn.Module:
     """A torchvision ResNet-18/34 trunk (no pretrained weights) with a 4-channel stem."""
-    from torchvision.models.resnet import BasicBlock, ResNet
-
     layers = {18: [2, 2, 2, 2], 34: [3, 4, 6, 3]}[depth]
     net = ResNet(BasicBlock, layers) if width == 64 else _narrow_resnet(layers, width)
     net.conv1 = nn.Conv2d(4, net.conv1.out_channels, kernel_size=7, stride=2, padding=3, bias=False)
@@ -68,8 +68,6 @@ def _resnet(depth: int, width: int) -> nn.Module:
 
 
 def _narrow_resnet(layers: list[int], width: int) -> nn.Module:
-    from torchvision.models.resnet import BasicBlock, ResNet
-
     net = ResNet(BasicBlock, layers)
     # scale every stage's width by width/64 (torchvision's ResNet fixes 64-128-256-512)
     net.inplanes = width
@@ -100,7 +98,6 @@ class _Lite0Trunk(nn.Module):
 
     def __init__(self, pretrained: bool, weights: str | None, pool: str = "mean"):
         super().__init__()
-        from parsers.backbones import EfficientNetLite0
 
         if pool not in HEAD_POOLS:
             raise ValueError(f"unknown attribute-head pool {pool!r}; valid: {list(HEAD_POOLS)}")

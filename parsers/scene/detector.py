@@ -23,6 +23,13 @@ from typing import Sequence
 
 import torch
 from torch import nn
+from torchvision.models.detection import MaskRCNN, maskrcnn_resnet50_fpn
+from torchvision.models.detection.anchor_utils import AnchorGenerator
+from torchvision.models.detection.backbone_utils import mobilenet_backbone
+from torchvision.ops import FeaturePyramidNetwork, MultiScaleRoIAlign
+from torchvision.ops.feature_pyramid_network import LastLevelMaxPool
+
+from parsers.backbones import IMAGE_MEAN, IMAGE_STD, EfficientNetLite0
 
 BACKBONES = ("mobilenet_v3", "resnet50", "lite0", "lite0_scratch")
 #: FPN channels on the Lite0 backbones (the measured probe of issue 16: 64)
@@ -36,8 +43,6 @@ class BackboneWithFPN(nn.Module):
 
     def __init__(self, body: nn.Module, out_channels: int):
         super().__init__()
-        from torchvision.ops import FeaturePyramidNetwork
-        from torchvision.ops.feature_pyramid_network import LastLevelMaxPool
 
         self.body = body
         self.fpn = FeaturePyramidNetwork(list(body.out_channels_list), out_channels, extra_blocks=LastLevelMaxPool())
@@ -128,11 +133,6 @@ def build_detector(num_classes: int, height: int, width: int, *, backbone: str, 
         parsers.backbones.WeightsUnavailable, parsers.backbones.WeightsChecksumError: ``lite0``
             with ``weights="imagenet"`` and no (or a different) weights file.
     """
-    from torchvision.models.detection import MaskRCNN, maskrcnn_resnet50_fpn
-    from torchvision.models.detection.anchor_utils import AnchorGenerator
-    from torchvision.models.detection.backbone_utils import mobilenet_backbone
-    from torchvision.ops import MultiScaleRoIAlign
-
     if backbone not in BACKBONES:
         raise ValueError(f"unknown detector backbone {backbone!r}; valid: {list(BACKBONES)}")
     if not anchor_sizes:
@@ -143,8 +143,6 @@ def build_detector(num_classes: int, height: int, width: int, *, backbone: str, 
                 rpn_pre_nms_top_n_test=2 * rpn_post_nms_test, rpn_post_nms_top_n_test=rpn_post_nms_test,
                 box_batch_size_per_image=rois_per_image)
     if backbone in ("lite0", "lite0_scratch"):
-        from parsers.backbones import IMAGE_MEAN, IMAGE_STD, EfficientNetLite0
-
         pretrained = backbone == "lite0"
         body = EfficientNetLite0(weights=weights if pretrained else None, frozen_bn=pretrained,
                                  trainable_stages=trainable_layers, normalize=False, min_stride=min_stride)

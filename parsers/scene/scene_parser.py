@@ -27,6 +27,7 @@ from typing import Mapping, Sequence
 import numpy as np
 import torch
 from torch import nn
+from torchvision.ops import box_iou
 
 from executors import Ontology, SceneLikelihoods, SymbolicScene
 from executors.scene import argmax_scene  # noqa: F401  (re-exported: the parser's argmax scene)
@@ -329,8 +330,6 @@ def merge_classes(boxes: torch.Tensor, scores: torch.Tensor, labels: torch.Tenso
     Greedy from the highest score: the detection absorbs the remaining object detections whose box
     IoU with it is ≥ ``iou``; its score becomes the sum over the absorbed classes of each class's
     best score (capped at 1). Returns (indices kept (K,), their scores (K,)), in score order."""
-    from torchvision.ops import box_iou
-
     order = torch.argsort(scores, descending=True)
     is_part = torch.tensor([int(c) in part_ids for c in labels], dtype=torch.bool)
     ious = box_iou(boxes, boxes) if len(boxes) else torch.zeros((0, 0))
