@@ -4,10 +4,10 @@ The Super-CLEVR ontology is read from the generator's property and part files
 (``properties_cgpart.json``, ``part_dict.json``) and, where present, cross-checked against the
 question generator's ``metadata_part.json``; the CLEVR one from the CLEVR v1.0 facts
 (Johnson et al. 2017). The output is checked in; this script documents where it came from and
-regenerates it when the reference files change (``../shared/reference`` is the developers' reference
-data, absent in a clone; the checked-in output is all a user needs)::
+regenerates it when the reference files change (a copy of those files is committed in
+tests/fixtures/reference/superclevr, see tests/fixtures/README.md; the checked-in output is all a user needs)::
 
-    python scripts/build_ontology.py --superclevr ../shared/reference/superclevr --out data/ontology
+    python scripts/build_ontology.py --superclevr tests/fixtures/reference/superclevr --out data/ontology
 """
 from __future__ import annotations
 
@@ -136,10 +136,9 @@ def superclevr_ontology(reference: Path) -> dict:
 
 def get_args_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(formatter_class=HelpFormatter, description=__doc__.splitlines()[0])
-    p.add_argument("--superclevr", type=Path, default=Path("../shared/reference/superclevr"),
+    p.add_argument("--superclevr", type=Path, default=Path("tests/fixtures/reference/superclevr"),
                    help="folder of the Super-CLEVR generator's properties_cgpart.json, part_dict.json and "
-                        "metadata_part.json (default: ../shared/reference/superclevr, the developers' reference "
-                        "data, absent in a clone)")
+                        "metadata_part.json (default: tests/fixtures/reference/superclevr, the committed copy)")
     p.add_argument("--out", type=Path, default=Path("data/ontology"), help="folder of the ontology JSON files to write")
     return p
 

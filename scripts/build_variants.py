@@ -1,18 +1,18 @@
 """Write the variant catalogue ``data/variants/*.json``.
 
 The concept-distribution weights and the shape -> color matrices are the figures of the
-Super-CLEVR generator (Li et al., CVPR 2023; ``dist/*.npz`` of Lizw14/Super-CLEVR, read from
-``../shared/reference/superclevr/dist``): ``orig`` is the long tail (a = 2), ``a1`` the slight one
+Super-CLEVR generator (Li et al., CVPR 2023; ``dist/*.npz`` of Lizw14/Super-CLEVR, a copy
+committed in ``tests/fixtures/reference/superclevr/dist``): ``orig`` is the long tail (a = 2), ``a1`` the slight one
 (a = 1.3), ``co_sub`` / ``co_super`` the co-1 / co-2 matrices. The systematic splits follow Schott et
 al. (ICLR 2022): random / interpolation / extrapolation over the number of objects and the camera
 distance, composition over shape category x color.
 It also writes the catalogue's index, ``catalogue.json`` (the factors and their variants, from
-:data:`FACTOR_TABLE`). The output is checked in; this script documents where it came from. Without
-``--dist`` (``../shared/reference`` is the developers' reference data, absent in a clone) it reads
+:data:`FACTOR_TABLE`). The output is checked in; this script documents where it came from. When
+the ``--dist`` folder is absent it reads
 the tables back from the committed variants, so a clone regenerates the catalogue byte for byte
 (tests/generation/test_variants.py checks it; see docs/variants.md)::
 
-    python scripts/build_variants.py --dist ../shared/reference/superclevr/dist --out data/variants
+    python scripts/build_variants.py --dist tests/fixtures/reference/superclevr/dist --out data/variants
     python scripts/build_variants.py --dist none --out /tmp/variants     # from what a clone has
 """
 from __future__ import annotations
@@ -203,10 +203,10 @@ def catalogue(tables: Tables, ontology: dict) -> dict[str, dict]:
 
 def get_args_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(formatter_class=HelpFormatter, description=__doc__.splitlines()[0])
-    p.add_argument("--dist", type=Path, default=Path("../shared/reference/superclevr/dist"),
+    p.add_argument("--dist", type=Path, default=Path("tests/fixtures/reference/superclevr/dist"),
                    help="folder of the Super-CLEVR generator's dist/*.npz tables (default: "
-                        "../shared/reference/superclevr/dist, the developers' reference data); when it is "
-                        "absent (a clone), the tables are read back from the committed variants in --from")
+                        "tests/fixtures/reference/superclevr/dist, the committed copy); when it is "
+                        "absent, the tables are read back from the committed variants in --from")
     p.add_argument("--from", dest="committed", type=Path, default=Path("data/variants"),
                    help="the committed catalogue the tables are read from without --dist")
     p.add_argument("--ontology", type=Path, default=Path("data/ontology/superclevr.json"), help="the ontology JSON the variants' values are checked against")

@@ -1,8 +1,8 @@
 """Transfer: trained parsers on the official Super-CLEVR renders (detection, attributes, accuracy by question kind).
 
-    python scripts/evaluate_transfer.py --release ../shared/reference/superclevr \\
-        --questions ../shared/reference/superclevr/superCLEVR_questions_official_objects.json \\
-                    ../shared/reference/superclevr/superCLEVR_questions_official_parts.json \\
+    python scripts/evaluate_transfer.py --release $NSVQA_REFERENCE/superclevr \\
+        --questions $NSVQA_REFERENCE/superclevr/superCLEVR_questions_official_objects.json \\
+                    $NSVQA_REFERENCE/superclevr/superCLEVR_questions_official_parts.json \\
         --split test=0-9 --parsers pretrained:mid-mini --out results/transfer/mid-mini
 
 Imports the release's split (scripts/import_superclevr.py's options; images resized to 320x240)

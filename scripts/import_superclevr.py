@@ -1,8 +1,8 @@
 """Import the official Super-CLEVR release as one variant folder (images, scenes, questions, COCO masks).
 
     python scripts/import_superclevr.py --release /data/superCLEVR --out data/generated --variant superclevr
-    python scripts/import_superclevr.py --release ../shared/reference/superclevr --out /tmp/data \\
-        --questions ../shared/reference/superclevr/superCLEVR_questions_official_objects.json --split test=0-9
+    python scripts/import_superclevr.py --release $NSVQA_REFERENCE/superclevr --out /tmp/data \\
+        --questions $NSVQA_REFERENCE/superclevr/superCLEVR_questions_official_objects.json --split test=0-9
 
 The release's split ranges by default (image_index 0-19,999 train, 20,000-24,999 val, 25,000-29,999
 test; a release written by scripts/export_superclevr.py: the ranges it recorded), or --split

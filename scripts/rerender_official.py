@@ -1,6 +1,6 @@
 """Official Super-CLEVR scenes re-rendered by this generator, beside the official renders.
 
-    python scripts/rerender_official.py --release ../shared/reference/superclevr --range 0-9 \\
+    python scripts/rerender_official.py --release $NSVQA_REFERENCE/superclevr --range 0-9 \\
         --out results/transfer/renders
 
 For each scene of the range: the official render (resized) and this generator's render of the same
