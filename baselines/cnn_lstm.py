@@ -68,6 +68,8 @@ PROFILES["demo"] = dict(PROFILES["mini"], steps=1000, eval_every=500, val_questi
 class CNNLSTMBaseline(NeuralBaseline):
     """CNN image features ⊕ LSTM question features -> MLP (:class:`CNNLSTMNet`)."""
 
+    family = "holistic"
+
     config_class = ImageQuestionModelConfig
     profiles = PROFILES
     uses_images = True

@@ -34,11 +34,13 @@ from typing import ClassVar
 import torch
 from torch import nn
 from torch.nn import functional as F
+from torchvision.models import resnet18
 
+from parsers.backbones import TAP_CHANNELS
 from parsers.question.vocab import NULL_ID
 
 from . import register
-from .common import BACKBONES, NeuralBaseline, QuestionModelConfig, check_backbone, mlp
+from .common import BACKBONES, Lite0Trunk, NeuralBaseline, QuestionModelConfig, check_backbone, mlp
 
 
 @dataclass(frozen=True)
@@ -148,12 +150,8 @@ def build_cnn(backbone: str, width: int, layers: int, feature_stride: int = 16) 
     ImageNet EfficientNet-Lite0's cached maps at ``feature_stride`` (the paper's frozen conv4
     features; 112 channels at stride 16)."""
     if backbone == "lite0":
-        from parsers.backbones import TAP_CHANNELS
-
         return nn.Identity(), TAP_CHANNELS[feature_stride]
     if backbone == "lite0-ft":
-        from .common import Lite0Trunk
-
         trunk = Lite0Trunk(feature_stride)
         return trunk, trunk.channels
     if backbone == "small":
@@ -165,8 +163,6 @@ def build_cnn(backbone: str, width: int, layers: int, feature_stride: int = 16) 
             c_in = c
         return nn.Sequential(*mods), c_in
     if backbone == "resnet18":
-        from torchvision.models import resnet18
-
         r = resnet18(weights=None)
         return nn.Sequential(r.conv1, r.bn1, r.relu, r.maxpool, r.layer1, r.layer2, r.layer3), 256
     raise ValueError(f"backbone {backbone!r}: valid: {', '.join(BACKBONES)}")
@@ -250,6 +246,8 @@ PROFILES["demo"] = dict(PROFILES["mini"], steps=1000, eval_every=500, val_questi
 @register("film")
 class FiLMBaseline(NeuralBaseline):
     """FiLM: question-conditioned feature-wise modulation of a CNN (:class:`FiLMNet`)."""
+
+    family = "holistic"
 
     config_class = FiLMConfig
     profiles = PROFILES

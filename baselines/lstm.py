@@ -54,6 +54,8 @@ PROFILES = {
 class LSTMBaseline(NeuralBaseline):
     """Question-only LSTM + MLP (:class:`LSTMNet`)."""
 
+    family = "question-only"
+
     config_class = QuestionModelConfig
     profiles = PROFILES
     uses_images = False

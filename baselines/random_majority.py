@@ -23,9 +23,14 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from executors.ontology import load_ontology
+from nsvqa.artifacts.predictions import load_question_meta
 from nsvqa.models import ModelSpec, PredictInputs
+from nsvqa.training import RunDir
+from nsvqa.training.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 
 from . import Baseline, register
+from .common import checkpoint_kind, checkpoint_path, config_from_dict
 from .config import RunConfig
 
 CHECKPOINT = "baseline.pt"
@@ -53,12 +58,6 @@ class PriorBaseline(Baseline):
         """(answer, probability) from one question type's training counts (non-empty)."""
 
     def train(self, cfg: PriorConfig, out: str | Path, *, resume: bool = False, progress: bool = True) -> Path:
-        from nsvqa.training.checkpoint import save_checkpoint
-        from nsvqa.artifacts.predictions import load_question_meta
-        from nsvqa.training import RunDir
-
-        from .common import checkpoint_kind
-
         if cfg.model != self.name:
             raise ValueError(f"config field 'model' is {cfg.model!r}, expected {self.name!r}")
         run = RunDir(out, cfg, resume=resume, must_match=("data", "model", "seed", "ontology", "max_train_questions"))
@@ -69,7 +68,6 @@ class PriorBaseline(Baseline):
                 run.log(f"{path} exists; nothing to do")
                 return run.path
             folder = Path(cfg.data)
-            from executors.ontology import load_ontology
 
             metas = load_question_meta(folder.parent, folder.name, "train", ontology=load_ontology(cfg.ontology))
             if cfg.max_train_questions is not None:
@@ -89,10 +87,6 @@ class PriorBaseline(Baseline):
         return run.path
 
     def _load(self, path: Path) -> tuple[PriorConfig, dict[str, dict[str, int]]]:
-        from nsvqa.training.checkpoint import CheckpointError, load_checkpoint
-
-        from .common import checkpoint_kind, config_from_dict
-
         ck = load_checkpoint(path, kind=checkpoint_kind(self.name))
         counts = ck["vocabularies"].get("answers_by_type")
         if not isinstance(counts, dict) or not counts or not all(isinstance(c, dict) and c for c in counts.values()):
@@ -103,11 +97,6 @@ class PriorBaseline(Baseline):
     def predict(self, run_dir: str | Path, root: str | Path, variant: str, split: str = "test", *,
                 spec: ModelSpec | None = None, inputs: PredictInputs = PredictInputs(), device: str = "cpu",
                 progress: bool = False) -> list:
-        from executors.ontology import load_ontology
-        from nsvqa.artifacts.predictions import load_question_meta
-
-        from .common import checkpoint_path
-
         cfg, counts = self._load(checkpoint_path(run_dir))
         overall: Counter = Counter()
         for c in counts.values():
@@ -124,6 +113,8 @@ class PriorBaseline(Baseline):
 class MajorityBaseline(PriorBaseline):
     """The most frequent training answer of the question's type."""
 
+    family = "question-only"
+
     def choose(self, counts: Mapping[str, int], rng: np.random.Generator) -> tuple[str, float]:
         answer, n = min(counts.items(), key=lambda kv: (-kv[1], kv[0]))
         return answer, n / sum(counts.values())
@@ -132,6 +123,8 @@ class MajorityBaseline(PriorBaseline):
 @register("random")
 class RandomBaseline(PriorBaseline):
     """A uniform draw among the distinct training answers of the question's type."""
+
+    family = "question-only"
 
     def choose(self, counts: Mapping[str, int], rng: np.random.Generator) -> tuple[str, float]:
         options = sorted(counts)

@@ -27,6 +27,8 @@ from nsvqa.training.sampling import SequentialBatches
 class MDETRBaseline(Baseline):
     """mDETR: a text-conditioned DETR pretrained on the questions' grounding, fine-tuned for QA."""
 
+    family = "holistic"
+
     config_class = MDETRConfig
     profiles = PROFILES
 

@@ -32,6 +32,8 @@ from nsvqa.training.checkpoint import load_checkpoint
 class NSCLBaseline(Baseline):
     """NSCL: concepts learned from QA through a quasi-symbolic executor over RoI object features."""
 
+    family = "modular"
+
     config_class = NSCLConfig
     profiles = PROFILES
     uses_parses = True  # detections and parsed programs at test time

@@ -45,10 +45,10 @@ from nsvqa.evaluation.study_findings import findings, findings_markdown
 from nsvqa.evaluation.study_systematic import generalization_markdown, generalization_points
 from nsvqa.fileio import write_atomic
 from nsvqa.generation.variants import FACTORS, get_factor, load_variant
+from nsvqa.models import ModelSpec
+from nsvqa.models import get as get_model
 from nsvqa.study import PART_GROUP, STUDY, StudyConfig, canonical
 
-#: The question-only reference of the image margin.
-QUESTION_ONLY = "lstm"
 TEXT_SUFFIXES = (".json", ".md", ".tex")
 
 
@@ -187,6 +187,19 @@ def _in_domain_plot(rows: Sequence[Mapping[str, Any]]) -> bytes:
     return _png(draw)
 
 
+def family(label: str) -> str:
+    """The declared family of the model a label names (:attr:`nsvqa.models.Model.family`; the
+    registry must hold it: scripts import ``baselines``)."""
+    return get_model(ModelSpec.from_label(label).name).family
+
+
+def question_only_reference(in_domain: Sequence[Mapping[str, Any]]) -> str | None:
+    """The image margin's reference: the most accurate in-domain model of the question-only
+    family (it reads no image), None without one."""
+    qo = [r for r in in_domain if r["kind"] == "question-only"]
+    return max(qo, key=lambda r: r["accuracy"])["model"] if qo else None
+
+
 def rd_pairs(cfg: StudyConfig = STUDY) -> list[tuple[str, str]]:
     """The RD differences the study's findings turn on, each as (A, B) for A - B: each P-NSVQA
     model against NS-VQA with the same program source (the default comparisons), each modular model
@@ -195,13 +208,12 @@ def rd_pairs(cfg: StudyConfig = STUDY) -> list[tuple[str, str]]:
     models", "P-NSVQA best on 3 of 4 factors"), and NS-VQA and P-NSVQA with ground-truth programs
     against the non-modular models (whether a redundancy verdict holds without the question parser)."""
     from nsvqa.evaluation import default_comparisons
-    from nsvqa.models import ModelSpec
 
     modular = [m for m in cfg.groups["modular"] if not ModelSpec.from_label(m).gt_programs]
     gt = [m for m in cfg.groups["modular"]
           if ModelSpec.from_label(m).gt_programs and ModelSpec.from_label(m).name in ("nsvqa", "pnsvqa")]
     holistic = [m for g, ms in cfg.groups.items() if g != "modular" for m in ms
-                if m not in cfg.default_only and m != QUESTION_ONLY]
+                if m not in cfg.default_only and family(m) == "holistic"]
     pairs = default_comparisons(list(cfg.groups["modular"])) + [(a, b) for a in modular for b in holistic]
     pairs += ([("nsvqa", "nscl"), ("pnsvqa", "nscl")] if {"nsvqa", "pnsvqa", "nscl"} <= set(modular) else [])
     return pairs + [(a, b) for a in gt for b in holistic]
@@ -224,7 +236,6 @@ def build_study_report(results: str | os.PathLike, cfg: StudyConfig = STUDY, *, 
         raise FileNotFoundError(f"{results}: no finished piece (pieces/<piece>/piece.json)")
     files: dict[str, bytes] = {}
     modular = set(cfg.groups["modular"])
-    kind = {m: ("modular" if m in modular else "holistic") for g in cfg.groups.values() for m in g}
 
     # Table 1 / Table 2, one evaluation per factor
     factors: dict[str, Any] = {}
@@ -277,13 +288,14 @@ def build_study_report(results: str | os.PathLike, cfg: StudyConfig = STUDY, *, 
         if train == test == d and seed == 0:
             a = accuracy(preds)
             cal = calibration(preds)
-            in_domain.append({"model": model, "kind": kind.get(model, "holistic"), "n": a.n,
+            in_domain.append({"model": model, "kind": family(model), "n": a.n,
                               "accuracy": a.accuracy, "ci95": wilson_interval(a.n_correct, a.n),
                               "guessed": a.n_guessed, "ece": cal.ece if cal is not None else None,
                               "reliability": f"reliability/{model}.png" if cal is not None else None})
             if plots and cal is not None:
                 files[f"reliability/{model}.png"] = _reliability(cal.to_json(), f"{model}, train and test {d}")
-    ref = next((r["accuracy"] for r in in_domain if r["model"] == QUESTION_ONLY), None)
+    question_only = question_only_reference(in_domain)
+    ref = next((r["accuracy"] for r in in_domain if r["model"] == question_only), None)
     shuffled = collect_shuffled(done)
     for r in in_domain:
         r["image_margin"] = None if ref is None else r["accuracy"] - ref
@@ -291,7 +303,7 @@ def build_study_report(results: str | os.PathLike, cfg: StudyConfig = STUDY, *, 
         dep = None if dep is None else image_dependence(cells[(r["model"], d, d, 0)], dep)
         if dep is not None:
             r["image_dependence"], r["image_dependence_ci95"] = dep["dependence"], dep["ci95"]
-    in_domain.sort(key=lambda r: (r["kind"] != "holistic", r["accuracy"]))
+    in_domain.sort(key=lambda r: (r["kind"] == "modular", r["accuracy"]))
     if plots and in_domain:
         files["in_domain.png"] = _in_domain_plot(in_domain)
 
@@ -305,7 +317,7 @@ def build_study_report(results: str | os.PathLike, cfg: StudyConfig = STUDY, *, 
         s["mean"] = statistics.fmean(v)
         s["std"] = statistics.stdev(v) if len(v) > 1 else None
 
-    report = {"format_version": 1, "study": cfg.to_json(), "pieces": pieces, "question_only": QUESTION_ONLY,
+    report = {"format_version": 1, "study": cfg.to_json(), "pieces": pieces, "question_only": question_only,
               "in_domain": in_domain, "seeds": seeds, "factors": factors, "parts": parts,
               "perception": perception, "perception_min_exist": MIN_EXIST, "systematic": systematic,
               "fallback": fallback}
@@ -893,5 +905,5 @@ def compare_with_study(report: Mapping[str, Any], results: str | os.PathLike, fa
     return "\n".join(lines)
 
 
-__all__ = ["QUESTION_ONLY", "README_BEGIN", "README_END", "readme_results", "splice_readme", "compare_with_study", "collect", "count_error", "done_pieces", "question_kinds", "factor_cells", "build_study_report", "write_study_report",
+__all__ = ["family", "question_only_reference", "README_BEGIN", "README_END", "readme_results", "splice_readme", "compare_with_study", "collect", "count_error", "done_pieces", "question_kinds", "factor_cells", "build_study_report", "write_study_report",
            "check_study_report", "study_markdown", "study_latex"]

@@ -178,7 +178,7 @@ class Model(ABC):
             :data:`PROFILE_NAMES` for a trainable model).
         uses_parses: ``predict`` answers from the run's scene and question parses.
         supports_gt_programs: a :class:`ModelSpec` with ``gt_programs`` is valid for this model.
-        family: one of :data:`FAMILIES`, or None where the model has not declared it.
+        family: one of :data:`FAMILIES`, declared by every registered model (:func:`register` checks).
     """
 
     name: ClassVar[str] = ""
@@ -261,7 +261,7 @@ def register(name: str) -> Callable[[M], M]:
     Raises:
         ValueError: ``name`` is taken by another class, is not a valid model name (letters, digits,
             ``_ . -``; it must fit a predictions file name and carry no ``+``, which spells
-            options), a declared family is not in :data:`FAMILIES`, a trainable model's config does
+            options), its family is not one of :data:`FAMILIES` (or is not declared), a trainable model's config does
             not derive from :class:`ModelConfig`, or it lacks a profile of :data:`PROFILE_NAMES`.
     """
     def deco(cls: M) -> M:
@@ -282,8 +282,9 @@ def register(name: str) -> Callable[[M], M]:
             if missing:
                 raise ValueError(f"model {name!r}: no profile {missing}; every trainable model has "
                                  f"{list(PROFILE_NAMES)}")
-        if cls.family is not None and cls.family not in FAMILIES:
-            raise ValueError(f"model {name!r}: family {cls.family!r}; valid: {', '.join(FAMILIES)}")
+        if cls.family not in FAMILIES:
+            raise ValueError(f"model {name!r}: family {cls.family!r}; valid: {', '.join(FAMILIES)} (a model declares "
+                             f"its family on its class)")
         cls.name = name
         _REGISTRY[name] = cls
         return cls

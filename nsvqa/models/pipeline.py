@@ -236,6 +236,7 @@ class PipelineModel(Model):
         threshold: P-NSVQA's selection threshold in threshold mode (0.7, the paper's).
     """
 
+    family = "modular"
     uses_parses = True
     supports_gt_programs = True
     threshold: float = 0.7

@@ -43,6 +43,7 @@ def test_registry_names_lookup_and_profiles():
     with pytest.raises(ValueError, match="already registered"):
         @baselines.register("lstm")
         class Other(baselines.Baseline):
+            family = "question-only"
             profiles = {p: {} for p in baselines.PROFILE_NAMES}
     with pytest.raises(ValueError, match="model 'a__b'"):
         baselines.register("a__b")(type("X", (baselines.Baseline,), {"profiles": {}}))
@@ -183,11 +184,18 @@ def test_script_trains_predicts_and_writes_named_files(root, tmp_path, load_scri
     assert f"field 'data': the run was trained on {root / 'mid'}, not on --data" in capsys.readouterr().err
 
 
+def test_script_refuses_a_profile_it_does_not_list(root, tmp_path, load_script, capsys):
+    with pytest.raises(SystemExit) as e:
+        load_script("train_baseline").main(["--data", str(root / "mid"), "--out", str(tmp_path / "run"),
+                                            "--model", "lstm", "--profile", "huge"])
+    assert e.value.code == 2 and "invalid choice: 'huge' (choose from 'tiny', 'demo', 'mini', 'full')" in \
+        capsys.readouterr().err
+
+
 @pytest.mark.parametrize("args,message", [
     (["--model", "nope"], "unknown baseline 'nope'; valid: cnn_lstm, film, film-dense, lstm, majority, mdetr, nscl, objtf, random"),
     (["--model", "lstm", "--set", "image_width=3"], "unknown config fields ['image_width']"),
     (["--model", "lstm", "--set", "steps"], "--set: expected NAME=VALUE, got 'steps'"),
-    (["--model", "lstm", "--profile", "huge"], "unknown profile 'huge'"),
     (["--model", "majority", "--predict-only", "--predict", "DATA"], "baseline.pt: no checkpoint file"),
 ])
 def test_script_bad_input_exits_2_naming_what(root, tmp_path, load_script, capsys, args, message):

@@ -40,6 +40,8 @@ def test_specs_spell_options_and_round_trip():
 
 def test_register_checks_names_and_profiles():
     class Bad(Model):
+        family = "holistic"
+
         def predict(self, *a, **k):
             return []
 
@@ -47,6 +49,8 @@ def test_register_checks_names_and_profiles():
         register("x+y")(Bad)
     with pytest.raises(ValueError, match="already registered"):
         register("nsvqa")(Bad)
+    with pytest.raises(ValueError, match=r"family None; valid: modular, holistic, question-only"):
+        register("undeclared")(type("Undeclared", (Bad,), {"family": None}))
 
     @dataclass(frozen=True)
     class Cfg(Config):  # the README's old example: none of the fields the experiment passes
