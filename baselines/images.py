@@ -13,8 +13,12 @@ from typing import Any, Sequence
 
 import torch
 from torch.nn import functional as F
+from tqdm import tqdm
 
+from nsvqa.artifacts.features import features_path, image_key, load_features
+from nsvqa.artifacts.images import read_image
 from nsvqa.fileio import atomic_open
+from parsers.backbones import TAP_STRIDES, WEIGHTS_SHA256, EfficientNetLite0
 
 IMAGE_MEAN, IMAGE_STD = 0.5, 0.25  # images in [0, 1] -> roughly zero mean, unit variance
 
@@ -32,10 +36,6 @@ def load_images(folder: str | Path, split: str, filenames: Sequence[str], width:
     Raises:
         FileNotFoundError: an image file that does not exist (its path named).
     """
-    from tqdm import tqdm
-
-    from nsvqa.artifacts.images import read_image
-
     folder = Path(folder)
     files = list(dict.fromkeys(filenames))
     key = {"source": str((folder / "images" / split).resolve()), "files": files, "size": [height, width]}
@@ -83,12 +83,6 @@ def backbone_features(folder: str | Path, split: str, filenames: Sequence[str], 
         FileNotFoundError: an image file that does not exist (its path named).
         parsers.backbones.WeightsUnavailable: the weights package is not installed.
     """
-    from tqdm import tqdm
-
-    from nsvqa.artifacts.features import features_path, image_key, load_features
-    from nsvqa.artifacts.images import read_image
-    from parsers.backbones import TAP_STRIDES, WEIGHTS_SHA256, EfficientNetLite0
-
     if backbone not in FEATURE_BACKBONES:
         raise ValueError(f"feature backbone {backbone!r}: valid: {', '.join(FEATURE_BACKBONES)}")
     bad = sorted(set(strides) - set(TAP_STRIDES))

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import torch
 from torch import nn
+from torchvision.models import resnet18
 
+from parsers.backbones import TAP_CHANNELS, EfficientNetLite0
 from parsers.question.vocab import NULL_ID
 
 from .images import IMAGE_MEAN, IMAGE_STD
@@ -23,7 +25,6 @@ class Lite0Trunk(nn.Module):
 
     def __init__(self, feature_stride: int = 16):
         super().__init__()
-        from parsers.backbones import TAP_CHANNELS, EfficientNetLite0
 
         self.net = EfficientNetLite0(weights="imagenet", min_stride=min(8, feature_stride))
         self.key = str(self.net.strides.index(feature_stride))
@@ -85,8 +86,6 @@ class ImageEncoder(nn.Module):
     def __init__(self, backbone: str, width: int, out_dim: int, feature_stride: int = 16):
         super().__init__()
         if backbone == "lite0":
-            from parsers.backbones import TAP_CHANNELS
-
             channels = 8 * width
             self.body = nn.Sequential(nn.Conv2d(TAP_CHANNELS[feature_stride], channels, 3, padding=1, bias=False),
                                       nn.BatchNorm2d(channels), nn.ReLU(inplace=True))
@@ -103,8 +102,6 @@ class ImageEncoder(nn.Module):
             self.body = nn.Sequential(*layers)
             channels = c_in
         elif backbone == "resnet18":
-            from torchvision.models import resnet18
-
             r = resnet18(weights=None)
             self.body = nn.Sequential(r.conv1, r.bn1, r.relu, r.maxpool, r.layer1, r.layer2, r.layer3, r.layer4)
             channels = 512

@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from parsers.backbones import TAP_STRIDES
+
 from .config import TrainConfig
 
 
@@ -80,8 +82,6 @@ class ImageQuestionModelConfig(QuestionModelConfig):
 def check_backbone(backbone: str, feature_stride: int) -> None:
     """ValueError naming the field: a backbone not in :data:`BACKBONES`, or a ``feature_stride``
     the frozen backbone has no map at."""
-    from parsers.backbones import TAP_STRIDES
-
     if backbone not in BACKBONES:
         raise ValueError(f"backbone {backbone!r}: valid: {', '.join(BACKBONES)}")
     if backbone in ("lite0", "lite0-ft") and feature_stride not in TAP_STRIDES:
