@@ -702,6 +702,17 @@ def _expected_steps(piece: Piece, cfg: StudyConfig, measured: Sequence[str]) -> 
     return keys + [_step_kind("test_", own)] * len(piece.tests)
 
 
+def budget_group(piece: Piece) -> str:
+    """The part of the study a piece's hours are counted under: ``parts`` (the extension),
+    ``systematic`` (the splits), ``seeds`` (the default variant's further seeds), else its group
+    (``modular``, ``film``, ``mdetr``: Tables 1-2)."""
+    if piece.group == PART_GROUP:
+        return PART_GROUP
+    if piece.variant in FACTORS["systematic"]:
+        return "systematic"
+    return "seeds" if piece.seed != 0 else piece.group
+
+
 def budget(results: str | os.PathLike, cfg: StudyConfig = STUDY) -> dict[str, Any]:
     """The study's compute: the hours its committed pieces took, and a projection of each pending
     piece in plan order against :attr:`StudyConfig.budget_hours`.
@@ -724,6 +735,7 @@ def budget(results: str | os.PathLike, cfg: StudyConfig = STUDY) -> dict[str, An
     """
     plan = study_pieces(cfg)
     spent, done, seen = 0.0, set(), {}
+    by_group: dict[str, float] = {}
     for piece in plan:
         path = piece_dir(results, piece) / "piece.json"
         if not path.exists():
@@ -735,6 +747,7 @@ def budget(results: str | os.PathLike, cfg: StudyConfig = STUDY) -> dict[str, An
             raise StudyError(f"{path}: no readable field seconds.total ({type(e).__name__}: {e})") from e
         done.add(piece.name)
         spent += total
+        by_group[budget_group(piece)] = by_group.get(budget_group(piece), 0.0) + total
         attempts = rec["seconds"].get("attempts", [])
         lost = [i for i, a in enumerate(attempts) if a.get("lost")]
         attempts = attempts[lost[-1] + 1:] if lost else attempts  # its run folder gone: the next call began anew
@@ -770,6 +783,7 @@ def budget(results: str | os.PathLike, cfg: StudyConfig = STUDY) -> dict[str, An
                         "cumulative_hours": round(cumulative / 3600, 2) if seconds is not None else None,
                         "within_cap": None if seconds is None else cumulative <= cfg.budget_hours * 3600})
     return {"cap_hours": cfg.budget_hours, "done": len(done), "spent_hours": round(spent / 3600, 2),
+            "spent_hours_by_group": {g: round(v / 3600, 2) for g, v in sorted(by_group.items())},
             "step_minutes": {g: {k: round(v / 60, 1) for k, v in ks.items()} for g, ks in medians.items()},
             "pending": pending}
 
@@ -809,8 +823,12 @@ def out_of_time(results: str | os.PathLike, piece: Piece, seconds_left: float, c
 
 def budget_markdown(b: Mapping[str, Any]) -> str:
     """:func:`budget` as a Markdown table (what ``run_study.py --budget`` prints)."""
-    lines = [f"{b['done']} pieces committed: {b['spent_hours']:.1f} hours of the {b['cap_hours']:g}-hour cap.", "",
-             "| pending piece | projected min | cumulative hours | within cap | projected from |",
+    lines = [f"{b['done']} pieces committed: {b['spent_hours']:.1f} hours of the {b['cap_hours']:g}-hour cap.", ""]
+    if b.get("spent_hours_by_group"):
+        lines += ["| spent on | hours |", "|---|---|"]
+        lines += [f"| {g} | {h:.1f} |" for g, h in b["spent_hours_by_group"].items()]
+        lines += [f"| **total** | **{b['spent_hours']:.1f}** of {b['cap_hours']:g} |", ""]
+    lines += ["| pending piece | projected min | cumulative hours | within cap | projected from |",
              "|---|---|---|---|---|"]
     for p in b["pending"]:
         if p["minutes"] is None:
@@ -827,4 +845,4 @@ __all__ = ["STUDY", "STUDY_FILE", "results_config", "PART_GROUP", "StudyConfig",
            "scene_source",
            "checkpoint_seconds", "SCENE_GROUPS", "write_perception",
            "variants_tested", "study_pieces", "piece_dir", "is_done", "pending_pieces", "generate_piece_data", "machine",
-           "run_piece", "attempt_seconds", "close_stopped_attempts", "stopped_in_training", "budget", "over_cap", "out_of_time", "budget_markdown"]
+           "run_piece", "attempt_seconds", "close_stopped_attempts", "stopped_in_training", "budget", "budget_group", "over_cap", "out_of_time", "budget_markdown"]

@@ -47,7 +47,7 @@ from nsvqa.fileio import write_atomic
 from nsvqa.generation.variants import FACTORS, get_factor, load_variant
 from nsvqa.models import ModelSpec
 from nsvqa.models import get as get_model
-from nsvqa.study import PART_GROUP, STUDY, StudyConfig, canonical
+from nsvqa.study import PART_GROUP, STUDY, StudyConfig, budget, budget_markdown, canonical
 
 TEXT_SUFFIXES = (".json", ".md", ".tex")
 
@@ -321,6 +321,7 @@ def build_study_report(results: str | os.PathLike, cfg: StudyConfig = STUDY, *, 
               "in_domain": in_domain, "seeds": seeds, "factors": factors, "parts": parts,
               "perception": perception, "perception_min_exist": MIN_EXIST, "systematic": systematic,
               "fallback": fallback}
+    report["budget"] = budget(results, cfg)
     report["findings"] = findings(report, cells, d)
     report["generalization"] = generalization_points(report, cells)
     files["report.json"] = (json.dumps(report, indent=1) + "\n").encode()
@@ -744,6 +745,10 @@ def study_markdown(report: Mapping[str, Any]) -> str:
                           f"{_pct(s['mean'])} ± {_pct(s['std'], 2) if s['std'] is not None else '—'}"]
                          for m, s in report["seeds"].items()])
         lines.append("")
+    if report.get("budget"):
+        lines += ["## Budget", "", "Hours of 2-core compute the committed pieces took (every attempt), by part of "
+                  "the study, against the cap; each pending piece projected from the committed ones' steps "
+                  "(`scripts/run_study.py --budget`; docs/study.md).", "", budget_markdown(report["budget"])]
     lines += ["## Pieces", "",
               "Each piece is rerun (at its commit, resuming what its run folder holds) with "
               "`python scripts/run_study.py --only <piece>`; every table above is rebuilt from the committed "

@@ -9,7 +9,7 @@ import os
 import pytest
 
 from nsvqa.generation.suite import SuiteProfile
-from nsvqa.study import (PART_GROUP, STUDY, Piece, StudyConfig, StudyError, canonical, check_aliases, is_done,
+from nsvqa.study import (budget_markdown, PART_GROUP, STUDY, Piece, StudyConfig, StudyError, canonical, check_aliases, is_done,
                          pending_pieces, piece_setup, results_config, run_piece, scene_source, study_pieces,
                          variants_tested, training_variants)
 from nsvqa.artifacts.predictions import find_prediction_files, read_predictions
@@ -561,6 +561,9 @@ def test_the_budget_adds_the_committed_hours_and_projects_each_pending_piece_fro
     spent = (1200 + 300 + 600 + 60 + 360 + 3600 + 10 + 500 + 1000 + 60 + 90 + 1578 + 1000 + 1740 + 2300
              + 1810 + 600 + 60 + 720)
     assert b["done"] == 8 and b["spent_hours"] == round(spent / 3600, 2)
+    # the hours by part of the study add up to the total, and the table prints them
+    assert sum(b["spent_hours_by_group"].values()) == pytest.approx(b["spent_hours"], abs=0.05)
+    assert "| **total** |" in budget_markdown(b)
     assert b["step_minutes"]["film"]["model_film"] == round(1700 / 60, 1)  # median of 1500, 1700 and 1800
     # the parsers' phase: easy's one after the other (1,500 s), slt's side by side (1,810 s); the
     # noted record's 99999 s left out
