@@ -263,7 +263,8 @@ def test_only_rank_0_writes_the_run_directory(qp_runs):
     recs, paths = qp_runs
     out = Path(paths["sgd"])
     assert [r["sgd"]["run"] for r in recs] == ["RunDir", "QuietRun"]
-    assert sorted(p.name for p in out.iterdir()) == ["config.json", "question_parser.pt", "tb", "train.log"]
+    assert sorted(p.name for p in out.iterdir()) == ["config.json", "question_parser.pt", "question_parser.pt.sha256",
+                                                     "tb", "train.log"]
     assert len(json.loads((out / "config.json").read_text())["history"]) == 1
     assert len(list((out / "tb").iterdir())) == 1  # one event file: one writer
     log = (out / "train.log").read_text()
@@ -318,9 +319,11 @@ def test_scene_parser_trains_data_parallel(tmp_path_factory, require_renderer):
     assert all(len(g) == 16 and len(m) == 8 for r in recs for g, m in r["seen"][2:])
     assert [r["run"] for r in recs] == ["RunDir", "QuietRun"]
     assert not any(r["group_alive"] for r in recs)  # the group train_scene_parser made is gone
-    assert sorted(p.name for p in out.iterdir()) == ["attributes.pt", "config.json", "crops_train_det.pt",
-                                                     "crops_train_gt.pt", "crops_val_gt.pt", "detector.pt", "tb",
-                                                     "train.log"]
+    names = sorted(p.name for p in out.iterdir())
+    assert [n for n in names if not n.endswith(".sha256")] == [
+        "attributes.pt", "config.json", "crops_train_det.pt", "crops_train_gt.pt", "crops_val_gt.pt", "detector.pt",
+        "tb", "train.log"]
+    assert {"attributes.pt.sha256", "detector.pt.sha256"} <= set(names)  # checkpoints carry their sidecar
     assert len(list((out / "tb").iterdir())) == 1
     log = (out / "train.log").read_text()
     assert log.count("detector step 0 ") == 1 and log.count("attributes epoch 1 val ") == 1
