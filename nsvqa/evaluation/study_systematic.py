@@ -57,6 +57,16 @@ def _point(key: str, paper: str, verdict: str, ours: Sequence[str], why: str = "
             "why": why}
 
 
+def _by_intervals(key: str, paper: str, ours: Sequence[str], hold: Sequence[bool], oppose: Sequence[bool],
+                  missing: str) -> dict[str, Any]:
+    """A point decided on Wilson intervals: agrees when every comparison holds the paper's side,
+    differs when one holds the other, cannot say otherwise (or, without comparisons, ``missing``)."""
+    if not ours:
+        return _point(key, paper, "cannot say", [], missing)
+    verdict = "agrees" if all(hold) else "differs" if any(oppose) else "cannot say"
+    return _point(key, paper, verdict, ours, "" if verdict != "cannot say" else "some Wilson intervals overlap")
+
+
 def _random_to_systematic(sysr: Mapping[str, Any]) -> dict[str, Any]:
     paper = "accuracy (R²) drops sharply from the random split to the systematic ones"
     ours, below, above = [], [], []
@@ -70,12 +80,8 @@ def _random_to_systematic(sysr: Mapping[str, Any]) -> dict[str, Any]:
                         f"({100 * (ood[0] - rand[0]):+.1f} points)")
             below.append(ood[1][1] < rand[1][0])
             above.append(ood[1][0] > rand[1][1])
-    if not ours:
-        return _point("random_to_systematic", paper, "cannot say", [],
-                      "needs sys-random and a systematic split with OOD questions")
-    verdict = "agrees" if all(below) else "differs" if any(above) else "cannot say"
-    return _point("random_to_systematic", paper, verdict, ours,
-                  "" if verdict != "cannot say" else "some Wilson intervals overlap")
+    return _by_intervals("random_to_systematic", paper, ours, below, above,
+                         "needs sys-random and a systematic split with OOD questions")
 
 
 def _extrapolation_hardest(sysr: Mapping[str, Any]) -> dict[str, Any]:
@@ -91,12 +97,8 @@ def _extrapolation_hardest(sysr: Mapping[str, Any]) -> dict[str, Any]:
             f"{s} {_pct(a[0])}" for s, a in others.items()))
         hold += [ex[1][1] < a[1][0] for a in others.values()]
         oppose += [ex[1][0] > a[1][1] for a in others.values()]
-    if not ours:
-        return _point("extrapolation_hardest", paper, "cannot say", [],
-                      "needs sys-extrapolation and another systematic split")
-    verdict = "agrees" if all(hold) else "differs" if any(oppose) else "cannot say"
-    return _point("extrapolation_hardest", paper, verdict, ours,
-                  "" if verdict != "cannot say" else "some Wilson intervals overlap")
+    return _by_intervals("extrapolation_hardest", paper, ours, hold, oppose,
+                         "needs sys-extrapolation and another systematic split")
 
 
 def _drop(id_acc: float, id_n: int, ood_acc: float, ood_n: int) -> tuple[float, list[float]]:
