@@ -368,12 +368,13 @@ def _systematic_finding(report: Mapping[str, Any], cells: Cells) -> dict[str, An
         preds = cells.get((model, "sys-extrapolation", "sys-extrapolation", 0))
         if preds is None:
             continue
-        errs = count_errors(p for p in preds if p.ood)
+        errs = count_errors(p for p in preds if p.ood and not p.guessed)  # a guess after a failed program: no count
         if len(errs) > 1 and len(set(errs)) > 1:
             ci = ttest_1samp(errs, 0.0).confidence_interval(0.95)
             intervals.append([-float(ci.high), -float(ci.low)])  # short of the truth: toward training
             ours.append(f"sys-extrapolation, {model}: count answers on held-out scenes off by "
-                        f"{sum(errs) / len(errs):+.2f} [{ci.low:+.2f}, {ci.high:+.2f}] ({len(errs)} questions)")
+                        f"{sum(errs) / len(errs):+.2f} [{ci.low:+.2f}, {ci.high:+.2f}] ({len(errs)} questions, "
+                        f"guesses left out)")
     return _finding("systematic", "OOD predictions regress to training frequencies (systematic splits)", ours,
                     intervals, +1, "Wilson interval of the fallback share against uniform; t interval of the "
                     "held-out count error against 0",
