@@ -8,6 +8,7 @@ import os
 
 import pytest
 
+import baselines  # noqa: F401  (registers the models whose declared family the reports read)
 from nsvqa.generation.suite import SuiteProfile
 from nsvqa.study import (budget_markdown, PART_GROUP, STUDY, Piece, StudyConfig, StudyError, canonical, check_aliases, is_done,
                          pending_pieces, piece_setup, results_config, run_piece, scene_source, study_pieces,
@@ -637,3 +638,28 @@ def test_the_commit_a_piece_records_is_head_when_the_process_first_asked(monkeyp
         assert nsvqa.study._commit() == "a" * 40  # HEAD moved to b…, the process did not
     finally:
         nsvqa.study._commit.cache_clear()
+
+
+def test_the_in_domain_rows_carry_the_image_shuffle_tests_dependence(tmp_path):
+    from nsvqa.artifacts.predictions import Prediction, write_predictions
+    from nsvqa.evaluation.study_report import build_study_report, readme_results
+
+    def right(k, n=8):  # k of n questions right
+        return [Prediction(i, "exist", "yes", "yes" if i < k else "no", image_index=i) for i in range(n)]
+
+    _write_piece(tmp_path, "mid-seed0-film", "mid", "film", ["lstm", "film"], {"lstm": right(4), "film": right(5)})
+    _write_piece(tmp_path, "mid-seed0-modular", "mid", "modular", ["nsvqa"], {"nsvqa": right(8)})
+    # the image-shuffle test's predictions: the LSTM loses nothing, NS-VQA falls to the prior
+    shuffled = tmp_path / "pieces" / "mid-seed0-film" / "shuffled"
+    write_predictions(shuffled / "lstm__train-mid__test-mid.jsonl.gz", right(4))
+    write_predictions(tmp_path / "pieces" / "mid-seed0-modular" / "shuffled" / "nsvqa__train-mid__test-mid.jsonl.gz",
+                      right(4))
+    report = json.loads(build_study_report(tmp_path, plots=False)["report.json"])
+    rows = {r["model"]: r for r in report["in_domain"]}
+    assert rows["lstm"]["image_dependence"] == 0.0 and rows["nsvqa"]["image_dependence"] == 0.5
+    assert "image_dependence" not in rows["film"]  # no shuffled predictions committed: not scored
+    assert (rows["lstm"]["kind"], rows["film"]["kind"], rows["nsvqa"]["kind"]) == ("question-only", "holistic",
+                                                                                   "modular")
+    table = readme_results(report)
+    assert "| nsvqa | modular | 100.0 [" in table and "| +50.0 | +50.0 |" in table
+    assert "| film | holistic | 62.5 [" in table and "| +12.5 | — |" in table
