@@ -54,7 +54,8 @@ from nsvqa.generation.variants import FACTORS, get_factor, load_variant
 from nsvqa.models import ModelSpec, PredictInputs, UnknownModel
 from nsvqa.artifacts.likelihoods import PARSE_MIN_SCORE
 from nsvqa.artifacts.predictions import predictions_path, write_predictions
-from nsvqa.artifacts.questions import questions_path, read_questions
+from nsvqa.artifacts.questions import QuestionsFile, questions_path, read_questions, write_questions
+from nsvqa.evaluation.image_dependence import image_dependence, shuffled_questions
 
 #: The models :func:`train_variant` runs when none are named.
 DEFAULT_MODELS = ("nsvqa", "pnsvqa", "pnsvqa-exact")
@@ -374,7 +375,7 @@ def parse_questions(run: VariantRun, data: Path, split: str, *, beam: int = 1, t
     """``parsed/<test>/programs.json``: the run's question parser on ``data``'s questions of
     ``split``, one record per question, in file order (reused when its provenance matches;
     ``tuning`` as in :func:`parse_scenes`)."""
-    from nsvqa.artifacts import ParsedPrograms, questions_path, read_questions, write_programs
+    from nsvqa.artifacts import ParsedPrograms, write_programs
     from nsvqa.training.loading import QUESTION_CHECKPOINT, load_question_parser
 
     out = run.parsed(data.name, "programs", split if tuning else None)
@@ -406,18 +407,17 @@ def write_model_predictions(run: VariantRun, data: Path, split: str, specs: Sequ
     return out
 
 
-def shuffled_view(data: Path, split: str, into: Path, seed: int = 0) -> tuple[Path, dict[int, int]]:
+def shuffled_view(data: Path, split: str, into: Path, seed: int = 0, *,
+                  questions: QuestionsFile | None = None) -> tuple[Path, dict[int, int]]:
     """A view of the variant folder ``data`` under ``INTO/<variant>/`` whose ``split`` questions are
     :func:`nsvqa.evaluation.image_dependence.shuffled_questions` of ``data``'s (every other entry a
     symbolic link to ``data``'s: images, scenes, cached features, manifest, the other questions
-    files); returns (the view's folder, image -> image it is paired with).
+    files); returns (the view's folder, image -> image it is paired with). ``questions``: the
+    split's questions already read (else read here).
 
     Raises:
         ValueError: a split with fewer than two images, or a question without ``image_index``.
     """
-    from nsvqa.artifacts.questions import questions_path, read_questions, write_questions
-    from nsvqa.evaluation.image_dependence import shuffled_questions
-
     data = Path(data).resolve()
     view = Path(into) / data.name
     view.mkdir(parents=True)
@@ -428,7 +428,9 @@ def shuffled_view(data: Path, split: str, into: Path, seed: int = 0) -> tuple[Pa
     for entry in (data / "questions").iterdir():
         if entry != questions_path(data, split):
             (view / "questions" / entry.name).symlink_to(entry)
-    shuffled, pairing = shuffled_questions(read_questions(questions_path(data, split)), seed)
+    if questions is None:
+        questions = read_questions(questions_path(data, split))
+    shuffled, pairing = shuffled_questions(questions, seed)
     write_questions(questions_path(view, split), shuffled)
     return view, pairing
 
@@ -440,15 +442,19 @@ def write_shuffled_predictions(run: VariantRun, data: Path, split: str, specs: S
     as :func:`write_model_predictions` (parses are keyed by image, so a question reads the parse of
     the image it is paired with), answers every question of a :func:`shuffled_view` of ``data``
     (derangement seed ``seed``). The view lives in a temporary folder of the run and is removed.
-    Returns label -> path. Score them with :func:`nsvqa.evaluation.image_dependence.image_dependence`
+    Returns label -> path; empty when the split has fewer than two images (nothing to pair a
+    question with). Score them with :func:`nsvqa.evaluation.image_dependence.image_dependence`
     against :func:`write_model_predictions`' files."""
     import shutil
     import tempfile
 
+    questions = read_questions(questions_path(data, split))
+    if len({q.image_index for q in questions}) < 2:
+        return {}
     out = {}
     tmp = Path(tempfile.mkdtemp(prefix=".shuffle-", dir=run.path))
     try:
-        view, _ = shuffled_view(data, split, tmp, seed)
+        view, _ = shuffled_view(data, split, tmp, seed, questions=questions)
         for spec in specs:
             model = registry.get(spec.name)
             has_dir = model.trainable or model.tunes_on_val
@@ -476,7 +482,7 @@ def check_variant_data(root: Path, variant: str, splits: Sequence[str], *, annot
             empty questions list.
         FormatError: a malformed file (naming the file, the item and the field).
     """
-    from nsvqa.artifacts import questions_path, read_questions, read_scenes, scenes_path
+    from nsvqa.artifacts import read_scenes, scenes_path
 
     for split in splits:
         for rel in (f"questions/{split}_questions.json", f"scenes/{split}_scenes.json",
@@ -511,7 +517,6 @@ def train_variant(root: str | os.PathLike, variant: str, runs: str | os.PathLike
         OutputNotWritable: ``runs`` cannot be written (before any work).
     """
     from nsvqa.evaluation import accuracy
-    from nsvqa.evaluation.image_dependence import image_dependence
     from nsvqa.artifacts.predictions import read_predictions
     from nsvqa.training import RunDir
 
@@ -590,12 +595,10 @@ def train_variant(root: str | os.PathLike, variant: str, runs: str | os.PathLike
             if need.question_parser:
                 parse_questions(run, root / t, split)
             paths = write_model_predictions(run, root / t, split, specs, device=spec.device)
-            shuffled = {}
-            if spec.image_shuffle and len({q.image_index for q in read_questions(questions_path(root / t, split))}) < 2:
+            shuffled = (write_shuffled_predictions(run, root / t, split, specs, device=spec.device,
+                                                   seed=spec.shuffle_seed) if spec.image_shuffle else {})
+            if spec.image_shuffle and not shuffled:
                 rd.log(f"image shuffle on {t}: skipped, its {split} split has fewer than two images to pair")
-            elif spec.image_shuffle:
-                shuffled = write_shuffled_predictions(run, root / t, split, specs, device=spec.device,
-                                                      seed=spec.shuffle_seed)
             timing[f"test_{t}"] = time.perf_counter() - t1
             for m, p in paths.items():
                 preds = read_predictions(p)

@@ -747,7 +747,8 @@ def budget(results: str | os.PathLike, cfg: StudyConfig = STUDY) -> dict[str, An
             raise StudyError(f"{path}: no readable field seconds.total ({type(e).__name__}: {e})") from e
         done.add(piece.name)
         spent += total
-        by_group[budget_group(piece)] = by_group.get(budget_group(piece), 0.0) + total
+        group = budget_group(piece)
+        by_group[group] = by_group.get(group, 0.0) + total
         attempts = rec["seconds"].get("attempts", [])
         lost = [i for i, a in enumerate(attempts) if a.get("lost")]
         attempts = attempts[lost[-1] + 1:] if lost else attempts  # its run folder gone: the next call began anew

@@ -74,8 +74,9 @@ def get_args_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = get_args_parser().parse_args(argv)
-    if args.readme is None and args.results == get_args_parser().get_default("results"):
+    parser = get_args_parser()
+    args = parser.parse_args(argv)
+    if args.readme is None and args.results == parser.get_default("results"):
         args.readme = Path("README.md")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     if args.threads:

@@ -72,24 +72,28 @@ def collect(results: str | os.PathLike, *, parts: bool = False,
         pieces.append({"name": folder.name, "commit": rec.get("commit"), "machine": rec.get("machine"),
                        "minutes": round(rec["seconds"]["total"] / 60, 1), "models": rec["piece"]["models"],
                        "tests": rec["piece"]["tests"]})
-        if (rec["piece"]["group"] == PART_GROUP) != parts:
-            continue
-        for f in sorted((folder / "predictions").glob("*.jsonl.gz")):
-            k = parse_predictions_name(f)
-            cells[(k.model, k.train, k.test, seed)] = read_predictions(f)
+        if (rec["piece"]["group"] == PART_GROUP) == parts:
+            cells.update(_piece_cells(folder, seed, "predictions"))
     return cells, pieces
+
+
+def _piece_cells(folder: Path, seed: int, kind: str) -> dict[tuple[str, str, str, int], list[Prediction]]:
+    """A piece folder's gzipped predictions under ``kind`` (``predictions`` or ``shuffled``), keyed
+    (model, train, test, seed)."""
+    out = {}
+    for f in sorted((folder / kind).glob("*.jsonl.gz")):
+        k = parse_predictions_name(f)
+        out[(k.model, k.train, k.test, seed)] = read_predictions(f)
+    return out
 
 
 def collect_shuffled(done: Sequence[tuple[Path, Mapping[str, Any]]]) -> dict[tuple[str, str, str, int], list[Prediction]]:
     """The image-shuffle test's committed predictions (``pieces/<piece>/shuffled/``, pieces run
-    since the test exists), keyed as :func:`collect`'s."""
+    since the test exists; not the part extension's), keyed as :func:`collect`'s."""
     out: dict[tuple[str, str, str, int], list[Prediction]] = {}
     for folder, rec in done:
-        if rec["piece"]["group"] == PART_GROUP:
-            continue
-        for f in sorted((folder / "shuffled").glob("*.jsonl.gz")):
-            k = parse_predictions_name(f)
-            out[(k.model, k.train, k.test, int(rec["piece"]["seed"]))] = read_predictions(f)
+        if rec["piece"]["group"] != PART_GROUP:
+            out.update(_piece_cells(folder, int(rec["piece"]["seed"]), "shuffled"))
     return out
 
 
