@@ -28,7 +28,8 @@ from pathlib import Path
 
 import baselines  # noqa: F401  (registers the baselines in nsvqa.models)
 from nsvqa.study import (StudyConfig, StudyError, budget, budget_markdown, is_done, pending_pieces, piece_dir,
-                         out_of_time, over_cap, results_config, run_piece, study_pieces, write_perception)
+                         out_of_time, over_cap, results_config, study_pieces)
+from nsvqa.study_run import run_piece, write_perception
 from nsvqa.config import HelpFormatter
 
 PROG = "run_study.py"

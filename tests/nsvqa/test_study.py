@@ -10,9 +10,8 @@ import pytest
 
 import baselines  # noqa: F401  (registers the models whose declared family the reports read)
 from nsvqa.generation.suite import SuiteProfile
-from nsvqa.study import (budget_markdown, PART_GROUP, STUDY, Piece, StudyConfig, StudyError, canonical, check_aliases, is_done,
-                         pending_pieces, piece_setup, results_config, run_piece, scene_source, study_pieces,
-                         variants_tested, training_variants)
+from nsvqa.study import (budget_markdown, PART_GROUP, STUDY, Piece, StudyConfig, StudyError, canonical, check_aliases, is_done, pending_pieces, piece_setup, results_config, scene_source, study_pieces, variants_tested, training_variants)
+from nsvqa.study_run import run_piece
 from nsvqa.artifacts.predictions import find_prediction_files, read_predictions
 
 
@@ -230,11 +229,11 @@ def test_the_report_scores_the_part_extensions_part_and_object_questions_apart(t
 def test_a_piece_runs_commits_gzipped_predictions_and_is_then_skipped(tmp_path, require_renderer, monkeypatch):
     import torch
 
-    import nsvqa.study
+    import nsvqa.study_run
 
     torch.manual_seed(0)
     head = ["started"]  # HEAD moves on while the piece runs (at its first message): it records the one it ran
-    monkeypatch.setattr(nsvqa.study, "_commit", lambda: head[0])
+    monkeypatch.setattr(nsvqa.study_run, "_commit", lambda: head[0])
     cfg = StudyConfig(sizes=SuiteProfile(4, 2, 2), image_profile="tiny", profile="tiny",
                       scene_overrides={"mode": "agnostic", "attr_parts": False, "det_iterations": 2,
                                        "attr_epochs": 1},
@@ -383,8 +382,7 @@ def test_a_stopped_attempt_counts_up_to_its_last_write_before_the_next_start(tmp
 
 
 def test_a_call_that_fails_closes_its_attempt_with_the_error(tmp_path, monkeypatch):
-    import nsvqa.experiment
-    import nsvqa.study
+    import nsvqa.study_run
     from nsvqa.study import stopped_in_training
 
     piece = Piece("long", 0, "modular", ("nsvqa",), ("long",))
@@ -393,15 +391,15 @@ def test_a_call_that_fails_closes_its_attempt_with_the_error(tmp_path, monkeypat
     def fail(*args, **kwargs):
         raise RuntimeError("could not place 10 objects")
 
-    monkeypatch.setattr(nsvqa.study, "generate_piece_data", fail)
+    monkeypatch.setattr(nsvqa.study_run, "generate_piece_data", fail)
     with pytest.raises(RuntimeError, match="could not place"):
         run_piece(piece, tmp_path / "data", tmp_path / "runs", tmp_path / "results", STUDY, echo=lambda s: None)
     (first,) = json.loads(ledger.read_text())["attempts"]
     assert first["stopped"] and first["error"] == "RuntimeError: could not place 10 objects"
     assert first["seconds"] >= 0 and not stopped_in_training(first)  # no step was cut short
     # a failure in training: the attempt holds its generation seconds and is one stopped in training
-    monkeypatch.setattr(nsvqa.study, "generate_piece_data", lambda *a, **k: None)
-    monkeypatch.setattr(nsvqa.experiment, "train_variant", lambda *a, **k: (_ for _ in ()).throw(KeyboardInterrupt()))
+    monkeypatch.setattr(nsvqa.study_run, "generate_piece_data", lambda *a, **k: None)
+    monkeypatch.setattr(nsvqa.study_run, "train_variant", lambda *a, **k: (_ for _ in ()).throw(KeyboardInterrupt()))
     with pytest.raises(KeyboardInterrupt):
         run_piece(piece, tmp_path / "data", tmp_path / "runs", tmp_path / "results", STUDY, echo=lambda s: None)
     got = json.loads(ledger.read_text())["attempts"]
@@ -412,7 +410,7 @@ def test_a_call_that_fails_closes_its_attempt_with_the_error(tmp_path, monkeypat
 def test_checkpoint_seconds_reads_what_each_checkpoint_records(tmp_path):
     import torch
 
-    from nsvqa.study import checkpoint_seconds
+    from nsvqa.study_run import checkpoint_seconds
     from nsvqa.training.checkpoint import save_checkpoint
 
     w = {"w": torch.zeros(1)}
@@ -594,8 +592,8 @@ def test_the_budget_adds_the_committed_hours_and_projects_each_pending_piece_fro
 
 
 def test_a_systematic_pieces_perception_has_its_val_split_as_the_id_reference(tmp_path, monkeypatch):
-    import nsvqa.evaluation.perception
-    from nsvqa.study import write_perception
+    import nsvqa.study_run
+    from nsvqa.study_run import write_perception
 
     calls = []
 
@@ -603,7 +601,7 @@ def test_a_systematic_pieces_perception_has_its_val_split_as_the_id_reference(tm
         calls.append((path.name, folder.name, split, bool(spec and spec.get("ood"))))
         return {"split": split, "all": {"objects": 40 if split == "val" else 30}}
 
-    monkeypatch.setattr(nsvqa.evaluation.perception, "perception", fake)
+    monkeypatch.setattr(nsvqa.study_run, "perception", fake)
     piece = Piece("sys-composition", 0, "modular", ("nsvqa",), ("sys-composition",))
     parsed = tmp_path / "runs" / "sys-composition" / "parsed" / "sys-composition"
     parsed.mkdir(parents=True)
@@ -628,16 +626,16 @@ def test_the_commit_a_piece_records_is_head_when_the_process_first_asked(monkeyp
     """A process running several pieces runs the code it imported: later commits do not move it."""
     import subprocess
 
-    import nsvqa.study
+    import nsvqa.study_run
 
-    nsvqa.study._commit.cache_clear()
+    nsvqa.study_run._commit.cache_clear()
     heads = iter(["a" * 40, "b" * 40])
     monkeypatch.setattr(subprocess, "run", lambda *a, **k: subprocess.CompletedProcess(a, 0, next(heads) + "\n", ""))
     try:
-        assert nsvqa.study._commit() == "a" * 40
-        assert nsvqa.study._commit() == "a" * 40  # HEAD moved to b…, the process did not
+        assert nsvqa.study_run._commit() == "a" * 40
+        assert nsvqa.study_run._commit() == "a" * 40  # HEAD moved to b…, the process did not
     finally:
-        nsvqa.study._commit.cache_clear()
+        nsvqa.study_run._commit.cache_clear()
 
 
 def test_the_in_domain_rows_carry_the_image_shuffle_tests_dependence(tmp_path):

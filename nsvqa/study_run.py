@@ -1,0 +1,219 @@
+"""Running a piece of the robustness study: the floor above the plan (:mod:`nsvqa.study`, pieces
+and budget, data and arithmetic) that generates a piece's data, trains and tests its models through
+:mod:`nsvqa.experiment`, measures its scene parser's perception and commits its predictions and
+``piece.json`` under ``RESULTS/pieces/<piece>/``. ``scripts/run_study.py`` calls it; nothing below
+it imports it."""
+from __future__ import annotations
+
+import functools
+import json
+import os
+import platform
+import subprocess
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+import torch
+
+from nsvqa.artifacts.predictions import read_predictions, write_predictions
+from nsvqa.evaluation.perception import MIN_EXIST, perception
+from nsvqa.experiment import TrainSpec, VariantRun, train_variant
+from nsvqa.fileio import write_json_atomic
+from nsvqa.generation.suite import generate_suite
+from nsvqa.generation.variants import load_variant
+from nsvqa.study import (PIECE_FORMAT, SCENE_GROUPS, STUDY, STUDY_FILE, Piece, PieceSetup, StudyConfig, StudyError,
+                         _attempt_starts, attempt_seconds, close_stopped_attempts, piece_dir, piece_setup,
+                         results_config)
+from nsvqa.training.checkpoint import CheckpointError, load_checkpoint
+from nsvqa.training.engine import native_bf16
+
+
+def _data_splits(piece: Piece, setup: PieceSetup) -> dict[str, list[str]]:
+    """Variant -> the splits the piece needs of it: train, val and test of its own variant and of
+    the one whose scene parser it uses, the test split of each test variant."""
+    splits = {t: ["test"] for t in piece.tests}
+    splits[setup.scene_variant] = ["train", "val", "test"]  # its scene parser's training data
+    splits[piece.variant] = ["train", "val", "test"]
+    return splits
+
+
+def generate_piece_data(data: str | os.PathLike, piece: Piece, cfg: StudyConfig = STUDY, *, workers: int = 1,
+                        progress: bool = True, echo: Callable[[str], None] = print) -> None:
+    """Generate (or find) the train and val splits of the piece's variant and the test split of
+    each of its test variants, with the study's sizes, seed and question set."""
+
+    setup = piece_setup(piece, data, ".", cfg)
+    splits = _data_splits(piece, setup)
+    generate_suite(setup.data, "all", cfg.image_profile, seed=cfg.data_seed, workers=workers, progress=progress,
+                   variants=list(splits), splits=splits, questions=setup.questions, sizes=cfg.sizes, echo=echo)
+
+
+@functools.lru_cache(maxsize=None)
+def _commit() -> str | None:
+    """HEAD when this process first asks: the code it imported. A process that runs several pieces
+    (``run_study.py --pieces N``) runs that code to the end while HEAD moves on with each commit."""
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10,
+                             cwd=Path(__file__).resolve().parent)
+        return out.stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def machine() -> dict[str, Any]:
+    """What the piece ran on: CPU, threads, whether it computes bf16 natively."""
+
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), cpu)
+    except OSError:
+        pass
+    return {"cpu": cpu, "cores": os.cpu_count(), "torch_threads": torch.get_num_threads(),
+            "native_bf16": native_bf16("cpu"), "torch": torch.__version__, "python": platform.python_version()}
+
+
+def checkpoint_seconds(run: str | os.PathLike) -> dict[str, dict[str, float]]:
+    """The training seconds each checkpoint of a variant run records (its ``extra``: keys ending in
+    ``seconds``, and a detector's ``val.train_minutes``), by path relative to the run: the cost of
+    each network over every call that trained it, interruptions and resumes included."""
+
+    run = Path(run)
+    out: dict[str, dict[str, float]] = {}
+    for path in sorted(run.glob("**/*.pt")):
+        try:
+            extra = load_checkpoint(path).get("extra") or {}
+        except CheckpointError:
+            continue
+        got = {k: float(v) for k, v in extra.items() if k.endswith("seconds") and isinstance(v, (int, float))}
+        minutes = (extra.get("val") or {}).get("train_minutes") if isinstance(extra.get("val"), dict) else None
+        if isinstance(minutes, (int, float)):
+            got["train_seconds"] = 60.0 * float(minutes)
+        if got:
+            out[path.relative_to(run).as_posix()] = got
+    return out
+
+
+def write_perception(piece: Piece, data: str | os.PathLike, runs: str | os.PathLike, results: str | os.PathLike,
+                     cfg: StudyConfig = STUDY) -> Path | None:
+    """``RESULTS/pieces/<piece>/perception.json``: the piece's scene parser on each of its test
+    variants' test split (:func:`nsvqa.evaluation.perception.perception`: recall, attribute
+    accuracy and object counts, ID / OOD on a systematic split), from the parses in its run
+    folder. None for a piece whose models use no scene parser. On a systematic split, whose test
+    split may hold held-out values only (sys-composition's: only the held-out pairs), the test's
+    entry also has ``val``: the same measures on the split's val split (training values only, the
+    ID reference; parsed when NS-VQA chose its cuts).
+
+    Raises:
+        StudyError: a test variant's parse is missing from the run folder (the piece has not run
+            here, or its run folder is gone).
+    """
+
+    if piece.group not in SCENE_GROUPS:
+        return None
+    setup = piece_setup(piece, data, runs, cfg)
+    run = VariantRun(setup.runs, piece.variant, piece.seed)
+
+    def measure(variant: str, split: str, spec: Mapping[str, Any]) -> dict[str, Any]:
+        path = run.parsed(variant, "likelihoods", None if split == "test" else split)
+        if not path.is_file():
+            raise StudyError(f"{path}: no parse of {variant}'s {split} split in piece {piece.name}'s run folder")
+        return perception(path, setup.data / variant, split, spec=spec)
+
+    tests = {t: measure(t, "test", load_variant(t).spec()) for t in piece.tests}
+    own = load_variant(piece.variant).spec()
+    if own.get("ood"):  # a systematic split: its test split may hold no seen value, its val split is ID
+        tests[piece.variant]["val"] = measure(piece.variant, "val", own)["all"]
+    out = piece_dir(results, piece) / "perception.json"
+    write_json_atomic(out, {"format": 1, "scene_parser_of": setup.scene_variant, "min_exist": MIN_EXIST,
+                            "tests": tests}, indent=1)
+    return out
+
+
+def run_piece(piece: Piece, data: str | os.PathLike, runs: str | os.PathLike, results: str | os.PathLike,
+              cfg: StudyConfig = STUDY, *, jobs: int = 2, workers: int = 2, device: str = "cpu",
+              progress: bool = True, echo: Callable[[str], None] = print) -> dict[str, Any]:
+    """Generate the piece's data, train and test its models (:func:`nsvqa.experiment.train_variant`,
+    resuming from ``runs``, with the image-shuffle test), then copy its predictions, gzipped, to
+    ``RESULTS/pieces/<piece>/predictions/`` (the shuffled ones to ``shuffled/``) and write
+    ``piece.json`` there (last). Returns what ``piece.json`` holds.
+
+    Wall time: each call is an attempt in ``RUNS/<run>/study_<group>.json``, written when the call
+    starts, given its generation seconds when training starts, and completed with its training
+    seconds (each step's too) when it ends. A call that raises (an error, Ctrl-C) closes its attempt
+    as stopped, with the error; an attempt a killed call left open is closed by the next call
+    (:func:`close_stopped_attempts`: its seconds up to the last file it wrote, a lower bound), so
+    ``seconds.total`` counts every attempt. ``piece.json`` also holds what each checkpoint records
+    of its own training time (:func:`checkpoint_seconds`: every call that trained it, resumes
+    included).
+    """
+
+    commit = _commit()  # the code this process runs (HEAD may move while it does)
+    results_config(results, cfg)  # refuses a folder whose pieces ran under another config
+    if not (Path(results) / STUDY_FILE).exists():
+        write_json_atomic(Path(results) / STUDY_FILE, cfg.to_json(), indent=1)
+    setup = piece_setup(piece, data, runs, cfg)
+    run = VariantRun(setup.runs, piece.variant, piece.seed)
+    ledger_path = run.path / f"study_{piece.group}.json"
+    try:
+        ledger = json.loads(ledger_path.read_text())
+    except (OSError, ValueError):
+        ledger = {"attempts": []}
+    written = [run.path] + [setup.data / v for v in _data_splits(piece, setup)]
+    ledger = close_stopped_attempts(ledger, written, later=_attempt_starts(run.path, ledger_path))
+    attempt: dict[str, Any] = {"started": time.time()}  # open until this call ends
+    ledger["attempts"].append(attempt)
+    write_json_atomic(ledger_path, ledger, indent=1)
+    spec = TrainSpec(profile=cfg.profile, scene_overrides=setup.scene_overrides,
+                     question_overrides=setup.question_overrides,
+                     model_overrides={k: dict(v) for k, v in cfg.model_overrides.items()},
+                     jobs=jobs, device=device, progress=progress, parse_min_score=cfg.parse_min_score,
+                     scene_variant=setup.scene_variant, image_shuffle=True)
+    try:
+        t0 = time.perf_counter()
+        generate_piece_data(data, piece, cfg, workers=workers, progress=progress, echo=echo)
+        attempt["generate"] = time.perf_counter() - t0  # training starts: a stop from here on cuts a step
+        write_json_atomic(ledger_path, ledger, indent=1)
+        try:  # the run's summary adds up every call's seconds: this call's are the difference
+            before = json.loads((run.path / "summary.json").read_text()).get("seconds", {})
+        except (OSError, ValueError):
+            before = {}
+        t1 = time.perf_counter()
+        summary = train_variant(setup.data, piece.variant, setup.runs, models=piece.models, spec=spec,
+                                seed=piece.seed, tests=piece.tests, echo=echo)
+    except BaseException as e:  # an error or an interrupt: the attempt ends here, and says why
+        attempt.update(stopped=True, seconds=time.time() - attempt["started"],
+                       error=f"{type(e).__name__}: {e}"[:1000])
+        write_json_atomic(ledger_path, ledger, indent=1)
+        raise
+    steps = {k: v - before.get(k, 0.0) for k, v in summary["seconds"].items() if v != before.get(k)}
+    attempt.update(train_variant=time.perf_counter() - t1, steps=steps)
+    write_json_atomic(ledger_path, ledger, indent=1)
+
+    out = piece_dir(results, piece)
+    accuracy: dict[str, dict[str, Any]] = {}
+    for label in summary["models"]:
+        if label not in piece.models:
+            continue
+        for t in piece.tests:
+            src = run.predictions(label, t)
+            preds = read_predictions(src)
+            dst = out / "predictions" / (src.name + ".gz")
+            write_predictions(dst, preds)
+            accuracy.setdefault(label, {})[t] = summary["accuracy"][label][t]
+            shuffled = run.shuffled_predictions(label, t)  # the image-shuffle test's (image dependence)
+            if shuffled.is_file():
+                write_predictions(out / "shuffled" / (shuffled.name + ".gz"), read_predictions(shuffled))
+    write_perception(piece, data, runs, results, cfg)
+    record = {"format": PIECE_FORMAT, "piece": asdict(piece), "study": cfg.to_json(), "commit": commit,
+              "machine": machine(), "scene_parser_of": spec.scene_variant or piece.variant, "questions": setup.questions,
+              "accuracy": accuracy,
+              "seconds": {"total": sum(attempt_seconds(a) for a in ledger["attempts"]),
+                          "attempts": ledger["attempts"], "checkpoints": checkpoint_seconds(run.path)}}
+    write_json_atomic(out / "piece.json", record, indent=1)
+    return record
+
+
+__all__ = ["checkpoint_seconds", "generate_piece_data", "machine", "run_piece", "write_perception"]
