@@ -66,8 +66,11 @@ class ObjTFConfig(QuestionModelConfig):
     transformer's; plus ``heads``, ``max_tokens`` (objects first, then parts), ``part_tokens``,
     ``min_exist`` (a parsed detection or part enters as a token from this existence on),
     ``token_noise`` (std of the training-time jitter of the token features), ``tie_answers``,
-    ``tie_tokens``, and
-    ``extra_questions_per_image`` (:mod:`baselines.more_questions`)."""
+    ``tie_tokens``,
+    ``extra_questions_per_image`` (:mod:`baselines.more_questions`), ``train_tokens`` (what the
+    train and val splits' tokens are read from: ``"truth"``, the ground-truth scenes, or
+    ``"parsed"``, the run's scene parses ``<parses>/{train,val}_likelihoods.json``) and ``parses``
+    (that folder; the experiment fills it in, :class:`~nsvqa.models.Needs` ``train_parses``)."""
 
     heads: int = 4
     max_tokens: int = 40
@@ -77,9 +80,13 @@ class ObjTFConfig(QuestionModelConfig):
     tie_answers: bool = True
     tie_tokens: bool = True
     extra_questions_per_image: int = 0
+    train_tokens: str = "truth"
+    parses: str = ""
 
     MUST_MATCH: ClassVar[tuple[str, ...]] = QuestionModelConfig.MUST_MATCH + (
-        "heads", "max_tokens", "part_tokens", "tie_answers", "tie_tokens", "extra_questions_per_image")
+        "heads", "max_tokens", "part_tokens", "tie_answers", "tie_tokens", "extra_questions_per_image",
+        "train_tokens")
+    TRAIN_TOKENS: ClassVar[tuple[str, ...]] = ("truth", "parsed")
 
     def check(self) -> None:
         super().check()
@@ -91,6 +98,8 @@ class ObjTFConfig(QuestionModelConfig):
             raise ValueError(f"min_exist must be in [0, 1], got {self.min_exist}")
         if self.token_noise < 0 or self.extra_questions_per_image < 0:
             raise ValueError("token_noise and extra_questions_per_image must be >= 0")
+        if self.train_tokens not in self.TRAIN_TOKENS:
+            raise ValueError(f"train_tokens must be one of {', '.join(self.TRAIN_TOKENS)}, got {self.train_tokens!r}")
 
 
 # ---------------------------------------------------------------------------- object tokens
@@ -305,11 +314,11 @@ PROFILES = {
     # measured mini step scaled by FLOPs), not yet measured on mid (docs/models.md)
     "mini": dict(steps=6000, batch=64, lr=5e-4, warmup=300, eval_every=2000, val_questions=1000, word_dim=96,
                  hidden=192, layers=3, heads=4, mlp_hidden=192, dropout=0.1, max_tokens=32, token_noise=0.05,
-                 extra_questions_per_image=40, **_COMMON),
+                 extra_questions_per_image=40, train_tokens="parsed", **_COMMON),
     # mDETR-like sizes for a GPU: width 256, 6 layers, 200 more questions per scene
     "full": dict(steps=60000, batch=256, lr=3e-4, warmup=2000, eval_every=5000, val_questions=5000, word_dim=256,
                  hidden=1024, layers=6, heads=8, mlp_hidden=512, dropout=0.1, max_tokens=48, token_noise=0.05,
-                 extra_questions_per_image=200, **_COMMON),
+                 extra_questions_per_image=200, train_tokens="parsed", **_COMMON),
 }
 PROFILES["demo"] = dict(PROFILES["mini"], steps=2000, eval_every=1000, val_questions=500, extra_questions_per_image=10)
 
@@ -324,8 +333,9 @@ class ObjTFBaseline(MoreQuestions, NeuralBaseline):
     family = "holistic"
 
     def needs(self, spec: ModelSpec | None = None) -> Needs:
-        """The run's scene parser and its parses (the object tokens); never the question parser."""
-        return Needs(scene_parser=True)
+        """The run's scene parser and its parses (the object tokens), of the training splits too
+        (``train_tokens="parsed"``); never the question parser."""
+        return Needs(scene_parser=True, train_parses=True)
 
     def build_model(self, cfg: ObjTFConfig, num_words: int, num_answers: int,
                     answer_words: torch.Tensor | None = None) -> ObjTFNet:
@@ -344,12 +354,22 @@ class ObjTFBaseline(MoreQuestions, NeuralBaseline):
 
     def image_inputs(self, folder, split, filenames, cfg, run=None, progress=False,
                      inputs: PredictInputs | None = None) -> tuple[torch.Tensor, dict[str, int]]:
-        """Object tokens: of the run's parse (``inputs.likelihoods``) when given, else of the
-        ground-truth scenes (training, validation, standalone checks)."""
+        """Object tokens: of the run's parse (``inputs.likelihoods``) when given; for training and
+        validation (no ``inputs``) of ``<cfg.parses>/<split>_likelihoods.json`` when
+        ``cfg.train_tokens`` is ``"parsed"``; else of the ground-truth scenes (also standalone checks).
+
+        Raises:
+            ValueError: ``train_tokens="parsed"`` without ``cfg.parses``.
+        """
         onto = load_ontology(cfg.ontology)
         folder = Path(folder)
         if inputs is not None and inputs.likelihoods is not None:
             return parsed_tokens(Path(inputs.likelihoods), folder, split, filenames, onto, cfg)
+        if inputs is None and cfg.train_tokens == "parsed":
+            if not cfg.parses:
+                raise ValueError(f"objtf: train_tokens='parsed' needs parses (the folder of the run's scene parses "
+                                 f"train_likelihoods.json and val_likelihoods.json); train it through a variant run")
+            return parsed_tokens(Path(cfg.parses) / f"{split}_likelihoods.json", folder, split, filenames, onto, cfg)
         return truth_tokens(folder, split, filenames, onto, cfg)
 
 

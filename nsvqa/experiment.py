@@ -299,15 +299,20 @@ def train_parsers(data: Path, run: VariantRun, spec: TrainSpec, scene: bool, que
 def train_models(data: Path, run: VariantRun, spec: TrainSpec, specs: Sequence[ModelSpec]) -> dict[str, float]:
     """Train (or resume, or find finished) each model of ``specs`` that has something of its own to
     train, once per name, into :meth:`VariantRun.model_dir` at ``spec.profile``; returns seconds per
-    model (``model_<name>``)."""
+    model (``model_<name>``). A model that :class:`~nsvqa.models.Needs` ``train_parses`` gets the
+    run's scene parses of ``data``'s train and val splits first (made once, reused)."""
     seconds = {}
     for name in dict.fromkeys(s.name for s in specs):
         model = registry.get(name)
         if not model.trainable:
             continue
         t0 = time.perf_counter()
-        cfg = model.config(str(data), spec.profile, seed=run.seed, device=spec.device,
-                           **spec.model_overrides.get(name, {}))
+        overrides = dict(spec.model_overrides.get(name, {}))
+        if model.needs(next(s for s in specs if s.name == name)).train_parses:
+            for split in ("train", "val"):
+                parse_scenes(run, data, split, progress=spec.progress, min_score=spec.parse_min_score, tuning=True)
+            overrides.setdefault("parses", str(run.parsed(data.name, "likelihoods", "train").parent))
+        cfg = model.config(str(data), spec.profile, seed=run.seed, device=spec.device, **overrides)
         model.train(cfg, run.model_dir(name), resume=True, progress=spec.progress)
         seconds[f"model_{name}"] = time.perf_counter() - t0
     return seconds

@@ -65,13 +65,23 @@ class Needs:
             split (``likelihoods``, :class:`PredictInputs`).
         question_parser: the run's question parser and its parses of the test questions
             (``programs``).
+        train_parses: the run's scene parser's parses of the training variant's train and val
+            splits too (``parsed/<variant>/{train,val}_likelihoods.json``), made before the model
+            trains; their folder is given to the model's config as ``parses``. Implies
+            ``scene_parser``.
     """
 
     scene_parser: bool = False
     question_parser: bool = False
+    train_parses: bool = False
+
+    def __post_init__(self) -> None:
+        if self.train_parses and not self.scene_parser:
+            raise ValueError("Needs(train_parses=True) needs the scene parser: set scene_parser=True")
 
     def __or__(self, other: "Needs") -> "Needs":
-        return Needs(self.scene_parser or other.scene_parser, self.question_parser or other.question_parser)
+        return Needs(self.scene_parser or other.scene_parser, self.question_parser or other.question_parser,
+                     self.train_parses or other.train_parses)
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,7 @@ train on: token layout, training through the one engine, prediction from a parse
 image-shuffle test on a symbolic fixture whose answers depend on the image alone."""
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -12,6 +13,7 @@ import torch
 import baselines
 from baselines.more_questions import extra_questions
 from baselines.objtf import HEAD_FEATURES, ObjTFBaseline, scene_tokens, token_dim, token_layout
+from executors.errors import FormatError
 from executors import DeterministicExecutor, Program, SceneLikelihoods, SymbolicScene, load_ontology
 from nsvqa.artifacts.predictions import read_predictions
 from nsvqa.evaluation.image_dependence import image_dependence
@@ -157,6 +159,48 @@ def test_objtf_predicts_from_a_parse(tmp_path):
     write_likelihoods(parse, LikelihoodsHeader(split="test", detector_classes={"1": "object"}), records)
     with pytest.raises(Exception, match="no parse of image 's_test_000000.png'"):
         m.predict(tmp_path / "run", data.parent, "mid", "test", inputs=PredictInputs(likelihoods=parse))
+
+
+def _truth_parse(data, split, path, exist=0.9):
+    """A likelihoods.json of ``split`` with the ground-truth distributions and boxes, every object
+    detected with existence ``exist``."""
+    from nsvqa.artifacts.likelihoods import Detection, LikelihoodsHeader, ParsedSceneRecord, write_likelihoods
+    from nsvqa.artifacts.scenes import read_scenes, scenes_path
+
+    records = []
+    for s in read_scenes(scenes_path(data, split)):
+        lik = SceneLikelihoods.from_scene(SymbolicScene.from_json(s.record, ONTO))
+        lik = dataclasses.replace(lik, exist=np.full(len(lik.exist), exist))
+        records.append(ParsedSceneRecord(s.image_index, s.image_filename, lik,
+                                         tuple(Detection(tuple(map(float, b)), exist, 1) for b in s.boxes())))
+    write_likelihoods(path, LikelihoodsHeader(split=split, detector_classes={"1": "object"}), records)
+    return records
+
+
+def test_objtf_trains_on_the_runs_parses_of_the_training_splits(tmp_path):
+    data = _symbolic_variant(tmp_path / "data", n_train=6, n_val=2, n_test=2)
+    m = baselines.get("objtf")
+    assert m.needs().train_parses and m.needs().scene_parser
+    cfg = m.config(str(data), "tiny", steps=2, val_questions=4, train_tokens="parsed")
+    with pytest.raises(ValueError, match="train_tokens='parsed' needs parses"):
+        m.train(cfg, tmp_path / "run0", progress=False)
+    parses = tmp_path / "parses"
+    parses.mkdir()
+    for split in ("train", "val"):
+        _truth_parse(data, split, parses / f"{split}_likelihoods.json", exist=0.75)
+    cfg = m.config(str(data), "tiny", steps=2, val_questions=4, train_tokens="parsed", parses=str(parses))
+    names = [f"s_train_{i:06d}.png" for i in range(6)]
+    tokens, rows = m.image_inputs(data, "train", names, cfg)
+    truth, _ = m.image_inputs(data, "train", names, m.config(str(data), "tiny"))
+    objects = (tokens[..., 0] > 0) & (tokens[..., 1] == 0)  # valid, not a part
+    assert objects.sum() == 6 * 3 and torch.allclose(tokens[..., 2][objects], torch.tensor(0.75))  # the parse's
+    assert torch.allclose(truth[..., 2][(truth[..., 0] > 0) & (truth[..., 1] == 0)], torch.tensor(1.0))  # the scenes'
+    m.train(cfg, tmp_path / "run", progress=False)  # train and val tokens from the parses
+    (parses / "val_likelihoods.json").unlink()
+    with pytest.raises(FormatError, match="val_likelihoods.json"):
+        m.train(cfg, tmp_path / "run1", progress=False)
+    with pytest.raises(ValueError, match="train_tokens must be one of truth, parsed"):
+        m.config(str(data), "tiny", train_tokens="both")
 
 
 def test_extra_questions_are_asked_of_the_same_scenes_and_reused(tmp_path):

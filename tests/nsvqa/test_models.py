@@ -132,3 +132,56 @@ def test_a_toy_model_registered_in_a_test_runs_through_the_experiment(toy_model,
         acc = sum(p.prediction == p.answer for p in preds) / len(preds)
         assert summary["accuracy"]["type_prior"][test]["accuracy"] == pytest.approx(acc)
     assert set(summary["seconds"]) >= {"model_type_prior", "test_mid", "test_hard"}
+
+
+def test_a_model_that_needs_train_parses_gets_them_before_it_trains(tiny_root, tmp_path, monkeypatch):
+    from nsvqa import experiment
+    from nsvqa.experiment import TrainSpec, VariantRun, model_specs, train_models
+
+    with pytest.raises(ValueError, match="needs the scene parser"):
+        Needs(train_parses=True)
+    assert Needs(True, False, True) | Needs(False, True) == Needs(True, True, True)
+
+    @dataclass(frozen=True)
+    class ParsesConfig(ModelConfig):
+        parses: str = ""
+
+    seen = {}
+
+    class ReadsTrainParses(Model):
+        family = "holistic"
+        config_class = ParsesConfig
+        profiles = {p: {} for p in PROFILE_NAMES}
+
+        def needs(self, spec=None):
+            return Needs(scene_parser=True, train_parses=True)
+
+        def train(self, cfg, out, *, resume=False, progress=True):
+            seen["parses"] = cfg.parses
+            seen["files"] = sorted(p.name for p in Path(cfg.parses).iterdir())
+            return Path(out)
+
+        def predict(self, run_dir, root, variant, split="test", **kw):
+            return []
+
+    register("reads_train_parses")(ReadsTrainParses)
+    calls = []
+
+    def fake_parse(run, data, split, *, progress=True, min_score=None, tuning=False):
+        calls.append((split, tuning))
+        out = run.parsed(data.name, "likelihoods", split if tuning else None)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text("{}")
+        return out
+
+    monkeypatch.setattr(experiment, "parse_scenes", fake_parse)
+    try:
+        run = VariantRun(tmp_path, "mid")
+        run.path.mkdir(parents=True)
+        train_models(tiny_root / "mid", run, TrainSpec(profile="tiny", progress=False),
+                     model_specs(["reads_train_parses"]))
+    finally:
+        models.unregister("reads_train_parses")
+    assert calls == [("train", True), ("val", True)]
+    assert Path(seen["parses"]) == run.path / "parsed" / "mid"
+    assert seen["files"] == ["train_likelihoods.json", "val_likelihoods.json"]
