@@ -10,8 +10,9 @@ per-attribute distributions (:class:`executors.SceneLikelihoods` ``attributes``)
 ``part_tokens``, each part of such an object with part existence >= ``min_exist`` becomes a token
 too (its part-name probability, its part-attribute distributions, its owner's box). Neither the
 parser's RoI features nor its masks are used. Training reads the same token layout from the
-ground-truth scenes of the training split (one-hot distributions, the scenes' boxes, existence 1):
-the symbolic scenes are cheap, and ``extra_questions_per_image`` more questions of those scenes
+run's scene parses of the train and val splits (``train_tokens="parsed"``) or from their
+ground-truth scenes (``"truth"``: one-hot distributions, the scenes' boxes, existence 1); the
+scenes are symbolic, so ``extra_questions_per_image`` more questions of those scenes
 (:mod:`baselines.more_questions`, nothing rendered) multiply what it learns from; Gaussian jitter
 of ``token_noise`` on the token features (training only) stands in for the parser's uncertainty.
 Without a parse at prediction (standalone checks) the ground-truth tokens are used ("oracle").
