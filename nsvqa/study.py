@@ -107,10 +107,10 @@ class StudyConfig:
             least (its image margin over the question-only LSTM was +2.9 points on the default
             variant, inside the two models' intervals), so they are what is left out if the
             budget ends first. Its redundancy rows run in plan order regardless (``--only``).
-        systematic_first: the systematic splits that run before the part extension (the others
-            run after it): the two the report's systematic finding reads (the colour fallback of
-            held-out pairs, the count error on held-out counts), so that the budget decides that
-            finding before it spends about 5 hours on the extension.
+        systematic_first: the systematic splits that run before the default variant's further
+            seeds (the others run after the seeds, before the part extension): the two the
+            report's systematic finding reads (the colour fallback of held-out pairs, the count
+            error on held-out counts).
         part_scene_overrides, part_question_overrides: the extension's parsers over the profile's.
             Its scene parser is the profile's part-aware one (``agnostic+parts``, part crops, the
             stride-4 level) on the object parsers' 600-iteration detector schedule; its question
@@ -320,9 +320,9 @@ def study_pieces(cfg: StudyConfig = STUDY) -> list[Piece]:
     """Every piece of the study, in the order they run: the default variant's groups first
     (the demo's checkpoints, Fig. 3), then each factor's other training variants, then the
     systematic splits of :attr:`StudyConfig.systematic_first`, the default variant's further seeds
-    (modular models: the in-domain comparison), the part-question extension, the other
-    systematic splits (modular models), and last the pieces of :attr:`StudyConfig.late_groups` on
-    the other training variants."""
+    (modular models: the in-domain comparison), the other systematic splits (modular models), the
+    part-question extension, and last the pieces of :attr:`StudyConfig.late_groups` on the other
+    training variants."""
     check_aliases(cfg)
     out, late = [], []
     for v in training_variants(cfg):
@@ -336,12 +336,12 @@ def study_pieces(cfg: StudyConfig = STUDY) -> list[Piece]:
     for s in cfg.seeds:
         if s != 0:
             out.append(Piece(cfg.default_variant, s, "modular", lite, (cfg.default_variant,)))
+    out += [Piece(v, 0, "modular", lite, (v,)) for v in FACTORS["systematic"] if v not in splits]
     if cfg.part_factor is not None:
         vs = tuple(dict.fromkeys(canonical(v, cfg) for v in FACTORS[cfg.part_factor]))
         for v in vs:
             if not load_variant(v).test_only:
                 out.append(Piece(v, 0, PART_GROUP, tuple(cfg.part_models), (v, *(t for t in vs if t != v))))
-    out += [Piece(v, 0, "modular", lite, (v,)) for v in FACTORS["systematic"] if v not in splits]
     return [p for p in out + late if p.name not in cfg.dropped]
 
 
