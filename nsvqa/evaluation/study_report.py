@@ -21,6 +21,9 @@
     parts/{part,object}/report.{json,md} the extension's full evaluation on each question kind
     parts/heatmaps/<model>.png           its part-question matrix per model
 
+The systematic splits' and the fallback's sections (JSON, Markdown, plot) and the comparison with
+the in-domain generalization paper come from :mod:`nsvqa.evaluation.study_systematic`.
+
 Tables 1-2 use seed 0 of every model, as the paper does; the default variant's further seeds are
 reported apart. An alias of the study (``co-0`` is ``mid``, ``bal`` is ``hard``) reads its
 target's predictions under its own name in its factor's table. :func:`write_study_report` writes
@@ -38,11 +41,13 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from nsvqa.artifacts.predictions import CellKey, Prediction, parse_predictions_name, read_predictions
-from nsvqa.evaluation.accuracies import count_errors, wilson_interval
+from nsvqa.evaluation.accuracies import wilson_interval
 from nsvqa.evaluation.image_dependence import image_dependence
 from nsvqa.evaluation.perception import MIN_EXIST
 from nsvqa.evaluation.study_findings import findings, findings_markdown
-from nsvqa.evaluation.study_systematic import generalization_markdown, generalization_points
+from nsvqa.evaluation.study_systematic import (fallback_figure, fallback_markdown, fallback_section,
+                                              generalization_markdown, generalization_points, systematic_markdown,
+                                              systematic_section)
 from nsvqa.fileio import write_atomic
 from nsvqa.generation.variants import FACTORS, get_factor, load_variant
 from nsvqa.models import ModelSpec
@@ -280,10 +285,10 @@ def build_study_report(results: str | os.PathLike, cfg: StudyConfig = STUDY, *, 
 
     parts = _part_section(results, collect(results, parts=True, done=done)[0], cfg, files, plots)
     perception = _perception_section(done)
-    systematic = _systematic_section(cells, perception)
-    fallback = _fallback_section(factor_cells(cells, "distribution", cfg))
+    systematic = systematic_section(cells, perception)
+    fallback = fallback_section(factor_cells(cells, "distribution", cfg))
     if plots and fallback["tests"]:
-        files["distribution/fallback.png"] = _fallback_plot(fallback)
+        files["distribution/fallback.png"] = _png(lambda plt: fallback_figure(plt, fallback))
 
     # Fig. 3: in domain on the default variant, seed 0; the image margin against the question-only model
     d = cfg.default_variant
@@ -389,14 +394,6 @@ def _part_section(results: Path, pcells: Mapping[tuple[str, str, str, int], list
     return out
 
 
-def count_error(predictions) -> dict[str, Any] | None:
-    """On the count questions among ``predictions`` with a numeric prediction: how many, and the
-    mean signed error of the predicted number (predicted minus true); None without one. A model
-    pulled toward the training range of counts under-answers above it and over-answers below it."""
-    errs = count_errors(predictions)
-    return {"n": len(errs), "mean_error": statistics.fmean(errs)} if errs else None
-
-
 def _perception_section(done: Sequence[tuple[Path, Mapping[str, Any]]]) -> dict[str, Any]:
     """The committed ``perception.json`` of every finished piece (``done``: :func:`done_pieces`),
     by scene parser: ``<variant>`` (the object parser trained on it, seed 0), ``<variant>-seed<S>``,
@@ -414,97 +411,6 @@ def _perception_section(done: Sequence[tuple[Path, Mapping[str, Any]]]) -> dict[
         for t, m in rec["tests"].items():
             out.setdefault(name, {}).setdefault(t, m)
     return out
-
-
-def _systematic_section(cells: Mapping[tuple[str, str, str, int], list[Prediction]],
-                        perception: Mapping[str, Any]) -> dict[str, Any]:
-    """Per systematic split (trained and tested on itself, seed 0) and model: accuracy overall, on
-    questions about seen (ID) and about held-out (OOD) values or combinations, with 95% intervals,
-    and OOD minus ID; and under ``"scene parser"`` its perception there (ID / OOD objects, the
-    fallback toward training values) when committed."""
-    from nsvqa.evaluation import accuracy, id_ood_accuracy
-
-    out: dict[str, Any] = {}
-    for split in FACTORS["systematic"]:
-        got = perception.get(split, {}).get(split)
-        if got is not None:
-            out.setdefault(split, {})["scene parser"] = got
-    for (model, train, test, seed), preds in sorted(cells.items()):
-        if seed != 0 or train != test or train not in FACTORS["systematic"]:
-            continue
-        groups = id_ood_accuracy(preds) or {}
-        row: dict[str, Any] = {"overall": accuracy(preds).to_json()}
-        for k in ("id", "ood"):
-            a = groups.get(k)
-            row[k] = None if a is None or not a.n else {**a.to_json(), "ci95": wilson_interval(a.n_correct, a.n),
-                                                         "count_error": count_error(
-                                                             p for p in preds if p.ood == (k == "ood"))}
-        row["ood_minus_id"] = (row["ood"]["accuracy"] - row["id"]["accuracy"]
-                               if row["id"] is not None and row["ood"] is not None else None)
-        out.setdefault(train, {})[model] = row
-    return out
-
-
-#: The distribution factor's training variants, flattest first, and the tests whose objects the
-#: skewed ones saw least (``tail``: the rare half only; ``oppo``: the long tail reversed).
-FALLBACK_TRAINS = ("bal", "slt", "long")
-FALLBACK_TESTS = ("tail", "oppo")
-
-
-def _fallback_section(cells: Mapping[CellKey, Sequence[Sequence[Prediction]]]) -> dict[str, Any]:
-    """Where the wrong attribute answers land on the distribution factor's ``tail`` and ``oppo``
-    tests (:func:`~nsvqa.evaluation.accuracies.head_fallback`): per test, model and training
-    variant the head share of the wrong shape and colour answers beside a uniform wrong answer's,
-    and ``long`` minus ``bal`` with its paired bootstrap interval. A model pulled toward its
-    training frequencies answers head values more often the more its training skewed toward them
-    (the in-domain generalization paper's finding, asked of the concept distribution factor).
-    ``cells``: the factor's cells (:func:`factor_cells`)."""
-    from nsvqa.evaluation import FALLBACK_ATTRIBUTES, fallback_share, head_fallback, paired_fallback
-
-    split = _concept_split()
-    weights = load_variant("long").scene["weights"]
-    values = {a: [v for v, w in weights[a].items() if w > 0] for a in FALLBACK_ATTRIBUTES}
-    tests: dict[str, Any] = {}
-    for test in FALLBACK_TESTS:
-        models = sorted({k.model for k in cells if k.test == test and k.train in FALLBACK_TRAINS})
-        for m in models:
-            flags = {t: head_fallback(cells[CellKey(m, t, test)][0], split, values)
-                     for t in FALLBACK_TRAINS if CellKey(m, t, test) in cells}
-            row: dict[str, Any] = {t: fallback_share(f) for t, f in flags.items()}
-            if "long" in flags and "bal" in flags:
-                row["long_minus_bal"] = paired_fallback(flags["long"], flags["bal"])
-            tests.setdefault(test, {})[m] = row
-    return {"attributes": list(FALLBACK_ATTRIBUTES), "trains": list(FALLBACK_TRAINS), "tests": tests}
-
-
-def _fallback_plot(fallback: Mapping[str, Any]) -> bytes:
-    """Head share of the wrong shape and colour answers per model and training variant, one panel
-    per test, with a uniform wrong answer's share (on the ``long`` column's wrong answers) dotted;
-    the models on ground-truth programs are left to the table."""
-    def draw(plt):
-        tests = list(fallback["tests"])
-        fig, axes = plt.subplots(1, len(tests), figsize=(5.2 * len(tests), 3.4), squeeze=False)
-        trains = fallback["trains"]
-        for ax, test in zip(axes[0], tests):
-            models = [m for m in fallback["tests"][test] if "+gtprog" not in m]  # the table has those
-            w = 0.8 / len(trains)
-            for j, t in enumerate(trains):
-                xs = [i + (j - (len(trains) - 1) / 2) * w for i in range(len(models))]
-                ys = [100 * ((fallback["tests"][test][m].get(t) or {}).get("share") or 0.0) for m in models]
-                ax.bar(xs, ys, width=w, label=t, edgecolor="black", linewidth=0.5)
-            for i, m in enumerate(models):
-                u = (fallback["tests"][test][m].get("long") or {}).get("uniform")
-                if u is not None:
-                    ax.plot([i - 0.45, i + 0.45], [100 * u] * 2, color="black", linestyle=":")
-            ax.set_xticks(range(len(models)), models, rotation=35, ha="right", fontsize=8)
-            ax.set_ylim(0, 122)
-            ax.set_yticks(range(0, 101, 20))
-            ax.set_ylabel("head share of wrong answers (%)")
-            ax.set_title(f"test {test}, wrong shape and colour answers (dotted: a uniform wrong answer)", fontsize=8)
-            ax.legend(title="trained on", fontsize=7, title_fontsize=7, loc="upper center", ncol=len(trains))
-        fig.tight_layout()
-        return fig
-    return _png(draw)
 
 
 def _concept_split():
@@ -662,85 +568,9 @@ def study_markdown(report: Mapping[str, Any]) -> str:
                                            for c in cats)] for parser, t, r in by_cat])
             lines.append("")
     if (report.get("fallback") or {}).get("tests"):
-        fb = report["fallback"]
-        lines += ["## Fallback toward the training frequencies: the distribution factor", "",
-                  "The query questions of the `tail` and `oppo` tests whose answer is a "
-                  + " or a ".join(fb["attributes"]) + " (material has two values: a wrong one is always the "
-                  "other). Each cell: of the wrong answers that name another value of the asked attribute, the "
-                  "share that name a head value (frequent in `long` training; no `tail` object has one), with "
-                  "their number; a random guess after a failed program is left out (and counted: "
-                  "\"guessed\"), since no perception chose it. `uniform`: the share a wrong answer drawn uniformly from the other values "
-                  "would give (mean over the `long` column's wrong answers). `long − bal`: points, with a 95% "
-                  "paired bootstrap interval over the test's questions. A model that falls back on what "
-                  "training showed most answers head values more the more its training skewed: the in-domain "
-                  "generalization paper's finding on its systematic splits, asked here of the committed "
-                  "distribution pieces. Plot: [distribution/fallback.png](distribution/fallback.png).", ""]
-        rows = []
-        for test, models in fb["tests"].items():
-            for m, r in models.items():
-                d = r.get("long_minus_bal")
-                u = (r.get("long") or {}).get("uniform")
-                rows.append([test, m, *("—" if (r.get(t) or {}).get("share") is None else
-                                        f"{_pct(r[t]['share'])} ({r[t]['wrong']}"
-                                        + (f"; {r[t]['guessed']} guessed" if r[t]["guessed"] else "") + ")"
-                                        for t in fb["trains"]),
-                             "—" if u is None else _pct(u),
-                             "—" if d is None else f"{100 * d['diff']:+.1f}" + (
-                                 "" if d["ci95"] is None else
-                                 f" [{100 * d['ci95'][0]:+.1f}, {100 * d['ci95'][1]:+.1f}]")])
-        lines += _table(["test", "model", *(f"trained on {t} %" for t in fb["trains"]), "uniform %",
-                         "long − bal (points)"], rows)
-        lines.append("")
+        lines += fallback_markdown(report["fallback"])
     if report.get("systematic"):
-        lines += ["## Systematic splits: questions about seen (ID) and held-out (OOD) values", "",
-                  "Each split trained and tested on itself (seed 0); accuracy % with 95% Wilson intervals.", ""]
-        rows, seen = [], []
-        for split, models in report["systematic"].items():
-            for m, r in models.items():
-                if m == "scene parser":
-                    seen.append((split, r))
-                    continue
-                cell = {k: ("—" if r[k] is None else f"{_pct(r[k]['accuracy'])} [{_pct(r[k]['ci95'][0])}, "
-                                                     f"{_pct(r[k]['ci95'][1])}] ({r[k]['n']})") for k in ("id", "ood")}
-                ce = [(r[k] or {}).get("count_error") for k in ("id", "ood")]
-                rows.append([split, m, _pct(r["overall"]["accuracy"]), cell["id"], cell["ood"],
-                             "—" if r["ood_minus_id"] is None else f"{100 * r['ood_minus_id']:+.1f}",
-                             " / ".join("—" if c is None else f"{c['mean_error']:+.2f} ({c['n']})" for c in ce)])
-        lines += _table(["split", "model", "overall", "ID (questions)", "OOD (questions)", "OOD − ID (points)",
-                         "count answers' error ID / OOD"], rows)
-        lines.append("")
-        if seen:
-            lines += ["The scene parser on the split's ID and OOD objects (held-out pair, or an image with a "
-                      "held-out count or camera scale), and where its errors on held-out values land; "
-                      "\"ID (val split)\": the same parser on the split's val split, training values only "
-                      "(a test split may hold no ID object):", ""]
-            prow = []
-
-            def prow_of(split, label, x, fall):
-                return [split, label, str(x["objects"]), _pct(x["recall"]), _pct(x["object.shape"]),
-                        _pct(x["object.color"]), "—" if x.get("count_error") is None else f"{x['count_error']:+.2f}",
-                        fall]
-
-            for split, r in seen:
-                if r.get("val") is not None:  # the ID reference: the split's val split (training values only)
-                    prow.append(prow_of(split, "ID (val split)", r["val"], "—"))
-                for g in ("id", "ood"):
-                    if not (r.get(g) or {}).get("objects"):  # none of this kind in the test split
-                        continue
-                    fb = r.get("fallback") or {}
-                    if "wrong_colors" in fb:
-                        fall = ("—" if g == "id" or fb["seen_with_category"] is None else
-                                f"{_pct(fb['seen_with_category'])}% of {fb['wrong_colors']} wrong colours seen with "
-                                f"the category in training (uniform: {_pct(fb['uniform'])}%)")
-                    else:
-                        f = fb.get(g) or {}
-                        fall = ("—" if f.get("to_training_count") is None else
-                                f"{_pct(f['to_training_count'])}% of {f['miscounted']} miscounted images on a "
-                                f"training count")
-                    prow.append(prow_of(split, g.upper(), r[g], fall))
-            lines += _table(["split", "objects", "n", "recall %", "shape %", "color %", "count error",
-                             "fallback toward training"], prow)
-            lines.append("")
+        lines += systematic_markdown(report["systematic"])
     if report.get("generalization"):
         lines += ["## The systematic splits against the in-domain generalization paper", "",
                   "That paper (Schott et al., ICLR 2022) regresses generative factors (R²) rather than answering "
@@ -924,5 +754,5 @@ def compare_with_study(report: Mapping[str, Any], results: str | os.PathLike, fa
     return "\n".join(lines)
 
 
-__all__ = ["family", "question_only_reference", "README_BEGIN", "README_END", "readme_results", "splice_readme", "compare_with_study", "collect", "count_error", "done_pieces", "question_kinds", "factor_cells", "build_study_report", "write_study_report",
+__all__ = ["family", "question_only_reference", "README_BEGIN", "README_END", "readme_results", "splice_readme", "compare_with_study", "collect", "done_pieces", "question_kinds", "factor_cells", "build_study_report", "write_study_report",
            "check_study_report", "study_markdown", "study_latex"]
