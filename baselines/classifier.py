@@ -121,11 +121,12 @@ class NeuralBaseline(Baseline):
 
 
 def _save(path: Path, name: str, cfg: Any, model: nn.Module, vocab: Vocabulary, answers: list[str],
-          train_state: dict, extra: dict) -> None:
-    """Write the checkpoint (a module function, so tests can interrupt a run after it)."""
+          train_state: dict, extra: dict, finished: bool = False) -> None:
+    """Write the checkpoint (a module function, so tests can interrupt a run after it); ``finished``:
+    the run's last step (no optimizer state kept, :func:`nsvqa.training.checkpoint.save_checkpoint`)."""
     save_checkpoint(path, kind=checkpoint_kind(name), config=asdict(cfg), state_dict=model.state_dict(),
                     vocabularies={"question": vocab.to_dict(), "answer": list(answers)},
-                    train_state=train_state | {"rng": torch.get_rng_state()}, extra=extra)
+                    train_state=train_state | {"rng": torch.get_rng_state()}, extra=extra, finished=finished)
 
 
 def accuracy(model: nn.Module, data: EncodedQA, device: torch.device, batch: int = 256) -> float:
@@ -222,7 +223,8 @@ def train_classifier(baseline: NeuralBaseline, cfg: Any, out: str | Path, *, res
             run.log(msg)
             record_seconds(extra, p)
             _save(path, baseline.name, cfg, model, vocab, answers,
-                  {"step": p.step, "optimizer": opt.state_dict(), "scheduler": sched.state_dict()}, extra)
+                  {"step": p.step, "optimizer": opt.state_dict(), "scheduler": sched.state_dict()}, extra,
+                  finished=p.final)
 
         train_steps(step_fn, opt, run, start=start, total=cfg.steps, scheduler=sched,
                     clip_params=model.parameters(), clip_norm=cfg.grad_clip, phase="train", log_every=20,

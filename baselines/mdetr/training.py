@@ -37,11 +37,13 @@ def _load_weights(model: MDETRNet, state: dict, where: str) -> None:
         raise ValueError(f"{where}, field 'state_dict': missing {missing[:5]}, unexpected {list(unexpected)[:5]}")
 
 
-def _save(path: Path, cfg: MDETRConfig, model: MDETRNet, answers: list[str], train_state: dict, extra: dict) -> None:
-    """Write the checkpoint (a module function, so tests can interrupt a run after it)."""
+def _save(path: Path, cfg: MDETRConfig, model: MDETRNet, answers: list[str], train_state: dict, extra: dict,
+          finished: bool = False) -> None:
+    """Write the checkpoint (a module function, so tests can interrupt a run after it); ``finished``:
+    the run's last step (no optimizer state kept, :func:`nsvqa.training.checkpoint.save_checkpoint`)."""
     save_checkpoint(path, kind=checkpoint_kind("mdetr"), config=asdict(cfg), state_dict=_weights(model),
                     vocabularies={"answer": list(answers)},
-                    train_state=train_state | {"rng": torch.get_rng_state()}, extra=extra)
+                    train_state=train_state | {"rng": torch.get_rng_state()}, extra=extra, finished=finished)
 
 
 def _phase_schedule(cfg: MDETRConfig):
@@ -157,7 +159,7 @@ def train_mdetr(cfg: MDETRConfig, out: str | Path, *, resume: bool = False, prog
                 state |= {"optimizer": opt.state_dict(), "scheduler": sched.state_dict()}
             # zero steps asked: an untrained model, still loadable
             record_seconds(extra, p)
-            _save(path, cfg, model, answers, state, extra)
+            _save(path, cfg, model, answers, state, extra, finished=p.final)
 
         train_steps(step_fn, opt, run, start=start, total=total, scheduler=sched, clip_params=model.parameters(),
                     clip_norm=cfg.grad_clip, phase=phase, log_every=20, eval_every=cfg.eval_every,

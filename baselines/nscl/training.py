@@ -33,11 +33,13 @@ def question_losses(net: NSCLNet, executor: SoftExecutor, data: NSCLSplit, batch
                         for q, k in zip(qs, batch["image_of"].tolist())])
 
 
-def _save(path: Path, cfg: NSCLConfig, net: NSCLNet, majority: str, train_state: dict, extra: dict) -> None:
-    """Write the checkpoint (a module function, so tests can interrupt a run after it)."""
+def _save(path: Path, cfg: NSCLConfig, net: NSCLNet, majority: str, train_state: dict, extra: dict,
+          finished: bool = False) -> None:
+    """Write the checkpoint (a module function, so tests can interrupt a run after it); ``finished``:
+    the run's last step (no optimizer state kept, :func:`nsvqa.training.checkpoint.save_checkpoint`)."""
     save_checkpoint(path, kind=checkpoint_kind("nscl"), config=asdict(cfg), state_dict=net.state_dict(),
                     vocabularies={"majority_answer": majority},
-                    train_state=train_state | {"rng": torch.get_rng_state()}, extra=extra)
+                    train_state=train_state | {"rng": torch.get_rng_state()}, extra=extra, finished=finished)
 
 
 def train_nscl(cfg: NSCLConfig, out: str | Path, *, name: str = "nscl", resume: bool = False,
@@ -99,7 +101,7 @@ def train_nscl(cfg: NSCLConfig, out: str | Path, *, name: str = "nscl", resume: 
             run.log(msg)
             record_seconds(extra, p)
             _save(path, cfg, net, majority, {"step": p.step, "optimizer": opt.state_dict(),
-                                             "scheduler": sched.state_dict()}, extra)
+                                             "scheduler": sched.state_dict()}, extra, finished=p.final)
 
         train_steps(step_fn, opt, run, start=start, total=cfg.steps, scheduler=sched,
                     clip_params=net.parameters(), clip_norm=cfg.grad_clip, phase="train", log_every=20,

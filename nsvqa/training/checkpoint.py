@@ -3,7 +3,10 @@
 A checkpoint rebuilds its model alone (the config names the profile and every size), and loads with
 ``torch.load(weights_only=True)`` — only tensors and plain containers, no pickled code. Training
 state (optimizer, scheduler, step, RNG) rides along under ``train_state`` so ``--resume`` continues
-a run exactly where its last checkpoint left it.
+a run exactly where its last checkpoint left it. The checkpoint of a *finished* run (every step
+done: ``save_checkpoint(..., finished=True)``) keeps the step, the scheduler and the RNG but not the
+optimizer state (:data:`RESUME_ONLY`): a finished run is never resumed, only found finished by its
+step, loaded and used.
 
 Beside each checkpoint ``<name>`` lies ``<name>.sha256`` (``sha256sum`` format), written after the
 checkpoint itself; :func:`load_checkpoint` checks the file's bytes against it, so a changed bit is
@@ -19,6 +22,8 @@ from typing import Any, Mapping
 from nsvqa.fileio import atomic_open, sha256_file, sweep_temporaries, write_atomic
 
 FORMAT_VERSION = 1
+#: the parts of a ``train_state`` that only a resume mid-run needs: not kept once a run has finished
+RESUME_ONLY = ("optimizer",)
 
 
 class CheckpointError(ValueError):
@@ -33,7 +38,7 @@ def sidecar_path(path: str | Path) -> Path:
 
 def save_checkpoint(path: str | Path, *, kind: str, config: Mapping[str, Any], state_dict: Mapping[str, Any],
                     vocabularies: Mapping[str, Any], train_state: Mapping[str, Any] | None = None,
-                    extra: Mapping[str, Any] | None = None) -> Path:
+                    extra: Mapping[str, Any] | None = None, finished: bool = False) -> Path:
     """Write a checkpoint atomically (temp file in the same folder, fsync, rename), then its sha256
     sidecar (:func:`sidecar_path`); the old sidecar goes first, so an interruption in between leaves
     a checkpoint that loads unchecked, never one that fails its check.
@@ -46,6 +51,8 @@ def save_checkpoint(path: str | Path, *, kind: str, config: Mapping[str, Any], s
         vocabularies: the label spaces the outputs index (e.g. attribute -> values).
         train_state: optimizer / scheduler state, step, RNG — for resuming.
         extra: anything else plain (metrics of the checkpoint, ...).
+        finished: the run has done all its steps: the :data:`RESUME_ONLY` parts of
+            ``train_state`` are left out and ``train_state["finished"]`` is True.
     """
     import torch  # heavy (seconds): CheckpointError and the kind checks are imported without torch
 
@@ -53,8 +60,11 @@ def save_checkpoint(path: str | Path, *, kind: str, config: Mapping[str, Any], s
     path.parent.mkdir(parents=True, exist_ok=True)
     sweep_temporaries(path.parent)
     sidecar_path(path).unlink(missing_ok=True)
+    train_state = dict(train_state or {})
+    if finished:
+        train_state = {k: v for k, v in train_state.items() if k not in RESUME_ONLY} | {"finished": True}
     payload = {"version": FORMAT_VERSION, "kind": kind, "config": dict(config), "state_dict": state_dict,
-               "vocabularies": dict(vocabularies), "train_state": dict(train_state or {}), "extra": dict(extra or {})}
+               "vocabularies": dict(vocabularies), "train_state": train_state, "extra": dict(extra or {})}
     with atomic_open(path, "wb", fsync=True) as f:
         torch.save(payload, f)
     write_atomic(sidecar_path(path), f"{sha256_file(path)}  {path.name}\n")

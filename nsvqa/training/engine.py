@@ -15,9 +15,12 @@ values to check and log: it builds the batch of the step, from a sampler of
     every eval_every steps, at the end of a phase and at the last step: on_checkpoint(progress)
 
 and when no step is left to do (zero steps asked) it still calls ``on_checkpoint`` once, so that
-a run always leaves a loadable checkpoint. In a data-parallel job (a ``DistInfo`` with
-``world_size > 1``) ranks other than 0 get their own random stream (``rank_seed``), only rank 0
-runs ``on_checkpoint``, and every rank waits for it at the end.
+a run always leaves a loadable checkpoint. The callback saves with ``finished=progress.final``
+(:func:`nsvqa.training.checkpoint.save_checkpoint`): the last checkpoint of a run keeps no
+optimizer state. A run resumed past its first step with an empty optimizer state (a finished
+run's checkpoint asked for more steps) is logged as a warning: its optimizer starts afresh. In a
+data-parallel job (a ``DistInfo`` with ``world_size > 1``) ranks other than 0 get their own random
+stream (``rank_seed``), only rank 0 runs ``on_checkpoint``, and every rank waits for it at the end.
 
 Resuming stays the trainer's (what it restores differs), with the shared pieces here:
 :func:`restore_train_state` (optimizer, scheduler, RNG of a checkpoint's ``train_state``) and the
@@ -257,6 +260,9 @@ def train_steps(step_fn: Callable[[int], StepResult | tuple], optimizer: torch.o
     clock = Stopwatch(seconds_before)
     state = Progress(step=start, total=total, phase=phase_of(start), values={}, smoothed={}, info={},
                      final=start >= total, trained=False, clock=clock)
+    if 0 < start < total and not optimizer.state:
+        log.warning("%s: resumed at step %d without optimizer state (a finished run's checkpoint, "
+                    "asked for more steps): the optimizer starts afresh", desc or state.phase, start)
     bar = tqdm(range(start, total), desc=desc or state.phase, disable=not progress or not main, initial=start,
                total=total)
     try:

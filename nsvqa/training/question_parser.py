@@ -139,11 +139,11 @@ class _Trainer:
     def vocab(self) -> dict:
         return {"question": self.qv.to_dict(), "program": self.pv.to_dict()}
 
-    def save(self, train_state: dict) -> None:
-        """Write the checkpoint (called on rank 0 only)."""
+    def save(self, train_state: dict, finished: bool = False) -> None:
+        """Write the checkpoint (called on rank 0 only); ``finished``: the last stage's last step."""
         save_checkpoint(self.path, kind=QUESTION_KIND, config=asdict(self.cfg), state_dict=self.model.state_dict(),
                         vocabularies=self.vocab(), train_state=train_state | {"rng": torch.get_rng_state()},
-                        extra=self.extra)
+                        extra=self.extra, finished=finished)
 
     def validate(self, stage: str, step: int) -> dict:
         """Exact/valid on the val questions (called on rank 0 only)."""
@@ -297,7 +297,7 @@ class _Trainer:
             self.extra["reinforce_val"] = self.validate("reinforce", p.step)
             record_seconds(self.extra, p, "reinforce_seconds", per_step=False)
             self.save({"stage": "reinforce", "step": p.step, "optimizer": opt.state_dict(),
-                       "baseline": p.info["baseline"]})
+                       "baseline": p.info["baseline"]}, finished=p.final)
 
         train_steps(step_fn, opt, self.run, start=start, total=cfg.reinforce_steps, clip_params=self.model.parameters(),
                     clip_norm=cfg.grad_clip, phase="reinforce", log_every=10, eval_every=cfg.eval_every,

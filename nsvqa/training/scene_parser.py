@@ -164,7 +164,7 @@ def train_detector(cfg: SceneParserConfig, run: RunDir, *, resume: bool = False,
                         vocabularies=vocab,
                         extra={"seconds": p.seconds, "eval_seconds": eval_seconds} | ({"val": val} if val else {}),
                         train_state={"optimizer": opt.state_dict(), "scheduler": sched.state_dict(),
-                                     "step": p.step, "rng": torch.get_rng_state()})
+                                     "step": p.step, "rng": torch.get_rng_state()}, finished=p.final)
 
     # every rank returns once detector.pt is written (the engine's closing barrier)
     train_steps(step_fn, opt, run, start=start, total=cfg.det_iterations, scheduler=sched, clip_params=params,
@@ -528,7 +528,8 @@ def train_attributes(cfg: SceneParserConfig, run: RunDir, *, resume: bool = Fals
             metrics = metrics | {f"e2e.{k}": v for k, v in e2e.items()}
         save_checkpoint(path, kind="attributes", config=asdict(cfg), state_dict=head.state_dict(),
                         vocabularies=vocabularies, extra={"val": metrics, "seconds": p.seconds, "eval_seconds": eval_seconds},
-                        train_state={"optimizer": opt.state_dict(), "scheduler": sched.state_dict(), "epoch": epoch})
+                        train_state={"optimizer": opt.state_dict(), "scheduler": sched.state_dict(), "epoch": epoch},
+                        finished=p.final)
 
     train_steps(step_fn, opt, run, start=start_epoch * steps_per_epoch, total=total, scheduler=sched,
                 phase="attributes", log_every=10, eval_every=steps_per_epoch, on_checkpoint=checkpoint,

@@ -11,6 +11,7 @@ import torch
 from nsvqa.training.distributed import DistInfo
 from nsvqa.training import NonFiniteLoss, RunDir, warmup_cosine
 from nsvqa.training import engine
+from nsvqa.training.checkpoint import load_checkpoint, save_checkpoint
 from nsvqa.training.engine import Progress, StepResult, record_seconds, restore_train_state, train_steps
 from nsvqa.training.sampling import BucketedBatches, GroupBatches, PermutationBatches
 
@@ -124,8 +125,9 @@ def test_zero_steps_still_ask_for_a_checkpoint_unless_one_exists(tmp_path):
 def _run(folder, stop_at: int | None, resume: bool, restore_rng: bool = True,
          total: int = 12) -> dict[str, torch.Tensor]:
     """Train the toy (Adam, warm-up + cosine, clipping, a random jitter of the loss drawn from the
-    global RNG as dropout would), checkpointing every 4 steps to ``folder/ck.pt``; ``stop_at``:
-    stop right after the checkpoint of that step; ``resume``: continue from ``folder/ck.pt``."""
+    global RNG as dropout would), checkpointing every 4 steps to ``folder/ck.pt`` (``finished`` at the
+    last step, as every trainer saves); ``stop_at``: stop right after the checkpoint of that step;
+    ``resume``: continue from ``folder/ck.pt``."""
     folder.mkdir(parents=True, exist_ok=True)
     model, x, y = toy()
     opt = torch.optim.Adam(model.parameters(), lr=0.05)
@@ -133,7 +135,7 @@ def _run(folder, stop_at: int | None, resume: bool, restore_rng: bool = True,
     path = folder / "ck.pt"
     start, extra = 0, {}
     if resume:
-        ck = torch.load(path, weights_only=True)
+        ck = load_checkpoint(path, kind="toy")
         model.load_state_dict(ck["state_dict"])
         if not restore_rng:
             del ck["train_state"]["rng"]
@@ -150,9 +152,9 @@ def _run(folder, stop_at: int | None, resume: bool, restore_rng: bool = True,
 
     def checkpoint(p: Progress):
         record_seconds(extra, p)
-        torch.save({"state_dict": model.state_dict(), "extra": extra,
-                    "train_state": {"step": p.step, "optimizer": opt.state_dict(), "scheduler": sched.state_dict(),
-                                    "rng": torch.get_rng_state()}}, path)
+        save_checkpoint(path, kind="toy", config={}, state_dict=model.state_dict(), vocabularies={}, extra=extra,
+                        train_state={"step": p.step, "optimizer": opt.state_dict(), "scheduler": sched.state_dict(),
+                                     "rng": torch.get_rng_state()}, finished=p.final)
         if p.step == stop_at:
             raise Stop
 
@@ -179,6 +181,29 @@ def test_a_run_resumed_from_step_k_ends_with_the_weights_of_an_uninterrupted_one
     _run(tmp_path / "d", 4, False)
     other = _run(tmp_path / "d", None, True, restore_rng=False)
     assert not all(torch.equal(straight[n], other[n]) for n in straight)
+
+
+def test_a_finished_run_keeps_no_optimizer_state_loads_and_reruns_as_a_no_op(tmp_path, caplog):
+    straight = _run(tmp_path / "a", None, False)
+    path = tmp_path / "a" / "ck.pt"
+    ck = load_checkpoint(path, kind="toy")
+    assert ck["train_state"]["finished"] is True and ck["train_state"]["step"] == 12
+    assert "optimizer" not in ck["train_state"] and "scheduler" in ck["train_state"] and "rng" in ck["train_state"]
+    assert all(torch.equal(straight[n], ck["state_dict"][n]) for n in straight)
+    # a checkpoint mid-run keeps it (the run resumes from there exactly, as above)
+    _run(tmp_path / "b", 8, False)
+    mid = load_checkpoint(tmp_path / "b" / "ck.pt", kind="toy")["train_state"]
+    assert "optimizer" in mid and "finished" not in mid
+    # the same run again: nothing trained, nothing written
+    before = (path.read_bytes(), path.stat().st_mtime_ns)
+    again = _run(tmp_path / "a", None, True)
+    assert (path.read_bytes(), path.stat().st_mtime_ns) == before
+    assert all(torch.equal(straight[n], again[n]) for n in straight)
+    # asked for more steps, it goes on from the weights with a fresh optimizer, and says so
+    with caplog.at_level("WARNING", logger="nsvqa.training.engine"):
+        _run(tmp_path / "a", None, True, total=14)
+    assert "resumed at step 12 without optimizer state" in caplog.text
+    assert load_checkpoint(path, kind="toy")["train_state"]["step"] == 14
 
 
 def test_gradients_are_clipped_to_the_norm():
