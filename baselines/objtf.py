@@ -67,7 +67,8 @@ class ObjTFConfig(QuestionModelConfig):
     transformer's; plus ``heads``, ``max_tokens`` (objects first, then parts), ``part_tokens``,
     ``min_exist`` (a parsed detection or part enters as a token from this existence on),
     ``token_noise`` (std of the training-time jitter of the token features), ``tie_answers``,
-    ``tie_tokens``,
+    ``tie_tokens``, ``reasoner`` (``"transformer"``: one encoder over [CLS ; words ; tokens];
+    ``"mac"``: :class:`MACReasoner`, ``hops`` steps of question-guided attention over the tokens),
     ``extra_questions_per_image`` (:mod:`baselines.more_questions`), ``train_tokens`` (what the
     train and val splits' tokens are read from: ``"truth"``, the ground-truth scenes, or
     ``"parsed"``, the run's scene parses ``<parses>/{train,val}_likelihoods.json``) and ``parses``
@@ -83,11 +84,14 @@ class ObjTFConfig(QuestionModelConfig):
     extra_questions_per_image: int = 0
     train_tokens: str = "truth"
     parses: str = ""
+    reasoner: str = "transformer"
+    hops: int = 4
 
     MUST_MATCH: ClassVar[tuple[str, ...]] = QuestionModelConfig.MUST_MATCH + (
         "heads", "max_tokens", "part_tokens", "tie_answers", "tie_tokens", "extra_questions_per_image",
-        "train_tokens")
+        "train_tokens", "reasoner", "hops")
     TRAIN_TOKENS: ClassVar[tuple[str, ...]] = ("truth", "parsed")
+    REASONERS: ClassVar[tuple[str, ...]] = ("transformer", "mac")
 
     def check(self) -> None:
         super().check()
@@ -99,6 +103,10 @@ class ObjTFConfig(QuestionModelConfig):
             raise ValueError(f"min_exist must be in [0, 1], got {self.min_exist}")
         if self.token_noise < 0 or self.extra_questions_per_image < 0:
             raise ValueError("token_noise and extra_questions_per_image must be >= 0")
+        if self.reasoner not in self.REASONERS:
+            raise ValueError(f"reasoner must be one of {', '.join(self.REASONERS)}, got {self.reasoner!r}")
+        if self.hops < 1:
+            raise ValueError(f"hops must be >= 1, got {self.hops}")
         if self.train_tokens not in self.TRAIN_TOKENS:
             raise ValueError(f"train_tokens must be one of {', '.join(self.TRAIN_TOKENS)}, got {self.train_tokens!r}")
 
@@ -220,13 +228,73 @@ def parsed_tokens(path: Path, folder: Path, split: str, filenames: Sequence[str]
 
 
 # ---------------------------------------------------------------------------- network
+class MACReasoner(nn.Module):
+    """Question-guided attention over object tokens in ``hops`` steps, a MAC cell (Hudson and
+    Manning, 2018: control, read, write units with a recurrent memory), over tokens instead of a
+    feature grid. A learned null token is always present to be attended to; the read unit's sigmoid
+    gates summed over the real tokens enter the write unit as a count.
+
+    ``forward(words (B, L, d), word_mask (B, L) bool, lengths (B,) int64, objects (B, T, d),
+    object_mask (B, T) bool) -> (B, d)``: the question vector and the final memory, projected.
+    """
+
+    def __init__(self, dim: int, hops: int, dropout: float):
+        super().__init__()
+        if dim % 2:
+            raise ValueError(f"the MAC reasoner's width must be even (a bidirectional LSTM), got {dim}")
+        self.lstm = nn.LSTM(dim, dim // 2, batch_first=True, bidirectional=True)
+        self.question = nn.Linear(dim, dim)
+        self.hop_question = nn.ModuleList(nn.Linear(dim, dim) for _ in range(hops))
+        self.control_in = nn.Linear(2 * dim, dim)
+        self.control_att = nn.Linear(dim, 1)
+        self.read_memory = nn.Linear(dim, dim)
+        self.read_objects = nn.Linear(dim, dim)
+        self.read_both = nn.Linear(2 * dim, dim)
+        self.read_att = nn.Linear(dim, 1)
+        self.write = nn.Linear(2 * dim + 1, dim)
+        self.out = nn.Linear(2 * dim, dim)
+        self.control0 = nn.Parameter(torch.zeros(dim))
+        self.memory0 = nn.Parameter(torch.zeros(dim))
+        self.null = nn.Parameter(torch.randn(dim) * dim ** -0.5)
+        self.drop = nn.Dropout(dropout)
+
+    def forward(self, words: torch.Tensor, word_mask: torch.Tensor, lengths: torch.Tensor, objects: torch.Tensor,
+                object_mask: torch.Tensor) -> torch.Tensor:
+        b, l, _ = words.shape
+        packed = nn.utils.rnn.pack_padded_sequence(words, lengths.clamp(1, l).cpu(), batch_first=True,
+                                                   enforce_sorted=False)
+        out, (h, _) = self.lstm(packed)
+        context, _ = nn.utils.rnn.pad_packed_sequence(out, batch_first=True, total_length=l)
+        q = self.question(torch.cat([h[0], h[1]], -1))
+        kb = torch.cat([self.null.expand(b, 1, -1), objects], 1)
+        real = torch.cat([torch.zeros(b, 1, dtype=torch.bool, device=kb.device), object_mask], 1)
+        seen = real.clone()
+        seen[:, 0] = True
+        kb_proj = self.read_objects(kb)
+        low = torch.finfo(kb.dtype).min
+        c, m = self.control0.expand(b, -1), self.memory0.expand(b, -1)
+        for proj in self.hop_question:
+            cq = self.control_in(torch.cat([c, proj(q)], -1))
+            a = self.control_att(cq[:, None] * context).squeeze(-1).masked_fill(~word_mask, low)
+            c = (a.softmax(-1)[..., None] * context).sum(1)
+            inter = self.read_both(torch.cat([self.read_memory(self.drop(m))[:, None] * kb_proj, kb], -1))
+            logits = self.read_att(self.drop(c[:, None] * inter)).squeeze(-1)
+            r = (logits.masked_fill(~seen, low).softmax(-1)[..., None] * kb).sum(1)
+            count = (torch.sigmoid(logits) * real).sum(-1, keepdim=True)
+            m = self.write(torch.cat([r, m, count], -1))
+        return self.out(torch.cat([q, m], -1))
+
+
 class ObjTFNet(nn.Module):
     """[CLS ; question words ; object tokens] -> transformer encoder -> answer scores.
 
     Args:
         num_words, num_answers: vocabulary sizes; token_features: F;
         answer_words: (num_answers,) int64 word id of each answer's word, -1 where none (untied);
-        dim, heads, layers, ff, mlp_hidden, dropout: sizes; token_noise: training-time jitter.
+        dim, heads, layers, ff, mlp_hidden, dropout: sizes; token_noise: training-time jitter;
+        reasoner: ``"transformer"`` (``layers`` encoder layers over [CLS ; words ; tokens], the
+        [CLS] output read) or ``"mac"`` (:class:`MACReasoner` of ``hops`` steps; ``heads``,
+        ``layers`` and ``ff`` unused).
 
     ``forward(words (B, L) int64, lengths (B,) int64, tokens (B, T, F) float) -> logits (B, A)``
     (a token is padding where its feature 0, ``valid``, is 0).
@@ -234,7 +302,8 @@ class ObjTFNet(nn.Module):
 
     def __init__(self, num_words: int, num_answers: int, token_features: int, answer_words: torch.Tensor, *,
                  dim: int, heads: int, layers: int, ff: int, mlp_hidden: int, dropout: float,
-                 token_noise: float = 0.0, value_words: torch.Tensor | None = None):
+                 token_noise: float = 0.0, value_words: torch.Tensor | None = None, reasoner: str = "transformer",
+                 hops: int = 4):
         super().__init__()
         # (F, num_words): the words that say each value column of a token (rows sum to 1; zero rows untied)
         self.register_buffer("value_words", torch.zeros(token_features, num_words) if value_words is None
@@ -243,8 +312,12 @@ class ObjTFNet(nn.Module):
         self.positions = nn.Embedding(MAX_QUESTION_WORDS, dim)
         self.types = nn.Embedding(4, dim)  # 0 CLS, 1 word, 2 object, 3 part
         self.tokens = nn.Sequential(nn.Linear(token_features, dim), nn.ReLU(), nn.Linear(dim, dim))
-        layer = nn.TransformerEncoderLayer(dim, heads, ff, dropout, batch_first=True, norm_first=True)
-        self.encoder = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
+        if reasoner == "mac":
+            self.mac = MACReasoner(dim, hops, dropout)
+        else:
+            layer = nn.TransformerEncoderLayer(dim, heads, ff, dropout, batch_first=True, norm_first=True)
+            self.encoder = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
+        self.reasoner = reasoner
         self.norm = nn.LayerNorm(dim)
         self.query = mlp(dim, mlp_hidden, dim, dropout)
         self.register_buffer("answer_words", answer_words.clone().long())
@@ -271,10 +344,14 @@ class ObjTFNet(nn.Module):
         q = self.embed(words) + self.positions(pos)[None] + self.types.weight[1]
         kind = 2 + (tokens[..., 1] > 0.5).long()
         o = self.tokens(tokens) + (tokens @ self.value_words) @ self.embed.weight + self.types(kind)
-        cls = self.types.weight[0].expand(b, 1, -1)
-        x = torch.cat([cls, q, o], dim=1)
-        pad = torch.cat([torch.zeros(b, 1, dtype=torch.bool, device=words.device), words == NULL_ID, ~valid], dim=1)
-        h = self.norm(self.encoder(x, src_key_padding_mask=pad)[:, 0])
+        if self.reasoner == "mac":
+            h = self.norm(self.mac(q, words != NULL_ID, lengths, o, valid))
+        else:
+            cls = self.types.weight[0].expand(b, 1, -1)
+            x = torch.cat([cls, q, o], dim=1)
+            pad = torch.cat([torch.zeros(b, 1, dtype=torch.bool, device=words.device), words == NULL_ID, ~valid],
+                            dim=1)
+            h = self.norm(self.encoder(x, src_key_padding_mask=pad)[:, 0])
         return self.query(h) @ self.answer_embeddings().t() + self.answer_bias
 
 
@@ -345,7 +422,7 @@ class ObjTFBaseline(MoreQuestions, NeuralBaseline):
             answer_words = torch.full((num_answers,), -1, dtype=torch.long)
         return ObjTFNet(num_words, num_answers, token_dim(onto), answer_words, dim=cfg.word_dim, heads=cfg.heads,
                         layers=cfg.layers, ff=cfg.hidden, mlp_hidden=cfg.mlp_hidden, dropout=cfg.dropout,
-                        token_noise=cfg.token_noise)
+                        token_noise=cfg.token_noise, reasoner=cfg.reasoner, hops=cfg.hops)
 
     def bind_vocabularies(self, model: ObjTFNet, cfg: ObjTFConfig, vocab: Vocabulary, answers: Sequence[str]) -> None:
         """Set which answers share a word's embedding (before training; saved in the weights)."""
@@ -374,5 +451,20 @@ class ObjTFBaseline(MoreQuestions, NeuralBaseline):
         return truth_tokens(folder, split, filenames, onto, cfg)
 
 
-__all__ = ["ObjTFConfig", "ObjTFNet", "ObjTFBaseline", "PROFILES", "token_layout", "token_dim", "scene_tokens",
+#: objmac's profiles: objtf's, with the MAC reasoner of ``hops`` steps in place of the encoder
+MAC_PROFILES = {p: dict(v, reasoner="mac", hops=2 if p == "tiny" else 6) for p, v in PROFILES.items()}
+MAC_PROFILES["mini"].update(word_dim=128, mlp_hidden=256, lr=1e-3)
+MAC_PROFILES["demo"].update(word_dim=128, mlp_hidden=256, lr=1e-3)
+
+
+@register("objmac")
+class ObjMACBaseline(ObjTFBaseline):
+    """objtf's object tokens, question and answer scoring around a MAC reasoner
+    (:class:`MACReasoner`): ``hops`` steps of question-guided attention over the tokens."""
+
+    profiles = MAC_PROFILES
+    family = "holistic"
+
+
+__all__ = ["ObjTFConfig", "ObjTFNet", "ObjTFBaseline", "ObjMACBaseline", "MACReasoner", "MAC_PROFILES", "PROFILES", "token_layout", "token_dim", "scene_tokens",
            "truth_tokens", "parsed_tokens", "answer_word_ids"]

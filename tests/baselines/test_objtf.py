@@ -240,3 +240,32 @@ def test_a_family_outside_the_list_is_refused_at_registration():
     with pytest.raises(ValueError, match="family 'semi-modular'; valid: modular, holistic, question-only"):
         models.register("odd-family")(Odd)
     assert "odd-family" not in models.names()
+
+
+def test_objmac_learns_from_the_objects_and_survives_a_scene_without_objects(tmp_path):
+    from baselines.objtf import ObjMACBaseline, ObjTFNet
+
+    m = baselines.get("objmac")
+    assert isinstance(m, ObjMACBaseline) and m.family == "holistic" and m.needs().train_parses
+    assert m.config("x", "mini").reasoner == "mac" and baselines.get("objtf").config("x", "mini").reasoner == "transformer"
+    with pytest.raises(ValueError, match="reasoner must be one of transformer, mac"):
+        m.config("x", "tiny", reasoner="lstm")
+    torch.manual_seed(0)
+    net = ObjTFNet(12, 3, 10, torch.tensor([-1, -1, -1]), dim=16, heads=2, layers=1, ff=16, mlp_hidden=16,
+                   dropout=0.0, reasoner="mac", hops=2)
+    words = torch.tensor([[3, 4, 5, 0], [6, 7, 0, 0]])
+    tokens = torch.zeros(2, 4, 10)
+    tokens[0, :2, 0] = 1.0  # the second scene has no object at all
+    tokens[0, :2, 7:] = torch.rand(2, 3)
+    out = net(words, torch.tensor([3, 2]), tokens)
+    assert out.shape == (2, 3) and torch.isfinite(out).all()
+    out.sum().backward()
+    assert net.mac.control_att.weight.grad.abs().sum() > 0 and net.tokens[0].weight.grad.abs().sum() > 0
+
+    data = _symbolic_variant(tmp_path / "data")
+    m.train(m.config(str(data), "tiny", steps=300, eval_every=300, val_questions=0, part_tokens=False),
+            tmp_path / "run", progress=False)
+    preds = m.predict(tmp_path / "run", data.parent, "mid", "test")
+    acc = np.mean([p.prediction == p.answer for p in preds])
+    no_rate = np.mean([p.answer == "no" for p in preds])
+    assert acc > max(no_rate, 1 - no_rate) + 0.1  # beyond the answer prior: it reads the tokens
