@@ -19,7 +19,8 @@ from nsvqa.config import Config, as_fields
 from nsvqa.training.datasets import MODES
 from parsers.scene.attribute_head import HEAD_BACKBONES, HEAD_POOLS, PART_CROPS, PROFILES as HEAD_PROFILES, AttributeHead
 from parsers.backbones import MIN_STRIDES
-from parsers.scene.detector import BACKBONES, PROFILES as DETECTOR_PROFILES, build_detector
+from parsers.scene.detector import (BACKBONES, PROFILES as DETECTOR_PROFILES, TORCHVISION_BOX_HEAD,
+                                    TORCHVISION_MASK_CHANNELS, build_detector)
 
 STAGES = ("detector", "attributes", "all")
 HEAD_DEPTHS = (18, 34)
@@ -66,7 +67,8 @@ class SceneParserConfig(Config):
 
     Detector network (:func:`parsers.scene.detector.build_detector`): ``det_backbone``,
     ``det_anchor_sizes``, ``det_trainable_layers``, ``det_rpn_post_nms_train``,
-    ``det_rpn_post_nms_test``, ``det_rois_per_image``. Attribute head
+    ``det_rpn_post_nms_test``, ``det_rois_per_image``, ``det_min_stride``, ``det_box_head_size``,
+    ``det_mask_head_channels``. Attribute head
     (:class:`parsers.scene.attribute_head.AttributeHead`): ``head_backbone`` (and for the
     ResNet ``head_depth``, ``head_width``), on square crops of ``crop_size``. The other fields: the schedule of both stages and what the head
     trains on.
@@ -104,6 +106,8 @@ class SceneParserConfig(Config):
     det_rpn_post_nms_test: int = 0
     det_rois_per_image: int = 0
     det_min_stride: int = 8
+    det_box_head_size: int = 0
+    det_mask_head_channels: int = 0
     head_depth: int = 0
     head_width: int = 0
     head_backbone: str = "resnet"
@@ -112,9 +116,12 @@ class SceneParserConfig(Config):
 
     PROFILES: ClassVar = PROFILES  # the schedules above
     # checkpoints from before the pretrained trunk and the object-context part crops had neither
-    ABSENT: ClassVar = {"head_backbone": "resnet", "part_crop": "part", "det_min_stride": 8, "head_pool": "mean"}
+    # nor the head sizes below torchvision's (the tiny profile's smaller heads)
+    ABSENT: ClassVar = {"head_backbone": "resnet", "part_crop": "part", "det_min_stride": 8, "head_pool": "mean",
+                        "det_box_head_size": TORCHVISION_BOX_HEAD, "det_mask_head_channels": TORCHVISION_MASK_CHANNELS}
     MUST_MATCH: ClassVar[tuple[str, ...]] = ("data", "profile", "mode", "seed", "crop_size", "det_backbone",
-                                             "det_trainable_layers", "det_min_stride", "head_depth", "head_width", "head_backbone",
+                                             "det_trainable_layers", "det_min_stride", "det_box_head_size",
+                                             "det_mask_head_channels", "head_depth", "head_width", "head_backbone",
                                              "part_crop", "head_pool")
     CHOICES: ClassVar = {"mode": MODES, "stage": STAGES, "det_backbone": BACKBONES, "head_depth": HEAD_DEPTHS, "det_min_stride": MIN_STRIDES,
                "head_backbone": HEAD_BACKBONES, "part_crop": PART_CROPS, "head_pool": HEAD_POOLS}
@@ -127,6 +134,8 @@ class SceneParserConfig(Config):
         "detector": "detector.pt of another run for the attribute stage (default: RUN_DIR/detector.pt)",
         "min_score": "detections kept: for the head's detector crops and the parser's default",
         "det_anchor_sizes": "anchor sizes in pixels, e.g. 8,16,32",
+        "det_box_head_size": "width of the detector's two-layer box head (torchvision's: 1024)",
+        "det_mask_head_channels": "channels of the detector's four mask-head convolutions (torchvision's: 256)",
         "part_crop": "the box a part's crop is cut from (its mask is the 4th channel either way): 'object' shows "
                      "the head the whole object, so that it can tell a left door from a right one; 'part' crops "
                      "the part alone",
@@ -161,7 +170,7 @@ class SceneParserConfig(Config):
             if getattr(self, k) < 0:
                 raise ValueError(f"{k} must be >= 0, got {getattr(self, k)}")
         for k in ("det_batch", "attr_batch", "checkpoint_every", "crop_size", "head_width", "det_rpn_post_nms_train",
-                  "det_rpn_post_nms_test", "det_rois_per_image"):
+                  "det_rpn_post_nms_test", "det_rois_per_image", "det_box_head_size", "det_mask_head_channels"):
             if getattr(self, k) < 1:
                 raise ValueError(f"{k} must be >= 1, got {getattr(self, k)}")
         if self.det_eval_every % self.checkpoint_every:
@@ -180,7 +189,8 @@ class SceneParserConfig(Config):
         return {"backbone": self.det_backbone, "anchor_sizes": tuple(self.det_anchor_sizes),
                 "trainable_layers": self.det_trainable_layers, "rpn_post_nms_train": self.det_rpn_post_nms_train,
                 "rpn_post_nms_test": self.det_rpn_post_nms_test, "rois_per_image": self.det_rois_per_image,
-                "min_stride": self.det_min_stride}
+                "min_stride": self.det_min_stride, "box_head_size": self.det_box_head_size,
+                "mask_head_channels": self.det_mask_head_channels}
 
     def build_detector(self, num_classes: int, height: int, width: int, pretrained: bool = True) -> nn.Module:
         """The (untrained) Mask R-CNN of this config for ``num_classes`` classes (background

@@ -26,6 +26,8 @@ from torch import nn
 from torchvision.models.detection import MaskRCNN, maskrcnn_resnet50_fpn
 from torchvision.models.detection.anchor_utils import AnchorGenerator
 from torchvision.models.detection.backbone_utils import mobilenet_backbone
+from torchvision.models.detection.faster_rcnn import FastRCNNPredictor, TwoMLPHead
+from torchvision.models.detection.mask_rcnn import MaskRCNNHeads, MaskRCNNPredictor
 from torchvision.ops import FeaturePyramidNetwork, MultiScaleRoIAlign
 from torchvision.ops.feature_pyramid_network import LastLevelMaxPool
 
@@ -34,6 +36,8 @@ from parsers.backbones import IMAGE_MEAN, IMAGE_STD, EfficientNetLite0
 BACKBONES = ("mobilenet_v3", "resnet50", "lite0", "lite0_scratch")
 #: FPN channels on the Lite0 backbones (the measured probe of issue 16: 64)
 LITE0_FPN_CHANNELS = 64
+#: torchvision's Mask R-CNN heads: the box head's two-layer MLP width, the mask head's conv channels
+TORCHVISION_BOX_HEAD, TORCHVISION_MASK_CHANNELS = 1024, 256
 
 
 class BackboneWithFPN(nn.Module):
@@ -88,10 +92,12 @@ class DetectorProfile:
     rpn_post_nms_train: int = 2000
     rpn_post_nms_test: int = 1000
     rois_per_image: int = 512
+    box_head_size: int = TORCHVISION_BOX_HEAD          # the box head's MLP width
+    mask_head_channels: int = TORCHVISION_MASK_CHANNELS  # the mask head's four convolutions
 
 
 PROFILES = {"tiny": DetectorProfile("mobilenet_v3", (8, 16, 32), rpn_post_nms_train=200, rpn_post_nms_test=100,
-                                    rois_per_image=64),
+                                    rois_per_image=64, box_head_size=128, mask_head_channels=64),
             # ImageNet EfficientNet-Lite0 + FPN: class-agnostic box AP50 0.94 on mid val after 300
             # iterations at batch 2, where the same network from scratch finds nothing (0.00) and the
             # former MobileNetV3 from scratch reached 0.16 (results/backbone_probe)
@@ -106,9 +112,22 @@ PROFILES = {"tiny": DetectorProfile("mobilenet_v3", (8, 16, 32), rpn_post_nms_tr
 PROFILES["demo"] = PROFILES["mini"]  # the demo profile trains the mini networks for less time
 
 
+def _roi_heads(out_channels: int, num_classes: int, box_head_size: int, mask_head_channels: int) -> dict:
+    """MaskRCNN's keyword arguments for its box and mask heads: ``num_classes`` alone for
+    torchvision's own heads (built, and initialised, as torchvision builds them), else the heads of
+    these sizes on ``out_channels``-channel maps (7x7 box RoIs, 14x14 mask RoIs)."""
+    if (box_head_size, mask_head_channels) == (TORCHVISION_BOX_HEAD, TORCHVISION_MASK_CHANNELS):
+        return {"num_classes": num_classes}
+    return {"num_classes": None, "box_head": TwoMLPHead(out_channels * 7 * 7, box_head_size),
+            "box_predictor": FastRCNNPredictor(box_head_size, num_classes),
+            "mask_head": MaskRCNNHeads(out_channels, (mask_head_channels,) * 4, 1),
+            "mask_predictor": MaskRCNNPredictor(mask_head_channels, mask_head_channels, num_classes)}
+
+
 def build_detector(num_classes: int, height: int, width: int, *, backbone: str, anchor_sizes: Sequence[int],
                    trainable_layers: int = 6, rpn_post_nms_train: int = 2000, rpn_post_nms_test: int = 1000,
-                   rois_per_image: int = 512, min_stride: int = 8, detections_per_image: int = 100,
+                   rois_per_image: int = 512, min_stride: int = 8, box_head_size: int = TORCHVISION_BOX_HEAD,
+                   mask_head_channels: int = TORCHVISION_MASK_CHANNELS, detections_per_image: int = 100,
                    score_thresh: float = 0.05, weights: str | None = "imagenet") -> nn.Module:
     """A Mask R-CNN for ``num_classes`` classes (background included) on ``height x width`` images.
 
@@ -116,8 +135,9 @@ def build_detector(num_classes: int, height: int, width: int, *, backbone: str, 
         num_classes: classes including the background (21 shapes + 1, or + the part names).
         height, width: the image size; the model keeps it (``min_size``/``max_size``).
         backbone, anchor_sizes, trainable_layers, rpn_post_nms_train, rpn_post_nms_test,
-            rois_per_image: the network, see :class:`DetectorProfile` (a profile's values:
-            ``build_detector(n, h, w, **asdict(PROFILES[name]))``).
+            rois_per_image, box_head_size, mask_head_channels: the network, see
+            :class:`DetectorProfile` (a profile's values: ``build_detector(n, h, w,
+            **asdict(PROFILES[name]))``); ``resnet50`` takes torchvision's head sizes only.
         detections_per_image, score_thresh: what the model returns at test time.
         weights: ``lite0`` only: ``"imagenet"`` loads the pretrained backbone, None builds the same
             network (frozen BatchNorm included) with random weights: for a checkpoint's state dict
@@ -129,7 +149,8 @@ def build_detector(num_classes: int, height: int, width: int, *, backbone: str, 
     other backbones.
 
     Raises:
-        ValueError: unknown backbone (the valid ones listed), or no anchor sizes.
+        ValueError: unknown backbone (the valid ones listed), no anchor sizes, or other head sizes
+            than torchvision's for ``resnet50``.
         parsers.backbones.WeightsUnavailable, parsers.backbones.WeightsChecksumError: ``lite0``
             with ``weights="imagenet"`` and no (or a different) weights file.
     """
@@ -137,6 +158,10 @@ def build_detector(num_classes: int, height: int, width: int, *, backbone: str, 
         raise ValueError(f"unknown detector backbone {backbone!r}; valid: {list(BACKBONES)}")
     if not anchor_sizes:
         raise ValueError("anchor_sizes: at least one anchor size is needed")
+    if backbone == "resnet50" and (box_head_size, mask_head_channels) != (TORCHVISION_BOX_HEAD,
+                                                                         TORCHVISION_MASK_CHANNELS):
+        raise ValueError(f"resnet50: box_head_size {box_head_size} and mask_head_channels {mask_head_channels}; this "
+                         f"backbone takes torchvision's heads ({TORCHVISION_BOX_HEAD}, {TORCHVISION_MASK_CHANNELS})")
     size = dict(min_size=min(height, width), max_size=max(height, width),
                 box_detections_per_img=detections_per_image, box_score_thresh=score_thresh,
                 rpn_pre_nms_top_n_train=2 * rpn_post_nms_train, rpn_post_nms_top_n_train=rpn_post_nms_train,
@@ -151,9 +176,10 @@ def build_detector(num_classes: int, height: int, width: int, *, backbone: str, 
         anchors = AnchorGenerator(sizes=sizes, aspect_ratios=((0.5, 1.0, 2.0),) * n_maps)
         names = [str(i) for i in range(n_maps - 1)]
         return box_math_in_float32(MaskRCNN(
-            BackboneWithFPN(body, LITE0_FPN_CHANNELS), num_classes=num_classes, rpn_anchor_generator=anchors,
+            BackboneWithFPN(body, LITE0_FPN_CHANNELS), rpn_anchor_generator=anchors,
             box_roi_pool=MultiScaleRoIAlign(names, 7, 2), mask_roi_pool=MultiScaleRoIAlign(names, 14, 2),
-            image_mean=list(IMAGE_MEAN), image_std=list(IMAGE_STD), **size))
+            image_mean=list(IMAGE_MEAN), image_std=list(IMAGE_STD), **size,
+            **_roi_heads(LITE0_FPN_CHANNELS, num_classes, box_head_size, mask_head_channels)))
     if backbone == "resnet50":
         # without pretrained weights torchvision trains every backbone layer
         return box_math_in_float32(maskrcnn_resnet50_fpn(weights=None, weights_backbone=None,
@@ -165,9 +191,11 @@ def build_detector(num_classes: int, height: int, width: int, *, backbone: str, 
     n_maps = 3  # mobilenet FPN: two feature levels + max pool
     anchors = AnchorGenerator(sizes=(tuple(anchor_sizes),) * n_maps, aspect_ratios=((0.5, 1.0, 2.0),) * n_maps)
     names = ["0", "1"]
-    return box_math_in_float32(MaskRCNN(net, num_classes=num_classes, rpn_anchor_generator=anchors,
-                                        box_roi_pool=MultiScaleRoIAlign(names, 7, 2),
-                                        mask_roi_pool=MultiScaleRoIAlign(names, 14, 2), **size))
+    return box_math_in_float32(MaskRCNN(net, rpn_anchor_generator=anchors, box_roi_pool=MultiScaleRoIAlign(names, 7, 2),
+                                        mask_roi_pool=MultiScaleRoIAlign(names, 14, 2), **size,
+                                        **_roi_heads(net.out_channels, num_classes, box_head_size,
+                                                     mask_head_channels)))
 
 
-__all__ = ["BACKBONES", "BackboneWithFPN", "box_math_in_float32", "LITE0_FPN_CHANNELS", "DetectorProfile", "PROFILES", "build_detector"]
+__all__ = ["BACKBONES", "BackboneWithFPN", "box_math_in_float32", "LITE0_FPN_CHANNELS", "TORCHVISION_BOX_HEAD",
+           "TORCHVISION_MASK_CHANNELS", "DetectorProfile", "PROFILES", "build_detector"]

@@ -290,6 +290,12 @@ def test_fields_added_with_a_new_behaviour_read_as_the_old_one_when_absent():
     back = SceneParserConfig.from_dict(old)
     assert (back.head_backbone, back.part_crop, back.head_pool) == ("resnet", "part", "mean")
     assert SceneParserConfig.from_dict(asdict(cfg)) == cfg
+    # a tiny checkpoint from before the tiny profile's smaller detector heads had torchvision's
+    tiny = asdict(SceneParserConfig.from_profile("d", "tiny"))
+    assert (tiny["det_box_head_size"], tiny["det_mask_head_channels"]) == (128, 64)
+    old = {k: v for k, v in tiny.items() if k not in ("det_box_head_size", "det_mask_head_channels")}
+    back = SceneParserConfig.from_dict(old)
+    assert (back.det_box_head_size, back.det_mask_head_channels) == (1024, 256)
 
 
 def test_question_parser_rebuilds_from_its_config(tmp_path):

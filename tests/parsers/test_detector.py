@@ -66,6 +66,23 @@ def test_network_arguments_reach_the_model():
     assert model.roi_heads.fg_bg_sampler.batch_size_per_image == 32
 
 
+def test_head_sizes_reach_the_model_and_keep_the_tiny_detector_small():
+    model = build_detector(3, 48, 64, **TINY)
+    assert model.roi_heads.box_head.fc7.out_features == TINY["box_head_size"] == 128
+    assert model.roi_heads.mask_head[0][0].out_channels == TINY["mask_head_channels"] == 64
+    assert model.roi_heads.mask_predictor.mask_fcn_logits.out_channels == 3
+    # what a tiny run writes: float32 weights under 30 MB (torchvision's heads made it 86 MB)
+    assert sum(p.numel() for p in model.state_dict().values()) * 4 < 30e6
+    # the other profiles keep torchvision's heads, built as torchvision builds them
+    for name in ("mini", "full"):
+        assert (PROFILES[name].box_head_size, PROFILES[name].mask_head_channels) == (1024, 256)
+    full = build_detector(22, 48, 64, **(TINY | {"box_head_size": 1024, "mask_head_channels": 256}))
+    assert full.roi_heads.box_head.fc6.in_features == 256 * 7 * 7 and full.roi_heads.box_head.fc7.out_features == 1024
+    with pytest.raises(ValueError, match=r"resnet50: box_head_size 128 and mask_head_channels 64; this backbone "
+                                         r"takes torchvision's heads \(1024, 256\)"):
+        build_detector(3, 48, 64, **(TINY | {"backbone": "resnet50"}))
+
+
 def test_full_profile_is_lite0_fpn_at_the_real_size():
     model = build_detector(num_classes=22, height=480, width=640, **asdict(PROFILES["full"]), weights=None)
     assert type(model.backbone.body).__name__ == "EfficientNetLite0"
