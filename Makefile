@@ -95,7 +95,7 @@ demo-executors: apt venv
 
 STUDY_PIECES ?= 1
 study: apt venv
-	$(PY) scripts/run_study.py --pieces $(STUDY_PIECES)
+	$(PY) scripts/run_study.py --pieces $(STUDY_PIECES) --frozen
 	$(PY) scripts/run_study.py --report
 
 # every table of results/study rebuilt from the committed predictions; fails if one number differs

@@ -5,6 +5,7 @@
     python scripts/run_study.py --pieces 1               # run the next pending piece (resumable)
     python scripts/run_study.py --only mid-seed0-modular # run that piece
     python scripts/run_study.py --pieces 9 --time-left 170 # as many as end within 170 minutes
+    python scripts/run_study.py --pieces 1 --frozen      # from a frozen copy of the committed code
     python scripts/run_study.py --report                 # rebuild results/study's tables
     python scripts/run_study.py --check                  # rebuild them in memory; fail if one differs
     python scripts/run_study.py --perception             # perception.json of done pieces that lack one
@@ -22,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 import time
 from pathlib import Path
@@ -33,6 +35,8 @@ from nsvqa.study_run import run_piece, write_perception
 from nsvqa.config import HelpFormatter
 
 PROG = "run_study.py"
+#: set in the environment of a run from a frozen copy (--frozen): the copy's folder
+FROZEN = "NSVQA_FROZEN_CODE"
 
 
 def get_args_parser() -> argparse.ArgumentParser:
@@ -71,12 +75,62 @@ def get_args_parser() -> argparse.ArgumentParser:
     p.add_argument("--device", default="cpu", help="torch device of the training (cpu, cuda)")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    p.add_argument("--frozen", action="store_true",
+                   help="run the pieces from a frozen copy of the committed code (a git worktree of HEAD, "
+                        "RUNS/code-<commit>), so that editing the checkout while a piece runs cannot change or "
+                        "break it; uncommitted changes are not in the copy; older copies are removed")
     return p
+
+
+def frozen_code(runs: Path) -> tuple[Path, str]:
+    """A git worktree of this checkout's HEAD at ``RUNS/code-<commit>`` (made once, reused), and the
+    uncommitted changes to tracked files it leaves out (``git status --porcelain``). Other
+    ``RUNS/code-*`` worktrees are removed.
+
+    Raises:
+        StudyError: not a git checkout, or git fails (its message).
+    """
+    import shutil
+    import subprocess
+
+    repo = Path(__file__).resolve().parents[1]
+
+    def git(*a: str) -> str:
+        try:
+            return subprocess.run(["git", "-C", str(repo), *a], check=True, capture_output=True, text=True).stdout
+        except (OSError, subprocess.CalledProcessError) as e:
+            raise StudyError(f"--frozen needs a git checkout: git {' '.join(a)}: "
+                             f"{getattr(e, 'stderr', '') or e}".strip()) from None
+
+    sha = git("rev-parse", "--short=12", "HEAD").strip()
+    where = (runs / f"code-{sha}").resolve()
+    for old in runs.glob("code-*"):
+        if old.resolve() != where:  # a copy of another commit, a worktree or a leftover folder
+            shutil.rmtree(old, ignore_errors=True)
+    git("worktree", "prune")
+    if not (where / "scripts" / "run_study.py").is_file():
+        shutil.rmtree(where, ignore_errors=True)
+        runs.mkdir(parents=True, exist_ok=True)
+        git("worktree", "add", "--detach", str(where), sha)
+    return where, git("status", "--porcelain", "--untracked-files=no")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = get_args_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = parser.parse_args(argv)
+    if args.frozen and os.environ.get(FROZEN) is None:
+        try:
+            where, dirty = frozen_code(args.runs)
+        except StudyError as e:
+            print(f"{PROG}: error: {e}", file=sys.stderr)
+            return 2
+        if dirty:
+            print(f"{PROG}: running the committed code of {where}; left out, uncommitted:\n{dirty}", file=sys.stderr)
+        env = {**os.environ, FROZEN: str(where),
+               "PYTHONPATH": os.pathsep.join([str(where), *filter(None, [os.environ.get("PYTHONPATH")])])}
+        os.execve(sys.executable, [sys.executable, str(where / "scripts" / "run_study.py"),
+                                   *(a for a in argv if a != "--frozen")], env)
     if args.readme is None and args.results == parser.get_default("results"):
         args.readme = Path("README.md")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")

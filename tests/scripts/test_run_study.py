@@ -2,6 +2,9 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
+
+import pytest
 
 from nsvqa.study import StudyConfig
 
@@ -77,3 +80,27 @@ def test_a_piece_projected_past_the_time_left_is_not_started(tmp_path, load_scri
     # a piece no committed piece of its kind projects is let through
     mdetr = next(p for p in study_pieces() if p.name == "mid-seed0-mdetr")
     assert out_of_time(results, mdetr, 60.0) is None
+
+
+def test_frozen_code_is_a_worktree_of_head_reused_and_swept(load_script, tmp_path):
+    import subprocess
+
+    rs = load_script("run_study")
+    repo = Path(rs.__file__).resolve().parents[1]
+    if not (repo / ".git").exists():
+        pytest.skip("not a git checkout")
+    runs = tmp_path / "runs"
+    (runs / "code-000000000000").mkdir(parents=True)  # a stale copy of another commit
+    where = None
+    try:
+        where, _ = rs.frozen_code(runs)
+        head = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True).stdout
+        copy = subprocess.run(["git", "-C", str(where), "rev-parse", "HEAD"], capture_output=True, text=True).stdout
+        assert copy == head and (where / "scripts" / "run_study.py").is_file()
+        assert not (runs / "code-000000000000").exists()
+        stamp = (where / "scripts" / "run_study.py").stat().st_mtime_ns
+        again, _ = rs.frozen_code(runs)
+        assert again == where and (where / "scripts" / "run_study.py").stat().st_mtime_ns == stamp
+    finally:
+        if where is not None:
+            subprocess.run(["git", "-C", str(repo), "worktree", "remove", "--force", str(where)], capture_output=True)
