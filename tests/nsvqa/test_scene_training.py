@@ -80,6 +80,21 @@ def test_resume_continues_from_the_checkpoint(run, data, tmp_path, load_script):
                                                 *TINY])
 
 
+def test_a_finished_run_keeps_what_a_rerun_needs_and_a_rerun_writes_nothing(run, data, tmp_path, load_script):
+    copy = tmp_path / "copy"
+    shutil.copytree(run, copy)
+    for name in ("detector.pt", "attributes.pt"):
+        ts = load_checkpoint(copy / name)["train_state"]
+        assert ts["finished"] is True and "optimizer" not in ts and "scheduler" in ts, name
+    # weights, crop caches and logs: with torchvision's heads and Adam's moments the detector alone was 259 MB
+    size = sum(f.stat().st_size for f in copy.rglob("*") if f.is_file())
+    assert size < 40e6, size
+    before = {f.name: f.read_bytes() for f in copy.glob("*.pt*")}
+    load_script("train_scene_parser").main(["--data", str(data), "--out", str(copy), "--resume", *TINY])
+    assert {f.name: f.read_bytes() for f in copy.glob("*.pt*")} == before
+    assert load_scene_parser(copy, min_score=0.0).parse([torch.rand(3, 48, 64)])[0].likelihoods is not None
+
+
 def test_batches_depend_only_on_seed_and_step():
     a = [scene_training._batch_indices(5, 2, s, 0) for s in range(5)]
     assert a == [scene_training._batch_indices(5, 2, s, 0) for s in range(5)]
