@@ -64,13 +64,17 @@ class Program:
             InvalidProgram: a node without ``type``/``function`` or ``inputs``, or with non-integer
                 inputs; with an ontology, everything :meth:`validate` rejects.
         """
+        if ontology is not None:
+            prog = _read_known(cls, nodes, ontology)
+            if prog is not None:
+                return prog
         if not isinstance(nodes, (list, tuple)) or not nodes:
             raise InvalidProgram("program must be a non-empty list of nodes")
         # With an ontology, equal nodes are shared through its cache (nodes are immutable): a
         # lookup costs less than building a Node, and most nodes recur across questions.
         interned = ontology.cache("program.nodes") if ontology is not None else None
         out = []
-        structure = []
+        entries = []
         for i, n in enumerate(nodes):
             if type(n) is not dict and not isinstance(n, Mapping):
                 raise InvalidProgram(f"node must be an object, got {type(n).__name__}", node=i)
@@ -104,13 +108,16 @@ class Program:
             if hit is None:
                 if len(interned) >= _MAX_CACHED:
                     interned.clear()
-                hit = interned[key] = (Node(fn, inputs, vals), (fn, inputs, len(vals)))
-            out.append(hit[0])
-            structure.append(hit[1])
+                hit = interned[key] = _Known(Node(fn, inputs, vals))
+            out.append(hit.node)
+            entries.append(hit)
         prog = cls(tuple(out))
         if ontology is not None:
-            prog.__dict__["_structure"] = tuple(structure)
-            prog.validate(ontology)
+            prog.__dict__["_structure"] = tuple(e.struct for e in entries)
+            types = prog.validate(ontology)
+            for e, t in zip(entries, types):  # what the next program with these nodes skips
+                ins = e.node.inputs
+                e.types[ins and (types[ins[0]] if len(ins) == 1 else (types[ins[0]], types[ins[1]]))] = t
         return prog
 
     def to_json(self, key: str = "type") -> list[dict]:
@@ -221,6 +228,58 @@ class Program:
         out = tuple(types)
         self.__dict__["_checked"] = (ontology, out)
         return out
+
+
+class _Known:
+    """A node read before (per ontology): its :class:`Node`, its part of the structure, and its
+    output type per input types (``()`` without inputs, one type, or a pair) in programs that
+    validated; ``need``: the least position at which its inputs point to earlier nodes."""
+
+    __slots__ = ("node", "struct", "need", "types")
+
+    def __init__(self, node: Node):
+        ins = node.inputs
+        self.node, self.struct, self.types = node, (node.function, ins, len(node.value_inputs)), {}
+        self.need = 0 if not ins else max(ins) + 1 if min(ins) >= 0 else 1 << 62
+
+
+def _read_known(cls, nodes: Any, ontology: Ontology) -> "Program | None":
+    """The validated program of ``nodes`` when every node is a plain release node read before
+    with inputs of the types seen then (nothing left to check); else None (the caller reads
+    and checks it in full, so a bad program gets the full checks and their errors)."""
+    if type(nodes) is not list:
+        return None
+    interned = ontology.cache("program.nodes")
+    types: list[str] = []
+    known: list[_Known] = []
+    for i, n in enumerate(nodes):
+        if type(n) is not dict:
+            return None
+        try:
+            raw_in, values = n["inputs"], n["value_inputs"]
+            e = interned.get((n["type"], tuple(raw_in), tuple(values)))
+        except (KeyError, TypeError):
+            return None
+        if e is None or e.need > i or type(raw_in) is not list or type(values) is not list:
+            return None
+        ins = e.node.inputs
+        for x in raw_in:  # True == 1 and 1.0 == 1: the lookup alone does not tell them apart
+            if type(x) is not int:
+                return None
+        for v in values:
+            if type(v) is not str:
+                return None
+        t = e.types.get(ins and (types[ins[0]] if len(ins) == 1 else (types[ins[0]], types[ins[1]])))
+        if t is None:
+            return None
+        types.append(t)
+        known.append(e)
+    if not types or types[-1] not in ANSWER_TYPES:
+        return None
+    prog = cls(tuple([e.node for e in known]))
+    prog.__dict__["_structure"] = tuple([e.struct for e in known])
+    prog.__dict__["_checked"] = (ontology, tuple(types))
+    return prog
 
 
 def _check_node(i: int, n: Node, types: list[str], ontology: Ontology) -> str:
