@@ -20,7 +20,7 @@ from typing import Any, Callable, Sequence
 from .dsl import BOOL, INTEGER, OBJECT, OBJECT_SET, PART, PART_SET, SIGNATURES
 from .errors import ExecutionError, UniquenessError
 from .ontology import Ontology
-from .program import Program
+from .program import _MAX_CACHED, Node, Program
 from .scene import PART_BITS, SymbolicScene
 
 _PART_FIELD = (1 << PART_BITS) - 1
@@ -220,55 +220,49 @@ class DeterministicExecutor:
     def compile(self, program: Program) -> CompiledProgram:
         """Validate and compile; raises :class:`InvalidProgram` / :class:`TypeMismatch`.
 
-        The steps of a program's structure are built once per ontology and shared by every
-        program of that structure; only the keys of its value nodes are filled in per program.
+        A node's step depends only on the node and the type of its first input, so it is built
+        once per ontology and shared by every program holding that node (equal nodes read by
+        :meth:`Program.from_json` with an ontology are one object).
         """
         onto = self.ontology
         types = program.validate(onto)
-        templates = onto.cache("deterministic.templates")
-        structure = program.structure()
-        tpl = templates.get(structure)
-        if tpl is None:
-            tpl = templates[structure] = self._template(program, types)
-        steps, valued = tpl
-        if valued:
-            keys = onto.cache("deterministic.keys")
-            steps = list(steps)
-            nodes = program.nodes
-            for i, kind, attr in valued:
-                v = nodes[i].value_inputs[0]
-                k = keys.get((kind, attr, v))
-                if k is None:
-                    k = keys[(kind, attr, v)] = self._value_key(kind, attr, v)
-                fn, a, b, _ = steps[i]
-                steps[i] = (fn, a, b, k)
-            steps = tuple(steps)
-        return CompiledProgram(program, steps, types)
+        cache = onto.cache("deterministic.steps")  # id(node) -> (node, {type of input 0: step})
+        steps = []
+        for n in program.nodes:
+            hit = cache.get(id(n))
+            if hit is None or hit[0] is not n:  # the node is kept in the entry: its id stays its own
+                if len(cache) >= _MAX_CACHED:
+                    cache.clear()
+                hit = cache[id(n)] = (n, {})
+            ta = types[n.inputs[0]] if n.inputs else None
+            step = hit[1].get(ta)
+            if step is None:
+                step = hit[1][ta] = self._step(n, ta)
+            steps.append(step)
+        return CompiledProgram(program, tuple(steps), types)
 
-    def _template(self, program: Program, types: tuple[str, ...]) -> tuple[tuple, tuple]:
-        """Steps of ``program``'s structure (value keys left None) and its value nodes."""
-        steps, valued = [], []
-        for i, n in enumerate(program.nodes):
-            sig = SIGNATURES[n.function]
-            a = n.inputs[0] if n.inputs else -1
-            b = n.inputs[1] if len(n.inputs) > 1 else -1
-            kind, key = sig.kind, None
-            if kind in ("filter", "partfilter", "relate", "partfilter_partname"):
-                valued.append((i, kind, sig.attribute))
-            elif kind in ("query", "same", "partquery"):
-                key = sig.attribute
-            elif kind == "unique":
-                key = n.function  # named in the error
-            if kind == "compare":
-                fn = _COMPARE[n.function]
-            elif kind == "object2part":
-                fn = _obj2part if types[a] == OBJECT else _set2part
-            elif kind == "part2object" and types[a] == PART:
-                fn = _part2obj_single
-            else:
-                fn = _STEPS[kind]
-            steps.append((fn, a, b, key))
-        return tuple(steps), tuple(valued)
+    def _step(self, n: Node, ta: str | None) -> tuple:
+        """The step (function, input 0, input 1, key) of a validated node whose first input is
+        of type ``ta``."""
+        sig = SIGNATURES[n.function]
+        a = n.inputs[0] if n.inputs else -1
+        b = n.inputs[1] if len(n.inputs) > 1 else -1
+        kind, key = sig.kind, None
+        if kind in ("filter", "partfilter", "relate", "partfilter_partname"):
+            key = self._value_key(kind, sig.attribute, n.value_inputs[0])
+        elif kind in ("query", "same", "partquery"):
+            key = sig.attribute
+        elif kind == "unique":
+            key = n.function  # named in the error
+        if kind == "compare":
+            fn = _COMPARE[n.function]
+        elif kind == "object2part":
+            fn = _obj2part if ta == OBJECT else _set2part
+        elif kind == "part2object" and ta == PART:
+            fn = _part2obj_single
+        else:
+            fn = _STEPS[kind]
+        return fn, a, b, key
 
     def _value_key(self, kind: str, attr: str | None, v: str) -> Any:
         """The step key of a value node (a validated value)."""

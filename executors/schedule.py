@@ -83,38 +83,59 @@ def template(program: Program, types: Sequence[str], ontology: Ontology, attr_in
     key = (program.structure(), fuse)
     t = cache.get(key)
     if t is None:
-        t = cache[key] = _build_template(program, types, attr_index, fuse)
+        t = cache[key] = _build_template(program, types, ontology, attr_index, fuse)
     return t
 
 
-def _build_template(p: Program, types, attr_index: dict, fuse: bool) -> Template:
+def _rule(function: str, ta: str | None, attr_index: dict) -> tuple:
+    """(op, fixed parameter or None, (kind, attribute) of a value node or None) of a node of
+    ``function`` whose first input is of type ``ta``."""
+    sig = SIGNATURES[function]
+    kind, param = sig.kind, 0
+    if kind == "unique":
+        op = UNIQUE_P if ta == PART_SET else UNIQUE_O
+    elif kind == "compare":
+        op = _COMPARE[sig.name]
+    elif kind == "part2object":
+        op = PART2OBJ_ONE if ta == PART else PART2OBJ_SET
+    else:
+        op = _SIMPLE[kind]
+        if kind in ("query", "same", "partquery"):
+            param = attr_index[sig.attribute]
+    if kind in _VALUED:
+        return op, None, (kind, sig.attribute)
+    return op, param, None
+
+
+def _build_template(p: Program, types, ontology: Ontology, attr_index: dict, fuse: bool) -> Template:
     nodes = p.nodes
     n = len(nodes)
     height = [0] * n
     for i in range(n - 1, -1, -1):
+        h = height[i] + 1
         for j in nodes[i].inputs:
-            height[j] = max(height[j], height[i] + 1)
+            if height[j] < h:
+                height[j] = h
+    rules = ontology.cache("schedule.rules")  # (function, type of input 0) -> _rule(...)
     users = [0] * n
-    for nd in nodes:
-        for j in nd.inputs:
-            users[j] += 1
     ops, params, valued = [], [], []
     for nd in nodes:
-        sig = SIGNATURES[nd.function]
-        kind, param = sig.kind, 0
-        if kind == "unique":
-            op = UNIQUE_P if types[nd.inputs[0]] == PART_SET else UNIQUE_O
-        elif kind == "compare":
-            op = _COMPARE[sig.name]
-        elif kind == "part2object":
-            op = PART2OBJ_ONE if types[nd.inputs[0]] == PART else PART2OBJ_SET
-        else:
-            op = _SIMPLE[kind]
-            if kind in ("query", "same", "partquery"):
-                param = attr_index[sig.attribute]
-        ops.append(op)
-        valued.append((kind, sig.attribute) if kind in _VALUED else None)
-        params.append(None if kind in _VALUED else param)
+        ins = nd.inputs
+        for j in ins:
+            users[j] += 1
+        key = (nd.function, types[ins[0]] if ins else None)
+        r = rules.get(key)
+        if r is None:
+            r = rules[key] = _rule(*key, attr_index)
+        ops.append(r[0])
+        params.append(r[1])
+        valued.append(r[2])
+    # filters whose output goes to a filter (and nowhere else): absorbed into that filter's chain
+    absorbed = [False] * n
+    if fuse:
+        for i, nd in enumerate(nodes):
+            if ops[i] == FILTER and users[nd.inputs[0]] == 1 and ops[nd.inputs[0]] == FILTER:
+                absorbed[nd.inputs[0]] = True
     counters = [0, 0, 0]
     slots = []
     entries = []
@@ -122,20 +143,17 @@ def _build_template(p: Program, types, attr_index: dict, fuse: bool) -> Template
         kind = _KIND_OF_TYPE.get(types[i], _VAL)
         slots.append((kind, counters[kind]))
         counters[kind] += 1
+        if absorbed[i]:
+            continue
         op, head, chain = ops[i], i, (i,)
         if op == FILTER and fuse:
-            if users[i] == 1 and any(ops[c] == FILTER and nodes[c].inputs[0] == i for c in range(i + 1, n)):
-                continue  # absorbed into the filter that consumes it
             chain = [i]
-            while True:
-                j = nodes[head].inputs[0]
-                if ops[j] != FILTER or users[j] != 1:
-                    break
-                head = j
-                chain.append(j)
+            while absorbed[nodes[head].inputs[0]]:
+                head = nodes[head].inputs[0]
+                chain.append(head)
             chain = tuple(chain)
         a = nodes[head].inputs[0] if nodes[head].inputs else None
-        b = nodes[i].inputs[1] if len(nodes[i].inputs) > 1 else None
+        b = nd.inputs[1] if len(nd.inputs) > 1 else None
         entries.append((i, op, -10 ** 6 if op == SCENE else -height[i], a, b, chain))
     entries = tuple((i, op, level, None if a is None else slots[a], None if b is None else slots[b],
                      slots[i], chain) for i, op, level, a, b, chain in entries)
@@ -156,6 +174,8 @@ def schedule(programs: Sequence[Program], templates: Sequence[Template], si: np.
         ``part_row``.
     """
     B = len(programs)
+    if B == 1 and be.name == "numpy":
+        return _schedule_one(programs[0], templates[0], int(si[0]), scenes, ontology)
     part_row = np.full(B, -1, dtype=np.intp)
     n_part_rows = 0
     n_slots = [0, 0, 0]
@@ -167,8 +187,7 @@ def schedule(programs: Sequence[Program], templates: Sequence[Template], si: np.
         for k in range(3):
             n_slots[k] = max(n_slots[k], t.counters[k])
     rows_per = (B, n_part_rows, B)
-    per_scene = {FILTER: len(scenes.filter_col), RELATE: len(ontology.relations),
-                 SAME: len(scenes.attr_index), PARTFILTER: getattr(scenes, "Kp", 0)}
+    per_scene = _per_scene(scenes, ontology)
     pcache = ontology.cache("schedule.params")
     final_rows = []
     grouped: dict[tuple[int, int, int], list] = {}
@@ -210,6 +229,62 @@ def schedule(programs: Sequence[Program], templates: Sequence[Template], si: np.
     return {"groups": groups, "slots": tuple(n_slots), "n_part_rows": n_part_rows,
             "final_rows": be.index(final_rows), "node_slots": [t.node_slots for t in templates],
             "part_row": part_row}
+
+
+def _per_scene(scenes, ontology: Ontology) -> dict:
+    """op -> width of its per-scene parameter table (rows scene * width + parameter)."""
+    return {FILTER: len(scenes.filter_col), RELATE: len(ontology.relations),
+            SAME: len(scenes.attr_index), PARTFILTER: getattr(scenes, "Kp", 0)}
+
+
+def _schedule_one(program: Program, t: Template, s: int, scenes, ontology: Ontology) -> dict:
+    """:func:`schedule` of one question on numpy: the groups' rows depend only on the template
+    (one question: a node's store row is its slot), so they are made once per template; the
+    question fills in its parameters."""
+    cache = ontology.cache("schedule.one")  # id(template) -> (template, layout)
+    hit = cache.get(id(t))
+    if hit is None or hit[0] is not t:  # the template is kept in the entry: its id stays its own
+        if len(cache) >= 100_000:
+            cache.clear()
+        grouped: dict[tuple[int, int, int], list] = {}
+        for i, op, level, a, b, out, chain in t.entries:
+            grouped.setdefault((level, op, len(chain)), []).append(
+                (0 if a is None else a[1], 0 if b is None else b[1], out[1], i, chain))
+        layout = []
+        for (_, op, width), rows in sorted(grouped.items(), key=lambda kv: kv[0]):
+            arr = np.array([r[:4] for r in rows], dtype=np.intp).T.copy()
+            arr.flags.writeable = False  # shared by every question of the template
+            zeros = np.zeros(len(rows), dtype=np.intp)
+            zeros.flags.writeable = False
+            layout.append((op, width, arr[0], arr[1], arr[2], arr[3], zeros, [r[4] for r in rows]))
+        kind, slot = t.node_slots[-1]
+        hit = cache[id(t)] = (t, (layout, np.array([slot], dtype=np.intp)))
+    layout, final_rows = hit[1]
+    per_scene = _per_scene(scenes, ontology)
+    pcache = ontology.cache("schedule.params")
+    nodes, params, valued = program.nodes, t.params, t.valued
+    groups = []
+    for op, width, a, b, out, node, zeros, chains in layout:
+        off = s * per_scene[op] if op in per_scene else 0
+        cols = []
+        for chain in chains:
+            row = []
+            for c in chain:
+                p = params[c]
+                if p is None:
+                    kv = valued[c]
+                    key = (kv[0], kv[1], nodes[c].value_inputs[0])
+                    p = pcache.get(key)
+                    if p is None:
+                        p = pcache[key] = _param(scenes, ontology, *key)
+                row.append(off + p)
+            cols.append(row)
+        arr = np.array(cols, dtype=np.intp)
+        param = [arr[:, k] for k in range(width)] if op == FILTER else arr[:, 0]
+        groups.append(Group(op, zeros + s if s else zeros, a, b, out, param, node, zeros))
+    return {"groups": groups, "slots": t.counters, "n_part_rows": int(t.has_part),
+            "final_rows": final_rows, "node_slots": [t.node_slots],
+            "part_row": np.array([0 if t.has_part else -1], dtype=np.intp)}
 
 
 def _param(scenes, onto: Ontology, kind: str, attr: str | None, v: str) -> int:

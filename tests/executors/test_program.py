@@ -342,3 +342,32 @@ def test_generic_partname_filter_covers_every_naming_scheme(superclevr):
     assert all("wheel" in w for w in wheels)
     every = {p for parts in superclevr.parts_per_shape.values() for p in parts if "wheel" in p}
     assert wheels == every
+
+
+# ---------------------------------------------------------------------- nodes read before
+@pytest.mark.parametrize("bad, exc_type, fragment", [
+    ([n("scene"), n("filter_color", [True], ["red"]), n("count", [1])], InvalidProgram, "True"),
+    ([n("scene"), n("filter_color", [0.0], ["red"]), n("count", [1])], InvalidProgram, "0.0"),
+    ([n("scene"), {"type": "filter_color", "inputs": {0: 0}, "value_inputs": ["red"]}, n("count", [1])],
+     InvalidProgram, "'inputs' must be a list"),
+    ([n("filter_color", [0], ["red"]), n("scene"), n("count", [1])], InvalidProgram,
+     "does not point to an earlier node"),
+    ([n("scene"), n("filter_color", [0], ["red"]), n("unique", [1]), n("count", [2])], TypeMismatch,
+     "is Object"),
+    ([n("scene"), n("filter_color", [0], ["red"])], InvalidProgram, "not an answer"),
+])
+def test_nodes_read_before_are_checked_again_where_they_stand(bad, exc_type, fragment):
+    from executors import load_ontology
+    from dataclasses import replace
+
+    onto = replace(load_ontology("clevr"))  # a copy: caches of its own
+    good = Program.from_json(COUNT_RED, onto)
+    Program.from_json([n("scene"), n("filter_color", [0], ["red"]), n("unique", [1]),
+                       n("query_shape", [2])], onto)
+    again = Program.from_json(COUNT_RED, onto)
+    assert again == good and again.validate(onto) == ("ObjectSet", "ObjectSet", "Integer")
+    with pytest.raises(exc_type) as exc:
+        Program.from_json(bad, onto)
+    with pytest.raises(exc_type) as fresh:
+        Program.from_json(bad, replace(load_ontology("clevr")))
+    assert str(exc.value) == str(fresh.value) and fragment in str(exc.value)
