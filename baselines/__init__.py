@@ -37,8 +37,8 @@ class Baseline(Model):
     """A model with a run directory of its own (stateless: everything lives in that directory).
 
     Subclasses set ``config_class`` (the frozen config dataclass, fields ``data`` and ``profile``
-    first) and ``profiles`` (profile name -> defaults of the config fields), and implement
-    ``train`` and ``predict`` (:class:`nsvqa.models.Model`).
+    first; its defaults the ``mini`` profile, its ``PROFILES`` what the other profiles change), and
+    implement ``train`` and ``predict`` (:class:`nsvqa.models.Model`).
     """
 
     config_class: ClassVar[type]

@@ -10,6 +10,9 @@ probability is the softmax probability of the answer.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import ClassVar
+
 import torch
 from torch import nn
 
@@ -43,25 +46,42 @@ class CNNLSTMNet(nn.Module):
         return self.classifier(torch.cat([self.image(images), self.question(words, lengths)], dim=1))
 
 
-_SCHEDULE = dict(weight_decay=0.0, grad_clip=5.0, cache_images=True)
-PROFILES = {
-    "tiny": dict(steps=40, batch=16, lr=3e-3, warmup=5, eval_every=20, val_questions=32,
-                 word_dim=32, hidden=64, layers=1, mlp_hidden=64, dropout=0.0,
-                 image_width=64, image_height=48, backbone="small", cnn_width=8, image_dim=64, **_SCHEDULE),
-    # the frozen Lite0's cached stride-16 maps of the full 320x240 images: test 40.1% on mid after
-    # 10,000 steps (16 min at 1 thread) where the question-only LSTM has 36.2% and the from-scratch
-    # CNN at 128x96 had 33.8% (results/image_baselines_mini; issue 17 tunes it further)
-    "mini": dict(steps=10000, batch=64, lr=2e-3, warmup=100, eval_every=2000, val_questions=1000,
-                 word_dim=64, hidden=128, layers=1, mlp_hidden=256, dropout=0.1,
-                 image_width=320, image_height=240, backbone="lite0", feature_stride=16, cnn_width=8,
-                 image_dim=256, **_SCHEDULE),
-    # a GPU run at the paper's data scale (not yet measured)
-    "full": dict(steps=40000, batch=128, lr=1e-3, warmup=1000, eval_every=2000, val_questions=5000,
-                 word_dim=300, hidden=512, layers=2, mlp_hidden=1024, dropout=0.2,
-                 image_width=320, image_height=240, backbone="lite0", feature_stride=16, cnn_width=64, image_dim=512,
-                 **_SCHEDULE),
-}
-PROFILES["demo"] = dict(PROFILES["mini"], steps=1000, eval_every=500, val_questions=500)  # mini, shorter
+@dataclass(frozen=True)
+class CNNLSTMConfig(ImageQuestionModelConfig):
+    """cnn_lstm's config (:class:`baselines.neural_config.ImageQuestionModelConfig`'s fields); the
+    defaults are the ``mini`` profile, :attr:`PROFILES` the fields the other profiles change."""
+
+    model: str = "cnn_lstm"
+    steps: int = 10000
+    lr: float = 2e-3
+    warmup: int = 100
+    eval_every: int = 2000
+    val_questions: int = 1000
+    batch: int = 64
+    word_dim: int = 64
+    hidden: int = 128
+    layers: int = 1
+    mlp_hidden: int = 256
+    dropout: float = 0.1
+    image_width: int = 320
+    image_height: int = 240
+    backbone: str = "lite0"
+    image_dim: int = 256
+
+    PROFILES: ClassVar = {
+        "tiny": dict(steps=40, batch=16, lr=3e-3, warmup=5, eval_every=20, val_questions=32, word_dim=32, hidden=64,
+                     mlp_hidden=64, dropout=0.0, image_width=64, image_height=48, backbone="small", image_dim=64),
+        "demo": dict(steps=1000, eval_every=500, val_questions=500),  # mini, shorter
+        # the frozen Lite0's cached stride-16 maps of the full 320x240 images: test 40.1% on mid after
+        # 10,000 steps (16 min at 1 thread) where the question-only LSTM has 36.2% and the from-scratch
+        # CNN at 128x96 had 33.8% (results/image_baselines_mini; issue 17 tunes it further)
+        "mini": {},
+        # a GPU run at the paper's data scale (not yet measured)
+        "full": dict(steps=40000, batch=128, lr=1e-3, warmup=1000, val_questions=5000, word_dim=300, hidden=512,
+                     layers=2, mlp_hidden=1024, dropout=0.2, cnn_width=64, image_dim=512),
+    }
+    #: configs saved before the frozen Lite0 existed trained the small CNN from scratch
+    ABSENT: ClassVar = {"backbone": "small"}
 
 
 @register("cnn_lstm")
@@ -70,14 +90,13 @@ class CNNLSTMBaseline(NeuralBaseline):
 
     family = "holistic"
 
-    config_class = ImageQuestionModelConfig
-    profiles = PROFILES
+    config_class = CNNLSTMConfig
     uses_images = True
 
-    def build_model(self, cfg: ImageQuestionModelConfig, num_words: int, num_answers: int) -> CNNLSTMNet:
+    def build_model(self, cfg: CNNLSTMConfig, num_words: int, num_answers: int) -> CNNLSTMNet:
         return CNNLSTMNet(num_words, num_answers, word_dim=cfg.word_dim, hidden=cfg.hidden, layers=cfg.layers,
                           backbone=cfg.backbone, cnn_width=cfg.cnn_width, image_dim=cfg.image_dim,
                           mlp_hidden=cfg.mlp_hidden, dropout=cfg.dropout, feature_stride=cfg.feature_stride)
 
 
-__all__ = ["CNNLSTMNet", "CNNLSTMBaseline", "PROFILES"]
+__all__ = ["CNNLSTMConfig", "CNNLSTMNet", "CNNLSTMBaseline"]

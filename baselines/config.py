@@ -3,10 +3,10 @@
 :class:`RunConfig`: what a run is trained on and how it is identified; :class:`TrainConfig` adds
 the schedule of a learned baseline. Both are :class:`nsvqa.models.ModelConfig` s (profile resolution,
 ``check``, ``MUST_MATCH``, checkpoint round trip, the typed ``--set`` of
-``scripts/train_baseline.py``). A model's config dataclass subclasses one of them (frozen), adds
-its own fields, extends ``MUST_MATCH`` and ``check``. A model's profile table lives with the model
-(``baselines/<name>.py``, ``Baseline.profiles``): ``Cfg.from_profile(data, profile,
-profiles=PROFILES, **overrides)``.
+``scripts/train_baseline.py``). They are shared field sets, not a model's config: each model has
+its own frozen config dataclass deriving from one of them, next to the model, whose defaults are
+that model's ``mini`` profile and whose ``PROFILES`` hold the fields the other profiles change
+(:mod:`nsvqa.config`); it adds its own fields and extends ``MUST_MATCH`` and ``check``.
 """
 from __future__ import annotations
 

@@ -55,18 +55,53 @@ class FiLMConfig(QuestionModelConfig):
     (frozen, its maps cached per image; the mini and full profiles) or ``lite0-ft`` (fine-tuned on
     the pixels); ``num_blocks`` FiLMed residual blocks of
     ``module_dim`` feature maps; ``classifier_proj`` maps before the global max pool.
+
+    The defaults are the ``mini`` profile; :attr:`PROFILES` holds the fields the other profiles change.
     """
 
-    image_width: int = 64
-    image_height: int = 48
-    backbone: str = "small"
+    model: str = "film"
+    steps: int = 6000
+    warmup: int = 100
+    eval_every: int = 2000
+    val_questions: int = 1000
+    weight_decay: float = 1e-5  # the paper's
+    batch: int = 64
+    word_dim: int = 64
+    hidden: int = 128
+    mlp_hidden: int = 256
+    dropout: float = 0.1
+    image_width: int = 320
+    image_height: int = 240
+    backbone: str = "lite0"
     cnn_width: int = 8
     cnn_layers: int = 3
     num_blocks: int = 2
     module_dim: int = 32
-    classifier_proj: int = 64
+    classifier_proj: int = 128
     cache_images: bool = True
     feature_stride: int = 16
+
+    PROFILES: ClassVar = {
+        "tiny": dict(steps=40, batch=16, lr=3e-3, warmup=5, eval_every=20, val_questions=32, word_dim=32, hidden=64,
+                     mlp_hidden=64, dropout=0.0, image_width=64, image_height=48, backbone="small",
+                     classifier_proj=64),
+        "demo": dict(steps=1000, eval_every=500, val_questions=500),  # mini, shorter
+        # lr 1e-3 rather than the paper's 3e-4: a short schedule on a small network. On the frozen
+        # Lite0's cached stride-16 maps of the full 320x240 images (20 x 15): test 38.6% on mid after
+        # 6,000 steps (19 min at 1 thread), the question-only LSTM 36.2%, the from-scratch CNN at
+        # 128x96 had 34.1%. 4 blocks x 64 maps in the same budget (2,500 steps) had 37.5%
+        # (results/image_baselines_mini)
+        "mini": {},
+        # the paper / reference recipe: 4 blocks of 128 maps, GRU 4096 over 200-d embeddings, classifier
+        # 512 maps -> 1024 hidden, Adam 3e-4, weight decay 1e-5, no dropout; Super-CLEVR's schedule:
+        # 100k iterations at batch 256. The frozen Lite0's stride-16 maps of the 320 x 240 images (20 x 15;
+        # the recipe's ResNet-101 conv4 gives 14 x 14 of 224 x 224). A GPU run (not yet measured)
+        "full": dict(steps=100000, batch=256, lr=3e-4, warmup=1000, val_questions=5000, word_dim=200, hidden=4096,
+                     mlp_hidden=1024, dropout=0.0, cnn_width=64, cnn_layers=4, num_blocks=4, module_dim=128,
+                     classifier_proj=512),
+    }
+    #: configs saved before the frozen Lite0 existed trained the small CNN from scratch
+    ABSENT: ClassVar = {"backbone": "small"}
 
     MUST_MATCH: ClassVar[tuple[str, ...]] = QuestionModelConfig.MUST_MATCH + (
         "image_width", "image_height", "backbone", "cnn_width", "cnn_layers", "num_blocks", "module_dim",
@@ -215,34 +250,6 @@ class FiLMNet(nn.Module):
         return self.answer(images, *self.film_params(words, lengths))
 
 
-# ---------------------------------------------------------------------------- profiles
-_SCHEDULE = dict(weight_decay=1e-5, grad_clip=5.0, cache_images=True)  # weight decay: the paper's
-PROFILES = {
-    "tiny": dict(steps=40, batch=16, lr=3e-3, warmup=5, eval_every=20, val_questions=32,
-                 word_dim=32, hidden=64, layers=1, mlp_hidden=64, dropout=0.0,
-                 image_width=64, image_height=48, backbone="small", cnn_width=8, cnn_layers=3,
-                 num_blocks=2, module_dim=32, classifier_proj=64, **_SCHEDULE),
-    # lr 1e-3 rather than the paper's 3e-4: a short schedule on a small network. On the frozen
-    # Lite0's cached stride-16 maps of the full 320x240 images (20 x 15): test 38.6% on mid after
-    # 6,000 steps (19 min at 1 thread), the question-only LSTM 36.2%, the from-scratch CNN at
-    # 128x96 had 34.1%. 4 blocks x 64 maps in the same budget (2,500 steps) had 37.5%
-    # (results/image_baselines_mini)
-    "mini": dict(steps=6000, batch=64, lr=1e-3, warmup=100, eval_every=2000, val_questions=1000,
-                 word_dim=64, hidden=128, layers=1, mlp_hidden=256, dropout=0.1,
-                 image_width=320, image_height=240, backbone="lite0", feature_stride=16, cnn_width=8,
-                 cnn_layers=3, num_blocks=2, module_dim=32, classifier_proj=128, **_SCHEDULE),
-    # the paper / reference recipe: 4 blocks of 128 maps, GRU 4096 over 200-d embeddings, classifier
-    # 512 maps -> 1024 hidden, Adam 3e-4, weight decay 1e-5, no dropout; Super-CLEVR's schedule:
-    # 100k iterations at batch 256. The frozen Lite0's stride-16 maps of the 320 x 240 images (20 x 15;
-    # the recipe's ResNet-101 conv4 gives 14 x 14 of 224 x 224). A GPU run (not yet measured)
-    "full": dict(steps=100000, batch=256, lr=3e-4, warmup=1000, eval_every=2000, val_questions=5000,
-                 word_dim=200, hidden=4096, layers=1, mlp_hidden=1024, dropout=0.0,
-                 image_width=320, image_height=240, backbone="lite0", feature_stride=16, cnn_width=64, cnn_layers=4,
-                 num_blocks=4, module_dim=128, classifier_proj=512, **_SCHEDULE),
-}
-PROFILES["demo"] = dict(PROFILES["mini"], steps=1000, eval_every=500, val_questions=500)  # mini, shorter
-
-
 @register("film")
 class FiLMBaseline(NeuralBaseline):
     """FiLM: question-conditioned feature-wise modulation of a CNN (:class:`FiLMNet`)."""
@@ -250,7 +257,6 @@ class FiLMBaseline(NeuralBaseline):
     family = "holistic"
 
     config_class = FiLMConfig
-    profiles = PROFILES
     uses_images = True
 
     def build_model(self, cfg: FiLMConfig, num_words: int, num_answers: int) -> FiLMNet:
@@ -260,5 +266,5 @@ class FiLMBaseline(NeuralBaseline):
                        mlp_hidden=cfg.mlp_hidden, dropout=cfg.dropout, feature_stride=cfg.feature_stride)
 
 
-__all__ = ["FiLMConfig", "FiLMNet", "FiLMedResBlock", "GRUEncoder", "FiLMBaseline", "PROFILES", "build_cnn",
+__all__ = ["FiLMConfig", "FiLMNet", "FiLMedResBlock", "GRUEncoder", "FiLMBaseline", "build_cnn",
            "coord_maps", "with_coords", "film"]

@@ -72,17 +72,36 @@ class ObjTFConfig(QuestionModelConfig):
     ``extra_questions_per_image`` (:mod:`baselines.more_questions`), ``train_tokens`` (what the
     train and val splits' tokens are read from: ``"truth"``, the ground-truth scenes, or
     ``"parsed"``, the run's scene parses ``<parses>/{train,val}_likelihoods.json``) and ``parses``
-    (that folder; the experiment fills it in, :class:`~nsvqa.models.Needs` ``train_parses``)."""
+    (that folder; the experiment fills it in, :class:`~nsvqa.models.Needs` ``train_parses``).
 
+    The defaults are objtf's ``mini`` profile, the 2-core profile: 3 layers of width 96 over <= 32
+    tokens; the 2,000 training scenes asked 40 more object questions each (~100k questions); ~20 min
+    on 2 threads by arithmetic (film's measured mini step scaled by FLOPs), not yet measured on mid
+    (docs/models.md). :attr:`PROFILES` holds the fields the other profiles change."""
+
+    model: str = "objtf"
+    steps: int = 6000
+    lr: float = 5e-4
+    weight_decay: float = 1e-4
+    warmup: int = 300
+    eval_every: int = 2000
+    val_questions: int = 1000
+    grad_clip: float = 1.0
+    batch: int = 64
+    word_dim: int = 96
+    hidden: int = 192
+    layers: int = 3
+    mlp_hidden: int = 192
+    dropout: float = 0.1
     heads: int = 4
-    max_tokens: int = 40
+    max_tokens: int = 32
     part_tokens: bool = True
     min_exist: float = 0.5
     token_noise: float = 0.05
     tie_answers: bool = True
     tie_tokens: bool = True
-    extra_questions_per_image: int = 0
-    train_tokens: str = "truth"
+    extra_questions_per_image: int = 40
+    train_tokens: str = "parsed"
     parses: str = ""
     reasoner: str = "transformer"
     hops: int = 4
@@ -91,6 +110,18 @@ class ObjTFConfig(QuestionModelConfig):
         "heads", "max_tokens", "part_tokens", "tie_answers", "tie_tokens", "extra_questions_per_image",
         "train_tokens", "reasoner", "hops")
     TRAIN_TOKENS: ClassVar[tuple[str, ...]] = ("truth", "parsed")
+    PROFILES: ClassVar = {
+        "tiny": dict(steps=60, batch=16, lr=2e-3, warmup=5, eval_every=30, val_questions=32, word_dim=32, hidden=64,
+                     layers=2, mlp_hidden=64, dropout=0.0, max_tokens=24, token_noise=0.0, extra_questions_per_image=0,
+                     train_tokens="truth"),
+        "demo": dict(steps=2000, eval_every=1000, val_questions=500, extra_questions_per_image=10),
+        "mini": {},
+        # mDETR-like sizes for a GPU: width 256, 6 layers, 200 more questions per scene
+        "full": dict(steps=60000, batch=256, lr=3e-4, warmup=2000, eval_every=5000, val_questions=5000, word_dim=256,
+                     hidden=1024, layers=6, heads=8, mlp_hidden=512, max_tokens=48, extra_questions_per_image=200),
+    }
+    #: configs saved before objtf trained on the run's parses read the ground-truth scenes
+    ABSENT: ClassVar = {"train_tokens": "truth"}
     REASONERS: ClassVar[tuple[str, ...]] = ("transformer", "mac")
 
     def check(self) -> None:
@@ -381,32 +412,11 @@ def answer_word_ids(answers: Sequence[str], vocab: Vocabulary, tie: bool) -> tor
     return torch.tensor(ids, dtype=torch.long)
 
 
-# ---------------------------------------------------------------------------- profiles
-_COMMON = dict(weight_decay=1e-4, grad_clip=1.0, min_word_count=1, part_tokens=True, min_exist=0.5, tie_answers=True)
-PROFILES = {
-    "tiny": dict(steps=60, batch=16, lr=2e-3, warmup=5, eval_every=30, val_questions=32, word_dim=32, hidden=64,
-                 layers=2, heads=4, mlp_hidden=64, dropout=0.0, max_tokens=24, token_noise=0.0,
-                 extra_questions_per_image=0, **_COMMON),
-    # the 2-core profile: 3 layers of width 96 over <= 32 tokens; the 2,000 training scenes asked
-    # 40 more object questions each (~100k questions); ~20 min on 2 threads by arithmetic (film's
-    # measured mini step scaled by FLOPs), not yet measured on mid (docs/models.md)
-    "mini": dict(steps=6000, batch=64, lr=5e-4, warmup=300, eval_every=2000, val_questions=1000, word_dim=96,
-                 hidden=192, layers=3, heads=4, mlp_hidden=192, dropout=0.1, max_tokens=32, token_noise=0.05,
-                 extra_questions_per_image=40, train_tokens="parsed", **_COMMON),
-    # mDETR-like sizes for a GPU: width 256, 6 layers, 200 more questions per scene
-    "full": dict(steps=60000, batch=256, lr=3e-4, warmup=2000, eval_every=5000, val_questions=5000, word_dim=256,
-                 hidden=1024, layers=6, heads=8, mlp_hidden=512, dropout=0.1, max_tokens=48, token_noise=0.05,
-                 extra_questions_per_image=200, train_tokens="parsed", **_COMMON),
-}
-PROFILES["demo"] = dict(PROFILES["mini"], steps=2000, eval_every=1000, val_questions=500, extra_questions_per_image=10)
-
-
 @register("objtf")
 class ObjTFBaseline(MoreQuestions, NeuralBaseline):
     """The object-token transformer (:class:`ObjTFNet`) over the scene parser's object tokens."""
 
     config_class = ObjTFConfig
-    profiles = PROFILES
     uses_images = True
     family = "holistic"
 
@@ -451,10 +461,20 @@ class ObjTFBaseline(MoreQuestions, NeuralBaseline):
         return truth_tokens(folder, split, filenames, onto, cfg)
 
 
-#: objmac's profiles: objtf's, with the MAC reasoner of ``hops`` steps in place of the encoder
-MAC_PROFILES = {p: dict(v, reasoner="mac", hops=2 if p == "tiny" else 6) for p, v in PROFILES.items()}
-MAC_PROFILES["mini"].update(word_dim=128, mlp_hidden=256, lr=1e-3)
-MAC_PROFILES["demo"].update(word_dim=128, mlp_hidden=256, lr=1e-3)
+@dataclass(frozen=True)
+class ObjMACConfig(ObjTFConfig):
+    """objmac's config: :class:`ObjTFConfig` with the MAC reasoner of ``hops`` steps in place of the
+    encoder; the defaults are objmac's ``mini`` profile, :attr:`PROFILES` the fields the other
+    profiles change (objtf's, and 2 hops in ``tiny``)."""
+
+    model: str = "objmac"
+    lr: float = 1e-3
+    word_dim: int = 128
+    mlp_hidden: int = 256
+    reasoner: str = "mac"
+    hops: int = 6
+
+    PROFILES: ClassVar = dict(ObjTFConfig.PROFILES, tiny=dict(ObjTFConfig.PROFILES["tiny"], hops=2))
 
 
 @register("objmac")
@@ -462,9 +482,9 @@ class ObjMACBaseline(ObjTFBaseline):
     """objtf's object tokens, question and answer scoring around a MAC reasoner
     (:class:`MACReasoner`): ``hops`` steps of question-guided attention over the tokens."""
 
-    profiles = MAC_PROFILES
+    config_class = ObjMACConfig
     family = "holistic"
 
 
-__all__ = ["ObjTFConfig", "ObjTFNet", "ObjTFBaseline", "ObjMACBaseline", "MACReasoner", "MAC_PROFILES", "PROFILES", "token_layout", "token_dim", "scene_tokens",
+__all__ = ["ObjTFConfig", "ObjTFNet", "ObjTFBaseline", "ObjMACConfig", "ObjMACBaseline", "MACReasoner", "token_layout", "token_dim", "scene_tokens",
            "truth_tokens", "parsed_tokens", "answer_word_ids"]

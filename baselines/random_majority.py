@@ -19,7 +19,7 @@ from abc import abstractmethod
 from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, ClassVar, Mapping
 
 import numpy as np
 
@@ -42,16 +42,14 @@ class PriorConfig(RunConfig):
     training data, the seed of ``random``'s draws, and optionally only the first
     ``max_train_questions`` training questions; ``device`` is unused."""
 
-
-#: the profiles differ only in the data they are trained on
-PROFILES: dict[str, dict[str, Any]] = {p: {} for p in ("tiny", "demo", "mini", "full")}
+    #: the profiles differ only in the data they are trained on
+    PROFILES: ClassVar[dict[str, dict[str, Any]]] = {p: {} for p in ("tiny", "demo", "mini", "full")}
 
 
 class PriorBaseline(Baseline):
     """Answer counts per question type; subclasses choose an answer from a type's counts."""
 
     config_class = PriorConfig
-    profiles = PROFILES
 
     @abstractmethod
     def choose(self, counts: Mapping[str, int], rng: np.random.Generator) -> tuple[str, float]:
@@ -131,4 +129,4 @@ class RandomBaseline(PriorBaseline):
         return options[int(rng.integers(len(options)))], 1.0 / len(options)
 
 
-__all__ = ["PriorConfig", "PriorBaseline", "MajorityBaseline", "RandomBaseline", "PROFILES"]
+__all__ = ["PriorConfig", "PriorBaseline", "MajorityBaseline", "RandomBaseline"]

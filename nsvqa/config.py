@@ -1,24 +1,27 @@
 """One base for every run config, and the one dataclass -> command-line path of every training script.
 
 A run config is a frozen dataclass that subclasses :class:`Config`; its first fields are ``data``
-(the training variant's folder) and ``profile``, and every other field has a default::
+(the training variant's folder) and ``profile``, and every other field has a real default: its
+value in the ``mini`` profile (the 2-core CPU profile), so the class reads as the component's
+defaults. A profile is data: a mapping of the fields it changes, by name, relative to those
+defaults (``mini``: none)::
 
     @dataclass(frozen=True)
     class MyConfig(Config):
         data: str
         profile: str = "mini"
-        steps: int = 0
-        lr: float = 0.0
+        steps: int = 1000
+        lr: float = 1e-3
 
-        PROFILES = {"tiny": MyProfile(steps=10, lr=1e-2), "mini": MyProfile(steps=1000, lr=1e-3)}
+        PROFILES = {"tiny": {"steps": 10, "lr": 1e-2}, "mini": {}, "full": {"steps": 30000}}
         MUST_MATCH = ("data", "profile")
 
-    cfg = MyConfig.from_profile("data/mid", "tiny", steps=20)    # the profile's values, then overrides
+    cfg = MyConfig.from_profile("data/mid", "tiny", steps=20)    # defaults, the profile's, then overrides
     MyConfig.from_dict(cfg.to_dict()) == cfg                      # checkpoint round trip
 
-The profile tables stay next to the component they configure (a schedule next to its trainer,
-network sizes next to the network); a config that draws on several tables overrides
-:meth:`Config.profile_defaults`. On the command line::
+The profiles live on the config class, beside its defaults. On the command line every script takes
+the same override syntax, ``NAME=VALUE`` typed by the field (:func:`parse_overrides`; a script that
+configures several components prefixes the component: ``--model-set film.steps=500``)::
 
     parser = argparse.ArgumentParser()
     add_config_args(parser, MyConfig)        # --steps INT, --lr FLOAT, ..., --set NAME=VALUE
@@ -178,7 +181,8 @@ class Config:
     """Mixin of every frozen run-config dataclass (fields ``data`` and ``profile`` first).
 
     Class attributes a config sets:
-        PROFILES: profile name -> that profile's field values (a dataclass instance or a mapping).
+        PROFILES: profile name -> the fields that profile changes, by name, relative to the class
+            defaults (a mapping; the class defaults are the ``mini`` profile's, so ``"mini": {}``).
         MUST_MATCH: fields a resumed run must agree on with the run it continues.
         CHOICES: field -> its valid values (checked by :meth:`check`, offered by ``--help``).
         HELP: field -> help text of its command-line option.
@@ -204,7 +208,7 @@ class Config:
 
     @classmethod
     def profile_defaults(cls, profile: str) -> dict[str, Any]:
-        """Field values of ``profile`` (a config drawing on several tables overrides this).
+        """The fields ``profile`` sets over the class defaults.
 
         Raises:
             KeyError: unknown profile (the valid ones listed).
@@ -216,7 +220,8 @@ class Config:
     @classmethod
     def from_profile(cls: type[C], data: Any, profile: str = "mini", *, profiles: Mapping[str, Any] | None = None,
                      **overrides: Any) -> C:
-        """The resolved, checked config: the profile's values, then every override that is not None.
+        """The resolved, checked config: the class defaults, the profile's values over them, then
+        every override that is not None.
 
         Args:
             data: the training variant's folder (stored as a string).
@@ -235,6 +240,9 @@ class Config:
         else:
             names = list(profiles)
             defaults = as_fields(profiles[profile]) if profile in profiles else {}
+        unknown = sorted(set(defaults) - {f.name for f in fields(cls)})
+        if unknown:
+            raise ConfigError(f"{cls.__name__} profile {profile!r}: unknown config fields {unknown}")
         cfg = resolve_fields(cls, data, profile, dict.fromkeys(names), defaults, overrides)
         try:
             cfg.check()
@@ -260,12 +268,11 @@ class Config:
         """The config a checkpoint (or ``config.json``) holds.
 
         A field the saved config lacks (it was written before the field existed) takes its
-        :attr:`ABSENT` value, else the value of the saved profile (:meth:`profile_defaults`), else
-        the field's default (an error for a
-        field every profile sets: its default is a placeholder): this is where old checkpoints get,
-        e.g., the network sizes their profile had. Lists become tuples for tuple fields, ints
-        floats for float fields; :meth:`check` is not run (a config that was trained stays
-        loadable).
+        :attr:`ABSENT` value, else the saved profile's value (the class default where the profile
+        does not set it): this is where old checkpoints get, e.g., the network sizes their profile
+        had. A saved profile this code does not know resolves a missing field only where no
+        profile sets it (an error otherwise). Lists become tuples for tuple fields, ints floats for
+        float fields; :meth:`check` is not run (a config that was trained stays loadable).
 
         Raises:
             ValueError: ``d`` has a field ``cls`` does not know, lacks a field without a default,
@@ -285,11 +292,12 @@ class Config:
             raise ValueError(f"{where}: unknown fields {unknown} for {cls.__name__}; valid: {sorted(names)}")
         profile = d.get("profile")
         fallback: dict[str, Any] = {}
-        profiled: set[str] = set()  # fields every profile sets: their defaults are placeholders
+        profiled: set[str] = set()  # fields some profile sets: an unknown profile cannot tell their value
         if set(names) - set(d) and cls.profile_names():
-            profiled = set.intersection(*(set(cls.profile_defaults(p)) for p in cls.profile_names()))
             if isinstance(profile, str) and profile in cls.profile_names():
                 fallback = cls.profile_defaults(profile)
+            else:
+                profiled = set().union(*(cls.profile_defaults(p) for p in cls.profile_names()))
         hints = field_types(cls)
         values = {}
         for f in fields(cls):

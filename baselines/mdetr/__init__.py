@@ -53,7 +53,7 @@ the curve that says whether the grounding converges.
 
 Differences from the paper: no auxiliary decoding losses on the intermediate decoder layers; the
 ImageNet backbone is frozen (MDETR fine-tunes its backbone; on two CPU cores a fine-tuned Lite0
-costs its forward and backward pass at every step, see ``PROFILES``), one scale at stride 16; the
+costs its forward and backward pass at every step, see :attr:`MDETRConfig.PROFILES`), one scale at stride 16; the
 transformer takes the positional encoding once at its
 input (``nn.Transformer*`` layers take none per layer), a text encoder of MiniLM-L6 rather than
 RoBERTa-base, 25 queries in ``full`` rather than 100 (scenes have <= 10 objects), and CPU profiles
@@ -61,7 +61,7 @@ that are much smaller. The QA heads follow MDETR's CLEVR fine-tuning (one QA que
 head and per-type heads).
 
 Options for a short CPU schedule (the ``mini`` profile turns them on; issue 17 measured why, see
-``PROFILES``): ``input_norm`` (GroupNorm after the 1x1 projection, as Deformable DETR: the frozen
+:attr:`MDETRConfig.PROFILES`): ``input_norm`` (GroupNorm after the 1x1 projection, as Deformable DETR: the frozen
 maps' scale, std ~5, would otherwise drown the positional encoding); ``query_selection`` (two-stage,
 as Deformable DETR's and DINO's query selection: every image cell of the encoder's output proposes
 a box, an offset from the cell in logit space, and scores it "referred"; a dense loss, torchvision's
@@ -83,7 +83,7 @@ box losses (8 questions are not all learnt in 120 steps at 0.5, they are at 0.2)
 from __future__ import annotations
 
 from baselines.mdetr.baseline import MDETRBaseline
-from baselines.mdetr.config import ANSWER_TYPES, PROFILES, TEXT_ENCODERS, MDETRConfig
+from baselines.mdetr.config import ANSWER_TYPES, TEXT_ENCODERS, MDETRConfig
 from baselines.mdetr.data import GroundedQA, answer_groups, collate_grounded, encode_split, grounding_targets
 from baselines.mdetr.inference import decode_answers, grounding_eval, qa_accuracy
 from baselines.mdetr.losses import grounding_losses, hungarian_match, match_cost, proposal_loss, qa_loss
@@ -92,7 +92,7 @@ from baselines.mdetr.network import (MDETRNet, MiniLMTextEncoder, ScratchTextEnc
 from baselines.mdetr.training import train_mdetr
 
 __all__ = ["MDETRConfig", "MDETRNet", "MDETRBaseline", "ScratchTextEncoder", "MiniLMTextEncoder", "GroundedQA",
-           "PROFILES", "TEXT_ENCODERS", "ANSWER_TYPES", "answer_groups", "collate_grounded", "decode_answers",
+           "TEXT_ENCODERS", "ANSWER_TYPES", "answer_groups", "collate_grounded", "decode_answers",
            "encode_split", "grounding_eval", "grounding_losses", "proposal_loss", "cell_centres", "grounding_targets",
            "hungarian_match", "match_cost", "minilm_dir", "positive_map", "qa_accuracy", "qa_loss", "sine_positions",
            "sine_points", "tokenize_questions", "tokenizer", "train_mdetr"]

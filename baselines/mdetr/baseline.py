@@ -10,7 +10,7 @@ from executors.ontology import load_ontology
 
 from baselines import Baseline, register
 from baselines.common import checkpoint_kind, checkpoint_path, config_from_dict
-from baselines.mdetr.config import MDETRConfig, PROFILES
+from baselines.mdetr.config import MDETRConfig
 from baselines.mdetr.data import answer_groups, collate_grounded, encode_split
 from baselines.mdetr.inference import decode_answers
 from baselines.mdetr.network import MDETRNet
@@ -30,7 +30,6 @@ class MDETRBaseline(Baseline):
     family = "holistic"
 
     config_class = MDETRConfig
-    profiles = PROFILES
 
     def train(self, cfg: MDETRConfig, out: str | Path, *, resume: bool = False, progress: bool = True) -> Path:
         return train_mdetr(cfg, out, resume=resume, progress=progress)

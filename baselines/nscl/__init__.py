@@ -58,7 +58,7 @@ RoI-pair features; the CPU profiles are much smaller (feature and concept sizes,
 from __future__ import annotations
 
 from baselines.nscl.baseline import NSCLBaseline
-from baselines.nscl.config import MIN_SCORE_CANDIDATES, PROFILES, NSCLConfig, parse_curriculum
+from baselines.nscl.config import MIN_SCORE_CANDIDATES, NSCLConfig, parse_curriculum
 from baselines.nscl.data import (CurriculumSampler, NSCLImages, NSCLQuestion, NSCLSplit, collate_nscl,
                                  collate_nscl_images, detection_boxes, load_split, parsed_programs, scene_boxes)
 from baselines.nscl.executor import SoftExecutor
@@ -67,7 +67,7 @@ from baselines.nscl.network import ConceptSpace, NSCLNet
 from baselines.nscl.training import question_losses, train_nscl
 from nsvqa.models import TUNED, read_tuned
 
-__all__ = ["NSCLConfig", "NSCLNet", "ConceptSpace", "SoftExecutor", "NSCLBaseline", "PROFILES", "parse_curriculum",
+__all__ = ["NSCLConfig", "NSCLNet", "ConceptSpace", "SoftExecutor", "NSCLBaseline", "parse_curriculum",
            "CurriculumSampler", "NSCLSplit", "NSCLImages", "collate_nscl", "collate_nscl_images", "load_split",
            "scene_boxes", "detection_boxes", "parsed_programs", "read_tuned", "MIN_SCORE_CANDIDATES", "question_losses",
            "answer_all", "accuracy", "concept_accuracy", "NSCLQuestion", "train_nscl", "TUNED"]

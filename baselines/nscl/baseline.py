@@ -12,7 +12,7 @@ from executors.ontology import Ontology, load_ontology
 
 from baselines import Baseline, register
 from baselines.common import checkpoint_kind, checkpoint_path, config_from_dict
-from baselines.nscl.config import MIN_SCORE_CANDIDATES, NSCLConfig, PROFILES
+from baselines.nscl.config import MIN_SCORE_CANDIDATES, NSCLConfig
 from baselines.nscl.data import load_split, parsed_programs
 from baselines.nscl.executor import SoftExecutor
 from baselines.nscl.inference import answer_all, concept_accuracy
@@ -35,7 +35,6 @@ class NSCLBaseline(Baseline):
     family = "modular"
 
     config_class = NSCLConfig
-    profiles = PROFILES
     uses_parses = True  # detections and parsed programs at test time
     supports_gt_programs = True  # detections with the ground-truth programs (nscl+gtprog)
 

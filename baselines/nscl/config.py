@@ -1,4 +1,4 @@
-"""NSCL's configuration (:class:`NSCLConfig`), its curriculum syntax and its profiles."""
+"""NSCL's configuration (:class:`NSCLConfig`: its defaults and profiles) and its curriculum syntax."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -29,22 +29,29 @@ class NSCLConfig(TrainConfig):
     object and part features of ``feature_dim``, concept spaces of ``concept_dim``. ``curriculum``:
     see the module docstring (empty: no curriculum). ``min_score``: detections kept at prediction.
     ``count_sigma``: the spread of the count answer's distribution.
+
+    The defaults are the ``mini`` profile; :attr:`PROFILES` holds the fields the other profiles change.
     """
 
     model: str = "nscl"
+    steps: int = 8000
+    lr: float = 5e-4
+    warmup: int = 100
+    eval_every: int = 1000
+    val_questions: int = 1000
     images_per_batch: int = 8
     questions_per_image: int = 4
-    image_width: int = 160
-    image_height: int = 120
+    image_width: int = 320
+    image_height: int = 240
     cnn_width: int = 16
     roi_size: int = 4
     feature_dim: int = 64
     concept_dim: int = 32
-    curriculum: str = ""
+    curriculum: str = "0.1:5:6,0.3:9:8"
     min_score: float = 0.5
     count_sigma: float = 0.5
     cache_images: bool = True
-    backbone: str = "small"
+    backbone: str = "lite0"
     feature_stride: int = 16
 
     MUST_MATCH: ClassVar[tuple[str, ...]] = TrainConfig.MUST_MATCH + (
@@ -52,6 +59,22 @@ class NSCLConfig(TrainConfig):
         "feature_dim", "concept_dim", "curriculum", "backbone", "feature_stride")
     #: checkpoints written before the field existed: the CNN trained from scratch
     ABSENT: ClassVar[dict[str, Any]] = {"backbone": "small"}
+    PROFILES: ClassVar[dict[str, dict[str, Any]]] = {
+        "tiny": dict(steps=40, images_per_batch=4, lr=3e-3, warmup=5, eval_every=20, val_questions=32, image_width=64,
+                     image_height=48, backbone="small", cnn_width=8, roi_size=3, feature_dim=32, concept_dim=16,
+                     curriculum="0.25:6:10"),
+        "demo": dict(steps=2000, val_questions=500),
+        # on the frozen Lite0's cached stride-16 maps of the full 320x240 images (issue 17): RoIAlign over
+        # the 112-channel maps, no CNN to train, so a step costs the RoI features and the soft executor
+        # only: ~10 steps/s on 2 threads. Measured on mid (ground-truth boxes and programs, val 1,000
+        # questions): 3,000 steps 57.7% and still rising, so 8,000 steps (~14 min). Before it, a CNN from
+        # scratch at 160x120 reached 41% at 2,000 steps of lr 5e-4 (results/image_baselines_mini)
+        "mini": {},
+        # a GPU run (not measured): full-size images, wider CNN, longer schedule
+        "full": dict(steps=60000, images_per_batch=32, questions_per_image=8, lr=1e-3, warmup=1000, eval_every=2000,
+                     val_questions=5000, cnn_width=32, roi_size=7, feature_dim=256, concept_dim=64,
+                     curriculum="0.05:5:6,0.15:9:8,0.3:13:10"),
+    }
 
     def check(self) -> None:
         super().check()
@@ -88,23 +111,3 @@ def parse_curriculum(text: str) -> list[tuple[float, int, int]]:
                              f"nodes and objects be >= 1")
         stages.append(stage)
     return stages
-
-_SCHEDULE = dict(weight_decay=0.0, grad_clip=5.0, cache_images=True, min_score=0.5, count_sigma=0.5)
-PROFILES = {
-    "tiny": dict(steps=40, images_per_batch=4, questions_per_image=4, lr=3e-3, warmup=5, eval_every=20,
-                 val_questions=32, image_width=64, image_height=48, backbone="small", feature_stride=16, cnn_width=8, roi_size=3, feature_dim=32,
-                 concept_dim=16, curriculum="0.25:6:10", **_SCHEDULE),
-    # on the frozen Lite0's cached stride-16 maps of the full 320x240 images (issue 17): RoIAlign over
-    # the 112-channel maps, no CNN to train, so a step costs the RoI features and the soft executor
-    # only: ~10 steps/s on 2 threads. Measured on mid (ground-truth boxes and programs, val 1,000
-    # questions): 3,000 steps 57.7% and still rising, so 8,000 steps (~14 min). Before it, a CNN from
-    # scratch at 160x120 reached 41% at 2,000 steps of lr 5e-4 (results/image_baselines_mini)
-    "mini": dict(steps=8000, images_per_batch=8, questions_per_image=4, lr=5e-4, warmup=100, eval_every=1000,
-                 val_questions=1000, image_width=320, image_height=240, backbone="lite0", feature_stride=16,
-                 cnn_width=16, roi_size=4, feature_dim=64, concept_dim=32, curriculum="0.1:5:6,0.3:9:8", **_SCHEDULE),
-    # a GPU run (not measured): full-size images, wider CNN, longer schedule
-    "full": dict(steps=60000, images_per_batch=32, questions_per_image=8, lr=1e-3, warmup=1000, eval_every=2000,
-                 val_questions=5000, image_width=320, image_height=240, backbone="lite0", feature_stride=16, cnn_width=32, roi_size=7, feature_dim=256,
-                 concept_dim=64, curriculum="0.05:5:6,0.15:9:8,0.3:13:10", **_SCHEDULE),
-}
-PROFILES["demo"] = dict(PROFILES["mini"], steps=2000, val_questions=500)

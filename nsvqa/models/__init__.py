@@ -183,9 +183,9 @@ class Model(ABC):
 
     Attributes:
         name: the registered name (set by :func:`register`).
-        config_class: the frozen config dataclass of a trainable model (None: nothing to train).
-        profiles: profile name -> that profile's defaults of the config fields (every name of
-            :data:`PROFILE_NAMES` for a trainable model).
+        config_class: the frozen config dataclass of a trainable model (None: nothing to train):
+            its defaults are the model's ``mini`` profile and its ``PROFILES`` the fields each other
+            profile changes (every name of :data:`PROFILE_NAMES`; :mod:`nsvqa.config`).
         uses_parses: ``predict`` answers from the run's scene and question parses.
         supports_gt_programs: a :class:`ModelSpec` with ``gt_programs`` is valid for this model.
         family: one of :data:`FAMILIES`, declared by every registered model (:func:`register` checks).
@@ -194,9 +194,14 @@ class Model(ABC):
     name: ClassVar[str] = ""
     family: ClassVar[str | None] = None
     config_class: ClassVar[type | None] = None
-    profiles: ClassVar[Mapping[str, Mapping[str, Any]]] = {}
     uses_parses: ClassVar[bool] = False
     supports_gt_programs: ClassVar[bool] = False
+
+    @property
+    def profiles(self) -> Mapping[str, Mapping[str, Any]]:
+        """Profile name -> the config fields it changes (``config_class.PROFILES``; {} for a model
+        with nothing to train)."""
+        return {} if self.config_class is None else self.config_class.PROFILES
 
     @property
     def trainable(self) -> bool:
@@ -211,9 +216,8 @@ class Model(ABC):
         return Needs(scene_parser=True, question_parser=not (spec is not None and spec.gt_programs))
 
     def config(self, data: str | Path, profile: str = "mini", **overrides: Any) -> Any:
-        """The resolved config (:meth:`nsvqa.config.Config.from_profile` of ``config_class``, which
-        must derive from :class:`nsvqa.config.Config`): the profile's defaults, then every
-        override that is not None, checked.
+        """The resolved config (:meth:`nsvqa.config.Config.from_profile` of ``config_class``): the
+        class defaults, the profile's fields over them, then every override that is not None, checked.
 
         Raises:
             TypeError: the model has nothing to train, or an override is no field of its config
@@ -222,8 +226,7 @@ class Model(ABC):
         """
         if self.config_class is None:
             raise TypeError(f"model {self.name!r} has nothing to train (no config)")
-        return self.config_class.from_profile(data, profile, profiles=self.profiles,
-                                              **({"model": self.name} | overrides))
+        return self.config_class.from_profile(data, profile, **({"model": self.name} | overrides))
 
     def train(self, cfg: Any, out: str | Path, *, resume: bool = False, progress: bool = True) -> Path | None:
         """Train into the run directory ``out`` (continue from its checkpoint with ``resume``;
@@ -272,7 +275,7 @@ def register(name: str) -> Callable[[M], M]:
         ValueError: ``name`` is taken by another class, is not a valid model name (letters, digits,
             ``_ . -``; it must fit a predictions file name and carry no ``+``, which spells
             options), its family is not one of :data:`FAMILIES` (or is not declared), a trainable model's config does
-            not derive from :class:`ModelConfig`, or it lacks a profile of :data:`PROFILE_NAMES`.
+            not derive from :class:`ModelConfig`, or its ``PROFILES`` lack a profile of :data:`PROFILE_NAMES`.
     """
     def deco(cls: M) -> M:
         from nsvqa.artifacts.predictions import predictions_path
@@ -288,7 +291,7 @@ def register(name: str) -> Callable[[M], M]:
                 raise ValueError(f"model {name!r}: config_class {cls.config_class!r} must be a frozen dataclass "
                                  f"deriving from nsvqa.models.ModelConfig (it carries data, profile, model, seed "
                                  f"and device, which the experiment passes)")
-            missing = [p for p in PROFILE_NAMES if p not in cls.profiles]
+            missing = [p for p in PROFILE_NAMES if p not in cls.config_class.PROFILES]
             if missing:
                 raise ValueError(f"model {name!r}: no profile {missing}; every trainable model has "
                                  f"{list(PROFILE_NAMES)}")

@@ -44,9 +44,8 @@ def test_registry_names_lookup_and_profiles():
         @baselines.register("lstm")
         class Other(baselines.Baseline):
             family = "question-only"
-            profiles = {p: {} for p in baselines.PROFILE_NAMES}
     with pytest.raises(ValueError, match="model 'a__b'"):
-        baselines.register("a__b")(type("X", (baselines.Baseline,), {"profiles": {}}))
+        baselines.register("a__b")(type("X", (baselines.Baseline,), {}))
     lstm = baselines.get("lstm")
     with pytest.raises(KeyError, match="unknown profile 'huge'"):
         lstm.config("ROOT/mid", "huge")
@@ -193,7 +192,7 @@ def test_script_refuses_a_profile_it_does_not_list(root, tmp_path, load_script, 
 
 
 @pytest.mark.parametrize("args,message", [
-    (["--model", "nope"], "unknown baseline 'nope'; valid: cnn_lstm, film, film-dense, lstm, majority, mdetr, nscl, objtf, random"),
+    (["--model", "nope"], "unknown baseline 'nope'; valid: cnn_lstm, film, film-dense, lstm, majority, mdetr, nscl, objmac, objtf, random"),
     (["--model", "lstm", "--set", "image_width=3"], "unknown config fields ['image_width']"),
     (["--model", "lstm", "--set", "steps"], "--set: expected NAME=VALUE, got 'steps'"),
     (["--model", "majority", "--predict-only", "--predict", "DATA"], "baseline.pt: no checkpoint file"),

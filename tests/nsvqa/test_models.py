@@ -7,6 +7,7 @@ import json
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
@@ -57,9 +58,10 @@ def test_register_checks_names_and_profiles():
         data: str
         profile: str = "tiny"
 
+        PROFILES: ClassVar = {p: {} for p in PROFILE_NAMES}
+
     class Unfit(Bad):
         config_class = Cfg
-        profiles = {p: {} for p in PROFILE_NAMES}
 
     with pytest.raises(ValueError, match=r"must be a frozen dataclass deriving from nsvqa.models.ModelConfig"):
         register("unfit")(Unfit)
@@ -68,15 +70,20 @@ def test_register_checks_names_and_profiles():
     class Fit(ModelConfig):
         width: int = 4
 
+        PROFILES: ClassVar = {p: {} for p in PROFILE_NAMES}
+
+    @dataclass(frozen=True)
+    class TinyOnly(Fit):
+        PROFILES: ClassVar = {"tiny": {}}
+
     class NoProfiles(Bad):
-        config_class = Fit
-        profiles = {"tiny": {}}
+        config_class = TinyOnly
 
     with pytest.raises(ValueError, match=r"no profile \['demo', 'mini', 'full'\]"):
         register("noprofiles")(NoProfiles)
     assert "noprofiles" not in models.names() and "unfit" not in models.names()
     # what the experiment passes is accepted by a config deriving from ModelConfig
-    cfg = register("fit")(type("FitModel", (Bad,), {"config_class": Fit, "profiles": {p: {} for p in PROFILE_NAMES}}))
+    cfg = register("fit")(type("FitModel", (Bad,), {"config_class": Fit}))
     try:
         got = models.get("fit").config("data/x", "tiny", seed=3, device="cpu")
         assert (got.model, got.seed, got.device, got.width) == ("fit", 3, "cpu", 4)
@@ -146,12 +153,13 @@ def test_a_model_that_needs_train_parses_gets_them_before_it_trains(tiny_root, t
     class ParsesConfig(ModelConfig):
         parses: str = ""
 
+        PROFILES: ClassVar = {p: {} for p in PROFILE_NAMES}
+
     seen = {}
 
     class ReadsTrainParses(Model):
         family = "holistic"
         config_class = ParsesConfig
-        profiles = {p: {} for p in PROFILE_NAMES}
 
         def needs(self, spec=None):
             return Needs(scene_parser=True, train_parses=True)
