@@ -36,7 +36,7 @@ from __future__ import annotations
 import argparse
 import types
 import typing
-from dataclasses import MISSING, fields, is_dataclass
+from dataclasses import MISSING, fields
 from typing import Any, ClassVar, Iterable, Mapping, Sequence, TypeVar
 
 from nsvqa.fileio import OutputNotWritable, check_writable
@@ -144,14 +144,6 @@ def _check_value(tp: Any, value: Any) -> Any:
     raise ConfigError(f"expected {type_name(tp)}, got {type(value).__name__} {value!r}")
 
 
-def as_fields(entry: Any) -> dict[str, Any]:
-    """A profile table's entry (a dataclass instance or a mapping) as a dict of field values
-    (shallow: tuples stay tuples)."""
-    if is_dataclass(entry):
-        return {f.name: getattr(entry, f.name) for f in fields(entry)}
-    return dict(entry)
-
-
 # ---------------------------------------------------------------------------- resolution
 def resolve_fields(cls: type[C], data: Any, profile: str, profiles: Mapping[str, Any],
                    defaults: Mapping[str, Any], overrides: Mapping[str, Any]) -> C:
@@ -203,43 +195,36 @@ class Config:
     # ------------------------------------------------------------------ profiles
     @classmethod
     def profile_names(cls) -> list[str]:
-        """The profiles :meth:`from_profile` accepts without a ``profiles`` table, sorted."""
+        """The profiles :meth:`from_profile` accepts (:attr:`PROFILES`), sorted."""
         return sorted(cls.PROFILES)
 
     @classmethod
-    def profile_defaults(cls, profile: str) -> dict[str, Any]:
-        """The fields ``profile`` sets over the class defaults.
+    def profile_overrides(cls, profile: str) -> dict[str, Any]:
+        """The fields ``profile`` sets over the class defaults (a copy of ``PROFILES[profile]``).
 
         Raises:
             KeyError: unknown profile (the valid ones listed).
         """
         if profile not in cls.PROFILES:
             raise ConfigError(f"unknown profile {profile!r}; valid: {cls.profile_names()}")
-        return as_fields(cls.PROFILES[profile])
+        return dict(cls.PROFILES[profile])
 
     @classmethod
-    def from_profile(cls: type[C], data: Any, profile: str = "mini", *, profiles: Mapping[str, Any] | None = None,
-                     **overrides: Any) -> C:
+    def from_profile(cls: type[C], data: Any, profile: str = "mini", **overrides: Any) -> C:
         """The resolved, checked config: the class defaults, the profile's values over them, then
         every override that is not None.
 
         Args:
             data: the training variant's folder (stored as a string).
-            profile: a profile of ``profiles``, by default of :meth:`profile_defaults`.
-            profiles: profile name -> field values, instead of the class's own tables (a model
-                whose table lives with the model rather than with its config class).
+            profile: a profile of :attr:`PROFILES`.
             overrides: field values; None leaves the profile's value.
 
         Raises:
             KeyError: unknown profile (valid ones listed); TypeError: an override that is no field
             (valid ones listed); ValueError: a value out of range (:meth:`check`).
         """
-        if profiles is None:
-            names = cls.profile_names()
-            defaults = cls.profile_defaults(profile) if profile in names else {}
-        else:
-            names = list(profiles)
-            defaults = as_fields(profiles[profile]) if profile in profiles else {}
+        names = cls.profile_names()
+        defaults = cls.profile_overrides(profile) if profile in names else {}
         unknown = sorted(set(defaults) - {f.name for f in fields(cls)})
         if unknown:
             raise ConfigError(f"{cls.__name__} profile {profile!r}: unknown config fields {unknown}")
@@ -295,9 +280,9 @@ class Config:
         profiled: set[str] = set()  # fields some profile sets: an unknown profile cannot tell their value
         if set(names) - set(d) and cls.profile_names():
             if isinstance(profile, str) and profile in cls.profile_names():
-                fallback = cls.profile_defaults(profile)
+                fallback = cls.profile_overrides(profile)
             else:
-                profiled = set().union(*(cls.profile_defaults(p) for p in cls.profile_names()))
+                profiled = set().union(*(cls.profile_overrides(p) for p in cls.profile_names()))
         hints = field_types(cls)
         values = {}
         for f in fields(cls):
@@ -431,5 +416,5 @@ def config_overrides(args: argparse.Namespace, cls: type, *, exclude: Sequence[s
     return out
 
 
-__all__ = ["Config", "ConfigError", "HelpFormatter", "check_outputs", "IDENTITY", "as_fields", "resolve_fields", "field_types", "type_name", "parse_value", "parse_assignments",
+__all__ = ["Config", "ConfigError", "HelpFormatter", "check_outputs", "IDENTITY", "resolve_fields", "field_types", "type_name", "parse_value", "parse_assignments",
            "add_config_args", "config_overrides"]

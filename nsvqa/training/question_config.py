@@ -1,42 +1,17 @@
-"""The question parser's run config and its training schedules.
+"""The question parser's run config: its defaults and profiles.
 
 :class:`QuestionParserConfig` is one frozen config (:class:`nsvqa.config.Config`) holding the run's
-identity, its schedule (the table :data:`PROFILES` below) and its network (the table
-:data:`parsers.question.seq2seq.PROFILES`, next to the network). Both tables are read when the
-config is resolved; a checkpoint stores the resolved fields, so it rebuilds the network it was
-trained with whatever the tables say later.
+identity, its schedule and its network; its defaults are the ``mini`` profile and
+:attr:`QuestionParserConfig.PROFILES` the fields the other profiles change. A checkpoint stores the
+resolved fields, so it rebuilds the network it was trained with
+(:meth:`parsers.question.seq2seq.Seq2Seq.from_config`).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Mapping
 
-from nsvqa.config import Config, as_fields
-from parsers.question.seq2seq import PROFILES as NET_PROFILES
-
-
-@dataclass(frozen=True)
-class QuestionTrainProfile:
-    """Schedule of a profile (the network sizes live in :mod:`parsers.question.seq2seq`)."""
-
-    steps: int             # supervised steps
-    batch: int
-    lr: float
-    eval_every: int        # steps between validations (and checkpoints)
-    val_questions: int     # val questions scored at each validation (the first ones of the file)
-    reinforce_steps: int   # REINFORCE steps (only with reinforce=True)
-    reinforce_batch: int
-    reinforce_lr: float
-
-
-PROFILES = {
-    "tiny": QuestionTrainProfile(60, 16, 3e-3, 30, 32, 8, 16, 1e-4),
-    "mini": QuestionTrainProfile(4800, 64, 2e-3, 800, 1000, 300, 64, 1e-5),  # 100% exact on mid val (5,981 questions)
-    # 93% exact on demo-size mid val (400 questions) at step 800; 600 steps on a cosine that ends there: 46%
-    "demo": QuestionTrainProfile(800, 64, 2e-3, 200, 500, 100, 64, 1e-5),
-    # NS-VQA: Adam 7e-4, batch 64; REINFORCE at 1e-5
-    "full": QuestionTrainProfile(20000, 64, 7e-4, 1000, 5000, 20000, 64, 1e-5),
-}
+from nsvqa.config import Config
 
 
 @dataclass(frozen=True)
@@ -44,12 +19,17 @@ class QuestionParserConfig(Config):
     """Resolved config of one question-parser run (written to RUN_DIR/config.json and to the
     checkpoint).
 
-    Network (:class:`parsers.question.seq2seq.Seq2Seq`): ``word_dim``, ``hidden``, ``layers``,
-    ``dropout``, ``max_decode_len``. Schedule: ``steps`` supervised steps of ``batch`` questions at
-    ``lr``, validation on ``val_questions`` val questions every ``eval_every`` steps, gradient norm
-    clipped at ``grad_clip``; with ``reinforce``, ``reinforce_steps`` REINFORCE steps of
-    ``reinforce_batch`` at ``reinforce_lr``. Words seen fewer than ``min_word_count`` times are
-    ``<UNK>``; ``max_train_questions`` keeps the first training questions only.
+    Schedule: ``steps`` supervised steps of ``batch`` questions at ``lr``, validation on
+    ``val_questions`` val questions every ``eval_every`` steps, gradient norm clipped at
+    ``grad_clip``; with ``reinforce``, ``reinforce_steps`` REINFORCE steps of ``reinforce_batch`` at
+    ``reinforce_lr``. Words seen fewer than ``min_word_count`` times are ``<UNK>``;
+    ``max_train_questions`` keeps the first training questions only. Network
+    (:class:`parsers.question.seq2seq.Seq2Seq`): ``word_dim`` (word and program-token embeddings),
+    ``hidden`` (encoder LSTM size per direction; the decoder has ``2 * hidden``), ``layers`` (of the
+    encoder and of the decoder), ``dropout`` (on embeddings, between LSTM layers and before the
+    output layer), ``max_decode_len`` (most program tokens a decode produces, ``<END>`` included).
+
+    The defaults are the ``mini`` profile: 100% exact on mid val (5,981 questions).
     """
 
     data: str
@@ -57,25 +37,35 @@ class QuestionParserConfig(Config):
     seed: int = 0
     device: str = "cpu"
     ontology: str = "superclevr"
-    word_dim: int = 0
-    hidden: int = 0
-    layers: int = 0
-    dropout: float = 0.0
-    max_decode_len: int = 0
-    steps: int = 0
-    batch: int = 0
-    lr: float = 0.0
-    eval_every: int = 0
-    val_questions: int = 0
+    word_dim: int = 64
+    hidden: int = 96
+    layers: int = 2
+    dropout: float = 0.1
+    max_decode_len: int = 48
+    steps: int = 4800          # supervised steps
+    batch: int = 64
+    lr: float = 2e-3
+    eval_every: int = 800      # steps between validations (and checkpoints)
+    val_questions: int = 1000  # val questions scored at each validation (the first ones of the file)
     reinforce: bool = False
-    reinforce_steps: int = 0
-    reinforce_batch: int = 0
-    reinforce_lr: float = 0.0
+    reinforce_steps: int = 300  # REINFORCE steps (only with reinforce=True)
+    reinforce_batch: int = 64
+    reinforce_lr: float = 1e-5
     min_word_count: int = 1
     grad_clip: float = 5.0
     max_train_questions: int | None = None
 
-    PROFILES: ClassVar = PROFILES  # the schedules above
+    PROFILES: ClassVar[Mapping[str, Mapping[str, Any]]] = {
+        "tiny": dict(word_dim=32, hidden=32, dropout=0.0, steps=60, batch=16, lr=3e-3, eval_every=30, val_questions=32,
+                     reinforce_steps=8, reinforce_batch=16, reinforce_lr=1e-4),
+        # 93% exact on demo-size mid val (400 questions) at step 800; 600 steps on a cosine that ends there: 46%
+        "demo": dict(steps=800, eval_every=200, val_questions=500, reinforce_steps=100),
+        "mini": {},
+        # NS-VQA: 300-d embeddings, 256 hidden units per direction, 2 layers; Adam 7e-4, batch 64;
+        # REINFORCE at 1e-5
+        "full": dict(word_dim=300, hidden=256, max_decode_len=64, steps=20000, lr=7e-4, eval_every=1000,
+                     val_questions=5000, reinforce_steps=20000),
+    }
     MUST_MATCH: ClassVar[tuple[str, ...]] = ("data", "profile", "seed", "ontology", "word_dim", "hidden", "layers",
                                              "batch", "min_word_count", "max_train_questions")
     HELP: ClassVar = {
@@ -84,11 +74,6 @@ class QuestionParserConfig(Config):
                      "ground-truth train scene)",
         "max_train_questions": "train on the first N training questions only",
     }
-
-    @classmethod
-    def profile_defaults(cls, profile: str) -> dict[str, Any]:
-        """The schedule of :data:`PROFILES` and the network of :data:`parsers.question.seq2seq.PROFILES`."""
-        return super().profile_defaults(profile) | as_fields(NET_PROFILES[profile])
 
     def check(self) -> None:
         super().check()
@@ -100,4 +85,4 @@ class QuestionParserConfig(Config):
                 raise ValueError(f"{k} must be >= 1, got {getattr(self, k)}")
 
 
-__all__ = ["PROFILES", "QuestionTrainProfile", "QuestionParserConfig"]
+__all__ = ["QuestionParserConfig"]

@@ -10,7 +10,6 @@ beam and sampled decoding run it one token at a time with the same weights.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 import torch
@@ -20,35 +19,6 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 from .vocab import END_ID, NULL_ID, START_ID, UNK_ID
 
 State = tuple[torch.Tensor, torch.Tensor]
-
-
-@dataclass(frozen=True)
-class Seq2SeqProfile:
-    """Network size of a profile. The question-parser config copies these fields, so that a
-    checkpoint rebuilds the network it was trained with (:meth:`Seq2Seq.from_config`).
-
-    Args:
-        word_dim: word and program-token embedding size.
-        hidden: encoder LSTM size per direction (the decoder has ``2 * hidden``).
-        layers: LSTM layers of the encoder and of the decoder.
-        dropout: dropout on embeddings, between LSTM layers and before the output layer.
-        max_decode_len: most program tokens a decode produces (``<END>`` included).
-    """
-
-    word_dim: int
-    hidden: int
-    layers: int
-    dropout: float
-    max_decode_len: int
-
-
-PROFILES = {
-    "tiny": Seq2SeqProfile(32, 32, 2, 0.0, 48),
-    "mini": Seq2SeqProfile(64, 96, 2, 0.1, 48),
-    # NS-VQA's sizes: 300-d embeddings, 256 hidden units per direction, 2 layers
-    "full": Seq2SeqProfile(300, 256, 2, 0.1, 64),
-}
-PROFILES["demo"] = PROFILES["mini"]
 
 
 def pad_sequences(seqs: Sequence[Sequence[int]], pad: int = NULL_ID,
@@ -127,7 +97,12 @@ class Seq2Seq(nn.Module):
     Args:
         num_words: size of the question vocabulary.
         num_tokens: size of the program vocabulary (V).
-        word_dim, hidden, layers, dropout, max_decode_len: see :class:`Seq2SeqProfile`.
+        word_dim: word and program-token embedding size.
+        hidden: encoder LSTM size per direction (the decoder has ``2 * hidden``).
+        layers: LSTM layers of the encoder and of the decoder.
+        dropout: dropout on embeddings, between LSTM layers and before the output layer.
+        max_decode_len: most program tokens a decode produces (``<END>`` included).
+        (Sizes per profile: :class:`nsvqa.training.question_config.QuestionParserConfig`.)
 
     Token ids follow :mod:`parsers.question.vocab`: 0 ``<NULL>`` (padding), 1 ``<START>``,
     2 ``<END>``, 3 ``<UNK>``.
@@ -254,4 +229,4 @@ class Seq2Seq(nn.Module):
         return hist.view(b, k, -1)[:, 0]
 
 
-__all__ = ["Seq2SeqProfile", "PROFILES", "Seq2Seq", "Encoder", "AttentionDecoder", "pad_sequences"]
+__all__ = ["Seq2Seq", "Encoder", "AttentionDecoder", "pad_sequences"]

@@ -21,7 +21,6 @@ to the image): the image-to-ground mapping is what it has to learn.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Mapping
 
 import torch
@@ -33,29 +32,6 @@ from parsers.scene.crops import PART_CROPS  # re-exported: the head's part-crop 
 
 OBJECT_HEADS = ("shape", "color", "material", "size", "texture")
 PART_HEADS = ("partname", "color", "material")
-
-
-@dataclass(frozen=True)
-class AttributeHeadProfile:
-    """Size of the network and its input, per profile. A scene-parser config copies them into its
-    own fields (``head_backbone``, ``head_depth``, ``head_width``, ``crop_size``), so that a
-    checkpoint rebuilds the network it was trained with: ``AttributeHead(num_values, depth, width,
-    backbone)``."""
-
-    depth: int        # ResNet depth: 18 or 34 (backbone "resnet" only)
-    crop_size: int    # side of the square input crops
-    width: int = 64   # channels of the ResNet's first stage (backbone "resnet" only)
-    backbone: str = "resnet"
-    part_crop: str = "object"  # a part's crop: its object's box (context for left/right/front/back names)
-    pool: str = "mean"         # Lite0 trunks: see HEAD_POOLS
-
-
-# mini and full pool under the mask too: on ground-truth crops of 400 mid images, 3 epochs, part
-# name 13.5% -> 42.5%, part colour 42.0% -> 63.2%, shape 76.3% -> 82.8% (results/scene_parser_mini)
-PROFILES = {"tiny": AttributeHeadProfile(18, 32, 16),
-            "mini": AttributeHeadProfile(18, 64, 32, "lite0", pool="mean+mask"),
-            "full": AttributeHeadProfile(34, 112, 64, "lite0", pool="mean+mask")}
-PROFILES["demo"] = PROFILES["mini"]
 
 
 def _resnet(depth: int, width: int) -> nn.Module:
@@ -186,4 +162,4 @@ def attribute_loss(out: Mapping[str, torch.Tensor], labels: Mapping[str, torch.T
     return losses
 
 
-__all__ = ["HEAD_BACKBONES", "HEAD_POOLS", "PART_CROPS", "OBJECT_HEADS", "PART_HEADS", "AttributeHeadProfile", "PROFILES", "AttributeHead", "attribute_loss"]
+__all__ = ["HEAD_BACKBONES", "HEAD_POOLS", "PART_CROPS", "OBJECT_HEADS", "PART_HEADS", "AttributeHead", "attribute_loss"]

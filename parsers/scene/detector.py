@@ -18,7 +18,6 @@ normalising; for the others torchvision's ImageNet defaults.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Sequence
 
 import torch
@@ -77,41 +76,6 @@ def box_math_in_float32(model: nn.Module) -> nn.Module:
     return model
 
 
-@dataclass(frozen=True)
-class DetectorProfile:
-    """The network of a profile (images are never resized): the arguments of
-    :func:`build_detector` after the image size. A scene-parser config copies them into its own
-    fields (``det_*``), so that a checkpoint rebuilds the network it was trained with."""
-
-    backbone: str
-    anchor_sizes: tuple[int, ...]  # MobileNetV3-FPN anchors; ResNet-50-FPN uses torchvision's
-    trainable_layers: int = 6      # from scratch: every MobileNetV3 stage trains
-    min_stride: int = 8            # lite0: the finest FPN level (4 adds stage 2's map)
-    # proposals and sampled RoIs per image; torchvision's defaults (2000 / 1000 / 512) are sized for
-    # COCO's crowded 800-px images, a Super-CLEVR scene holds at most ~10 objects
-    rpn_post_nms_train: int = 2000
-    rpn_post_nms_test: int = 1000
-    rois_per_image: int = 512
-    box_head_size: int = TORCHVISION_BOX_HEAD          # the box head's MLP width
-    mask_head_channels: int = TORCHVISION_MASK_CHANNELS  # the mask head's four convolutions
-
-
-PROFILES = {"tiny": DetectorProfile("mobilenet_v3", (8, 16, 32), rpn_post_nms_train=200, rpn_post_nms_test=100,
-                                    rois_per_image=64, box_head_size=128, mask_head_channels=64),
-            # ImageNet EfficientNet-Lite0 + FPN: class-agnostic box AP50 0.94 on mid val after 300
-            # iterations at batch 2, where the same network from scratch finds nothing (0.00) and the
-            # former MobileNetV3 from scratch reached 0.16 (results/backbone_probe)
-            # + a stride-4 level (P2) with 8-px anchors: the listed parts are 7-33 px (10th-90th
-            # percentile of their longer side at 320x240, median 13), below the stride-8 level's reach
-            "mini": DetectorProfile("lite0", (8, 16, 32, 64, 128), rpn_post_nms_train=300, rpn_post_nms_test=200,
-                                    rois_per_image=128, min_stride=4),
-            # the paper's scale (640x480, 30k iterations at batch 16 on a GPU): the same pretrained
-            # backbone, anchors doubled with the image side (ResNet-50-FPN from scratch stays
-            # available as --det-backbone resnet50)
-            "full": DetectorProfile("lite0", (16, 32, 64, 128, 256), min_stride=4)}
-PROFILES["demo"] = PROFILES["mini"]  # the demo profile trains the mini networks for less time
-
-
 def _roi_heads(out_channels: int, num_classes: int, box_head_size: int, mask_head_channels: int) -> dict:
     """MaskRCNN's keyword arguments for its box and mask heads: ``num_classes`` alone for
     torchvision's own heads (built, and initialised, as torchvision builds them), else the heads of
@@ -135,9 +99,10 @@ def build_detector(num_classes: int, height: int, width: int, *, backbone: str, 
         num_classes: classes including the background (21 shapes + 1, or + the part names).
         height, width: the image size; the model keeps it (``min_size``/``max_size``).
         backbone, anchor_sizes, trainable_layers, rpn_post_nms_train, rpn_post_nms_test,
-            rois_per_image, box_head_size, mask_head_channels: the network, see
-            :class:`DetectorProfile` (a profile's values: ``build_detector(n, h, w,
-            **asdict(PROFILES[name]))``); ``resnet50`` takes torchvision's head sizes only.
+            rois_per_image, min_stride, box_head_size, mask_head_channels: the network (a
+            profile's values: the ``det_*`` fields of
+            :class:`nsvqa.training.scene_config.SceneParserConfig`, ``cfg.detector_args()``);
+            ``resnet50`` takes torchvision's head sizes only.
         detections_per_image, score_thresh: what the model returns at test time.
         weights: ``lite0`` only: ``"imagenet"`` loads the pretrained backbone, None builds the same
             network (frozen BatchNorm included) with random weights: for a checkpoint's state dict
@@ -198,4 +163,4 @@ def build_detector(num_classes: int, height: int, width: int, *, backbone: str, 
 
 
 __all__ = ["BACKBONES", "BackboneWithFPN", "box_math_in_float32", "LITE0_FPN_CHANNELS", "TORCHVISION_BOX_HEAD",
-           "TORCHVISION_MASK_CHANNELS", "DetectorProfile", "PROFILES", "build_detector"]
+           "TORCHVISION_MASK_CHANNELS", "build_detector"]

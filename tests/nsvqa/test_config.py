@@ -17,30 +17,21 @@ from nsvqa.training.loading import (detector_from_checkpoint, head_from_checkpoi
                                     load_scene_parser)
 from nsvqa.training.question_config import QuestionParserConfig
 from nsvqa.training.scene_config import SceneParserConfig
-from parsers.question.seq2seq import PROFILES as SEQ2SEQ_PROFILES
-from parsers.scene.attribute_head import PROFILES as HEAD_PROFILES
-from parsers.scene.detector import PROFILES as DETECTOR_PROFILES
-
-
-@dataclass(frozen=True)
-class Sched:
-    steps: int
-    lr: float
 
 
 @dataclass(frozen=True)
 class Toy(Config):
     data: str
     profile: str = "mini"
-    steps: int = 0
-    lr: float = 0.0
+    steps: int = 100
+    lr: float = 0.01
     fast: bool = False
     limit: int | None = None
     name: str = "x"
-    sizes: tuple[int, ...] = ()
+    sizes: tuple[int, ...] = (8, 16)
     mode: str = "a"
 
-    PROFILES: ClassVar = {"tiny": Sched(3, 0.1), "mini": {"steps": 100, "lr": 0.01, "sizes": (8, 16)}}
+    PROFILES: ClassVar = {"tiny": {"steps": 3, "lr": 0.1}, "mini": {}}
     CHOICES: ClassVar = {"mode": ("a", "b")}
     MUST_MATCH: ClassVar = ("data", "profile", "steps")
 
@@ -55,8 +46,17 @@ def test_profile_values_then_overrides_that_are_not_none():
     assert Toy.from_profile("d", "tiny") == Toy("d", "tiny", steps=3, lr=0.1)
     assert Toy.from_profile("d", "mini", steps=7, lr=None, fast=True) == Toy("d", "mini", 7, 0.01, True, sizes=(8, 16))
     assert Toy.profile_names() == ["mini", "tiny"]
-    # a table that lives with a model rather than with its config class
-    assert Toy.from_profile("d", "big", profiles={"big": {"steps": 9}}).steps == 9
+    assert Toy.from_profile("d") == Toy("d")  # mini: the class defaults
+
+
+def test_a_profile_is_a_mapping_of_known_fields():
+    @dataclass(frozen=True)
+    class Bad(Toy):
+        PROFILES: ClassVar = {"mini": {}, "tiny": {"stpes": 3}}
+
+    assert Bad.from_profile("d").steps == 100
+    with pytest.raises(TypeError, match=r"Bad profile 'tiny': unknown config fields \['stpes'\]"):
+        Bad.from_profile("d", "tiny")
 
 
 def test_unknown_field_profile_and_out_of_range_values():
@@ -64,8 +64,6 @@ def test_unknown_field_profile_and_out_of_range_values():
         Toy.from_profile("d", "tiny", stpes=3)
     with pytest.raises(KeyError, match=r"unknown profile 'huge'; valid: \['mini', 'tiny'\]"):
         Toy.from_profile("d", "huge")
-    with pytest.raises(KeyError, match=r"unknown profile 'tiny'; valid: \['big'\]"):
-        Toy.from_profile("d", "tiny", profiles={"big": {}})
     with pytest.raises(ValueError, match="steps must be >= 0, got -1"):
         Toy.from_profile("d", "tiny", steps=-1)
     with pytest.raises(ValueError, match=r"mode must be one of \('a', 'b'\), got 'c'"):
@@ -74,14 +72,18 @@ def test_unknown_field_profile_and_out_of_range_values():
         resolve_fields(Toy, "d", "tiny", Toy.PROFILES, {}, {"profile": "mini"})
 
 
-def test_parser_configs_take_their_networks_from_the_tables_next_to_the_networks():
+def test_parser_configs_default_to_mini_and_profiles_change_fields_by_name():
+    for cls in (SceneParserConfig, QuestionParserConfig):
+        assert cls.PROFILES["mini"] == {} and cls.from_profile("d") == cls("d")
+        for name, changes in cls.PROFILES.items():
+            cfg = cls.from_profile("d", name)
+            assert {k: getattr(cfg, k) for k in changes} == dict(changes)
     s = SceneParserConfig.from_profile("d", "tiny")
-    det, head = DETECTOR_PROFILES["tiny"], HEAD_PROFILES["tiny"]
-    assert s.detector_args() == asdict(det)
-    assert (s.head_depth, s.head_width, s.crop_size) == (head.depth, head.width, head.crop_size)
+    assert s.detector_args()["backbone"] == "mobilenet_v3" and s.detector_args()["anchor_sizes"] == (8, 16, 32)
+    assert (s.head_depth, s.head_width, s.crop_size) == (18, 16, 32)
     assert (s.det_iterations, s.attr_batch) == (4, 16)  # the schedule
     q = QuestionParserConfig.from_profile("d", "mini", hidden=40)
-    assert {k: getattr(q, k) for k in asdict(SEQ2SEQ_PROFILES["mini"])} == asdict(SEQ2SEQ_PROFILES["mini"]) | {"hidden": 40}
+    assert (q.word_dim, q.hidden, q.layers, q.dropout, q.max_decode_len) == (64, 40, 2, 0.1, 48)
     assert SceneParserConfig.profile_names() == QuestionParserConfig.profile_names() == ["demo", "full", "mini", "tiny"]
     with pytest.raises(ValueError, match=r"det_backbone must be one of \('mobilenet_v3', 'resnet50', 'lite0', 'lite0_scratch'\), got 'vgg'"):
         SceneParserConfig.from_profile("d", "tiny", det_backbone="vgg")
@@ -235,7 +237,8 @@ def _scene_checkpoints(folder, cfg_dict: dict, cfg: SceneParserConfig, pretraine
 
 def test_a_checkpoint_rebuilds_the_networks_it_was_trained_with_not_the_profile_s(tmp_path):
     cfg = SceneParserConfig.from_profile("d", "tiny", head_width=8, det_anchor_sizes=(4, 12), det_rois_per_image=16)
-    assert HEAD_PROFILES["tiny"].width != 8 and DETECTOR_PROFILES["tiny"].anchor_sizes != (4, 12)
+    tiny = SceneParserConfig.from_profile("d", "tiny")
+    assert tiny.head_width != 8 and tiny.det_anchor_sizes != (4, 12)
     _scene_checkpoints(tmp_path / "run", asdict(cfg), cfg)
     parser = load_scene_parser(tmp_path / "run", min_score=0.0)
     assert parser.attribute_head.trunk.conv1.out_channels == 8
@@ -271,9 +274,9 @@ def test_an_old_config_without_the_network_fields_loads_with_its_profile_s(tmp_p
     _scene_checkpoints(tmp_path / "old", old, cfg)
     assert SceneParserConfig.from_dict(old) == cfg
     head_ck = load_checkpoint(tmp_path / "old" / "attributes.pt")
-    assert head_from_checkpoint(head_ck).trunk.conv1.out_channels == HEAD_PROFILES["tiny"].width
+    assert head_from_checkpoint(head_ck).trunk.conv1.out_channels == cfg.head_width
     det = detector_from_checkpoint(load_checkpoint(tmp_path / "old" / "detector.pt"))
-    assert det.rpn.anchor_generator.sizes == (DETECTOR_PROFILES["tiny"].anchor_sizes,) * 3
+    assert det.rpn.anchor_generator.sizes == (cfg.det_anchor_sizes,) * 3
     load_scene_parser(tmp_path / "old")
     # a saved config naming a profile this code does not know has no values to fall back on
     with pytest.raises(CheckpointError, match=r"attributes.pt, config, field 'det_backbone': missing, and profile "
@@ -317,7 +320,8 @@ def test_question_parser_rebuilds_from_its_config(tmp_path):
     # an old config without the network fields: the profile's sizes
     old = {k: v for k, v in cfg.to_dict().items() if k not in ("word_dim", "hidden", "layers", "dropout",
                                                                "max_decode_len")}
-    tiny = Seq2Seq.from_config(asdict(SEQ2SEQ_PROFILES["tiny"]), len(qv), len(pv))
+    tiny_cfg = QuestionParserConfig.from_profile("d", "tiny")
+    tiny = Seq2Seq.from_config(tiny_cfg.to_dict(), len(qv), len(pv))
     save_checkpoint(tmp_path / "old.pt", kind="question_parser", config=old, state_dict=tiny.state_dict(),
                     vocabularies={"question": qv.to_dict(), "program": pv.to_dict()})
-    assert load_question_parser(tmp_path / "old.pt").model.encoder.hidden == SEQ2SEQ_PROFILES["tiny"].hidden
+    assert load_question_parser(tmp_path / "old.pt").model.encoder.hidden == tiny_cfg.hidden

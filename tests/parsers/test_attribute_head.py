@@ -6,7 +6,8 @@ import math
 import pytest
 import torch
 
-from parsers.scene.attribute_head import PROFILES, AttributeHead, attribute_loss
+from nsvqa.training.scene_config import SceneParserConfig
+from parsers.scene.attribute_head import AttributeHead, attribute_loss
 
 NUM = {"shape": 21, "color": 8, "material": 2, "size": 2, "texture": 5, "partname": 85}
 
@@ -24,8 +25,8 @@ def _batch(n=8, size=32, seed=0):
 @pytest.mark.parametrize("profile", ["tiny", "mini"])
 def test_outputs(profile):
     torch.manual_seed(0)
-    p = PROFILES[profile]
-    net = AttributeHead(NUM, p.depth, p.width).eval()
+    p = SceneParserConfig.from_profile("d", profile)  # the profile's ResNet sizes
+    net = AttributeHead(NUM, p.head_depth, p.head_width).eval()
     x, _ = _batch(size=p.crop_size)
     with torch.no_grad():
         out = net(x)

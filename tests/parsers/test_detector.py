@@ -1,14 +1,13 @@
 """The Mask R-CNN builder: real image size kept, trains on a repeated batch, valid empty output."""
 from __future__ import annotations
 
-from dataclasses import asdict
-
 import pytest
 import torch
 
-from parsers.scene.detector import PROFILES, build_detector
+from nsvqa.training.scene_config import SceneParserConfig
+from parsers.scene.detector import build_detector
 
-TINY = asdict(PROFILES["tiny"])
+TINY = SceneParserConfig.from_profile("d", "tiny").detector_args()  # the tiny profile's network
 
 
 def _sample(h=48, w=64):
@@ -75,7 +74,8 @@ def test_head_sizes_reach_the_model_and_keep_the_tiny_detector_small():
     assert sum(p.numel() for p in model.state_dict().values()) * 4 < 30e6
     # the other profiles keep torchvision's heads, built as torchvision builds them
     for name in ("mini", "full"):
-        assert (PROFILES[name].box_head_size, PROFILES[name].mask_head_channels) == (1024, 256)
+        cfg = SceneParserConfig.from_profile("d", name)
+        assert (cfg.det_box_head_size, cfg.det_mask_head_channels) == (1024, 256)
     full = build_detector(22, 48, 64, **(TINY | {"box_head_size": 1024, "mask_head_channels": 256}))
     assert full.roi_heads.box_head.fc6.in_features == 256 * 7 * 7 and full.roi_heads.box_head.fc7.out_features == 1024
     with pytest.raises(ValueError, match=r"resnet50: box_head_size 128 and mask_head_channels 64; this backbone "
@@ -84,7 +84,8 @@ def test_head_sizes_reach_the_model_and_keep_the_tiny_detector_small():
 
 
 def test_full_profile_is_lite0_fpn_at_the_real_size():
-    model = build_detector(num_classes=22, height=480, width=640, **asdict(PROFILES["full"]), weights=None)
+    model = build_detector(num_classes=22, height=480, width=640, **SceneParserConfig.from_profile("d", "full").detector_args(),
+                           weights=None)
     assert type(model.backbone.body).__name__ == "EfficientNetLite0"
     assert model.rpn.anchor_generator.sizes == ((16,), (32,), (64,), (128,), (256,))
     assert (model.transform.min_size, model.transform.max_size) == ((480,), 640)

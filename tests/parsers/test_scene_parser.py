@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import re
-from dataclasses import asdict
 
 import numpy as np
 import pytest
@@ -11,8 +10,11 @@ import torch
 from executors import (DeterministicExecutor, ProbabilisticExecutor, Program, SceneLikelihoods,
                        load_ontology)
 from parsers.scene.attribute_head import AttributeHead
-from parsers.scene.detector import PROFILES as DETECTOR_PROFILES, build_detector
+from nsvqa.training.scene_config import SceneParserConfig
+from parsers.scene.detector import build_detector
 from parsers.scene.scene_parser import SceneParser, argmax_scene, head_distribution
+
+TINY_DETECTOR = SceneParserConfig.from_profile("d", "tiny").detector_args()  # the tiny profile's network
 
 ONTO = load_ontology("superclevr")
 DIRS = {"right": [0.66, 0.75], "left": [-0.66, -0.75], "behind": [-0.75, 0.66], "front": [0.75, -0.66]}
@@ -21,7 +23,7 @@ DIRS = {"right": [0.66, 0.75], "left": [-0.66, -0.75], "behind": [-0.75, 0.66], 
 def _parser(score_thresh: float) -> SceneParser:
     torch.manual_seed(0)
     torch.set_num_threads(1)
-    det = build_detector(22, 48, 64, **asdict(DETECTOR_PROFILES["tiny"]), detections_per_image=5,
+    det = build_detector(22, 48, 64, **TINY_DETECTOR, detections_per_image=5,
                          score_thresh=score_thresh)
     head = AttributeHead({a: len(ONTO.scene_values(a)) for a in ONTO.attributes}, 18, 16)  # 21 shapes
     return SceneParser(det, head, ONTO, DIRS, crop_size=32, min_score=0.0)
@@ -84,7 +86,7 @@ def test_head_values_that_do_not_line_up_are_refused(width, names, message):
 
 
 def test_parser_checks_head_values_and_shape_ids_against_the_ontology():
-    det = build_detector(22, 48, 64, **asdict(DETECTOR_PROFILES["tiny"]))
+    det = build_detector(22, 48, 64, **TINY_DETECTOR)
     head = AttributeHead({a: len(ONTO.scene_values(a)) for a in ONTO.attributes}, 18, 16)
     vocab = {a: list(ONTO.scene_values(a)) for a in ONTO.attributes} | {"partname": list(ONTO.part_names)}
     p = SceneParser(det, head, ONTO, DIRS, head_values=vocab, shape_label_ids=list(range(1, 22)))

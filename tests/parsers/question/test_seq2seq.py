@@ -1,12 +1,11 @@
 """The network: shapes, padding invariance, decoding modes agree, sampled log-probabilities."""
 from __future__ import annotations
 
-from dataclasses import asdict
-
 import pytest
 import torch
 
-from parsers.question.seq2seq import PROFILES, Seq2Seq, pad_sequences
+from nsvqa.training.question_config import QuestionParserConfig
+from parsers.question.seq2seq import Seq2Seq, pad_sequences
 from parsers.question.vocab import END_ID, NULL_ID, START_ID, UNK_ID
 
 
@@ -100,8 +99,9 @@ def test_sample_gives_log_probabilities_with_gradient():
 
 
 def test_profiles_and_bad_arguments():
-    m = Seq2Seq.from_config(asdict(PROFILES["tiny"]), 10, 12)
-    assert m.max_decode_len == PROFILES["tiny"].max_decode_len
-    assert m.encoder.hidden == PROFILES["tiny"].hidden and m.encoder.embed.embedding_dim == PROFILES["tiny"].word_dim
+    tiny = QuestionParserConfig.from_profile("d", "tiny")
+    m = Seq2Seq.from_config(tiny.to_dict(), 10, 12)
+    assert m.max_decode_len == tiny.max_decode_len
+    assert m.encoder.hidden == tiny.hidden and m.encoder.embed.embedding_dim == tiny.word_dim
     with pytest.raises(ValueError, match="beam_size must be >= 1, got 0"):
         _model().beam_search(*pad_sequences([[4]]), beam_size=0)
