@@ -307,17 +307,36 @@ class Config:
 
 
 # ---------------------------------------------------------------------------- the command line
-def parse_assignments(items: Iterable[str] | None, cls: type, what: str = "--set",
-                      exclude: Sequence[str] = IDENTITY) -> dict[str, Any]:
-    """``["steps=500", "lr=1e-3", "detector=none"]`` -> {field: value}, each value parsed with the
-    type of that field of dataclass ``cls`` (dashes in a name read as underscores).
+def parse_overrides(items: Iterable[str] | None, target: type | Mapping[str, type | None], what: str = "--set",
+                    exclude: Sequence[str] = IDENTITY, *, scope: str = "SCOPE") -> dict[str, Any]:
+    """The one reader of command-line config overrides, ``NAME=VALUE`` typed by the field.
+
+    With ``target`` a config dataclass: ``["steps=500", "lr=1e-3", "detector=none"]`` ->
+    {field: value}, each value parsed with the type of that field (dashes in a name read as
+    underscores). With ``target`` a mapping scope -> config dataclass (None: the scope has no
+    config), for a script that configures several components: ``["film.steps=500",
+    "lstm.lr=0.5"]`` -> {scope: {field: value}} (``scope`` names the prefix in messages, e.g.
+    ``MODEL``).
 
     Raises:
-        ConfigError: an item that is not NAME=VALUE, a value that is not of the field's type (the
-            option ``what``, the field and the expected type named), or a name that is no field
-            of ``cls`` (the valid ones listed).
+        ConfigError: an item that is not [SCOPE.]NAME=VALUE, an unknown scope or one without a
+            config, a value that is not of the field's type (the option ``what``, the field and
+            the expected type named), or a name that is no field (the valid ones listed).
     """
-    hints = {k: v for k, v in field_types(cls).items() if k not in exclude}
+    if isinstance(target, Mapping):
+        scoped: dict[str, dict[str, Any]] = {}
+        for item in items or []:
+            name, sep, rest = item.partition(".")
+            if not sep or "=" not in rest or "=" in name:
+                raise ConfigError(f"{what} {item!r}: expected {scope}.NAME=VALUE")
+            if name not in target:
+                raise ConfigError(f"{what} {item!r}: unknown {scope.lower()} {name!r}; valid: {', '.join(target)}")
+            cls = target[name]
+            if cls is None:
+                raise ConfigError(f"{what} {item!r}: {scope.lower()} {name!r} has no config (nothing to train)")
+            scoped.setdefault(name, {}).update(parse_overrides([rest], cls, f"{what} {name}.", exclude))
+        return scoped
+    hints = {k: v for k, v in field_types(target).items() if k not in exclude}
     out: dict[str, Any] = {}
     for item in items or []:
         name, sep, text = item.partition("=")
@@ -412,9 +431,9 @@ def config_overrides(args: argparse.Namespace, cls: type, *, exclude: Sequence[s
     given, then every ``--set`` (which wins)."""
     names = [n for n in field_types(cls) if n not in exclude]
     out = {n: getattr(args, n) for n in names if getattr(args, n, None) is not None}
-    out.update(parse_assignments(getattr(args, "set", None), cls, what, exclude))
+    out.update(parse_overrides(getattr(args, "set", None), cls, what, exclude))
     return out
 
 
-__all__ = ["Config", "ConfigError", "HelpFormatter", "check_outputs", "IDENTITY", "resolve_fields", "field_types", "type_name", "parse_value", "parse_assignments",
+__all__ = ["Config", "ConfigError", "HelpFormatter", "check_outputs", "IDENTITY", "resolve_fields", "field_types", "type_name", "parse_value", "parse_overrides",
            "add_config_args", "config_overrides"]

@@ -670,30 +670,19 @@ def spec_from_args(args: argparse.Namespace) -> tuple[list[str], TrainSpec]:
     scene-parser, question-parser and model config fields (errors name the option and the field).
 
     Raises:
-        ExperimentError: a malformed ``--model-set`` or one naming an unknown model.
-        ValueError: a field or value the config does not take.
+        nsvqa.config.ConfigError: a malformed option (``--model-set`` takes MODEL.NAME=VALUE), a model
+            that is unknown or has no config, a field or value the config does not take.
     """
-    from nsvqa.config import parse_assignments
+    from nsvqa.config import parse_overrides
     from nsvqa.training.question_config import QuestionParserConfig
     from nsvqa.training.scene_config import SceneParserConfig
 
     labels = [m.strip() for m in args.models.split(",") if m.strip()]
-    model_overrides: dict[str, dict[str, Any]] = {}
-    for item in args.model_set or ():
-        name, sep, rest = item.partition(".")
-        if not sep or "=" not in rest:
-            raise ExperimentError(f"--model-set {item!r}: expected MODEL.NAME=VALUE (e.g. film.steps=500)")
-        try:
-            model = registry.get(name)
-        except UnknownModel as e:
-            raise ExperimentError(f"--model-set {item!r}: {e}") from None
-        if model.config_class is None:
-            raise ExperimentError(f"--model-set {item!r}: model {name!r} has no config (nothing to train)")
-        model_overrides.setdefault(name, {}).update(
-            parse_assignments([rest], model.config_class, f"--model-set {name}."))
+    configs = {n: registry.get(n).config_class for n in registry.names()}
+    model_overrides = parse_overrides(args.model_set, configs, "--model-set", scope="MODEL")
     spec = TrainSpec(profile=args.profile,
-                     scene_overrides=parse_assignments(args.scene_set, SceneParserConfig, "--scene-set"),
-                     question_overrides=parse_assignments(args.question_set, QuestionParserConfig, "--question-set"),
+                     scene_overrides=parse_overrides(args.scene_set, SceneParserConfig, "--scene-set"),
+                     question_overrides=parse_overrides(args.question_set, QuestionParserConfig, "--question-set"),
                      model_overrides=model_overrides, jobs=args.jobs, device=args.device,
                      progress=not args.no_progress, parse_min_score=args.parse_min_score,
                      pretrained=args.pretrained, scene_variant=args.scene_parser_of,

@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     import baselines
     from executors.errors import FormatError
     from nsvqa.training.checkpoint import CheckpointError
-    from nsvqa.config import ConfigError, parse_assignments
+    from nsvqa.config import ConfigError, parse_overrides
     from nsvqa.models import UnknownModel
     from nsvqa.evaluation import accuracy
     from nsvqa.artifacts.predictions import predictions_path, write_predictions
@@ -67,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
         if not args.predict_only:
             if not data.is_dir():
                 raise FileNotFoundError(f"--data {data}: no such directory (expected ROOT/VARIANT)")
-            over = {"seed": args.seed, "device": args.device} | parse_assignments(args.overrides, model.config_class)
+            over = {"seed": args.seed, "device": args.device} | parse_overrides(args.overrides, model.config_class)
             cfg = model.config(str(data), args.profile, **over)
             model.train(cfg, args.out, resume=args.resume, progress=not args.no_progress)
             print(f"run directory: {args.out}")

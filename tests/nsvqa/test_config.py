@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from nsvqa.training.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
-from nsvqa.config import (Config, add_config_args, config_overrides, parse_assignments, parse_value,
+from nsvqa.config import (Config, add_config_args, config_overrides, parse_overrides, parse_value,
                           resolve_fields)
 from nsvqa.training.loading import (detector_from_checkpoint, head_from_checkpoint, load_question_parser,
                                     load_scene_parser)
@@ -104,11 +104,24 @@ def test_values_are_parsed_with_the_field_type(tp, text, value):
 
 
 def test_set_is_typed_by_the_field():
-    over = parse_assignments(["steps=5", "lr=1", "fast=true", "limit=none", "name=12", "sizes=4,8", "mode=b"], Toy)
+    over = parse_overrides(["steps=5", "lr=1", "fast=true", "limit=none", "name=12", "sizes=4,8", "mode=b"], Toy)
     assert over == {"steps": 5, "lr": 1.0, "fast": True, "limit": None, "name": "12", "sizes": (4, 8), "mode": "b"}
     assert type(over["lr"]) is float and type(over["name"]) is str
-    assert parse_assignments(None, Toy) == {} and parse_assignments(["max-decode-len=9"], QuestionParserConfig) == {
+    assert parse_overrides(None, Toy) == {} and parse_overrides(["max-decode-len=9"], QuestionParserConfig) == {
         "max_decode_len": 9}
+
+
+def test_scoped_overrides_name_the_component_then_the_field():
+    over = parse_overrides(["toy.steps=5", "q.hidden=8", "toy.fast=no"], {"toy": Toy, "q": QuestionParserConfig},
+                           "--x-set", scope="PART")
+    assert over == {"toy": {"steps": 5, "fast": False}, "q": {"hidden": 8}}
+    for item, message in [("steps=5", "--x-set 'steps=5': expected PART.NAME=VALUE"),
+                          ("nope.steps=5", "--x-set 'nope.steps=5': unknown part 'nope'; valid: toy, none"),
+                          ("none.steps=5", "--x-set 'none.steps=5': part 'none' has no config"),
+                          ("toy.steps=x", "--x-set toy. steps='x': expected int, got 'x'")]:
+        with pytest.raises(ValueError) as e:
+            parse_overrides([item], {"toy": Toy, "none": None}, "--x-set", scope="PART")
+        assert str(e.value).startswith(message)
 
 
 @pytest.mark.parametrize("item,error,message", [
@@ -123,7 +136,7 @@ def test_set_is_typed_by_the_field():
 ])
 def test_set_errors_name_the_field_and_the_type(item, error, message):
     with pytest.raises(error) as e:
-        parse_assignments([item], Toy)
+        parse_overrides([item], Toy)
     assert str(e.value).startswith(message)
 
 

@@ -299,10 +299,12 @@ def test_model_overrides_from_the_command_line():
     add_training_args(p)
     _, spec = spec_from_args(p.parse_args(["--model-set", "film.steps=7", "--model-set", "lstm.lr=0.5"]))
     assert spec.model_overrides == {"film": {"steps": 7}, "lstm": {"lr": 0.5}}
-    with pytest.raises(ExperimentError, match="expected MODEL.NAME=VALUE"):
+    with pytest.raises(ConfigError, match=r"--model-set 'steps=7': expected MODEL.NAME=VALUE"):
         spec_from_args(p.parse_args(["--model-set", "steps=7"]))
-    with pytest.raises(ExperimentError, match="no config"):
+    with pytest.raises(ConfigError, match="model 'nsvqa' has no config"):
         spec_from_args(p.parse_args(["--model-set", "nsvqa.x=1"]))
+    with pytest.raises(ConfigError, match=r"--model-set 'nope.x=1': unknown model 'nope'; valid: nsvqa, pnsvqa"):
+        spec_from_args(p.parse_args(["--model-set", "nope.x=1"]))
     with pytest.raises(ConfigError, match=r"unknown config fields \['stpes'\]"):
         spec_from_args(p.parse_args(["--model-set", "film.stpes=7"]))
 
