@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Mapping, Sequence
+from typing import ClassVar, Sequence
 
 import numpy as np
 import torch
