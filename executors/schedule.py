@@ -205,15 +205,7 @@ def schedule(programs: Sequence[Program], templates: Sequence[Template], si: np.
             ro = out[1] * rows_per[out[0]] + (prow if out[0] == _PART else qi)
             row = [qi, s, ra, rb, ro, i]
             off = s * per_scene[op] if op in per_scene else 0
-            for c in chain:
-                p = params[c]
-                if p is None:
-                    kv = valued[c]
-                    key = (kv[0], kv[1], nodes[c].value_inputs[0])
-                    p = pcache.get(key)
-                    if p is None:
-                        p = pcache[key] = _param(scenes, ontology, *key)
-                row.append(off + p)
+            row += _chain_params(chain, params, valued, nodes, pcache, scenes, ontology, off)
             key = (level, op, len(chain))
             g = grouped.get(key)
             if g is None:
@@ -266,25 +258,30 @@ def _schedule_one(program: Program, t: Template, s: int, scenes, ontology: Ontol
     groups = []
     for op, width, a, b, out, node, zeros, chains in layout:
         off = s * per_scene[op] if op in per_scene else 0
-        cols = []
-        for chain in chains:
-            row = []
-            for c in chain:
-                p = params[c]
-                if p is None:
-                    kv = valued[c]
-                    key = (kv[0], kv[1], nodes[c].value_inputs[0])
-                    p = pcache.get(key)
-                    if p is None:
-                        p = pcache[key] = _param(scenes, ontology, *key)
-                row.append(off + p)
-            cols.append(row)
+        cols = [_chain_params(chain, params, valued, nodes, pcache, scenes, ontology, off) for chain in chains]
         arr = np.array(cols, dtype=np.intp)
         param = [arr[:, k] for k in range(width)] if op == FILTER else arr[:, 0]
         groups.append(Group(op, zeros + s if s else zeros, a, b, out, param, node, zeros))
     return {"groups": groups, "slots": t.counters, "n_part_rows": int(t.has_part),
             "final_rows": final_rows, "node_slots": [t.node_slots],
             "part_row": np.array([0 if t.has_part else -1], dtype=np.intp)}
+
+
+def _chain_params(chain, params, valued, nodes, pcache: dict, scenes, onto: Ontology, off: int) -> list[int]:
+    """The parameter rows of a filter chain's nodes, ``off`` added: a template's fixed parameter
+    where it has one, else the node's value looked up (once per kind, attribute and value, in
+    ``pcache``)."""
+    out = []
+    for c in chain:
+        p = params[c]
+        if p is None:
+            kv = valued[c]
+            key = (kv[0], kv[1], nodes[c].value_inputs[0])
+            p = pcache.get(key)
+            if p is None:
+                p = pcache[key] = _param(scenes, onto, *key)
+        out.append(off + p)
+    return out
 
 
 def _param(scenes, onto: Ontology, kind: str, attr: str | None, v: str) -> int:
