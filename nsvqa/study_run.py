@@ -1,8 +1,7 @@
 """Running a piece of the robustness study: the floor above the plan (:mod:`nsvqa.study`, pieces
 and budget, data and arithmetic) that generates a piece's data, trains and tests its models through
 :mod:`nsvqa.experiment`, measures its scene parser's perception and commits its predictions and
-``piece.json`` under ``RESULTS/pieces/<piece>/``. ``scripts/run_study.py`` calls it; nothing below
-it imports it."""
+``piece.json`` under ``RESULTS/pieces/<piece>/``. Nothing in the package imports it."""
 from __future__ import annotations
 
 import functools
@@ -53,7 +52,7 @@ def generate_piece_data(data: str | os.PathLike, piece: Piece, cfg: StudyConfig 
 @functools.lru_cache(maxsize=None)
 def _commit() -> str | None:
     """HEAD when this process first asks: the code it imported. A process that runs several pieces
-    (``run_study.py --pieces N``) runs that code to the end while HEAD moves on with each commit."""
+    (a batch of several pieces) runs that code to the end while HEAD moves on with each commit."""
     try:
         out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10,
                              cwd=Path(__file__).resolve().parent)
