@@ -52,7 +52,7 @@ def generate_piece_data(data: str | os.PathLike, piece: Piece, cfg: StudyConfig 
 @functools.lru_cache(maxsize=None)
 def _commit() -> str | None:
     """HEAD when this process first asks: the code it imported. A process that runs several pieces
-    (a batch of several pieces) runs that code to the end while HEAD moves on with each commit."""
+    runs that code to the end while HEAD moves on with each commit."""
     try:
         out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10,
                              cwd=Path(__file__).resolve().parent)
