@@ -25,12 +25,15 @@ def test_drops_from_random_and_extrapolation_hardest():
             "sys-composition": {"pnsvqa": {"ood": row(0.70)}},
             "sys-extrapolation": {"pnsvqa": {"ood": row(0.50)}}}
     got = points({"systematic": sysr})
-    assert got["random_to_systematic"]["verdict"] == "agrees"
-    assert "sys-extrapolation OOD 50.0 against sys-random 85.0 (-35.0 points)" in got["random_to_systematic"]["ours"]
+    assert got["random_to_composition"]["verdict"] == got["random_to_extrapolation"]["verdict"] == "agrees"
+    assert got["random_to_interpolation"]["verdict"] == "cannot say"  # not run: said why
+    assert "needs sys-random and sys-interpolation" in got["random_to_interpolation"]["why"]
+    assert "sys-extrapolation OOD 50.0 against sys-random 85.0 (-35.0 points)" in got["random_to_extrapolation"]["ours"]
     assert got["extrapolation_hardest"]["verdict"] == "agrees"
     sysr["sys-extrapolation"]["pnsvqa"]["ood"] = row(0.90)  # easier than composition, above random
     got = points({"systematic": sysr})
-    assert got["random_to_systematic"]["verdict"] == "differs"
+    assert got["random_to_extrapolation"]["verdict"] == "differs"
+    assert got["random_to_composition"]["verdict"] == "agrees"  # judged apart: one split does not flip another
     assert got["extrapolation_hardest"]["verdict"] == "differs"
     sysr["sys-extrapolation"]["pnsvqa"]["ood"] = row(0.71)  # within composition's interval
     assert points({"systematic": sysr})["extrapolation_hardest"]["verdict"] == "cannot say"
