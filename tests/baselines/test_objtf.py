@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import baselines
-from baselines.more_questions import extra_questions
+from nsvqa.training.more_questions import extra_questions
 from baselines.objtf import HEAD_FEATURES, ObjTFBaseline, scene_tokens, token_dim, token_layout
 from executors.errors import FormatError
 from executors import DeterministicExecutor, Program, SceneLikelihoods, SymbolicScene, load_ontology

@@ -18,13 +18,16 @@ Modules (everything public is re-exported here; import it from ``nsvqa.generatio
 * :mod:`.generator`: :class:`QuestionGenerator` (instantiation rules, answer balancing, redundancy
   levels, ``question_hash``, the records);
 * :mod:`.synthetic`: :func:`synthetic_scene`, scene records without rendering for tests and
-  benchmarks.
+  benchmarks;
+* :mod:`.more`: :func:`more_questions`, further questions of scene records already generated
+  (no rendering), at a variant's redundancy level (:func:`variant_redundancy`).
 
-Imports point one way: ``templates`` <- ``bindings``, ``scene_index``, ``text`` <- ``generator``.
+Imports point one way: ``templates`` <- ``bindings``, ``scene_index``, ``text`` <- ``generator`` <- ``more``.
 """
 from __future__ import annotations
 
 from .generator import LEVELS, QuestionGenerator
+from .more import MORE_STREAM, more_questions, variant_redundancy
 from .synthetic import CLEVR_DIRECTIONS, synthetic_scene
 from .templates import (DEFAULT_TEMPLATE_DIR, OBJECT_ATTRS, PART_ATTRS, MacroNode, RefSpec, Template, TemplateError,
                         load_templates, parse_text, template_dir)
@@ -42,4 +45,6 @@ __all__ = [
     "LEVELS", "QuestionGenerator",
     # synthetic scenes
     "CLEVR_DIRECTIONS", "synthetic_scene",
+    # more questions of generated scenes
+    "MORE_STREAM", "more_questions", "variant_redundancy",
 ]
