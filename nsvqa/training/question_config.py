@@ -23,7 +23,10 @@ class QuestionParserConfig(Config):
     ``val_questions`` val questions every ``eval_every`` steps, gradient norm clipped at
     ``grad_clip``; with ``reinforce``, ``reinforce_steps`` REINFORCE steps of ``reinforce_batch`` at
     ``reinforce_lr``. Words seen fewer than ``min_word_count`` times are ``<UNK>``;
-    ``max_train_questions`` keeps the first training questions only. Network
+    ``max_train_questions`` keeps the first training questions only. ``extra_questions_per_image``
+    (0: none) more questions of each training scene follow the train file's
+    (:func:`nsvqa.training.more_questions.extra_questions`, in ``RUN_DIR/extra_questions.json``;
+    nothing rendered), and the vocabularies cover them too. Network
     (:class:`parsers.question.seq2seq.Seq2Seq`): ``word_dim`` (word and program-token embeddings),
     ``hidden`` (encoder LSTM size per direction; the decoder has ``2 * hidden``), ``layers`` (of the
     encoder and of the decoder), ``dropout`` (on embeddings, between LSTM layers and before the
@@ -54,6 +57,7 @@ class QuestionParserConfig(Config):
     min_word_count: int = 1
     grad_clip: float = 5.0
     max_train_questions: int | None = None
+    extra_questions_per_image: int = 0
 
     PROFILES: ClassVar[Mapping[str, Mapping[str, Any]]] = {
         "tiny": dict(word_dim=32, hidden=32, dropout=0.0, steps=60, batch=16, lr=3e-3, eval_every=30, val_questions=32,
@@ -67,17 +71,22 @@ class QuestionParserConfig(Config):
                      val_questions=5000, reinforce_steps=20000),
     }
     MUST_MATCH: ClassVar[tuple[str, ...]] = ("data", "profile", "seed", "ontology", "word_dim", "hidden", "layers",
-                                             "batch", "min_word_count", "max_train_questions")
+                                             "batch", "min_word_count", "max_train_questions",
+                                             "extra_questions_per_image")
+    #: a config saved before the field existed trained on the train file's questions alone
+    ABSENT: ClassVar[Mapping[str, Any]] = {"extra_questions_per_image": 0}
     HELP: ClassVar = {
         "ontology": "superclevr (default) or clevr",
         "reinforce": "after the supervised steps, fine-tune with REINFORCE (reward: correct answer on the "
                      "ground-truth train scene)",
         "max_train_questions": "train on the first N training questions only",
+        "extra_questions_per_image": "also train on N more questions of each training scene (generated, "
+                                     "nothing rendered; RUN_DIR/extra_questions.json)",
     }
 
     def check(self) -> None:
         super().check()
-        for k in ("steps", "reinforce_steps", "val_questions"):
+        for k in ("steps", "reinforce_steps", "val_questions", "extra_questions_per_image"):
             if getattr(self, k) < 0:
                 raise ValueError(f"{k} must be >= 0, got {getattr(self, k)}")
         for k in ("batch", "eval_every", "reinforce_batch", "max_decode_len", "layers"):

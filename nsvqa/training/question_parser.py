@@ -31,6 +31,7 @@ from executors.ontology import Ontology, load_ontology
 from nsvqa.training.checkpoint import load_checkpoint, save_checkpoint
 from nsvqa.training.distributed import DistInfo, Dispatch, all_sum, shard, wrap
 from nsvqa.training.loading import QUESTION_CHECKPOINT, QUESTION_KIND
+from nsvqa.training.more_questions import EXTRA_QUESTIONS, extra_questions
 from nsvqa.training.question_config import QuestionParserConfig
 from nsvqa.evaluation.question_parser import QuestionItem, read_question_items, score_parses
 from nsvqa.training import RunDir, warmup_cosine
@@ -115,6 +116,13 @@ class _Trainer:
         train_items = read_question_items(qpath, self.onto, require_program=True, limit=cfg.max_train_questions)
         if not train_items:
             raise ValueError(f"{qpath}: no training questions")
+        n_file, extra = len(train_items), ""
+        if cfg.extra_questions_per_image > 0:
+            more = extra_questions(cfg.data, "train", cfg.extra_questions_per_image, run.path / EXTRA_QUESTIONS,
+                                   seed=cfg.seed, ontology=self.onto)
+            train_items += [q for q in more if q.question is not None and q.program is not None]
+            extra = (f" ({n_file} of the file, {len(train_items) - n_file} more of its scenes in "
+                     f"{run.path / EXTRA_QUESTIONS})")
         vqpath, _ = split_paths(cfg.data, "val")
         self.val_items = (read_question_items(vqpath, self.onto, require_program=True, limit=cfg.val_questions)
                           if cfg.val_questions and vqpath.is_file() else [])
@@ -126,7 +134,7 @@ class _Trainer:
             self.qv, self.pv = build_vocabularies((it.question for it in train_items),
                                                   (it.gold_tokens for it in train_items), cfg.min_word_count)
         self.train = EncodedQuestions.build(train_items, self.qv, self.pv)
-        run.log(f"data: {len(train_items)} train questions from {qpath}, {len(self.val_items)} val questions; "
+        run.log(f"data: {len(train_items)} train questions from {qpath}{extra}, {len(self.val_items)} val questions; "
                 f"vocabularies: {len(self.qv)} words, {len(self.pv)} program tokens ({time.time() - t0:.1f} s)")
         self.model = Seq2Seq.from_config(asdict(cfg), len(self.qv), len(self.pv)).to(self.dev)
         if self.ck is not None:

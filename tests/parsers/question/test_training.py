@@ -7,7 +7,8 @@ import pytest
 import torch
 
 from executors.errors import FormatError
-from nsvqa.training.checkpoint import load_checkpoint
+from nsvqa.fileio import sha256_file
+from nsvqa.training.checkpoint import load_checkpoint, sidecar_path
 from nsvqa.evaluation.question_parser import read_question_items
 from nsvqa.training.loading import QUESTION_CHECKPOINT as CHECKPOINT, QUESTION_KIND as KIND
 from nsvqa.training.loading import load_question_parser
@@ -171,3 +172,43 @@ def test_config_resolution():
         QuestionParserConfig.from_profile("d", "big")
     with pytest.raises(ValueError, match="batch must be >= 1, got 0"):
         QuestionParserConfig.from_profile("d", "tiny", batch=0)
+
+
+def test_extra_questions_per_image_trains_on_more_questions_of_the_same_scenes(qp_data, tmp_path):
+    """``extra_questions_per_image`` adds questions of the training scenes (counted in the log, kept in
+    RUN/extra_questions.json, in the vocabularies); 0 is the train file alone; a config saved before
+    the field existed loads and resumes as 0."""
+    kw = dict(steps=2, batch=8, eval_every=2, val_questions=4)
+    n_file = len(json.loads((qp_data / "questions" / "train_questions.json").read_text())["questions"])
+    plain = tmp_path / "plain"
+    train_question_parser(_cfg(qp_data, **kw), plain, progress=False)
+    assert f"data: {n_file} train questions from" in (plain / "train.log").read_text()
+    assert not (plain / "extra_questions.json").exists()
+    more = tmp_path / "more"
+    train_question_parser(_cfg(qp_data, extra_questions_per_image=5, **kw), more, progress=False)
+    extra = json.loads((more / "extra_questions.json").read_text())
+    n_extra = len(extra["questions"])
+    assert 12 < n_extra <= 12 * 5 and extra["info"]["per_image"] == 5
+    assert {q["image_index"] for q in extra["questions"]} == set(range(12))  # the training scenes
+    assert f"data: {n_file + n_extra} train questions from" in (more / "train.log").read_text()
+    assert f"({n_file} of the file, {n_extra} more of its scenes" in (more / "train.log").read_text()
+    words = set(load_checkpoint(more / CHECKPOINT)["vocabularies"]["question"]["tokens"])
+    assert {w.lower().strip("?.,;") for q in extra["questions"] for w in q["question"].split()} - {""} <= words | {
+        w.lower() for w in words}
+    with pytest.raises(ValueError, match="cannot resume, field 'extra_questions_per_image' was 5, now 0"):
+        train_question_parser(_cfg(qp_data, **kw), more, resume=True, progress=False)
+    with pytest.raises(ValueError, match="extra_questions_per_image must be >= 0, got -1"):
+        _cfg(qp_data, extra_questions_per_image=-1)
+    # a run saved before the field existed: its config.json and checkpoint lack it
+    saved = json.loads((plain / "config.json").read_text())
+    del saved["config"]["extra_questions_per_image"]
+    (plain / "config.json").write_text(json.dumps(saved))
+    ck = load_checkpoint(plain / CHECKPOINT)
+    del ck["config"]["extra_questions_per_image"]
+    torch.save(ck, plain / CHECKPOINT)
+    sidecar_path(plain / CHECKPOINT).write_text(f"{sha256_file(plain / CHECKPOINT)}  {CHECKPOINT}\n")
+    assert load_question_parser(plain) is not None
+    stamp = (plain / CHECKPOINT).stat().st_mtime_ns
+    train_question_parser(_cfg(qp_data, **kw), plain, resume=True, progress=False)  # finished: nothing to train
+    assert (plain / CHECKPOINT).stat().st_mtime_ns == stamp
+    assert QuestionParserConfig.from_dict(ck["config"]).extra_questions_per_image == 0
