@@ -6,7 +6,8 @@ A *variant run* is one folder per (training variant, seed) under a runs root::
         config.json, train.log     what was asked, every command that touched the run
         scene_parser/              the run's scene parser (detector.pt, attributes.pt); a run whose
                                    training images are another variant's (``TrainSpec.scene_variant``:
-                                   ``rd-`` / ``rd+`` and ``mid``) uses that variant's run's instead
+                                   ``rd-`` / ``rd+`` and ``mid``) uses that variant's run's instead,
+                                   under this runs root or another (``TrainSpec.scene_runs``)
         question_parser/           the run's question parser (question_parser.pt)
         question_parser.log        its output when it trained in a second process (``jobs`` >= 2)
         baselines/<name>/          the run directory of each model that trains one of its own
@@ -76,6 +77,7 @@ class VariantRun:
     seed: int = 0
     parsers: Path | None = None  # a folder of trained parsers to use instead of training them (a shipped set)
     scene_variant: str | None = None  # the variant whose run (same seed) holds this run's scene parser
+    scene_runs: Path | None = None  # the runs root of that run (default: ``runs``)
 
     @property
     def path(self) -> Path:
@@ -83,10 +85,12 @@ class VariantRun:
 
     @property
     def scene_run(self) -> "VariantRun":
-        """The run that holds this run's scene parser (itself unless ``scene_variant`` names another)."""
-        if self.scene_variant in (None, self.variant):
+        """The run that holds this run's scene parser: the run of ``scene_variant`` (default this
+        run's variant) with the same seed under ``scene_runs`` (default ``runs``); itself when neither
+        names another."""
+        if self.scene_runs is None and self.scene_variant in (None, self.variant):
             return self
-        return VariantRun(self.runs, self.scene_variant, self.seed)
+        return VariantRun(Path(self.scene_runs or self.runs), self.scene_variant or self.variant, self.seed)
 
     @property
     def scene_dir(self) -> Path:
@@ -203,6 +207,10 @@ class TrainSpec:
             ``rd+``): the run uses the scene parser of that variant's run with the same seed,
             training it there, on that variant's data, if it is not yet trained. It is the parser
             the run would train on its own images; training it once saves the most expensive step.
+        scene_runs: another runs root whose run of ``scene_variant`` (default: the variant trained),
+            with the same seed, holds a trained scene parser: the run uses that parser and copies
+            that run's parses of the same images, and never trains or writes there (a missing
+            parser is an error).
     """
 
     profile: str = "mini"
@@ -215,6 +223,7 @@ class TrainSpec:
     parse_min_score: float | None = PARSE_MIN_SCORE
     pretrained: str | None = None
     scene_variant: str | None = None
+    scene_runs: str | os.PathLike | None = None
     image_shuffle: bool = False
     shuffle_seed: int = 0
 
@@ -546,6 +555,10 @@ def train_variant(root: str | os.PathLike, variant: str, runs: str | os.PathLike
     else:
         check_variant_data(root, variant, ["train", "val"])
     scene_variant = spec.scene_variant if spec.scene_variant != variant else None
+    scene_runs = Path(spec.scene_runs) if spec.scene_runs is not None else None
+    if scene_runs is not None and parsers is not None:
+        raise ExperimentError(f"pretrained parsers ({spec.pretrained}) and the scene parser of a run under "
+                              f"{scene_runs}: choose one")
     if scene_variant is not None:
         if parsers is not None:
             raise ExperimentError(f"pretrained parsers ({spec.pretrained}) and the scene parser of {scene_variant!r}: "
@@ -553,8 +566,14 @@ def train_variant(root: str | os.PathLike, variant: str, runs: str | os.PathLike
         if not load_variant(variant).same_scenes(load_variant(scene_variant)):
             raise ExperimentError(f"variant {variant!r} cannot use the scene parser of {scene_variant!r}: their scene "
                                   f"settings differ (scene, splits or held-out values), so their images do")
-        if need.scene_parser:
+        if need.scene_parser and scene_runs is None:
             check_variant_data(root, scene_variant, ["train", "val"])
+    run = VariantRun(Path(runs), variant, seed, parsers, scene_variant, scene_runs)
+    if scene_runs is not None and need.scene_parser:
+        have = [run.scene_dir / f for f in ("detector.pt", "attributes.pt")]
+        if not all(p.is_file() for p in have):
+            raise ExperimentError(f"{run.scene_dir}: no trained scene parser ({', '.join(p.name for p in have)}); "
+                                  f"TrainSpec.scene_runs takes a run that trained one")
     present = []
     for t in tests:
         try:
@@ -564,12 +583,12 @@ def train_variant(root: str | os.PathLike, variant: str, runs: str | os.PathLike
             if not skip_missing:
                 raise
             echo(f"skipping test variant {t}: {e}")
-    run = VariantRun(Path(runs), variant, seed, parsers, scene_variant)
     run.path.mkdir(parents=True, exist_ok=True)
     labels = [s.label for s in specs]
     rd = RunDir(run.path, {"data": str(root), "variant": variant, "seed": seed, "models": labels,
                            "profile": spec.profile, "tests": present, "split": split,
                            "pretrained": spec.pretrained, "scene_variant": scene_variant,
+                           "scene_runs": None if scene_runs is None else str(scene_runs),
                            "scene_overrides": spec.scene_overrides, "question_overrides": spec.question_overrides,
                            "model_overrides": spec.model_overrides},
                 resume=True, must_match=("data", "variant", "seed", "profile"))
@@ -580,10 +599,10 @@ def train_variant(root: str | os.PathLike, variant: str, runs: str | os.PathLike
             rd.log(f"parsers of {spec.pretrained} ({parsers}), not trained")
         elif need.scene_parser or need.question_parser:
             rd.log(f"training parsers on {root / variant} (profile {spec.profile}, seed {seed})"
-                   + (f"; the scene parser of {scene_variant} ({run.scene_dir})"
-                      if scene_variant and need.scene_parser else ""))
-            timing |= train_parsers(root / variant, run, spec, need.scene_parser, need.question_parser,
-                                    scene_data=root / (scene_variant or variant))
+                   + (f"; the scene parser of {scene_variant or variant} ({run.scene_dir})"
+                      if (scene_variant or scene_runs) and need.scene_parser else ""))
+            timing |= train_parsers(root / variant, run, spec, need.scene_parser and scene_runs is None,
+                                    need.question_parser, scene_data=root / (scene_variant or variant))
         trained = [s.name for s in specs if registry.get(s.name).trainable]
         if trained:
             rd.log(f"training models {', '.join(dict.fromkeys(trained))} on {root / variant} "
