@@ -49,7 +49,7 @@ from .scene import SceneLikelihoods, SymbolicScene, spatial_likelihood
 from .schedule import (_OBJ, _PART, _VAL, COUNT, EQUAL_INT, EQUAL_OBJECT, EQUAL_VALUE, EXIST, FILTER,  # noqa: F401
                        GREATER, INTERSECT, LESS, OBJ2PART, PART2OBJ_ONE, PART2OBJ_SET, PARTFILTER, PARTNAME,
                        PARTQUERY, PARTQUERY_NAME, QUERY, RELATE, RULE_NAMES, SAME, SCENE, UNION, UNIQUE_O,
-                       UNIQUE_P, schedule, template)
+                       UNIQUE_P, schedule, schedule_skeletons, template)
 
 MODES = ("threshold", "exact")
 
@@ -232,7 +232,9 @@ class SceneBatch:
                 self.filter_col[(a, v)] = len(cols)
                 cols.append(col)
             off += len(vals)
-        F = A @ np.stack(cols, axis=1)
+        # the last column is all ones: a filter chain narrower than its group is padded with it
+        self.ones_col, self.n_filter_cols = len(cols), len(cols) + 1
+        F = np.concatenate([A @ np.stack(cols, axis=1), np.ones((S, N, 1))], axis=2)
         self.attr_mask = np.zeros((len(attrs), K))
         self.attr_index = {a: k for k, a in enumerate(attrs)}
         off = 0
@@ -452,13 +454,18 @@ class ProbabilisticExecutor:
         See :mod:`executors.schedule`.
         """
         onto = self.ontology
-        templates = [template(p, t, onto, scenes.attr_index, fuse) for p, t in zip(programs, typed)]
-        sched = schedule(programs, templates, si, scenes, onto, self.be)
+        if fuse and len(programs) > 1:
+            sched = schedule_skeletons(programs, typed, si, scenes, onto, self.be)
+        else:
+            templates = [template(p, t, onto, scenes.attr_index, fuse) for p, t in zip(programs, typed)]
+            sched = schedule(programs, templates, si, scenes, onto, self.be)
         answer_types = [t[-1] for t in typed]
-        mask = np.zeros((len(programs), space.size), dtype=bool)
-        for qi, t in enumerate(answer_types):
+        code = {t: k for k, t in enumerate(dict.fromkeys(answer_types))}
+        table = np.zeros((len(code), space.size), dtype=bool)
+        for t, k in code.items():
             lo, hi = space.slice_of(t)
-            mask[qi, lo:hi] = True
+            table[k, lo:hi] = True
+        mask = table[np.array([code[t] for t in answer_types], dtype=np.intp)] if code else table
         return PreparedBatch(scenes, space, sched["groups"], len(programs), sched["slots"],
                              sched["n_part_rows"], sched["final_rows"], answer_types, mask,
                              sched["node_slots"], sched["part_row"], si, programs)

@@ -225,7 +225,7 @@ def schedule(programs: Sequence[Program], templates: Sequence[Template], si: np.
 
 def _per_scene(scenes, ontology: Ontology) -> dict:
     """op -> width of its per-scene parameter table (rows scene * width + parameter)."""
-    return {FILTER: len(scenes.filter_col), RELATE: len(ontology.relations),
+    return {FILTER: scenes.n_filter_cols, RELATE: len(ontology.relations),
             SAME: len(scenes.attr_index), PARTFILTER: getattr(scenes, "Kp", 0)}
 
 
@@ -293,3 +293,200 @@ def _param(scenes, onto: Ontology, kind: str, attr: str | None, v: str) -> int:
     if kind == "partfilter":
         return scenes.part_col[(attr, onto.canonical(attr, v))]
     return scenes.partname_row[v]  # partfilter_partname
+
+
+
+# ====================================================================== skeletons (batches)
+@dataclass(frozen=True)
+class Skeleton:
+    """A program structure with each filter chain (filters in a row, each the only user of the
+    one before) as one position, whatever its length and its filters: the 5,000 CLEVR val
+    questions have 3,209 structures but 78 skeletons. A position sits where the last node of its
+    chain is. A batch makes each group's rows with array operations per skeleton.
+
+    Attributes:
+        slots: per position, (storage kind, slot) of its output.
+        counters: slots used per storage kind.
+        has_part: whether any position yields parts.
+        entries: per position, (op, level, input-0 (kind, slot) or None, input-1 (kind, slot)
+            or None, output (kind, slot), fixed parameter or None, column of the position's
+            parameter among the question's valued positions (chains and single value nodes
+            counted apart) or None).
+        n_valued: positions of single value nodes (not chains).
+    """
+
+    slots: tuple
+    counters: tuple
+    has_part: bool
+    entries: tuple
+    n_valued: int
+
+
+def _skeleton(nodes, types, rules: dict, attr_index: dict, pcache: dict, scenes, onto: Ontology) -> tuple:
+    """(skeleton key, position of each node, last node of each position, parameters of the
+    single value nodes, parameters of each chain (its last filter first))."""
+    n = len(nodes)
+    users = [0] * n
+    for nd in nodes:
+        for j in nd.inputs:
+            users[j] += 1
+    ops = [0] * n
+    pos = [0] * n
+    key, last, single, chains = [], [], [], []
+    for i, nd in enumerate(nodes):
+        ins = nd.inputs
+        rk = (nd.function, types[ins[0]] if ins else None)
+        r = rules.get(rk)
+        if r is None:
+            r = rules[rk] = _rule(*rk, attr_index)
+        op = ops[i] = r[0]
+        kv = r[2]
+        if kv is not None:
+            pk = (kv[0], kv[1], nd.value_inputs[0])
+            p = pcache.get(pk)
+            if p is None:
+                p = pcache[pk] = _param(scenes, onto, *pk)
+        if op == FILTER:
+            j = ins[0]
+            if ops[j] == FILTER and users[j] == 1:  # the chain of j goes on with i
+                k = pos[i] = pos[j]
+                last[k] = i
+                chains[key[k][2]].append(p)
+                continue
+            pos[i] = len(key)
+            key.append((FILTER, pos[j], len(chains)))
+            chains.append([p])
+        else:
+            pos[i] = len(key)
+            key.append((rk, tuple([pos[j] for j in ins])))
+            if kv is not None:
+                single.append(p)
+        last.append(i)
+    return tuple(key), pos, last, single, chains
+
+
+def _build_skeleton(key: tuple, last: list, types, attr_index: dict, rules: dict) -> Skeleton:
+    m = len(key)
+    ins = [((e[1],) if e[0] == FILTER else e[1]) for e in key]
+    height = [0] * m
+    for k in range(m - 1, -1, -1):
+        h = height[k] + 1
+        for j in ins[k]:
+            if height[j] < h:
+                height[j] = h
+    counters = [0, 0, 0]
+    slots, entries = [], []
+    n_valued = 0
+    for k, e in enumerate(key):
+        kind = _KIND_OF_TYPE.get(types[last[k]], _VAL)
+        slots.append((kind, counters[kind]))
+        counters[kind] += 1
+        a = slots[ins[k][0]] if ins[k] else None
+        b = slots[ins[k][1]] if len(ins[k]) > 1 else None
+        if e[0] == FILTER:
+            entries.append((FILTER, -height[k], a, b, slots[k], None, e[2]))
+            continue
+        op, fixed, kv = rules[e[0]]
+        col = None
+        if kv is not None:
+            col, n_valued = n_valued, n_valued + 1
+        entries.append((op, -10 ** 6 if op == SCENE else -height[k], a, b, slots[k], fixed, col))
+    return Skeleton(tuple(slots), tuple(counters), any(k == _PART for k, _ in slots), tuple(entries), n_valued)
+
+
+class NodeSlots:
+    """Per question, the (storage kind, slot) of each node, made when asked (a trace): a filter
+    absorbed into a chain shows its chain's slot."""
+
+    def __init__(self, per_question: list):
+        self._q = per_question  # (slots of the skeleton, position of each node)
+
+    def __len__(self) -> int:
+        return len(self._q)
+
+    def __getitem__(self, qi: int) -> list:
+        slots, pos = self._q[qi]
+        return [slots[k] for k in pos]
+
+
+def schedule_skeletons(programs: Sequence[Program], types: Sequence[Sequence[str]], si: np.ndarray, scenes,
+                       ontology: Ontology, be) -> dict:
+    """:func:`schedule` of a batch with fused filter chains, its rows made per skeleton with
+    array operations (a chain narrower than its group's widest is padded with the scenes'
+    column of ones). Same result keys as :func:`schedule`."""
+    B = len(programs)
+    rules = ontology.cache("schedule.rules")
+    skels = ontology.cache("schedule.skeletons")
+    pcache = ontology.cache("schedule.params")
+    attr_index = scenes.attr_index
+    members: dict = {}
+    per_q = []
+    for qi, (p, t) in enumerate(zip(programs, types)):
+        key, pos, last, single, chains = _skeleton(p.nodes, t, rules, attr_index, pcache, scenes, ontology)
+        m = members.get(key)
+        if m is None:
+            sk = skels.get(key)
+            if sk is None:
+                if len(skels) >= 100_000:
+                    skels.clear()
+                sk = skels[key] = _build_skeleton(key, last, t, attr_index, rules)
+            m = members[key] = (sk, [], [], [], [])
+        m[1].append(qi)
+        m[2].append(last)
+        m[3].append(single)
+        m[4].append(chains)
+        per_q.append((m[0].slots, pos))
+    has_part = np.zeros(B, dtype=bool)
+    n_slots = [0, 0, 0]
+    for sk, qs, *_ in members.values():
+        if sk.has_part:
+            has_part[qs] = True
+        for k in range(3):
+            n_slots[k] = max(n_slots[k], sk.counters[k])
+    part_row = np.where(has_part, np.cumsum(has_part) - 1, -1).astype(np.intp)
+    n_part_rows = int(has_part.sum())
+    rows_per = (B, n_part_rows, B)
+    per_scene = _per_scene(scenes, ontology)
+    ones = scenes.ones_col
+    final_rows = np.zeros(B, dtype=np.intp)
+    grouped: dict = {}
+    for sk, qs, lasts, singles, chains in members.values():
+        q = np.array(qs, dtype=np.intp)
+        s = si[q]
+        prow = part_row[q]
+        rows = (q, prow, q)
+        nodes_at = np.array(lasts, dtype=np.intp)
+        vals = np.array(singles, dtype=np.intp).reshape(len(q), sk.n_valued)
+        zero = np.zeros(len(q), dtype=np.intp)
+        for k, (op, level, a, b, out, fixed, col) in enumerate(sk.entries):
+            ra = zero if a is None else a[1] * rows_per[a[0]] + rows[a[0]]
+            rb = zero if b is None else b[1] * rows_per[b[0]] + rows[b[0]]
+            ro = out[1] * rows_per[out[0]] + rows[out[0]]
+            off = s * per_scene[op] if op in per_scene else zero
+            if op == FILTER:
+                cs = [c[col] for c in chains]
+                w = max(map(len, cs))
+                param = np.array([c + [ones] * (w - len(c)) for c in cs], dtype=np.intp) + off[:, None]
+            elif col is not None:
+                param = vals[:, col] + off
+            else:
+                param = off + fixed
+            grouped.setdefault((level, op), []).append((q, s, ra, rb, ro, param, nodes_at[:, k]))
+        kind, slot = sk.slots[-1]
+        final_rows[q] = slot * rows_per[kind] + rows[kind]
+    groups = []
+    for (_, op), parts in sorted(grouped.items(), key=lambda kv: kv[0]):
+        cat = [np.concatenate([x[c] for x in parts]) if len(parts) > 1 else parts[0][c] for c in (0, 1, 2, 3, 4, 6)]
+        if op == FILTER:
+            w = max(x[5].shape[1] for x in parts)
+            mats = [x[5] if x[5].shape[1] == w else
+                    np.concatenate([x[5], np.repeat((x[1] * per_scene[FILTER] + ones)[:, None], w - x[5].shape[1], 1)], 1)
+                    for x in parts]
+            mat = np.concatenate(mats) if len(mats) > 1 else mats[0]
+            param = [be.index(mat[:, c]) for c in range(w)]
+        else:
+            param = be.index(np.concatenate([x[5] for x in parts]) if len(parts) > 1 else parts[0][5])
+        groups.append(Group(op, be.index(cat[1]), be.index(cat[2]), be.index(cat[3]), be.index(cat[4]), param,
+                            cat[5], cat[0]))
+    return {"groups": groups, "slots": tuple(n_slots), "n_part_rows": n_part_rows,
+            "final_rows": be.index(final_rows), "node_slots": NodeSlots(per_q), "part_row": part_row}
