@@ -377,6 +377,30 @@ def is_done(results: str | os.PathLike, piece: Piece) -> bool:
     return (piece_dir(results, piece) / "piece.json").exists()
 
 
+# ---------------------------------------------------------------------------- the redundancy scale check
+#: The factor of the scale check: its training variants' question parsers are trained again on more
+#: questions of the same training scenes (:mod:`nsvqa.study_scale`).
+SCALE_FACTOR = "redundancy"
+#: ``RESULTS/<SCALE_RESULTS>/``: the scale check's gzipped predictions (``predictions/``, labels
+#: :func:`scale_label`) and ``scale.json``.
+SCALE_RESULTS = "redundancy_scale"
+#: ``RUNS/<SCALE_RUNS>/<k>x/``: the scale check's variant runs at ``k`` times the questions.
+SCALE_RUNS = "redundancy-scale"
+
+
+def scale_label(model: str, scale: int) -> str:
+    """The label of ``model``'s predictions at ``scale`` times the training questions (``pnsvqa.10x``)."""
+    return f"{model}.{int(scale)}x"
+
+
+def parse_scale_label(label: str) -> tuple[str, int] | None:
+    """(model, scale) of a :func:`scale_label`, None for a label of no scale."""
+    model, dot, k = label.rpartition(".")
+    if not dot or not model or not k.endswith("x") or not k[:-1].isdigit():
+        return None
+    return model, int(k[:-1])
+
+
 def pending_pieces(results: str | os.PathLike, cfg: StudyConfig = STUDY, *,
                    only: Sequence[str] | None = None) -> list[Piece]:
     """The pieces without a ``piece.json`` under ``results`` (``only``: names to keep, in plan
@@ -648,4 +672,4 @@ __all__ = ["STUDY", "STUDY_FILE", "results_config", "PART_GROUP", "StudyConfig",
            "piece_setup", "check_aliases", "canonical", "training_variants", "scene_source", "SCENE_GROUPS",
            "variants_tested", "study_pieces", "piece_dir", "is_done", "pending_pieces", "attempt_seconds",
            "close_stopped_attempts", "stopped_in_training", "budget", "budget_group", "over_cap", "out_of_time",
-           "budget_markdown"]
+           "budget_markdown", "SCALE_FACTOR", "SCALE_RESULTS", "SCALE_RUNS", "scale_label", "parse_scale_label"]

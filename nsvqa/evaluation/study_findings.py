@@ -20,9 +20,10 @@ import json
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from nsvqa.artifacts.predictions import Prediction
+from nsvqa.artifacts.predictions import CellKey, Prediction, parse_predictions_name, read_predictions
 from nsvqa.evaluation.accuracies import count_errors, wilson_interval
 from nsvqa.models import ModelSpec
+from nsvqa.study import SCALE_FACTOR, SCALE_RESULTS, parse_scale_label, scale_label
 
 #: The paper's figures the findings test, with where each is printed (one cited table).
 PAPER_FILE = Path(__file__).resolve().parents[2] / "data" / "paper" / "super_clevr.json"
@@ -168,11 +169,13 @@ def _rd_finding(report, key, paper, factor, pairs, side, models, judged: bool = 
                     headline="; ".join(t for t, _ in got) or None)
 
 
-def findings(report: Mapping[str, Any], cells: Cells, default: str = "mid") -> list[dict[str, Any]]:
+def findings(report: Mapping[str, Any], cells: Cells, default: str = "mid",
+             scale: Mapping[CellKey, Sequence[Sequence[Prediction]]] | None = None) -> list[dict[str, Any]]:
     """Every finding of the paper the issue lists, with ours and its status: ``{"key", "paper",
     "ours", "status", "qualifier", "decided_by", "rests_on"}``. ``report``: the study's report JSON
     (its factors' RDs, intervals and comparisons, the in-domain rows, the systematic section);
-    ``cells``: the committed predictions, keyed (model, train, test, seed)."""
+    ``cells``: the committed predictions, keyed (model, train, test, seed); ``scale``: the
+    redundancy scale check's (:func:`scale_cells`; None or empty: not run)."""
     from nsvqa.evaluation.accuracies import accuracy
     from nsvqa.evaluation.comparison import paired_comparison
 
@@ -253,6 +256,7 @@ def findings(report: Mapping[str, Any], cells: Cells, default: str = "mid") -> l
                           MODULAR, paper["redundancy_modular_max"] / 100, -1))
     out.append(_level_rds(report, "redundancy_nonmodular_level", "redundancy: non-modular RD ≈ 20%", "redundancy",
                           NON_MODULAR, paper["redundancy_nonmodular"] / 100, 0, judged=True))
+    out.append(scale_finding(scale or {}, paper["redundancy_modular_max"] / 100))
     out.append(_rd_finding(report, "visual", "visual: non-modular more robust (FiLM, mDETR RD < 10%; modular > 12%)",
                            "visual", mod_vs, +1, (*MODULAR, *NON_MODULAR), judged=True))
     out.append(_level_rds(report, "visual_nonmodular_level", "visual: FiLM, mDETR RD < 10%", "visual",
@@ -285,6 +289,65 @@ def findings(report: Mapping[str, Any], cells: Cells, default: str = "mid") -> l
                            ("nscl", "nsvqa", "film", "mdetr"), judged=True))
     out.append(_best_of_factors(report, paper, side))
     out.append(_systematic_finding(report, cells))
+    return out
+
+
+def scale_cells(results: str | Path) -> dict[CellKey, list[list[Prediction]]]:
+    """The redundancy scale check's committed predictions (``RESULTS/redundancy_scale/predictions/``,
+    labels ``<model>.<k>x``), keyed by their cell; empty when the check has not run."""
+    folder = Path(results) / SCALE_RESULTS / "predictions"
+    return {parse_predictions_name(f): [read_predictions(f)] for f in sorted(folder.glob("*.jsonl.gz"))}
+
+
+def scale_finding(cells: Mapping[CellKey, Sequence[Sequence[Prediction]]], figure: float,
+                  models: Sequence[str] = ("pnsvqa", "nsvqa"), n_boot: int = 1000) -> dict[str, Any]:
+    """P-NSVQA's redundancy RD when its question parser learned from more questions (the scale
+    check: labels ``<model>.<k>x``): each model's RD at the smallest and the largest scale with its
+    bootstrap interval, and the paired difference of the two (one :func:`rd_bootstrap` draw of the
+    test questions for every label). Decided as a level (:func:`level_verdict`) by P-NSVQA's RD
+    interval at the largest scale against the paper's ``figure`` (a fraction: modular RD below it):
+    wholly above, the reversal survives that scale (``not reproduced``); wholly below, the paper's
+    figure is reproduced there; else undecided. Pending without predictions at a scale above 1."""
+    from nsvqa.evaluation.accuracies import accuracy
+    from nsvqa.evaluation.comparison import percentile_interval, rd_bootstrap
+    from nsvqa.evaluation.degrade import factor_layout, factor_relative_degrade
+
+    trains, tests = factor_layout(SCALE_FACTOR)
+    scales = sorted({parsed[1] for k in cells if (parsed := parse_scale_label(k.model)) is not None})
+    low, high = (scales[0], scales[-1]) if scales else (1, 10)
+    key, paper = "redundancy_scale", f"redundancy: P-NSVQA's reversal at {high}x the questions (modular RD < " \
+                                     f"{100 * figure:g}%)"
+    decided_by = f"P-NSVQA's RD bootstrap interval at {high}x the questions against the paper's {100 * figure:g}%"
+    labels = {(m, s): scale_label(m, s) for m in models for s in (low, high)}
+    rds: dict[str, float] = {}
+    for label in dict.fromkeys(labels.values()):
+        acc = {(k.train, k.test): accuracy([p for run in v for p in run]).accuracy
+               for k, v in cells.items() if k.model == label}
+        rd = factor_relative_degrade(SCALE_FACTOR, acc, trains, tests).value if acc else None
+        if rd is not None:
+            rds[label] = rd
+    if high == 1 or labels[("pnsvqa", high)] not in rds:
+        return _finding(key, paper, [], [], -1, decided_by, level=True,
+                        missing="the redundancy scale check at 10x the questions (scripts/run_study.py "
+                                "--scale-check; not run yet)")
+    reps = rd_bootstrap(cells, SCALE_FACTOR, trains, tests, list(rds), n_boot=n_boot)
+    ci = {label: percentile_interval(r) for label, r in reps.items()}
+    ours = []
+    for m in models:
+        a, b = labels[(m, low)], labels[(m, high)]
+        if b not in rds:
+            continue
+        text = f"{m} RD at {high}x {_pct(rds[b])}{_ci(ci[b], False)}"
+        if a in rds and low != high:
+            text += (f", at {low}x {_pct(rds[a])}{_ci(ci[a], False)}; {high}x − {low}x "
+                     f"{_pct(rds[b] - rds[a], True)}{_ci(percentile_interval(reps[b] - reps[a]))}")
+        ours.append(text)
+    top = ci[labels[("pnsvqa", high)]]
+    out = _finding(key, paper, ours, [None if top is None else [top[0] - figure, top[1] - figure]], -1, decided_by,
+                   level=True)
+    out["qualifier"] = {"not reproduced": f"the reversal survives at {high}x the questions",
+                        "reproduced": f"reproduced at {high}x the questions: the reversal was one of scale",
+                        "inconclusive": f"cannot say at {high}x the questions"}.get(out["status"], "")
     return out
 
 
@@ -401,4 +464,4 @@ def findings_markdown(rows: Sequence[Mapping[str, Any]]) -> list[str]:
 
 
 __all__ = ["PAPER_FILE", "STATUSES", "findings", "findings_markdown", "level_verdict", "non_modular_side",
-           "paper_figures", "verdict"]
+           "paper_figures", "scale_cells", "scale_finding", "verdict"]

@@ -44,7 +44,7 @@ from nsvqa.artifacts.predictions import CellKey, Prediction, parse_predictions_n
 from nsvqa.evaluation.accuracies import wilson_interval
 from nsvqa.evaluation.image_dependence import image_dependence
 from nsvqa.evaluation.perception import MIN_EXIST
-from nsvqa.evaluation.study_findings import findings, findings_markdown
+from nsvqa.evaluation.study_findings import findings, findings_markdown, scale_cells
 from nsvqa.evaluation.study_systematic import (fallback_figure, fallback_markdown, fallback_section,
                                               generalization_markdown, generalization_points, systematic_markdown,
                                               systematic_section)
@@ -335,7 +335,7 @@ def build_study_report(results: str | os.PathLike, cfg: StudyConfig = STUDY, *, 
               "perception": perception, "perception_min_exist": MIN_EXIST, "systematic": systematic,
               "fallback": fallback}
     report["budget"] = budget(results, cfg)
-    report["findings"] = findings(report, cells, d)
+    report["findings"] = findings(report, cells, d, scale=scale_cells(results))
     report["generalization"] = generalization_points(report, cells)
     files["report.json"] = (json.dumps(report, indent=1) + "\n").encode()
     files["report.md"] = (study_markdown(report) + "\n").encode()

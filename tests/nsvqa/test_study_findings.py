@@ -195,3 +195,46 @@ def test_a_pending_systematic_finding_points_to_the_distribution_fallback_only_w
     assert "Fallback toward the training frequencies" not in pending({"factors": {}, "fallback": {"tests": {}}})
     got = pending({"factors": {}, "fallback": {"tests": {"tail": {"pnsvqa": {}}}}})
     assert got.startswith("pending: needs the sys-composition or sys-extrapolation piece (the same question")
+
+
+def _scale_cells(rd_by_label, n=500, own=0.8):
+    """Predictions of the redundancy scale check: each label (``pnsvqa.10x``) right on ``own`` of
+    every training variant's questions and on ``own * (1 - rd)`` off it (RD ``rd``)."""
+    from nsvqa.artifacts.predictions import CellKey
+
+    levels = ("rd-", "mid", "rd+")
+    out = {}
+    for label, rd in rd_by_label.items():
+        for t in levels:
+            for s in levels:
+                right = round(n * (own if s == t else own * (1 - rd)))  # the variants ask the same questions
+                out[CellKey(label, t, s)] = [[P(i, ok=i < right, question_hash=str(i)) for i in range(n)]]
+    return out
+
+
+@pytest.mark.parametrize("rd_10x, status, says", [
+    (0.15, "not reproduced", "the reversal survives at 10x the questions"),
+    (0.0, "reproduced", "reproduced at 10x the questions: the reversal was one of scale"),
+    (0.02, "inconclusive", "cannot say at 10x the questions"),
+])
+def test_the_scale_finding_decides_on_pnsvqas_rd_at_the_largest_scale(rd_10x, status, says):
+    from nsvqa.evaluation.study_findings import scale_finding
+
+    cells = _scale_cells({"pnsvqa.1x": 0.15, "pnsvqa.10x": rd_10x, "nsvqa.1x": 0.15, "nsvqa.10x": 0.15})
+    f = scale_finding(cells, 0.02, n_boot=200)
+    assert f["key"] == "redundancy_scale" and f["paper"].startswith("redundancy: P-NSVQA's reversal at 10x")
+    assert (f["status"], f["qualifier"]) == (status, says)
+    assert f"pnsvqa RD at 10x {100 * rd_10x:.1f} [" in f["ours"] and ", at 1x 15.0 [" in f["ours"]
+    assert f"10x − 1x {100 * (rd_10x - 0.15):+.1f} [" in f["ours"]
+    # NS-VQA beside it, its difference paired on the same draws: the same answers give [+0.0, +0.0]
+    assert "nsvqa RD at 10x 15.0 [" in f["ours"] and "10x − 1x +0.0 [+0.0, +0.0]" in f["ours"]
+
+
+def test_without_the_scale_check_its_finding_is_pending_and_says_so():
+    from nsvqa.evaluation.study_findings import scale_finding
+
+    for cells in ({}, _scale_cells({"pnsvqa.1x": 0.15})):
+        f = scale_finding(cells, 0.02)
+        assert f["status"] == "pending" and "scale check" in f["ours"] and "not run yet" in f["ours"]
+    got = {f["key"]: f for f in findings(_empty_report(), {})}
+    assert got["redundancy_scale"]["status"] == "pending"
