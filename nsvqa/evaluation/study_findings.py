@@ -320,16 +320,20 @@ def scale_finding(cells: Mapping[CellKey, Sequence[Sequence[Prediction]]], figur
     decided_by = f"P-NSVQA's RD bootstrap interval at {high}x the questions against the paper's {100 * figure:g}%"
     labels = {(m, s): scale_label(m, s) for m in models for s in (low, high)}
     rds: dict[str, float] = {}
+    why = "no predictions"
     for label in dict.fromkeys(labels.values()):
         acc = {(k.train, k.test): accuracy([p for run in v for p in run]).accuracy
                for k, v in cells.items() if k.model == label}
-        rd = factor_relative_degrade(SCALE_FACTOR, acc, trains, tests).value if acc else None
-        if rd is not None:
-            rds[label] = rd
+        rd = factor_relative_degrade(SCALE_FACTOR, acc, trains, tests) if acc else None
+        if rd is not None and rd.value is not None:
+            rds[label] = rd.value
+        elif rd is not None and label == labels[("pnsvqa", high)]:
+            why = rd.reason
     if high == 1 or labels[("pnsvqa", high)] not in rds:
-        return _finding(key, paper, [], [], -1, decided_by, level=True,
-                        missing="the redundancy scale check at 10x the questions (scripts/run_study.py "
-                                "--scale-check; not run yet)")
+        missing = ("the redundancy scale check (scripts/run_study.py --scale-check; not run yet)" if not scales else
+                   "the redundancy scale check above 1x the questions" if high == 1 else
+                   f"P-NSVQA's RD at {high}x the questions, which the scale check's predictions do not give ({why})")
+        return _finding(key, paper, [], [], -1, decided_by, level=True, missing=missing)
     reps = rd_bootstrap(cells, SCALE_FACTOR, trains, tests, list(rds), n_boot=n_boot)
     ci = {label: percentile_interval(r) for label, r in reps.items()}
     ours = []

@@ -233,8 +233,9 @@ def test_the_scale_finding_decides_on_pnsvqas_rd_at_the_largest_scale(rd_10x, st
 def test_without_the_scale_check_its_finding_is_pending_and_says_so():
     from nsvqa.evaluation.study_findings import scale_finding
 
-    for cells in ({}, _scale_cells({"pnsvqa.1x": 0.15})):
+    for cells, says in (({}, "the redundancy scale check (scripts/run_study.py --scale-check; not run yet)"),
+                        (_scale_cells({"pnsvqa.1x": 0.15}), "the redundancy scale check above 1x the questions")):
         f = scale_finding(cells, 0.02)
-        assert f["status"] == "pending" and "scale check" in f["ours"] and "not run yet" in f["ours"]
+        assert f["status"] == "pending" and f["ours"] == f"pending: needs {says}"
     got = {f["key"]: f for f in findings(_empty_report(), {})}
     assert got["redundancy_scale"]["status"] == "pending"
