@@ -9,6 +9,7 @@
     python scripts/run_study.py --report                 # rebuild results/study's tables
     python scripts/run_study.py --check                  # rebuild them in memory; fail if one differs
     python scripts/run_study.py --perception             # perception.json of done pieces that lack one
+    python scripts/run_study.py --scale-check            # the redundancy scale check (resumable)
 
 Every size and schedule is in one study config: ``nsvqa.study.STUDY`` (the shipped study), or a
 JSON file of its fields given with ``--config`` for a new results folder (a larger study on a GPU:
@@ -29,8 +30,8 @@ import time
 from pathlib import Path
 
 import baselines  # noqa: F401  (registers the baselines in nsvqa.models)
-from nsvqa.study import (StudyConfig, StudyError, budget, budget_markdown, is_done, pending_pieces, piece_dir,
-                         out_of_time, over_cap, results_config, study_pieces)
+from nsvqa.study import (SCALE_RESULTS, StudyConfig, StudyError, budget, budget_markdown, is_done, pending_pieces,
+                         piece_dir, out_of_time, over_cap, results_config, study_pieces)
 from nsvqa.study_run import run_piece, write_perception
 from nsvqa.config import HelpFormatter
 
@@ -62,6 +63,12 @@ def get_args_parser() -> argparse.ArgumentParser:
                    help="print a run's visual-factor report (e.g. make demo's) beside the study's numbers")
     p.add_argument("--perception", action="store_true",
                    help="write perception.json for the done pieces that lack one, from their run folders' parses")
+    p.add_argument("--scale-check", action="store_true",
+                   help="the redundancy scale check: question parsers of the redundancy training variants on 1x "
+                        "and 10x the questions, one scene parser (RUNS/mid-seed<N>'s); predictions and scale.json "
+                        "in RESULTS/redundancy_scale/ (resumable)")
+    p.add_argument("--scale-seed", type=int, default=2, metavar="N",
+                   help="seed of the scale check's runs and of the mid run whose scene parser they use")
     p.add_argument("--pieces", type=int, default=1, help="how many pending pieces to run (in plan order)")
     p.add_argument("--only", default=None, help="comma-separated piece names to run (if pending)")
     p.add_argument("--over-cap", action="store_true",
@@ -182,6 +189,14 @@ def main(argv: list[str] | None = None) -> int:
                     out = write_perception(piece, args.data, args.runs, args.results, cfg)
                     if out is not None:
                         print(f"{PROG}: {out}", file=sys.stderr)
+            return 0
+        if args.scale_check:
+            from nsvqa.study_scale import run_scale_check
+
+            rec = run_scale_check(args.data, args.runs, args.results, cfg, seed=args.scale_seed, workers=args.workers,
+                                  device=args.device, progress=not args.no_progress)
+            print(f"{PROG}: scale check ({', '.join(f'{k}x' for k in rec['scales'])}) -> "
+                  f"{args.results / SCALE_RESULTS}", file=sys.stderr)
             return 0
         todo = pending_pieces(args.results, cfg, only=args.only.split(",") if args.only else None)
         deadline = None if args.time_left is None else time.monotonic() + 60 * args.time_left
