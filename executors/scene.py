@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import math
+from itertools import chain
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath, PureWindowsPath
 from typing import Any, Mapping, Sequence
@@ -25,6 +26,8 @@ PART_BITS = 32  # part k of object i has id bit i * PART_BITS + k in the determi
 
 def check_image_filename(name: Any, where: str) -> str:
     """Reject an ``image_filename`` that is absolute or climbs out of the image folder."""
+    if type(name) is str and name and name != ".." and not any(c in name for c in "/\\:"):
+        return name  # a plain file name: nothing to climb out of, no anchor
     if not isinstance(name, str) or not name:
         raise FormatError(f"{where}, field 'image_filename': expected a relative file name, got {name!r}")
     for p in (PurePosixPath(name), PureWindowsPath(name)):
@@ -82,23 +85,44 @@ class SymbolicScene:
             raise FormatError(f"{where}, field 'objects': missing or not a list")
         objects, parts = [], []
         coords, pixels = [], []
+        table = _attr_table(ontology)
         for i, o in enumerate(objs):
-            ow = f"{where}, object {i}"
-            if type(o) is not dict and not isinstance(o, Mapping):
-                raise FormatError(f"{ow}: expected an object")
-            objects.append({a: _attr(ontology, a, o, ow) for a in ontology.attributes})
-            parts.append(_parts(ontology, o, objects[-1], ow) if o.get("parts") else {})
+            obj = None
+            if type(o) is dict:  # well-formed objects: one lookup per attribute
+                try:
+                    obj = {a: t[o.get(a)] for a, t in table}
+                except (KeyError, TypeError):
+                    obj = None
+            if obj is None:  # every check, with its error
+                if type(o) is not dict and not isinstance(o, Mapping):
+                    raise FormatError(f"{where}, object {i}: expected an object")
+                obj = {a: _attr(ontology, a, o, f"{where}, object {i}") for a in ontology.attributes}
+            objects.append(obj)
+            parts.append(_parts(ontology, o, obj, f"{where}, object {i}") if o.get("parts") else {})
             coords.append(o.get("3d_coords"))
-            pixels.append(_pixel(o.get("pixel_coords"), ow))
+            pixels.append(_pixel(o.get("pixel_coords"), where, i))
         n = len(objects)
         c = _float_array(coords, (n, 3), f"{where}, field '3d_coords'") if n and all(x is not None for x in coords) else None
         px = np.asarray(pixels, dtype=float).reshape(n, 2) if n and all(x is not None for x in pixels) else None
         dirs = None
-        if isinstance(d.get("directions"), Mapping):
-            dirs = {r: _float_array(d["directions"][r], (3,), f"{where}, field 'directions.{r}'")
-                    for r in ontology.relations if r in d["directions"]}
-            if len(dirs) != len(ontology.relations):
-                dirs = None
+        dd = d.get("directions")
+        if isinstance(dd, Mapping):
+            rels = ontology.relations
+            fast = None
+            if all(r in dd for r in rels):  # all at once; on any doubt, one by one (their errors)
+                try:
+                    fast = np.asarray([dd[r] for r in rels], dtype=float)
+                except (TypeError, ValueError, OverflowError):
+                    fast = None
+                if fast is not None and (fast.shape != (len(rels), 3) or not np.isfinite(fast).all()):
+                    fast = None
+            if fast is not None:
+                dirs = dict(zip(rels, fast))
+            else:
+                dirs = {r: _float_array(dd[r], (3,), f"{where}, field 'directions.{r}'")
+                        for r in rels if r in dd}
+                if len(dirs) != len(rels):
+                    dirs = None
         rel = None
         if d.get("relationships") is not None:
             rel = _relationships(d["relationships"], ontology, n, where)
@@ -169,6 +193,22 @@ def _attr(onto: Ontology, a: str, o: Mapping, where: str) -> str:
     return c
 
 
+def _attr_table(onto: Ontology) -> tuple:
+    """Per attribute, (attribute, {raw value: canonical value}): values and aliases, and a
+    missing texture (None) read as the first texture, as :func:`_attr` reads them."""
+    cache = onto.cache("scene.attributes")
+    t = cache.get("table")
+    if t is None:
+        t = []
+        for a in onto.attributes:
+            m = {**onto.aliases.get(a, {}), **{v: v for v in onto.values(a)}}
+            if a == "texture":
+                m[None] = onto.values("texture")[0]
+            t.append((a, {k: v for k, v in m.items() if k is None or type(k) is str}))
+        t = cache["table"] = tuple(t)
+    return t
+
+
 def _parts(onto: Ontology, o: Mapping, obj: dict[str, str], where: str) -> dict[str, dict[str, str]]:
     raw = o.get("parts") or {}
     if not isinstance(raw, Mapping):
@@ -192,12 +232,17 @@ def _parts(onto: Ontology, o: Mapping, obj: dict[str, str], where: str) -> dict[
     return out
 
 
-def _pixel(p: Any, where: str) -> tuple[float, float] | None:
-    """``pixel_coords`` is [x, y, depth] (CLEVR) or [[x, y, depth], [W, H]] (Super-CLEVR)."""
+def _pixel(p: Any, where: str, i: int) -> tuple[float, float] | None:
+    """``pixel_coords`` of object ``i``: [x, y, depth] (CLEVR) or [[x, y, depth], [W, H]]
+    (Super-CLEVR)."""
     if p is None:
         return None
+    if type(p) is list and len(p) >= 2 and type(p[0]) is float and type(p[1]) is float:
+        x, y = p[0], p[1]  # [x, y, depth] of floats: the common case
+        if x - x == 0.0 and y - y == 0.0:  # finite (inf - inf and NaN - NaN are NaN)
+            return x, y
     if type(p) is list and p and type(p[0]) in (int, float):
-        pass  # [x, y, depth]: the common case, without the slower abstract-type checks below
+        pass  # [x, y, depth]: without the slower abstract-type checks below
     elif isinstance(p, Sequence) and p and isinstance(p[0], Sequence):
         p = p[0]
     try:
@@ -206,7 +251,7 @@ def _pixel(p: Any, where: str) -> tuple[float, float] | None:
             raise ValueError
         return x, y
     except (TypeError, ValueError, IndexError, KeyError, OverflowError):
-        raise FormatError(f"{where}, field 'pixel_coords': expected [x, y, ...], got {p!r}") from None
+        raise FormatError(f"{where}, object {i}, field 'pixel_coords': expected [x, y, ...], got {p!r}") from None
 
 
 def _float_array(x: Any, shape: tuple[int, ...], where: str) -> np.ndarray:
@@ -224,7 +269,14 @@ def _float_array(x: Any, shape: tuple[int, ...], where: str) -> np.ndarray:
 def _relationships(rel: Any, onto: Ontology, n: int, where: str) -> dict[str, list[list[int]]]:
     if not isinstance(rel, Mapping):
         raise FormatError(f"{where}, field 'relationships': expected an object")
-    out = {}
+    given = [rel.get(r) for r in onto.relations]
+    if all(type(x) is list and len(x) == n for x in given):  # every index checked at once
+        inner = list(chain.from_iterable(given))
+        if set(map(type, inner)) <= {list}:
+            flat = list(chain.from_iterable(inner))
+            if not flat or (set(map(type, flat)) == {int} and min(flat) >= 0 and max(flat) < n):
+                return {r: list(map(list, x)) for r, x in zip(onto.relations, given)}
+    out = {}  # one by one: the first bad entry is the one named
     for r in onto.relations:
         lists = rel.get(r)
         if not isinstance(lists, list) or len(lists) != n:
@@ -368,8 +420,17 @@ class SceneLikelihoods:
                     for a in pattrs:
                         part_attrs[a][i, k, :] = 0.0
                         part_attrs[a][i, k, onto.values(a).index(pa[a])] = 1.0
-        return cls(onto, np.ones(n), attrs, pos, np.zeros(n), dirs, margin, rel, part_exist, part_attrs,
-                   scene.image_index)
+        # built here from a validated scene, so already of the checked shapes and ranges: the
+        # constructor's checks (most of the cost) are skipped; its normalisations are done here
+        pos = np.asarray(pos, dtype=float)
+        if dirs is None:
+            dirs = IMAGE_DIRECTIONS
+        dirs = {r: np.asarray(v, dtype=float).reshape(pos.shape[1]) for r, v in dirs.items()}
+        out = cls.__new__(cls)
+        out.__dict__.update(ontology=onto, exist=np.ones(n), attributes=attrs, positions=pos,
+                            position_std=np.zeros(n), directions=dirs, margin=margin, relations=rel,
+                            part_exist=part_exist, part_attributes=part_attrs, image_index=scene.image_index)
+        return out
 
     # ------------------------------------------------------------------ JSON
     def to_json(self) -> dict:

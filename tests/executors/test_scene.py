@@ -450,6 +450,23 @@ def _assert_likelihoods_equal(a, b):
     assert (a.margin, a.image_index) == (b.margin, b.image_index)
 
 
+@pytest.mark.parametrize("layout", ["coords", "pixels", "empty"])
+def test_from_scene_equals_the_checked_constructor(superclevr, sc_json, layout):
+    """from_scene skips the constructor's checks; what it builds is what they accept unchanged."""
+    if layout == "pixels":
+        for o in sc_json["objects"]:
+            del o["3d_coords"]
+        del sc_json["directions"]
+    elif layout == "empty":
+        sc_json = {"objects": [], "relationships": {r: [] for r in RELATIONS}}
+    lik = SceneLikelihoods.from_scene(SymbolicScene.from_json(sc_json, superclevr))
+    fields = {f.name: getattr(lik, f.name) for f in dataclasses.fields(lik)}
+    checked = SceneLikelihoods(**{k: (dict(v) if isinstance(v, dict) else v) for k, v in fields.items()})
+    _assert_likelihoods_equal(lik, checked)
+    assert lik.positions.shape[1] == (3 if layout == "coords" else 2)
+    assert set(lik.directions) == set(RELATIONS)
+
+
 def test_likelihoods_json_round_trip_is_exact(superclevr, sc_json):
     lik = SceneLikelihoods.from_scene(SymbolicScene.from_json(sc_json, superclevr))
     d = json.loads(json.dumps(lik.to_json()))
