@@ -322,9 +322,12 @@ class Skeleton:
     n_valued: int
 
 
-def _skeleton(nodes, types, rules: dict, attr_index: dict, pcache: dict, scenes, onto: Ontology) -> tuple:
+def _skeleton(nodes, types, known: dict, rules: dict, attr_index: dict, pcache: dict, scenes,
+              onto: Ontology) -> tuple:
     """(skeleton key, position of each node, last node of each position, parameters of the
-    single value nodes, parameters of each chain (its last filter first))."""
+    single value nodes, parameters of each chain (its first filter first, the order in which
+    unfused filters multiply)). ``known``: per node object, per type of its first input, its
+    (op, rule key, parameter or None)."""
     n = len(nodes)
     users = [0] * n
     for nd in nodes:
@@ -335,39 +338,53 @@ def _skeleton(nodes, types, rules: dict, attr_index: dict, pcache: dict, scenes,
     key, last, single, chains = [], [], [], []
     for i, nd in enumerate(nodes):
         ins = nd.inputs
-        rk = (nd.function, types[ins[0]] if ins else None)
-        r = rules.get(rk)
-        if r is None:
-            r = rules[rk] = _rule(*rk, attr_index)
-        op = ops[i] = r[0]
-        kv = r[2]
-        if kv is not None:
-            pk = (kv[0], kv[1], nd.value_inputs[0])
-            p = pcache.get(pk)
-            if p is None:
-                p = pcache[pk] = _param(scenes, onto, *pk)
+        ta = types[ins[0]] if ins else None
+        h = known.get(id(nd))
+        if h is None or h[0] is not nd:  # the node is kept in the entry: its id stays its own
+            if len(known) >= 100_000:
+                known.clear()
+            h = known[id(nd)] = (nd, {})
+        e = h[1].get(ta)
+        if e is None:
+            e = h[1][ta] = _node_rule(nd, ta, rules, attr_index, pcache, scenes, onto)
+        op, rk, p = e
+        ops[i] = op
         if op == FILTER:
             j = ins[0]
             if ops[j] == FILTER and users[j] == 1:  # the chain of j goes on with i
                 k = pos[i] = pos[j]
                 last[k] = i
-                chains[key[k][2]].append(p)
+                chains[key[k][1]].append(p)
                 continue
             pos[i] = len(key)
-            key.append((FILTER, pos[j], len(chains)))
+            key.append((FILTER, len(chains), pos[j]))
             chains.append([p])
         else:
             pos[i] = len(key)
-            key.append((rk, tuple([pos[j] for j in ins])))
-            if kv is not None:
+            key.append((rk,) if not ins else (rk, pos[ins[0]]) if len(ins) == 1 else (rk, pos[ins[0]], pos[ins[1]]))
+            if p is not None:
                 single.append(p)
         last.append(i)
     return tuple(key), pos, last, single, chains
 
 
+def _node_rule(nd, ta, rules: dict, attr_index: dict, pcache: dict, scenes, onto: Ontology) -> tuple:
+    rk = (nd.function, ta)
+    r = rules.get(rk)
+    if r is None:
+        r = rules[rk] = _rule(*rk, attr_index)
+    p = None
+    if r[2] is not None:
+        pk = (r[2][0], r[2][1], nd.value_inputs[0])
+        p = pcache.get(pk)
+        if p is None:
+            p = pcache[pk] = _param(scenes, onto, *pk)
+    return r[0], rk, p
+
+
 def _build_skeleton(key: tuple, last: list, types, attr_index: dict, rules: dict) -> Skeleton:
     m = len(key)
-    ins = [((e[1],) if e[0] == FILTER else e[1]) for e in key]
+    ins = [((e[2],) if e[0] == FILTER else e[1:]) for e in key]
     height = [0] * m
     for k in range(m - 1, -1, -1):
         h = height[k] + 1
@@ -384,7 +401,7 @@ def _build_skeleton(key: tuple, last: list, types, attr_index: dict, rules: dict
         a = slots[ins[k][0]] if ins[k] else None
         b = slots[ins[k][1]] if len(ins[k]) > 1 else None
         if e[0] == FILTER:
-            entries.append((FILTER, -height[k], a, b, slots[k], None, e[2]))
+            entries.append((FILTER, -height[k], a, b, slots[k], None, e[1]))
             continue
         op, fixed, kv = rules[e[0]]
         col = None
@@ -418,11 +435,12 @@ def schedule_skeletons(programs: Sequence[Program], types: Sequence[Sequence[str
     rules = ontology.cache("schedule.rules")
     skels = ontology.cache("schedule.skeletons")
     pcache = ontology.cache("schedule.params")
+    known = ontology.cache("schedule.nodes")
     attr_index = scenes.attr_index
     members: dict = {}
     per_q = []
     for qi, (p, t) in enumerate(zip(programs, types)):
-        key, pos, last, single, chains = _skeleton(p.nodes, t, rules, attr_index, pcache, scenes, ontology)
+        key, pos, last, single, chains = _skeleton(p.nodes, t, known, rules, attr_index, pcache, scenes, ontology)
         m = members.get(key)
         if m is None:
             sk = skels.get(key)

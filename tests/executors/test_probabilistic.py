@@ -125,6 +125,35 @@ def test_first_failing_node_is_reported_in_a_batch(superclevr, sc_json):
         assert prob.node == det.node == 2
 
 
+CHAINS = [("query_shape", "unique", "filter_color[red]", "scene"),                       # fails at node 2
+          ("query_shape", "unique", "filter_size[large]", "filter_color[red]", "scene"),  # fails at node 3
+          ("query_shape", "unique", "filter_material[rubber]", "filter_size[large]", "filter_color[red]", "scene"),
+          ("query_shape", "unique", "filter_color[blue]", "scene"),
+          ("exist", "filter_size[small]", "filter_color[red]", "scene"),
+          ("count", "filter_color[red]", "scene")]
+
+
+def test_filter_chains_of_any_width_batch_like_single_runs(superclevr, sc_json):
+    """Questions whose filter chains differ in length share one skeleton and one group per step
+    (narrower chains padded): every answer, failing node and distribution is that of the
+    question run alone (and of the deterministic executor)."""
+    scene = SymbolicScene.from_json(sc_json, superclevr)
+    programs = [Program.from_prefix(t) for t in CHAINS]
+    det = DeterministicExecutor(superclevr).run_batch(programs, [scene], [0] * len(programs))
+    ex = ProbabilisticExecutor(superclevr, mode="exact", dtype="float64")
+    got = ex.run_batch(programs, [scene], [0] * len(programs))
+    assert [type(g) for g in got] == [type(d) for d in det]
+    assert [(g.node, g.function) for g in got[:2]] == [(d.node, d.function) for d in det[:2]] == [(2, "unique"),
+                                                                                                    (3, "unique")]
+    assert got[2:] == det[2:] == ["tandem bike", "suv", "no", 2]
+    lik = _soft(superclevr, sc_json)
+    batched = ex.distributions(ex.prepare(programs, [lik], [0] * len(programs)))
+    for program, dist in zip(programs, batched):
+        single = ex.run(program, lik).distribution
+        assert set(single) == set(dist)
+        assert all(dist[k] == pytest.approx(v, abs=1e-12) for k, v in single.items())
+
+
 def test_invalid_program_names_the_question(superclevr, sc_json):
     scene = SymbolicScene.from_json(sc_json, superclevr)
     good = Program.from_prefix(["count", "scene"])
