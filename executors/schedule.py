@@ -5,6 +5,8 @@ their answer node (``scene`` nodes first) form one group, run as a few array ope
 its questions. What depends only on a program's structure (slots, heights, fused filter chains,
 rules) is a :class:`Template`, built once per (structure, fuse) and kept in the ontology's cache;
 a batch then only fills in the rows of each question and the parameters of its value nodes.
+A batch with fused filter chains is scheduled per :class:`Skeleton` instead (a structure with
+each filter chain as one position): its rows are made with array operations per skeleton.
 """
 from __future__ import annotations
 
