@@ -216,6 +216,31 @@ def test_extra_questions_are_asked_of_the_same_scenes_and_reused(tmp_path):
     assert [q.question for q in extra_questions(data, "train", 6, out, seed=2)] != [q.question for q in qs]
 
 
+def test_extra_questions_resume_where_they_stopped_with_the_same_bytes(tmp_path, monkeypatch):
+    import nsvqa.training.more_questions as mq
+
+    data = _symbolic_variant(tmp_path / "data", n_train=3, n_val=1, n_test=1)
+    whole = tmp_path / "whole.json"
+    extra_questions(data, "train", 6, whole, seed=1, chunk=1)
+    assert not (tmp_path / "whole.json.partial").exists()  # swept once the file is written
+    real, calls = mq.more_questions, []
+
+    def stop_at_the_second_chunk(*a, **k):
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(*a, **k)
+
+    out = tmp_path / "stopped.json"
+    monkeypatch.setattr(mq, "more_questions", stop_at_the_second_chunk)
+    with pytest.raises(KeyboardInterrupt):
+        extra_questions(data, "train", 6, out, seed=1, chunk=1)
+    assert not out.exists() and (tmp_path / "stopped.json.partial").is_file()
+    monkeypatch.setattr(mq, "more_questions", real)
+    extra_questions(data, "train", 6, out, seed=1, chunk=1)
+    assert out.read_bytes() == whole.read_bytes() and not (tmp_path / "stopped.json.partial").exists()
+
+
 def test_film_dense_trains_on_more_questions(root, tmp_path):
     m = baselines.get("film-dense")
     cfg = m.config(str(root / "mid"), "tiny", steps=4, val_questions=4)

@@ -35,9 +35,10 @@ def variant_redundancy(folder: str | Path) -> str:
 def more_questions(scenes: Iterable[Mapping[str, Any]], per_image: int, *, seed: int = 0, redundancy: str = "rd",
                    generator: QuestionGenerator | None = None, source: str = "scenes") -> list[dict]:
     """``per_image`` object questions of every scene record of ``scenes`` (fewer where the engine
-    finds no more), in scene order, numbered ``question_index`` 0, 1, ... over all of them. The
-    questions of a scene are drawn from (``seed``, its ``image_index``, :data:`MORE_STREAM`) alone:
-    a scene gets the same questions whatever the other scenes are.
+    finds no more), in scene order, numbered ``question_index`` 0, 1, ... over all of them. A
+    scene's draws come from (``seed``, its ``image_index``, :data:`MORE_STREAM`); the engine's
+    answer balancing carries over from scene to scene (:meth:`QuestionGenerator.state`), so a
+    scene's questions also depend on the scenes ``generator`` was given before.
 
     Args:
         per_image: questions asked of each scene (>= 0).
