@@ -97,7 +97,8 @@ def _extra_count(run: VariantRun) -> int:
     path = run.question_dir / EXTRA_QUESTIONS
     if not path.is_file():
         return 0
-    return len(read_questions(path))
+    with open(path) as f:
+        return len(json.load(f)["questions"])
 
 
 def run_scale_check(data: str | os.PathLike, runs: str | os.PathLike, results: str | os.PathLike,
