@@ -66,6 +66,18 @@ def _md_escape(s: str) -> str:
     return s.replace("|", "\\|")
 
 
+def measured_part(matrix: Sequence[Sequence[float | None]], rows: Sequence[str], cols: Sequence[str]
+                  ) -> tuple[list[list[float | None]], list[str], list[str]] | None:
+    """The rows and columns of ``matrix`` that hold a measured cell, as (matrix, rows, cols); None
+    when fewer than two cells are measured (a heatmap is drawn of that part only, and not at all
+    for one number: the table holds it)."""
+    keep_r = [i for i, row in enumerate(matrix) if any(x is not None for x in row)]
+    keep_c = [j for j in range(len(cols)) if any(matrix[i][j] is not None for i in keep_r)]
+    if sum(matrix[i][j] is not None for i in keep_r for j in keep_c) < 2:
+        return None
+    return ([[matrix[i][j] for j in keep_c] for i in keep_r], [rows[i] for i in keep_r], [cols[j] for j in keep_c])
+
+
 def _rd_text(rd: Mapping[str, Any], missing: str = MISSING_MD) -> str:
     return missing if rd["value"] is None else pct(rd["value"], 2) + ("*" if rd.get("partial") else "")
 
@@ -349,7 +361,8 @@ def invalid_program_warning(failures: Mapping[str, Mapping[str, int]]) -> str | 
 # ---------------------------------------------------------------------------- all files
 def write_report(report: Mapping[str, Any], out_dir: str | os.PathLike, *, plots: bool = True) -> list[Path]:
     """Write ``report.json``, ``report.md``, ``report.tex`` and (with ``plots``) the PNGs:
-    ``heatmaps/<factor>__<model>.png`` and ``reliability/<model>__train-<t>__test-<s>.png``.
+    ``heatmaps/<factor>__<model>.png`` (the :func:`measured_part` of the matrix, none where it is
+    None) and ``reliability/<model>__train-<t>__test-<s>.png``.
     ``report.md`` opens with :func:`invalid_program_warning` when a model's programs are mostly
     invalid (the per-cell counts are in its failures table).
 
@@ -362,10 +375,12 @@ def write_report(report: Mapping[str, Any], out_dir: str | os.PathLike, *, plots
     if plots:
         for factor, fac in report["factors"].items():
             for model, m in fac["models"].items():
+                part = measured_part(m["matrix"], [variant_label(factor, t) for t in fac["train_variants"]],
+                                     [variant_label(factor, s) for s in fac["test_variants"]])
+                if part is None:
+                    continue
                 p = out / "heatmaps" / f"{factor}__{model}.png"
-                plot_heatmap(p, m["matrix"], [variant_label(factor, t) for t in fac["train_variants"]],
-                             [variant_label(factor, s) for s in fac["test_variants"]],
-                             f"{model}: {factor_title(factor)} ({report['metric']}, %)")
+                plot_heatmap(p, *part, f"{model}: {factor_title(factor)} ({report['metric']}, %)")
                 images[f"heatmap/{factor}/{model}"] = p.relative_to(out).as_posix()
                 written.append(p)
         for c in report["cells"]:

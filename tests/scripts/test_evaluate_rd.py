@@ -95,6 +95,9 @@ def test_report(runs, tmp_path, load_script):
     rel = sorted(p.name for p in (out / "reliability").iterdir())
     assert rel == sorted(f"pnsvqa__train-{t}__test-{s}.png" for t, s in VISUAL)
     assert "(reliability/pnsvqa__train-easy__test-easy.png)" in md
+    # a picture only where its data exists: film has one cell (the table holds it)
+    assert sorted(p.name for p in (out / "heatmaps").iterdir()) == ["distribution__nsvqa.png", "visual__pnsvqa.png"]
+    assert "systematic__film" not in md
 
 
 def test_partial_rd_metric_and_reproducible(runs, tmp_path, load_script):
@@ -115,6 +118,19 @@ def test_partial_rd_metric_and_reproducible(runs, tmp_path, load_script):
     dist = rep["factors"]["distribution"]["models"]["nsvqa"]["rd"]["per_train"]["bal"]["value"]
     assert dist == pytest.approx(((0.9 - 0.7) + (0.8 - 0.6)) / 2 / 0.7)
     assert "film" not in {c["model"] for c in rep["cells"]}  # p3 was not asked for
+
+
+def test_a_heatmap_shows_the_measured_rows_and_columns_only():
+    from nsvqa.evaluation.report import measured_part
+
+    names = ["easy", "mid", "hard"]
+    # the demo's shape: one training variant tested on three
+    assert measured_part([[None] * 3, [0.9, 0.8, 0.7], [None] * 3], names, names) == \
+        ([[0.9, 0.8, 0.7]], ["mid"], names)
+    # a hole inside the measured part stays (hatched); an unmeasured column goes
+    assert measured_part([[0.9, None, None], [None, 0.8, None], [None] * 3], names, names) == \
+        ([[0.9, None], [None, 0.8]], ["easy", "mid"], ["easy", "mid"])
+    assert measured_part([[None] * 3, [None, 0.8, None], [None] * 3], names, names) is None  # 8 of 9 missing
 
 
 def test_errors(tmp_path, load_script, capsys):
