@@ -12,13 +12,14 @@
 * the final answers of both against the ground truth. Execution errors are part of the result,
   with the step that failed.
 
-:func:`render_png` draws it (matplotlib, Agg) and :func:`render_html` wraps the PNG (base64) and
+:func:`render_png` draws it (:func:`draw_explanation`: matplotlib, Agg) and :func:`render_html` wraps the PNG (base64) and
 the same text in one self-contained page; ``scripts/explain.py`` is the command line.
 """
 from __future__ import annotations
 
-from nsvqa.explain.render import answer_lines, default_paths, render_html, render_png, step_line
+from nsvqa.explain.render import (answer_lines, default_paths, draw_explanation, render_html, render_png,
+                                  step_line)
 from nsvqa.explain.trace import MODELS, TOP, ExplainError, explain  # noqa: F401 (TOP: an attribute, not in __all__)
 
-__all__ = ["MODELS", "ExplainError", "explain", "render_png", "render_html", "default_paths", "answer_lines",
-           "step_line"]
+__all__ = ["MODELS", "ExplainError", "explain", "draw_explanation", "render_png", "render_html", "default_paths",
+           "answer_lines", "step_line"]

@@ -66,11 +66,31 @@ def _title(ex: Mapping[str, Any]) -> str:
 # ---------------------------------------------------------------------------- PNG
 def render_png(explanation: Mapping[str, Any], image_path: str | os.PathLike | None,
                out_path: str | os.PathLike) -> Path:
-    """Draw ``explanation`` (:func:`explain`) to a PNG at ``out_path`` (written atomically).
+    """Draw ``explanation`` (:func:`explain`) to a PNG at ``out_path`` (written atomically): the
+    figure of :func:`draw_explanation`."""
+    from nsvqa.evaluation.report import _pyplot
 
-    Left: the image with every parsed object outlined (mask contour, else box; dashed when NS-VQA
-    drops it) and labelled, parts thinner, and the object list below. Right: question, answers and
-    one row per program step: the step, P-NSVQA's top objects/values as bars, NS-VQA's output."""
+    fig = draw_explanation(explanation, image_path)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=DPI, metadata={"Software": None})
+    _pyplot().close(fig)
+    out_path = Path(out_path)
+    write_atomic(out_path, buf.getvalue())
+    return out_path
+
+
+#: resolution of the PNG (the figure is sized in inches; labels are placed at this resolution)
+DPI = 100
+
+
+def draw_explanation(explanation: Mapping[str, Any], image_path: str | os.PathLike | None = None):
+    """The matplotlib figure of ``explanation``; no two of its texts overlap.
+
+    Top left: the image with every parsed object outlined (mask contour, else box; dashed when
+    NS-VQA drops it) and labelled ``#index`` (labels moved apart where objects crowd), parts
+    thinner. Top right: question, answers and one row per program step: the step, P-NSVQA's top
+    objects/values as bars, NS-VQA's output. Below both, across the figure: one line per object
+    (its most likely attributes) and part."""
     from matplotlib.patches import Rectangle
     from PIL import Image
 
@@ -89,18 +109,19 @@ def render_png(explanation: Mapping[str, Any], image_path: str | os.PathLike | N
     if ex["program_error"]:
         head.append(f"program: {ex['program_error']}")
     head += answer_lines(ex)
+    head = [part for line in head for part in textwrap.wrap(line, 125) or [""]]
     head_h = 0.3 + 0.19 * len(head)
     row_h = 0.3
     right_h = head_h + 0.2 + row_h * n_rows + 0.2
-    obj_lines = [_object_line(o) for o in objects] + [p["label"] for p in parts[:12]]
+    obj_lines = [_clip(_object_line(o), 250) for o in objects] + [p["label"] for p in parts[:12]]
     if len(parts) > 12:
         obj_lines.append(f"... and {len(parts) - 12} more parts")
     img_w_in = 6.0
     img_h_in = img_w_in * h / max(w, 1)
-    left_h = img_h_in + 0.5 + 0.17 * (len(obj_lines) + 1)
-    fig_h = max(right_h, left_h, 4.0)
+    top_h = max(right_h, img_h_in + 0.5)
+    fig_h = max(top_h + 0.2 + 0.17 * (len(obj_lines) + 1), 4.0)
     fig_w = 17.0
-    fig = plt.figure(figsize=(fig_w, fig_h))
+    fig = plt.figure(figsize=(fig_w, fig_h), dpi=DPI)
     cmap = plt.get_cmap("tab10")
 
     # image with outlines
@@ -110,26 +131,27 @@ def render_png(explanation: Mapping[str, Any], image_path: str | os.PathLike | N
     ax.set_ylim(h - 0.5, -0.5)
     ax.set_axis_off()
     fs = 7
+    labels = []
     for o in objects:
         color = cmap(o["index"] % 10)
         ls = "-" if o["kept"] else "--"
         anchor = _outline(ax, o.get("mask"), o.get("box"), color, ls, 1.4, rle_to_mask, Rectangle, (h, w))
         if anchor is not None:
-            right = anchor[0] > 0.5 * w  # labels of objects on the right end at their right edge
-            ax.text(anchor[1] if right else anchor[0], anchor[2], o["label"], fontsize=fs, color="black",
-                    va="bottom", ha="right" if right else "left",
-                    bbox=dict(boxstyle="round,pad=0.15", facecolor=color, alpha=0.6, linewidth=0), clip_on=True)
+            labels.append(ax.text(anchor[0], anchor[2], f"#{o['index']}", fontsize=fs, color="black",
+                                  va="bottom", ha="left", clip_on=True,
+                                  bbox=dict(boxstyle="round,pad=0.15", facecolor=color, alpha=0.6, linewidth=0)))
     for p in parts:
         color = cmap(p["object"] % 10) if p["object"] >= 0 else "white"
         anchor = _outline(ax, p.get("mask"), p.get("box"), color, ":", 0.8, rle_to_mask, Rectangle, (h, w))
         if anchor is not None and len(parts) <= 12:
-            ax.text(anchor[0], anchor[2] + 1.0, p["label"].split(":")[0], fontsize=fs - 2, color="black", va="top",
-                    ha="left", clip_on=True,
-                    bbox=dict(boxstyle="round,pad=0.1", facecolor="white", alpha=0.5, linewidth=0))
+            labels.append(ax.text(anchor[0], anchor[2] + 1.0, p["label"].split(":")[0], fontsize=fs - 2,
+                                  color="black", va="top", ha="left", clip_on=True,
+                                  bbox=dict(boxstyle="round,pad=0.1", facecolor="white", alpha=0.5, linewidth=0)))
     ax.set_title(f"{ex['image_filename']}: {len(objects)} parsed objects, {len(parts)} parts "
                  f"(dashed: exist < {ex['settings']['min_exist']}, not in NS-VQA's scene)", fontsize=8)
-    # object list
-    fig.text(0.2 / fig_w, 1 - (0.55 + img_h_in) / fig_h, "\n".join(obj_lines), fontsize=7, va="top", ha="left",
+    _spread_labels(fig, ax, labels)
+    # object list, across the figure below the image and the steps
+    fig.text(0.2 / fig_w, 1 - (top_h + 0.2) / fig_h, "\n".join(obj_lines), fontsize=7, va="top", ha="left",
              family="monospace")
 
     # question, answers
@@ -143,7 +165,7 @@ def render_png(explanation: Mapping[str, Any], image_path: str | os.PathLike | N
     axs.set_ylim(-(n_rows - 0.5), 0.6)
     axs.set_axis_off()
     mode = ex["answers"]["pnsvqa"]["mode"]
-    cols = (0.0, 0.29, 0.775)
+    cols = (0.0, 0.27, 0.8)
     for x, t in zip(cols, ("step (inputs)", f"P-NSVQA ({mode}): top objects / values", "NS-VQA (argmax scene)")):
         axs.text(x, 0, t, fontsize=8, fontweight="bold", va="center")
     if not steps:
@@ -178,14 +200,40 @@ def render_png(explanation: Mapping[str, Any], image_path: str | os.PathLike | N
         if d is None:
             axs.text(cols[2], y, "(not reached)" if s["type"] else "-", fontsize=7, va="center", color="grey")
         else:
-            axs.text(cols[2], y, _clip(d["text"], 40), fontsize=7, va="center",
+            axs.text(cols[2], y, _clip(d["text"], 36), fontsize=7, va="center",
                      color="firebrick" if d["kind"] == "error" else "black")
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=100, metadata={"Software": None})
-    plt.close(fig)
-    out_path = Path(out_path)
-    write_atomic(out_path, buf.getvalue())
-    return out_path
+    return fig
+
+
+def _extent(text, renderer):
+    """The display box a label covers: its text and 2 pixels around (its background box's pad)."""
+    return text.get_window_extent(renderer).padded(2)
+
+
+def _spread_labels(fig, ax, labels) -> None:
+    """Move each of ``labels`` (texts in ``ax``, in drawing order) to the nearest place, in steps
+    of its own height and width, where it overlaps no label placed before it and stays inside the
+    image; a label with no such place stays where it was drawn."""
+    renderer = fig.canvas.get_renderer()
+    frame = ax.get_window_extent(renderer)
+    to_data = ax.transData.inverted()
+    placed = []
+    for t in labels:
+        box = _extent(t, renderer)
+        bw, bh = box.width + 1, box.height + 1
+        moves = sorted(((dx, dy) for dx in range(-6, 7) for dy in range(-12, 13)),
+                       key=lambda m: (abs(m[0]) * bw) ** 2 + (abs(m[1]) * bh) ** 2)
+        for dx, dy in moves:
+            moved = box.translated(dx * bw, dy * bh)
+            inside = (moved.x0 >= frame.x0 and moved.x1 <= frame.x1 and moved.y0 >= frame.y0
+                      and moved.y1 <= frame.y1)
+            if inside and not any(moved.overlaps(b) for b in placed):
+                if dx or dy:
+                    x, y = ax.transData.transform(t.get_position())
+                    t.set_position(to_data.transform((x + dx * bw, y + dy * bh)))
+                box = moved
+                break
+        placed.append(box)
 
 
 def _nonzero(p: Mapping[str, Any]) -> int:

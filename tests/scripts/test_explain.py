@@ -11,7 +11,7 @@ import pytest
 from executors import (DeterministicExecutor, ExecutionError, ProbabilisticExecutor, Program, SceneLikelihoods,
                        SymbolicScene, load_ontology)
 from executors.scene import argmax_scene
-from nsvqa.explain import explain, render_html, render_png
+from nsvqa.explain import draw_explanation, explain, render_html, render_png
 from nsvqa.evaluation.scene_parser import load_parsed
 
 ONTO = load_ontology("superclevr")
@@ -166,6 +166,35 @@ def test_execution_errors_are_reported_not_raised(fake, tmp_path):
         png = render_png(e, e["image_path"], tmp_path / f"q{e['question_index']}.png")
         page = render_html(e, png, tmp_path / f"q{e['question_index']}.html").read_text()
         assert "UniquenessError" in page or "no valid program" in page
+
+
+def _overlaps(fig) -> list[tuple[str, str]]:
+    """Pairs of visible texts of ``fig`` whose glyph boxes overlap."""
+    from matplotlib.text import Text
+
+    fig.canvas.draw()
+    r = fig.canvas.get_renderer()
+    boxes = [(t.get_text(), t.get_window_extent(r).padded(-0.5)) for t in fig.findobj(Text)
+             if t.get_visible() and t.get_text().strip()]
+    return [(a, b) for i, (a, ba) in enumerate(boxes) for b, bb in boxes[i + 1:] if ba.overlaps(bb)]
+
+
+def test_no_two_texts_of_the_picture_overlap(fake):
+    from nsvqa.evaluation.report import _pyplot
+
+    ex = explain(fake["run"], fake["data"], "test", 0, fake["qi"])
+    # crowded: 24 objects and 12 parts outlined by one box, each line of the object list long
+    crowded = dict(ex, objects=[dict(ex["objects"][0], index=k, mask=None, box=[20, 10, 30, 20]) for k in range(24)],
+                   parts=[dict(ex["parts"][0], object=k, mask=None, box=[22, 12, 26, 16]) for k in range(12)])
+    for e in (ex, crowded):
+        fig = draw_explanation(e, e["image_path"])
+        assert _overlaps(fig) == []
+        labels = [t for t in fig.axes[0].texts]
+        assert len(labels) == len(e["objects"]) + (len(e["parts"]) if len(e["parts"]) <= 12 else 0)
+        frame = fig.axes[0].get_window_extent()
+        assert all(frame.contains(*t.get_window_extent().p0) and frame.contains(*t.get_window_extent().p1)
+                   for t in labels)  # every label inside the image, where it is drawn
+        _pyplot().close(fig)
 
 
 def test_cli_writes_png_and_html(fake, load_script, capsys):
