@@ -32,7 +32,9 @@ from pathlib import Path
 import baselines  # noqa: F401  (registers the baselines in nsvqa.models)
 from nsvqa.study import (SCALE_RESULTS, StudyConfig, StudyError, budget, budget_markdown, is_done, pending_pieces,
                          piece_dir, out_of_time, over_cap, results_config, study_pieces)
-from nsvqa.study_run import run_piece, write_perception
+from nsvqa.study.report import check_study_report, compare_with_study, write_study_report
+from nsvqa.study.run import run_piece, write_perception
+from nsvqa.study.scale import run_scale_check
 from nsvqa.config import HelpFormatter
 
 PROG = "run_study.py"
@@ -162,13 +164,9 @@ def main(argv: list[str] | None = None) -> int:
             print(budget_markdown(budget(args.results, cfg)), end="")
             return 0
         if args.compare:
-            from nsvqa.evaluation.study_report import compare_with_study
-
             print(compare_with_study(json.loads(args.compare.read_text()), args.results))
             return 0
         if args.check:
-            from nsvqa.evaluation.study_report import check_study_report
-
             bad = check_study_report(args.results, cfg, readme=args.readme)
             for rel in bad:
                 print(f"{PROG}: {args.results / rel}: differs from its rebuild from the committed predictions",
@@ -177,8 +175,6 @@ def main(argv: list[str] | None = None) -> int:
                   f"{'does not reproduce' if bad else 'reproduces from the committed predictions'}", file=sys.stderr)
             return 1 if bad else 0
         if args.report:
-            from nsvqa.evaluation.study_report import write_study_report
-
             written = write_study_report(args.results, cfg, readme=args.readme)
             print(f"{PROG}: {len(written)} report files in {args.results} ({args.results / 'report.md'})",
                   file=sys.stderr)
@@ -191,8 +187,6 @@ def main(argv: list[str] | None = None) -> int:
                         print(f"{PROG}: {out}", file=sys.stderr)
             return 0
         if args.scale_check:
-            from nsvqa.study_scale import run_scale_check
-
             rec = run_scale_check(args.data, args.runs, args.results, cfg, seed=args.scale_seed, workers=args.workers,
                                   device=args.device, progress=not args.no_progress)
             print(f"{PROG}: scale check ({', '.join(f'{k}x' for k in rec['scales'])}) -> "

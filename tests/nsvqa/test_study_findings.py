@@ -1,10 +1,10 @@
-"""nsvqa.evaluation.study_findings: the status rule, and each kind of finding on hand-made inputs."""
+"""nsvqa.study.findings: the status rule, and each kind of finding on hand-made inputs."""
 from __future__ import annotations
 
 import pytest
 
 from nsvqa.artifacts.predictions import Prediction
-from nsvqa.evaluation.study_findings import findings, level_verdict, verdict
+from nsvqa.study.findings import findings, level_verdict, verdict
 
 
 def P(i, ok=True, qtype="query", answer="yes", **kw):
@@ -218,7 +218,7 @@ def _scale_cells(rd_by_label, n=500, own=0.8):
     (0.02, "inconclusive", "cannot say at 10x the questions"),
 ])
 def test_the_scale_finding_decides_on_pnsvqas_rd_at_the_largest_scale(rd_10x, status, says):
-    from nsvqa.evaluation.study_findings import scale_finding
+    from nsvqa.study.findings import scale_finding
 
     cells = _scale_cells({"pnsvqa.1x": 0.15, "pnsvqa.10x": rd_10x, "nsvqa.1x": 0.15, "nsvqa.10x": 0.15})
     f = scale_finding(cells, 0.02, n_boot=200)
@@ -231,7 +231,7 @@ def test_the_scale_finding_decides_on_pnsvqas_rd_at_the_largest_scale(rd_10x, st
 
 
 def test_without_the_scale_check_its_finding_is_pending_and_says_so():
-    from nsvqa.evaluation.study_findings import scale_finding
+    from nsvqa.study.findings import scale_finding
 
     for cells, says in (({}, "the redundancy scale check (scripts/run_study.py --scale-check; not run yet)"),
                         (_scale_cells({"pnsvqa.1x": 0.15}), "the redundancy scale check above 1x the questions")):

@@ -1,4 +1,4 @@
-"""nsvqa.study_scale: the redundancy scale check on tiny data, end to end."""
+"""nsvqa.study.scale: the redundancy scale check on tiny data, end to end."""
 from __future__ import annotations
 
 import json
@@ -13,11 +13,11 @@ def test_the_scale_check_trains_question_parsers_on_more_questions_with_one_scen
     import torch
 
     from nsvqa.artifacts.predictions import read_predictions
-    from nsvqa.evaluation.study_findings import scale_cells, scale_finding
-    from nsvqa.evaluation.study_report import build_study_report
+    from nsvqa.study.findings import scale_cells, scale_finding
+    from nsvqa.study.report import build_study_report
     from nsvqa.experiment import VariantRun
-    from nsvqa.study_run import run_piece
-    from nsvqa.study_scale import run_scale_check
+    from nsvqa.study.run import run_piece
+    from nsvqa.study.scale import run_scale_check
 
     torch.manual_seed(0)
     cfg = StudyConfig(sizes=SuiteProfile(4, 2, 2), image_profile="tiny", profile="tiny",

@@ -1,8 +1,8 @@
-"""nsvqa.evaluation.study_systematic: each point's verdict on hand-made inputs."""
+"""nsvqa.study.systematic: each point's verdict on hand-made inputs."""
 from __future__ import annotations
 
 from nsvqa.artifacts.predictions import Prediction
-from nsvqa.evaluation.study_systematic import generalization_points
+from nsvqa.study.systematic import generalization_points
 
 
 def row(acc, n=1000):

@@ -22,7 +22,7 @@
     parts/heatmaps/<model>.png           its part-question matrix per model
 
 The systematic splits' and the fallback's sections (JSON, Markdown, plot) and the comparison with
-the in-domain generalization paper come from :mod:`nsvqa.evaluation.study_systematic`.
+the in-domain generalization paper come from :mod:`nsvqa.study.systematic`.
 
 Tables 1-2 use seed 0 of every model, as the paper does; the default variant's further seeds are
 reported apart. An alias of the study (``co-0`` is ``mid``, ``bal`` is ``hard``) reads its
@@ -44,15 +44,14 @@ from nsvqa.artifacts.predictions import CellKey, Prediction, parse_predictions_n
 from nsvqa.evaluation.accuracies import wilson_interval
 from nsvqa.evaluation.image_dependence import image_dependence
 from nsvqa.evaluation.perception import MIN_EXIST
-from nsvqa.evaluation.study_findings import findings, findings_markdown, scale_cells
-from nsvqa.evaluation.study_systematic import (fallback_figure, fallback_markdown, fallback_section,
-                                              generalization_markdown, generalization_points, systematic_markdown,
-                                              systematic_section)
 from nsvqa.fileio import write_atomic
 from nsvqa.generation.variants import FACTORS, get_factor, load_variant
 from nsvqa.models import ModelSpec
 from nsvqa.models import get as get_model
-from nsvqa.study import PART_GROUP, STUDY, StudyConfig, budget, budget_markdown, canonical
+from nsvqa.study.config import PART_GROUP, STUDY, StudyConfig, budget, budget_markdown, canonical
+from nsvqa.study.findings import findings, findings_markdown, scale_cells
+from nsvqa.study.systematic import (fallback_figure, fallback_markdown, fallback_section, generalization_markdown,
+                                    generalization_points, systematic_markdown, systematic_section)
 
 TEXT_SUFFIXES = (".json", ".md", ".tex")
 
@@ -67,7 +66,7 @@ def collect(results: str | os.PathLike, *, parts: bool = False,
             ) -> tuple[dict[tuple[str, str, str, int], list[Prediction]], list[dict]]:
     """Every committed prediction, keyed (model, train, test, seed), and each piece's record
     (``piece.json`` without its study config), in piece-name order. The predictions are those of
-    the part-question extension's pieces (group :data:`~nsvqa.study.PART_GROUP`) when ``parts``,
+    the part-question extension's pieces (group :data:`~nsvqa.study.config.PART_GROUP`) when ``parts``,
     of every other piece otherwise; the records are every piece's. ``done``: :func:`done_pieces`
     of ``results`` already read."""
     cells: dict[tuple[str, str, str, int], list[Prediction]] = {}

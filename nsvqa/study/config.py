@@ -1,16 +1,16 @@
 """The robustness study's plan: its pieces and its budget (data and arithmetic; running a piece is
-:mod:`nsvqa.study_run`, the floor above, and the report :mod:`nsvqa.evaluation.study_report`).
+:mod:`nsvqa.study.run`, the floor above, and the report :mod:`nsvqa.study.report`).
 
 The study trains every model on every training variant of the four domain-shift factors (and the
 systematic splits), tests each on its factor's variants, and reports accuracy matrices (the paper's
 Table 1) and Relative Degrade (Table 2). It is far too long for one process on a CPU, so it is a
 list of *pieces*: one (training variant, seed, group of models) each, run by
-:func:`nsvqa.study_run.run_piece`
+:func:`nsvqa.study.run.run_piece`
 through :func:`nsvqa.experiment.train_variant`. A finished piece leaves, under ``RESULTS/pieces/<piece>/``:
 
     predictions/<model>__train-<variant>__test-<variant>.jsonl.gz   every prediction, gzipped
     perception.json  the scene parser on each test variant (pieces whose models use one:
-                   :func:`nsvqa.study_run.write_perception`)
+                   :func:`nsvqa.study.run.write_perception`)
     piece.json     what ran (the study config, the piece, the commit, the machine, the variant
                    whose run trained the scene parser), per-step and total seconds (a shared scene
                    parser's are its first piece's), accuracy per (model, test variant); written
@@ -19,7 +19,7 @@ through :func:`nsvqa.experiment.train_variant`. A finished piece leaves, under `
 :func:`pending_pieces` skips the pieces whose ``piece.json`` exists, so rerunning the one command
 resumes the study where the committed results stop; an interrupted piece resumes from the
 checkpoints in its run folder (outside git) when they are still there, else it starts again.
-:func:`nsvqa.evaluation.study_report.build_study_report` rebuilds every table from the committed predictions alone.
+:func:`nsvqa.study.report.build_study_report` rebuilds every table from the committed predictions alone.
 
 Every size and schedule of the study is in :data:`STUDY` (one :class:`StudyConfig`); nothing is
 in shell scripts. Variants whose data are the same bytes are trained once: ``co-0`` is ``mid`` and
@@ -379,7 +379,7 @@ def is_done(results: str | os.PathLike, piece: Piece) -> bool:
 
 # ---------------------------------------------------------------------------- the redundancy scale check
 #: The factor of the scale check: its training variants' question parsers are trained again on more
-#: questions of the same training scenes (:mod:`nsvqa.study_scale`).
+#: questions of the same training scenes (:mod:`nsvqa.study.scale`).
 SCALE_FACTOR = "redundancy"
 #: ``RESULTS/<SCALE_RESULTS>/``: the scale check's gzipped predictions (``predictions/``, labels
 #: :func:`scale_label`) and ``scale.json``.

@@ -1,4 +1,4 @@
-"""Running a piece of the robustness study: the floor above the plan (:mod:`nsvqa.study`, pieces
+"""Running a piece of the robustness study: the floor above the plan (:mod:`nsvqa.study.config`, pieces
 and budget, data and arithmetic) that generates a piece's data, trains and tests its models through
 :mod:`nsvqa.experiment`, measures its scene parser's perception and commits its predictions and
 ``piece.json`` under ``RESULTS/pieces/<piece>/``. Nothing in the package imports it."""
@@ -22,9 +22,9 @@ from nsvqa.experiment import TrainSpec, VariantRun, train_variant
 from nsvqa.fileio import write_json_atomic
 from nsvqa.generation.suite import generate_suite
 from nsvqa.generation.variants import load_variant
-from nsvqa.study import (PIECE_FORMAT, SCENE_GROUPS, STUDY, STUDY_FILE, Piece, PieceSetup, StudyConfig, StudyError,
-                         _attempt_starts, attempt_seconds, close_stopped_attempts, piece_dir, piece_setup,
-                         results_config)
+from nsvqa.study.config import (PIECE_FORMAT, SCENE_GROUPS, STUDY, STUDY_FILE, Piece, PieceSetup, StudyConfig,
+                                StudyError, _attempt_starts, attempt_seconds, close_stopped_attempts, piece_dir,
+                                piece_setup, results_config)
 from nsvqa.training.checkpoint import CheckpointError, load_checkpoint
 from nsvqa.training.engine import native_bf16
 

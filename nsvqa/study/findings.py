@@ -23,7 +23,7 @@ from typing import Any, Mapping, Sequence
 from nsvqa.artifacts.predictions import CellKey, Prediction, parse_predictions_name, read_predictions
 from nsvqa.evaluation.accuracies import count_errors, wilson_interval
 from nsvqa.models import ModelSpec
-from nsvqa.study import SCALE_FACTOR, SCALE_RESULTS, parse_scale_label, scale_label
+from nsvqa.study.config import SCALE_FACTOR, SCALE_RESULTS, parse_scale_label, scale_label
 
 #: The paper's figures the findings test, with where each is printed (one cited table).
 PAPER_FILE = Path(__file__).resolve().parents[2] / "data" / "paper" / "super_clevr.json"

@@ -1,0 +1,83 @@
+"""``nsvqa.study`` is one package in floors: each module imports only the floors below it, nothing
+else in ``nsvqa`` imports the study, and the plan and the report import nothing of training. Every
+import counts, those inside functions too."""
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+NSVQA = Path(__file__).resolve().parents[2] / "nsvqa"
+STUDY = NSVQA / "study"
+#: a module may import the study's modules of a lower floor only
+FLOORS = {"config": 0, "systematic": 1, "findings": 1, "report": 2, "run": 2, "scale": 3}
+#: what the plan and the report never load: training runs, the experiment driver, torch
+HEAVY = ("torch", "nsvqa.training", "nsvqa.experiment")
+
+
+def imported(path: Path) -> set[str]:
+    """Every module ``path`` imports, anywhere in it; ``from P import N`` counts as ``P.N`` too."""
+    package = ".".join(path.relative_to(NSVQA.parent).with_suffix("").parts[:-1])
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            names.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:  # relative: ``level - 1`` packages above this one
+                up = package.split(".")[:len(package.split(".")) - node.level + 1]
+                base = ".".join(up + ([base] if base else []))
+            names.add(base)
+            names.update(f"{base}.{a.name}" for a in node.names)
+    return names
+
+
+def study_modules(names: set[str]) -> set[str]:
+    """The study's modules among ``names`` (``__init__`` for the package itself)."""
+    out = set()
+    for n in names:
+        parts = n.split(".")
+        if parts[:2] == ["nsvqa", "study"]:
+            out.add(parts[2] if len(parts) > 2 and parts[2] in FLOORS else "__init__")
+    return out
+
+
+def test_the_floors_list_every_module_of_the_package():
+    assert {p.stem for p in STUDY.glob("*.py")} - {"__init__"} == set(FLOORS)
+
+
+@pytest.mark.parametrize("module", sorted(FLOORS))
+def test_a_study_module_imports_only_the_floors_below_it(module):
+    ups = {m for m in study_modules(imported(STUDY / f"{module}.py"))
+           if m == "__init__" or FLOORS[m] >= FLOORS[module]}
+    assert ups == set(), f"nsvqa/study/{module}.py imports {sorted(ups)}, not below its floor"
+
+
+def test_the_packages_face_hands_on_the_plan_alone():
+    assert study_modules(imported(STUDY / "__init__.py")) == {"config"}
+
+
+def test_nothing_else_in_nsvqa_imports_the_study():
+    users = sorted(str(p.relative_to(NSVQA.parent)) for p in NSVQA.rglob("*.py")
+                   if STUDY not in p.parents and study_modules(imported(p)))
+    assert users == []
+
+
+@pytest.mark.parametrize("module", ["config", "systematic", "findings", "report"])
+def test_the_plan_and_the_report_import_nothing_of_training(module):
+    heavy = sorted(n for n in imported(STUDY / f"{module}.py") if n.split(".")[0] == "torch"
+                   or any(n == h or n.startswith(h + ".") for h in HEAVY))
+    assert heavy == []
+
+
+def test_importing_the_package_loads_neither_torch_nor_training():
+    code = ("import sys, nsvqa.study\n"
+            f"print(','.join(sorted(m for m in sys.modules if m.split('.')[0] == 'torch' "
+            f"or m.startswith({HEAVY[1:]!r}))))\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                       cwd=NSVQA.parent)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "", f"import nsvqa.study loaded {r.stdout.strip()}"
