@@ -61,6 +61,19 @@ def test_predictions_for_every_model_and_test_variant(suite, trained):
     assert (run.scene_dir / "detector.pt").exists() and (run.question_dir / "question_parser.pt").exists()
 
 
+def test_a_tiny_end_to_end_run_keeps_under_50_mb(trained):
+    # what takes the space (docs/decisions.md, what a finished run keeps): the detector's weights,
+    # then the parses and the other checkpoints; no optimizer state, no temporaries left
+    files = [f for f in (trained / "mid").rglob("*") if f.is_file()]
+    size = sum(f.stat().st_size for f in files)
+    assert size < 50e6, size
+    assert max(files, key=lambda f: f.stat().st_size).name == "detector.pt"
+    assert not [f for f in files if f.name.endswith(".tmp")]
+    for ck in (trained / "mid").rglob("*.pt"):
+        if not ck.name.startswith("crops_"):
+            assert "optimizer" not in load_checkpoint(ck)["train_state"], ck
+
+
 def test_a_second_call_resumes_without_redoing_work(suite, trained, load_script):
     run = VariantRun(trained, "mid")
     parsed = run.parsed("hard", "likelihoods")
