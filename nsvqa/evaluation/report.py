@@ -66,6 +66,13 @@ def _md_escape(s: str) -> str:
     return s.replace("|", "\\|")
 
 
+def any_partial_rd(report: Mapping[str, Any]) -> bool:
+    """Whether an RD of ``report`` is averaged over only the inputs that exist (``partial``): the
+    reports' footnote on ``*`` is printed then only."""
+    return any(m["rd"].get("partial") for f, fac in report["factors"].items() if has_rd(f)
+               for m in fac["models"].values())
+
+
 def measured_part(matrix: Sequence[Sequence[float | None]], rows: Sequence[str], cols: Sequence[str]
                   ) -> tuple[list[list[float | None]], list[str], list[str]] | None:
     """The rows and columns of ``matrix`` that hold a measured cell, as (matrix, rows, cols); None
@@ -101,7 +108,8 @@ def to_markdown(report: Mapping[str, Any], images: Mapping[str, str] | None = No
         rows = [[_md_escape(m)] + [_rd_text(factors[f]["models"][m]["rd"]) if m in factors[f]["models"]
                                    else MISSING_MD for f in rd_factors] for m in models]
         lines += _md_table(["model"] + [factor_title(f) for f in rd_factors], rows)
-        lines += ["", "\\* averaged over the inputs that exist (--allow-partial-rd)."]
+        if any_partial_rd(report):
+            lines += ["", "\\* averaged over the inputs that exist (--allow-partial-rd)."]
     else:
         lines.append("No predictions of any factor's variants.")
     lines.append("")
@@ -252,7 +260,8 @@ def to_latex(report: Mapping[str, Any]) -> str:
                     else MISSING_TEX for f in rd_factors]
             out.append(tex_escape(model) + " & " + " & ".join(v.replace("*", "$^*$") for v in vals) + " \\\\")
         out += ["\\bottomrule", "\\end{tabular}",
-                "\\caption{Relative Degrade (\\%, lower is more robust). $^*$ averaged over the inputs that exist.}",
+                "\\caption{Relative Degrade (\\%, lower is more robust)."
+                + (" $^*$ averaged over the inputs that exist." if any_partial_rd(report) else "") + "}",
                 "\\label{tab:rd}", "\\end{table}", ""]
     return "\n".join(out)
 

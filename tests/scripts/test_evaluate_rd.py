@@ -95,9 +95,10 @@ def test_report(runs, tmp_path, load_script):
     rel = sorted(p.name for p in (out / "reliability").iterdir())
     assert rel == sorted(f"pnsvqa__train-{t}__test-{s}.png" for t, s in VISUAL)
     assert "(reliability/pnsvqa__train-easy__test-easy.png)" in md
-    # a picture only where its data exists: film has one cell (the table holds it)
+    # a picture only where its data exists: film has one cell (the table holds it); no partial RD, no footnote
     assert sorted(p.name for p in (out / "heatmaps").iterdir()) == ["distribution__nsvqa.png", "visual__pnsvqa.png"]
     assert "systematic__film" not in md
+    assert "--allow-partial-rd" not in md and "averaged over the inputs that exist" not in tex
 
 
 def test_partial_rd_metric_and_reproducible(runs, tmp_path, load_script):
@@ -114,6 +115,8 @@ def test_partial_rd_metric_and_reproducible(runs, tmp_path, load_script):
     rd = rep["factors"]["visual"]["models"]["pnsvqa"]["rd"]
     assert rd["partial"] and rd["value"] == pytest.approx((0.375 + 0.375 + (1 - 0.5)) / 3)
     assert "41.67*" in (a / "report.md").read_text()
+    assert "\\* averaged over the inputs that exist (--allow-partial-rd)." in (a / "report.md").read_text()
+    assert "$^*$ averaged over the inputs that exist" in (a / "report.tex").read_text()
     # without guesses the bal/bal cell is 7/10: the distribution RD's bal train term changes
     dist = rep["factors"]["distribution"]["models"]["nsvqa"]["rd"]["per_train"]["bal"]["value"]
     assert dist == pytest.approx(((0.9 - 0.7) + (0.8 - 0.6)) / 2 / 0.7)
