@@ -49,7 +49,7 @@ from .scene import SceneLikelihoods, SymbolicScene, spatial_likelihood
 from .schedule import (_OBJ, _PART, _VAL, COUNT, EQUAL_INT, EQUAL_OBJECT, EQUAL_VALUE, EXIST, FILTER,  # noqa: F401
                        GREATER, INTERSECT, LESS, OBJ2PART, PART2OBJ_ONE, PART2OBJ_SET, PARTFILTER, PARTNAME,
                        PARTQUERY, PARTQUERY_NAME, QUERY, RELATE, RULE_NAMES, SAME, SCENE, UNION, UNIQUE_O,
-                       UNIQUE_P, schedule, schedule_skeletons, template)
+                       UNIQUE_P, schedule, schedule_single, schedule_skeletons, template)
 
 MODES = ("threshold", "exact")
 
@@ -347,7 +347,10 @@ class ProbabilisticExecutor:
             InvalidProgram, TypeMismatch: malformed program.
             UniquenessError: ``unique`` on a set that holds exactly one element with probability 0.
         """
-        (batch,) = self.prepare([program], [likelihoods], [0], fuse=False)
+        if self.be.name == "numpy":
+            batch = self._prepare_one(program, likelihoods)
+        else:
+            (batch,) = self.prepare([program], [likelihoods], [0], fuse=False)
         res = self._execute(batch, keep=True)
         out = res["answers"][0]
         if isinstance(out, ExecutionError):
@@ -388,25 +391,57 @@ class ProbabilisticExecutor:
             except ExecutionError as e:
                 raise e.with_context(f"question {i}")
         with_parts = any(n.function == "object2part" for p in programs for n in p.nodes)
-        if len(likelihoods) == 1 and isinstance(likelihoods[0], SymbolicScene):
-            # one symbolic scene (a question at a time): its arrays are made once per scene
-            derived = likelihoods[0]._derived
-            key = (self.be.name, str(self.be.dtype), str(getattr(self.be, "device", "")), with_parts)
-            scenes = derived.get(key)
-            if scenes is None:
-                scenes = derived[key] = SceneBatch(liks, self.ontology, self.be, with_parts)
-        else:
-            scenes = SceneBatch(liks, self.ontology, self.be, with_parts)
-        spaces = self.ontology.cache("probabilistic.spaces")
-        space = spaces.get(scenes.N)
-        if space is None:
-            space = spaces[scenes.N] = ValueSpace.build(self.ontology, scenes.N)
+        scenes = self._scene_batch(liks, likelihoods, with_parts)
+        space = self._space(scenes.N)
         chunks = []
         for start in range(0, max(len(programs), 1), self.max_batch):
             stop = min(start + self.max_batch, len(programs))
             chunks.append(self._schedule(programs[start:stop], typed[start:stop], si[start:stop], scenes,
                                          space, fuse))
         return chunks
+
+    def _prepare_one(self, program: Program, likelihoods: SceneLikelihoods | SymbolicScene) -> PreparedBatch:
+        """:meth:`prepare` of one question (unfused) on numpy, without the checks and tables a
+        batch needs: its answer mask is made once per answer type and value space."""
+        try:
+            types = program.validate(self.ontology)
+        except ExecutionError as e:
+            raise e.with_context("question 0")  # as prepare names it
+        liks = [_one_hot(likelihoods) if isinstance(likelihoods, SymbolicScene) else likelihoods]
+        with_parts = "object2part" in [n.function for n in program.nodes]
+        scenes = self._scene_batch(liks, [likelihoods], with_parts)
+        space = self._space(scenes.N)
+        sched = schedule_single(program, types, 0, scenes, self.ontology)
+        masks = self.ontology.cache("probabilistic.answer_masks")
+        t = types[-1]
+        mask = masks.get((space.size, t))
+        if mask is None:
+            mask = np.zeros((1, space.size), dtype=bool)
+            lo, hi = space.slice_of(t)
+            mask[0, lo:hi] = True
+            mask.flags.writeable = False
+            mask = masks[(space.size, t)] = mask
+        return PreparedBatch(scenes, space, sched["groups"], 1, sched["slots"], sched["n_part_rows"],
+                             sched["final_rows"], [t], mask, sched["node_slots"], sched["part_row"],
+                             _ZERO_INDEX, (program,))
+
+    def _scene_batch(self, liks: list, likelihoods: Sequence, with_parts: bool) -> SceneBatch:
+        if len(likelihoods) == 1 and isinstance(likelihoods[0], SymbolicScene):
+            # one symbolic scene (a question at a time): its arrays are made once per scene
+            derived = likelihoods[0]._derived
+            key = (self.be.name, self.be.dtype, getattr(self.be, "device", None), with_parts)
+            scenes = derived.get(key)
+            if scenes is None:
+                scenes = derived[key] = SceneBatch(liks, self.ontology, self.be, with_parts)
+            return scenes
+        return SceneBatch(liks, self.ontology, self.be, with_parts)
+
+    def _space(self, n_objects: int) -> ValueSpace:
+        spaces = self.ontology.cache("probabilistic.spaces")
+        space = spaces.get(n_objects)
+        if space is None:
+            space = spaces[n_objects] = ValueSpace.build(self.ontology, n_objects)
+        return space
 
     def execute(self, batches: PreparedBatch | Sequence[PreparedBatch]) -> list[Any]:
         """Answers of prepared questions; an :class:`ExecutionError` stands in place of the answer
@@ -454,7 +489,9 @@ class ProbabilisticExecutor:
         See :mod:`executors.schedule`.
         """
         onto = self.ontology
-        if fuse and len(programs) > 1:
+        if len(programs) == 1 and self.be.name == "numpy":
+            sched = schedule_single(programs[0], typed[0], int(si[0]), scenes, onto)
+        elif fuse and len(programs) > 1:
             sched = schedule_skeletons(programs, typed, si, scenes, onto, self.be)
         else:
             templates = [template(p, t, onto, scenes.attr_index, fuse) for p, t in zip(programs, typed)]
@@ -578,7 +615,7 @@ class ProbabilisticExecutor:
                 qq, nn = int(qs[k]), int(nodes[k])
                 failed[qq] = min(nn, failed.get(qq, nn))
             if conf is not None:
-                conf = {(int(q), int(n)): float(z) for q, n, z in zip(qs, nodes, zs)}
+                conf = {(q, n): z for q, n, z in zip(qs.tolist(), nodes.tolist(), zs.tolist())}
         for qq, nn in failed.items():
             answers[qq] = UniquenessError("the set holds exactly one element with probability 0",
                                           node=nn, function=b.programs[qq].nodes[nn].function)
@@ -588,8 +625,8 @@ class ProbabilisticExecutor:
                 if qi in failed:
                     dists.append(None)
                     continue
-                nz = np.flatnonzero(b.answer_mask[qi] & (final_np[qi] > 0))
-                dists.append({sp.values[j]: float(final_np[qi, j]) for j in nz})
+                nz = (b.answer_mask[qi] & (final_np[qi] > 0)).nonzero()[0]
+                dists.append(dict(zip(sp.values[nz].tolist(), final_np[qi, nz].tolist())))
         out = {"answers": answers, "distributions": dists}
         if keep:
             out.update(obj=obj, val=val, part=part, conf=conf)
@@ -608,9 +645,14 @@ class ProbabilisticExecutor:
                 trace.append(be.to_numpy(res["part"][slot * b.n_part_rows + b.part_row[qi]])[:n].copy())
             else:
                 row = be.to_numpy(res["val"][slot * b.n_questions + qi])
-                trace.append({sp.labels[j]: float(row[j]) for j in np.flatnonzero(row > 0)})
+                nz = (row > 0).nonzero()[0]
+                trace.append(dict(zip([sp.labels[j] for j in nz.tolist()], row[nz].tolist())))
             conf.append(res["conf"].get((qi, i)))
         return trace, conf
+
+
+_ZERO_INDEX = np.zeros(1, dtype=np.intp)
+_ZERO_INDEX.flags.writeable = False
 
 
 def _one_hot(scene: SymbolicScene) -> SceneLikelihoods:
@@ -641,7 +683,18 @@ def _exactly_one(be, p):
         q, z = _exactly_one_log(be, p, certain, k)
         return q, (k < 2) & (p > 0).any(-1), z
     G, M = p.shape
-    if M <= 32:
+    if G == 1:
+        # one row: the running products below as two cumulative products (the same products,
+        # multiplied in the same order)
+        r = 1.0 - p[0]
+        w = p[0].copy()
+        w[1:] *= np.cumprod(r[:-1])
+        w[:-1] *= np.cumprod(r[:0:-1])[::-1]
+        z = w.sum(keepdims=True)
+        if z[0] > 0:
+            return (w / z)[None], z > 0, z
+        q = w[None]
+    elif M <= 32:
         # transposed (M, G) layout: every step below is a vector operation over the G rows
         pt = np.ascontiguousarray(p.T)
         r = 1.0 - pt

@@ -7,6 +7,7 @@ rules) is a :class:`Template`, built once per (structure, fuse) and kept in the 
 a batch then only fills in the rows of each question and the parameters of its value nodes.
 A batch with fused filter chains is scheduled per :class:`Skeleton` instead (a structure with
 each filter chain as one position): its rows are made with array operations per skeleton.
+One question on numpy is scheduled node by node (:func:`schedule_single`), with neither.
 """
 from __future__ import annotations
 
@@ -176,8 +177,6 @@ def schedule(programs: Sequence[Program], templates: Sequence[Template], si: np.
         ``part_row``.
     """
     B = len(programs)
-    if B == 1 and be.name == "numpy":
-        return _schedule_one(programs[0], templates[0], int(si[0]), scenes, ontology)
     part_row = np.full(B, -1, dtype=np.intp)
     n_part_rows = 0
     n_slots = [0, 0, 0]
@@ -231,42 +230,72 @@ def _per_scene(scenes, ontology: Ontology) -> dict:
             SAME: len(scenes.attr_index), PARTFILTER: getattr(scenes, "Kp", 0)}
 
 
-def _schedule_one(program: Program, t: Template, s: int, scenes, ontology: Ontology) -> dict:
-    """:func:`schedule` of one question on numpy: the groups' rows depend only on the template
-    (one question: a node's store row is its slot), so they are made once per template; the
-    question fills in its parameters."""
-    cache = ontology.cache("schedule.one")  # id(template) -> (template, layout)
-    hit = cache.get(id(t))
-    if hit is None or hit[0] is not t:  # the template is kept in the entry: its id stays its own
-        if len(cache) >= 100_000:
-            cache.clear()
-        grouped: dict[tuple[int, int, int], list] = {}
-        for i, op, level, a, b, out, chain in t.entries:
-            grouped.setdefault((level, op, len(chain)), []).append(
-                (0 if a is None else a[1], 0 if b is None else b[1], out[1], i, chain))
-        layout = []
-        for (_, op, width), rows in sorted(grouped.items(), key=lambda kv: kv[0]):
-            arr = np.array([r[:4] for r in rows], dtype=np.intp).T.copy()
-            arr.flags.writeable = False  # shared by every question of the template
-            zeros = np.zeros(len(rows), dtype=np.intp)
-            zeros.flags.writeable = False
-            layout.append((op, width, arr[0], arr[1], arr[2], arr[3], zeros, [r[4] for r in rows]))
-        kind, slot = t.node_slots[-1]
-        hit = cache[id(t)] = (t, (layout, np.array([slot], dtype=np.intp)))
-    layout, final_rows = hit[1]
-    per_scene = _per_scene(scenes, ontology)
+def schedule_single(program: Program, types: Sequence[str], s: int, scenes, ontology: Ontology) -> dict:
+    """:func:`schedule` of one question on numpy, unfused: one group per node in node order (a
+    node's inputs come before it), a node's store row its slot, and every row and parameter a
+    one-row slice, so that the rules read their stores and tables without gathers. Nothing is
+    made per structure (most questions of a stream have a structure of their own); per node, its
+    rule and parameter are kept per node object and type of its first input."""
+    rules = ontology.cache("schedule.rules")
     pcache = ontology.cache("schedule.params")
-    nodes, params, valued = program.nodes, t.params, t.valued
+    known = ontology.cache("schedule.single")  # id(node) -> (node, {type of input 0: (op, parameter)})
+    per_scene = _per_scene(scenes, ontology) if s else {}
+    ss = _SLICES[s] if s < 256 else slice(s, s + 1)
+    counters = [0, 0, 0]
+    slots: list = []
     groups = []
-    for op, width, a, b, out, node, zeros, chains in layout:
-        off = s * per_scene[op] if op in per_scene else 0
-        cols = [_chain_params(chain, params, valued, nodes, pcache, scenes, ontology, off) for chain in chains]
-        arr = np.array(cols, dtype=np.intp)
-        param = [arr[:, k] for k in range(width)] if op == FILTER else arr[:, 0]
-        groups.append(Group(op, zeros + s if s else zeros, a, b, out, param, node, zeros))
-    return {"groups": groups, "slots": t.counters, "n_part_rows": int(t.has_part),
-            "final_rows": final_rows, "node_slots": [t.node_slots],
-            "part_row": np.array([0 if t.has_part else -1], dtype=np.intp)}
+    for i, nd in enumerate(program.nodes):
+        ins = nd.inputs
+        ta = types[ins[0]] if ins else None
+        h = known.get(id(nd))
+        if h is None or h[0] is not nd:  # the node is kept in the entry: its id stays its own
+            if len(known) >= 100_000:
+                known.clear()
+            h = known[id(nd)] = (nd, {})
+        e = h[1].get(ta)
+        if e is None:
+            op, rk, p = _node_rule(nd, ta, rules, scenes.attr_index, pcache, scenes, ontology)
+            e = h[1][ta] = (op, rules[rk][1] if p is None else p)
+        op, p = e
+        kind = _KIND_OF_TYPE.get(types[i], _VAL)
+        slot = counters[kind]
+        counters[kind] = slot + 1
+        slots.append((kind, slot))
+        if op in per_scene:
+            p += s * per_scene[op]
+        a = slots[ins[0]][1] if ins else 0
+        b = slots[ins[1]][1] if len(ins) > 1 else 0
+        param = _SLICES[p] if p < 256 else slice(p, p + 1)
+        if i < 256:  # then every slot is below 256 too
+            groups.append(Group(op, _one_row(s) if op == PARTQUERY else ss, _SLICES[a], _SLICES[b],
+                                _SLICES[slot], [param] if op == FILTER else param, _ROWS[i], _ROWS[0]))
+        else:
+            groups.append(Group(op, _one_row(s) if op == PARTQUERY else ss, slice(a, a + 1),
+                                slice(b, b + 1), slice(slot, slot + 1), [param] if op == FILTER else param,
+                                _one_row(i), _ROWS[0]))
+    kind, slot = slots[-1]
+    return {"groups": groups, "slots": tuple(counters), "n_part_rows": int(counters[_PART] > 0),
+            "final_rows": slice(slot, slot + 1), "node_slots": [slots],
+            "part_row": _ROWS[0] if counters[_PART] else _NO_ROW}
+
+
+def _one_row(i: int) -> np.ndarray:
+    """A read-only one-element index array holding ``i`` (shared for small ``i``)."""
+    if i < len(_ROWS):
+        return _ROWS[i]
+    a = np.array([i], dtype=np.intp)
+    a.flags.writeable = False
+    return a
+
+
+def _read_only(a: np.ndarray) -> np.ndarray:
+    a.flags.writeable = False
+    return a
+
+
+_ROWS = tuple(_read_only(np.array([i], dtype=np.intp)) for i in range(256))
+_NO_ROW = _read_only(np.array([-1], dtype=np.intp))
+_SLICES = tuple(slice(i, i + 1) for i in range(256))
 
 
 def _chain_params(chain, params, valued, nodes, pcache: dict, scenes, onto: Ontology, off: int) -> list[int]:
