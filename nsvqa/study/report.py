@@ -574,7 +574,7 @@ def study_markdown(report: Mapping[str, Any]) -> str:
         lines += ["## The systematic splits against the in-domain generalization paper", "",
                   "That paper (Schott et al., ICLR 2022) regresses generative factors (R²) rather than answering "
                   "questions; its pattern, point by point, against ours (each verdict by the rule in "
-                  "`nsvqa/evaluation/study_systematic.py`: 95% intervals, \"cannot say\" with why).", ""]
+                  "`nsvqa/study/systematic.py`: 95% intervals, \"cannot say\" with why).", ""]
         lines += generalization_markdown(report["generalization"])
         lines.append("")
     if report["seeds"]:
