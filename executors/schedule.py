@@ -238,7 +238,7 @@ def schedule_single(program: Program, types: Sequence[str], s: int, scenes, onto
     rule and parameter are kept per node object and type of its first input."""
     rules = ontology.cache("schedule.rules")
     pcache = ontology.cache("schedule.params")
-    known = ontology.cache("schedule.single")  # id(node) -> (node, {type of input 0: (op, parameter)})
+    known = ontology.cache("schedule.single")  # _known_rule's cache
     per_scene = _per_scene(scenes, ontology) if s else {}
     ss = _SLICES[s] if s < 256 else slice(s, s + 1)
     counters = [0, 0, 0]
@@ -247,16 +247,9 @@ def schedule_single(program: Program, types: Sequence[str], s: int, scenes, onto
     for i, nd in enumerate(program.nodes):
         ins = nd.inputs
         ta = types[ins[0]] if ins else None
-        h = known.get(id(nd))
-        if h is None or h[0] is not nd:  # the node is kept in the entry: its id stays its own
-            if len(known) >= 100_000:
-                known.clear()
-            h = known[id(nd)] = (nd, {})
-        e = h[1].get(ta)
-        if e is None:
-            op, rk, p = _node_rule(nd, ta, rules, scenes.attr_index, pcache, scenes, ontology)
-            e = h[1][ta] = (op, rules[rk][1] if p is None else p)
-        op, p = e
+        op, rk, p = _known_rule(known, nd, ta, rules, scenes.attr_index, pcache, scenes, ontology)
+        if p is None:
+            p = rules[rk][1]
         kind = _KIND_OF_TYPE.get(types[i], _VAL)
         slot = counters[kind]
         counters[kind] = slot + 1
@@ -370,15 +363,7 @@ def _skeleton(nodes, types, known: dict, rules: dict, attr_index: dict, pcache: 
     for i, nd in enumerate(nodes):
         ins = nd.inputs
         ta = types[ins[0]] if ins else None
-        h = known.get(id(nd))
-        if h is None or h[0] is not nd:  # the node is kept in the entry: its id stays its own
-            if len(known) >= 100_000:
-                known.clear()
-            h = known[id(nd)] = (nd, {})
-        e = h[1].get(ta)
-        if e is None:
-            e = h[1][ta] = _node_rule(nd, ta, rules, attr_index, pcache, scenes, onto)
-        op, rk, p = e
+        op, rk, p = _known_rule(known, nd, ta, rules, attr_index, pcache, scenes, onto)
         ops[i] = op
         if op == FILTER:
             j = ins[0]
@@ -397,6 +382,20 @@ def _skeleton(nodes, types, known: dict, rules: dict, attr_index: dict, pcache: 
                 single.append(p)
         last.append(i)
     return tuple(key), pos, last, single, chains
+
+
+def _known_rule(known: dict, nd, ta, rules: dict, attr_index: dict, pcache: dict, scenes, onto: Ontology) -> tuple:
+    """:func:`_node_rule` of ``nd`` read through ``known`` (per node object, per type of its first
+    input); the entry keeps the node, so a reused id is never mistaken for it."""
+    h = known.get(id(nd))
+    if h is None or h[0] is not nd:
+        if len(known) >= 100_000:
+            known.clear()
+        h = known[id(nd)] = (nd, {})
+    e = h[1].get(ta)
+    if e is None:
+        e = h[1][ta] = _node_rule(nd, ta, rules, attr_index, pcache, scenes, onto)
+    return e
 
 
 def _node_rule(nd, ta, rules: dict, attr_index: dict, pcache: dict, scenes, onto: Ontology) -> tuple:
