@@ -412,18 +412,10 @@ class ProbabilisticExecutor:
         scenes = self._scene_batch(liks, [likelihoods], with_parts)
         space = self._space(scenes.N)
         sched = schedule_single(program, types, 0, scenes, self.ontology)
-        masks = self.ontology.cache("probabilistic.answer_masks")
         t = types[-1]
-        mask = masks.get((space.size, t))
-        if mask is None:
-            mask = np.zeros((1, space.size), dtype=bool)
-            lo, hi = space.slice_of(t)
-            mask[0, lo:hi] = True
-            mask.flags.writeable = False
-            mask = masks[(space.size, t)] = mask
         return PreparedBatch(scenes, space, sched["groups"], 1, sched["slots"], sched["n_part_rows"],
-                             sched["final_rows"], [t], mask, sched["node_slots"], sched["part_row"],
-                             _ZERO_INDEX, (program,))
+                             sched["final_rows"], [t], self._answer_row(space, t), sched["node_slots"],
+                             sched["part_row"], _ZERO_INDEX, (program,))
 
     def _scene_batch(self, liks: list, likelihoods: Sequence, with_parts: bool) -> SceneBatch:
         if len(likelihoods) == 1 and isinstance(likelihoods[0], SymbolicScene):
@@ -435,6 +427,18 @@ class ProbabilisticExecutor:
                 scenes = derived[key] = SceneBatch(liks, self.ontology, self.be, with_parts)
             return scenes
         return SceneBatch(liks, self.ontology, self.be, with_parts)
+
+    def _answer_row(self, space: ValueSpace, answer_type: str) -> np.ndarray:
+        """The read-only (1, V) mask of ``answer_type``'s values in ``space``, made once per both."""
+        rows = self.ontology.cache("probabilistic.answer_masks")
+        row = rows.get((space.size, answer_type))
+        if row is None:
+            row = np.zeros((1, space.size), dtype=bool)
+            lo, hi = space.slice_of(answer_type)
+            row[0, lo:hi] = True
+            row.flags.writeable = False
+            rows[(space.size, answer_type)] = row
+        return row
 
     def _space(self, n_objects: int) -> ValueSpace:
         spaces = self.ontology.cache("probabilistic.spaces")
@@ -498,10 +502,8 @@ class ProbabilisticExecutor:
             sched = schedule(programs, templates, si, scenes, onto, self.be)
         answer_types = [t[-1] for t in typed]
         code = {t: k for k, t in enumerate(dict.fromkeys(answer_types))}
-        table = np.zeros((len(code), space.size), dtype=bool)
-        for t, k in code.items():
-            lo, hi = space.slice_of(t)
-            table[k, lo:hi] = True
+        table = (np.concatenate([self._answer_row(space, t) for t in code]) if code
+                 else np.zeros((0, space.size), dtype=bool))
         mask = table[np.array([code[t] for t in answer_types], dtype=np.intp)] if code else table
         return PreparedBatch(scenes, space, sched["groups"], len(programs), sched["slots"],
                              sched["n_part_rows"], sched["final_rows"], answer_types, mask,
