@@ -16,7 +16,7 @@ import time
 from abc import abstractmethod
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, Callable, ClassVar
 
 import torch
 from torch import nn
@@ -29,7 +29,7 @@ from nsvqa.models import ModelSpec, PredictInputs
 from nsvqa.artifacts.predictions import Prediction, load_question_meta
 from nsvqa.training import warmup_cosine
 from nsvqa.training.engine import Progress, record_seconds, restore_train_state, train_steps
-from nsvqa.training.data import StepLoader
+from nsvqa.training.data import StepBatch, StepLoader
 from nsvqa.training.sampling import BucketedBatches, SequentialBatches
 from parsers.question.vocab import Vocabulary, tokenize
 
@@ -65,6 +65,19 @@ class NeuralBaseline(Baseline):
         """The questions :func:`train_classifier` trains on, given the train file's ``records``
         (default: those; a model may add more about the same images)."""
         return records
+
+    def training_loss(self, cfg: Any, folder: Path, records: list[QARecord], data: EncodedQA, run: Any
+                      ) -> Callable[[nn.Module, StepBatch], tuple[torch.Tensor, dict[str, torch.Tensor]]]:
+        """The loss of a training step, given the training questions (``records``, encoded as
+        ``data``: a batch's ``indices`` are rows of both) and the run (:class:`nsvqa.training.RunDir`,
+        to log to): ``(model, batch) -> (loss, values to log, "loss" among them)``. Default: the
+        cross entropy of the answers."""
+        def answer_loss(model: nn.Module, batch: StepBatch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+            words, lengths, imgs, ans = batch.data
+            loss = F.cross_entropy(model(words, lengths, imgs), ans)
+            return loss, {"loss": loss}
+
+        return answer_loss
 
     def image_inputs(self, folder: str | Path, split: str, filenames: list[str], cfg: Any, run: Path | None = None,
                      progress: bool = False,
@@ -194,6 +207,7 @@ def train_classifier(baseline: NeuralBaseline, cfg: Any, out: str | Path, *, res
 
         model = baseline.build_model(cfg, len(vocab), len(answers)).to(dev)
         baseline.bind_vocabularies(model, cfg, vocab, list(answers))
+        loss_fn = baseline.training_loss(cfg, folder, train, train_data, run)
         opt = torch.optim.Adam(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
         sched = torch.optim.lr_scheduler.LambdaLR(opt, warmup_cosine(cfg.steps, cfg.warmup))
         start, extra = 0, {}
@@ -206,9 +220,7 @@ def train_classifier(baseline: NeuralBaseline, cfg: Any, out: str | Path, *, res
         model.train()
 
         def step_fn(step: int) -> tuple[torch.Tensor, dict]:
-            words, lengths, imgs, ans = batches(step).data
-            loss = F.cross_entropy(model(words, lengths, imgs), ans)
-            return loss, {"loss": loss}
+            return loss_fn(model, batches(step))
 
         def checkpoint(p: Progress) -> None:
             if not p.trained:  # zero steps asked: an untrained model, still loadable

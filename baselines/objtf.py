@@ -39,6 +39,7 @@ from typing import ClassVar, Sequence
 import numpy as np
 import torch
 from torch import nn
+from torch.nn import functional as F
 
 from executors import SceneLikelihoods, SymbolicScene
 from executors.errors import FormatError
@@ -53,6 +54,7 @@ from .classifier import NeuralBaseline
 from .more_questions import MoreQuestions
 from .neural_config import QuestionModelConfig
 from .networks import mlp
+from .trace_targets import hop_targets, trace_loss
 
 #: the leading features of a token: valid, is_part, existence, x0, y0, x1, y1
 HEAD_FEATURES = 7
@@ -69,7 +71,9 @@ class ObjTFConfig(QuestionModelConfig):
     ``token_noise`` (std of the training-time jitter of the token features), ``tie_answers``,
     ``tie_tokens``, ``reasoner`` (``"transformer"``: one encoder over [CLS ; words ; tokens];
     ``"mac"``: :class:`MACReasoner`, ``hops`` steps of question-guided attention over the tokens),
-    ``extra_questions_per_image`` (:mod:`baselines.more_questions`), ``train_tokens`` (what the
+    ``extra_questions_per_image`` (:mod:`baselines.more_questions`), ``trace_weight`` (the weight of
+    the grounding loss of :mod:`baselines.trace_targets` on the MAC reasoner's reads; 0: answers
+    alone), ``train_tokens`` (what the
     train and val splits' tokens are read from: ``"truth"``, the ground-truth scenes, or
     ``"parsed"``, the run's scene parses ``<parses>/{train,val}_likelihoods.json``) and ``parses``
     (that folder; the experiment fills it in, :class:`~nsvqa.models.Needs` ``train_parses``).
@@ -105,10 +109,11 @@ class ObjTFConfig(QuestionModelConfig):
     parses: str = ""
     reasoner: str = "transformer"
     hops: int = 4
+    trace_weight: float = 0.0
 
     MUST_MATCH: ClassVar[tuple[str, ...]] = QuestionModelConfig.MUST_MATCH + (
         "heads", "max_tokens", "part_tokens", "tie_answers", "tie_tokens", "extra_questions_per_image",
-        "train_tokens", "reasoner", "hops")
+        "train_tokens", "reasoner", "hops", "trace_weight")
     TRAIN_TOKENS: ClassVar[tuple[str, ...]] = ("truth", "parsed")
     PROFILES: ClassVar = {
         "tiny": dict(steps=60, batch=16, lr=2e-3, warmup=5, eval_every=30, val_questions=32, word_dim=32, hidden=64,
@@ -138,6 +143,9 @@ class ObjTFConfig(QuestionModelConfig):
             raise ValueError(f"reasoner must be one of {', '.join(self.REASONERS)}, got {self.reasoner!r}")
         if self.hops < 1:
             raise ValueError(f"hops must be >= 1, got {self.hops}")
+        if self.trace_weight < 0 or (self.trace_weight > 0 and self.reasoner != "mac"):
+            raise ValueError(f"trace_weight must be >= 0, and 0 unless reasoner is 'mac' (its hops are what the "
+                             f"trace supervises), got {self.trace_weight} with reasoner {self.reasoner!r}")
         if self.train_tokens not in self.TRAIN_TOKENS:
             raise ValueError(f"train_tokens must be one of {', '.join(self.TRAIN_TOKENS)}, got {self.train_tokens!r}")
 
@@ -266,7 +274,9 @@ class MACReasoner(nn.Module):
     gates summed over the real tokens enter the write unit as a count.
 
     ``forward(words (B, L, d), word_mask (B, L) bool, lengths (B,) int64, objects (B, T, d),
-    object_mask (B, T) bool) -> (B, d)``: the question vector and the final memory, projected.
+    object_mask (B, T) bool) -> ((B, d), reads (B, hops, 1 + T))``: the question vector and the final
+    memory, projected, and each hop's read logits (the null token first; the read attention is their
+    softmax over the null token and the valid tokens, a token's gate their sigmoid).
     """
 
     def __init__(self, dim: int, hops: int, dropout: float):
@@ -304,16 +314,18 @@ class MACReasoner(nn.Module):
         kb_proj = self.read_objects(kb)
         low = torch.finfo(kb.dtype).min
         c, m = self.control0.expand(b, -1), self.memory0.expand(b, -1)
+        reads = []
         for proj in self.hop_question:
             cq = self.control_in(torch.cat([c, proj(q)], -1))
             a = self.control_att(cq[:, None] * context).squeeze(-1).masked_fill(~word_mask, low)
             c = (a.softmax(-1)[..., None] * context).sum(1)
             inter = self.read_both(torch.cat([self.read_memory(self.drop(m))[:, None] * kb_proj, kb], -1))
             logits = self.read_att(self.drop(c[:, None] * inter)).squeeze(-1)
+            reads.append(logits)
             r = (logits.masked_fill(~seen, low).softmax(-1)[..., None] * kb).sum(1)
             count = (torch.sigmoid(logits) * real).sum(-1, keepdim=True)
             m = self.write(torch.cat([r, m, count], -1))
-        return self.out(torch.cat([q, m], -1))
+        return self.out(torch.cat([q, m], -1)), torch.stack(reads, 1)
 
 
 class ObjTFNet(nn.Module):
@@ -328,7 +340,8 @@ class ObjTFNet(nn.Module):
         ``layers`` and ``ff`` unused).
 
     ``forward(words (B, L) int64, lengths (B,) int64, tokens (B, T, F) float) -> logits (B, A)``
-    (a token is padding where its feature 0, ``valid``, is 0).
+    (a token is padding where its feature 0, ``valid``, is 0); with ``reads=True`` (MAC only)
+    ``(logits, reads (B, hops, 1 + T))``, the reasoner's read logits.
     """
 
     def __init__(self, num_words: int, num_answers: int, token_features: int, answer_words: torch.Tensor, *,
@@ -361,7 +374,8 @@ class ObjTFNet(nn.Module):
         tied = self.embed(self.answer_words.clamp(min=0))
         return torch.where((self.answer_words >= 0)[:, None], tied, self.answer_own)
 
-    def forward(self, words: torch.Tensor, lengths: torch.Tensor, tokens: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(self, words: torch.Tensor, lengths: torch.Tensor, tokens: torch.Tensor | None = None,
+                reads: bool = False) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
         if tokens is None:
             raise ValueError("objtf needs object tokens (B, T, F)")
         b, l = words.shape
@@ -375,15 +389,22 @@ class ObjTFNet(nn.Module):
         q = self.embed(words) + self.positions(pos)[None] + self.types.weight[1]
         kind = 2 + (tokens[..., 1] > 0.5).long()
         o = self.tokens(tokens) + (tokens @ self.value_words) @ self.embed.weight + self.types(kind)
+        hop_reads = None
         if self.reasoner == "mac":
-            h = self.norm(self.mac(q, words != NULL_ID, lengths, o, valid))
+            h, hop_reads = self.mac(q, words != NULL_ID, lengths, o, valid)
+            h = self.norm(h)
         else:
             cls = self.types.weight[0].expand(b, 1, -1)
             x = torch.cat([cls, q, o], dim=1)
             pad = torch.cat([torch.zeros(b, 1, dtype=torch.bool, device=words.device), words == NULL_ID, ~valid],
                             dim=1)
             h = self.norm(self.encoder(x, src_key_padding_mask=pad)[:, 0])
-        return self.query(h) @ self.answer_embeddings().t() + self.answer_bias
+        logits = self.query(h) @ self.answer_embeddings().t() + self.answer_bias
+        if reads:
+            if hop_reads is None:
+                raise ValueError("reads=True needs the MAC reasoner")
+            return logits, hop_reads
+        return logits
 
 
 def value_word_matrix(onto: Ontology, vocab: Vocabulary) -> torch.Tensor:
@@ -439,6 +460,29 @@ class ObjTFBaseline(MoreQuestions, NeuralBaseline):
         model.answer_words.copy_(answer_word_ids(answers, vocab, cfg.tie_answers))
         if cfg.tie_tokens:
             model.value_words.copy_(value_word_matrix(load_ontology(cfg.ontology), vocab))
+
+    def training_loss(self, cfg: ObjTFConfig, folder: Path, records, data, run):
+        """The answers' cross entropy, plus ``cfg.trace_weight`` times the grounding loss of the MAC
+        reasoner's reads (:func:`baselines.trace_targets.trace_loss`) against the training programs'
+        traces (:func:`baselines.trace_targets.hop_targets`) when the weight is not 0."""
+        if not cfg.trace_weight:
+            return super().training_loss(cfg, folder, records, data, run)
+        members, supervised = hop_targets(records, data.image_rows.numpy(), data.images, folder, "train",
+                                          load_ontology(cfg.ontology), cfg.hops)
+        run.log(f"trace targets: {int(supervised.any(1).sum())} of {len(records)} questions, "
+                f"{float(supervised.float().mean()):.3f} of their hops supervised")
+        weight = cfg.trace_weight
+
+        def answer_and_trace(model: ObjTFNet, batch):
+            words, lengths, tokens, ans = batch.data
+            idx = torch.as_tensor(batch.indices, dtype=torch.long)
+            logits, reads = model(words, lengths, tokens, reads=True)
+            answer = F.cross_entropy(logits, ans)
+            trace = trace_loss(reads, tokens[..., 0] > 0.5, members[idx], supervised[idx])
+            loss = answer + weight * trace
+            return loss, {"loss": loss, "answer_loss": answer, "trace_loss": trace}
+
+        return answer_and_trace
 
     def image_inputs(self, folder, split, filenames, cfg, run=None, progress=False,
                      inputs: PredictInputs | None = None) -> tuple[torch.Tensor, dict[str, int]]:

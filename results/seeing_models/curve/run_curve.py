@@ -1,0 +1,18 @@
+"""One point of the learning curve over questions per training image (issue 46): objmac at the mini
+schedule on mid, seed 2, with ``10 + EXTRA`` questions per training image, the scene parser (and
+parses) of runs/study/mid-seed2 (TrainSpec.scene_runs), image-shuffle scored. Run from a frozen worktree:
+``PYTHONPATH=<checkout> python results/seeing_models/curve/run_curve.py MODEL EXTRA`` writes
+runs/seeing-curve/q<10+EXTRA>/mid-seed2."""
+import logging, sys, torch
+from nsvqa.experiment import TrainSpec, train_variant
+import baselines  # noqa: F401  (registers the baseline models)
+logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+torch.set_num_threads(2)
+model, extra = sys.argv[1], int(sys.argv[2])
+scene = dict(mode="agnostic", attr_parts=False, det_iterations=600, det_eval_every=300, det_min_stride=8,
+             det_anchor_sizes=(16, 32, 64, 128))
+spec = TrainSpec(profile="mini", scene_overrides=scene, question_overrides={"steps": 1600},
+                 model_overrides={model: {"extra_questions_per_image": extra}}, jobs=1, progress=False,
+                 parse_min_score=0.05, scene_runs="runs/study", image_shuffle=True)
+print(train_variant("data/generated/study", "mid", f"runs/seeing-curve/q{10 + extra}", models=[model], spec=spec,
+                    seed=2, tests=["mid"]))
