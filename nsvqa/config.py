@@ -390,6 +390,14 @@ def check_outputs(parser: argparse.ArgumentParser, *paths: Any) -> None:
         parser.exit(2, f"{parser.prog}: error: {e}\n")
 
 
+def parse_checked(parser: argparse.ArgumentParser, argv: Sequence[str] | None, *outputs: str) -> argparse.Namespace:
+    """``parser.parse_args(argv)``, then :func:`check_outputs` of the options whose ``dest`` is in
+    ``outputs`` (e.g. ``"out"``): how a script's ``main`` starts."""
+    args = parser.parse_args(argv)
+    check_outputs(parser, *(getattr(args, name) for name in outputs))
+    return args
+
+
 def add_config_args(parser: argparse.ArgumentParser, cls: type, *, exclude: Sequence[str] = IDENTITY,
                     title: str = "config fields (default: the profile's value)",
                     set_option: str | None = "--set") -> Any:
@@ -435,5 +443,5 @@ def config_overrides(args: argparse.Namespace, cls: type, *, exclude: Sequence[s
     return out
 
 
-__all__ = ["Config", "ConfigError", "HelpFormatter", "check_outputs", "IDENTITY", "resolve_fields", "field_types", "type_name", "parse_value", "parse_overrides",
+__all__ = ["Config", "ConfigError", "HelpFormatter", "check_outputs", "parse_checked", "IDENTITY", "resolve_fields", "field_types", "type_name", "parse_value", "parse_overrides",
            "add_config_args", "config_overrides"]
