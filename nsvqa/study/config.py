@@ -115,6 +115,12 @@ class StudyConfig:
             Its scene parser is the profile's part-aware one (``agnostic+parts``, part crops, the
             stride-4 level) on the object parsers' 600-iteration detector schedule; its question
             parser keeps the profile's 4,800 steps, sized for object and part questions.
+        shuffle_groups, shuffle_seed: groups whose default-variant pieces were committed before
+            every piece scored the image-shuffle test; they run once more on the default variant
+            at ``shuffle_seed`` (a seed the default variant's modular models already ran), so that
+            every model of the in-domain table has an image dependence (a name that is not a group of
+            ``groups`` adds nothing). Their accuracy at that seed
+            enters no table: Tables 1-2 read seed 0.
         budget_hours: the study's compute cap (hours of the machine it runs on), against which
             :func:`budget` projects the pending pieces.
         dropped: pieces of the plan that are not run (:func:`study_pieces` leaves them out).
@@ -153,6 +159,8 @@ class StudyConfig:
     part_question_overrides: Mapping[str, Any] = field(default_factory=dict)
     late_groups: tuple[str, ...] = ("mdetr",)
     systematic_first: tuple[str, ...] = ("sys-composition", "sys-extrapolation")
+    shuffle_groups: tuple[str, ...] = ("film", "mdetr")
+    shuffle_seed: int = 2
     budget_hours: float = 44.0
     dropped: tuple[str, ...] = ("easy-seed0-mdetr", "hard-seed0-mdetr", "slt-seed0-mdetr", "long-seed0-mdetr",
                                 "co-1-seed0-mdetr", "co-2-seed0-mdetr")
@@ -321,8 +329,9 @@ def study_pieces(cfg: StudyConfig = STUDY) -> list[Piece]:
     (the demo's checkpoints, Fig. 3), then each factor's other training variants, then the
     systematic splits of :attr:`StudyConfig.systematic_first`, the default variant's further seeds
     (modular models: the in-domain comparison), the other systematic splits (modular models), the
-    part-question extension, and last the pieces of :attr:`StudyConfig.late_groups` on the other
-    training variants."""
+    part-question extension, the default variant's :attr:`StudyConfig.shuffle_groups` at
+    :attr:`StudyConfig.shuffle_seed`, and last the pieces of :attr:`StudyConfig.late_groups` on the
+    other training variants."""
     check_aliases(cfg)
     out, late = [], []
     for v in training_variants(cfg):
@@ -342,6 +351,8 @@ def study_pieces(cfg: StudyConfig = STUDY) -> list[Piece]:
         for v in vs:
             if not load_variant(v).test_only:
                 out.append(Piece(v, 0, PART_GROUP, tuple(cfg.part_models), (v, *(t for t in vs if t != v))))
+    d = cfg.default_variant
+    out += [Piece(d, cfg.shuffle_seed, g, tuple(cfg.groups[g]), (d,)) for g in cfg.shuffle_groups if g in cfg.groups]
     return [p for p in out + late if p.name not in cfg.dropped]
 
 
