@@ -36,13 +36,14 @@ each group runs as a few array operations over all its questions, on numpy or on
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import numpy as np
 
 from .deterministic import ExecutionResult
-from .errors import ExecutionError, UniquenessError
+from .errors import ExecutionError, InvalidObjectReference, UniquenessError
 from .ontology import Ontology
 from .program import Program
 from .scene import SceneLikelihoods, SymbolicScene, spatial_likelihood
@@ -374,8 +375,6 @@ class ProbabilisticExecutor:
             InvalidProgram, TypeMismatch: a malformed program (message names the question).
             InvalidObjectReference: a scene index outside ``likelihoods``.
         """
-        from .errors import InvalidObjectReference
-
         liks = [_one_hot(l) if isinstance(l, SymbolicScene) else l for l in likelihoods]
         si = np.asarray(scene_index, dtype=np.intp).reshape(-1)
         if len(si) != len(programs):
@@ -528,7 +527,6 @@ class ProbabilisticExecutor:
         yes, ints = slice(sp.yes, sp.yes + 2), slice(sp.int_start, sp.int_start + N + 1)
         clock = None
         if timings is not None:
-            import time
             clock = time.perf_counter
         for g in b.groups:
             op = g.op
