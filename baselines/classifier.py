@@ -21,6 +21,7 @@ from typing import Any, Callable, ClassVar
 import torch
 from torch import nn
 from torch.nn import functional as F
+from tqdm import tqdm
 
 from executors.ontology import load_ontology
 from nsvqa.artifacts.questions import questions_path, read_questions
@@ -108,8 +109,6 @@ class NeuralBaseline(Baseline):
                 spec: ModelSpec | None = None, inputs: PredictInputs = PredictInputs(), device: str = "cpu",
                 progress: bool = False, batch: int = 256) -> list[Prediction]:
         """The most probable answer of each question, with its softmax probability."""
-        from tqdm import tqdm
-
         model, cfg, vocab, answers = self.load(run_dir, device)
         onto = load_ontology(cfg.ontology)
         folder = Path(root) / variant

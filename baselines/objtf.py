@@ -38,6 +38,7 @@ from typing import ClassVar, Sequence
 
 import numpy as np
 import torch
+from PIL import Image
 from torch import nn
 from torch.nn import functional as F
 
@@ -46,6 +47,7 @@ from executors.errors import FormatError
 from executors.ontology import Ontology, load_ontology
 from nsvqa.artifacts.likelihoods import read_likelihoods
 from nsvqa.artifacts.scenes import read_scenes, scenes_path
+from nsvqa.generation.questions.text import attribute_words
 from nsvqa.models import Needs, ModelSpec, PredictInputs
 from parsers.question.vocab import NULL_ID, Vocabulary, tokenize
 
@@ -208,8 +210,6 @@ def scene_tokens(lik: SceneLikelihoods, boxes: np.ndarray, size: tuple[int, int]
 
 
 def _image_size(folder: Path, split: str, name: str) -> tuple[int, int]:
-    from PIL import Image
-
     path = folder / "images" / split / name
     if not path.is_file():
         raise FileNotFoundError(f"{path}: image file missing")
@@ -411,8 +411,6 @@ def value_word_matrix(onto: Ontology, vocab: Vocabulary) -> torch.Tensor:
     """(F, num_words) float32: row of each attribute value's (and part name's) token column, spread
     evenly over the question-vocabulary words that say it (:func:`nsvqa.generation.questions.text.attribute_words`);
     zero rows for the leading features and for values no known word says."""
-    from nsvqa.generation.questions.text import attribute_words
-
     lay = token_layout(onto)
     out = torch.zeros(token_dim(onto), len(vocab))
     for a, block in lay.items():
