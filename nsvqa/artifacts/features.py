@@ -27,12 +27,12 @@ import json
 import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Mapping, Sequence
+from typing import Callable, Mapping, Sequence
+
+import torch
 
 from executors.errors import FormatError
-
-if TYPE_CHECKING:
-    import torch
+from nsvqa.fileio import atomic_open, sha256_file, sweep_temporaries
 
 FORMAT_VERSION = 1
 
@@ -72,8 +72,6 @@ def image_key(folder: str | os.PathLike, files: Sequence[str], *, backbone: str,
               size: tuple[int, int], strides: Sequence[int]) -> FeatureKey:
     """The key of ``files`` in the images folder ``folder`` (each file hashed; a missing file
     raises FileNotFoundError naming it)."""
-    from nsvqa.fileio import sha256_file
-
     folder = Path(folder).resolve()
     hashes = []
     for name in files:
@@ -98,10 +96,6 @@ def write_features(path: str | os.PathLike, key: FeatureKey, maps: Mapping[int, 
     Raises:
         ValueError: a map whose rows are not one per file of the key, or strides other than the key's.
     """
-    import torch
-
-    from nsvqa.fileio import atomic_open, sweep_temporaries
-
     path = Path(path)
     sweep_temporaries(path.parent)
     if sorted(maps) != sorted(key.strides):
@@ -124,8 +118,6 @@ def read_features(path: str | os.PathLike) -> tuple[FeatureKey, dict[int, "torch
         FeatureCacheError: no such file, a file that is not a whole cache (truncated, foreign), an
             unknown version, or maps whose rows or strides do not match its key.
     """
-    import torch
-
     path = Path(path)
     if not path.is_file():
         raise FeatureCacheError(f"{path}: no feature cache file")
@@ -162,8 +154,6 @@ def load_features(path: str | os.PathLike, key: FeatureKey,
     Raises:
         FeatureCacheError: ``path`` exists but is not a whole cache (see :func:`read_features`).
     """
-    import torch
-
     path = Path(path)
     if path.is_file():
         stored, maps = read_features(path)

@@ -3,10 +3,10 @@ the image models read them."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    import torch
+import numpy as np
+import torch
+from PIL import Image
 
 
 def read_image(path: str | Path) -> "torch.Tensor":
@@ -15,10 +15,6 @@ def read_image(path: str | Path) -> "torch.Tensor":
     Raises:
         FileNotFoundError: no such file (the path named).
     """
-    import numpy as np
-    import torch
-    from PIL import Image
-
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such image")

@@ -30,6 +30,7 @@ from executors.scene import SceneLikelihoods
 
 from nsvqa.artifacts.records import RecordSequence, read_object
 from nsvqa.fileio import write_json_atomic
+from nsvqa.generation.annotations import mask_to_rle
 
 FORMAT_VERSION = 1
 #: the score above which parsed scenes keep a detection, for the study and every end-to-end
@@ -136,8 +137,6 @@ class ParsedSceneRecord:
     def from_parsed(cls, parsed: Any, image_index: int, image_filename: str | None) -> "ParsedSceneRecord":
         """The record of a :class:`parsers.scene.scene_parser.ParsedScene` (masks become RLE; the
         likelihoods get ``image_index``)."""
-        from nsvqa.generation.annotations import mask_to_rle
-
         parsed.likelihoods.image_index = image_index
         dets = tuple(Detection(tuple(float(v) for v in b), float(s), int(c), mask_to_rle(m)[0])
                      for b, s, c, m in zip(parsed.boxes, parsed.scores, parsed.labels, parsed.masks))

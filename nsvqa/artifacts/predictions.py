@@ -43,6 +43,7 @@ from executors.io import normalize_answer, read_json
 from nsvqa.artifacts.questions import Question, QuestionsFile, questions_path, read_questions
 from nsvqa.artifacts.scenes import read_scenes, scenes_path
 from nsvqa.fileio import write_atomic
+from nsvqa.generation.variants import VariantError, load_variant
 
 #: Question types, by the function of the program's last node.
 QUESTION_TYPES = ("count", "exist", "compare_number", "compare_attribute", "query", "part_query")
@@ -567,8 +568,6 @@ def _variant_ood(folder: Path, variant: str) -> Mapping[str, Any] | None:
         spec = read_json(manifest).get("variant_spec") or {}
         if isinstance(spec, Mapping) and "ood" in spec:
             return spec["ood"]
-    from nsvqa.generation.variants import VariantError, load_variant
-
     try:
         return load_variant(variant).ood
     except VariantError:

@@ -8,7 +8,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Mapping, NamedTuple, Sequence
 
+from executors import load_ontology
 from nsvqa.artifacts.predictions import QUESTION_TYPES, Prediction
+from nsvqa.generation.variants import load_variant
 
 #: Metrics a matrix and RD can be computed on (see :class:`Accuracy`).
 METRICS = ("accuracy", "accuracy_no_guess")
@@ -59,7 +61,7 @@ class Accuracy:
 
 def wilson_interval(k: int, n: int) -> list[float]:
     """The 95% Wilson score interval of a proportion, ``k`` of ``n`` (scipy's ``binomtest``)."""
-    from scipy.stats import binomtest
+    from scipy.stats import binomtest  # heavy: scipy.stats takes seconds to import, only for this interval
 
     ci = binomtest(k, n).proportion_ci(confidence_level=0.95, method="wilson")
     return [float(ci.low), float(ci.high)]
@@ -165,10 +167,6 @@ class ConceptSplit:
     @classmethod
     def from_catalogue(cls, head: str = "head", tail: str = "tail") -> "ConceptSplit":
         """The split of the variant catalogue (``data/variants/head.json`` and ``tail.json``)."""
-        from executors import load_ontology
-
-        from nsvqa.generation.variants import load_variant
-
         hv, tv = load_variant(head), load_variant(tail)
         return cls.from_weights(hv.scene.get("weights", {}), tv.scene.get("weights", {}),
                                 load_ontology("superclevr").categories)

@@ -7,8 +7,12 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence
 
+import numpy as np
+
 from nsvqa.artifacts.predictions import CellKey, Prediction
 from nsvqa.evaluation.accuracies import FallbackFlags
+from nsvqa.evaluation.degrade import factor_relative_degrade
+from nsvqa.models import ModelSpec
 
 
 def paired_comparison(a: Sequence[Sequence[Prediction]], b: Sequence[Sequence[Prediction]], *,
@@ -21,8 +25,7 @@ def paired_comparison(a: Sequence[Sequence[Prediction]], b: Sequence[Sequence[Pr
     model gets right, and the exact McNemar test's two-sided p-value (binomial on the discordant
     pairs, scipy); None when no question is shared.
     """
-    import numpy as np
-    from scipy.stats import binomtest
+    from scipy.stats import binomtest  # heavy: scipy.stats takes seconds to import, only for McNemar's test
 
     ca, cb = [], []
     for ra, rb in zip(a, b):
@@ -62,10 +65,6 @@ def rd_bootstrap(cells: Mapping[CellKey, Sequence[Sequence[Prediction]]], factor
     integers and each replicate's accuracy one division, so the same predictions and seed give
     the same bytes on every machine.
     """
-    import numpy as np
-
-    from nsvqa.evaluation.degrade import factor_relative_degrade
-
     rng = np.random.default_rng(seed)
     keys = [k for k in cells if k.model in models and k.train in trains and k.test in tests]
 
@@ -120,8 +119,6 @@ def paired_fallback(a: Mapping[int, FallbackFlags], b: Mapping[int, FallbackFlag
     percentile bootstrap interval over the questions both read (the same draws for both; a
     replicate without a wrong answer on one side is undefined, and so is then the interval).
     Returns ``{"n", "diff", "ci95"}``, or None when a side has no wrong answer."""
-    import numpy as np
-
     qs = sorted(set(a) & set(b))
     wa, ha = (np.array([getattr(a[q], f) for q in qs], dtype=float) for f in ("wrong", "head"))
     wb, hb = (np.array([getattr(b[q], f) for q in qs], dtype=float) for f in ("wrong", "head"))
@@ -135,8 +132,6 @@ def paired_fallback(a: Mapping[int, FallbackFlags], b: Mapping[int, FallbackFlag
 
 def percentile_interval(values) -> list[float] | None:
     """The 95% percentile interval of bootstrap replicates, None when one is undefined (NaN)."""
-    import numpy as np
-
     values = np.asarray(values, dtype=float)
     if not len(values) or np.isnan(values).any():
         return None
@@ -146,8 +141,6 @@ def percentile_interval(values) -> list[float] | None:
 def default_comparisons(models: Sequence[str]) -> list[tuple[str, str]]:
     """Each P-NSVQA model against the NS-VQA model with the same program source (the same
     ``gt_programs`` option of its :class:`~nsvqa.models.ModelSpec`)."""
-    from nsvqa.models import ModelSpec
-
     out = []
     for m in models:
         try:

@@ -18,10 +18,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from nsvqa.fileio import atomic_open
+
 def read_scalars(run_dir: str | Path) -> dict[str, list[tuple[int, float]]]:
     """Every scalar of a run's tensorboard logs (``RUN/tb``): tag -> [(step, value)] by step; a
     step logged twice (a resumed run) keeps its last value."""
-    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator  # heavy: tensorboard, only to read logs
 
     tb = Path(run_dir) / "tb"
     if not tb.is_dir():
@@ -71,12 +73,10 @@ def plot_curves(curves: Sequence[Mapping[str, Any]], path: str | Path) -> Path:
     """One PNG, three panels against training minutes: detector AP50 (objects solid, listed parts
     dashed), the head's val accuracy on ground-truth crops (material, part name), and end-to-end
     val accuracy (NS-VQA, P-NSVQA) of every run in ``curves``. Written atomically."""
-    import matplotlib
+    import matplotlib  # heavy: matplotlib, only to draw
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from nsvqa.fileio import atomic_open
+    import matplotlib.pyplot as plt  # heavy: as above
 
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]

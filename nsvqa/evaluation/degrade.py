@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
+from nsvqa.generation.variants import FACTORS, factors as catalogue, load_variant
+
 #: The concept-distribution RD reads these test variants (docs/evaluation.md, "Relative Degrade";
 #: the catalogue's ``roles`` of its ``head_tail`` factor, which :func:`factor_relative_degrade` passes).
 DISTRIBUTION_RD_VARIANTS = {"head": "head", "tail": "tail", "long": "long", "oppo": "oppo", "bal": "bal"}
@@ -121,9 +123,7 @@ def factor_relative_degrade(factor: str, acc: Mapping[tuple[str, str], float | N
     concept-distribution formula (``head_tail``: the distribution factor), none (the systematic
     splits: the paper defines RD for its four factors only; their ID/OOD accuracies are reported
     instead), or the plain one (also for a factor the catalogue does not list)."""
-    from nsvqa.generation.variants import factors
-
-    fac = factors().get(factor)
+    fac = catalogue().get(factor)
     if fac is not None and fac.rd == "head_tail":
         return distribution_relative_degrade(acc, train_variants, allow_partial=allow_partial, names=fac.roles)
     if fac is not None and fac.rd is None:
@@ -135,8 +135,6 @@ def factor_relative_degrade(factor: str, acc: Mapping[tuple[str, str], float | N
 def factor_layout(factor: str) -> tuple[list[str], list[str]]:
     """(training variants, test variants) of a factor from the variant catalogue: every variant
     is a test variant; the ones that are not test-only are training variants."""
-    from nsvqa.generation.variants import FACTORS, load_variant
-
     try:
         variants = FACTORS[factor]
     except KeyError:

@@ -14,6 +14,7 @@ from nsvqa.evaluation.accuracies import (METRICS, ConceptSplit, accuracy, accura
 from nsvqa.evaluation.comparison import default_comparisons, paired_comparison, percentile_interval, rd_bootstrap
 from nsvqa.evaluation.degrade import accuracy_matrix, factor_layout, factor_relative_degrade
 from nsvqa.evaluation.reliability import calibration
+from nsvqa.generation.variants import FACTORS, factors as catalogue
 
 
 def _mean_std(values: Sequence[float]) -> tuple[float | None, float | None]:
@@ -109,11 +110,7 @@ def evaluate(cells: Mapping[CellKey, Sequence[Sequence[Prediction]]], *, metric:
             :func:`~nsvqa.evaluation.comparison.default_comparisons`.
     """
     if factors is None:
-        from nsvqa.generation.variants import FACTORS
-
         factors = {f: factor_layout(f) for f in FACTORS}
-    from nsvqa.generation.variants import factors as catalogue
-
     head_tail = [f for f, fac in catalogue().items() if fac.rd == "head_tail"]
     dist_tests = {v for f in head_tail for v in factors.get(f, ((), ()))[1]}
     dist_trains = {v for f in head_tail for v in factors.get(f, ((), ()))[0]}

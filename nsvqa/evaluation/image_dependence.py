@@ -17,6 +17,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Iterable, Sequence
 
+import numpy as np
+
 from nsvqa.artifacts.predictions import Prediction
 from nsvqa.artifacts.questions import QuestionsFile
 from nsvqa.evaluation.comparison import percentile_interval
@@ -34,8 +36,6 @@ def image_derangement(images: Iterable[int], seed: int = SHUFFLE_SEED) -> dict[i
     Raises:
         ValueError: fewer than two distinct images (nothing to pair with).
     """
-    import numpy as np
-
     ids = sorted(set(int(i) for i in images))
     if len(ids) < 2:
         raise ValueError(f"image shuffle: {len(ids)} distinct image(s); at least 2 are needed to pair a question "
@@ -86,8 +86,6 @@ def image_dependence(predictions: Sequence[Prediction], shuffled: Sequence[Predi
     (fractions; ``ci95`` the 95% percentile interval of the paired bootstrap over questions,
     None when undefined), or None when no question is shared.
     """
-    import numpy as np
-
     by_q = {p.question_index: p.correct for p in shuffled}
     pairs = [(p.correct, by_q[p.question_index]) for p in predictions if p.question_index in by_q]
     if not pairs:

@@ -35,7 +35,9 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from executors import Ontology
+from nsvqa.artifacts import read_scenes, scenes_path
 from nsvqa.artifacts.predictions import scene_held_out
+from nsvqa.artifacts.records import check_same_image
 from nsvqa.evaluation.scene_parser import load_parsed, match_scene
 
 #: Existence cut of the argmax scene whose objects are counted (NS-VQA's default).
@@ -93,9 +95,6 @@ def perception(parsed: str | Path, data: str | Path, split: str = "test", *,
         KeyError: a parsed scene with no ground-truth scene of its ``image_index``.
         ValueError: a systematic split over factors this function does not know.
     """
-    from nsvqa.artifacts import read_scenes, scenes_path
-    from nsvqa.artifacts.records import check_same_image
-
     doc, liks = load_parsed(parsed)
     for field, want in (("data", Path(data).name), ("split", split)):
         got = doc.get(field)

@@ -10,25 +10,27 @@ from __future__ import annotations
 
 import math
 import os
+from io import BytesIO
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
+import numpy as np
+
 from nsvqa.fileio import write_atomic, write_json_atomic
-from nsvqa.artifacts.predictions import QUESTION_TYPE_NAMES
+from nsvqa.artifacts.predictions import QUESTION_TYPE_NAMES, find_prediction_files, read_predictions
+from nsvqa.evaluation.accuracies import ConceptSplit
+from nsvqa.evaluation.evaluator import evaluate
+from nsvqa.generation.variants import factors as catalogue
 
 def has_rd(factor: str) -> bool:
     """Whether the catalogue defines an RD for ``factor`` (every factor it does not list has one)."""
-    from nsvqa.generation.variants import factors
-
-    fac = factors().get(factor)
+    fac = catalogue().get(factor)
     return fac is None or fac.rd is not None
 
 
 def factor_title(factor: str) -> str:
     """How reports name a factor: its catalogue ``title`` (the factor's key when it has none)."""
-    from nsvqa.generation.variants import factors
-
-    fac = factors().get(factor)
+    fac = catalogue().get(factor)
     return fac.title if fac is not None else factor
 
 
@@ -39,9 +41,7 @@ MISSING_TEX = "--"
 def variant_label(factor: str, variant: str) -> str:
     """Column/row label of a variant in ``factor``'s tables (the catalogue's ``labels``: ``mid`` is
     ``rd (mid)``, the rd level of question redundancy)."""
-    from nsvqa.generation.variants import factors
-
-    fac = factors().get(factor)
+    fac = catalogue().get(factor)
     return fac.labels.get(variant, variant) if fac is not None else variant
 
 
@@ -268,10 +268,10 @@ def to_latex(report: Mapping[str, Any]) -> str:
 
 # ---------------------------------------------------------------------------- PNGs
 def _pyplot():
-    import matplotlib
+    import matplotlib  # heavy: matplotlib, only to draw
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # heavy: as above
 
     return plt
 
@@ -279,8 +279,7 @@ def _pyplot():
 def plot_heatmap(path: str | os.PathLike, matrix: Sequence[Sequence[float | None]], rows: Sequence[str],
                  cols: Sequence[str], title: str) -> None:
     """A train x test accuracy heatmap (percent annotated); missing cells hatched grey."""
-    import numpy as np
-    from matplotlib.patches import Rectangle
+    from matplotlib.patches import Rectangle  # heavy: matplotlib, only to draw
 
     plt = _pyplot()
     data = np.array([[np.nan if x is None else 100 * x for x in row] for row in matrix], dtype=float)
@@ -332,9 +331,7 @@ def plot_reliability(path: str | os.PathLike, bins: Sequence[Mapping[str, Any]],
 
 
 def _save(fig, path: str | os.PathLike) -> None:
-    import io
-
-    buf = io.BytesIO()
+    buf = BytesIO()
     fig.savefig(buf, format="png", dpi=120, metadata={"Software": None})  # no version stamp: reproducible
     _pyplot().close(fig)
     write_atomic(path, buf.getvalue())
@@ -424,9 +421,6 @@ def report_from_runs(runs: Sequence[str | os.PathLike], out_dir: str | os.PathLi
         FileNotFoundError: a run folder that does not exist, or no predictions file at all.
         PredictionFormatError: a malformed predictions file (naming the file, line and field).
     """
-    from nsvqa.evaluation import ConceptSplit, evaluate
-    from nsvqa.artifacts.predictions import find_prediction_files, read_predictions
-
     files = find_prediction_files(runs)
     if not files:
         raise FileNotFoundError(f"no predictions/<model>__train-<v>__test-<v>.jsonl under {[str(r) for r in runs]}")

@@ -18,16 +18,26 @@ ground-truth programs with the parsed scenes.
 from __future__ import annotations
 
 import contextlib
+import copy
 import io
 import json
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
+from pycocotools import mask as mask_utils
+from pycocotools.coco import COCO
+from pycocotools.cocoeval import COCOeval
+from tqdm import tqdm
 
 from executors import Ontology, SceneLikelihoods, load_ontology
+from executors.io import load_questions, parse_program
 from nsvqa.artifacts.likelihoods import read_likelihoods
-from nsvqa.generation.annotations import coco_rle
+from nsvqa.artifacts.predictions import question_meta
+from nsvqa.artifacts.scenes import read_scenes, scenes_path
+from nsvqa.evaluation.comparison import paired_comparison
+from nsvqa.generation.annotations import coco_rle, mask_to_rle
+from nsvqa.models.pipeline import REASONERS, make_reasoner, predict
 
 
 def load_parsed(path: str | Path, ontology: Ontology | None = None) -> tuple[dict, list[SceneLikelihoods]]:
@@ -99,8 +109,6 @@ def listed_parts_coco(gt_path: str | Path, scenes: Iterable[dict]) -> dict:
 
 
 def _coco(gt: str | Path | dict):
-    from pycocotools.coco import COCO
-
     with contextlib.redirect_stdout(io.StringIO()):
         if isinstance(gt, dict):
             coco = COCO()
@@ -116,8 +124,6 @@ def coco_ap(gt_path: str | Path | dict, results: list[dict], image_ids: Sequence
     and class-agnostic (``bbox_agnostic``, ``segm_agnostic``). Categories restricted to
     ``category_ids`` (e.g. the shapes only), in both the ground truth and the results. Empty
     results give 0. ``gt_path``: a COCO file, or a COCO dict (e.g. :func:`listed_parts_coco`)."""
-    from pycocotools.cocoeval import COCOeval
-
     gt = _coco(gt_path)
     out: dict[str, dict[str, float]] = {}
     for iou_type in ("bbox", "segm"):
@@ -155,12 +161,9 @@ def detector_ap(detector, data: str | Path, split: str, *, part_class_ids: Itera
         detector: a torchvision detection model in eval mode (images [0, 1] in, boxes, labels,
             scores, masks (N, 1, H, W) out).
     """
-    import torch
-    from tqdm import tqdm
+    import torch  # heavy: torch, only to run a detector
 
-    from nsvqa.artifacts.scenes import read_scenes, scenes_path
-    from nsvqa.generation.annotations import mask_to_rle
-    from nsvqa.artifacts.images import read_image
+    from nsvqa.artifacts.images import read_image  # heavy: loads torch, as above
 
     data = Path(data)
     scenes = list(read_scenes(scenes_path(data, split)))[:limit]
@@ -195,8 +198,7 @@ def detector_ap(detector, data: str | Path, split: str, *, part_class_ids: Itera
 
 def match_objects(det_masks: Sequence[dict], gt_masks: Sequence[dict], min_iou: float = 0.5) -> list[tuple[int, int]]:
     """One-to-one (detection, ground truth) pairs maximising mask IoU (Hungarian), IoU ≥ ``min_iou``."""
-    from pycocotools import mask as mask_utils
-    from scipy.optimize import linear_sum_assignment
+    from scipy.optimize import linear_sum_assignment  # heavy: scipy.optimize takes a second to import, only to match
 
     if not det_masks or not gt_masks:
         return []
@@ -219,7 +221,7 @@ def match_by_centre(det_boxes: Sequence[Sequence[float]], points: Sequence[tuple
     scenes without ``obj_mask_box``): an object can match a detection whose (x1, y1, x2, y2) box
     holds its ``pixel_coords``, and the pairs minimise the distance from those points to the box
     centres (Hungarian)."""
-    from scipy.optimize import linear_sum_assignment
+    from scipy.optimize import linear_sum_assignment  # heavy: as in match_objects
 
     if len(det_boxes) == 0 or len(points) == 0:
         return []
@@ -348,12 +350,6 @@ def executor_accuracy(liks: Sequence[SceneLikelihoods], questions: Iterable[dict
         "paired": {"<reasoner> - nsvqa": {group -> paired_comparison}}}``: each P-NSVQA mode against
         NS-VQA on the same questions (difference, its 95% bootstrap interval, McNemar's p).
     """
-    from nsvqa.evaluation import paired_comparison
-    from executors.io import parse_program
-
-    from nsvqa.models.pipeline import REASONERS, make_reasoner, predict
-    from nsvqa.artifacts.predictions import question_meta
-
     by_index = {lik.image_index: lik for lik in liks}
     metas, programs, groups = [], [], []
     for k, q in enumerate(questions):
@@ -396,8 +392,6 @@ def with_true_attributes(doc: dict, liks: Sequence[SceneLikelihoods], gt_scenes:
     Raises:
         KeyError: an attribute the ontology lacks, or a parsed scene without its ground truth.
     """
-    import copy
-
     out = []
     for s, lik in zip(doc["scenes"], liks):
         onto = lik.ontology
@@ -426,10 +420,6 @@ def evaluate_parsed(parsed: str | Path, data: str | Path, split: str = "val", *,
     accuracy of the matched objects at mask IoU ``min_iou``, and with ``questions`` the executors
     on the split's ground-truth programs (P-NSVQA at ``threshold``), also with the attributes of
     ``true_attributes`` set to the truth on the matched objects (what each costs end to end)."""
-    from executors.io import load_questions
-
-    from nsvqa.artifacts import read_scenes, scenes_path
-
     onto = load_ontology("superclevr")
     data = Path(data)
     doc, liks = load_parsed(parsed, onto)

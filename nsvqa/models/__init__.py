@@ -29,12 +29,15 @@ between a spec and the one string form used on the command line and in predictio
 """
 from __future__ import annotations
 
+import json
 import sys
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, ClassVar, Mapping, Sequence, TypeVar
 
+from executors.errors import FormatError
+from nsvqa.artifacts.predictions import predictions_path
 from nsvqa.config import Config
 
 #: Profile names every trainable model defines (tests, demo, the 2-core profile, paper scale).
@@ -142,10 +145,6 @@ def read_tuned(run_dir: str | Path | None, cuts: Sequence[str] = ("min_score",))
         FormatError: a file that is not JSON, or a field of ``cuts`` that is not a number in
             [0, 1] (the file and the field named).
     """
-    import json
-
-    from executors.errors import FormatError
-
     if run_dir is None:
         return None
     path = Path(run_dir) / TUNED
@@ -278,8 +277,6 @@ def register(name: str) -> Callable[[M], M]:
             not derive from :class:`ModelConfig`, or its ``PROFILES`` lack a profile of :data:`PROFILE_NAMES`.
     """
     def deco(cls: M) -> M:
-        from nsvqa.artifacts.predictions import predictions_path
-
         if "+" in name:
             raise ValueError(f"model name {name!r}: '+' spells options (e.g. {GT_PROGRAMS_SUFFIX!r}), not names")
         predictions_path(".", name, "train", "test")  # the name must fit a predictions file name

@@ -30,11 +30,16 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from executors import DeterministicExecutor, ExecutionError, Ontology, ProbabilisticExecutor, Program, SceneLikelihoods
+from executors import (DeterministicExecutor, ExecutionError, Ontology, ProbabilisticExecutor, Program, SceneLikelihoods,
+                       load_ontology)
 from executors.probabilistic import ValueSpace
 from executors.scene import argmax_scene
 
-from nsvqa.artifacts.predictions import Prediction, QuestionMeta
+from nsvqa.artifacts import (LikelihoodsFormatError, questions_path, read_likelihoods, read_programs,
+                             read_questions)
+from nsvqa.artifacts.predictions import Prediction, QuestionMeta, load_question_meta
+from nsvqa.artifacts.records import index_by_image
+from nsvqa.fileio import sha256_file, write_json_atomic
 from nsvqa.models import TUNED, Model, ModelSpec, PredictInputs, read_tuned, register
 
 #: Reasoner names (registered models; the ``<model>`` of predictions files).
@@ -250,13 +255,6 @@ class PipelineModel(Model):
                      inputs: PredictInputs) -> tuple[Ontology, list[QuestionMeta], list, dict]:
         """(ontology, question metas, programs, image index -> parsed scene) of a split, each file
         read once."""
-        from executors import load_ontology
-
-        from nsvqa.artifacts import (LikelihoodsFormatError, questions_path, read_likelihoods, read_programs,
-                                     read_questions)
-        from nsvqa.artifacts.records import index_by_image
-        from nsvqa.artifacts.predictions import load_question_meta
-
         gt = spec is not None and spec.gt_programs
         if inputs.likelihoods is None or (inputs.programs is None and not gt):
             raise ValueError(f"model {self.name!r} answers from the run's parses: PredictInputs needs likelihoods"
@@ -313,9 +311,6 @@ class NSVQAModel(PipelineModel):
         ``inputs`` (the run's parses of that split): the pair with the best accuracy (the higher
         cuts on a tie), saved in ``RUN_DIR/tuned.json`` with every pair's accuracy for
         :meth:`predict`. Reused while the parses and the questions are the same."""
-        from nsvqa.artifacts import questions_path
-        from nsvqa.fileio import sha256_file, write_json_atomic
-
         def accuracy(preds: list[Prediction]) -> float:  # a hit guess counts, as the study's accuracy
             return sum(p.correct for p in preds) / len(preds) if preds else 0.0
 
