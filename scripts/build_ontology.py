@@ -16,7 +16,7 @@ import json
 from pathlib import Path
 
 from nsvqa.fileio import write_json_atomic
-from nsvqa.config import HelpFormatter, check_outputs
+from nsvqa.config import HelpFormatter, parse_checked
 
 # CLEVR v1.0 (Johnson et al., 2017): three shapes, eight colors, two materials, two sizes.
 CLEVR_COLORS = {
@@ -144,9 +144,7 @@ def get_args_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = get_args_parser()
-    args = parser.parse_args(argv)
-    check_outputs(parser, args.out)
+    args = parse_checked(get_args_parser(), argv, "out")
     args.out.mkdir(parents=True, exist_ok=True)
     write_json_atomic(args.out / "clevr.json", clevr_ontology(), indent=1)
     write_json_atomic(args.out / "superclevr.json", superclevr_ontology(args.superclevr), indent=1)

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from nsvqa.fileio import write_json_atomic
-from nsvqa.config import HelpFormatter, check_outputs
+from nsvqa.config import HelpFormatter, parse_checked
 
 SOURCE = "Super-CLEVR generator dist/*.npz (Li et al., CVPR 2023; Lizw14/Super-CLEVR, BSD)"
 DEFAULT = {"complexity": "mid", "redundancy": "rd"}
@@ -215,9 +215,7 @@ def get_args_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = get_args_parser()
-    args = parser.parse_args(argv)
-    check_outputs(parser, args.out)
+    args = parse_checked(get_args_parser(), argv, "out")
     tables = Tables(args.dist, args.committed)
     cat = catalogue(tables, json.loads(args.ontology.read_text()))
     args.out.mkdir(parents=True, exist_ok=True)

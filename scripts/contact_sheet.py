@@ -21,7 +21,7 @@ from nsvqa.fileio import write_atomic
 from nsvqa.generation.dataset import png_bytes
 from nsvqa.generation.variants import load_variant
 from nsvqa.generation.vehicles import build_vehicle
-from nsvqa.config import HelpFormatter, check_outputs
+from nsvqa.config import HelpFormatter, parse_checked
 
 PART_COLORS = ["red", "blue", "green", "yellow", "purple", "cyan", "brown"]
 
@@ -71,9 +71,7 @@ def get_args_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = get_args_parser()
-    args = parser.parse_args(argv)
-    check_outputs(parser, args.out)
+    args = parse_checked(get_args_parser(), argv, "out")
     onto = load_ontology("superclevr")
     colors = onto.values("color")
     with Renderer(200, 150) as r:

@@ -20,7 +20,7 @@ from pathlib import Path
 from nsvqa.fileio import write_json_atomic
 from nsvqa.generation.stats import shared_question_sets, variant_stats
 from nsvqa.generation.variants import Variant, VariantError, load_variant
-from nsvqa.config import HelpFormatter, check_outputs
+from nsvqa.config import HelpFormatter, parse_checked
 
 
 def get_args_parser() -> argparse.ArgumentParser:
@@ -31,9 +31,7 @@ def get_args_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = get_args_parser()
-    args = parser.parse_args(argv)
-    check_outputs(parser, args.json)
+    args = parse_checked(get_args_parser(), argv, "json")
     everything = {}
     for folder in args.folders:
         stats = folder_stats(folder)

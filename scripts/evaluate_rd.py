@@ -16,7 +16,7 @@ from pathlib import Path
 from nsvqa.evaluation import METRICS
 from nsvqa.artifacts.predictions import PredictionFormatError
 from nsvqa.evaluation.report import failures_per_model, invalid_program_warning, report_from_runs
-from nsvqa.config import HelpFormatter, check_outputs
+from nsvqa.config import HelpFormatter, parse_checked
 
 
 def get_args_parser() -> argparse.ArgumentParser:
@@ -36,9 +36,7 @@ def get_args_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = get_args_parser()
-    args = parser.parse_args(argv)
-    check_outputs(parser, args.out)
+    args = parse_checked(get_args_parser(), argv, "out")
     if args.bins < 1:
         print(f"error: --bins must be >= 1, got {args.bins}", file=sys.stderr)
         return 2

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from nsvqa.generation.dataset import SPLITS
 from nsvqa.generation.official import export_release
-from nsvqa.config import HelpFormatter, check_outputs
+from nsvqa.config import HelpFormatter, parse_checked
 
 
 def get_args_parser() -> argparse.ArgumentParser:
@@ -29,9 +29,7 @@ def get_args_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = get_args_parser()
-    args = parser.parse_args(argv)
-    check_outputs(parser, args.out)
+    args = parse_checked(get_args_parser(), argv, "out")
     try:
         res = export_release(args.data, args.out, splits=args.split, overwrite=args.overwrite)
     except ValueError as e:  # OfficialFormatError included

@@ -15,7 +15,7 @@ from pathlib import Path
 from nsvqa.generation.dataset import QUESTION_SETS
 from nsvqa.generation.suite import SUITE_PROFILES, generate_suite, variants_of  # noqa: F401  (variants_of: for callers)
 from nsvqa.generation.variants import FACTORS
-from nsvqa.config import HelpFormatter, check_outputs
+from nsvqa.config import HelpFormatter, parse_checked
 
 
 def get_args_parser() -> argparse.ArgumentParser:
@@ -32,9 +32,7 @@ def get_args_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = get_args_parser()
-    args = parser.parse_args(argv)
-    check_outputs(parser, args.out)
+    args = parse_checked(get_args_parser(), argv, "out")
     t0 = time.perf_counter()
     generate_suite(args.out, args.factor, args.profile, seed=args.seed, workers=args.workers,
                    progress=not args.no_progress, questions=args.questions)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from nsvqa.generation.dataset import PROFILES
 from nsvqa.generation.official import OfficialRelease, import_release, parse_split_ranges
-from nsvqa.config import HelpFormatter, check_outputs
+from nsvqa.config import HelpFormatter, parse_checked
 
 
 def get_args_parser() -> argparse.ArgumentParser:
@@ -44,9 +44,7 @@ def get_args_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = get_args_parser()
-    args = parser.parse_args(argv)
-    check_outputs(parser, args.out)
+    args = parse_checked(get_args_parser(), argv, "out")
     if args.release is None and args.scenes is None:
         print("import_superclevr.py: error: give --release or --scenes", file=sys.stderr)
         return 2

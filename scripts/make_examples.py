@@ -28,7 +28,7 @@ from typing import Any
 
 from executors import DeterministicExecutor, Program, SymbolicScene, load_ontology
 from nsvqa.fileio import write_atomic
-from nsvqa.config import HelpFormatter, check_outputs
+from nsvqa.config import HelpFormatter, parse_checked
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = REPO / "data" / "examples"
@@ -229,9 +229,7 @@ def get_args_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = get_args_parser()
-    args = parser.parse_args(argv)
-    check_outputs(parser, args.out_dir)
+    args = parse_checked(get_args_parser(), argv, "out_dir")
     scenes, questions = build()
     files = {args.out_dir / "scenes.json": dumps(scenes), args.out_dir / "questions.json": dumps(questions)}
     if args.check:
