@@ -18,7 +18,14 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from nsvqa.config import HelpFormatter, check_outputs
+
+import torch
+
+from nsvqa.config import HelpFormatter, parse_checked
+from nsvqa.evaluation.scene_parser import detector_ap, evaluate_parsed, format_table
+from nsvqa.fileio import write_json_atomic
+from nsvqa.training.checkpoint import load_checkpoint
+from nsvqa.training.loading import detector_from_checkpoint
 
 
 def get_args_parser() -> argparse.ArgumentParser:
@@ -42,12 +49,7 @@ def get_args_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from nsvqa.evaluation.scene_parser import evaluate_parsed, format_table
-    from nsvqa.fileio import write_json_atomic
-
-    parser = get_args_parser()
-    args = parser.parse_args(argv)
-    check_outputs(parser, args.out)
+    args = parse_checked(get_args_parser(), argv, "out")
     data = Path(args.data)
     if args.detector:
         return detector_only(args, data)
@@ -61,13 +63,6 @@ def main(argv: list[str] | None = None) -> int:
 
 def detector_only(args: argparse.Namespace, data: Path) -> int:
     """``--detector``: the checkpoint's own detections scored against the split's objects."""
-    import torch
-
-    from nsvqa.evaluation.scene_parser import detector_ap, format_table
-    from nsvqa.fileio import write_json_atomic
-    from nsvqa.training.checkpoint import load_checkpoint
-    from nsvqa.training.loading import detector_from_checkpoint
-
     if args.threads:
         torch.set_num_threads(args.threads)
     path = Path(args.detector)

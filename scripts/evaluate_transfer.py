@@ -15,14 +15,22 @@ import argparse
 import logging
 import sys
 from pathlib import Path
-from nsvqa.config import HelpFormatter, check_outputs
+
+import torch
+
+from executors.errors import FormatError
+from nsvqa.config import HelpFormatter, parse_checked
+from nsvqa.experiment import ExperimentError
+from nsvqa.fileio import write_atomic, write_json_atomic
+from nsvqa.generation.dataset import PROFILES
+from nsvqa.generation.official import OfficialRelease, import_release, parse_split_ranges
+from nsvqa.pretrained import PretrainedError
+from nsvqa.transfer import transfer_markdown, transfer_report
 
 PROG = "evaluate_transfer.py"
 
 
 def get_args_parser() -> argparse.ArgumentParser:
-    from nsvqa.generation.dataset import PROFILES
-
     p = argparse.ArgumentParser(formatter_class=HelpFormatter, description=__doc__.splitlines()[0])
     p.add_argument("--release", type=Path, required=True, help="the release folder (see import_superclevr.py)")
     p.add_argument("--scenes", type=Path, help="the scenes file (default: RELEASE/superCLEVR_scenes.json)")
@@ -42,20 +50,9 @@ def get_args_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from executors.errors import FormatError
-    from nsvqa.experiment import ExperimentError
-    from nsvqa.fileio import write_atomic, write_json_atomic
-    from nsvqa.generation.official import OfficialRelease, import_release, parse_split_ranges
-    from nsvqa.pretrained import PretrainedError
-    from nsvqa.transfer import transfer_markdown, transfer_report
-
-    parser = get_args_parser()
-    args = parser.parse_args(argv)
-    check_outputs(parser, args.out)
+    args = parse_checked(get_args_parser(), argv, "out")
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(message)s")
     if args.threads:
-        import torch
-
         torch.set_num_threads(args.threads)
     try:
         ranges = parse_split_ranges([args.split])

@@ -35,11 +35,14 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
+from executors.deterministic import DeterministicExecutor
 from executors.errors import ExecutionError, FormatError, InvalidProgram
 from executors.io import (load_questions, load_scenes, normalize_answer, parse_program, question_scene,
                           read_json, scene_lookup)
 from executors.ontology import load_ontology
+from executors.probabilistic import ProbabilisticExecutor
 from executors.scene import SceneLikelihoods
+from nsvqa.artifacts.programs import read_programs
 from nsvqa.artifacts.records import check_same_image
 from nsvqa.config import HelpFormatter, check_outputs
 from nsvqa.fileio import atomic_open
@@ -142,9 +145,7 @@ def parsed_program(record, onto, where: str):
 
 def make_executor(kind: str, onto, mode: str, threshold: float):
     if kind == "deterministic":
-        from executors.deterministic import DeterministicExecutor
         return DeterministicExecutor(onto)
-    from executors.probabilistic import ProbabilisticExecutor
     return ProbabilisticExecutor(onto, mode=mode, threshold=threshold)
 
 
@@ -166,8 +167,6 @@ def run(args: argparse.Namespace) -> dict:
 
     parsed = None
     if args.programs is not None:  # one parsed program per question (after --limit)
-        from nsvqa.artifacts.programs import read_programs
-
         parsed = read_programs(args.programs, questions=len(questions)).programs
 
     lookup = scene_lookup(scenes)

@@ -16,7 +16,18 @@ import json
 import sys
 import tempfile
 from pathlib import Path
-from nsvqa.config import HelpFormatter, check_outputs
+
+import torch
+
+from nsvqa.artifacts import LikelihoodsHeader, ParsedSceneRecord, questions_path, write_likelihoods
+from nsvqa.artifacts.likelihoods import PARSE_MIN_SCORE
+from nsvqa.config import HelpFormatter, parse_checked
+from nsvqa.evaluation.question_parser import read_question_items, score_parses
+from nsvqa.evaluation.scene_parser import evaluate_parsed
+from nsvqa.fileio import write_json_atomic
+from nsvqa.pretrained import pack_pretrained, pretrained_dir
+from nsvqa.training.checkpoint import load_checkpoint
+from nsvqa.training.loading import load_question_parser, load_scene_parser, parse_split
 
 
 def get_args_parser() -> argparse.ArgumentParser:
@@ -34,12 +45,6 @@ def _val_metrics(scene_dir: Path, question_dir: Path, data: Path, work: Path) ->
     """Object metrics of the scene parser on ``data``'s val split (parsed as the study parses), the
     executors on its ground-truth programs, and the question parser's exact programs on its val
     questions."""
-    from nsvqa.artifacts import LikelihoodsHeader, ParsedSceneRecord, questions_path, write_likelihoods
-    from nsvqa.artifacts.likelihoods import PARSE_MIN_SCORE
-    from nsvqa.evaluation.question_parser import read_question_items, score_parses
-    from nsvqa.evaluation.scene_parser import evaluate_parsed
-    from nsvqa.training.loading import load_question_parser, load_scene_parser, parse_split
-
     parser = load_scene_parser(scene_dir, PARSE_MIN_SCORE)
     out = work / "val_likelihoods.json"
     records = [ParsedSceneRecord.from_parsed(p, i, n) for i, n, p in parse_split(parser, data, "val", progress=False)]
@@ -53,14 +58,7 @@ def _val_metrics(scene_dir: Path, question_dir: Path, data: Path, work: Path) ->
 
 
 def main(argv: list[str] | None = None) -> int:
-    import torch
-
-    from nsvqa.pretrained import pack_pretrained, pretrained_dir
-    from nsvqa.training.checkpoint import load_checkpoint
-
-    parser = get_args_parser()
-    args = parser.parse_args(argv)
-    check_outputs(parser, args.out)
+    args = parse_checked(get_args_parser(), argv, "out")
     if args.threads:
         torch.set_num_threads(args.threads)
     piece = json.loads(args.piece.read_text()) if args.piece else None
@@ -78,8 +76,6 @@ def main(argv: list[str] | None = None) -> int:
     manifest_path = folder / "manifest.json"
     manifest = json.loads(manifest_path.read_text())
     manifest["val_float16"] = half
-    from nsvqa.fileio import write_json_atomic
-
     write_json_atomic(manifest_path, manifest, indent=1)  # the sha256 cover the checkpoints, not the manifest
     size = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
     print(f"{folder}: {size / 2**20:.1f} MB; val P-NSVQA-exact (ground-truth programs) float32 "

@@ -10,11 +10,20 @@ detection with box, score, class and mask RLE (format: nsvqa/evaluation/scene_pa
 from __future__ import annotations
 
 import argparse
+import io
 import sys
 from pathlib import Path
 
+import numpy as np
 import torch
-from nsvqa.config import HelpFormatter, check_outputs
+
+from nsvqa.artifacts import LikelihoodsHeader, ParsedSceneRecord, write_likelihoods
+from nsvqa.config import HelpFormatter, parse_checked
+from nsvqa.evaluation.scene_parser import stack_likelihoods
+from nsvqa.fileio import write_atomic, write_json_atomic
+from nsvqa.pretrained import PretrainedError, resolve_checkpoint
+from nsvqa.training.checkpoint import CheckpointError
+from nsvqa.training.loading import load_scene_parser, parse_split
 
 
 def get_args_parser() -> argparse.ArgumentParser:
@@ -38,15 +47,7 @@ def get_args_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from nsvqa.artifacts import LikelihoodsHeader, ParsedSceneRecord, write_likelihoods
-    from nsvqa.fileio import write_json_atomic
-    from nsvqa.pretrained import PretrainedError, resolve_checkpoint
-    from nsvqa.training.checkpoint import CheckpointError
-    from nsvqa.training.loading import load_scene_parser, parse_split
-
-    parser = get_args_parser()
-    args = parser.parse_args(argv)
-    check_outputs(parser, args.out, args.scenes_out)
+    args = parse_checked(get_args_parser(), argv, "out", "scenes_out")
     if args.threads:
         torch.set_num_threads(args.threads)
     try:
@@ -69,13 +70,6 @@ def main(argv: list[str] | None = None) -> int:
         write_json_atomic(args.scenes_out, {"info": {"source": "parse_scenes.py argmax", "checkpoint": str(args.checkpoint),
                                                      "split": args.split}, "scenes": symbolic})
     if args.npz:
-        import io
-
-        import numpy as np
-
-        from nsvqa.fileio import write_atomic
-        from nsvqa.evaluation.scene_parser import stack_likelihoods
-
         buf = io.BytesIO()
         np.savez_compressed(buf, **stack_likelihoods([r.likelihoods for r in records]))
         write_atomic(args.npz, buf.getvalue())

@@ -14,7 +14,17 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from nsvqa.config import HelpFormatter, check_outputs
+
+import numpy as np
+from PIL import Image
+
+from executors import load_ontology
+from nsvqa.config import HelpFormatter, parse_checked
+from nsvqa.fileio import write_atomic, write_json_atomic
+from nsvqa.generation.dataset import png_bytes
+from nsvqa.generation.official import OfficialFormatError, OfficialRelease, index_scenes
+from nsvqa.generation.renderer import Renderer, RendererUnavailable
+from nsvqa.generation.rerender import colour_gaps, rerender_scene
 
 PROG = "rerender_official.py"
 
@@ -53,18 +63,7 @@ def markdown(report: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    import numpy as np
-    from PIL import Image
-
-    from nsvqa.fileio import write_atomic, write_json_atomic
-    from nsvqa.generation.dataset import png_bytes
-    from nsvqa.generation.official import OfficialFormatError, OfficialRelease, index_scenes
-    from nsvqa.generation.renderer import Renderer, RendererUnavailable
-    from nsvqa.generation.rerender import colour_gaps, rerender_scene
-
-    parser = get_args_parser()
-    args = parser.parse_args(argv)
-    check_outputs(parser, args.out)
+    args = parse_checked(get_args_parser(), argv, "out")
     try:
         first, last = (int(v) for v in args.range.split("-"))
     except ValueError:
@@ -81,8 +80,6 @@ def main(argv: list[str] | None = None) -> int:
     if not chosen:
         print(f"{PROG}: {scenes_file}: no scene with image_index in {first}-{last}", file=sys.stderr)
         return 2
-    from executors import load_ontology
-
     onto = load_ontology("superclevr")
     try:
         renderer = Renderer(args.width, args.height)

@@ -19,6 +19,8 @@ import sys
 import time
 from pathlib import Path
 
+import torch
+
 import baselines  # noqa: F401  (registers the baselines in nsvqa.models)
 from executors.errors import FormatError
 from nsvqa.config import ConfigError, HelpFormatter, check_outputs
@@ -98,8 +100,6 @@ def main(argv: list[str] | None = None) -> int:
     check_outputs(parser, args.runs, args.report, None if args.no_generate else args.data)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     if args.threads:
-        import torch
-
         torch.set_num_threads(args.threads)
     factors = list(FACTORS) if args.factor == "all" else [args.factor]
     try:

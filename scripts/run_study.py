@@ -25,9 +25,13 @@ import argparse
 import json
 import logging
 import os
+import shutil
+import subprocess
 import sys
 import time
 from pathlib import Path
+
+import torch
 
 import baselines  # noqa: F401  (registers the baselines in nsvqa.models)
 from nsvqa.study import (SCALE_RESULTS, StudyConfig, StudyError, budget, budget_markdown, is_done, pending_pieces,
@@ -99,9 +103,6 @@ def frozen_code(runs: Path) -> tuple[Path, str]:
     Raises:
         StudyError: not a git checkout, or git fails (its message).
     """
-    import shutil
-    import subprocess
-
     repo = Path(__file__).resolve().parents[1]
 
     def git(*a: str) -> str:
@@ -144,8 +145,6 @@ def main(argv: list[str] | None = None) -> int:
         args.readme = Path("README.md")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     if args.threads:
-        import torch
-
         torch.set_num_threads(args.threads)
     try:
         given = None

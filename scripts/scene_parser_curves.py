@@ -13,7 +13,10 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+
 from nsvqa.config import HelpFormatter, check_outputs
+from nsvqa.evaluation.curves import learning_curves, plot_curves
+from nsvqa.fileio import write_json_atomic
 
 
 def get_args_parser() -> argparse.ArgumentParser:
@@ -24,9 +27,6 @@ def get_args_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from nsvqa.evaluation.curves import learning_curves, plot_curves
-    from nsvqa.fileio import write_json_atomic
-
     parser = get_args_parser()
     args = parser.parse_args(argv)
     check_outputs(parser, f"{args.out}.json")

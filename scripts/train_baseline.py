@@ -15,16 +15,24 @@ which scripts/evaluate_rd.py --runs RUN_DIR reads. Config fields are overridden 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
-from nsvqa.config import HelpFormatter, check_outputs
+
+import torch
+
+import baselines
+from executors.errors import FormatError
+from nsvqa.artifacts.predictions import predictions_path, write_predictions
+from nsvqa.config import ConfigError, HelpFormatter, parse_checked, parse_overrides
+from nsvqa.evaluation import accuracy
+from nsvqa.models import UnknownModel
+from nsvqa.training.checkpoint import CheckpointError
 
 PROG = "train_baseline.py"
 
 
 def get_args_parser() -> argparse.ArgumentParser:
-    import baselines
-
     p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0],
                                 formatter_class=HelpFormatter)
     p.add_argument("--model", required=True, help=f"baseline name: {', '.join(baselines.names())}")
@@ -46,19 +54,7 @@ def get_args_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = get_args_parser()
-    args = parser.parse_args(argv)
-    check_outputs(parser, args.out)
-    import torch
-
-    import baselines
-    from executors.errors import FormatError
-    from nsvqa.training.checkpoint import CheckpointError
-    from nsvqa.config import ConfigError, parse_overrides
-    from nsvqa.models import UnknownModel
-    from nsvqa.evaluation import accuracy
-    from nsvqa.artifacts.predictions import predictions_path, write_predictions
-
+    args = parse_checked(get_args_parser(), argv, "out")
     if args.threads:
         torch.set_num_threads(args.threads)
     try:
@@ -72,8 +68,6 @@ def main(argv: list[str] | None = None) -> int:
             model.train(cfg, args.out, resume=args.resume, progress=not args.no_progress)
             print(f"run directory: {args.out}")
         else:  # the predictions file names the training variant: it must be the run's
-            import json
-
             cfg_path = Path(args.out) / "config.json"
             trained = json.loads(cfg_path.read_text()).get("config", {}).get("data") if cfg_path.is_file() else None
             if trained is not None and Path(trained).name != data.name:

@@ -17,9 +17,11 @@ import argparse
 import logging
 import sys
 
+import torch
+
 import baselines  # noqa: F401  (registers the baselines in nsvqa.models)
 from executors.errors import FormatError
-from nsvqa.config import ConfigError, HelpFormatter, check_outputs
+from nsvqa.config import ConfigError, HelpFormatter, parse_checked
 from nsvqa.pretrained import PretrainedError
 from nsvqa.training.checkpoint import CheckpointError
 from nsvqa.experiment import ExperimentError, add_training_args, spec_from_args, train_variant
@@ -42,13 +44,9 @@ def get_args_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = get_args_parser()
-    args = parser.parse_args(argv)
-    check_outputs(parser, args.out)
+    args = parse_checked(get_args_parser(), argv, "out")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     if args.threads:
-        import torch
-
         torch.set_num_threads(args.threads)
     try:
         models, spec = spec_from_args(args)
