@@ -20,6 +20,13 @@ import tempfile
 from dataclasses import fields
 from pathlib import Path
 
+import torch
+
+import baselines
+from nsvqa.fileio import write_json_atomic
+from nsvqa.generation.dataset import generate_split, job_for
+from nsvqa.training.checkpoint import load_checkpoint
+
 REPO = Path(__file__).resolve().parents[1]
 LEARNED = ("lstm", "cnn_lstm", "film", "mdetr", "nscl")
 
@@ -37,8 +44,6 @@ def get_args_parser() -> argparse.ArgumentParser:
 
 
 def _render(root: Path) -> Path:
-    from nsvqa.generation.dataset import generate_split, job_for
-
     generate_split(job_for(root, "mid", "train", 8, 0), progress=False)
     return root / "mid"
 
@@ -49,13 +54,6 @@ def _schedule(cfg) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    import torch
-
-    sys.path.insert(0, str(REPO))
-    import baselines
-    from nsvqa.training.checkpoint import load_checkpoint
-    from nsvqa.fileio import write_json_atomic
-
     args = get_args_parser().parse_args(argv)
     torch.set_num_threads(args.threads)
     unknown = [m for m in args.models if m not in baselines.names()]

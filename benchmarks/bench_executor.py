@@ -640,7 +640,7 @@ def main(argv: list[str] | None = None) -> int:
     torch_mod = None
     if backends & {"torch", "cuda"}:
         try:
-            import torch as torch_mod
+            import torch as torch_mod  # optional heavy dependency: only for --backends torch/cuda
         except ImportError:
             notes.append("torch not installed: torch-cpu and cuda skipped")
         else:

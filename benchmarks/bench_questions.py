@@ -29,6 +29,9 @@ from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 
+from executors import DeterministicExecutor, Program, SymbolicScene, load_ontology  # noqa: E402
+from nsvqa.generation.questions import QuestionGenerator, load_templates, synthetic_scene  # noqa: E402
+
 REPO = Path(__file__).resolve().parents[1]
 REFERENCE = REPO / "tests" / "fixtures" / "reference" / "superclevr" / "superCLEVR_scenes.json"
 TARGET = 100.0
@@ -54,9 +57,6 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
-    from executors import DeterministicExecutor, Program, SymbolicScene, load_ontology
-    from nsvqa.generation.questions import QuestionGenerator, load_templates, synthetic_scene
-
     onto = load_ontology("superclevr")
     templates = load_templates(ontology=onto)
     scenes = []

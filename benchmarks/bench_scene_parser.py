@@ -21,6 +21,13 @@ import sys
 import time
 from pathlib import Path
 
+import torch
+
+from nsvqa.fileio import write_json_atomic
+from nsvqa.training.scene_config import SceneParserConfig
+from nsvqa.training.scene_parser import attribute_vocabulary
+from parsers.scene.attribute_head import attribute_loss
+
 REPO = Path(__file__).resolve().parents[1]
 IMAGE_SIZES = {"tiny": (48, 64), "mini": (240, 320), "full": (480, 640)}
 
@@ -38,8 +45,6 @@ def get_args_parser() -> argparse.ArgumentParser:
 
 
 def _targets(batch: int, h: int, w: int, num_classes: int, device):
-    import torch
-
     g = torch.Generator().manual_seed(0)
     images, targets = [], []
     for _ in range(batch):
@@ -58,8 +63,6 @@ def _targets(batch: int, h: int, w: int, num_classes: int, device):
 
 
 def _median_time(step, n: int, device: str) -> float:
-    import torch
-
     step()  # warm-up
     times = []
     for _ in range(n):
@@ -74,13 +77,6 @@ def _median_time(step, n: int, device: str) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    import torch
-
-    from nsvqa.fileio import write_json_atomic
-    from nsvqa.training.scene_config import SceneParserConfig
-    from nsvqa.training.scene_parser import attribute_vocabulary
-    from parsers.scene.attribute_head import attribute_loss
-
     args = get_args_parser().parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
