@@ -528,5 +528,25 @@ class ObjMACBaseline(ObjTFBaseline):
     family = "holistic"
 
 
-__all__ = ["ObjTFConfig", "ObjTFNet", "ObjTFBaseline", "ObjMACConfig", "ObjMACBaseline", "MACReasoner", "token_layout", "token_dim", "scene_tokens",
+@dataclass(frozen=True)
+class ObjMACTraceConfig(ObjMACConfig):
+    """objmac-trace's config: :class:`ObjMACConfig` trained with the grounding loss of the training
+    programs' traces at weight 1 (``trace_weight``, :mod:`baselines.trace_targets`); its profiles
+    are objmac's."""
+
+    model: str = "objmac-trace"
+    trace_weight: float = 1.0
+
+
+@register("objmac-trace")
+class ObjMACTraceBaseline(ObjMACBaseline):
+    """objmac whose hops learn, beside the answers, to read the objects the training question's
+    ground-truth program reads step by step (a training signal only: no program at prediction)."""
+
+    config_class = ObjMACTraceConfig
+    family = "holistic"
+
+
+__all__ = ["ObjTFConfig", "ObjTFNet", "ObjTFBaseline", "ObjMACConfig", "ObjMACBaseline", "ObjMACTraceConfig",
+           "ObjMACTraceBaseline", "MACReasoner", "token_layout", "token_dim", "scene_tokens",
            "truth_tokens", "parsed_tokens", "answer_word_ids"]

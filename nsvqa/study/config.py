@@ -84,7 +84,9 @@ class StudyConfig:
         groups: group name -> the models trained and tested together in one piece. ``modular``
             shares the run's scene and question parsers; the others (the question-only LSTM
             with FiLM, mDETR with CNN+LSTM) train alone, in groups sized to finish within a
-            working session on two cores.
+            working session on two cores. ``seeing``: the non-modular model that sees (image
+            margin >= +15 and image dependence >= 10 points on the default variant,
+            ``results/seeing_models/``), trained on the piece's own scene parser's tokens.
         default_only: models run on the default variant only (the simple baselines of Fig. 3).
         aliases: variant -> the variant whose data are the same bytes (its runs are reused).
         share_scene_parsers: a training variant with the images of one earlier in the plan uses
@@ -143,7 +145,8 @@ class StudyConfig:
         "modular": ("nsvqa", "pnsvqa", "pnsvqa-exact", "nscl", "nsvqa+gtprog", "pnsvqa+gtprog",
                     "pnsvqa-exact+gtprog"),
         "film": ("lstm", "film", "random", "majority"),
-        "mdetr": ("mdetr", "cnn_lstm")})
+        "mdetr": ("mdetr", "cnn_lstm"),
+        "seeing": ("objmac-trace",)})
     default_only: tuple[str, ...] = ("cnn_lstm", "random", "majority")
     aliases: Mapping[str, str] = field(default_factory=lambda: {"co-0": "mid", "bal": "hard"})
     share_scene_parsers: bool = True
@@ -256,7 +259,7 @@ def results_config(results: str | os.PathLike, cfg: StudyConfig | None = None) -
 PART_GROUP = "parts"
 
 #: Groups whose models answer from a scene parser's parse (the piece's ``perception.json``).
-SCENE_GROUPS = ("modular", PART_GROUP)
+SCENE_GROUPS = ("modular", PART_GROUP, "seeing")
 
 
 @dataclass(frozen=True)
@@ -491,7 +494,7 @@ def close_stopped_attempts(ledger: Mapping[str, Any], written: Sequence[str | os
 # ---------------------------------------------------------------------------- the budget
 #: Groups never run yet are projected with the steps of the group named here (the part extension
 #: trains a larger parser: its projection is a lower bound).
-_BUDGET_ANALOG = {PART_GROUP: "modular"}
+_BUDGET_ANALOG = {PART_GROUP: "modular", "seeing": "modular"}
 
 
 _PARSER_STEPS = ("scene_parser", "question_parser")

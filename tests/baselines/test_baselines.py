@@ -192,7 +192,7 @@ def test_script_refuses_a_profile_it_does_not_list(root, tmp_path, load_script, 
 
 
 @pytest.mark.parametrize("args,message", [
-    (["--model", "nope"], "unknown baseline 'nope'; valid: cnn_lstm, film, film-dense, lstm, majority, mdetr, nscl, objmac, objtf, random"),
+    (["--model", "nope"], "unknown baseline 'nope'; valid: cnn_lstm, film, film-dense, lstm, majority, mdetr, nscl, objmac, objmac-trace, objtf, random"),
     (["--model", "lstm", "--set", "image_width=3"], "unknown config fields ['image_width']"),
     (["--model", "lstm", "--set", "steps"], "--set: expected NAME=VALUE, got 'steps'"),
     (["--model", "majority", "--predict-only", "--predict", "DATA"], "baseline.pt: no checkpoint file"),

@@ -106,4 +106,7 @@ def test_objmac_trains_with_the_trace_and_its_reads_follow_it(tmp_path):
         mass[w] = float((att * target).sum(-1)[:, -1].mean())
     with pytest.raises(ValueError, match="trace_weight"):
         baselines.get("objtf").config("x", "tiny", trace_weight=1.0)
+    traced = baselines.get("objmac-trace")  # objmac with the trace, registered as a model of its own
+    assert traced.family == "holistic" and traced.config("x", "mini").trace_weight == 1.0
+    assert baselines.get("objmac").config("x", "mini").trace_weight == 0.0
     assert mass[1.0] > mass[0.0] + 0.2 and mass[1.0] > 0.6

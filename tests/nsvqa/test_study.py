@@ -84,12 +84,15 @@ def test_the_seeds_and_systematic_splits_skip_nscl_and_the_part_extension_has_it
     # mDETR off the default variant comes last: what the budget leaves out if it ends first
     assert names[-2:] == [f"{v}-seed0-mdetr" for v in ("rd-", "rd+")]
     assert names.index("mid-seed0-mdetr") == 2
+    # the non-modular model that sees runs on every training variant, seed 0, on its own scene parser's tokens
+    assert {p.variant for p in plan.values() if p.group == "seeing"} == set(training_variants())
+    assert plan["mid-seed0-seeing"].models == ("objmac-trace",)
     # the groups committed before the image-shuffle test run again in domain at seed 2, after the parts
     assert names[-4:-2] == ["mid-seed2-film", "mid-seed2-mdetr"]
     assert plan["mid-seed2-film"].models == STUDY.groups["film"] and plan["mid-seed2-mdetr"].tests == ("mid",)
     assert not [p for p in study_pieces(dataclasses.replace(STUDY, shuffle_groups=())) if p.seed == 2
                 and p.group != "modular"]
-    assert study_pieces(dataclasses.replace(STUDY, late_groups=(), dropped=()))[5].name == "easy-seed0-mdetr"
+    assert study_pieces(dataclasses.replace(STUDY, late_groups=(), dropped=()))[6].name == "easy-seed0-mdetr"
     setup = piece_setup(plan["easy-seed0-parts"], tmp_path / "data", tmp_path / "runs")
     assert (setup.data, setup.runs, setup.questions) == (tmp_path / "data" / "parts", tmp_path / "runs" / "parts",
                                                          "object+part")
