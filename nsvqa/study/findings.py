@@ -21,7 +21,9 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from nsvqa.artifacts.predictions import CellKey, Prediction, parse_predictions_name, read_predictions
-from nsvqa.evaluation.accuracies import count_errors, wilson_interval
+from nsvqa.evaluation.accuracies import ConceptSplit, accuracy, count_errors, head_tail_accuracy, wilson_interval
+from nsvqa.evaluation.comparison import paired_comparison, percentile_interval, rd_bootstrap
+from nsvqa.evaluation.degrade import factor_layout, factor_relative_degrade
 from nsvqa.models import ModelSpec
 from nsvqa.study.config import SCALE_FACTOR, SCALE_RESULTS, parse_scale_label, scale_label
 
@@ -108,7 +110,7 @@ def _rd_ci(report: Mapping[str, Any], factor: str, model: str) -> Sequence[float
     return None if m is None or m.get("rd") is None else m.get("rd_ci95")
 
 
-def _level_rds(report, key, paper, factor, models, figure, side, judged: bool = False) -> dict[str, Any]:
+def _level_rds(report, key, paper, factor, models, figure, side, judged: "_Side | None" = None) -> dict[str, Any]:
     """A level claim on the RDs of ``models``: each RD's interval against ``figure`` (a fraction)."""
     rests_on = _judged(report, factor, judged)
     cis = [_rd_ci(report, factor, m) for m in models]
@@ -118,7 +120,8 @@ def _level_rds(report, key, paper, factor, models, figure, side, judged: bool = 
                     missing=f"every training variant of the {factor} factor", level=True, rests_on=rests_on)
 
 
-def non_modular_side(report: Mapping[str, Any], models: Sequence[str] = ("film", "mdetr")) -> str:
+def non_modular_side(report: Mapping[str, Any], models: Sequence[str] = ("film", "mdetr"),
+                     label: str = "paper-recipe") -> str:
     """Which non-modular models a finding is judged against, each with its image margin in domain
     (points over the question-only model) and, where scored, its image dependence: a reader sees
     whether the side that looks robust sees the image."""
@@ -130,7 +133,7 @@ def non_modular_side(report: Mapping[str, Any], models: Sequence[str] = ("film",
         if r.get("image_dependence") is not None:
             bits.append(f"image dependence {100 * r['image_dependence']:+.1f}")
         out.append(f"{m} ({', '.join(bits)})" if bits else m)
-    return "paper-recipe " + ", ".join(out) if out else "—"
+    return f"{label} " + ", ".join(out) if out else "—"
 
 
 def _rd_pairs(report: Mapping[str, Any], factor: str, pairs: Sequence[tuple[str, str]]):
@@ -154,13 +157,22 @@ def _rds(report: Mapping[str, Any], factor: str, models: Sequence[str]) -> str:
     return text + (f" (no RD for {', '.join(missing)}: not every training variant run)" if missing else "")
 
 
-def _judged(report: Mapping[str, Any], factor: str, judged: bool) -> str:
-    """The non-modular side of a finding on ``factor``: the non-modular models with an RD there."""
-    have = [m for m in NON_MODULAR if _rd_ci(report, factor, m) is not None]
-    return non_modular_side(report, have) if judged and have else "—"
+class _Side:
+    """The non-modular models a run of :func:`findings` judges against, and what to call them."""
+
+    def __init__(self, models: Sequence[str], label: str):
+        self.models, self.label = tuple(models), label
 
 
-def _rd_finding(report, key, paper, factor, pairs, side, models, judged: bool = False) -> dict[str, Any]:
+def _judged(report: Mapping[str, Any], factor: str, judged: "_Side | None") -> str:
+    """The non-modular side of a finding on ``factor``: the side's models with an RD there."""
+    if judged is None:
+        return "—"
+    have = [m for m in judged.models if _rd_ci(report, factor, m) is not None]
+    return non_modular_side(report, have, judged.label) if have else "—"
+
+
+def _rd_finding(report, key, paper, factor, pairs, side, models, judged: "_Side | None" = None) -> dict[str, Any]:
     rests_on = _judged(report, factor, judged)
     got = _rd_pairs(report, factor, pairs)
     return _finding(key, paper, [_rds(report, factor, models), "; ".join(t for t, _ in got)],
@@ -170,18 +182,19 @@ def _rd_finding(report, key, paper, factor, pairs, side, models, judged: bool = 
 
 
 def findings(report: Mapping[str, Any], cells: Cells, default: str = "mid",
-             scale: Mapping[CellKey, Sequence[Sequence[Prediction]]] | None = None) -> list[dict[str, Any]]:
+             scale: Mapping[CellKey, Sequence[Sequence[Prediction]]] | None = None, *,
+             non_modular: Sequence[str] = NON_MODULAR, label: str = "paper-recipe") -> list[dict[str, Any]]:
     """Every finding of the paper the issue lists, with ours and its status: ``{"key", "paper",
     "ours", "status", "qualifier", "decided_by", "rests_on"}``. ``report``: the study's report JSON
     (its factors' RDs, intervals and comparisons, the in-domain rows, the systematic section);
     ``cells``: the committed predictions, keyed (model, train, test, seed); ``scale``: the
-    redundancy scale check's (:func:`scale_cells`; None or empty: not run)."""
-    from nsvqa.evaluation.accuracies import accuracy
-    from nsvqa.evaluation.comparison import paired_comparison
-
+    redundancy scale check's (:func:`scale_cells`; None or empty: not run); ``non_modular``: the
+    models that stand for the paper's FiLM and mDETR (``label`` names them in ``rests_on``)."""
     paper = paper_figures()
-    side = non_modular_side(report)
-    film_side = non_modular_side(report, ("film",))
+    NON = tuple(non_modular)
+    judged = _Side(NON, label)
+    side = non_modular_side(report, NON, label)
+    film_side = non_modular_side(report, NON[:1], label)
     out = []
     dom = {m: p for (m, tr, te, s), p in cells.items() if tr == te == default and s == 0}
 
@@ -189,9 +202,9 @@ def findings(report: Mapping[str, Any], cells: Cells, default: str = "mid",
         return paired_comparison([dom[a]], [dom[b]]) if a in dom and b in dom else None
 
     # in domain
-    comps = [(a, b, paired(a, b)) for a in MODULAR for b in NON_MODULAR]
+    comps = [(a, b, paired(a, b)) for a in MODULAR for b in NON]
     comps = [c for c in comps if c[2] is not None]
-    acc = {m: accuracy(dom[m]).accuracy for m in (*MODULAR, *NON_MODULAR) if m in dom}
+    acc = {m: accuracy(dom[m]).accuracy for m in (*MODULAR, *NON) if m in dom}
     worst = min(comps, key=lambda c: c[2]["diff"], default=None)
     out.append(_finding(
         "in_domain_modular", f"modular > non-modular in domain (FiLM {paper['in_domain_film']:g}, "
@@ -240,11 +253,11 @@ def findings(report: Mapping[str, Any], cells: Cells, default: str = "mid",
         level=True, qualifier="NS-VQA's guesses on failed programs widen our gap" if guessed else ""))
 
     # Table 2
-    mod_vs = [(a, b) for a in MODULAR for b in NON_MODULAR]
+    mod_vs = [(a, b) for a in MODULAR for b in NON]
     red = _rd_finding(report, "redundancy", "redundancy: modular RD < 2%, non-modular ≈ 20%", "redundancy",
-                      mod_vs, -1, (*MODULAR, *NON_MODULAR), judged=True)
+                      mod_vs, -1, (*MODULAR, *NON), judged=judged)
     gt_models = [ModelSpec(name=a, gt_programs=True).label for a in ("nsvqa", "pnsvqa")]
-    gt = _rd_pairs(report, "redundancy", [(a, b) for a in gt_models for b in NON_MODULAR])
+    gt = _rd_pairs(report, "redundancy", [(a, b) for a in gt_models for b in NON])
     if gt and red["status"] != "pending":
         gt_status = verdict([ci for _, ci in gt], -1)
         red["ours"] += (f"; with ground-truth programs {_rds(report, 'redundancy', gt_models)}"
@@ -255,12 +268,12 @@ def findings(report: Mapping[str, Any], cells: Cells, default: str = "mid",
     out.append(_level_rds(report, "redundancy_modular_level", "redundancy: modular RD < 2%", "redundancy",
                           MODULAR, paper["redundancy_modular_max"] / 100, -1))
     out.append(_level_rds(report, "redundancy_nonmodular_level", "redundancy: non-modular RD ≈ 20%", "redundancy",
-                          NON_MODULAR, paper["redundancy_nonmodular"] / 100, 0, judged=True))
+                          NON, paper["redundancy_nonmodular"] / 100, 0, judged=judged))
     out.append(scale_finding(scale or {}, paper["redundancy_modular_max"] / 100))
     out.append(_rd_finding(report, "visual", "visual: non-modular more robust (FiLM, mDETR RD < 10%; modular > 12%)",
-                           "visual", mod_vs, +1, (*MODULAR, *NON_MODULAR), judged=True))
+                           "visual", mod_vs, +1, (*MODULAR, *NON), judged=judged))
     out.append(_level_rds(report, "visual_nonmodular_level", "visual: FiLM, mDETR RD < 10%", "visual",
-                          NON_MODULAR, paper["visual_nonmodular_max"] / 100, -1, judged=True))
+                          NON, paper["visual_nonmodular_max"] / 100, -1, judged=judged))
     out.append(_level_rds(report, "visual_modular_level", "visual: NSCL, NS-VQA, P-NSVQA RD > 12%", "visual",
                           MODULAR, paper["visual_modular_min"] / 100, +1))
     out.append(_rd_finding(report, "visual_pnsvqa", f"visual: P-NSVQA's RD {paper['visual_pnsvqa_gain']:g} points "
@@ -269,25 +282,25 @@ def findings(report: Mapping[str, Any], cells: Cells, default: str = "mid",
                           "(every prior model's)", "distribution", ("nscl", "nsvqa"),
                           paper["distribution_prior_min"] / 100, +1))
     out.append(_level_rds(report, "distribution_prior_nonmodular", "distribution: FiLM's and mDETR's RD > 20% "
-                          "(every prior model's)", "distribution", NON_MODULAR, paper["distribution_prior_min"] / 100,
-                          +1, judged=True))
+                          "(every prior model's)", "distribution", NON, paper["distribution_prior_min"] / 100,
+                          +1, judged=judged))
     out.append(_rd_finding(report, "distribution_nsvqa", "distribution: NS-VQA best of the prior models (by > 7.5)",
-                           "distribution", [("nsvqa", "film"), ("nsvqa", "mdetr"), ("nsvqa", "nscl")], -1,
-                           ("nsvqa", "film", "mdetr", "nscl"), judged=True))
+                           "distribution", [*(("nsvqa", b) for b in NON), ("nsvqa", "nscl")], -1,
+                           ("nsvqa", *NON, "nscl"), judged=judged))
     out.append(_rd_finding(report, "distribution_pnsvqa", "distribution: P-NSVQA's RD below NS-VQA's (21 → 14)",
                            "distribution", [("pnsvqa", "nsvqa")], -1, ("pnsvqa", "nsvqa")))
     out.append(_tail_finding(cells))
     comp = _rd_finding(report, "compositionality", "compositionality: P-NSVQA beats the non-modular models",
-                       "compositionality", [("pnsvqa", "film"), ("pnsvqa", "mdetr")], -1,
-                       ("pnsvqa", "film", "mdetr"), judged=True)
+                       "compositionality", [("pnsvqa", b) for b in NON], -1,
+                       ("pnsvqa", *NON), judged=judged)
     if comp["rests_on"] == film_side != "—" and comp["status"] != "pending":
-        comp["qualifier"] = "rests on the paper-recipe FiLM alone and one training seed"
+        comp["qualifier"] = f"rests on the {label} {NON[0]} alone and one training seed"
     out.append(comp)
     out.append(_rd_finding(report, "compositionality_nonmodular", "compositionality: the non-modular models beat "
                            "NSCL and NS-VQA", "compositionality",
-                           [(a, b) for a in ("nscl", "nsvqa") for b in NON_MODULAR], +1,
-                           ("nscl", "nsvqa", "film", "mdetr"), judged=True))
-    out.append(_best_of_factors(report, paper, side))
+                           [(a, b) for a in ("nscl", "nsvqa") for b in NON], +1,
+                           ("nscl", "nsvqa", *NON), judged=judged))
+    out.append(_best_of_factors(report, paper, side, NON))
     out.append(_systematic_finding(report, cells))
     return out
 
@@ -308,10 +321,6 @@ def scale_finding(cells: Mapping[CellKey, Sequence[Sequence[Prediction]]], figur
     interval at the largest scale against the paper's ``figure`` (a fraction: modular RD below it):
     wholly above, the reversal survives that scale (``not reproduced``); wholly below, the paper's
     figure is reproduced there; else undecided. Pending without predictions at a scale above 1."""
-    from nsvqa.evaluation.accuracies import accuracy
-    from nsvqa.evaluation.comparison import percentile_interval, rd_bootstrap
-    from nsvqa.evaluation.degrade import factor_layout, factor_relative_degrade
-
     trains, tests = factor_layout(SCALE_FACTOR)
     scales = sorted({parsed[1] for k in cells if (parsed := parse_scale_label(k.model)) is not None})
     low, high = (scales[0], scales[-1]) if scales else (1, 10)
@@ -355,12 +364,13 @@ def scale_finding(cells: Mapping[CellKey, Sequence[Sequence[Prediction]]], figur
     return out
 
 
-def _best_of_factors(report: Mapping[str, Any], paper: Mapping[str, float], side: str) -> dict[str, Any]:
+def _best_of_factors(report: Mapping[str, Any], paper: Mapping[str, float], side: str,
+                     non_modular: Sequence[str] = NON_MODULAR) -> dict[str, Any]:
     """P-NSVQA's RD lowest of the paper's models on 3 of the 4 factors: on each factor, P-NSVQA's RD
     against every other model's (paired bootstrap). A factor counts for the claim when every
     difference lies below 0, against it when one lies above."""
     need = int(paper["pnsvqa_best_factors"])
-    others = ("nsvqa", "nscl", *NON_MODULAR)
+    others = ("nsvqa", "nscl", *non_modular)
     best, beaten, undecided, ours = [], [], [], []
     factors = report.get("study", {}).get("factors") or list(report["factors"])
     for f in factors:
@@ -390,8 +400,6 @@ def _tail_finding(cells: Cells) -> dict[str, Any]:
     (the paper's 60.6% against 91%: its Table 1 cells, which its text calls "the head-tail
     results"), decided by the two Wilson intervals. Beside it, not deciding: the tail-concept
     questions of the ``long`` test against its other questions."""
-    from nsvqa.evaluation.accuracies import ConceptSplit, accuracy, head_tail_accuracy
-
     on_long, on_tail = cells.get(("nscl", "long", "long", 0)), cells.get(("nscl", "long", "tail", 0))
     ours, intervals = [], []
     if on_long is not None and on_tail is not None:
@@ -420,7 +428,7 @@ def _systematic_finding(report: Mapping[str, Any], cells: Cells) -> dict[str, An
     colours of held-out (category, colour) objects land on colours training showed with the
     category more often than a uniform wrong colour would; on sys-extrapolation (counts ≥ 9 held
     out) the count answers on held-out scenes fall short of the truth."""
-    from scipy.stats import ttest_1samp
+    from scipy.stats import ttest_1samp  # heavy: scipy.stats takes seconds to import, only for this test
 
     sysr = report.get("systematic", {})
     ours, intervals = [], []
@@ -450,13 +458,40 @@ def _systematic_finding(report: Mapping[str, Any], cells: Cells) -> dict[str, An
                         "frequencies\" below)" if (report.get("fallback") or {}).get("tests") else ""))
 
 
+def with_seeing(rows: Sequence[Mapping[str, Any]], seeing: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """``rows`` (the findings judged against the paper-recipe models), each finding that is judged
+    against a non-modular side given ``"seeing"``: the same finding of ``seeing`` (:func:`findings`
+    with the models that see as ``non_modular``), its ``status``, ``qualifier``, ``ours``,
+    ``headline`` and ``rests_on``."""
+    by = {r["key"]: r for r in seeing}
+    out = []
+    for r in rows:
+        r = dict(r)
+        s = by.get(r["key"])
+        if s is not None and "—" != r.get("rests_on", "—") or s is not None and "—" != s.get("rests_on", "—"):
+            r["seeing"] = {k: s[k] for k in ("status", "qualifier", "ours", "headline", "rests_on")}
+        out.append(r)
+    return out
+
+
+def _seeing_cell(r: Mapping[str, Any], full: bool) -> str:
+    s = r.get("seeing")
+    if s is None:
+        return "—"
+    text = f"**{s['status']}**" + (f" ({s['qualifier']})" if s.get("qualifier") else "")
+    if full and s["status"] != "pending":
+        text += f": {s['ours']}; against {s['rests_on']}"
+    return text
+
+
 def findings_markdown(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     """The findings as a Markdown table (lines), and one line on how many intervals decide them."""
-    lines = ["| finding (paper) | ours (95% intervals) | status | judged against | decided by |",
-             "|---|---|---|---|---|"]
+    lines = ["| finding (paper) | ours (95% intervals) | status | judged against | against the models that see "
+             "| decided by |", "|---|---|---|---|---|---|"]
     for r in rows:
         status = f"**{r['status']}**" + (f" ({r['qualifier']})" if r.get("qualifier") else "")
-        lines.append(f"| {r['paper']} | {r['ours']} | {status} | {r.get('rests_on', '—')} | {r['decided_by']} |")
+        lines.append(f"| {r['paper']} | {r['ours']} | {status} | {r.get('rests_on', '—')} | {_seeing_cell(r, True)} "
+                     f"| {r['decided_by']} |")
     decided = [r for r in rows if r["status"] != "pending"]
     k = sum(r["ours"].count("[") for r in decided)  # every printed interval
     if decided:
@@ -467,5 +502,5 @@ def findings_markdown(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     return lines
 
 
-__all__ = ["PAPER_FILE", "STATUSES", "findings", "findings_markdown", "level_verdict", "non_modular_side",
+__all__ = ["PAPER_FILE", "STATUSES", "findings", "findings_markdown", "with_seeing", "level_verdict", "non_modular_side",
            "paper_figures", "scale_cells", "scale_finding", "verdict"]

@@ -37,19 +37,24 @@ import io
 import json
 import os
 import statistics
+import tempfile
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from nsvqa.artifacts.predictions import CellKey, Prediction, parse_predictions_name, read_predictions
-from nsvqa.evaluation.accuracies import wilson_interval
+from nsvqa.evaluation import (ConceptSplit, accuracy, calibration, default_comparisons, evaluate, factor_layout,
+                              wilson_interval)
 from nsvqa.evaluation.image_dependence import image_dependence
 from nsvqa.evaluation.perception import MIN_EXIST
+from nsvqa.evaluation.report import (_pyplot, plot_heatmap, plot_reliability, tex_escape, to_latex, to_markdown,
+                                    variant_label)
 from nsvqa.fileio import write_atomic
+from nsvqa.generation.questions.templates import load_templates
 from nsvqa.generation.variants import FACTORS, get_factor, load_variant
 from nsvqa.models import ModelSpec
 from nsvqa.models import get as get_model
 from nsvqa.study.config import PART_GROUP, STUDY, StudyConfig, budget, budget_markdown, canonical
-from nsvqa.study.findings import findings, findings_markdown, scale_cells
+from nsvqa.study.findings import findings, findings_markdown, scale_cells, with_seeing
 from nsvqa.study.systematic import (fallback_figure, fallback_markdown, fallback_section, generalization_markdown,
                                     generalization_points, systematic_markdown, systematic_section)
 
@@ -144,8 +149,6 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
 
 
 def _png(draw) -> bytes:
-    from nsvqa.evaluation.report import _pyplot
-
     plt = _pyplot()
     fig = draw(plt)
     buf = io.BytesIO()
@@ -156,8 +159,6 @@ def _png(draw) -> bytes:
 
 def _plot_bytes(plot, *args) -> bytes:
     """The PNG bytes of one of :mod:`nsvqa.evaluation.report`'s plots (which write to a path)."""
-    import tempfile
-
     with tempfile.TemporaryDirectory() as d:
         p = Path(d) / "plot.png"
         plot(p, *args)
@@ -165,14 +166,10 @@ def _plot_bytes(plot, *args) -> bytes:
 
 
 def _heatmap(matrix, rows, cols, title) -> bytes:
-    from nsvqa.evaluation.report import plot_heatmap
-
     return _plot_bytes(plot_heatmap, matrix, rows, cols, title)
 
 
 def _reliability(cal: Mapping[str, Any], title: str) -> bytes:
-    from nsvqa.evaluation.report import plot_reliability
-
     return _plot_bytes(plot_reliability, cal["bins"], cal["ece"], title)
 
 
@@ -215,8 +212,6 @@ def rd_pairs(cfg: StudyConfig = STUDY) -> list[tuple[str, str]]:
     mDETR), NS-VQA and P-NSVQA against NSCL (the distribution factor's "NS-VQA best of the prior
     models", "P-NSVQA best on 3 of 4 factors"), and NS-VQA and P-NSVQA with ground-truth programs
     against the non-modular models (whether a redundancy verdict holds without the question parser)."""
-    from nsvqa.evaluation import default_comparisons
-
     modular = [m for m in cfg.groups["modular"] if not ModelSpec.from_label(m).gt_programs]
     gt = [m for m in cfg.groups["modular"]
           if ModelSpec.from_label(m).gt_programs and ModelSpec.from_label(m).name in ("nsvqa", "pnsvqa")]
@@ -234,9 +229,6 @@ def build_study_report(results: str | os.PathLike, cfg: StudyConfig = STUDY, *, 
     Raises:
         FileNotFoundError: no finished piece under ``results``.
     """
-    from nsvqa.evaluation import accuracy, calibration, evaluate, factor_layout
-    from nsvqa.evaluation.report import to_latex, to_markdown, variant_label
-
     results = Path(results)
     done = done_pieces(results)
     cells, pieces = collect(results, done=done)
@@ -334,7 +326,11 @@ def build_study_report(results: str | os.PathLike, cfg: StudyConfig = STUDY, *, 
               "perception": perception, "perception_min_exist": MIN_EXIST, "systematic": systematic,
               "fallback": fallback}
     report["budget"] = budget(results, cfg)
-    report["findings"] = findings(report, cells, d, scale=scale_cells(results))
+    scale = scale_cells(results)
+    report["findings"] = findings(report, cells, d, scale=scale)
+    if cfg.groups.get("seeing"):  # every finding judged a second time, against the models that see
+        report["findings"] = with_seeing(report["findings"], findings(
+            report, cells, d, scale=scale, non_modular=cfg.groups["seeing"], label="seeing"))
     report["generalization"] = generalization_points(report, cells)
     files["report.json"] = (json.dumps(report, indent=1) + "\n").encode()
     files["report.md"] = (study_markdown(report) + "\n").encode()
@@ -345,8 +341,6 @@ def build_study_report(results: str | os.PathLike, cfg: StudyConfig = STUDY, *, 
 def question_kinds() -> dict[str, str]:
     """Question family (``"<template file>#<index>"``, :attr:`Prediction.family`) -> its template's
     kind: ``"part"`` when its program uses a part function, else ``"object"``."""
-    from nsvqa.generation.questions.templates import load_templates
-
     return {f"{t.filename}#{t.index}": t.kind for t in load_templates()}
 
 
@@ -356,9 +350,6 @@ def _part_section(results: Path, pcells: Mapping[tuple[str, str, str, int], list
     and, apart, on the object questions of the same pieces (their full evaluations under
     ``parts/<kind>/``, the part matrices' heatmaps under ``parts/heatmaps/``); None before a piece
     of it is committed."""
-    from nsvqa.evaluation import evaluate, factor_layout
-    from nsvqa.evaluation.report import to_markdown, variant_label
-
     if not pcells or cfg.part_factor is None:
         return None
     f = cfg.part_factor
@@ -413,8 +404,6 @@ def _perception_section(done: Sequence[tuple[Path, Mapping[str, Any]]]) -> dict[
 
 
 def _concept_split():
-    from nsvqa.evaluation import ConceptSplit
-
     return ConceptSplit.from_catalogue()
 
 
@@ -608,8 +597,6 @@ def _margins(report: Mapping[str, Any]) -> dict[str, str]:
 
 def study_latex(report: Mapping[str, Any]) -> str:
     """Table 2 (RD) and the in-domain accuracies as LaTeX tabulars."""
-    from nsvqa.evaluation.report import tex_escape
-
     fs = list(report["factors"])
     margin = _margins(report)
     out = ["% Relative Degrade (%), the study's Table 2, with its 95% bootstrap interval over the test questions;",
@@ -642,10 +629,13 @@ def readme_results(report: Mapping[str, Any]) -> str:
              f"this table differs). Object questions, {report['study']['sizes']['train']:,} training images per "
              f"variant, one training seed per cell; 95% intervals over the test questions. Details: "
              f"[results/study/report.md](results/study/report.md).", "",
-             "| finding (paper) | ours | verdict | judged against |", "|---|---|---|---|"]
+             "| finding (paper) | ours | verdict | judged against | against the models that see |",
+             "|---|---|---|---|---|"]
     for f in report.get("findings", []):
         verdict_ = f"**{f['status']}**" + (f" ({f['qualifier']})" if f.get("qualifier") else "")
-        lines.append(f"| {f['paper']} | {f.get('headline', f['ours'])} | {verdict_} | {f.get('rests_on', '—')} |")
+        seeing = f"**{f['seeing']['status']}**" if f.get("seeing") else "—"
+        lines.append(f"| {f['paper']} | {f.get('headline', f['ours'])} | {verdict_} | {f.get('rests_on', '—')} "
+                     f"| {seeing} |")
     lines += ["", f"In domain (train and test `{d}`): image margin = accuracy − the question-only "
                   f"`{report['question_only']}`'s; image dependence = accuracy − accuracy with each question paired "
                   "with another test image (— where not scored yet). A model near 0 on both does not use the image.",

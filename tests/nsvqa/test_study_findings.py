@@ -239,3 +239,32 @@ def test_without_the_scale_check_its_finding_is_pending_and_says_so():
         assert f["status"] == "pending" and f["ours"] == f"pending: needs {says}"
     got = {f["key"]: f for f in findings(_empty_report(), {})}
     assert got["redundancy_scale"]["status"] == "pending"
+
+
+def test_each_judged_finding_is_judged_again_against_the_models_that_see():
+    from nsvqa.study.findings import findings_markdown, with_seeing
+
+    def comp(a, b, lo, hi):
+        return {"a": a, "b": b, "diff": (lo + hi) / 2, "ci95": [lo, hi]}
+
+    # modular RDs above the paper-recipe film and mdetr (reversed), below the seeing model's (reproduced)
+    cs = ([comp(a, b, 0.02, 0.09) for a in ("nscl", "nsvqa", "pnsvqa") for b in ("film", "mdetr")]
+          + [comp(a, "objmac-trace", -0.09, -0.02) for a in ("nscl", "nsvqa", "pnsvqa")])
+    report = _rd_report({"redundancy": cs}, models=("nscl", "nsvqa", "pnsvqa", "film", "mdetr", "objmac-trace"))
+    report["in_domain"].append({"model": "objmac-trace", "image_margin": 0.238, "image_dependence": 0.222})
+    paper = findings(report, {})
+    seeing = findings(report, {}, non_modular=("objmac-trace",), label="seeing")
+    rows = {r["key"]: r for r in with_seeing(paper, seeing)}
+    red = rows["redundancy"]
+    assert red["status"] == "reversed" and red["seeing"]["status"] == "reproduced"
+    assert red["seeing"]["rests_on"] == "seeing objmac-trace (image margin +23.8, image dependence +22.2)"
+    assert "nsvqa − objmac-trace -5.5 [-9.0, -2.0]" in red["seeing"]["ours"]
+    assert "seeing" not in rows["visual_pnsvqa"]  # judged against no non-modular model: nothing to redo
+    # a factor the seeing model has not run on is pending on its side, whatever the paper-recipe side says
+    report["factors"]["visual"] = {"models": {m: {"rd": 0.1, "rd_ci95": [0.08, 0.12]} for m in ("nsvqa", "film")},
+                                   "rd_comparisons": [comp("nsvqa", "film", 0.02, 0.09)]}
+    rows = {r["key"]: r for r in with_seeing(findings(report, {}), findings(
+        report, {}, non_modular=("objmac-trace",), label="seeing"))}
+    assert rows["visual"]["status"] == "reproduced" and rows["visual"]["seeing"]["status"] == "pending"
+    table = "\n".join(findings_markdown(list(rows.values())))
+    assert "| against the models that see |" in table and "**reproduced**: RD " in table
