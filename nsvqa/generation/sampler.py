@@ -187,6 +187,17 @@ def footprint(center: np.ndarray, half: np.ndarray, theta: float) -> np.ndarray:
     return corners @ rot.T + center
 
 
+def far_apart(ca: tuple[float, float], ra: float, cb: tuple[float, float], rb: float, gap: float) -> bool:
+    """Whether two rectangles with centres ``ca``, ``cb`` and circumradii ``ra``, ``rb`` are so far
+    apart that :func:`rectangles_overlap` of their corners with ``gap`` is False for certain.
+
+    Along one of the first rectangle's two orthogonal edge normals the centres are at least
+    ``D / sqrt(2)`` apart (``D`` their distance), and neither rectangle reaches further than its
+    circumradius from its centre, so that normal separates them by more than ``gap`` when
+    ``D > sqrt(2) * (ra + rb + gap)``; the 1e-9 margin is far above the test's rounding."""
+    return math.hypot(ca[0] - cb[0], ca[1] - cb[1]) > math.sqrt(2.0) * (ra + rb + gap) + 1e-9
+
+
 def rectangles_overlap(a: np.ndarray, b: np.ndarray, gap: float = 0.0) -> bool:
     """Separating-axis test of two convex quadrilaterals (corner arrays), with a minimum ``gap``."""
     for poly in (a, b):
@@ -267,21 +278,26 @@ def _place(rng: np.random.Generator, attrs: list[dict], extents: Mapping[str, tu
            params: SceneParams, tries: int = 100) -> list[PlacedObject] | None:
     """Positions and rotations for every object, or None when one finds no free spot."""
     placed: list[PlacedObject] = []
-    rects: list[np.ndarray] = []
+    rects: list[tuple[np.ndarray, tuple[float, float], float]] = []  # corners, centre, circumradius
     look = get_look(params.look)
+    gap = params.min_gap
     for a in attrs:
         scale = look.scale(a["shape"], a["size"])
         length, width = extents[a["shape"]]
         half = np.array([length, width]) * (scale * look.footprint_scale) / 2
+        radius = math.hypot(float(half[0]), float(half[1]))
         for _ in range(tries):
             pos = rng.uniform(-params.area, params.area, size=2)
             theta = float(rng.uniform(0, 2 * math.pi))
             rect = footprint(pos, half, theta)
-            if not any(rectangles_overlap(rect, r, params.min_gap) for r in rects):
+            centre = (float(pos[0]), float(pos[1]))
+            # the full test only for the neighbours that could touch (the same answers, faster)
+            if not any(rectangles_overlap(rect, r, gap) for r, c, rr in rects
+                       if not far_apart(centre, radius, c, rr, gap)):
                 break
         else:
             return None
-        rects.append(rect)
+        rects.append((rect, centre, radius))
         placed.append(PlacedObject(a["shape"], a["color"], a["material"], a["size"], scale,
                                    math.degrees(theta), (float(pos[0]), float(pos[1]))))
     return placed

@@ -10,8 +10,8 @@ from scipy import stats
 
 from executors import load_ontology
 from nsvqa.generation.sampler import (ConceptWeights, PlacedObject, SceneParams, choose_parts,
-                                      choose_textures, distribution_weights, footprint, power_weights,
-                                      rectangles_overlap, sample_attributes, sample_layout, streams)
+                                      choose_textures, distribution_weights, far_apart, footprint,
+                                      power_weights, rectangles_overlap, sample_attributes, sample_layout, streams)
 
 
 @pytest.fixture(scope="module")
@@ -93,6 +93,30 @@ def test_rectangles_overlap():
     assert not rectangles_overlap(a, b)
     assert rectangles_overlap(a, footprint(np.array([1.5, 0.6]), np.array([0.5, 0.5]), math.pi / 4))
     assert rectangles_overlap(a, footprint(np.array([2.05, 0.0]), np.array([1.0, 0.5]), 0.0), gap=0.1)
+
+
+def test_far_apart_never_skips_a_pair_the_full_test_would_reject():
+    """The placement's shortcut: rectangles it calls far apart never overlap (gap included), on
+    random pairs around its threshold; it skips a good share of them; and it is not the plain
+    circle test, which would pass two squares corner to corner closer than the gap."""
+    rng = np.random.default_rng(0)
+    skipped = 0
+    for _ in range(3000):
+        ha, hb = rng.uniform(0.1, 1.0, 2), rng.uniform(0.1, 1.0, 2)
+        gap = float(rng.uniform(0.0, 0.3))
+        ra, rb = math.hypot(*ha), math.hypot(*hb)
+        d = math.sqrt(2.0) * (ra + rb + gap) * rng.uniform(0.6, 1.2)
+        phi = rng.uniform(0, 2 * math.pi)
+        ca, cb = np.zeros(2), np.array([d * math.cos(phi), d * math.sin(phi)])
+        a, b = footprint(ca, ha, rng.uniform(0, 2 * math.pi)), footprint(cb, hb, rng.uniform(0, 2 * math.pi))
+        if far_apart((0.0, 0.0), ra, (float(cb[0]), float(cb[1])), rb, gap):
+            skipped += 1
+            assert not rectangles_overlap(a, b, gap)
+    assert 500 < skipped < 2500
+    sq = np.array([1.0, 1.0])
+    a, b = footprint(np.zeros(2), sq, 0.0), footprint(np.array([2.1, 2.1]), sq, 0.0)
+    assert math.hypot(2.1, 2.1) > 2 * math.hypot(1.0, 1.0) + 0.12  # the circles are further apart than the gap
+    assert rectangles_overlap(a, b, 0.12) and not far_apart((0.0, 0.0), math.sqrt(2), (2.1, 2.1), math.sqrt(2), 0.12)
 
 
 def test_layouts_do_not_overlap_and_stay_in_the_area(onto):
