@@ -44,19 +44,29 @@ import json
 import logging
 import multiprocessing
 import os
+import shutil
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from nsvqa import models as registry
-from nsvqa.fileio import check_writable, sha256_file, write_json_atomic
+from nsvqa.config import parse_overrides
+from nsvqa.fileio import check_writable, sha256_file, sha256_folder, write_json_atomic
 from nsvqa.generation.variants import FACTORS, get_factor, load_variant
 from nsvqa.models import ModelSpec, PredictInputs, UnknownModel
+from nsvqa.artifacts import (LikelihoodsHeader, ParsedPrograms, ParsedSceneRecord, read_likelihoods, read_scenes,
+                             scenes_path, write_likelihoods, write_programs)
 from nsvqa.artifacts.likelihoods import PARSE_MIN_SCORE
-from nsvqa.artifacts.predictions import predictions_path, write_predictions
+from nsvqa.artifacts.predictions import predictions_path, read_predictions, write_predictions
 from nsvqa.artifacts.questions import QuestionsFile, questions_path, read_questions, write_questions
+from nsvqa.evaluation import accuracy
 from nsvqa.evaluation.image_dependence import image_dependence, shuffled_questions
+from nsvqa.evaluation.report import failures_per_model, invalid_program_warning
+from nsvqa.pretrained import parsers_dir
+from nsvqa.training import RunDir
+from nsvqa.training.question_config import QuestionParserConfig
 
 #: The models :func:`train_variant` runs when none are named.
 DEFAULT_MODELS = ("nsvqa", "pnsvqa", "pnsvqa-exact")
@@ -230,8 +240,7 @@ class TrainSpec:
 
 def _train_question_parser(data: Path, run: VariantRun, spec: TrainSpec, progress: bool) -> float:
     """Train (or resume, or find finished) the run's question parser; returns its seconds."""
-    from nsvqa.training.question_config import QuestionParserConfig
-    from nsvqa.training.question_parser import train_question_parser
+    from nsvqa.training.question_parser import train_question_parser  # heavy: loads torch, only to train
 
     t0 = time.perf_counter()
     cfg = QuestionParserConfig.from_profile(str(data), spec.profile, seed=run.seed, device=spec.device,
@@ -242,7 +251,7 @@ def _train_question_parser(data: Path, run: VariantRun, spec: TrainSpec, progres
 
 def _question_parser_job(data: Path, run: VariantRun, spec: TrainSpec, log_path: Path) -> None:
     """The second process of :func:`train_parsers`: one torch thread, its output to ``log_path``."""
-    import torch
+    import torch  # heavy: torch, only in the training process
 
     with open(log_path, "ab") as f:
         os.dup2(f.fileno(), 1)
@@ -261,11 +270,11 @@ def train_parsers(data: Path, run: VariantRun, spec: TrainSpec, scene: bool, que
     this one trains the scene parser on the other threads, and on every thread from the first step
     after that process ends (:func:`nsvqa.training.engine.more_threads_when`).
     """
-    import torch
+    import torch  # heavy: torch, only to train
 
-    from nsvqa.training.engine import more_threads_when
-    from nsvqa.training.scene_config import SceneParserConfig
-    from nsvqa.training.scene_parser import train_scene_parser
+    from nsvqa.training.engine import more_threads_when  # heavy: loads torch, only to train
+    from nsvqa.training.scene_config import SceneParserConfig  # heavy: loads torch, only to train
+    from nsvqa.training.scene_parser import train_scene_parser  # heavy: loads torch, only to train
 
     seconds: dict[str, float] = {}
     child = None
@@ -362,9 +371,7 @@ def parse_scenes(run: VariantRun, data: Path, split: str, *, progress: bool = Tr
     digest of its images' bytes, ``min_score``); a parse with that provenance of another variant's
     images, in this run or in :attr:`VariantRun.scene_run`, is copied under this variant's name
     (the same images: ``rd-`` / ``rd+`` / ``mid``)."""
-    from nsvqa.artifacts import LikelihoodsHeader, ParsedSceneRecord, read_likelihoods, write_likelihoods
-    from nsvqa.fileio import sha256_folder
-    from nsvqa.training.loading import load_scene_parser, parse_split
+    from nsvqa.training.loading import load_scene_parser, parse_split  # heavy: loads torch and the parsers, only to parse
 
     out = run.parsed(data.name, "likelihoods", split if tuning else None)
     parser = load_scene_parser(run.scene_dir, min_score)
@@ -389,8 +396,7 @@ def parse_questions(run: VariantRun, data: Path, split: str, *, beam: int = 1, t
     """``parsed/<test>/programs.json``: the run's question parser on ``data``'s questions of
     ``split``, one record per question, in file order (reused when its provenance matches;
     ``tuning`` as in :func:`parse_scenes`)."""
-    from nsvqa.artifacts import ParsedPrograms, write_programs
-    from nsvqa.training.loading import QUESTION_CHECKPOINT, load_question_parser
+    from nsvqa.training.loading import QUESTION_CHECKPOINT, load_question_parser  # heavy: as in parse_scenes
 
     out = run.parsed(data.name, "programs", split if tuning else None)
     qpath = questions_path(data, split)
@@ -459,9 +465,6 @@ def write_shuffled_predictions(run: VariantRun, data: Path, split: str, specs: S
     Returns label -> path; empty when the split has fewer than two images (nothing to pair a
     question with). Score them with :func:`nsvqa.evaluation.image_dependence.image_dependence`
     against :func:`write_model_predictions`' files."""
-    import shutil
-    import tempfile
-
     questions = read_questions(questions_path(data, split))
     if len({q.image_index for q in questions}) < 2:
         return {}
@@ -496,8 +499,6 @@ def check_variant_data(root: Path, variant: str, splits: Sequence[str], *, annot
             empty questions list.
         FormatError: a malformed file (naming the file, the item and the field).
     """
-    from nsvqa.artifacts import read_scenes, scenes_path
-
     for split in splits:
         for rel in (f"questions/{split}_questions.json", f"scenes/{split}_scenes.json",
                     *([f"annotations/{split}_coco.json"] if annotations else [])):
@@ -530,10 +531,6 @@ def train_variant(root: str | os.PathLike, variant: str, runs: str | os.PathLike
         FormatError: a malformed input file (every input is read before the first step).
         OutputNotWritable: ``runs`` cannot be written (before any work).
     """
-    from nsvqa.evaluation import accuracy
-    from nsvqa.artifacts.predictions import read_predictions
-    from nsvqa.training import RunDir
-
     spec = spec or TrainSpec()
     root = Path(root)
     check_writable(Path(runs))
@@ -545,8 +542,6 @@ def train_variant(root: str | os.PathLike, variant: str, runs: str | os.PathLike
     tests = list(tests) if tests else variants_to_test(variant, factor)
     parsers = None
     if spec.pretrained:
-        from nsvqa.pretrained import parsers_dir
-
         parsers = parsers_dir(spec.pretrained)
         own = [s.label for s in specs if registry.get(s.name).trainable]
         if own:
@@ -692,9 +687,7 @@ def spec_from_args(args: argparse.Namespace) -> tuple[list[str], TrainSpec]:
         nsvqa.config.ConfigError: a malformed option (``--model-set`` takes MODEL.NAME=VALUE), a model
             that is unknown or has no config, a field or value the config does not take.
     """
-    from nsvqa.config import parse_overrides
-    from nsvqa.training.question_config import QuestionParserConfig
-    from nsvqa.training.scene_config import SceneParserConfig
+    from nsvqa.training.scene_config import SceneParserConfig  # heavy: loads torch (the backbone's defaults)
 
     labels = [m.strip() for m in args.models.split(",") if m.strip()]
     configs = {n: registry.get(n).config_class for n in registry.names()}
@@ -744,8 +737,6 @@ def summary_table(summary: Mapping[str, Any]) -> str:
     then per model its invalid programs and guessed answers over every test variant, and one
     warning line when most of a model's programs are invalid
     (:func:`nsvqa.evaluation.report.invalid_program_warning`)."""
-    from nsvqa.evaluation.report import failures_per_model, invalid_program_warning
-
     tests = summary["tests"]
     head = f"trained on {summary['variant']} (seed {summary['seed']}, {summary['profile']}), " \
            f"accuracy % on the {summary['split']} split"

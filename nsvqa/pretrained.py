@@ -17,12 +17,14 @@ it is read, and a file that differs is refused with an error naming it.
 """
 from __future__ import annotations
 
+import io
 import json
 import os
 from pathlib import Path
 from typing import Any, Mapping
 
-from nsvqa.fileio import sha256_file, write_json_atomic
+from nsvqa.fileio import sha256_file, write_atomic, write_json_atomic
+from nsvqa.training.checkpoint import load_checkpoint
 
 #: Where shipped sets live (the repository's ``pretrained/``); ``NSVQA_PRETRAINED_DIR`` overrides.
 PRETRAINED_DIR = Path(__file__).resolve().parents[1] / "pretrained"
@@ -116,7 +118,7 @@ def parsers_dir(spec: str | os.PathLike) -> Path:
 
 def _shipped_payload(ckpt: Mapping[str, Any]) -> dict[str, Any]:
     """A loaded checkpoint without its training state, floating tensors in float16."""
-    import torch
+    import torch  # heavy: torch, only to pack a set
 
     def half(x):
         if isinstance(x, torch.Tensor):
@@ -135,12 +137,7 @@ def pack_pretrained(run: str | os.PathLike, name: str, info: Mapping[str, Any], 
     ``RUN/question_parser``, ``RUN/baselines/nsvqa/tuned.json``) with ``info`` (profile, data,
     metrics...) in its manifest; returns its folder. Files are written atomically, the manifest last.
     """
-    import io
-
-    import torch
-
-    from nsvqa.fileio import write_atomic
-    from nsvqa.training.checkpoint import load_checkpoint
+    import torch  # heavy: torch, only to pack a set
 
     run = Path(run)
     folder = Path(out or pretrained_dir()) / name

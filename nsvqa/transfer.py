@@ -23,7 +23,14 @@ import os
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
+from executors import load_ontology
+from executors.io import load_questions, load_scenes, parse_program
+from nsvqa.artifacts.predictions import read_predictions
+from nsvqa.evaluation.question_parser import read_question_items, score_parses
 from nsvqa.evaluation.report import pct
+from nsvqa.evaluation.scene_parser import evaluate_parsed
+from nsvqa.experiment import TrainSpec, VariantRun, train_variant
+from nsvqa.pretrained import parsers_dir
 
 #: The models a transfer report runs: the modular ones, which take the parsers as they are.
 TRANSFER_MODELS = ("nsvqa", "pnsvqa", "pnsvqa-exact", "nsvqa+gtprog", "pnsvqa+gtprog", "pnsvqa-exact+gtprog")
@@ -32,9 +39,6 @@ KINDS = ("object", "part")
 
 def question_kinds(questions: Sequence[Mapping[str, Any]]) -> list[str]:
     """``"part"`` for a question whose program uses a part function, else ``"object"``, in file order."""
-    from executors import load_ontology
-    from executors.io import parse_program
-
     onto = load_ontology("superclevr")
     return ["part" if any("part" in node.function for node in parse_program(q, onto, where=f"question {k}").nodes)
             else "object" for k, q in enumerate(questions)]
@@ -57,11 +61,7 @@ def accuracy_by_kind(predictions: Sequence[Any], kinds: Sequence[str]) -> dict[s
 def question_parser_by_kind(parsers: str, data: Path, split: str, kinds: Sequence[str]) -> dict[str, dict[str, Any]]:
     """The question parser of ``parsers`` on ``data``'s ``split`` questions, per kind: the share of
     exact programs and of right answers on the ground-truth scenes."""
-    from executors.io import load_scenes
-
-    from nsvqa.evaluation.question_parser import read_question_items, score_parses
-    from nsvqa.pretrained import parsers_dir
-    from nsvqa.training.loading import load_question_parser
+    from nsvqa.training.loading import load_question_parser  # heavy: loads torch and the parsers, only here
 
     parser = load_question_parser(parsers_dir(parsers) / "question_parser")
     path = data / "questions" / f"{split}_questions.json"
@@ -84,12 +84,6 @@ def transfer_report(root: str | os.PathLike, variant: str, runs: str | os.PathLi
     """The parsers ``parsers`` (trained on variant ``trained_on``) on ``root/variant``'s ``split``:
     detection and attributes of the matched objects, and each model's accuracy per question kind
     with parsed and with ground-truth programs. The run's files go under ``runs``."""
-    from executors.io import load_questions
-
-    from nsvqa.artifacts.predictions import read_predictions
-    from nsvqa.evaluation.scene_parser import evaluate_parsed
-    from nsvqa.experiment import TrainSpec, VariantRun, train_variant
-
     root = Path(root)
     spec = TrainSpec(pretrained=parsers, progress=progress)
     summary = train_variant(root, trained_on, runs, models=models, spec=spec, tests=[variant], split=split, echo=echo)

@@ -28,7 +28,6 @@ import numpy as np
 from pycocotools import mask as mask_utils
 from pycocotools.coco import COCO
 from pycocotools.cocoeval import COCOeval
-from tqdm import tqdm
 
 from executors import Ontology, SceneLikelihoods, load_ontology
 from executors.io import load_questions, parse_program
@@ -162,6 +161,7 @@ def detector_ap(detector, data: str | Path, split: str, *, part_class_ids: Itera
             scores, masks (N, 1, H, W) out).
     """
     import torch  # heavy: torch, only to run a detector
+    from tqdm import tqdm  # heavy for the study report's import (~50 modules): only while a detector runs
 
     from nsvqa.artifacts.images import read_image  # heavy: loads torch, as above
 

@@ -15,9 +15,12 @@ from pathlib import Path
 from typing import Any, Mapping
 
 import numpy as np
+from PIL import Image
 
+from nsvqa.evaluation.report import _pyplot
 from nsvqa.explain.trace import _ATTR_ORDER, TOP
 from nsvqa.fileio import write_atomic
+from nsvqa.generation.annotations import rle_to_mask
 
 
 # ---------------------------------------------------------------------------- text
@@ -68,8 +71,6 @@ def render_png(explanation: Mapping[str, Any], image_path: str | os.PathLike | N
                out_path: str | os.PathLike) -> Path:
     """Draw ``explanation`` (:func:`explain`) to a PNG at ``out_path`` (written atomically): the
     figure of :func:`draw_explanation`."""
-    from nsvqa.evaluation.report import _pyplot
-
     fig = draw_explanation(explanation, image_path)
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=DPI, metadata={"Software": None})
@@ -91,11 +92,7 @@ def draw_explanation(explanation: Mapping[str, Any], image_path: str | os.PathLi
     thinner. Top right: question, answers and one row per program step: the step, P-NSVQA's top
     objects/values as bars, NS-VQA's output. Below both, across the figure: one line per object
     (its most likely attributes) and part."""
-    from matplotlib.patches import Rectangle
-    from PIL import Image
-
-    from nsvqa.generation.annotations import rle_to_mask
-    from nsvqa.evaluation.report import _pyplot
+    from matplotlib.patches import Rectangle  # heavy: matplotlib, only to draw
 
     plt = _pyplot()
     ex = explanation
@@ -135,14 +132,14 @@ def draw_explanation(explanation: Mapping[str, Any], image_path: str | os.PathLi
     for o in objects:
         color = cmap(o["index"] % 10)
         ls = "-" if o["kept"] else "--"
-        anchor = _outline(ax, o.get("mask"), o.get("box"), color, ls, 1.4, rle_to_mask, Rectangle, (h, w))
+        anchor = _outline(ax, o.get("mask"), o.get("box"), color, ls, 1.4, Rectangle, (h, w))
         if anchor is not None:
             labels.append(ax.text(anchor[0], anchor[2], f"#{o['index']}", fontsize=fs, color="black",
                                   va="bottom", ha="left", clip_on=True,
                                   bbox=dict(boxstyle="round,pad=0.15", facecolor=color, alpha=0.6, linewidth=0)))
     for p in parts:
         color = cmap(p["object"] % 10) if p["object"] >= 0 else "white"
-        anchor = _outline(ax, p.get("mask"), p.get("box"), color, ":", 0.8, rle_to_mask, Rectangle, (h, w))
+        anchor = _outline(ax, p.get("mask"), p.get("box"), color, ":", 0.8, Rectangle, (h, w))
         if anchor is not None and len(parts) <= 12:
             labels.append(ax.text(anchor[0], anchor[2] + 1.0, p["label"].split(":")[0], fontsize=fs - 2,
                                   color="black", va="top", ha="left", clip_on=True,
@@ -244,7 +241,7 @@ def _nonzero(p: Mapping[str, Any]) -> int:
     return sum(1 for e in probs if e[-1] > 0)
 
 
-def _outline(ax, mask, box, color, ls, lw, rle_to_mask, Rectangle, shape) -> tuple[float, float, float] | None:
+def _outline(ax, mask, box, color, ls, lw, Rectangle, shape) -> tuple[float, float, float] | None:
     """Draw a mask contour (else the box); returns (left, right, top) of what was drawn, or None."""
     if mask is not None:
         try:

@@ -18,6 +18,9 @@ from executors.dsl import OBJECT, OBJECT_SET, PART, PART_SET, VALUE_TYPES
 from executors.errors import FormatError
 from executors.io import load_questions, normalize_answer
 from executors.scene import argmax_scene, check_image_filename
+from nsvqa.artifacts.programs import read_programs
+from nsvqa.evaluation.scene_parser import load_parsed
+from nsvqa.experiment import VariantRun
 
 #: Probabilistic models :func:`explain` runs (name -> executor mode).
 MODELS = {"pnsvqa": "threshold", "pnsvqa-exact": "exact"}
@@ -65,9 +68,6 @@ def explain(run_dir: str | os.PathLike, data: str | os.PathLike, split: str, ima
         ExplainError: a missing file, an image not in the parsed scenes, a question index out of
             range or about another image, a bad model name.
     """
-    from nsvqa.experiment import VariantRun
-    from nsvqa.evaluation.scene_parser import load_parsed
-
     if model not in MODELS:
         raise ExplainError(f"unknown model {model!r}; valid: {', '.join(MODELS)}")
     run_dir, data = Path(run_dir), Path(data)
@@ -183,8 +183,6 @@ def explain(run_dir: str | os.PathLike, data: str | os.PathLike, split: str, ima
 def _program(q: Mapping, qi: int, qpath: Path, prog_path: Path, n_questions: int,
              gt_programs: bool) -> tuple[Program | None, str, str | None]:
     """(program or None, where it came from, why there is none / it is malformed)."""
-    from nsvqa.artifacts.programs import read_programs
-
     if gt_programs:
         try:
             return Program.from_json(q["program"]), "ground truth", None

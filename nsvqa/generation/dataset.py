@@ -22,19 +22,26 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import io
 import json
+import multiprocessing as mp
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
 import numpy as np
+from PIL import Image
 
 from executors import load_ontology
 
 from nsvqa.fileio import sha256_file, sweep_temporaries, write_atomic, write_json_atomic
 
+from nsvqa.generation.annotations import coco_from_scenes
 from nsvqa.generation.looks import DEFAULT_LOOK
+from nsvqa.generation.questions import QuestionGenerator, load_templates
+from nsvqa.generation.renderer import Renderer
 from nsvqa.generation.sampler import SceneParams
+from nsvqa.generation.scenes import VISUAL_PARTS, generate_image, question_scene
 from nsvqa.generation.variants import load_variant
 
 GENERATOR_VERSION = "0.2.0"  # 0.2.0: one question set for the three visual levels
@@ -117,10 +124,6 @@ class SplitJob:
 
 def png_bytes(rgb: np.ndarray) -> bytes:
     """Deterministic PNG encoding of an (H, W, 3) uint8 image."""
-    import io
-
-    from PIL import Image
-
     buf = io.BytesIO()
     Image.fromarray(rgb, "RGB").save(buf, format="PNG", compress_level=6)
     return buf.getvalue()
@@ -190,16 +193,12 @@ class _Worker:
     """Renders images of one job in one process (one EGL context per process)."""
 
     def __init__(self, job: SplitJob):
-        from nsvqa.generation.renderer import Renderer
-
         self.job = job
         self.onto = load_ontology(job.ontology)
         # single-sample colour pass + FXAA: ~2.5x faster than 4x MSAA on llvmpipe, same exact ids
         self.renderer = Renderer(job.width, job.height, samples=0, shadow_size=512)
 
     def __call__(self, index: int) -> int:
-        from nsvqa.generation.scenes import generate_image
-
         job = self.job
         img = generate_image(self.renderer, self.onto, job.params, job.split_seed, index, job.split,
                              job.image_name(index))
@@ -240,7 +239,7 @@ def generate_split(job: SplitJob, workers: int = 1, shard: tuple[int, int] = (0,
     Raises:
         SplitWouldShrink: the split exists with more images than ``job.num_images`` and not ``force``.
     """
-    from tqdm import tqdm
+    from tqdm import tqdm  # heavy for the study plan's import (~50 modules): only while a split is made
 
     check_no_shrink(job, force)
     sweep_temporaries(job.folder, recursive=True)
@@ -262,8 +261,6 @@ def generate_split(job: SplitJob, workers: int = 1, shard: tuple[int, int] = (0,
         finally:
             worker.renderer.release()
     elif todo:
-        import multiprocessing as mp
-
         ctx = mp.get_context("spawn")  # a fresh process per worker: no GL state crosses a fork
         with ctx.Pool(workers, initializer=_init_worker, initargs=(job,)) as pool:
             for k in pool.imap_unordered(_work, todo, chunksize=4):
@@ -287,11 +284,7 @@ def finalize_split(job: SplitJob, progress: bool = False) -> None:
     own level. So the easy, mid and hard splits of one seed hold the same (image, question,
     program) triples, as the paper's visual-complexity levels do, answered each at its level.
     """
-    from tqdm import tqdm
-
-    from nsvqa.generation.annotations import coco_from_scenes
-    from nsvqa.generation.questions import QuestionGenerator, load_templates
-    from nsvqa.generation.scenes import VISUAL_PARTS, question_scene
+    from tqdm import tqdm  # heavy for the study plan's import (~50 modules): only while a split is made
 
     onto = load_ontology(job.ontology)
     scenes = [json.loads(job.record_path(k).read_text()) for k in range(job.num_images)]

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from pycocotools.coco import COCO
 from torch.utils.data import Dataset
 
 from executors import load_ontology
@@ -64,8 +65,6 @@ class DetectionDataset(Dataset):
     """
 
     def __init__(self, root: str | Path, split: str, mode: str = "objects"):
-        from pycocotools.coco import COCO
-
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
         self.root, self.split, self.mode = Path(root), split, mode
