@@ -371,6 +371,8 @@ def _best_of_factors(report: Mapping[str, Any], paper: Mapping[str, float], side
     difference lies below 0, against it when one lies above."""
     need = int(paper["pnsvqa_best_factors"])
     others = ("nsvqa", "nscl", *non_modular)
+    if not any(_rd_ci(report, f, m) is not None for f in report.get("factors", {}) for m in non_modular):
+        side = "—"  # no RD of the non-modular side anywhere: it is not judged against them
     best, beaten, undecided, ours = [], [], [], []
     factors = report.get("study", {}).get("factors") or list(report["factors"])
     for f in factors:
@@ -469,7 +471,10 @@ def with_seeing(rows: Sequence[Mapping[str, Any]], seeing: Sequence[Mapping[str,
         r = dict(r)
         s = by.get(r["key"])
         if s is not None and "—" != r.get("rests_on", "—") or s is not None and "—" != s.get("rests_on", "—"):
-            r["seeing"] = {k: s[k] for k in ("status", "qualifier", "ours", "headline", "rests_on")}
+            r["seeing"] = ({k: s[k] for k in ("status", "qualifier", "ours", "headline", "rests_on")}
+                           if s.get("rests_on", "—") != "—" else  # no model that sees has run where it is decided
+                           {"status": "pending", "qualifier": "", "ours": "pending: needs the models that see on the "
+                            "training variants it is decided on", "headline": "pending", "rests_on": "—"})
         out.append(r)
     return out
 

@@ -268,3 +268,19 @@ def test_each_judged_finding_is_judged_again_against_the_models_that_see():
     assert rows["visual"]["status"] == "reproduced" and rows["visual"]["seeing"]["status"] == "pending"
     table = "\n".join(findings_markdown(list(rows.values())))
     assert "| against the models that see |" in table and "**reproduced**: RD " in table
+
+
+def test_a_finding_the_models_that_see_have_not_run_on_is_pending_on_their_side():
+    from nsvqa.study.findings import with_seeing
+
+    def comp(a, b, lo, hi):
+        return {"a": a, "b": b, "diff": (lo + hi) / 2, "ci95": [lo, hi]}
+
+    # NS-VQA against NSCL decides the distribution claim on the paper-recipe side; the seeing side has no RD
+    report = _rd_report({"distribution": [comp("nsvqa", "film", 0.02, 0.09), comp("nsvqa", "nscl", 0.02, 0.09)]},
+                        models=("nscl", "nsvqa", "pnsvqa", "film", "mdetr"))
+    rows = {r["key"]: r for r in with_seeing(findings(report, {}), findings(
+        report, {}, non_modular=("objmac-trace",), label="seeing"))}
+    assert rows["distribution_nsvqa"]["status"] == "reversed"
+    assert rows["distribution_nsvqa"]["seeing"]["status"] == "pending"
+    assert rows["pnsvqa_best"]["seeing"]["status"] == "pending"
