@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 import torch
+from PIL import Image
 from torch.nn import functional as F
 from tqdm import tqdm
 
@@ -147,5 +148,18 @@ def normalise_images(images: torch.Tensor) -> torch.Tensor:
     return images.float().div_(255.0).sub_(IMAGE_MEAN).div_(IMAGE_STD)
 
 
-__all__ = ["IMAGE_MEAN", "IMAGE_STD", "load_images", "FEATURE_BACKBONES", "backbone_features", "feature_cache_dir",
+def image_size(folder: Path, split: str, name: str) -> tuple[int, int]:
+    """(width, height) of the image ``FOLDER/images/<split>/<name>`` (its header only).
+
+    Raises:
+        FileNotFoundError: no such file (the path named).
+    """
+    path = Path(folder) / "images" / split / name
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: image file missing")
+    with Image.open(path) as im:
+        return im.size
+
+
+__all__ = ["image_size", "IMAGE_MEAN", "IMAGE_STD", "load_images", "FEATURE_BACKBONES", "backbone_features", "feature_cache_dir",
            "image_inputs", "image_cache", "normalise_images"]

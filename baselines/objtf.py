@@ -38,7 +38,6 @@ from typing import ClassVar, Sequence
 
 import numpy as np
 import torch
-from PIL import Image
 from torch import nn
 from torch.nn import functional as F
 
@@ -53,6 +52,7 @@ from parsers.question.vocab import NULL_ID, Vocabulary, tokenize
 
 from . import register
 from .classifier import NeuralBaseline
+from .images import image_size
 from .more_questions import MoreQuestions
 from .neural_config import QuestionModelConfig
 from .networks import mlp
@@ -209,14 +209,6 @@ def scene_tokens(lik: SceneLikelihoods, boxes: np.ndarray, size: tuple[int, int]
     return out
 
 
-def _image_size(folder: Path, split: str, name: str) -> tuple[int, int]:
-    path = folder / "images" / split / name
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: image file missing")
-    with Image.open(path) as im:
-        return im.size
-
-
 def truth_tokens(folder: Path, split: str, filenames: Sequence[str], onto: Ontology, cfg: ObjTFConfig
                  ) -> tuple[torch.Tensor, dict[str, int]]:
     """Tokens of the ground-truth scenes of ``filenames`` (one-hot likelihoods, the scenes' boxes):
@@ -233,7 +225,7 @@ def truth_tokens(folder: Path, split: str, filenames: Sequence[str], onto: Ontol
         if name not in scenes:
             raise FormatError(f"{scenes_path(folder, split)}: no scene of image {name!r}")
         s = scenes[name]
-        size = size or _image_size(folder, split, name)
+        size = size or image_size(folder, split, name)
         lik = SceneLikelihoods.from_scene(SymbolicScene.from_json(s.record, onto))
         out[r] = scene_tokens(lik, s.boxes(), size, max_tokens=cfg.max_tokens, min_exist=0.0,
                               parts=cfg.part_tokens)
@@ -256,7 +248,7 @@ def parsed_tokens(path: Path, folder: Path, split: str, filenames: Sequence[str]
         if name not in parsed:
             raise FormatError(f"{path}: no parse of image {name!r}")
         s = parsed[name]
-        size = size or _image_size(folder, split, name)
+        size = size or image_size(folder, split, name)
         boxes = np.asarray([d.box for d in s.detections], dtype=np.float32).reshape(-1, 4)
         if len(boxes) != len(s.likelihoods.exist):
             raise FormatError(f"{path}, image {name!r}: {len(boxes)} detections for {len(s.likelihoods.exist)} "

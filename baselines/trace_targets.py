@@ -19,7 +19,6 @@ from typing import Sequence
 
 import numpy as np
 import torch
-from PIL import Image
 from scipy.optimize import linear_sum_assignment
 from torchvision.ops import box_iou
 
@@ -29,6 +28,8 @@ from executors.dsl import OBJECT, OBJECT_SET
 from executors.ontology import Ontology
 from nsvqa.artifacts.questions import Question
 from nsvqa.artifacts.scenes import read_scenes, scenes_path
+
+from .images import image_size
 
 
 def match_tokens(tokens: np.ndarray, gt_boxes: np.ndarray, min_iou: float = 0.5) -> dict[int, int]:
@@ -101,7 +102,8 @@ def hop_targets(questions: Sequence[Question], image_rows: np.ndarray, tokens: t
         row = int(image_rows[i])
         if row not in matches:
             if name not in sizes:
-                sizes[name] = _size(folder, split, name)
+                w, h = image_size(Path(folder), split, name)
+                sizes[name] = np.array([w, h, w, h], dtype=np.float32)
             matches[row] = match_tokens(toks[row], boxes / sizes[name], min_iou)
         match = matches[row]
         for h, objs in enumerate(sets):
@@ -111,12 +113,6 @@ def hop_targets(questions: Sequence[Question], image_rows: np.ndarray, tokens: t
             members[i, h, hit] = True
             supervised[i, h] = True
     return torch.from_numpy(members), torch.from_numpy(supervised)
-
-
-def _size(folder: Path, split: str, name: str) -> np.ndarray:
-    with Image.open(Path(folder) / "images" / split / name) as im:
-        w, h = im.size
-    return np.array([w, h, w, h], dtype=np.float32)
 
 
 def trace_loss(reads: torch.Tensor, valid: torch.Tensor, members: torch.Tensor, supervised: torch.Tensor

@@ -470,11 +470,13 @@ def with_seeing(rows: Sequence[Mapping[str, Any]], seeing: Sequence[Mapping[str,
     for r in rows:
         r = dict(r)
         s = by.get(r["key"])
-        if s is not None and "—" != r.get("rests_on", "—") or s is not None and "—" != s.get("rests_on", "—"):
-            r["seeing"] = ({k: s[k] for k in ("status", "qualifier", "ours", "headline", "rests_on")}
-                           if s.get("rests_on", "—") != "—" else  # no model that sees has run where it is decided
-                           {"status": "pending", "qualifier": "", "ours": "pending: needs the models that see on the "
-                            "training variants it is decided on", "headline": "pending", "rests_on": "—"})
+        if s is None or r.get("rests_on", "—") == s.get("rests_on", "—") == "—":
+            pass  # judged against no non-modular model on either side
+        elif s.get("rests_on", "—") != "—":
+            r["seeing"] = {k: s[k] for k in ("status", "qualifier", "ours", "headline", "rests_on")}
+        else:  # no model that sees has run where it is decided
+            r["seeing"] = {"status": "pending", "qualifier": "", "ours": "pending: needs the models that see on the "
+                           "training variants it is decided on", "headline": "pending", "rests_on": "—"}
         out.append(r)
     return out
 

@@ -329,8 +329,8 @@ def build_study_report(results: str | os.PathLike, cfg: StudyConfig = STUDY, *, 
     scale = scale_cells(results)
     report["findings"] = findings(report, cells, d, scale=scale)
     if cfg.groups.get("seeing"):  # every finding judged a second time, against the models that see
-        report["findings"] = with_seeing(report["findings"], findings(
-            report, cells, d, scale=scale, non_modular=cfg.groups["seeing"], label="seeing"))
+        report["findings"] = with_seeing(report["findings"], findings(  # the scale check judges no non-modular model
+            report, cells, d, scale=None, non_modular=cfg.groups["seeing"], label="seeing"))
     report["generalization"] = generalization_points(report, cells)
     files["report.json"] = (json.dumps(report, indent=1) + "\n").encode()
     files["report.md"] = (study_markdown(report) + "\n").encode()
