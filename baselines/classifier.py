@@ -29,7 +29,7 @@ from nsvqa.training.checkpoint import load_checkpoint, save_checkpoint
 from nsvqa.models import ModelSpec, PredictInputs
 from nsvqa.artifacts.predictions import Prediction, load_question_meta
 from nsvqa.training import warmup_cosine
-from nsvqa.training.engine import Progress, record_seconds, restore_train_state, train_steps
+from nsvqa.training.engine import Progress, evaluating, record_seconds, restore_train_state, train_steps
 from nsvqa.training.data import StepBatch, StepLoader
 from nsvqa.training.sampling import BucketedBatches, SequentialBatches
 from parsers.question.vocab import Vocabulary, tokenize
@@ -145,14 +145,11 @@ def accuracy(model: nn.Module, data: EncodedQA, device: torch.device, batch: int
     """Share of questions whose argmax answer is the labelled one (unknown labels count wrong)."""
     if len(data) == 0:
         return float("nan")
-    was = model.training
-    model.eval()
     hits = 0
-    with torch.no_grad():
+    with evaluating(model):
         for b in StepLoader(data, collate_qa, SequentialBatches(len(data), batch), device=device):
             words, lengths, imgs, ans = b.data
             hits += int((model(words, lengths, imgs).argmax(1) == ans).sum())
-    model.train(was)
     return hits / len(data)
 
 

@@ -10,6 +10,7 @@ from baselines.mdetr.data import GroundedQA, collate_grounded
 from baselines.mdetr.losses import grounding_losses
 from baselines.mdetr.network import MDETRNet
 from nsvqa.training.data import StepLoader
+from nsvqa.training.engine import evaluating
 from nsvqa.training.sampling import SequentialBatches
 
 
@@ -33,15 +34,12 @@ def qa_accuracy(model: MDETRNet, data: GroundedQA, groups, device: torch.device,
     """Share of questions whose decoded answer is the labelled one (unknown labels count wrong)."""
     if len(data) == 0:
         return float("nan")
-    was = model.training
-    model.eval()
     hits = 0
-    with torch.no_grad():
+    with evaluating(model):
         for b in StepLoader(data, collate_grounded, SequentialBatches(len(data), batch), device=device):
             x = b.data
             ids, _ = decode_answers(model(x["ids"], x["text_mask"], x["images"]), groups)
             hits += sum(int(a == int(y)) for a, y in zip(ids, x["answers"].tolist()))
-    model.train(was)
     return hits / len(data)
 
 
@@ -50,11 +48,9 @@ def grounding_eval(model: MDETRNet, data: GroundedQA, cfg: MDETRConfig, device: 
     """The grounding losses ``l1`` and ``giou`` (:func:`grounding_losses`, per matched box) of
     ``data`` (a split encoded with its targets), averaged over its questions' matched boxes: the
     curve that says whether the grounding converges."""
-    was = model.training
-    model.eval()
     total = {"l1": 0.0, "giou": 0.0}
     n = 0
-    with torch.no_grad():
+    with evaluating(model):
         for b in StepLoader(data, collate_grounded, SequentialBatches(len(data), batch), device=device):
             x = b.data
             k = sum(len(t[0]) for t in x["targets"])
@@ -64,5 +60,4 @@ def grounding_eval(model: MDETRNet, data: GroundedQA, cfg: MDETRConfig, device: 
             for name in total:
                 total[name] += float(parts[name]) * k
             n += k
-    model.train(was)
     return {name: v / n for name, v in total.items()} if n else {}

@@ -12,6 +12,7 @@ from baselines.nscl.data import NSCLImages, NSCLSplit, collate_nscl_images
 from baselines.nscl.executor import SoftExecutor
 from baselines.nscl.network import NSCLNet
 from nsvqa.training.data import StepLoader
+from nsvqa.training.engine import evaluating
 from nsvqa.training.sampling import SequentialBatches
 
 
@@ -25,9 +26,7 @@ def answer_all(net: NSCLNet, executor: SoftExecutor, data: NSCLSplit, device: to
     out: list[tuple[str, float] | None] = [None] * len(data.questions)
     batches = StepLoader(NSCLImages(data), collate_nscl_images, SequentialBatches(sorted(by_image), images_per_batch),
                          device=device)
-    was = net.training
-    net.eval()
-    with torch.no_grad():
+    with evaluating(net):
         for b in tqdm(batches, desc=desc, disable=not progress):
             for row, scene in zip(b.indices, net(b.data["images"], b.data["boxes"])):
                 for k in by_image[row]:
@@ -41,7 +40,6 @@ def answer_all(net: NSCLNet, executor: SoftExecutor, data: NSCLSplit, device: to
                         agg[a] = agg.get(a, 0.0) + p
                     best = max(agg, key=agg.get)
                     out[k] = (best, min(1.0, max(0.0, agg[best])))
-    net.train(was)
     return out
 
 
@@ -64,9 +62,7 @@ def concept_accuracy(net: NSCLNet, data: NSCLSplit, scenes: Mapping[str, Any], o
     """
     hits = {a: 0 for a in net.attributes}
     total = 0
-    was = net.training
-    net.eval()
-    with torch.no_grad():
+    with evaluating(net):
         for b in StepLoader(NSCLImages(data), collate_nscl_images, SequentialBatches(len(data.files), images_per_batch),
                             device=device):
             for row, scene in zip(b.indices, net(b.data["images"], b.data["boxes"])):
@@ -78,5 +74,4 @@ def concept_accuracy(net: NSCLNet, data: NSCLSplit, scenes: Mapping[str, Any], o
                     values = onto.scene_values(a)
                     for o, k in zip(objects, scene["attributes"][a].argmax(-1).tolist()):
                         hits[a] += values[k] == o[a]
-    net.train(was)
     return {a: h / total if total else float("nan") for a, h in hits.items()}

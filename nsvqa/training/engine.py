@@ -198,6 +198,19 @@ def record_seconds(extra: dict[str, Any], progress: Progress, key: str = "train_
         extra["step_seconds"] = extra[key] / max(1, progress.step)
 
 
+@contextmanager
+def evaluating(model: torch.nn.Module) -> Iterator[None]:
+    """Inside the block ``model`` is in eval mode and autograd is off; after it the model is back in
+    the mode it had (train or eval), also when the block raises."""
+    was = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            yield
+    finally:
+        model.train(was)
+
+
 def _floats(values: Mapping[str, Any]) -> dict[str, float]:
     return {k: float(v.detach()) if torch.is_tensor(v) else float(v) for k, v in values.items()}
 
@@ -336,4 +349,4 @@ def training_run(cfg: Any, out: str | Path, *, resume: bool, **global_batches: i
 
 
 __all__ = ["StepResult", "Progress", "Stopwatch", "native_bf16", "train_steps", "training_run", "restore_train_state",
-           "record_seconds", "more_threads_when", "claim_threads"]
+           "record_seconds", "more_threads_when", "claim_threads", "evaluating"]

@@ -374,3 +374,17 @@ def test_more_threads_when_raises_the_thread_count_at_the_first_step_after_ready
         assert seen == [1, 1] and not engine._THREAD_RULES
     finally:
         torch.set_num_threads(before)
+
+
+@pytest.mark.parametrize("training", [True, False])
+def test_evaluating_restores_the_mode_and_turns_autograd_off(training):
+    net = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.Dropout(0.5)).train(training)
+    with engine.evaluating(net):
+        assert not net.training and not net[1].training
+        assert not net(torch.ones(1, 2)).requires_grad
+    assert net.training is training and net[1].training is training
+    assert torch.is_grad_enabled()
+    with pytest.raises(RuntimeError, match="boom"):
+        with engine.evaluating(net):
+            raise RuntimeError("boom")
+    assert net.training is training and torch.is_grad_enabled()
