@@ -25,6 +25,7 @@ import hashlib
 import io
 import json
 import multiprocessing as mp
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
@@ -123,9 +124,10 @@ class SplitJob:
 
 
 def png_bytes(rgb: np.ndarray) -> bytes:
-    """Deterministic PNG encoding of an (H, W, 3) uint8 image."""
+    """Deterministic PNG encoding of an (H, W, 3) uint8 image: the same pixels give the same bytes
+    (zlib level 1 with the run-length strategy; ``docs/formats.md`` says what the bytes promise)."""
     buf = io.BytesIO()
-    Image.fromarray(rgb, "RGB").save(buf, format="PNG", compress_level=6)
+    Image.fromarray(rgb, "RGB").save(buf, format="PNG", compress_level=1, compress_type=zlib.Z_RLE)
     return buf.getvalue()
 
 

@@ -1,16 +1,18 @@
 """End-to-end generation at 64x48: determinism, resume, masks, relationships, COCO, variants."""
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
 import numpy as np
 import pytest
+from PIL import Image
 
 from executors import DeterministicExecutor, Program, SymbolicScene, load_ontology
 from nsvqa.generation.annotations import rle_to_mask
 
-from nsvqa.generation.dataset import generate_split, job_for
+from nsvqa.generation.dataset import generate_split, job_for, png_bytes
 
 W, H, N = 64, 48, 4
 
@@ -32,6 +34,18 @@ def generated(tmp_path_factory, require_renderer):
     generate_split(_job(roots[2]), shard=(1, 2), progress=False)
     generate_split(_job(roots[2]), shard=(0, 2), progress=False)
     return roots
+
+
+def test_png_bytes_keep_the_pixels_and_repeat_exactly():
+    rng = np.random.default_rng(0)
+    flat = np.repeat(rng.integers(0, 256, (H, 1, 3), dtype=np.uint8), W, axis=1)  # runs, as renders have
+    noisy = rng.integers(0, 256, (H, W, 3), dtype=np.uint8)
+    for rgb in (flat, noisy):
+        data = png_bytes(rgb)
+        assert data[:8] == b"\x89PNG\r\n\x1a\n" and data == png_bytes(rgb.copy())
+        with Image.open(io.BytesIO(data)) as im:
+            assert im.mode == "RGB" and np.array_equal(np.asarray(im), rgb)
+    assert len(png_bytes(flat)) < len(png_bytes(noisy)) / 10  # really compressed
 
 
 def test_same_bytes_for_any_division_of_the_work(generated):
