@@ -66,6 +66,7 @@ class CNNLSTMConfig(ImageQuestionModelConfig):
     image_width: int = 320
     image_height: int = 240
     backbone: str = "lite0"
+    cnn_width: int = 8
     image_dim: int = 256
 
     PROFILES: ClassVar = {

@@ -7,10 +7,15 @@ the schedule of a learned baseline. Both are :class:`nsvqa.models.ModelConfig` s
 its own frozen config dataclass deriving from one of them, next to the model, whose defaults are
 that model's ``mini`` profile and whose ``PROFILES`` hold the fields the other profiles change
 (:mod:`nsvqa.config`); it adds its own fields and extends ``MUST_MATCH`` and ``check``.
+
+A field of a shared base has a default only where the value is everyone's (``ontology``,
+``weight_decay`` 0, ``grad_clip`` 5); what is each model's own (the schedule) is keyword-only
+without a default: a base cannot be built, and neither can a model's config that does not state it
+(TypeError naming the field).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 from nsvqa.models import ModelConfig
@@ -40,14 +45,15 @@ class TrainConfig(RunConfig):
     """A :class:`RunConfig` plus the schedule: ``steps`` optimizer steps at ``lr`` (linear warm-up
     over ``warmup`` steps, then cosine to 5%), ``weight_decay``, gradient norm clipped at
     ``grad_clip``; validation on the first ``val_questions`` val questions every ``eval_every``
-    steps."""
+    steps. ``steps``, ``lr``, ``warmup``, ``eval_every`` and ``val_questions`` have no default: each
+    model's config states its own."""
 
-    steps: int = 0
-    lr: float = 1e-3
+    steps: int = field(kw_only=True)
+    lr: float = field(kw_only=True)
     weight_decay: float = 0.0
-    warmup: int = 1
-    eval_every: int = 1
-    val_questions: int = 0
+    warmup: int = field(kw_only=True)
+    eval_every: int = field(kw_only=True)
+    val_questions: int = field(kw_only=True)
     grad_clip: float = 5.0
 
     def check(self) -> None:

@@ -61,6 +61,7 @@ class FiLMConfig(QuestionModelConfig):
 
     model: str = "film"
     steps: int = 6000
+    lr: float = 1e-3
     warmup: int = 100
     eval_every: int = 2000
     val_questions: int = 1000
@@ -68,6 +69,7 @@ class FiLMConfig(QuestionModelConfig):
     batch: int = 64
     word_dim: int = 64
     hidden: int = 128
+    layers: int = 1
     mlp_hidden: int = 256
     dropout: float = 0.1
     image_width: int = 320

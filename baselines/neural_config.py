@@ -5,7 +5,7 @@ backbones a config can name (:data:`PIXEL_BACKBONES`, :data:`BACKBONES`; :func:`
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 from parsers.backbones import TAP_STRIDES
@@ -19,16 +19,17 @@ class QuestionModelConfig(TrainConfig):
     :class:`baselines.config.TrainConfig` (data, run identity, schedule) with ``batch`` questions a
     step. Question encoder: word embeddings of ``word_dim`` (words seen at least
     ``min_word_count`` times), an LSTM of ``layers`` x ``hidden``; classifier: one hidden layer of
-    ``mlp_hidden`` with ``dropout``.
+    ``mlp_hidden`` with ``dropout``. Only ``min_word_count`` has a default (1: every word); the
+    others are each model's own, keyword-only without a default: its config states them.
     """
 
-    batch: int = 1
+    batch: int = field(kw_only=True)
     min_word_count: int = 1
-    word_dim: int = 1
-    hidden: int = 1
-    layers: int = 1
-    mlp_hidden: int = 1
-    dropout: float = 0.0
+    word_dim: int = field(kw_only=True)
+    hidden: int = field(kw_only=True)
+    layers: int = field(kw_only=True)
+    mlp_hidden: int = field(kw_only=True)
+    dropout: float = field(kw_only=True)
 
     MUST_MATCH: ClassVar[tuple[str, ...]] = TrainConfig.MUST_MATCH + (
         "batch", "min_word_count", "word_dim", "hidden", "layers", "mlp_hidden")
@@ -58,13 +59,15 @@ class ImageQuestionModelConfig(QuestionModelConfig):
     the ImageNet Lite0: ``lite0`` (frozen, its maps at ``feature_stride`` cached per image; the mini
     and full profiles) or ``lite0-ft`` (fine-tuned on the pixels); its feature map is
     average-pooled to a 3 x 4 grid and projected to ``image_dim`` features (:class:`ImageEncoder`).
-    ``cache_images`` keeps the resized train/val images in ``RUN/cache/``."""
+    ``cache_images`` keeps the resized train/val images in ``RUN/cache/``. ``cache_images`` and
+    ``feature_stride`` have defaults; the other image fields are each model's own, keyword-only
+    without a default."""
 
-    image_width: int = 64
-    image_height: int = 48
-    backbone: str = "small"
-    cnn_width: int = 8
-    image_dim: int = 1
+    image_width: int = field(kw_only=True)
+    image_height: int = field(kw_only=True)
+    backbone: str = field(kw_only=True)
+    cnn_width: int = field(kw_only=True)
+    image_dim: int = field(kw_only=True)
     cache_images: bool = True
     feature_stride: int = 16
 
