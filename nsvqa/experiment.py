@@ -59,7 +59,7 @@ from nsvqa.models import ModelSpec, PredictInputs, UnknownModel
 from nsvqa.artifacts import (LikelihoodsHeader, ParsedPrograms, ParsedSceneRecord, read_likelihoods, read_scenes,
                              scenes_path, write_likelihoods, write_programs)
 from nsvqa.artifacts.likelihoods import PARSE_MIN_SCORE
-from nsvqa.artifacts.predictions import predictions_path, read_predictions, write_predictions
+from nsvqa.artifacts.predictions import Prediction, predictions_path, read_predictions, write_predictions
 from nsvqa.artifacts.questions import QuestionsFile, questions_path, read_questions, write_questions
 from nsvqa.evaluation import accuracy
 from nsvqa.evaluation.image_dependence import image_dependence, shuffled_questions
@@ -418,13 +418,19 @@ def write_model_predictions(run: VariantRun, data: Path, split: str, specs: Sequ
     ``specs``."""
     out = {}
     for spec in specs:
-        model = registry.get(spec.name)
-        has_dir = model.trainable or model.tunes_on_val
-        preds = model.predict(run.model_dir(spec.name) if has_dir else None, data.parent, data.name, split,
-                              spec=spec, inputs=run.inputs(data.name, spec), device=device)
+        preds = _predict(run, spec, data, split, data.name, device)
         out[spec.label] = run.predictions(spec.label, data.name)
         write_predictions(out[spec.label], preds)
     return out
+
+
+def _predict(run: VariantRun, spec: ModelSpec, folder: Path, split: str, variant: str, device: str) -> list[Prediction]:
+    """``spec``'s predictions on the variant folder ``folder``'s split, the model given its run
+    directory (when it has one) and the run's parses of ``variant`` it needs."""
+    model = registry.get(spec.name)
+    has_dir = model.trainable or model.tunes_on_val
+    return model.predict(run.model_dir(spec.name) if has_dir else None, folder.parent, folder.name, split,
+                         spec=spec, inputs=run.inputs(variant, spec), device=device)
 
 
 def shuffled_view(data: Path, split: str, into: Path, seed: int = 0, *,
@@ -473,10 +479,7 @@ def write_shuffled_predictions(run: VariantRun, data: Path, split: str, specs: S
     try:
         view, _ = shuffled_view(data, split, tmp, seed, questions=questions)
         for spec in specs:
-            model = registry.get(spec.name)
-            has_dir = model.trainable or model.tunes_on_val
-            preds = model.predict(run.model_dir(spec.name) if has_dir else None, view.parent, view.name, split,
-                                  spec=spec, inputs=run.inputs(data.name, spec), device=device)
+            preds = _predict(run, spec, view, split, data.name, device)
             out[spec.label] = run.shuffled_predictions(spec.label, data.name)
             out[spec.label].parent.mkdir(parents=True, exist_ok=True)
             write_predictions(out[spec.label], preds)
