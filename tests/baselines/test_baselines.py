@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from dataclasses import dataclass, fields
 
 import pytest
 import torch
 
 import baselines
 from baselines import common
+from baselines.config import RunConfig, TrainConfig
+from baselines.neural_config import ImageQuestionModelConfig, QuestionModelConfig
 from executors import load_ontology
 from executors.io import load_questions
 from nsvqa.training.checkpoint import load_checkpoint
@@ -57,6 +60,46 @@ def test_registry_names_lookup_and_profiles():
         baselines.get("cnn_lstm").config("ROOT/mid", "tiny", backbone="vgg")
     assert baselines.get("cnn_lstm").config("ROOT/mid", "full").backbone == "lite0"  # the paper: ImageNet features
 
+
+def test_a_model_config_is_its_defaults_and_the_shared_bases_have_no_placeholders():
+    for name in baselines.names():
+        cls = baselines.get(name).config_class
+        if cls is None:
+            continue
+        assert cls.PROFILES["mini"] == {}
+        defaults = cls(data="ROOT/mid")  # the identity field alone: every other field has a default
+        assert defaults == cls.from_profile("ROOT/mid", "mini"), name
+        assert not [f.name for f in fields(cls) if f.kw_only], name  # none left without a default
+    RunConfig(data="d")  # its fields (ontology, max_train_questions) are everyone's
+    schedule = "'steps', 'lr', 'warmup', 'eval_every', and 'val_questions'"
+    with pytest.raises(TypeError, match=f"missing 5 required keyword-only arguments: {schedule}"):
+        TrainConfig(data="d")
+    question = "'batch', 'word_dim', 'hidden', 'layers', 'mlp_hidden', and 'dropout'"
+    with pytest.raises(TypeError, match=f"missing 11 required keyword-only arguments: .*'val_questions', {question}"):
+        QuestionModelConfig(data="d")
+    with pytest.raises(TypeError, match="missing 16 required .*'dropout', 'image_width', 'image_height', 'backbone', "
+                                        "'cnn_width', and 'image_dim'"):
+        ImageQuestionModelConfig(data="d")
+
+    @dataclass(frozen=True)
+    class Forgetful(QuestionModelConfig):  # states all but hidden
+        steps: int = 10
+        lr: float = 1e-3
+        warmup: int = 1
+        eval_every: int = 5
+        val_questions: int = 8
+        batch: int = 4
+        word_dim: int = 8
+        layers: int = 1
+        mlp_hidden: int = 8
+        dropout: float = 0.0
+
+        PROFILES = {"mini": {}}
+
+    with pytest.raises(TypeError, match="missing 1 required keyword-only argument: 'hidden'"):
+        Forgetful.from_profile("d", "mini")
+    assert Forgetful.from_profile("d", "mini", hidden=16).hidden == 16
+    assert [f.name for f in fields(Forgetful)] == [f.name for f in fields(QuestionModelConfig)]  # order kept
 
 def test_answer_vocabulary_covers_the_ontology_then_extra_training_answers():
     answers = common.answer_vocabulary(ONTO, ["yes", "zebra", "12"])
