@@ -59,7 +59,7 @@ import hashlib
 import random
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -87,6 +87,22 @@ def _allowed(attrs: frozenset, spec: RefSpec) -> bool:
         if not spec.allows(a):
             return False
     return True
+
+
+def _shortest(rows: Iterable[tuple[tuple, bool, bool]]) -> list[tuple]:
+    """The shortest descriptions ``d`` among ``rows`` (``(d, fits, too_unique)``, shortest first)
+    that fit and are not too unique (for a reference reached through a relation: unique in the
+    whole scene); no row after the first one longer than those is read."""
+    best = -1
+    out = []
+    for d, fits, too_unique in rows:
+        if best >= 0 and len(d) > best:
+            break
+        if not fits or too_unique:
+            continue
+        best = len(d)
+        out.append(d)
+    return out
 
 
 def _pick_described(cands: list, describe, rnd) -> tuple | None:
@@ -495,18 +511,8 @@ class QuestionGenerator(_LevelsMixin, _TextMixin):
         through a relation, not unique in the whole scene). They are irreducible: a shorter
         unique sub-description would have passed the relation check too."""
         tb = 1 << t
-        best = -1
-        out = []
-        for d, attrs, m in idx.obj_descs(t):
-            if best >= 0 and len(d) > best:
-                break
-            if m & dom != tb or not _allowed(attrs, spec):
-                continue
-            if relational and m == tb:
-                continue
-            best = len(d)
-            out.append(d)
-        return out
+        return _shortest((d, m & dom == tb and _allowed(attrs, spec), relational and m == tb)
+                         for d, attrs, m in idx.obj_descs(t))
 
     def _set_desc(self, idx, dom, spec, relational, rnd):
         """A set description over ``dom`` in which every filter changes the set."""
@@ -574,18 +580,8 @@ class QuestionGenerator(_LevelsMixin, _TextMixin):
         image (though maybe not another *listed* part: "the front right door of the bus" when the
         door is the bus's only listed part)."""
         pb = 1 << p
-        best = -1
-        out = []
-        for d, attrs, prog, vis in idx.part_descs(p):
-            if best >= 0 and len(d) > best:
-                break
-            if vis & rng_mask != pb or prog & rng_mask != pb or not _allowed(attrs, spec):
-                continue
-            if relational and prog == pb:
-                continue
-            best = len(d)
-            out.append(d)
-        return out
+        return _shortest((d, vis & rng_mask == pb and prog & rng_mask == pb and _allowed(attrs, spec),
+                          relational and prog == pb) for d, attrs, prog, vis in idx.part_descs(p))
 
     def _joint(self, idx, dom, ospec, pspec, rnd, taken_o, taken_p):
         """A part p and descriptions of its object (a set filter) and of p, jointly shortest, such
