@@ -413,24 +413,29 @@ def _models_in_order(report: Mapping[str, Any]) -> list[str]:
     return order + rest
 
 
+def _section(title: str, intro: str, body: Sequence[str]) -> list[str]:
+    """The Markdown lines of a section: ``## title``, the paragraph ``intro``, the lines of ``body``,
+    a blank line after the title, the paragraph and the body."""
+    return [f"## {title}", "", intro, "", *body, ""]
+
+
 def study_markdown(report: Mapping[str, Any]) -> str:
     """The study's summary tables as Markdown."""
     lines = ["# The Super-CLEVR robustness study (object questions)", "",
              f"Question set `{report['study']['questions']}`; split sizes {report['study']['sizes']}; "
              f"profile `{report['study']['profile']}`; one seed per cell (seed 0) unless said.", ""]
     if report.get("findings"):
-        lines += ["## Findings: the paper's, ours beside them", "",
-                  "Each status follows from the intervals named (docs/evaluation.md, \"Findings\"). A comparison "
-                  "(A above B) is reproduced when every interval of A − B lies on the paper's side of 0, reversed "
-                  "when every one lies on the other, not reproduced when some do and none on the paper's, "
-                  "inconclusive otherwise. A level (a size the paper gives: an RD above 12%, about 20%) is "
-                  "reproduced when every interval lies on the paper's side of its figure (or holds it, for "
-                  "\"about\"), not reproduced when some lie wholly on the other side and none on the paper's, "
-                  "inconclusive otherwise. \"Judged against\" names the non-modular models a finding compares "
-                  "with and how much they use the image. Intervals cover the test questions, not training "
-                  "seeds; the paper's figures: `data/paper/super_clevr.json`.", ""]
-        lines += findings_markdown(report["findings"])
-        lines.append("")
+        lines += _section("Findings: the paper's, ours beside them",
+                          "Each status follows from the intervals named (docs/evaluation.md, \"Findings\"). A "
+                          "comparison (A above B) is reproduced when every interval of A − B lies on the paper's side "
+                          "of 0, reversed when every one lies on the other, not reproduced when some do and none on "
+                          "the paper's, inconclusive otherwise. A level (a size the paper gives: an RD above 12%, "
+                          "about 20%) is reproduced when every interval lies on the paper's side of its figure (or "
+                          "holds it, for \"about\"), not reproduced when some lie wholly on the other side and none "
+                          "on the paper's, inconclusive otherwise. \"Judged against\" names the non-modular models a "
+                          "finding compares with and how much they use the image. Intervals cover the test questions, "
+                          "not training seeds; the paper's figures: `data/paper/super_clevr.json`.",
+                          findings_markdown(report["findings"]))
     if report["in_domain"]:
         lines += ["## In domain (Fig. 3): train and test `" + report["study"]["default_variant"] + "`", "",
                   f"Image margin: in-domain accuracy minus the question-only `{report['question_only']}`'s "
@@ -502,11 +507,10 @@ def study_markdown(report: Mapping[str, Any]) -> str:
                                f"{_pct(ma['rd'], 2)} / {_pct(mb['rd'], 2)}",
                                f"{_pct(ma['ece_mean'], 2)} / {_pct(mb['ece_mean'], 2)}"])
     if exact_rows:
-        lines += ["## Exact inference beside the 0.7 threshold", "",
-                  "P-NSVQA at the paper's threshold / with exact inference, per factor: mean accuracy and mean "
-                  "ECE over the matrix cells that exist, and RD.", ""]
-        lines += _table(["factor", "models", "cells", "mean accuracy %", "RD %", "mean ECE %"], exact_rows)
-        lines.append("")
+        lines += _section("Exact inference beside the 0.7 threshold",
+                          "P-NSVQA at the paper's threshold / with exact inference, per factor: mean accuracy and "
+                          "mean ECE over the matrix cells that exist, and RD.",
+                          _table(["factor", "models", "cells", "mean accuracy %", "RD %", "mean ECE %"], exact_rows))
     parts = report.get("parts")
     if parts and parts["kinds"].get("part"):
         f = parts["factor"]
@@ -560,12 +564,11 @@ def study_markdown(report: Mapping[str, Any]) -> str:
     if report.get("systematic"):
         lines += systematic_markdown(report["systematic"])
     if report.get("generalization"):
-        lines += ["## The systematic splits against the in-domain generalization paper", "",
-                  "That paper (Schott et al., ICLR 2022) regresses generative factors (R²) rather than answering "
-                  "questions; its pattern, point by point, against ours (each verdict by the rule in "
-                  "`nsvqa/study/systematic.py`: 95% intervals, \"cannot say\" with why).", ""]
-        lines += generalization_markdown(report["generalization"])
-        lines.append("")
+        lines += _section("The systematic splits against the in-domain generalization paper",
+                          "That paper (Schott et al., ICLR 2022) regresses generative factors (R²) rather than "
+                          "answering questions; its pattern, point by point, against ours (each verdict by the rule "
+                          "in `nsvqa/study/systematic.py`: 95% intervals, \"cannot say\" with why).",
+                          generalization_markdown(report["generalization"]))
     if report["seeds"]:
         lines += ["## Seeds on the default variant", ""]
         lines += _table(["model", "per seed", "mean ± sd"],

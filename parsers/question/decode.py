@@ -41,11 +41,6 @@ class ParsedProgram:
     def valid(self) -> bool:
         return self.program is not None
 
-    def to_json(self) -> dict:
-        """``{"tokens", "valid", "error", "program"}`` (program as release JSON nodes, or None)."""
-        return {"tokens": list(self.tokens), "valid": self.valid, "error": self.error,
-                "program": self.program.to_json() if self.program is not None else None}
-
 
 def program_tokens(program: Program) -> list[str]:
     """The prefix tokens the parser learns to produce (:meth:`Program.to_prefix`)."""
