@@ -237,14 +237,25 @@ class FiLMNet(nn.Module):
         p = self.film_generator(self.question(words, lengths)).view(-1, self.num_blocks, 2, self.module_dim)
         return 1.0 + p[:, :, 0], p[:, :, 1]
 
+    def block_maps(self, images: torch.Tensor, gammas: torch.Tensor, betas: torch.Tensor) -> list[torch.Tensor]:
+        """The output of every FiLMed block, in order, each (B, module_dim, h, w), of images
+        (B, 3, H, W) under FiLM parameters (B, num_blocks, module_dim) each."""
+        x = self.stem(with_coords(self.cnn(images)))
+        maps = []
+        for k, block in enumerate(self.blocks):
+            x = block(x, gammas[:, k], betas[:, k])
+            maps.append(x)
+        return maps
+
+    def classify(self, x: torch.Tensor) -> torch.Tensor:
+        """Logits (B, num_answers) of the last block's output ``x`` (B, module_dim, h, w)."""
+        x = self.classifier_conv(with_coords(x))
+        return self.classifier(torch.amax(x, dim=(2, 3)))
+
     def answer(self, images: torch.Tensor, gammas: torch.Tensor, betas: torch.Tensor) -> torch.Tensor:
         """Logits (B, num_answers) of images (B, 3, H, W) under FiLM parameters (B, num_blocks,
         module_dim) each."""
-        x = self.stem(with_coords(self.cnn(images)))
-        for k, block in enumerate(self.blocks):
-            x = block(x, gammas[:, k], betas[:, k])
-        x = self.classifier_conv(with_coords(x))
-        return self.classifier(torch.amax(x, dim=(2, 3)))
+        return self.classify(self.block_maps(images, gammas, betas)[-1])
 
     def forward(self, words: torch.Tensor, lengths: torch.Tensor, images: torch.Tensor | None = None) -> torch.Tensor:
         if images is None:
