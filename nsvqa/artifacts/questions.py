@@ -28,8 +28,7 @@ from executors.ontology import Ontology
 from executors.program import Program
 from executors.scene import check_image_filename
 
-from nsvqa.artifacts.records import RecordSequence, read_document
-from nsvqa.fileio import write_json_atomic
+from nsvqa.artifacts.records import RecordSequence, read_document, write_document
 
 
 def questions_path(folder: str | os.PathLike, split: str) -> Path:
@@ -221,9 +220,7 @@ def write_questions(path: str | os.PathLike, questions: QuestionsFile | Sequence
                     info: Mapping[str, Any] | None = None) -> None:
     """Write a questions file atomically (compact JSON, as the generator writes it): a
     :class:`QuestionsFile`, or ``questions`` with ``info`` (a bare list when ``info`` is None)."""
-    if not isinstance(questions, QuestionsFile):
-        questions = QuestionsFile(info, tuple(questions))
-    write_json_atomic(path, questions.to_json())
+    write_document(path, questions, QuestionsFile, info)
 
 
 __all__ = ["Question", "QuestionsFile", "read_questions", "write_questions", "questions_path"]

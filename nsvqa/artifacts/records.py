@@ -1,5 +1,5 @@
-"""What every artifact document shares: opening its file, sequence access to its records, and the
-one join of records to the images they are about (:func:`index_by_image`)."""
+"""What every artifact document shares: opening its file, writing it, sequence access to its
+records, and the one join of records to the images they are about (:func:`index_by_image`)."""
 from __future__ import annotations
 
 import os
@@ -8,6 +8,8 @@ from typing import Any, ClassVar, Iterable, Iterator, Mapping, TypeVar
 
 from executors.errors import FormatError
 from executors.io import read_json
+
+from nsvqa.fileio import write_json_atomic
 
 
 def read_document(path: str | os.PathLike, what: str, error: type[FormatError] = FormatError) -> Any:
@@ -34,6 +36,13 @@ def read_object(path: str | os.PathLike, what: str, fields: str, error: type[For
     if not isinstance(doc, Mapping):
         raise error(f"{Path(path)}: expected an object {{{fields}}}, got {type(doc).__name__}")
     return doc
+
+
+def write_document(path: str | os.PathLike, records: Any, cls: type, info: Mapping[str, Any] | None) -> None:
+    """Write a document of class ``cls`` (a :class:`RecordSequence` made as ``cls(info, records)``)
+    atomically, as compact JSON: ``records`` itself when it is one, else ``cls(info, tuple(records))``."""
+    doc = records if isinstance(records, cls) else cls(info, tuple(records))
+    write_json_atomic(path, doc.to_json())
 
 
 R = TypeVar("R")
@@ -94,4 +103,4 @@ class RecordSequence:
         return getattr(self, self.RECORDS)[i]
 
 
-__all__ = ["RecordSequence", "check_same_image", "index_by_image", "read_document", "read_object"]
+__all__ = ["RecordSequence", "check_same_image", "index_by_image", "read_document", "read_object", "write_document"]

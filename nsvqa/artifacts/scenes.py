@@ -26,8 +26,7 @@ from executors.io import scene_records
 from executors.ontology import Ontology
 from executors.scene import SymbolicScene, check_image_filename
 
-from nsvqa.artifacts.records import RecordSequence, index_by_image, read_document
-from nsvqa.fileio import write_json_atomic
+from nsvqa.artifacts.records import RecordSequence, index_by_image, read_document, write_document
 
 
 def scenes_path(folder: str | os.PathLike, split: str) -> Path:
@@ -158,9 +157,7 @@ def write_scenes(path: str | os.PathLike, scenes: ScenesFile | Sequence[SceneRec
                  info: Mapping[str, Any] | None = None) -> None:
     """Write a scenes file atomically (compact JSON, as the generator writes it): a
     :class:`ScenesFile`, or ``scenes`` with ``info`` (a bare list when ``info`` is None)."""
-    if not isinstance(scenes, ScenesFile):
-        scenes = ScenesFile(info, tuple(scenes))
-    write_json_atomic(path, scenes.to_json())
+    write_document(path, scenes, ScenesFile, info)
 
 
 __all__ = ["SceneRecord", "ScenesFile", "read_scenes", "write_scenes", "scenes_path"]

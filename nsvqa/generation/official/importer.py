@@ -191,6 +191,14 @@ def _scale_pixel(p: Any, src_w: int, src_h: int, width: int, height: int, ow: st
 
 
 # ---------------------------------------------------------------------- import
+def _image_index(record: Any, where: str) -> Any:
+    """The ``image_index`` of a release record (None when absent, not checked further);
+    OfficialFormatError naming ``where`` when ``record`` is not an object."""
+    if not isinstance(record, dict):
+        raise OfficialFormatError(f"{where}: expected an object, got {type(record).__name__}")
+    return record.get("image_index")
+
+
 def index_scenes(path: Path) -> tuple[list[dict], Mapping[str, Any]]:
     """The scene records of a release scenes file (image_index and image_filename checked, unique)."""
     try:
@@ -207,9 +215,7 @@ def index_scenes(path: Path) -> tuple[list[dict], Mapping[str, Any]]:
     seen: dict[int, int] = {}
     for k, sc in enumerate(records):
         where = f"{path}, scene {k}"
-        if not isinstance(sc, dict):
-            raise OfficialFormatError(f"{where}: expected an object, got {type(sc).__name__}")
-        idx = sc.get("image_index")
+        idx = _image_index(sc, where)
         if idx is None:
             raise OfficialFormatError(f"{where}: missing field 'image_index'")
         if not isinstance(idx, int) or isinstance(idx, bool) or idx < 0:
@@ -243,9 +249,7 @@ def _questions_of(paths: Sequence[Path], split_of: Mapping[int, str], by_file: M
             raise OfficialFormatError(str(e)) from None
         for k, q in enumerate(records):
             where = f"{path}, question {k}"
-            if not isinstance(q, dict):
-                raise OfficialFormatError(f"{where}: expected an object, got {type(q).__name__}")
-            idx = q.get("image_index")
+            idx = _image_index(q, where)
             if idx is None:
                 if "image_filename" not in q:
                     raise OfficialFormatError(f"{where}: missing field 'image_index' (or 'image_filename')")
