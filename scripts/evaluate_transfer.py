@@ -23,7 +23,7 @@ from nsvqa.config import HelpFormatter, parse_checked
 from nsvqa.experiment import ExperimentError
 from nsvqa.fileio import write_atomic, write_json_atomic
 from nsvqa.generation.dataset import PROFILES
-from nsvqa.generation.official import OfficialRelease, import_release, parse_split_ranges
+from nsvqa.generation.official import OfficialRelease, add_release_args, import_release, parse_split_ranges
 from nsvqa.pretrained import PretrainedError
 from nsvqa.transfer import transfer_markdown, transfer_report
 
@@ -33,9 +33,7 @@ PROG = "evaluate_transfer.py"
 def get_args_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(formatter_class=HelpFormatter, description=__doc__.splitlines()[0])
     p.add_argument("--release", type=Path, required=True, help="the release folder (see import_superclevr.py)")
-    p.add_argument("--scenes", type=Path, help="the scenes file (default: RELEASE/superCLEVR_scenes.json)")
-    p.add_argument("--questions", type=Path, nargs="+", help="question files (default: the release's)")
-    p.add_argument("--images", type=Path, help="the image folder (default: RELEASE/images)")
+    add_release_args(p)
     p.add_argument("--split", default="test=25000-29999", metavar="test=FIRST-LAST",
                    help="image_index range evaluated (default: the official test range)")
     p.add_argument("--width", type=int, default=PROFILES["mini"].width, help="the parsers' image width")

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 from nsvqa.generation.dataset import PROFILES
-from nsvqa.generation.official import OfficialRelease, import_release, parse_split_ranges
+from nsvqa.generation.official import OfficialRelease, add_release_args, import_release, parse_split_ranges
 from nsvqa.config import HelpFormatter, parse_checked
 
 
@@ -25,10 +25,7 @@ def get_args_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(formatter_class=HelpFormatter, description=__doc__.splitlines()[0])
     p.add_argument("--release", type=Path, help="the release folder (superCLEVR_scenes.json, images/, "
                                                 "superCLEVR_questions_30k.json); default: the scenes file's folder")
-    p.add_argument("--scenes", type=Path, help="the scenes file (default: RELEASE/superCLEVR_scenes.json)")
-    p.add_argument("--questions", type=Path, nargs="+",
-                   help="question files, read in this order (default: RELEASE/superCLEVR_questions_30k.json)")
-    p.add_argument("--images", type=Path, help="the image folder (default: RELEASE/images)")
+    add_release_args(p)
     p.add_argument("--out", type=Path, required=True, help="dataset root (the variant folder is made inside)")
     p.add_argument("--variant", default="superclevr", help="name of the variant folder")
     p.add_argument("--split", action="append", default=[], metavar="SPLIT=FIRST-LAST",

@@ -40,9 +40,10 @@ from nsvqa.generation.official.importer import ImportResult, import_release, ind
 from nsvqa.generation.official.masks import decode_runs, encode_runs, resize_mask, scale_box, tight_box
 from nsvqa.generation.official.release import (EXPORT_QUESTIONS_FILE, IMPORT_GENERATOR, IMPORTER_VERSION,
                                                OFFICIAL_SPLITS, QUESTIONS_FILE, SCENES_FILE, SPLITS_KEY,
-                                               UNKNOWN_PARTS, OfficialFormatError, OfficialRelease,
+                                               UNKNOWN_PARTS, OfficialFormatError, OfficialRelease, add_release_args,
                                                check_split_ranges, parse_split_ranges)
 
 __all__ = ["OfficialFormatError", "OfficialRelease", "ImportResult", "OFFICIAL_SPLITS", "SCENES_FILE",
            "QUESTIONS_FILE", "EXPORT_QUESTIONS_FILE", "SPLITS_KEY", "decode_runs", "encode_runs", "tight_box",
-           "scale_box", "resize_mask", "parse_split_ranges", "check_split_ranges", "import_release", "export_release"]
+           "scale_box", "resize_mask", "parse_split_ranges", "check_split_ranges", "import_release", "export_release",
+           "add_release_args"]

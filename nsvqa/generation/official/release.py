@@ -2,6 +2,7 @@
 :class:`OfficialFormatError`."""
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 from dataclasses import dataclass
@@ -85,6 +86,16 @@ def check_split_ranges(ranges: Mapping[str, Sequence[int]]) -> None:
     for (a0, b0, n0), (a1, b1, n1) in zip(items, items[1:]):
         if a1 <= b0:
             raise ValueError(f"split ranges overlap: {n0} {a0}-{b0} and {n1} {a1}-{b1}")
+
+
+def add_release_args(parser: argparse.ArgumentParser) -> None:
+    """The command-line options naming a release's files where they are not under its folder
+    (``--scenes``, ``--questions``, ``--images``: :meth:`OfficialRelease.find`'s arguments)."""
+    parser.add_argument("--scenes", type=Path, help="the scenes file (default: RELEASE/superCLEVR_scenes.json)")
+    parser.add_argument("--questions", type=Path, nargs="+",
+                        help="question files, read in this order (default: RELEASE/superCLEVR_questions_30k.json, "
+                             "else the one RELEASE/superCLEVR_questions*.json)")
+    parser.add_argument("--images", type=Path, help="the image folder (default: RELEASE/images)")
 
 
 # ---------------------------------------------------------------------- the release's files
