@@ -22,7 +22,6 @@ from executors.errors import FormatError
 from nsvqa.config import HelpFormatter, parse_checked
 from nsvqa.experiment import ExperimentError
 from nsvqa.fileio import write_atomic, write_json_atomic
-from nsvqa.generation.dataset import PROFILES
 from nsvqa.generation.official import OfficialRelease, add_release_args, import_release, parse_split_ranges
 from nsvqa.pretrained import PretrainedError
 from nsvqa.transfer import transfer_markdown, transfer_report
@@ -36,8 +35,6 @@ def get_args_parser() -> argparse.ArgumentParser:
     add_release_args(p)
     p.add_argument("--split", default="test=25000-29999", metavar="test=FIRST-LAST",
                    help="image_index range evaluated (default: the official test range)")
-    p.add_argument("--width", type=int, default=PROFILES["mini"].width, help="the parsers' image width")
-    p.add_argument("--height", type=int, default=PROFILES["mini"].height, help="the parsers' image height")
     p.add_argument("--parsers", default="pretrained:mid-mini",
                    help="pretrained:NAME or a folder with scene_parser/ and question_parser/")
     p.add_argument("--trained-on", default="mid", help="the variant the parsers were trained on")

@@ -16,7 +16,6 @@ import argparse
 import sys
 from pathlib import Path
 
-from nsvqa.generation.dataset import PROFILES
 from nsvqa.generation.official import OfficialRelease, add_release_args, import_release, parse_split_ranges
 from nsvqa.config import HelpFormatter, parse_checked
 
@@ -30,8 +29,6 @@ def get_args_parser() -> argparse.ArgumentParser:
     p.add_argument("--variant", default="superclevr", help="name of the variant folder")
     p.add_argument("--split", action="append", default=[], metavar="SPLIT=FIRST-LAST",
                    help="image_index range of a split, both ends included (repeatable); default: the release's")
-    p.add_argument("--width", type=int, default=PROFILES["mini"].width, help="image width (default: mini's 320)")
-    p.add_argument("--height", type=int, default=PROFILES["mini"].height, help="image height (default: mini's 240)")
     p.add_argument("--skip-unknown-parts", action="store_true",
                    help="leave out masks of part names the object's shape does not have (default: an error)")
     p.add_argument("--overwrite", action="store_true", help="replace splits already imported into the folder")

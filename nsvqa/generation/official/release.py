@@ -11,7 +11,7 @@ from typing import Iterable, Mapping, Sequence
 
 from executors.errors import FormatError
 
-from nsvqa.generation.dataset import SPLITS
+from nsvqa.generation.dataset import PROFILES, SPLITS
 
 
 IMPORTER_VERSION = "1.0.0"
@@ -89,13 +89,18 @@ def check_split_ranges(ranges: Mapping[str, Sequence[int]]) -> None:
 
 
 def add_release_args(parser: argparse.ArgumentParser) -> None:
-    """The command-line options naming a release's files where they are not under its folder
-    (``--scenes``, ``--questions``, ``--images``: :meth:`OfficialRelease.find`'s arguments)."""
+    """The command-line options of an import: the release's files where they are not under its
+    folder (``--scenes``, ``--questions``, ``--images``: :meth:`OfficialRelease.find`'s arguments)
+    and the size the images are resized to (``--width``, ``--height``: the ``mini`` profile's)."""
     parser.add_argument("--scenes", type=Path, help="the scenes file (default: RELEASE/superCLEVR_scenes.json)")
     parser.add_argument("--questions", type=Path, nargs="+",
                         help="question files, read in this order (default: RELEASE/superCLEVR_questions_30k.json, "
                              "else the one RELEASE/superCLEVR_questions*.json)")
     parser.add_argument("--images", type=Path, help="the image folder (default: RELEASE/images)")
+    for name in ("width", "height"):
+        default = getattr(PROFILES["mini"], name)
+        parser.add_argument(f"--{name}", type=int, default=default,
+                            help=f"{name} the images are resized to (default: mini's {default})")
 
 
 # ---------------------------------------------------------------------- the release's files
