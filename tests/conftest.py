@@ -2,11 +2,16 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
+
+from executors import load_ontology
+from nsvqa.generation.questions import QuestionGenerator, synthetic_scene
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -49,6 +54,28 @@ def _load_script(name: str):
 def load_script():
     """``load_script("execute_programs")`` -> the script's module (its ``main(argv)``)."""
     return _load_script
+
+
+def _write_qa_split(root: Path, split: str, n_scenes: int, seed: int, start: int = 0) -> None:
+    gen, rng, onto = QuestionGenerator.default(), np.random.default_rng(seed), load_ontology("superclevr")
+    scenes, questions = [], []
+    for i in range(n_scenes):
+        sc = synthetic_scene(onto, rng, image_index=start + i, split=split)
+        scenes.append(sc)
+        questions += gen.generate(sc, rng, n_object=4, n_part=2)
+    for k, q in enumerate(questions):
+        q["question_index"] = k
+    for sub, items in (("scenes", scenes), ("questions", questions)):
+        (root / sub).mkdir(parents=True, exist_ok=True)
+        (root / sub / f"{split}_{sub}.json").write_text(json.dumps({"info": {}, sub: items}))
+
+
+@pytest.fixture(scope="session")
+def write_qa_split():
+    """``write_qa_split(ROOT, split, n_scenes, seed, start=0)`` writes ``n_scenes`` synthetic
+    Super-CLEVR scenes (``image_index`` from ``start``) and their questions (6 per scene) under ROOT
+    in the on-disk layout (``scenes/``, ``questions/``; no images): a question-only dataset."""
+    return _write_qa_split
 
 
 def _in_ci() -> bool:

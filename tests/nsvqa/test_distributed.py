@@ -187,32 +187,15 @@ def test_single_process_is_a_no_op(monkeypatch):
 
 # ------------------------------------------------------------------------------------ question parser
 
-def _write_questions(root: Path, split: str, n_scenes: int, seed: int, start: int) -> None:
-    from executors import load_ontology
-    from nsvqa.generation.questions import QuestionGenerator, synthetic_scene
-
-    onto, gen, rng = load_ontology("superclevr"), QuestionGenerator.default(), np.random.default_rng(seed)
-    scenes, questions = [], []
-    for i in range(n_scenes):
-        sc = synthetic_scene(onto, rng, image_index=start + i, split=split)
-        scenes.append(sc)
-        questions += gen.generate(sc, rng, n_object=4, n_part=2)
-    for k, q in enumerate(questions):
-        q["question_index"] = k
-    for sub, key, items in (("scenes", "scenes", scenes), ("questions", "questions", questions)):
-        (root / sub).mkdir(parents=True, exist_ok=True)
-        (root / sub / f"{split}_{sub}.json").write_text(json.dumps({"info": {}, key: items}))
-
-
 @pytest.fixture(scope="module")
-def qp_runs(tmp_path_factory):
+def qp_runs(tmp_path_factory, write_qa_split):
     """The torchrun records of the question-parser jobs, with their folders."""
     if not HAVE_GLOO:
         pytest.skip("torch.distributed with the gloo backend is not available in this torch build")
     tmp = tmp_path_factory.mktemp("ddp_qp")
     data = tmp / "data" / "mid"
-    _write_questions(data, "train", 4, seed=0, start=0)
-    _write_questions(data, "val", 1, seed=1, start=100)
+    write_qa_split(data, "train", 4, seed=0, start=0)
+    write_qa_split(data, "val", 1, seed=1, start=100)
     paths = {"data": str(data), "sgd": str(tmp / "sgd"), "rl": str(tmp / "rl"), "bad": str(tmp / "bad")}
     return _torchrun("question_parser", paths, tmp), paths
 

@@ -4,39 +4,16 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import numpy as np
 import pytest
 import torch
 
-from executors import load_ontology
-from nsvqa.generation.questions import QuestionGenerator, synthetic_scene
-
-ONTO = load_ontology("superclevr")
-
-
-def write_split(root: Path, split: str, n_scenes: int, seed: int, start: int = 0) -> None:
-    """``n_scenes`` synthetic scenes and their questions (6 per scene) under ROOT in the on-disk layout."""
-    gen = QuestionGenerator.default()
-    rng = np.random.default_rng(seed)
-    scenes, questions = [], []
-    for i in range(n_scenes):
-        sc = synthetic_scene(ONTO, rng, image_index=start + i, split=split)
-        scenes.append(sc)
-        questions += gen.generate(sc, rng, n_object=4, n_part=2)
-    for k, q in enumerate(questions):
-        q["question_index"] = k
-    (root / "scenes").mkdir(parents=True, exist_ok=True)
-    (root / "questions").mkdir(parents=True, exist_ok=True)
-    (root / "scenes" / f"{split}_scenes.json").write_text(json.dumps({"info": {}, "scenes": scenes}))
-    (root / "questions" / f"{split}_questions.json").write_text(json.dumps({"info": {}, "questions": questions}))
-
 
 @pytest.fixture(scope="session")
-def qp_data(tmp_path_factory) -> Path:
+def qp_data(tmp_path_factory, write_qa_split) -> Path:
     """ROOT/VARIANT with train (12 scenes) and val (4 scenes) splits of synthetic questions."""
     root = tmp_path_factory.mktemp("qp") / "mid"
-    write_split(root, "train", 12, seed=0)
-    write_split(root, "val", 4, seed=1, start=100)
+    write_qa_split(root, "train", 12, seed=0)
+    write_qa_split(root, "val", 4, seed=1, start=100)
     return root
 
 
