@@ -37,7 +37,7 @@ def _train(name, root, out, **over):
 # ---------------------------------------------------------------------------- registry and configs
 def test_registry_names_lookup_and_profiles():
     assert set(baselines.names()) >= {"random", "majority", "lstm", "cnn_lstm", "film", "mdetr", "nscl"}
-    with pytest.raises(baselines.UnknownBaseline, match=r"unknown baseline 'nope'; valid: cnn_lstm, film, film-dense, lstm, "):
+    with pytest.raises(baselines.UnknownBaseline, match=r"unknown baseline 'nope'; valid: cnn_lstm, film, film-dense, film-trace, lstm, "):
         baselines.get("nope")
     for name in baselines.names():
         model = baselines.get(name)
@@ -235,7 +235,7 @@ def test_script_refuses_a_profile_it_does_not_list(root, tmp_path, load_script, 
 
 
 @pytest.mark.parametrize("args,message", [
-    (["--model", "nope"], "unknown baseline 'nope'; valid: cnn_lstm, film, film-dense, lstm, majority, mdetr, nscl, objmac, objmac-trace, objtf, random"),
+    (["--model", "nope"], "unknown baseline 'nope'; valid: cnn_lstm, film, film-dense, film-trace, lstm, majority, mdetr, nscl, objmac, objmac-trace, objtf, random"),
     (["--model", "lstm", "--set", "image_width=3"], "unknown config fields ['image_width']"),
     (["--model", "lstm", "--set", "steps"], "--set: expected NAME=VALUE, got 'steps'"),
     (["--model", "majority", "--predict-only", "--predict", "DATA"], "baseline.pt: no checkpoint file"),
