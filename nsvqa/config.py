@@ -3,8 +3,10 @@
 A run config is a frozen dataclass that subclasses :class:`Config`; its first fields are ``data``
 (the training variant's folder) and ``profile``, and every other field has a real default: its
 value in the ``mini`` profile (the 2-core CPU profile), so the class reads as the component's
-defaults. A profile is data: a mapping of the fields it changes, by name, relative to those
-defaults (``mini``: none)::
+defaults. A base that several configs derive from gives a default only to a field whose value is
+everyone's; a field that is each config's own is ``field(kw_only=True)`` without a default there,
+so a derived config that does not state it cannot be built. A profile is data: a mapping of the
+fields it changes, by name, relative to those defaults (``mini``: none)::
 
     @dataclass(frozen=True)
     class MyConfig(Config):
