@@ -197,23 +197,20 @@ def test_not_json(script, capsys, tmp_path):
 
 
 # ---------------------------------------------------------------------------- reference data
-def test_clevr_reference_all_correct(script, capsys, reference_dir):
-    d = reference_dir / "clevr"
-    rc, summary, _ = run(script, capsys, "--scenes", d / "CLEVR_val_scenes_500.json",
-                         "--questions", d / "CLEVR_val_questions_500_official.json")
+@pytest.mark.parametrize("scenes, questions, expected, said", [
+    # CLEVR's official programs: every question answered right
+    ("clevr/CLEVR_val_scenes_500.json", "clevr/CLEVR_val_questions_500_official.json",
+     {"n": 5000, "accuracy": 1.0, "invalid_programs": 0}, ""),
+    # Super-CLEVR's raw part names: 437 programs invalid, every other question answered right
+    ("superclevr/superCLEVR_scenes.json", "superclevr/superCLEVR_questions_official_parts_raw.json",
+     {"invalid_programs": 437}, "... and 432 more invalid programs (437 in all)"),
+], ids=["clevr_all_correct", "superclevr_raw_parts_invalid"])
+def test_reference_release(script, capsys, reference_dir, scenes, questions, expected, said):
+    rc, summary, err = run(script, capsys, "--scenes", reference_dir / scenes, "--questions", reference_dir / questions)
     assert rc == 0
-    assert summary["n"] == 5000 and summary["accuracy"] == 1.0
-    assert summary["invalid_programs"] == 0 and summary["execution_errors"] == 0
-
-
-def test_superclevr_raw_parts_invalid(script, capsys, reference_dir):
-    d = reference_dir / "superclevr"
-    rc, summary, err = run(script, capsys, "--scenes", d / "superCLEVR_scenes.json",
-                           "--questions", d / "superCLEVR_questions_official_parts_raw.json")
-    assert rc == 0
-    assert summary["invalid_programs"] == 437 and summary["execution_errors"] == 0
-    assert summary["correct"] == summary["n"] - 437
-    assert "... and 432 more invalid programs (437 in all)" in err
+    assert {k: summary[k] for k in expected} == expected
+    assert summary["execution_errors"] == 0 and summary["correct"] == summary["n"] - summary["invalid_programs"]
+    assert said in err
 
 
 def test_an_empty_questions_list_keeps_the_existing_output(script, capsys, tmp_path):
