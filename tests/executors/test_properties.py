@@ -60,6 +60,14 @@ def _settings(n: int) -> settings:
                                            HealthCheck.filter_too_much, HealthCheck.large_base_example])
 
 
+def _property(n: int):
+    """The decorators of a property test ``test(onto_name, data)``: run on every ontology, under
+    :func:`_settings` ``(n)``, ``data`` drawing its examples."""
+    def decorate(test):
+        return pytest.mark.parametrize("onto_name", ONTOLOGIES)(_settings(n)(given(data=st.data())(test)))
+    return decorate
+
+
 #: The direction vectors of every CLEVR v1.0 / Super-CLEVR scene.
 CLEVR_DIRECTIONS = {"right": [0.6563112735748291, 0.7544902563095093, -0.0],
                     "behind": [-0.754490315914154, 0.6563112735748291, 0.0],
@@ -270,6 +278,11 @@ def build_scene(d: dict, onto_name: str) -> SymbolicScene:
     return SymbolicScene.from_json(d, load_ontology(onto_name))
 
 
+def draw_scene(data, onto_name: str, **kw) -> SymbolicScene:
+    """A scene of :func:`scene_dicts` (with ``kw``) drawn by ``data``, built and noted."""
+    return build_scene(data.draw(scene_dicts(onto_name, **kw)), onto_name)
+
+
 # ====================================================================== helpers
 def _outcome(fn):
     """``fn()``, or the ExecutionError it raised (any other exception propagates)."""
@@ -338,9 +351,7 @@ def reachable(program: Program) -> set[int]:
 
 
 # ====================================================================== generated programs are valid
-@pytest.mark.parametrize("onto_name", ONTOLOGIES)
-@_settings(150)
-@given(data=st.data())
+@_property(150)
 def test_generated_programs_validate(onto_name, data):
     onto = load_ontology(onto_name)
     program, types = data.draw(typed_programs(onto_name))
@@ -361,13 +372,11 @@ def test_grammar_covers_every_function():
 
 
 # ====================================================================== property 1: the contract
-@pytest.mark.parametrize("onto_name", ONTOLOGIES)
-@_settings(200)
-@given(data=st.data())
+@_property(200)
 def test_one_hot_contract_single(onto_name, data):
     """``run``: same answer, same answer type, same trace step by step, or same exception type."""
     onto = load_ontology(onto_name)
-    scene = build_scene(data.draw(scene_dicts(onto_name)), onto_name)
+    scene = draw_scene(data, onto_name)
     program = data.draw(programs(onto_name, scene=scene))
     note(f"program: {json.dumps(program.to_json())}")
     lik = SceneLikelihoods.from_scene(scene)
@@ -387,14 +396,12 @@ def test_one_hot_contract_single(onto_name, data):
         assert got.distribution == {det.answer: 1.0}
 
 
-@pytest.mark.parametrize("onto_name", ONTOLOGIES)
-@_settings(80)
-@given(data=st.data())
+@_property(80)
 def test_one_hot_contract_batched(onto_name, data):
     """``run_batch`` over several scenes and many programs of different structure (grouped by the
     scheduler, chunked by ``max_batch``) answers like the deterministic ``run_batch`` and ``run``."""
     onto = load_ontology(onto_name)
-    scenes = [build_scene(data.draw(scene_dicts(onto_name)), onto_name)
+    scenes = [draw_scene(data, onto_name)
               for _ in range(data.draw(st.integers(1, 4)))]
     index = data.draw(st.lists(st.integers(0, len(scenes) - 1), min_size=1, max_size=24))
     progs = [data.draw(programs(onto_name, scene=scenes[k])) for k in index]
@@ -418,14 +425,12 @@ def test_one_hot_contract_batched(onto_name, data):
         assert_same_outcome(a, b, f"run_batch on SymbolicScenes, question {q}")
 
 
-@pytest.mark.parametrize("onto_name", ONTOLOGIES)
-@_settings(15)
-@given(data=st.data())
+@_property(15)
 def test_one_hot_contract_batched_torch_cpu(onto_name, data):
     """The torch backend (CPU) keeps the contract too."""
     pytest.importorskip("torch")
     onto = load_ontology(onto_name)
-    scenes = [build_scene(data.draw(scene_dicts(onto_name)), onto_name)
+    scenes = [draw_scene(data, onto_name)
               for _ in range(data.draw(st.integers(1, 3)))]
     index = data.draw(st.lists(st.integers(0, len(scenes) - 1), min_size=1, max_size=12))
     progs = [data.draw(programs(onto_name, scene=scenes[k])) for k in index]
@@ -566,21 +571,17 @@ def assert_only_execution_errors(nodes, onto_name: str, scene: SymbolicScene) ->
                                 f"{mode}/{dtype} run_batch")
 
 
-@pytest.mark.parametrize("onto_name", ONTOLOGIES)
-@_settings(150)
-@given(data=st.data())
+@_property(150)
 def test_mutated_programs_raise_only_execution_errors(onto_name, data):
-    scene = build_scene(data.draw(scene_dicts(onto_name, max_objects=4)), onto_name)
+    scene = draw_scene(data, onto_name, max_objects=4)
     nodes = data.draw(mutated_programs(onto_name))
     note(f"nodes: {nodes!r}")
     assert_only_execution_errors(nodes, onto_name, scene)
 
 
-@pytest.mark.parametrize("onto_name", ONTOLOGIES)
-@_settings(100)
-@given(data=st.data())
+@_property(100)
 def test_garbage_programs_raise_only_execution_errors(onto_name, data):
-    scene = build_scene(data.draw(scene_dicts(onto_name, max_objects=3)), onto_name)
+    scene = draw_scene(data, onto_name, max_objects=3)
     nodes = data.draw(st.one_of(junk, junk_nodes))
     note(f"nodes: {nodes!r}")
     assert_only_execution_errors(nodes, onto_name, scene)
@@ -716,9 +717,7 @@ def mutated_scene_dicts(draw, onto_name: str):
     return d
 
 
-@pytest.mark.parametrize("onto_name", ONTOLOGIES)
-@_settings(250)
-@given(data=st.data())
+@_property(250)
 def test_mutated_scenes_raise_only_format_or_execution_errors(onto_name, data):
     """``SymbolicScene.from_json`` rejects bad scenes with FormatError / ExecutionError only; a
     scene it accepts runs on both executors raising nothing else either (a FormatError when it has
@@ -749,9 +748,7 @@ def test_mutated_scenes_raise_only_format_or_execution_errors(onto_name, data):
 
 
 # ====================================================================== property 3: round trips
-@pytest.mark.parametrize("onto_name", ONTOLOGIES)
-@_settings(150)
-@given(data=st.data())
+@_property(150)
 def test_round_trips(onto_name, data):
     onto = load_ontology(onto_name)
     program, types = data.draw(typed_programs(onto_name))
@@ -776,7 +773,7 @@ def test_round_trips(onto_name, data):
         # a tree: the canonical form renumbers its nodes (children left to right), keeps them all
         assert sorted(n.token() for n in canon) == sorted(n.token() for n in program)
     # the canonical form answers like the program (dead nodes of the program may fail alone)
-    scene = build_scene(data.draw(scene_dicts(onto_name)), onto_name)
+    scene = draw_scene(data, onto_name)
     ex = DeterministicExecutor(onto)
     a = _outcome(lambda: ex.run(program, scene).answer)
     b = _outcome(lambda: ex.run(canon, scene).answer)
@@ -880,12 +877,10 @@ def check_soft_result(onto, ex, program, types, n: int, res, tol: float) -> None
                                            atol=10 * tol, err_msg=f"node {i}: posterior of {flat}")
 
 
-@pytest.mark.parametrize("onto_name", ONTOLOGIES)
-@_settings(100)
-@given(data=st.data())
+@_property(100)
 def test_soft_likelihoods_give_distributions(onto_name, data):
     onto = load_ontology(onto_name)
-    scene = build_scene(data.draw(scene_dicts(onto_name)), onto_name)
+    scene = draw_scene(data, onto_name)
     lik = data.draw(soft_likelihoods(scene))
     note(f"likelihoods: {json.dumps(lik.to_json())}")
     pts = [data.draw(typed_programs(onto_name, scene=scene))
