@@ -28,8 +28,8 @@ from nsvqa.artifacts.questions import questions_path, read_questions
 from nsvqa.training.checkpoint import load_checkpoint, save_checkpoint
 from nsvqa.models import ModelSpec, PredictInputs
 from nsvqa.artifacts.predictions import Prediction, load_question_meta
-from nsvqa.training import warmup_cosine
-from nsvqa.training.engine import Progress, evaluating, record_seconds, restore_train_state, train_steps
+from nsvqa.training import RunDir, warmup_cosine
+from nsvqa.training.engine import Progress, evaluating, record_seconds, train_steps
 from nsvqa.training.data import StepBatch, StepLoader
 from nsvqa.training.sampling import BucketedBatches, SequentialBatches
 from parsers.question.vocab import Vocabulary, tokenize
@@ -37,7 +37,7 @@ from parsers.question.vocab import Vocabulary, tokenize
 from . import Baseline
 from .images import image_inputs
 from .qa_encoding import EncodedQA, QARecord, answer_vocabulary, collate_qa, read_qa
-from .runs import CHECKPOINT, checkpoint_kind, checkpoint_path, config_from_dict, open_run
+from .runs import CHECKPOINT, checkpoint_kind, checkpoint_path, config_from_dict, resume_state, run_training
 
 
 class NeuralBaseline(Baseline):
@@ -167,80 +167,75 @@ def train_classifier(baseline: NeuralBaseline, cfg: Any, out: str | Path, *, res
         executors.errors.FormatError / FileNotFoundError: bad or missing data (file and field named);
         nsvqa.training.NonFiniteLoss: a NaN or infinite loss.
     """
-    run, ck, done = open_run(baseline.name, cfg, out, resume=resume, total_steps=cfg.steps)
-    try:
-        if done:
-            return run.path
-        dev = torch.device(cfg.device)
-        onto = load_ontology(cfg.ontology)
-        folder = Path(cfg.data)
-        path = run.path / CHECKPOINT
-        t0 = time.time()
-        train = read_qa(folder, "train", onto, require_answer=True, require_image=baseline.uses_images,
-                        limit=cfg.max_train_questions)
-        if not train:
-            raise ValueError(f"{folder / 'questions' / 'train_questions.json'}: no training questions")
-        train = baseline.training_questions(cfg, folder, train, run.path, onto)
-        val_path = folder / "questions" / "val_questions.json"
-        val = (read_qa(folder, "val", onto, require_answer=True, require_image=baseline.uses_images,
-                       limit=cfg.val_questions) if cfg.val_questions and val_path.is_file() else [])
-        if ck is not None:
-            vocab = Vocabulary.from_dict(ck["vocabularies"]["question"], f"{path}, vocabularies.question")
-            answers = list(ck["vocabularies"]["answer"])
-        else:
-            vocab = Vocabulary.build((tokenize(r.question) for r in train), cfg.min_word_count)
-            answers = answer_vocabulary(onto, [r.answer for r in train])
+    return run_training(baseline.name, cfg, out, resume=resume, total_steps=cfg.steps,
+                        train=lambda run, ck: _train(baseline, cfg, run, ck, progress))
 
-        def images(records: list[QARecord], split: str):
-            if not baseline.uses_images or not records:
-                return None
-            return baseline.image_inputs(folder, split, [r.image_filename for r in records], cfg, run.path, progress)
 
-        train_data = EncodedQA.build(train, vocab, answers, images(train, "train"))
-        val_data = EncodedQA.build(val, vocab, answers, images(val, "val"))
-        run.log(f"data: {len(train_data)} train questions, {len(val_data)} val questions from {folder}; "
-                f"{len(vocab)} words, {len(answers)} answers ({time.time() - t0:.1f} s)")
+def _train(baseline: NeuralBaseline, cfg: Any, run: RunDir, ck: dict | None, progress: bool) -> None:
+    """:func:`train_classifier` in the open run ``run``, from the checkpoint ``ck`` (None: from step 0)."""
+    dev = torch.device(cfg.device)
+    onto = load_ontology(cfg.ontology)
+    folder = Path(cfg.data)
+    path = run.path / CHECKPOINT
+    t0 = time.time()
+    train = read_qa(folder, "train", onto, require_answer=True, require_image=baseline.uses_images,
+                    limit=cfg.max_train_questions)
+    if not train:
+        raise ValueError(f"{folder / 'questions' / 'train_questions.json'}: no training questions")
+    train = baseline.training_questions(cfg, folder, train, run.path, onto)
+    val_path = folder / "questions" / "val_questions.json"
+    val = (read_qa(folder, "val", onto, require_answer=True, require_image=baseline.uses_images,
+                   limit=cfg.val_questions) if cfg.val_questions and val_path.is_file() else [])
+    if ck is not None:
+        vocab = Vocabulary.from_dict(ck["vocabularies"]["question"], f"{path}, vocabularies.question")
+        answers = list(ck["vocabularies"]["answer"])
+    else:
+        vocab = Vocabulary.build((tokenize(r.question) for r in train), cfg.min_word_count)
+        answers = answer_vocabulary(onto, [r.answer for r in train])
 
-        model = baseline.build_model(cfg, len(vocab), len(answers)).to(dev)
-        baseline.bind_vocabularies(model, cfg, vocab, list(answers))
-        loss_fn = baseline.training_loss(cfg, folder, train, train_data, run)
-        opt = torch.optim.Adam(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
-        sched = torch.optim.lr_scheduler.LambdaLR(opt, warmup_cosine(cfg.steps, cfg.warmup))
-        start, extra = 0, {}
-        if ck is not None:
-            model.load_state_dict(ck["state_dict"])
-            start, extra = restore_train_state(ck["train_state"], opt, sched), dict(ck["extra"])
-            run.log(f"resumed at step {start} from {path}")
-        batches = StepLoader(train_data, collate_qa, BucketedBatches(train_data.lengths, cfg.batch, cfg.seed),
-                             start=start, total=cfg.steps, device=dev)
-        model.train()
+    def images(records: list[QARecord], split: str):
+        if not baseline.uses_images or not records:
+            return None
+        return baseline.image_inputs(folder, split, [r.image_filename for r in records], cfg, run.path, progress)
 
-        def step_fn(step: int) -> tuple[torch.Tensor, dict]:
-            return loss_fn(model, batches(step))
+    train_data = EncodedQA.build(train, vocab, answers, images(train, "train"))
+    val_data = EncodedQA.build(val, vocab, answers, images(val, "val"))
+    run.log(f"data: {len(train_data)} train questions, {len(val_data)} val questions from {folder}; "
+            f"{len(vocab)} words, {len(answers)} answers ({time.time() - t0:.1f} s)")
 
-        def checkpoint(p: Progress) -> None:
-            if not p.trained:  # zero steps asked: an untrained model, still loadable
-                _save(path, baseline.name, cfg, model, vocab, answers, {"step": p.step}, extra)
-                return
-            msg = f"step {p.step} loss={p.values['loss']:.5f} smoothed={p.smoothed['loss']:.5f}"
-            if len(val_data):
-                acc = accuracy(model, val_data, dev)
-                extra["val_accuracy"] = acc
-                run.scalars("val", {"accuracy": acc}, p.step)
-                msg += f" val accuracy={acc:.4f} ({len(val_data)} questions)"
-            run.log(msg)
-            record_seconds(extra, p)
-            _save(path, baseline.name, cfg, model, vocab, answers,
-                  {"step": p.step, "optimizer": opt.state_dict(), "scheduler": sched.state_dict()}, extra,
-                  finished=p.final)
+    model = baseline.build_model(cfg, len(vocab), len(answers)).to(dev)
+    baseline.bind_vocabularies(model, cfg, vocab, list(answers))
+    loss_fn = baseline.training_loss(cfg, folder, train, train_data, run)
+    opt = torch.optim.Adam(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, warmup_cosine(cfg.steps, cfg.warmup))
+    start, extra = resume_state(run, ck, opt, sched, model.load_state_dict)
+    batches = StepLoader(train_data, collate_qa, BucketedBatches(train_data.lengths, cfg.batch, cfg.seed),
+                         start=start, total=cfg.steps, device=dev)
+    model.train()
 
-        train_steps(step_fn, opt, run, start=start, total=cfg.steps, scheduler=sched,
-                    clip_params=model.parameters(), clip_norm=cfg.grad_clip, phase="train", log_every=20,
-                    eval_every=cfg.eval_every, on_checkpoint=checkpoint, checkpoint_path=path,
-                    seconds_before=float(extra.get("train_seconds", 0.0)), progress=progress, desc=baseline.name)
-    finally:
-        run.close()
-    return run.path
+    def step_fn(step: int) -> tuple[torch.Tensor, dict]:
+        return loss_fn(model, batches(step))
+
+    def checkpoint(p: Progress) -> None:
+        if not p.trained:  # zero steps asked: an untrained model, still loadable
+            _save(path, baseline.name, cfg, model, vocab, answers, {"step": p.step}, extra)
+            return
+        msg = f"step {p.step} loss={p.values['loss']:.5f} smoothed={p.smoothed['loss']:.5f}"
+        if len(val_data):
+            acc = accuracy(model, val_data, dev)
+            extra["val_accuracy"] = acc
+            run.scalars("val", {"accuracy": acc}, p.step)
+            msg += f" val accuracy={acc:.4f} ({len(val_data)} questions)"
+        run.log(msg)
+        record_seconds(extra, p)
+        _save(path, baseline.name, cfg, model, vocab, answers,
+              {"step": p.step, "optimizer": opt.state_dict(), "scheduler": sched.state_dict()}, extra,
+              finished=p.final)
+
+    train_steps(step_fn, opt, run, start=start, total=cfg.steps, scheduler=sched,
+                clip_params=model.parameters(), clip_norm=cfg.grad_clip, phase="train", log_every=20,
+                eval_every=cfg.eval_every, on_checkpoint=checkpoint, checkpoint_path=path,
+                seconds_before=float(extra.get("train_seconds", 0.0)), progress=progress, desc=baseline.name)
 
 
 __all__ = ["NeuralBaseline", "accuracy", "train_classifier"]

@@ -1,17 +1,21 @@
 """A learned baseline's run directory and checkpoint: the checkpoint's file name (:data:`CHECKPOINT`,
 ``RUN/baseline.pt``), its ``kind`` (``baseline_<name>``) and path, a config read back from a
-checkpoint (:func:`config_from_dict`), and :func:`open_run`, which checks the config, seeds
+checkpoint (:func:`config_from_dict`), :func:`open_run`, which checks the config, seeds
 everything and opens the run directory (:class:`nsvqa.training.RunDir`: ``config.json``,
-``train.log``, ``tb/``) of a new or resumed run. Shared by every baseline with a checkpoint, those
-with a training loop of their own (mDETR, NSCL) and the prior ones included.
+``train.log``, ``tb/``) of a new or resumed run, :func:`run_training`, which runs a trainer's work
+in it, and :func:`resume_state`, what a resumed run restores. Shared by every baseline with a
+checkpoint, those with a training loop of their own (mDETR, NSCL) and the prior ones included.
 """
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
+
+import torch
 
 from nsvqa.training import RunDir, seed_everything
 from nsvqa.training.checkpoint import load_checkpoint
+from nsvqa.training.engine import restore_train_state
 
 CHECKPOINT = "baseline.pt"
 
@@ -61,4 +65,33 @@ def open_run(name: str, cfg: Any, out: str | Path, *, resume: bool, total_steps:
     return run, ck, done
 
 
-__all__ = ["CHECKPOINT", "checkpoint_kind", "checkpoint_path", "config_from_dict", "open_run"]
+def run_training(name: str, cfg: Any, out: str | Path, *, resume: bool, total_steps: int,
+                 train: Callable[[RunDir, dict | None], None]) -> Path:
+    """The training run of baseline ``name`` in ``out``: :func:`open_run`, then ``train(run,
+    checkpoint)`` (the checkpoint to continue from, or None) unless that checkpoint already reached
+    ``total_steps``; the run directory is closed after, also when ``train`` raises. Returns the run
+    directory. Raises like :func:`open_run` and ``train``."""
+    run, ck, done = open_run(name, cfg, out, resume=resume, total_steps=total_steps)
+    try:
+        if not done:
+            train(run, ck)
+    finally:
+        run.close()
+    return run.path
+
+
+def resume_state(run: RunDir, ck: dict | None, optimizer: torch.optim.Optimizer, scheduler: Any,
+                 load_weights: Callable[[dict], Any]) -> tuple[int, dict]:
+    """(the step to start from, the run's ``extra`` record): ``(0, {})`` without a checkpoint ``ck``;
+    with one, its weights loaded (``load_weights(state_dict)``), the optimizer, scheduler and RNG
+    restored (:func:`nsvqa.training.engine.restore_train_state`) and the resume logged to ``run``."""
+    if ck is None:
+        return 0, {}
+    load_weights(ck["state_dict"])
+    start = restore_train_state(ck["train_state"], optimizer, scheduler)
+    run.log(f"resumed at step {start} from {run.path / CHECKPOINT}")
+    return start, dict(ck["extra"])
+
+
+__all__ = ["CHECKPOINT", "checkpoint_kind", "checkpoint_path", "config_from_dict", "open_run", "run_training",
+           "resume_state"]
