@@ -47,6 +47,13 @@ def _propeller(center, r: float, blades: int, chord: float, spinner: float, phas
     return merge(ms)
 
 
+def _cabin_windows(b: _Build, x: float, D: float, z: float, length: float, height: float) -> None:
+    """A strip of cabin windows on each side (left first) of a fuselage of diameter ``D``, centred
+    at (``x``, ``z``)."""
+    for s in (1, -1):
+        b.win(box((x, s * (D / 2 - 0.02), z), (length, 0.08, height)))
+
+
 def _aeroplane(shape: str) -> VehicleModel:
     b = _Build(shape)
     if shape == "airliner":
@@ -55,8 +62,7 @@ def _aeroplane(shape: str) -> VehicleModel:
         b.add(_fuselage(L, D, zc, nose=0.1, tail=0.22, tail_up=0.5))
         # cockpit windows and cabin window strips
         b.win(_strip([(L / 2 - 1.6, zc + 0.9), (L / 2 - 2.9, zc + 1.45)], 0.05, -1.0, 1.0, out=(1, 1)))
-        for s in (1, -1):
-            b.win(box((-1.5, s * (D / 2 - 0.02), zc + 0.65), (L * 0.62, 0.08, 0.35)))
+        _cabin_windows(b, -1.5, D, zc + 0.65, L * 0.62, 0.35)
         wr = (2.0, 1.6, zc - 1.2)
         lw = [wing((wr[0], 0.0, wr[2]), (wr[0] - 10.5, span / 2, wr[2] + 1.6), 7.5, 1.8, thickness=0.12)]
         b.pair("wing_left", "wing_right", *lw)
@@ -91,8 +97,7 @@ def _aeroplane(shape: str) -> VehicleModel:
         zc = 2.4
         b.add(_fuselage(L, D, zc, nose=0.14, tail=0.28, tail_up=0.6))
         b.win(_strip([(L / 2 - 1.5, zc + 0.45), (L / 2 - 2.4, zc + 0.95)], 0.04, -0.7, 0.7, out=(1, 1)))
-        for s in (1, -1):
-            b.win(box((-0.5, s * (D / 2 - 0.02), zc + 0.35), (L * 0.5, 0.08, 0.3)))
+        _cabin_windows(b, -0.5, D, zc + 0.35, L * 0.5, 0.3)
         wz = zc + D / 2 - 0.2
         b.pair("wing_left", "wing_right",
                wing((2.2, 0.0, wz), (1.2, span / 2, wz + 0.3), 3.2, 1.5, thickness=0.14))

@@ -37,6 +37,15 @@ def _saddle(x: float, z: float, wide: bool = False) -> Mesh:
                 k=10)
 
 
+#: The frame of each bicycle but the tandem: wheel radius, tyre radius, front and back axle x, head
+#: tube top and bottom, seat tube top, half the handlebar width (metres).
+_FRAMES = {
+    "road": (0.34, 0.016, 0.6, -0.4, (0.55, 0, 0.82), (0.58, 0, 0.68), (-0.17, 0, 0.82), 0.21),
+    "mountain": (0.36, 0.032, 0.68, -0.45, (0.55, 0, 0.86), (0.6, 0, 0.74), (-0.17, 0, 0.74), 0.33),
+    "utility": (0.34, 0.022, 0.64, -0.46, (0.5, 0, 0.86), (0.55, 0, 0.68), (-0.2, 0, 0.78), 0.28),
+}
+
+
 def _bicycle(shape: str) -> VehicleModel:
     b = _Build(shape)
     tube_r = 0.02
@@ -81,24 +90,8 @@ def _bicycle(shape: str) -> VehicleModel:
         b.part("rearlight", box((xb - R - 0.06, 0, R + 0.1), (0.05, 0.08, 0.07)),
                box((xb - R - 0.03, 0, R + 0.05), (0.03, 0.02, 0.06)))
         return b.finish()
-    if shape == "road":
-        R, tr = 0.34, 0.016
-        xf, xb = 0.6, -0.4
-        ht_top, ht_bot = np.array([0.55, 0, 0.82]), np.array([0.58, 0, 0.68])
-        st_top = np.array([-0.17, 0, 0.82])
-        bars_half = 0.21
-    elif shape == "mountain":
-        R, tr = 0.36, 0.032
-        xf, xb = 0.68, -0.45
-        ht_top, ht_bot = np.array([0.55, 0, 0.86]), np.array([0.6, 0, 0.74])
-        st_top = np.array([-0.17, 0, 0.74])
-        bars_half = 0.33
-    else:  # utility
-        R, tr = 0.34, 0.022
-        xf, xb = 0.64, -0.46
-        ht_top, ht_bot = np.array([0.5, 0, 0.86]), np.array([0.55, 0, 0.68])
-        st_top = np.array([-0.2, 0, 0.78])
-        bars_half = 0.28
+    R, tr, xf, xb, ht_top, ht_bot, st_top, bars_half = _FRAMES[shape]
+    ht_top, ht_bot, st_top = np.array(ht_top), np.array(ht_bot), np.array(st_top)
     bb = np.array([0.0, 0, 0.28])
     axle_f, axle_b = np.array([xf, 0, R]), np.array([xb, 0, R])
     if shape == "utility":  # step-through frame: a curved down tube, no top tube
