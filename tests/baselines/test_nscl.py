@@ -21,7 +21,6 @@ from executors.program import Program
 from executors.scene import SceneLikelihoods, SymbolicScene
 from nsvqa.training.checkpoint import load_checkpoint
 from nsvqa.models import PredictInputs
-from nsvqa.artifacts.predictions import read_predictions
 
 ONTO = load_ontology("superclevr")
 CPU = torch.device("cpu")
@@ -332,7 +331,8 @@ def test_learns_on_the_cached_backbone_maps(root, tmp_path, require_backbone_wei
 
 
 # ---------------------------------------------------------------------------- the command line
-def test_script_trains_resumes_exactly_predicts_and_evaluates(root, tmp_path, load_script, stop_after_save, capsys):
+def test_script_trains_resumes_exactly_predicts_and_evaluates(root, tmp_path, load_script, stop_after_save, capsys,
+                                                              check_resumed_run):
     tb = load_script("train_baseline")
     args = ["--model", "nscl", "--data", str(root / "mid"), "--profile", "tiny", "--threads", "1", "--no-progress",
             "--set", "steps=6", "--set", "eval_every=3", "--set", "val_questions=4", "--set", "curriculum=0.5:6:10",
@@ -346,18 +346,5 @@ def test_script_trains_resumes_exactly_predicts_and_evaluates(root, tmp_path, lo
     assert load_checkpoint(interrupted / "baseline.pt")["train_state"]["step"] == 3
     assert tb.main([*args, "--out", str(interrupted), "--resume"]) == 0
     assert "resumed at step 3" in (interrupted / "train.log").read_text()
-    a = load_checkpoint(straight / "baseline.pt", kind="baseline_nscl")
-    b = load_checkpoint(interrupted / "baseline.pt", kind="baseline_nscl")
-    assert a["train_state"]["step"] == b["train_state"]["step"] == 6
-    assert all(torch.equal(a["state_dict"][k], b["state_dict"][k]) for k in a["state_dict"])
-    for test in ("hard", "mid"):
-        name = f"predictions/nscl__train-mid__test-{test}.jsonl"
-        assert (straight / name).read_bytes() == (interrupted / name).read_bytes()
-        assert len(read_predictions(interrupted / name)) == 40
-    rc = load_script("evaluate_rd").main(["--runs", str(interrupted), "--out", str(tmp_path / "rep"),
-                                          "--allow-partial-rd", "--no-plots"])
-    assert rc == 0
-    rep = json.loads((tmp_path / "rep" / "report.json").read_text())
-    assert {(c["model"], c["train"], c["test"]) for c in rep["cells"]} == {("nscl", "mid", "mid"),
-                                                                            ("nscl", "mid", "hard")}
+    check_resumed_run(straight, interrupted, "nscl", 6)
     assert Path(interrupted / "tb").is_dir()
