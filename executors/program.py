@@ -103,7 +103,7 @@ class Program:
             if interned is None:
                 out.append(Node(fn, inputs, vals))
                 continue
-            key = (fn, inputs, vals)
+            key = (fn, *inputs, None, *vals)  # the key _read_known builds
             hit = interned.get(key)
             if hit is None:
                 if len(interned) >= _MAX_CACHED:
@@ -113,7 +113,6 @@ class Program:
             entries.append(hit)
         prog = cls(tuple(out))
         if ontology is not None:
-            prog.__dict__["_structure"] = tuple(e.struct for e in entries)
             types = prog.validate(ontology)
             for e, t in zip(entries, types):  # what the next program with these nodes skips
                 ins = e.node.inputs
@@ -231,15 +230,17 @@ class Program:
 
 
 class _Known:
-    """A node read before (per ontology): its :class:`Node`, its part of the structure, and its
-    output type per input types (``()`` without inputs, one type, or a pair) in programs that
-    validated; ``need``: the least position at which its inputs point to earlier nodes."""
+    """A node read before (per ontology): its :class:`Node` and its output type per input types
+    (``()`` without inputs, one type, or a pair) in programs that validated; ``need``: the least
+    position at which its inputs point to earlier nodes. Kept under the key
+    ``(function, *inputs, None, *values)``: one tuple made per node read, and with the inputs
+    checked to be ints and the values strs, equal keys mean equal fields (``None`` is neither)."""
 
-    __slots__ = ("node", "struct", "need", "types")
+    __slots__ = ("node", "need", "types")
 
     def __init__(self, node: Node):
         ins = node.inputs
-        self.node, self.struct, self.types = node, (node.function, ins, len(node.value_inputs)), {}
+        self.node, self.types = node, {}
         self.need = 0 if not ins else max(ins) + 1 if min(ins) >= 0 else 1 << 62
 
 
@@ -249,35 +250,37 @@ def _read_known(cls, nodes: Any, ontology: Ontology) -> "Program | None":
     and checks it in full, so a bad program gets the full checks and their errors)."""
     if type(nodes) is not list:
         return None
-    interned = ontology.cache("program.nodes")
+    get = ontology.cache("program.nodes").get
     types: list[str] = []
-    known: list[_Known] = []
-    for i, n in enumerate(nodes):
+    known: list[Node] = []
+    i = 0
+    for n in nodes:
         if type(n) is not dict:
             return None
         try:
             raw_in, values = n["inputs"], n["value_inputs"]
-            e = interned.get((n["type"], tuple(raw_in), tuple(values)))
+            e = get((n["type"], *raw_in, None, *values))
         except (KeyError, TypeError):
             return None
         if e is None or e.need > i or type(raw_in) is not list or type(values) is not list:
             return None
-        ins = e.node.inputs
         for x in raw_in:  # True == 1 and 1.0 == 1: the lookup alone does not tell them apart
             if type(x) is not int:
                 return None
         for v in values:
             if type(v) is not str:
                 return None
+        nd = e.node
+        ins = nd.inputs
         t = e.types.get(ins and (types[ins[0]] if len(ins) == 1 else (types[ins[0]], types[ins[1]])))
         if t is None:
             return None
         types.append(t)
-        known.append(e)
+        known.append(nd)
+        i += 1
     if not types or types[-1] not in ANSWER_TYPES:
         return None
-    prog = cls(tuple([e.node for e in known]))
-    prog.__dict__["_structure"] = tuple([e.struct for e in known])
+    prog = cls(tuple(known))
     prog.__dict__["_checked"] = (ontology, tuple(types))
     return prog
 
