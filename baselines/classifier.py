@@ -12,8 +12,8 @@ the config, the weights, the word and answer vocabularies and the training state
 """
 from __future__ import annotations
 
+import inspect
 import time
-from abc import abstractmethod
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Callable, ClassVar
@@ -40,19 +40,44 @@ from .qa_encoding import EncodedQA, QARecord, answer_vocabulary, collate_qa, rea
 from .runs import CHECKPOINT, checkpoint_kind, checkpoint_path, config_from_dict, resume_state, run_training
 
 
+def network_from_config(network: type[nn.Module], cfg: Any, *args: Any) -> nn.Module:
+    """``network(*args, **kw)`` where ``kw`` holds, for every keyword-only parameter of its
+    constructor, the field of ``cfg`` of the same name (a parameter with a default and no such field
+    keeps its default).
+
+    Raises:
+        TypeError: a keyword-only parameter without a default that ``cfg`` has no field for (named).
+    """
+    kw = {}
+    for p in inspect.signature(network).parameters.values():
+        if p.kind is not p.KEYWORD_ONLY:
+            continue
+        if hasattr(cfg, p.name):
+            kw[p.name] = getattr(cfg, p.name)
+        elif p.default is p.empty:
+            raise TypeError(f"{network.__name__}: parameter {p.name!r} is no field of {type(cfg).__name__}")
+    return network(*args, **kw)
+
+
 class NeuralBaseline(Baseline):
     """A classifier over the answer vocabulary, trained by :func:`train_classifier`.
 
-    Subclasses set ``config_class``, ``profiles``, ``uses_images`` and implement
-    :meth:`build_model`.
+    Subclasses set ``config_class``, ``uses_images`` and :attr:`network` (or override
+    :meth:`build_model`).
     """
 
     uses_images: ClassVar[bool] = False
+    #: the network class: ``network(num_words, num_answers, **sizes)``, its keyword-only sizes the
+    #: config's fields of the same names (:func:`network_from_config`)
+    network: ClassVar[type[nn.Module] | None] = None
 
-    @abstractmethod
     def build_model(self, cfg: Any, num_words: int, num_answers: int) -> nn.Module:
         """The network: ``forward(words (B, L), lengths (B,), images (B, 3, H, W) | None)
-        -> logits (B, num_answers)``."""
+        -> logits (B, num_answers)``. Default: :attr:`network` built from ``cfg``
+        (:func:`network_from_config`)."""
+        if self.network is None:
+            raise TypeError(f"{type(self).__name__}: set network or override build_model")
+        return network_from_config(self.network, cfg, num_words, num_answers)
 
     def train(self, cfg: Any, out: str | Path, *, resume: bool = False, progress: bool = True) -> Path:
         return train_classifier(self, cfg, out, resume=resume, progress=progress)
@@ -238,4 +263,4 @@ def _train(baseline: NeuralBaseline, cfg: Any, run: RunDir, ck: dict | None, pro
                 seconds_before=float(extra.get("train_seconds", 0.0)), progress=progress, desc=baseline.name)
 
 
-__all__ = ["NeuralBaseline", "accuracy", "train_classifier"]
+__all__ = ["NeuralBaseline", "network_from_config", "accuracy", "train_classifier"]

@@ -18,6 +18,7 @@ from torch import nn
 
 from . import register
 from .common import ImageEncoder, ImageQuestionModelConfig, NeuralBaseline, QuestionEncoder, mlp
+from .neural_config import SmallQuestionModelConfig
 
 
 class CNNLSTMNet(nn.Module):
@@ -47,22 +48,15 @@ class CNNLSTMNet(nn.Module):
 
 
 @dataclass(frozen=True)
-class CNNLSTMConfig(ImageQuestionModelConfig):
-    """cnn_lstm's config (:class:`baselines.neural_config.ImageQuestionModelConfig`'s fields); the
-    defaults are the ``mini`` profile, :attr:`PROFILES` the fields the other profiles change."""
+class CNNLSTMConfig(SmallQuestionModelConfig, ImageQuestionModelConfig):
+    """cnn_lstm's config (:class:`baselines.neural_config.ImageQuestionModelConfig`'s fields, the
+    question side :class:`~baselines.neural_config.SmallQuestionModelConfig`'s); the defaults are
+    the ``mini`` profile, :attr:`PROFILES` the fields the other profiles change."""
 
     model: str = "cnn_lstm"
     steps: int = 10000
     lr: float = 2e-3
-    warmup: int = 100
     eval_every: int = 2000
-    val_questions: int = 1000
-    batch: int = 64
-    word_dim: int = 64
-    hidden: int = 128
-    layers: int = 1
-    mlp_hidden: int = 256
-    dropout: float = 0.1
     image_width: int = 320
     image_height: int = 240
     backbone: str = "lite0"
@@ -70,8 +64,7 @@ class CNNLSTMConfig(ImageQuestionModelConfig):
     image_dim: int = 256
 
     PROFILES: ClassVar = {
-        "tiny": dict(steps=40, batch=16, lr=3e-3, warmup=5, eval_every=20, val_questions=32, word_dim=32, hidden=64,
-                     mlp_hidden=64, dropout=0.0, image_width=64, image_height=48, backbone="small", image_dim=64),
+        "tiny": dict(SmallQuestionModelConfig.TINY, image_width=64, image_height=48, backbone="small", image_dim=64),
         "demo": dict(steps=1000, eval_every=500, val_questions=500),  # mini, shorter
         # the frozen Lite0's cached stride-16 maps of the full 320x240 images: test 40.1% on mid after
         # 10,000 steps (16 min at 1 thread) where the question-only LSTM has 36.2% and the from-scratch
@@ -92,12 +85,8 @@ class CNNLSTMBaseline(NeuralBaseline):
     family = "holistic"
 
     config_class = CNNLSTMConfig
+    network = CNNLSTMNet
     uses_images = True
-
-    def build_model(self, cfg: CNNLSTMConfig, num_words: int, num_answers: int) -> CNNLSTMNet:
-        return CNNLSTMNet(num_words, num_answers, word_dim=cfg.word_dim, hidden=cfg.hidden, layers=cfg.layers,
-                          backbone=cfg.backbone, cnn_width=cfg.cnn_width, image_dim=cfg.image_dim,
-                          mlp_hidden=cfg.mlp_hidden, dropout=cfg.dropout, feature_stride=cfg.feature_stride)
 
 
 __all__ = ["CNNLSTMConfig", "CNNLSTMNet", "CNNLSTMBaseline"]

@@ -40,13 +40,16 @@ from parsers.backbones import TAP_CHANNELS
 from parsers.question.vocab import NULL_ID
 
 from . import register
-from .common import BACKBONES, Lite0Trunk, NeuralBaseline, QuestionModelConfig, check_backbone, mlp
+from .common import BACKBONES, Lite0Trunk, NeuralBaseline, check_backbone, mlp
+from .neural_config import SmallQuestionModelConfig
 
 
 @dataclass(frozen=True)
-class FiLMConfig(QuestionModelConfig):
-    """A :class:`baselines.common.QuestionModelConfig` (``word_dim``, ``hidden``, ``layers``: the
-    GRU; ``mlp_hidden``, ``dropout``: the classifier MLP) plus the image side and the FiLMed network.
+class FiLMConfig(SmallQuestionModelConfig):
+    """A :class:`baselines.neural_config.QuestionModelConfig` (``word_dim``, ``hidden``, ``layers``: the
+    GRU; ``mlp_hidden``, ``dropout``: the classifier MLP; their values
+    :class:`~baselines.neural_config.SmallQuestionModelConfig`'s) plus the image side and the
+    FiLMed network.
 
     Images are resized to ``image_width`` x ``image_height`` (``cache_images`` keeps the resized
     train/val images in ``RUN/cache/``); ``backbone`` ``small`` (``cnn_layers`` stride-2 blocks of
@@ -62,16 +65,8 @@ class FiLMConfig(QuestionModelConfig):
     model: str = "film"
     steps: int = 6000
     lr: float = 1e-3
-    warmup: int = 100
     eval_every: int = 2000
-    val_questions: int = 1000
     weight_decay: float = 1e-5  # the paper's
-    batch: int = 64
-    word_dim: int = 64
-    hidden: int = 128
-    layers: int = 1
-    mlp_hidden: int = 256
-    dropout: float = 0.1
     image_width: int = 320
     image_height: int = 240
     backbone: str = "lite0"
@@ -84,8 +79,7 @@ class FiLMConfig(QuestionModelConfig):
     feature_stride: int = 16
 
     PROFILES: ClassVar = {
-        "tiny": dict(steps=40, batch=16, lr=3e-3, warmup=5, eval_every=20, val_questions=32, word_dim=32, hidden=64,
-                     mlp_hidden=64, dropout=0.0, image_width=64, image_height=48, backbone="small",
+        "tiny": dict(SmallQuestionModelConfig.TINY, image_width=64, image_height=48, backbone="small",
                      classifier_proj=64),
         "demo": dict(steps=1000, eval_every=500, val_questions=500),  # mini, shorter
         # lr 1e-3 rather than the paper's 3e-4: a short schedule on a small network. On the frozen
@@ -105,7 +99,7 @@ class FiLMConfig(QuestionModelConfig):
     #: configs saved before the frozen Lite0 existed trained the small CNN from scratch
     ABSENT: ClassVar = {"backbone": "small"}
 
-    MUST_MATCH: ClassVar[tuple[str, ...]] = QuestionModelConfig.MUST_MATCH + (
+    MUST_MATCH: ClassVar[tuple[str, ...]] = SmallQuestionModelConfig.MUST_MATCH + (
         "image_width", "image_height", "backbone", "cnn_width", "cnn_layers", "num_blocks", "module_dim",
         "classifier_proj", "feature_stride")
 
@@ -270,13 +264,8 @@ class FiLMBaseline(NeuralBaseline):
     family = "holistic"
 
     config_class = FiLMConfig
+    network = FiLMNet
     uses_images = True
-
-    def build_model(self, cfg: FiLMConfig, num_words: int, num_answers: int) -> FiLMNet:
-        return FiLMNet(num_words, num_answers, word_dim=cfg.word_dim, hidden=cfg.hidden, layers=cfg.layers,
-                       backbone=cfg.backbone, cnn_width=cfg.cnn_width, cnn_layers=cfg.cnn_layers,
-                       num_blocks=cfg.num_blocks, module_dim=cfg.module_dim, classifier_proj=cfg.classifier_proj,
-                       mlp_hidden=cfg.mlp_hidden, dropout=cfg.dropout, feature_stride=cfg.feature_stride)
 
 
 __all__ = ["FiLMConfig", "FiLMNet", "FiLMedResBlock", "GRUEncoder", "FiLMBaseline", "build_cnn",

@@ -14,7 +14,8 @@ import torch
 from torch import nn
 
 from . import register
-from .common import NeuralBaseline, QuestionEncoder, QuestionModelConfig, mlp
+from .common import NeuralBaseline, QuestionEncoder, mlp
+from .neural_config import SmallQuestionModelConfig
 
 
 class LSTMNet(nn.Module):
@@ -39,26 +40,18 @@ class LSTMNet(nn.Module):
 
 
 @dataclass(frozen=True)
-class LSTMConfig(QuestionModelConfig):
-    """lstm's config (:class:`baselines.neural_config.QuestionModelConfig`'s fields); the defaults
-    are the ``mini`` profile, :attr:`PROFILES` the fields the other profiles change."""
+class LSTMConfig(SmallQuestionModelConfig):
+    """lstm's config (:class:`baselines.neural_config.QuestionModelConfig`'s fields, the sizes
+    :class:`~baselines.neural_config.SmallQuestionModelConfig`'s); the defaults are the ``mini``
+    profile, :attr:`PROFILES` the fields the other profiles change."""
 
     model: str = "lstm"
     steps: int = 1500
     lr: float = 2e-3
-    warmup: int = 100
     eval_every: int = 500
-    val_questions: int = 1000
-    batch: int = 64
-    word_dim: int = 64
-    hidden: int = 128
-    layers: int = 1
-    mlp_hidden: int = 256
-    dropout: float = 0.1
 
     PROFILES: ClassVar = {
-        "tiny": dict(steps=40, batch=16, lr=3e-3, warmup=5, eval_every=20, val_questions=32, word_dim=32, hidden=64,
-                     mlp_hidden=64, dropout=0.0),
+        "tiny": SmallQuestionModelConfig.TINY,
         "demo": dict(steps=1000, val_questions=500),
         # mid, 600 images (11,959 questions), 1 CPU thread: 32 s, test accuracy 33.5% (majority: 25.6%)
         "mini": {},
@@ -75,11 +68,8 @@ class LSTMBaseline(NeuralBaseline):
     family = "question-only"
 
     config_class = LSTMConfig
+    network = LSTMNet
     uses_images = False
-
-    def build_model(self, cfg: LSTMConfig, num_words: int, num_answers: int) -> LSTMNet:
-        return LSTMNet(num_words, num_answers, word_dim=cfg.word_dim, hidden=cfg.hidden, layers=cfg.layers,
-                       mlp_hidden=cfg.mlp_hidden, dropout=cfg.dropout)
 
 
 __all__ = ["LSTMConfig", "LSTMNet", "LSTMBaseline"]

@@ -1,5 +1,6 @@
 """The configs of the learned baselines that read the question (:class:`QuestionModelConfig`: batch,
-word embeddings, LSTM and classifier sizes) and the image too (:class:`ImageQuestionModelConfig`:
+word embeddings, LSTM and classifier sizes; :class:`SmallQuestionModelConfig`: the values three
+models share) and the image too (:class:`ImageQuestionModelConfig`:
 image size, backbone, image features), both :class:`baselines.config.TrainConfig` s, and the image
 backbones a config can name (:data:`PIXEL_BACKBONES`, :data:`BACKBONES`; :func:`check_backbone`).
 """
@@ -41,6 +42,30 @@ class QuestionModelConfig(TrainConfig):
                 raise ValueError(f"{k} must be >= 1, got {getattr(self, k)}")
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
+
+
+@dataclass(frozen=True)
+class SmallQuestionModelConfig(QuestionModelConfig):
+    """A :class:`QuestionModelConfig` with the values of the question side that ``lstm``,
+    ``cnn_lstm`` and ``film`` share in their ``mini`` profile: batches of 64 questions, 64-d word
+    embeddings, one recurrent layer of 128, a classifier of 256 with dropout 0.1, warm-up over 100
+    steps, 1,000 val questions; :attr:`TINY` is their shared ``tiny`` profile. A model's config
+    derives from it (before :class:`ImageQuestionModelConfig` where it has both: these values must
+    come first in the MRO) and states its own ``model``, ``steps``, ``lr`` and ``eval_every``. The
+    fields keep :class:`QuestionModelConfig`'s order (a saved ``config.json`` is unchanged)."""
+
+    warmup: int = 100
+    val_questions: int = 1000
+    batch: int = 64
+    word_dim: int = 64
+    hidden: int = 128
+    layers: int = 1
+    mlp_hidden: int = 256
+    dropout: float = 0.1
+
+    #: the ``tiny`` profile of these fields and of the schedule (a model adds its own fields to it)
+    TINY: ClassVar = dict(steps=40, batch=16, lr=3e-3, warmup=5, eval_every=20, val_questions=32, word_dim=32,
+                          hidden=64, mlp_hidden=64, dropout=0.0)
 
 
 #: image CNNs trained from scratch on the pixels
@@ -91,4 +116,4 @@ def check_backbone(backbone: str, feature_stride: int) -> None:
         raise ValueError(f"feature_stride {feature_stride}: valid: {', '.join(map(str, TAP_STRIDES))}")
 
 
-__all__ = ["QuestionModelConfig", "PIXEL_BACKBONES", "BACKBONES", "ImageQuestionModelConfig", "check_backbone"]
+__all__ = ["QuestionModelConfig", "SmallQuestionModelConfig", "PIXEL_BACKBONES", "BACKBONES", "ImageQuestionModelConfig", "check_backbone"]

@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from dataclasses import dataclass, fields
+from dataclasses import field, fields, make_dataclass
+from types import SimpleNamespace
 
 import pytest
 import torch
 
 import baselines
 from baselines import common
+from baselines.classifier import network_from_config
 from baselines.config import RunConfig, TrainConfig
 from baselines.neural_config import ImageQuestionModelConfig, QuestionModelConfig
 from executors import load_ontology
@@ -81,25 +83,35 @@ def test_a_model_config_is_its_defaults_and_the_shared_bases_have_no_placeholder
                                         "'cnn_width', and 'image_dim'"):
         ImageQuestionModelConfig(data="d")
 
-    @dataclass(frozen=True)
-    class Forgetful(QuestionModelConfig):  # states all but hidden
-        steps: int = 10
-        lr: float = 1e-3
-        warmup: int = 1
-        eval_every: int = 5
-        val_questions: int = 8
-        batch: int = 4
-        word_dim: int = 8
-        layers: int = 1
-        mlp_hidden: int = 8
-        dropout: float = 0.0
-
-        PROFILES = {"mini": {}}
-
+    stated = dict(steps=10, lr=1e-3, warmup=1, eval_every=5, val_questions=8, batch=4, word_dim=8, layers=1,
+                  mlp_hidden=8, dropout=0.0)  # all but hidden
+    Forgetful = make_dataclass("Forgetful", [(k, type(v), field(default=v)) for k, v in stated.items()],
+                               bases=(QuestionModelConfig,), frozen=True, namespace={"PROFILES": {"mini": {}}})
     with pytest.raises(TypeError, match="missing 1 required keyword-only argument: 'hidden'"):
         Forgetful.from_profile("d", "mini")
     assert Forgetful.from_profile("d", "mini", hidden=16).hidden == 16
     assert [f.name for f in fields(Forgetful)] == [f.name for f in fields(QuestionModelConfig)]  # order kept
+
+
+def test_a_shared_question_side_keeps_the_field_order_and_a_network_is_built_from_the_config_fields():
+    lstm, cnn_lstm = (baselines.get(n).config_class for n in ("lstm", "cnn_lstm"))
+    assert [f.name for f in fields(lstm)] == [f.name for f in fields(QuestionModelConfig)]  # config.json unchanged
+    assert [f.name for f in fields(cnn_lstm)] == [f.name for f in fields(ImageQuestionModelConfig)]
+    assert lstm.MUST_MATCH == QuestionModelConfig.MUST_MATCH
+    assert cnn_lstm.MUST_MATCH == ImageQuestionModelConfig.MUST_MATCH
+    cfg = baselines.get("cnn_lstm").config("ROOT/mid", "tiny")
+    assert (cfg.batch, cfg.hidden, cfg.image_dim) == (16, 64, 64)
+    net = baselines.get("cnn_lstm").build_model(cfg, 7, 5)
+    assert net.classifier[-1].out_features == 5 and net.question.embed.num_embeddings == 7
+
+    class NeedsDepth(torch.nn.Module):
+        def __init__(self, num_words, num_answers, *, hidden, depth, width=3):
+            super().__init__()
+            self.sizes = (num_words, num_answers, hidden, depth, width)
+
+    with pytest.raises(TypeError, match="NeedsDepth: parameter 'depth' is no field of LSTMConfig"):
+        network_from_config(NeedsDepth, baselines.get("lstm").config("d"), 7, 5)
+    assert network_from_config(NeedsDepth, SimpleNamespace(hidden=4, depth=2), 7, 5).sizes == (7, 5, 4, 2, 3)
 
 def test_answer_vocabulary_covers_the_ontology_then_extra_training_answers():
     answers = common.answer_vocabulary(ONTO, ["yes", "zebra", "12"])
