@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar, Sequence
+from typing import Callable, ClassVar, Sequence
 
 import numpy as np
 import torch
@@ -209,6 +209,23 @@ def scene_tokens(lik: SceneLikelihoods, boxes: np.ndarray, size: tuple[int, int]
     return out
 
 
+def _file_tokens(filenames: Sequence[str], folder: Path, split: str, onto: Ontology, cfg: ObjTFConfig,
+                 scene: Callable[[str], tuple[SceneLikelihoods, np.ndarray]], min_exist: float
+                 ) -> tuple[torch.Tensor, dict[str, int]]:
+    """Tokens of the distinct ``filenames`` (in order), ``scene(name)`` giving an image's likelihoods
+    and (N, 4) xyxy pixel boxes (the image size is read once, of the first image): (M, max_tokens, F)
+    float32 and file name -> row."""
+    files = list(dict.fromkeys(filenames))
+    out = np.zeros((len(files), cfg.max_tokens, token_dim(onto)), dtype=np.float32)
+    size = None
+    for r, name in enumerate(files):
+        lik, boxes = scene(name)
+        size = size or image_size(folder, split, name)
+        out[r] = scene_tokens(lik, boxes, size, max_tokens=cfg.max_tokens, min_exist=min_exist,
+                              parts=cfg.part_tokens)
+    return torch.from_numpy(out), {f: i for i, f in enumerate(files)}
+
+
 def truth_tokens(folder: Path, split: str, filenames: Sequence[str], onto: Ontology, cfg: ObjTFConfig
                  ) -> tuple[torch.Tensor, dict[str, int]]:
     """Tokens of the ground-truth scenes of ``filenames`` (one-hot likelihoods, the scenes' boxes):
@@ -217,19 +234,15 @@ def truth_tokens(folder: Path, split: str, filenames: Sequence[str], onto: Ontol
     Raises:
         FormatError: a file with no scene in ``FOLDER/scenes/<split>_scenes.json``.
     """
-    files = list(dict.fromkeys(filenames))
     scenes = read_scenes(scenes_path(folder, split)).by_filename()
-    out = np.zeros((len(files), cfg.max_tokens, token_dim(onto)), dtype=np.float32)
-    size = None
-    for r, name in enumerate(files):
+
+    def scene(name: str) -> tuple[SceneLikelihoods, np.ndarray]:
         if name not in scenes:
             raise FormatError(f"{scenes_path(folder, split)}: no scene of image {name!r}")
         s = scenes[name]
-        size = size or image_size(folder, split, name)
-        lik = SceneLikelihoods.from_scene(SymbolicScene.from_json(s.record, onto))
-        out[r] = scene_tokens(lik, s.boxes(), size, max_tokens=cfg.max_tokens, min_exist=0.0,
-                              parts=cfg.part_tokens)
-    return torch.from_numpy(out), {f: i for i, f in enumerate(files)}
+        return SceneLikelihoods.from_scene(SymbolicScene.from_json(s.record, onto)), s.boxes()
+
+    return _file_tokens(filenames, folder, split, onto, cfg, scene, min_exist=0.0)
 
 
 def parsed_tokens(path: Path, folder: Path, split: str, filenames: Sequence[str], onto: Ontology,
@@ -240,22 +253,19 @@ def parsed_tokens(path: Path, folder: Path, split: str, filenames: Sequence[str]
     Raises:
         FormatError: a malformed file, or an image of ``filenames`` it did not parse.
     """
-    files = list(dict.fromkeys(filenames))
     parsed = {s.image_filename: s for s in read_likelihoods(path, onto).scenes}
-    out = np.zeros((len(files), cfg.max_tokens, token_dim(onto)), dtype=np.float32)
-    size = None
-    for r, name in enumerate(files):
+
+    def scene(name: str) -> tuple[SceneLikelihoods, np.ndarray]:
         if name not in parsed:
             raise FormatError(f"{path}: no parse of image {name!r}")
         s = parsed[name]
-        size = size or image_size(folder, split, name)
         boxes = np.asarray([d.box for d in s.detections], dtype=np.float32).reshape(-1, 4)
         if len(boxes) != len(s.likelihoods.exist):
             raise FormatError(f"{path}, image {name!r}: {len(boxes)} detections for {len(s.likelihoods.exist)} "
                               f"objects")
-        out[r] = scene_tokens(s.likelihoods, boxes, size, max_tokens=cfg.max_tokens, min_exist=cfg.min_exist,
-                              parts=cfg.part_tokens)
-    return torch.from_numpy(out), {f: i for i, f in enumerate(files)}
+        return s.likelihoods, boxes
+
+    return _file_tokens(filenames, folder, split, onto, cfg, scene, min_exist=cfg.min_exist)
 
 
 # ---------------------------------------------------------------------------- network
