@@ -234,42 +234,61 @@ def schedule_single(program: Program, types: Sequence[str], s: int, scenes, onto
     """:func:`schedule` of one question on numpy, unfused: one group per node in node order (a
     node's inputs come before it), a node's store row its slot, and every row and parameter a
     one-row slice, so that the rules read their stores and tables without gathers. Nothing is
-    made per structure (most questions of a stream have a structure of their own); per node, its
-    rule and parameter are kept per node object and type of its first input."""
-    rules = ontology.cache("schedule.rules")
-    pcache = ontology.cache("schedule.params")
-    known = ontology.cache("schedule.single")  # _known_rule's cache
-    per_scene = _per_scene(scenes, ontology) if s else {}
+    made per structure (most questions of a stream have a structure of their own); per node
+    object and type of its first input, its rule, parameter and parameter slice are kept."""
+    known = ontology.cache("schedule.single")  # id(node) -> (node, {type of input 0: _single_entry})
     ss = _SLICES[s] if s < 256 else slice(s, s + 1)
     counters = [0, 0, 0]
     slots: list = []
     groups = []
-    for i, nd in enumerate(program.nodes):
+    i = 0
+    for nd in program.nodes:
         ins = nd.inputs
         ta = types[ins[0]] if ins else None
-        op, rk, p = _known_rule(known, nd, ta, rules, scenes.attr_index, pcache, scenes, ontology)
-        if p is None:
-            p = rules[rk][1]
+        h = known.get(id(nd))
+        if h is None or h[0] is not nd:  # the entry keeps the node: a reused id is never mistaken for it
+            if len(known) >= 100_000:
+                known.clear()
+            h = known[id(nd)] = (nd, {})
+        e = h[1].get(ta)
+        if e is None:
+            e = h[1][ta] = _single_entry(nd, ta, scenes, ontology)
+        op, p, width, param = e
         kind = _KIND_OF_TYPE.get(types[i], _VAL)
         slot = counters[kind]
         counters[kind] = slot + 1
         slots.append((kind, slot))
-        if op in per_scene:
-            p += s * per_scene[op]
+        if s and width:
+            p += s * width
+            param = _SLICES[p] if p < 256 else slice(p, p + 1)
+            if op == FILTER:
+                param = (param,)
         a = slots[ins[0]][1] if ins else 0
         b = slots[ins[1]][1] if len(ins) > 1 else 0
-        param = _SLICES[p] if p < 256 else slice(p, p + 1)
         if i < 256:  # then every slot is below 256 too
             groups.append(Group(op, _one_row(s) if op == PARTQUERY else ss, _SLICES[a], _SLICES[b],
-                                _SLICES[slot], [param] if op == FILTER else param, _ROWS[i], _ROWS[0]))
+                                _SLICES[slot], param, _ROWS[i], _ROWS[0]))
         else:
             groups.append(Group(op, _one_row(s) if op == PARTQUERY else ss, slice(a, a + 1),
-                                slice(b, b + 1), slice(slot, slot + 1), [param] if op == FILTER else param,
-                                _one_row(i), _ROWS[0]))
+                                slice(b, b + 1), slice(slot, slot + 1), param, _one_row(i), _ROWS[0]))
+        i += 1
     kind, slot = slots[-1]
     return {"groups": groups, "slots": tuple(counters), "n_part_rows": int(counters[_PART] > 0),
             "final_rows": slice(slot, slot + 1), "node_slots": [slots],
             "part_row": _ROWS[0] if counters[_PART] else _NO_ROW}
+
+
+def _single_entry(nd, ta, scenes, ontology: Ontology) -> tuple:
+    """(op, parameter on scene 0, width of the op's per-scene table or 0, the parameter's
+    one-row slice on scene 0: a one-element tuple of it for a filter, a chain of one) of a
+    node whose first input is of type ``ta``, for :func:`schedule_single`."""
+    rules = ontology.cache("schedule.rules")
+    op, rk, p = _node_rule(nd, ta, rules, scenes.attr_index, ontology.cache("schedule.params"), scenes, ontology)
+    if p is None:
+        p = rules[rk][1]
+    width = _per_scene(scenes, ontology).get(op, 0)
+    param = _SLICES[p] if p < 256 else slice(p, p + 1)
+    return op, p, width, (param,) if op == FILTER else param
 
 
 def _one_row(i: int) -> np.ndarray:
