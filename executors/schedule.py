@@ -382,7 +382,11 @@ def _skeleton(nodes, types, known: dict, rules: dict, attr_index: dict, pcache: 
     for i, nd in enumerate(nodes):
         ins = nd.inputs
         ta = types[ins[0]] if ins else None
-        op, rk, p = _known_rule(known, nd, ta, rules, attr_index, pcache, scenes, onto)
+        h = known.get(id(nd))  # _known_rule's lookup, inline: the call is most of its cost
+        e = h[1].get(ta) if h is not None and h[0] is nd else None
+        if e is None:
+            e = _known_rule(known, nd, ta, rules, attr_index, pcache, scenes, onto)
+        op, rk, p = e
         ops[i] = op
         if op == FILTER:
             j = ins[0]
