@@ -38,18 +38,32 @@ CHECKPOINT = "baseline.pt"
 
 @dataclass(frozen=True)
 class PriorConfig(RunConfig):
-    """Resolved config of ``random`` / ``majority`` (a :class:`baselines.config.RunConfig`): the
-    training data, the seed of ``random``'s draws, and optionally only the first
-    ``max_train_questions`` training questions; ``device`` is unused."""
+    """The fields of ``random``'s and ``majority``'s configs (a :class:`baselines.config.RunConfig`):
+    the training data, the seed of ``random``'s draws, and optionally only the first
+    ``max_train_questions`` training questions; ``device`` is unused. Each model's config states
+    its name (:class:`MajorityConfig`, :class:`RandomConfig`)."""
 
     #: the profiles differ only in the data they are trained on
     PROFILES: ClassVar[dict[str, dict[str, Any]]] = {p: {} for p in ("tiny", "demo", "mini", "full")}
 
 
-class PriorBaseline(Baseline):
-    """Answer counts per question type; subclasses choose an answer from a type's counts."""
+@dataclass(frozen=True)
+class MajorityConfig(PriorConfig):
+    """``majority``'s config: :class:`PriorConfig`'s fields."""
 
-    config_class = PriorConfig
+    model: str = "majority"
+
+
+@dataclass(frozen=True)
+class RandomConfig(PriorConfig):
+    """``random``'s config: :class:`PriorConfig`'s fields."""
+
+    model: str = "random"
+
+
+class PriorBaseline(Baseline):
+    """Answer counts per question type; subclasses choose an answer from a type's counts and set
+    ``config_class`` (a :class:`PriorConfig`)."""
 
     @abstractmethod
     def choose(self, counts: Mapping[str, int], rng: np.random.Generator) -> tuple[str, float]:
@@ -90,7 +104,7 @@ class PriorBaseline(Baseline):
         if not isinstance(counts, dict) or not counts or not all(isinstance(c, dict) and c for c in counts.values()):
             raise CheckpointError(f"{path}, field 'vocabularies.answers_by_type': expected non-empty answer counts "
                                   f"per question type")
-        return config_from_dict(PriorConfig, ck["config"], str(path)), counts
+        return config_from_dict(self.config_class, ck["config"], str(path)), counts
 
     def predict(self, run_dir: str | Path, root: str | Path, variant: str, split: str = "test", *,
                 spec: ModelSpec | None = None, inputs: PredictInputs = PredictInputs(), device: str = "cpu",
@@ -112,6 +126,7 @@ class MajorityBaseline(PriorBaseline):
     """The most frequent training answer of the question's type."""
 
     family = "question-only"
+    config_class = MajorityConfig
 
     def choose(self, counts: Mapping[str, int], rng: np.random.Generator) -> tuple[str, float]:
         answer, n = min(counts.items(), key=lambda kv: (-kv[1], kv[0]))
@@ -123,10 +138,11 @@ class RandomBaseline(PriorBaseline):
     """A uniform draw among the distinct training answers of the question's type."""
 
     family = "question-only"
+    config_class = RandomConfig
 
     def choose(self, counts: Mapping[str, int], rng: np.random.Generator) -> tuple[str, float]:
         options = sorted(counts)
         return options[int(rng.integers(len(options)))], 1.0 / len(options)
 
 
-__all__ = ["PriorConfig", "PriorBaseline", "MajorityBaseline", "RandomBaseline"]
+__all__ = ["PriorConfig", "MajorityConfig", "RandomConfig", "PriorBaseline", "MajorityBaseline", "RandomBaseline"]

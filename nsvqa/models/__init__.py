@@ -32,7 +32,7 @@ from __future__ import annotations
 import json
 import sys
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, ClassVar, Mapping, Sequence, TypeVar
 
@@ -124,11 +124,13 @@ class ModelConfig(Config):
     """The base of every trainable model's config: what the experiment passes to
     :meth:`Model.config` besides the profile's values (``data``: the training variant's folder;
     ``model``: the registered name; ``seed``; ``device``). A model's config is a frozen dataclass
-    deriving from it (:func:`register` checks), adding its own fields with defaults."""
+    deriving from it (:func:`register` checks), adding its own fields with defaults. ``model`` has no
+    default: :meth:`Model.config` passes the registered name, and a baseline's config states its
+    own as its default."""
 
     data: str
     profile: str = "mini"
-    model: str = ""
+    model: str = field(kw_only=True)
     seed: int = 0
     device: str = "cpu"
 

@@ -72,19 +72,21 @@ def test_a_model_config_is_its_defaults_and_the_shared_bases_have_no_placeholder
         defaults = cls(data="ROOT/mid")  # the identity field alone: every other field has a default
         assert defaults == cls.from_profile("ROOT/mid", "mini"), name
         assert not [f.name for f in fields(cls) if f.kw_only], name  # none left without a default
-    RunConfig(data="d")  # its fields (ontology, max_train_questions) are everyone's
-    schedule = "'steps', 'lr', 'warmup', 'eval_every', and 'val_questions'"
-    with pytest.raises(TypeError, match=f"missing 5 required keyword-only arguments: {schedule}"):
+    with pytest.raises(TypeError, match="missing 1 required keyword-only argument: 'model'"):
+        RunConfig(data="d")  # the registered name: Model.config passes it
+    RunConfig(data="d", model="m")  # its other fields (ontology, max_train_questions) are everyone's
+    schedule = "'model', 'steps', 'lr', 'warmup', 'eval_every', and 'val_questions'"
+    with pytest.raises(TypeError, match=f"missing 6 required keyword-only arguments: {schedule}"):
         TrainConfig(data="d")
     question = "'batch', 'word_dim', 'hidden', 'layers', 'mlp_hidden', and 'dropout'"
-    with pytest.raises(TypeError, match=f"missing 11 required keyword-only arguments: .*'val_questions', {question}"):
+    with pytest.raises(TypeError, match=f"missing 12 required keyword-only arguments: .*'val_questions', {question}"):
         QuestionModelConfig(data="d")
-    with pytest.raises(TypeError, match="missing 16 required .*'dropout', 'image_width', 'image_height', 'backbone', "
+    with pytest.raises(TypeError, match="missing 17 required .*'dropout', 'image_width', 'image_height', 'backbone', "
                                         "'cnn_width', and 'image_dim'"):
         ImageQuestionModelConfig(data="d")
 
-    stated = dict(steps=10, lr=1e-3, warmup=1, eval_every=5, val_questions=8, batch=4, word_dim=8, layers=1,
-                  mlp_hidden=8, dropout=0.0)  # all but hidden
+    stated = dict(model="forgetful", steps=10, lr=1e-3, warmup=1, eval_every=5, val_questions=8, batch=4,
+                  word_dim=8, layers=1, mlp_hidden=8, dropout=0.0)  # all but hidden
     Forgetful = make_dataclass("Forgetful", [(k, type(v), field(default=v)) for k, v in stated.items()],
                                bases=(QuestionModelConfig,), frozen=True, namespace={"PROFILES": {"mini": {}}})
     with pytest.raises(TypeError, match="missing 1 required keyword-only argument: 'hidden'"):
