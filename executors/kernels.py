@@ -116,14 +116,16 @@ def exactly_one(be, p):
     G, M = p.shape
     if G == 1:
         # one row: the running products below as two cumulative products (the same products,
-        # multiplied in the same order)
-        r = 1.0 - p[0]
+        # multiplied in the same order; ndarray methods and ufuncs called directly: on ten
+        # elements the calls are the cost)
         w = p[0].copy()
-        w[1:] *= np.cumprod(r[:-1])
-        w[:-1] *= np.cumprod(r[:0:-1])[::-1]
-        z = w.sum(keepdims=True)
-        if z[0] > 0:
-            return (w / z)[None], z > 0, z
+        r = 1.0 - w
+        w[1:] *= r[:-1].cumprod()
+        w[:-1] *= r[:0:-1].cumprod()[::-1]
+        z = np.add.reduce(w, keepdims=True)  # w.sum(keepdims=True) without its Python wrapper
+        ok = z > 0
+        if ok[0]:
+            return (w / z)[None], ok, z
         q = w[None]
     elif M <= 32:
         # transposed (M, G) layout: every step below is a vector operation over the G rows
@@ -198,9 +200,11 @@ def poisson_binomial(be, p):
     qt = 1.0 - pt
     d = be.zeros((N + 1, G))
     d[0] = 1.0
-    for j in range(N):
-        d[1:j + 2] = d[1:j + 2] * qt[j] + d[0:j + 1] * pt[j]
-        d[0] = d[0] * qt[j]
+    for j, (pj, qj) in enumerate(zip(pt, qt)):
+        # d[k] <- d[k] q_j + d[k-1] p_j, in place (d[j+1] is still 0 before step j)
+        t = d[:j + 1] * pj
+        d[:j + 2] *= qj
+        d[1:j + 2] += t
     return d.T
 
 
