@@ -557,19 +557,25 @@ class ProbabilisticExecutor:
     def _trace(self, b: PreparedBatch, res: dict, qi: int) -> tuple[list, list]:
         """Per node of question ``qi``: its output (probabilities per object / part, or
         answer -> probability) and the step's confidence where one is defined."""
-        be, sp = self.be, b.space
+        be, labels, nq = self.be, b.space.labels, b.n_questions
         n = b.scenes.n_objects[int(b.scene_index[qi])]
+        slots = b.node_slots[qi]
+        # the object rows of every node copied at once: each node's output is one row of the copy
+        rows = [slot * nq + qi for kind, slot in slots if kind == _OBJ]
+        objs = iter(be.to_numpy(res["obj"])[rows, :n]) if rows else None
+        val = be.to_numpy(res["val"])
         trace, conf = [], []
-        for i, (kind, slot) in enumerate(b.node_slots[qi]):
+        get = res["conf"].get
+        for i, (kind, slot) in enumerate(slots):
             if kind == _OBJ:
-                trace.append(be.to_numpy(res["obj"][slot * b.n_questions + qi])[:n].copy())
+                trace.append(next(objs))
             elif kind == _PART:
                 trace.append(be.to_numpy(res["part"][slot * b.n_part_rows + b.part_row[qi]])[:n].copy())
             else:
-                row = be.to_numpy(res["val"][slot * b.n_questions + qi])
+                row = val[slot * nq + qi]
                 nz = (row > 0).nonzero()[0]
-                trace.append(dict(zip([sp.labels[j] for j in nz.tolist()], row[nz].tolist())))
-            conf.append(res["conf"].get((qi, i)))
+                trace.append(dict(zip([labels[j] for j in nz.tolist()], row[nz].tolist())))
+            conf.append(get((qi, i)))
         return trace, conf
 
 
