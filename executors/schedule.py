@@ -404,7 +404,9 @@ def _skeleton(nodes, types, known: dict, rules: dict, attr_index: dict, pcache: 
             if p is not None:
                 single.append(p)
         last.append(i)
-    return tuple(key), pos, last, single, chains
+    # tuples of ints, which the garbage collector stops tracking: a batch keeps these per question
+    # until its rows are made, and as lists they would trigger full collections of the heap
+    return tuple(key), tuple(pos), tuple(last), tuple(single), tuple([tuple(c) for c in chains])
 
 
 def _known_rule(known: dict, nd, ta, rules: dict, attr_index: dict, pcache: dict, scenes, onto: Ontology) -> tuple:
@@ -537,7 +539,7 @@ def schedule_skeletons(programs: Sequence[Program], types: Sequence[Sequence[str
             if op == FILTER:
                 cs = [c[col] for c in chains]
                 w = max(map(len, cs))
-                param = np.array([c + [ones] * (w - len(c)) for c in cs], dtype=np.intp) + off[:, None]
+                param = np.array([c + (ones,) * (w - len(c)) for c in cs], dtype=np.intp) + off[:, None]
             elif col is not None:
                 param = vals[:, col] + off
             else:
