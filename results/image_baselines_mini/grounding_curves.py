@@ -10,6 +10,12 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402 (after the backend is chosen)
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator  # noqa: E402
+
 from nsvqa.fileio import write_json_atomic
 from nsvqa.training.checkpoint import load_checkpoint
 
@@ -24,8 +30,6 @@ def main(argv: list[str] | None = None) -> int:
         run, label = spec.rsplit(":", 1)
         ck = load_checkpoint(Path(run) / "baseline.pt")
         extra, cfg = ck.get("extra") or {}, ck["config"]
-        from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
-
         acc = []
         tb = Path(run) / "tb"
         if tb.is_dir():
@@ -38,11 +42,6 @@ def main(argv: list[str] | None = None) -> int:
                                                              "qa_text")},
                          "val_grounding": extra.get("val_grounding", []), "val_accuracy": acc}
     write_json_atomic(args.out.with_suffix(".json"), curves, indent=1)
-
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
     fig, axs = plt.subplots(1, 3, figsize=(13, 3.6))
     for label, c in curves.items():

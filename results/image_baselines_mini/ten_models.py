@@ -21,6 +21,7 @@ from scipy.stats import binomtest
 from nsvqa.artifacts.predictions import QUESTION_TYPE_NAMES, QUESTION_TYPES, predictions_path, read_predictions
 from nsvqa.evaluation import accuracy, accuracy_by_type, paired_comparison
 from nsvqa.fileio import write_atomic, write_json_atomic
+from nsvqa.training.checkpoint import load_checkpoint
 
 ORDER = ("random", "majority", "lstm", "cnn_lstm", "film", "mdetr", "nscl", "nsvqa", "pnsvqa", "pnsvqa-exact",
          "nscl+gtprog", "nsvqa+gtprog", "pnsvqa+gtprog")
@@ -32,8 +33,6 @@ TARGETS = (("cnn_lstm", "lstm", 5.0), ("film", "lstm", 15.0), ("mdetr", "film", 
 
 def checkpoint_seconds(run: Path) -> dict[str, float]:
     """Training seconds recorded in the run's checkpoints: ``model_<name>``, ``question_parser``."""
-    from nsvqa.training.checkpoint import load_checkpoint
-
     out = {}
     for ck in sorted((run / "baselines").glob("*/baseline.pt")):
         extra = load_checkpoint(ck).get("extra") or {}
