@@ -19,8 +19,12 @@ def label_rles(labels: np.ndarray, wanted: Sequence[int]) -> dict[int, tuple[dic
 
     COCO RLE counts alternate runs of 0 and 1 in column-major order; the runs of every label are
     read off the runs of equal values of the whole label image at once, then compressed by
-    pycocotools (a label absent from the image gets an empty mask).
+    pycocotools, all labels in one call (a label absent from the image gets an empty mask). The
+    same RLEs and boxes as :func:`mask_to_rle` of each ``labels == l``.
     """
+    wanted = list(wanted)
+    if not wanted:
+        return {}
     h, w = labels.shape
     flat = labels.ravel(order="F")
     n = flat.size
@@ -29,20 +33,29 @@ def label_rles(labels: np.ndarray, wanted: Sequence[int]) -> dict[int, tuple[dic
     ends = np.concatenate([cut, [n]])
     vals = flat[starts]
     order = np.argsort(vals, kind="stable")
-    sv = vals[order]
-    out = {}
-    for lab in wanted:
-        lo, hi = np.searchsorted(sv, lab, "left"), np.searchsorted(sv, lab, "right")
-        s, e = starts[order[lo:hi]], ends[order[lo:hi]]
-        gaps = s - np.concatenate([[0], e[:-1]])
-        counts = np.stack([gaps, e - s], 1).ravel().tolist()
-        tail = int(n - (e[-1] if len(e) else 0))
-        if tail or not counts:  # like pycocotools: no trailing empty run
+    sv, ss, se = vals[order], starts[order], ends[order]
+    # the runs of label wanted[j] are ss[lo[j]:hi[j]] (in image order: the sort is stable)
+    lo = np.searchsorted(sv, wanted, "left").tolist()
+    hi = np.searchsorted(sv, wanted, "right").tolist()
+    # counts of every label: [gap, run, gap, run, ...] with the gap before each run, then the tail
+    prev = np.concatenate([[0], se[:-1]])
+    inter = np.stack([ss - prev, se - ss], 1).ravel().tolist()
+    se_list = se.tolist()
+    objs = []
+    for a, b in zip(lo, hi):
+        if a == b:  # absent: one run of zeros
+            objs.append({"counts": [n], "size": [h, w]})
+            continue
+        counts = inter[2 * a:2 * b]
+        counts[0] = ss[a].item()  # the first gap starts at 0, not at the previous label's run
+        tail = n - se_list[b - 1]
+        if tail:  # like pycocotools: no trailing empty run
             counts.append(tail)
-        rle = mask_util.frPyObjects({"counts": counts, "size": [h, w]}, h, w)
-        bbox = [float(v) for v in mask_util.toBbox(rle)]
-        out[lab] = ({"size": [h, w], "counts": rle["counts"].decode("ascii")}, bbox)
-    return out
+        objs.append({"counts": counts, "size": [h, w]})
+    rles = mask_util.frPyObjects(objs, h, w)
+    boxes = mask_util.toBbox(rles).tolist()
+    return {lab: ({"size": [h, w], "counts": rle["counts"].decode("ascii")}, box)
+            for lab, rle, box in zip(wanted, rles, boxes)}
 
 
 def coco_rle(rle: dict) -> dict:

@@ -18,6 +18,7 @@ def test_label_rles_equal_per_mask_encoding(seed):
         assert rle == want_rle and bbox == want_box, lab
         assert (rle_to_mask(rle) == (labels == lab)).all()
     assert not rle_to_mask(got[9][0]).any() and got[9][1] == [0.0, 0.0, 0.0, 0.0]
+    assert label_rles(labels, []) == {}
 
 
 def test_label_covering_the_whole_image():
