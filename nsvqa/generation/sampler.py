@@ -200,15 +200,44 @@ def far_apart(ca: tuple[float, float], ra: float, cb: tuple[float, float], rb: f
 
 def rectangles_overlap(a: np.ndarray, b: np.ndarray, gap: float = 0.0) -> bool:
     """Separating-axis test of two convex quadrilaterals (corner arrays), with a minimum ``gap``."""
-    for poly in (a, b):
-        for k in range(4):
-            edge = poly[(k + 1) % 4] - poly[k]
-            axis = np.array([-edge[1], edge[0]])
-            axis /= np.linalg.norm(axis)
-            pa, pb = a @ axis, b @ axis
-            if pa.max() + gap <= pb.min() or pb.max() + gap <= pa.min():
-                return False
-    return True
+    return _Footprint(a).overlaps(_Footprint(b), gap)
+
+
+class _Footprint:
+    """A quadrilateral (corner array) with what the separating-axis test needs of it, computed on
+    first use and kept: the unit normal of each edge and the quadrilateral's own span along it.
+
+    :meth:`overlaps` compares exactly the numbers :func:`rectangles_overlap` always compared
+    (the same numpy operations on the same arrays), so it gives the same answers."""
+
+    __slots__ = ("corners", "centre", "radius", "_axes")
+
+    def __init__(self, corners: np.ndarray, centre: tuple[float, float] = (0.0, 0.0), radius: float = 0.0):
+        self.corners, self.centre, self.radius = corners, centre, radius
+        self._axes: list[tuple[np.ndarray, float, float]] | None = None
+
+    def axes(self) -> list[tuple[np.ndarray, float, float]]:
+        """(unit edge normal, min, max of the corners along it) for each of the four edges."""
+        if self._axes is None:
+            poly, self._axes = self.corners, []
+            c = poly.tolist()
+            for (x0, y0), (x1, y1) in zip(c, c[1:] + c[:1]):
+                axis = np.array([-(y1 - y0), x1 - x0])
+                axis /= math.sqrt(axis.dot(axis))  # np.linalg.norm(axis), the same arithmetic
+                proj = (poly @ axis).tolist()
+                self._axes.append((axis, min(proj), max(proj)))
+        return self._axes
+
+    def separates(self, other: "_Footprint", gap: float) -> bool:
+        """Whether one of this quadrilateral's edge normals separates ``other`` by at least ``gap``."""
+        for axis, lo, hi in self.axes():
+            proj = (other.corners @ axis).tolist()
+            if hi + gap <= min(proj) or max(proj) + gap <= lo:
+                return True
+        return False
+
+    def overlaps(self, other: "_Footprint", gap: float) -> bool:
+        return not (self.separates(other, gap) or other.separates(self, gap))
 
 
 @dataclass
@@ -278,7 +307,7 @@ def _place(rng: np.random.Generator, attrs: list[dict], extents: Mapping[str, tu
            params: SceneParams, tries: int = 100) -> list[PlacedObject] | None:
     """Positions and rotations for every object, or None when one finds no free spot."""
     placed: list[PlacedObject] = []
-    rects: list[tuple[np.ndarray, tuple[float, float], float]] = []  # corners, centre, circumradius
+    rects: list[_Footprint] = []
     look = get_look(params.look)
     gap = params.min_gap
     for a in attrs:
@@ -289,15 +318,15 @@ def _place(rng: np.random.Generator, attrs: list[dict], extents: Mapping[str, tu
         for _ in range(tries):
             pos = rng.uniform(-params.area, params.area, size=2)
             theta = float(rng.uniform(0, 2 * math.pi))
-            rect = footprint(pos, half, theta)
             centre = (float(pos[0]), float(pos[1]))
+            rect = _Footprint(footprint(pos, half, theta), centre, radius)
             # the full test only for the neighbours that could touch (the same answers, faster)
-            if not any(rectangles_overlap(rect, r, gap) for r, c, rr in rects
-                       if not far_apart(centre, radius, c, rr, gap)):
+            if not any(rect.overlaps(r, gap) for r in rects
+                       if not far_apart(centre, radius, r.centre, r.radius, gap)):
                 break
         else:
             return None
-        rects.append((rect, centre, radius))
+        rects.append(rect)
         placed.append(PlacedObject(a["shape"], a["color"], a["material"], a["size"], scale,
                                    math.degrees(theta), (float(pos[0]), float(pos[1]))))
     return placed

@@ -9,6 +9,7 @@ import pytest
 from scipy import stats
 
 from executors import load_ontology
+from nsvqa.generation import sampler
 from nsvqa.generation.sampler import (ConceptWeights, PlacedObject, SceneParams, choose_parts,
                                       choose_textures, distribution_weights, far_apart, footprint,
                                       power_weights, rectangles_overlap, sample_attributes, sample_layout, streams)
@@ -117,6 +118,42 @@ def test_far_apart_never_skips_a_pair_the_full_test_would_reject():
     a, b = footprint(np.zeros(2), sq, 0.0), footprint(np.array([2.1, 2.1]), sq, 0.0)
     assert math.hypot(2.1, 2.1) > 2 * math.hypot(1.0, 1.0) + 0.12  # the circles are further apart than the gap
     assert rectangles_overlap(a, b, 0.12) and not far_apart((0.0, 0.0), math.sqrt(2), (2.1, 2.1), math.sqrt(2), 0.12)
+
+
+def _overlap_reference(a, b, gap):
+    """The separating-axis test written out plainly: every edge normal of both, projections each time."""
+    for poly in (a, b):
+        for k in range(4):
+            edge = poly[(k + 1) % 4] - poly[k]
+            axis = np.array([-edge[1], edge[0]])
+            axis /= np.linalg.norm(axis)
+            pa, pb = a @ axis, b @ axis
+            if pa.max() + gap <= pb.min() or pb.max() + gap <= pa.min():
+                return False
+    return True
+
+
+def test_kept_footprints_answer_as_the_plain_separating_axis_test():
+    """The placement keeps each footprint's edge normals and spans (sampler._Footprint): the same
+    answers as the plain test on random pairs near touching, a kept footprint reused against many,
+    and pairs exactly ``gap`` apart along an axis (the boundary case of ``<=``)."""
+    rng = np.random.default_rng(1)
+    kept = [sampler._Footprint(footprint(rng.uniform(-2, 2, 2), rng.uniform(0.1, 1.0, 2), rng.uniform(0, 7)))
+            for _ in range(40)]
+    answers = set()
+    for _ in range(2000):
+        k = kept[int(rng.integers(len(kept)))]
+        b = footprint(k.corners.mean(0) + rng.normal(0, 1.2, 2), rng.uniform(0.1, 1.0, 2), rng.uniform(0, 7))
+        gap = float(rng.choice([0.0, 0.05, 0.15]))
+        want = _overlap_reference(k.corners, b, gap)
+        assert sampler._Footprint(b).overlaps(k, gap) == k.overlaps(sampler._Footprint(b), gap) == want
+        assert rectangles_overlap(k.corners, b, gap) == want
+        answers.add(want)
+    assert answers == {True, False}
+    for gap in (0.0, 0.25, 0.5):  # edge to edge exactly gap apart: separated (<=), as before
+        a = footprint(np.zeros(2), np.array([1.0, 0.5]), 0.0)
+        b = footprint(np.array([2.0 + gap, 0.0]), np.array([1.0, 0.5]), 0.0)
+        assert rectangles_overlap(a, b, gap) == _overlap_reference(a, b, gap)
 
 
 def test_layouts_do_not_overlap_and_stay_in_the_area(onto):
