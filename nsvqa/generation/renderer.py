@@ -25,7 +25,11 @@ Anti-aliasing: ``samples > 1`` renders the colour pass multisampled (resolved in
 and the ids in a separate single-sample pass (three geometry passes). ``samples <= 1`` is the
 fast path for llvmpipe, whose MSAA is expensive: one single-sample pass writes colour and both
 ids (multiple render targets), then a 9-tap FXAA post-filter smooths the colour edges (two
-geometry passes). The id images are exact and identical in both modes.
+geometry passes). The id images are exact in both modes (one id per pixel, of the nearest
+fragment). Where two surfaces lie at the same depth (a part on its body) the id pass, which
+transforms vertices by one premultiplied matrix, and the single-sample colour pass (model, then
+view-projection) can round the depths differently: there the two modes, and :meth:`Renderer.render_ids`
+and :meth:`Renderer.render` of the fast path, may disagree on the part id of a few pixels.
 
 Closed meshes (every edge shared by two consistently oriented triangles, positive volume) are
 drawn with back-face culling, which halves llvmpipe's per-triangle cost; open ones two-sided.
@@ -570,8 +574,10 @@ class Renderer:
 
     def render_ids(self, items: Sequence[DrawItem],
                    camera: Camera) -> tuple[np.ndarray, np.ndarray]:
-        """Only the (object_ids, part_ids) images of :meth:`render` (identical to its), without
-        shadows or shading: a cheap visibility check (one geometry pass)."""
+        """Only the (object_ids, part_ids) images, without shadows or shading: a cheap visibility
+        check (one geometry pass). The id pass of :meth:`render` with ``samples > 1``; with
+        ``samples <= 1`` the same up to the part id of a few pixels where a part lies on its body
+        (see the module docstring), so not a stand-in for the id images :meth:`render` returns."""
         with self.ctx:
             return self._id_pass(self._prepare(items, camera))
 
