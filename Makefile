@@ -7,7 +7,8 @@
 #   make study   set up .venv if needed, then run the next pending piece of the robustness study
 #                (results/study/pieces/<piece>/; commit it before the next); STUDY_PIECES=n runs n;
 #                `make study-check` rebuilds results/study's tables from the committed predictions
-#   make bench   set up .venv if needed, run the executor, generator, question, scene-parser and baseline benchmarks
+#   make bench   set up .venv if needed, run the executor, generator, question, scene-parser and baseline benchmarks,
+#                then `make demo` and `make test` on fresh clones (BENCH_SETUP_ARGS=--warm-cache keeps uv's cache)
 #   make clean   remove build outputs and caches (keeps .venv); `make distclean` also removes .venv
 
 SHELL := /bin/bash
@@ -48,7 +49,7 @@ help:
 	@echo "make demo-executors - the executors on the bundled example scenes and questions"
 	@echo "make test   - run the test suite with 2 workers (creates .venv on first use)"
 	@echo "make study  - run the next pending piece of the robustness study -> results/study/pieces/"
-	@echo "make bench  - run the executor, generator, question, scene-parser and baseline benchmarks"
+	@echo "make bench  - the executor, generator, question, scene-parser and baseline benchmarks; demo and test on fresh clones"
 	@echo "make clean  - remove build outputs and caches; make distclean also removes .venv"
 
 # editable_mode=compat puts the repo root on sys.path (a .pth), so top-level packages created after
@@ -121,6 +122,7 @@ bench: apt venv
 	$(PY) benchmarks/bench_questions.py
 	$(PY) benchmarks/bench_scene_parser.py --profiles tiny mini
 	$(PY) benchmarks/bench_baselines.py --profiles tiny mini
+	$(PY) benchmarks/bench_setup.py $(BENCH_SETUP_ARGS)
 
 clean:
 	rm -rf build dist *.egg-info .pytest_cache .hypothesis
