@@ -73,6 +73,9 @@ def get_args_parser() -> argparse.ArgumentParser:
                    help="the redundancy scale check: question parsers of the redundancy training variants on 1x "
                         "and 10x the questions, one scene parser (RUNS/mid-seed<N>'s); predictions and scale.json "
                         "in RESULTS/redundancy_scale/ (resumable)")
+    p.add_argument("--scale-scene-parser", action="store_true",
+                   help="with --scale-check: train RUNS/mid-seed<N>'s scene parser if it is not there (the study's "
+                        "settings), e.g. in a clone whose mid-seed<N>-modular piece is committed")
     p.add_argument("--scale-seed", type=int, default=2, metavar="N",
                    help="seed of the scale check's runs and of the mid run whose scene parser they use")
     p.add_argument("--pieces", type=int, default=1, help="how many pending pieces to run (in plan order)")
@@ -187,7 +190,8 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if args.scale_check:
             rec = run_scale_check(args.data, args.runs, args.results, cfg, seed=args.scale_seed, workers=args.workers,
-                                  device=args.device, progress=not args.no_progress)
+                                  device=args.device, progress=not args.no_progress,
+                                  train_scene_parser=args.scale_scene_parser)
             print(f"{PROG}: scale check ({', '.join(f'{k}x' for k in rec['scales'])}) -> "
                   f"{args.results / SCALE_RESULTS}", file=sys.stderr)
             return 0

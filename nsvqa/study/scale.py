@@ -30,7 +30,7 @@ from typing import Any, Callable, Mapping, Sequence
 from nsvqa.artifacts.predictions import CellKey, read_predictions, write_predictions
 from nsvqa.artifacts.questions import questions_path, read_questions
 from nsvqa.artifacts.scenes import read_scenes, scenes_path
-from nsvqa.experiment import TrainSpec, VariantRun, train_variant
+from nsvqa.experiment import TrainSpec, VariantRun, train_parsers, train_variant
 from nsvqa.fileio import sha256_file, write_json_atomic
 from nsvqa.generation.variants import FACTORS, load_variant
 import nsvqa.study.run as study_run
@@ -104,7 +104,7 @@ def _extra_count(run: VariantRun) -> int:
 def run_scale_check(data: str | os.PathLike, runs: str | os.PathLike, results: str | os.PathLike,
                     cfg: StudyConfig = STUDY, *, seed: int = 2, scales: Sequence[int] = (1, 10),
                     steps: Mapping[int, int] | None = None, models: Sequence[str] = SCALE_MODELS,
-                    workers: int = 2, device: str = "cpu", progress: bool = True,
+                    workers: int = 2, device: str = "cpu", progress: bool = True, train_scene_parser: bool = False,
                     echo: Callable[[str], None] = print) -> dict[str, Any]:
     """Run the scale check (module docstring) and return what ``scale.json`` holds.
 
@@ -115,10 +115,14 @@ def run_scale_check(data: str | os.PathLike, runs: str | os.PathLike, results: s
         scales: how many times the training questions each question parser learns from (1: the
             train file's alone).
         steps: scale -> the question parser's steps (default :func:`default_steps`).
+        train_scene_parser: train a missing scene parser of ``RUNS/<default>-seed<seed>`` here, with
+            the study's settings (for a clone whose piece of that run is committed but whose runs
+            are not there); without it a missing one is an error.
 
     Raises:
-        StudyError: a scale below 1 or without steps, or no trained scene parser in
-            ``RUNS/<default>-seed<seed>`` (named, with the command that trains it) — before any work.
+        StudyError: a scale below 1 or without steps, or, without ``train_scene_parser``, no trained
+            scene parser in ``RUNS/<default>-seed<seed>`` (named, with the commands that train it)
+            — before any work.
     """
     cfg = results_config(results, cfg)
     steps = dict(default_steps(cfg) if steps is None else steps)
@@ -130,10 +134,14 @@ def run_scale_check(data: str | os.PathLike, runs: str | os.PathLike, results: s
     trains, tests = scale_variants(cfg)
     sources = {v: scene_source(v, cfg) for v in trains}
     scene_runs = {VariantRun(runs, s, seed) for s in sources.values()}
-    for r in sorted(scene_runs, key=lambda r: r.path):
-        if not all((r.scene_dir / f).is_file() for f in ("detector.pt", "attributes.pt")):
-            raise StudyError(f"{r.scene_dir}: no trained scene parser for the scale check; train it with "
-                             f"scripts/run_study.py --only {r.variant}-seed{seed}-modular")
+    missing = [r for r in sorted(scene_runs, key=lambda r: r.path)
+               if not all((r.scene_dir / f).is_file() for f in ("detector.pt", "attributes.pt"))]
+    if missing and not train_scene_parser:
+        r = missing[0]
+        raise StudyError(f"{r.scene_dir}: no trained scene parser for the scale check; train it with "
+                         f"scripts/run_study.py --only {r.variant}-seed{seed}-modular, or, where that piece is "
+                         f"committed and its runs are not here, add --scale-scene-parser to train it with the "
+                         f"study's settings")
     out = results / SCALE_RESULTS
     record_path = out / "scale.json"
     try:
@@ -151,6 +159,13 @@ def run_scale_check(data: str | os.PathLike, runs: str | os.PathLike, results: s
     for v in trains:  # the factor's data with the study's sizes (rd- / rd+ render mid's images again)
         study_run.generate_piece_data(data, Piece(v, seed, "modular", tuple(models), tuple(tests)), cfg, workers=workers,
                             progress=progress, echo=echo)
+    for r in missing:  # what the run's modular piece would train first: the scene parser alone
+        study_run.generate_piece_data(data, Piece(r.variant, seed, "modular", tuple(models), (r.variant,)), cfg,
+                                      workers=workers, progress=progress, echo=echo)
+        echo(f"scale check: training the scene parser of {r.variant} seed {seed} into {r.scene_dir}")
+        train_parsers(data / r.variant, r, TrainSpec(profile=cfg.profile, scene_overrides=dict(cfg.scene_overrides),
+                                                      jobs=1, device=device, progress=progress),
+                      scene=True, question=False)
     counts = {v: split_counts(data / v) for v in trains}
     per_image = {v: max(1, round(n_q / n_img)) for v, (n_q, n_img) in counts.items()}
     for k in scales:

@@ -27,7 +27,8 @@ def test_the_scale_check_trains_question_parsers_on_more_questions_with_one_scen
     kw = dict(seed=1, scales=(1, 3), steps={1: 20, 3: 30}, models=("pnsvqa", "nsvqa"), workers=1, progress=False)
     # no scene parser of mid's seed-1 run yet: one error naming it and the piece that trains it, before any work
     with pytest.raises(StudyError, match=r"mid-seed1/scene_parser: no trained scene parser .* "
-                                         r"scripts/run_study.py --only mid-seed1-modular"):
+                                         r"scripts/run_study.py --only mid-seed1-modular, or, .* "
+                                         r"add --scale-scene-parser"):
         run_scale_check(data, runs, results, cfg, echo=lambda s: None, **kw)
     assert not data.exists()
     run_piece(Piece("mid", 1, "modular", ("pnsvqa",), ("mid",)), data, runs, results, cfg, jobs=1, workers=1,
@@ -77,3 +78,24 @@ def test_the_scale_check_trains_question_parsers_on_more_questions_with_one_scen
         assert "P-NSVQA's RD at 3x the questions, which the scale check's predictions do not give (" in f["ours"]
     else:
         assert "pnsvqa RD at 3x " in f["ours"] and ", at 1x " in f["ours"] and "3x − 1x " in f["ours"]
+
+
+def test_a_missing_scene_parser_is_trained_when_asked(tmp_path, require_renderer):
+    from nsvqa.experiment import VariantRun
+    from nsvqa.fileio import sha256_file
+    from nsvqa.study.scale import run_scale_check
+
+    cfg = StudyConfig(sizes=SuiteProfile(4, 2, 2), image_profile="tiny", profile="tiny",
+                      scene_overrides={"mode": "agnostic", "attr_parts": False, "det_iterations": 2, "attr_epochs": 1},
+                      question_overrides={"steps": 10}, groups={"modular": ("pnsvqa",)})
+    data, runs, results = tmp_path / "data", tmp_path / "runs", tmp_path / "results"
+    said: list[str] = []
+    rec = run_scale_check(data, runs, results, cfg, seed=1, scales=(1,), steps={1: 10}, models=("nsvqa",),
+                          workers=1, progress=False, train_scene_parser=True, echo=said.append)
+    mid = VariantRun(runs, "mid", 1)
+    assert any(s.startswith("scale check: training the scene parser of mid seed 1") for s in said)
+    for v in ("rd-", "mid", "rd+"):
+        got = rec["scales"]["1"]["runs"][v]["scene_parse"]
+        assert got["scene_parser"] == str(mid.scene_dir)
+        assert got["detector_sha256"] == sha256_file(mid.scene_dir / "detector.pt")
+    assert not (mid.path / "question_parser").exists()  # the scene parser alone
