@@ -37,7 +37,7 @@ import nsvqa.study.run as study_run
 from nsvqa.study.config import (SCALE_FACTOR, SCALE_RESULTS, SCALE_RUNS, STUDY, STUDY_FILE, Piece, StudyConfig,
                                 StudyError, canonical, results_config, scale_label, scene_source)
 from nsvqa.training.checkpoint import CheckpointError, load_checkpoint
-from nsvqa.training.loading import QUESTION_CHECKPOINT
+from nsvqa.training.loading import DETECTOR_CHECKPOINT, HEAD_CHECKPOINT, QUESTION_CHECKPOINT
 from nsvqa.training.more_questions import EXTRA_QUESTIONS
 from nsvqa.training.question_config import QuestionParserConfig
 
@@ -45,6 +45,8 @@ from nsvqa.training.question_config import QuestionParserConfig
 SCALE_FORMAT = 1
 #: The models of the check: the two executors on the parsed programs (exact inference is free).
 SCALE_MODELS = ("pnsvqa", "nsvqa", "pnsvqa-exact")
+#: A trained scene parser's files.
+SCENE_FILES = (DETECTOR_CHECKPOINT, HEAD_CHECKPOINT)
 #: The question parser's steps at 10 times the questions (the mini profile's schedule).
 STEPS_AT_10X = 4800
 
@@ -79,7 +81,7 @@ def default_steps(cfg: StudyConfig = STUDY) -> dict[int, int]:
 
 def _scene_record(scene_dir: Path) -> dict[str, Any]:
     return {"scene_parser": str(scene_dir),
-            **{f"{f.split('.')[0]}_sha256": sha256_file(scene_dir / f) for f in ("detector.pt", "attributes.pt")}}
+            **{f"{f.split('.')[0]}_sha256": sha256_file(scene_dir / f) for f in SCENE_FILES}}
 
 
 def _parser_record(run: VariantRun, steps: int) -> dict[str, Any]:
@@ -135,7 +137,7 @@ def run_scale_check(data: str | os.PathLike, runs: str | os.PathLike, results: s
     sources = {v: scene_source(v, cfg) for v in trains}
     scene_runs = {VariantRun(runs, s, seed) for s in sources.values()}
     missing = [r for r in sorted(scene_runs, key=lambda r: r.path)
-               if not all((r.scene_dir / f).is_file() for f in ("detector.pt", "attributes.pt"))]
+               if not all((r.scene_dir / f).is_file() for f in SCENE_FILES)]
     if missing and not train_scene_parser:
         r = missing[0]
         raise StudyError(f"{r.scene_dir}: no trained scene parser for the scale check; train it with "
