@@ -402,6 +402,50 @@ SCALE_RESULTS = "redundancy_scale"
 SCALE_RUNS = "redundancy-scale"
 
 
+#: ``budget`` row of the scale check's hours.
+SCALE_BUDGET_GROUP = "redundancy scale check"
+
+
+def read_scale_record(results: str | os.PathLike) -> dict[str, Any]:
+    """``RESULTS/<SCALE_RESULTS>/scale.json`` (:mod:`nsvqa.study.scale`), ``{}`` when the check has
+    not run.
+
+    Raises:
+        StudyError: the file is there but is not a JSON object (the file named).
+    """
+    path = Path(results) / SCALE_RESULTS / "scale.json"
+    if not path.is_file():
+        return {}
+    try:
+        record = json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        raise StudyError(f"{path}: not readable JSON ({type(e).__name__}: {e}); move it aside to start the "
+                         f"scale check again") from e
+    if not isinstance(record, dict):
+        raise StudyError(f"{path}: not a JSON object")
+    return record
+
+
+def scale_seconds(record: Mapping[str, Any], path: str = "scale.json") -> float:
+    """The compute a scale record accounts for: every finished run's ``seconds`` and every entry of
+    ``other_seconds`` (work the check did outside its runs, such as a scene parser it trained, or
+    attempts whose runs were discarded, entered by hand with a ``what``).
+
+    Raises:
+        StudyError: a run or an entry without a number in ``seconds`` (``path`` and the item named).
+    """
+    items = [(f"scales.{k}.runs.{v}", r) for k, e in (record.get("scales") or {}).items()
+             for v, r in (e.get("runs") or {}).items()]
+    items += [(f"other_seconds[{i}]", o) for i, o in enumerate(record.get("other_seconds") or [])]
+    total = 0.0
+    for where, item in items:
+        try:
+            total += float(item["seconds"])
+        except (KeyError, TypeError, ValueError) as e:
+            raise StudyError(f"{path}: {where}: no number in field seconds ({type(e).__name__}: {e})") from e
+    return total
+
+
 def scale_label(model: str, scale: int) -> str:
     """The label of ``model``'s predictions at ``scale`` times the training questions (``pnsvqa.10x``)."""
     return f"{model}.{int(scale)}x"
@@ -557,7 +601,8 @@ def budget(results: str | os.PathLike, cfg: StudyConfig = STUDY) -> dict[str, An
     """The study's compute: the hours its committed pieces took, and a projection of each pending
     piece in plan order against :attr:`StudyConfig.budget_hours`.
 
-    Spent is the sum of the committed ``piece.json`` totals (every attempt, pauses included). A
+    Spent is the sum of the committed ``piece.json`` totals (every attempt, pauses included) and of
+    the redundancy scale check's record (:func:`scale_seconds`, its row ``SCALE_BUDGET_GROUP``). A
     pending piece is projected as the sum of its steps (its models' training and tuning, its
     parsers' phase (:func:`_parser_phase`: the two parsers may train side by side), one
     parse-and-test per test variant), each the median of that step over the committed
@@ -571,7 +616,8 @@ def budget(results: str | os.PathLike, cfg: StudyConfig = STUDY) -> dict[str, An
     (:data:`_BUDGET_ANALOG`), named under ``basis``, and its projection is a lower bound.
 
     Raises:
-        StudyError: a committed ``piece.json`` without a readable ``seconds.total`` (the file named).
+        StudyError: a committed ``piece.json`` without a readable ``seconds.total``, or a
+            ``scale.json`` :func:`scale_seconds` cannot count (the file named).
     """
     plan = study_pieces(cfg)
     spent, done, seen = 0.0, set(), {}
@@ -607,6 +653,10 @@ def budget(results: str | os.PathLike, cfg: StudyConfig = STUDY) -> dict[str, An
             kind = _step_kind(key, own)
             if kind is not None:  # each test variant one sample of its kind
                 seen.setdefault(piece.group, {}).setdefault(kind, []).append(sec)
+    scale = scale_seconds(read_scale_record(results), str(Path(results) / SCALE_RESULTS / "scale.json"))
+    if scale:
+        spent += scale
+        by_group[SCALE_BUDGET_GROUP] = scale
     medians = {g: {k: statistics.median(v) for k, v in sorted(ks.items())} for g, ks in seen.items()}
     pending, cumulative = [], spent
     for piece in plan:
@@ -664,7 +714,9 @@ def out_of_time(results: str | os.PathLike, piece: Piece, seconds_left: float, c
 
 def budget_markdown(b: Mapping[str, Any]) -> str:
     """:func:`budget` as a Markdown table (what ``run_study.py --budget`` prints)."""
-    lines = [f"{b['done']} pieces committed: {b['spent_hours']:.1f} hours of the {b['cap_hours']:g}-hour cap.", ""]
+    extra = " and the redundancy scale check" if SCALE_BUDGET_GROUP in b.get("spent_hours_by_group", {}) else ""
+    lines = [f"{b['done']} pieces committed{extra}: {b['spent_hours']:.1f} hours of the {b['cap_hours']:g}-hour cap.",
+             ""]
     if b.get("spent_hours_by_group"):
         lines += ["| spent on | hours |", "|---|---|"]
         lines += [f"| {g} | {h:.1f} |" for g, h in b["spent_hours_by_group"].items()]
@@ -686,4 +738,5 @@ __all__ = ["STUDY", "STUDY_FILE", "results_config", "PART_GROUP", "StudyConfig",
            "piece_setup", "check_aliases", "canonical", "training_variants", "scene_source", "SCENE_GROUPS",
            "variants_tested", "study_pieces", "piece_dir", "is_done", "pending_pieces", "attempt_seconds",
            "close_stopped_attempts", "stopped_in_training", "budget", "budget_group", "over_cap", "out_of_time",
-           "budget_markdown", "SCALE_FACTOR", "SCALE_RESULTS", "SCALE_RUNS", "scale_label", "parse_scale_label"]
+           "budget_markdown", "SCALE_FACTOR", "SCALE_RESULTS", "SCALE_RUNS", "SCALE_BUDGET_GROUP", "read_scale_record",
+           "scale_seconds", "scale_label", "parse_scale_label"]

@@ -14,7 +14,8 @@ the study's default-variant run with the same seed (``RUNS/<default>-seed<S>``;
 Under ``RESULTS/redundancy_scale/`` it writes the predictions, gzipped, labelled with their scale
 (:func:`nsvqa.study.config.scale_label`: ``pnsvqa.10x``), and ``scale.json``: per scale the parser's steps
 and per training variant the questions per training image, the parser's val exact match, its
-seconds per step and the wall seconds of the run; the scene parser used; the commit of each run. A
+seconds per step and the wall seconds of the run; the scene parser used; the commit of each run;
+under ``other_seconds`` the time of work outside the runs (a scene parser trained here). A
 (scale, variant) whose predictions are all there is skipped, so a stopped call resumes where it
 stopped (a stopped run resumes from its checkpoints). The report reads the predictions alone
 (:func:`nsvqa.study.findings.scale_finding`).
@@ -35,7 +36,8 @@ from nsvqa.fileio import sha256_file, write_json_atomic
 from nsvqa.generation.variants import FACTORS, load_variant
 import nsvqa.study.run as study_run
 from nsvqa.study.config import (SCALE_FACTOR, SCALE_RESULTS, SCALE_RUNS, STUDY, STUDY_FILE, Piece, StudyConfig,
-                                StudyError, canonical, results_config, scale_label, scene_source)
+                                StudyError, canonical, read_scale_record, results_config, scale_label,
+                                scene_source)
 from nsvqa.training.checkpoint import CheckpointError, load_checkpoint
 from nsvqa.training.loading import DETECTOR_CHECKPOINT, HEAD_CHECKPOINT, QUESTION_CHECKPOINT
 from nsvqa.training.more_questions import EXTRA_QUESTIONS
@@ -123,8 +125,8 @@ def run_scale_check(data: str | os.PathLike, runs: str | os.PathLike, results: s
 
     Raises:
         StudyError: a scale below 1 or without steps, or, without ``train_scene_parser``, no trained
-            scene parser in ``RUNS/<default>-seed<seed>`` (named, with the commands that train it)
-            — before any work.
+            scene parser in ``RUNS/<default>-seed<seed>`` (named, with the commands that train it),
+            or a ``scale.json`` there that is not a JSON object — before any work.
     """
     cfg = results_config(results, cfg)
     steps = dict(default_steps(cfg) if steps is None else steps)
@@ -146,17 +148,15 @@ def run_scale_check(data: str | os.PathLike, runs: str | os.PathLike, results: s
                          f"study's settings")
     out = results / SCALE_RESULTS
     record_path = out / "scale.json"
-    try:
-        record = json.loads(record_path.read_text())
-    except (OSError, ValueError):
-        record = {}
+    record = read_scale_record(results)
     if record.get("seed") not in (None, seed):
         raise StudyError(f"{record_path}: the scale check there ran with seed {record['seed']}, not {seed}; "
                          f"give another results folder")
     if not (results / STUDY_FILE).exists():
         write_json_atomic(results / STUDY_FILE, cfg.to_json(), indent=1)
     record = {"format": SCALE_FORMAT, "factor": SCALE_FACTOR, "seed": seed, "study": cfg.to_json(),
-              "models": list(models), "tests": tests, "scales": dict(record.get("scales") or {})}
+              "models": list(models), "tests": tests, "scales": dict(record.get("scales") or {}),
+              "other_seconds": list(record.get("other_seconds") or [])}
 
     for v in trains:  # the factor's data with the study's sizes (rd- / rd+ render mid's images again)
         study_run.generate_piece_data(data, Piece(v, seed, "modular", tuple(models), tuple(tests)), cfg, workers=workers,
@@ -165,9 +165,14 @@ def run_scale_check(data: str | os.PathLike, runs: str | os.PathLike, results: s
         study_run.generate_piece_data(data, Piece(r.variant, seed, "modular", tuple(models), (r.variant,)), cfg,
                                       workers=workers, progress=progress, echo=echo)
         echo(f"scale check: training the scene parser of {r.variant} seed {seed} into {r.scene_dir}")
+        t0 = time.perf_counter()
         train_parsers(data / r.variant, r, TrainSpec(profile=cfg.profile, scene_overrides=dict(cfg.scene_overrides),
                                                       jobs=1, device=device, progress=progress),
                       scene=True, question=False)
+        record["other_seconds"].append({"seconds": time.perf_counter() - t0, "commit": study_run._commit(),
+                                        "what": f"the scene parser of {r.variant} seed {seed} ({r.scene_dir})"})
+        out.mkdir(parents=True, exist_ok=True)
+        write_json_atomic(record_path, record, indent=1)
     counts = {v: split_counts(data / v) for v in trains}
     per_image = {v: max(1, round(n_q / n_img)) for v, (n_q, n_img) in counts.items()}
     for k in scales:

@@ -599,6 +599,28 @@ def test_the_budget_adds_the_committed_hours_and_projects_each_pending_piece_fro
         budget(tmp_path)
 
 
+def test_the_budget_counts_the_scale_checks_runs_and_its_other_seconds(tmp_path):
+    from nsvqa.study import SCALE_BUDGET_GROUP, budget, budget_markdown
+
+    assert SCALE_BUDGET_GROUP not in budget(tmp_path)["spent_hours_by_group"]  # the check has not run
+    folder = tmp_path / "redundancy_scale"
+    folder.mkdir()
+    rec = {"scales": {"1": {"runs": {"rd-": {"seconds": 1800.0}, "rd+": {"seconds": 900.0}}},
+                      "10": {"runs": {"rd-": {"seconds": 3600.0}}}},
+           "other_seconds": [{"seconds": 1800.0, "what": "a scene parser"}]}
+    (folder / "scale.json").write_text(json.dumps(rec))
+    b = budget(tmp_path)
+    assert b["spent_hours_by_group"] == {SCALE_BUDGET_GROUP: 2.25} and b["spent_hours"] == 2.25
+    assert "0 pieces committed and the redundancy scale check: 2.2 hours" in budget_markdown(b)
+    rec["other_seconds"].append({"what": "forgot the seconds"})
+    (folder / "scale.json").write_text(json.dumps(rec))
+    with pytest.raises(StudyError, match=r"redundancy_scale/scale.json: other_seconds\[1\]: no number in field seconds"):
+        budget(tmp_path)
+    (folder / "scale.json").write_text('{"scales": ')
+    with pytest.raises(StudyError, match=r"redundancy_scale/scale.json: not readable JSON"):
+        budget(tmp_path)
+
+
 def test_a_systematic_pieces_perception_has_its_val_split_as_the_id_reference(tmp_path, monkeypatch):
     import nsvqa.study.run
     from nsvqa.study.run import write_perception
