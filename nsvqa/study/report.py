@@ -578,7 +578,8 @@ def study_markdown(report: Mapping[str, Any]) -> str:
         lines.append("")
     if report.get("budget"):
         lines += ["## Budget", "", "Hours of 2-core compute the committed pieces took (every attempt), and the "
-                  "redundancy scale check (its runs and its `other_seconds`), by part of the study, against the cap; each pending piece projected from the committed ones' steps "
+                  "redundancy scale check (its runs and its `other_seconds`), by part of the study, against the "
+                  "cap; each pending piece projected from the committed ones' steps "
                   "(`scripts/run_study.py --budget`; docs/study.md).", "", budget_markdown(report["budget"])]
     lines += ["## Pieces", "",
               "Each piece is rerun (at its commit, resuming what its run folder holds) with "
