@@ -581,6 +581,7 @@ def train_variant(root: str | os.PathLike, variant: str, runs: str | os.PathLike
             if not skip_missing:
                 raise
             echo(f"skipping test variant {t}: {e}")
+    read_summary(run.path / "summary.json")  # an unreadable one is refused now, not replaced after the work
     run.path.mkdir(parents=True, exist_ok=True)
     labels = [s.label for s in specs]
     rd = RunDir(run.path, {"data": str(root), "variant": variant, "seed": seed, "models": labels,
@@ -705,20 +706,36 @@ def spec_from_args(args: argparse.Namespace) -> tuple[list[str], TrainSpec]:
     return labels, spec
 
 
+def read_summary(path: str | os.PathLike) -> dict[str, Any] | None:
+    """A run's ``summary.json`` (what :func:`train_variant` wrote), None where there is none.
+
+    Raises:
+        ExperimentError: the file is there but is not a JSON object (the file named): it holds what
+            earlier calls measured, so it is never replaced unread.
+    """
+    path = Path(path)
+    if not path.is_file():
+        return None
+    try:
+        summary = json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        raise ExperimentError(f"{path}: not readable JSON ({type(e).__name__}: {e}); it holds the accuracies and "
+                              f"seconds of the run's earlier calls: mend it, or move it aside") from e
+    if not isinstance(summary, dict):
+        raise ExperimentError(f"{path}: expected a JSON object")
+    return summary
+
+
 def merged_summary(path: Path, new: Mapping[str, Any]) -> dict[str, Any]:
     """``new`` (one :func:`train_variant` call's summary) over the run's earlier ``summary.json``:
     a call that trains some models keeps what earlier calls measured of the others (their
     accuracies; this call's win). ``seconds`` are the wall time each step took over every call
     (summed): a later call that finds a step finished adds the moment it took to see so, and a
     resumed step adds the time of its second part, so a finished step's cost is never
-    overwritten. An earlier summary of another profile or split, or an unreadable one, is
-    replaced."""
-    try:
-        with open(path) as f:
-            old = json.load(f)
-    except (OSError, ValueError):
-        return dict(new)
-    if not isinstance(old, dict) or any(old.get(k) != new[k] for k in ("variant", "seed", "profile", "split")):
+    overwritten. An earlier summary of another profile or split is replaced; an unreadable one is
+    refused (:func:`read_summary`)."""
+    old = read_summary(path)
+    if old is None or any(old.get(k) != new[k] for k in ("variant", "seed", "profile", "split")):
         return dict(new)
     accuracy = {m: dict(row) for m, row in (old.get("accuracy") or {}).items()}
     seconds = dict(old.get("seconds") or {})
@@ -762,4 +779,4 @@ def summary_table(summary: Mapping[str, Any]) -> str:
 __all__ = ["DEFAULT_MODELS", "ExperimentError", "VariantRun", "TrainSpec", "factors_of", "variants_to_test",
            "model_specs", "train_parsers", "train_models", "parse_scenes", "parse_questions",
            "write_model_predictions", "shuffled_view", "write_shuffled_predictions", "check_variant_data", "train_variant", "add_training_args",
-           "spec_from_args", "merged_summary", "summary_table"]
+           "spec_from_args", "read_summary", "merged_summary", "summary_table"]

@@ -492,17 +492,35 @@ def stopped_in_training(attempt: Mapping[str, Any]) -> bool:
     return bool(attempt.get("stopped")) and "generate" in attempt
 
 
+def read_ledger(path: str | os.PathLike) -> dict[str, Any]:
+    """A piece's ledger of attempts (``RUN/study_<group>.json``: ``{"attempts": [{...}, ...]}``,
+    docs/formats.md, "piece.json"); a fresh one where the file is missing.
+
+    Raises:
+        StudyError: the file is there but is not JSON, has no list ``attempts``, or an attempt
+            whose ``started`` is not a number (the file and the item named) — the ledger holds the
+            seconds of earlier attempts, so it is never replaced unread.
+    """
+    path = Path(path)
+    if not path.is_file():
+        return {"attempts": []}
+    try:
+        ledger = json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        raise StudyError(f"{path}: not readable JSON ({type(e).__name__}: {e}); it holds the piece's earlier "
+                         f"attempts: mend it, or move it aside to count them no more") from e
+    if not isinstance(ledger, dict) or not isinstance(ledger.get("attempts"), list):
+        raise StudyError(f"{path}: field 'attempts': expected a list of attempts")
+    for i, a in enumerate(ledger["attempts"]):
+        if not isinstance(a, dict) or ("started" in a and not isinstance(a["started"], (int, float))):
+            raise StudyError(f"{path}: attempts[{i}]: expected an object whose 'started' is a number")
+    return ledger
+
+
 def _attempt_starts(run: Path, skip: Path) -> list[float]:
     """The start times recorded by the other groups' ledgers of the run folder ``run``."""
-    out = []
-    for path in sorted(run.glob("study_*.json")):
-        if path == skip:
-            continue
-        try:
-            out += [float(a["started"]) for a in json.loads(path.read_text())["attempts"] if "started" in a]
-        except (OSError, ValueError, KeyError, TypeError):
-            continue
-    return out
+    return [float(a["started"]) for path in sorted(run.glob("study_*.json")) if path != skip
+            for a in read_ledger(path)["attempts"] if "started" in a]
 
 
 def close_stopped_attempts(ledger: Mapping[str, Any], written: Sequence[str | os.PathLike], *,
@@ -736,7 +754,7 @@ def budget_markdown(b: Mapping[str, Any]) -> str:
 
 __all__ = ["STUDY", "STUDY_FILE", "results_config", "PART_GROUP", "StudyConfig", "StudyError", "Piece", "PieceSetup",
            "piece_setup", "check_aliases", "canonical", "training_variants", "scene_source", "SCENE_GROUPS",
-           "variants_tested", "study_pieces", "piece_dir", "is_done", "pending_pieces", "attempt_seconds",
+           "variants_tested", "study_pieces", "piece_dir", "is_done", "pending_pieces", "read_ledger", "attempt_seconds",
            "close_stopped_attempts", "stopped_in_training", "budget", "budget_group", "over_cap", "out_of_time",
            "budget_markdown", "SCALE_FACTOR", "SCALE_RESULTS", "SCALE_RUNS", "SCALE_BUDGET_GROUP", "read_scale_record",
            "scale_seconds", "scale_label", "parse_scale_label"]

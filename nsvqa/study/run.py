@@ -5,7 +5,6 @@ and budget, data and arithmetic) that generates a piece's data, trains and tests
 from __future__ import annotations
 
 import functools
-import json
 import os
 import platform
 import subprocess
@@ -18,13 +17,13 @@ import torch
 
 from nsvqa.artifacts.predictions import read_predictions, write_predictions
 from nsvqa.evaluation.perception import MIN_EXIST, perception
-from nsvqa.experiment import TrainSpec, VariantRun, train_variant
+from nsvqa.experiment import TrainSpec, VariantRun, read_summary, train_variant
 from nsvqa.fileio import write_json_atomic
 from nsvqa.generation.suite import generate_suite
 from nsvqa.generation.variants import load_variant
 from nsvqa.study.config import (PIECE_FORMAT, SCENE_GROUPS, STUDY, STUDY_FILE, Piece, PieceSetup, StudyConfig,
                                 StudyError, _attempt_starts, attempt_seconds, close_stopped_attempts, piece_dir,
-                                piece_setup, results_config)
+                                piece_setup, read_ledger, results_config)
 from nsvqa.training.checkpoint import CheckpointError, load_checkpoint
 from nsvqa.training.engine import native_bf16
 
@@ -156,10 +155,7 @@ def run_piece(piece: Piece, data: str | os.PathLike, runs: str | os.PathLike, re
     setup = piece_setup(piece, data, runs, cfg)
     run = VariantRun(setup.runs, piece.variant, piece.seed)
     ledger_path = run.path / f"study_{piece.group}.json"
-    try:
-        ledger = json.loads(ledger_path.read_text())
-    except (OSError, ValueError):
-        ledger = {"attempts": []}
+    ledger = read_ledger(ledger_path)
     written = [run.path] + [setup.data / v for v in _data_splits(piece, setup)]
     ledger = close_stopped_attempts(ledger, written, later=_attempt_starts(run.path, ledger_path))
     attempt: dict[str, Any] = {"started": time.time()}  # open until this call ends
@@ -175,10 +171,8 @@ def run_piece(piece: Piece, data: str | os.PathLike, runs: str | os.PathLike, re
         generate_piece_data(data, piece, cfg, workers=workers, progress=progress, echo=echo)
         attempt["generate"] = time.perf_counter() - t0  # training starts: a stop from here on cuts a step
         write_json_atomic(ledger_path, ledger, indent=1)
-        try:  # the run's summary adds up every call's seconds: this call's are the difference
-            before = json.loads((run.path / "summary.json").read_text()).get("seconds", {})
-        except (OSError, ValueError):
-            before = {}
+        # the run's summary adds up every call's seconds: this call's are the difference
+        before = (read_summary(run.path / "summary.json") or {}).get("seconds", {})
         t1 = time.perf_counter()
         summary = train_variant(setup.data, piece.variant, setup.runs, models=piece.models, spec=spec,
                                 seed=piece.seed, tests=piece.tests, echo=echo)

@@ -325,6 +325,26 @@ def test_a_piece_runs_commits_gzipped_predictions_and_is_then_skipped(tmp_path, 
     assert rec2["seconds"]["total"] == pytest.approx(100 + done["generate"] + done["train_variant"])
 
 
+def test_a_pieces_ledger_is_read_whole_or_refused_with_its_file_named(tmp_path):
+    from nsvqa.study import read_ledger
+    from nsvqa.study.config import _attempt_starts
+
+    assert read_ledger(tmp_path / "study_modular.json") == {"attempts": []}  # a first call
+    good = {"attempts": [{"started": 10.0, "stopped": True, "seconds": 5.0}, {"started": 20}]}
+    (tmp_path / "study_film.json").write_text(json.dumps(good))
+    assert read_ledger(tmp_path / "study_film.json") == good
+    assert _attempt_starts(tmp_path, tmp_path / "study_modular.json") == [10.0, 20.0]
+    for text, match in [('{"attempts": [{"started"', r"study_film.json: not readable JSON"),
+                        ('{"attempt": []}', r"study_film.json: field 'attempts': expected a list"),
+                        ('{"attempts": [{"started": "noon"}]}', r"study_film.json: attempts\[0\]: expected an object")]:
+        (tmp_path / "study_film.json").write_text(text)
+        with pytest.raises(StudyError, match=match):
+            read_ledger(tmp_path / "study_film.json")
+        with pytest.raises(StudyError, match=match):  # another group's call reads it too, and stops
+            _attempt_starts(tmp_path, tmp_path / "study_modular.json")
+    assert (tmp_path / "study_film.json").read_text() == '{"attempts": [{"started": "noon"}]}'  # left as it was
+
+
 def test_a_study_config_reads_from_json_over_the_defaults_and_names_a_bad_field(tmp_path):
     assert StudyConfig.from_json(STUDY.to_json()) == STUDY  # lists read back as the defaults' tuples
     big = StudyConfig.from_json({"sizes": {"train": 20000, "val": 5000, "test": 5000}, "profile": "full",

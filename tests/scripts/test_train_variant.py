@@ -142,6 +142,14 @@ def test_errors_name_what_is_missing(suite, tmp_path, load_script, capsys):
     # a missing test variant fails unless skipped
     assert tv.main(["--data", str(suite), "--variant", "mid", "--out", str(tmp_path / "r"), *TINY]) == 2
     assert "rd-/questions/test_questions.json: missing" in capsys.readouterr().err
+    # a run whose summary cannot be read is refused before any work, the summary left as it was
+    torn = VariantRun(tmp_path / "r2", "mid").path
+    torn.mkdir(parents=True)
+    (torn / "summary.json").write_text("{")
+    assert tv.main(["--data", str(suite), "--variant", "mid", "--out", str(tmp_path / "r2"), "--factor", "visual",
+                    *TINY]) == 2
+    assert "mid/summary.json: not readable JSON" in capsys.readouterr().err
+    assert [p.name for p in torn.iterdir()] == ["summary.json"] and (torn / "summary.json").read_text() == "{"
 
 
 def test_run_factor_generates_only_what_it_needs_and_reports(tmp_path, load_script, capsys, require_renderer):
@@ -242,6 +250,11 @@ def test_a_later_call_never_overwrites_the_seconds_a_finished_step_took(tmp_path
                                 "seconds": {"scene_parser": 0.2, "model_lstm": 40.0, "test_mid": 2.0}})
     assert out["seconds"] == {"scene_parser": 1500.2, "test_mid": 32.0, "model_lstm": 40.0}
     assert out["models"] == ["nsvqa", "lstm"] and set(out["accuracy"]) == {"nsvqa", "lstm"}
+    # a summary it cannot read is refused, naming the file, and left as it was
+    path.write_text('{"variant": "mid", "accu')
+    with pytest.raises(ExperimentError, match=r"summary.json: not readable JSON"):
+        merged_summary(path, {**base, "accuracy": {}, "seconds": {}})
+    assert path.read_text() == '{"variant": "mid", "accu'
 
 
 def test_a_shipped_set_packs_verifies_parses_and_answers(suite, trained, tmp_path, monkeypatch, load_script):
