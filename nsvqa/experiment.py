@@ -53,7 +53,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from nsvqa import models as registry
 from nsvqa.config import parse_overrides
-from nsvqa.fileio import check_writable, sha256_file, sha256_folder, write_json_atomic
+from nsvqa.fileio import check_writable, read_json_record, sha256_file, sha256_folder, write_json_atomic
 from nsvqa.generation.variants import FACTORS, get_factor, load_variant
 from nsvqa.models import ModelSpec, PredictInputs, UnknownModel
 from nsvqa.artifacts import (LikelihoodsHeader, ParsedPrograms, ParsedSceneRecord, read_likelihoods, read_scenes,
@@ -713,17 +713,7 @@ def read_summary(path: str | os.PathLike) -> dict[str, Any] | None:
         ExperimentError: the file is there but is not a JSON object (the file named): it holds what
             earlier calls measured, so it is never replaced unread.
     """
-    path = Path(path)
-    if not path.is_file():
-        return None
-    try:
-        summary = json.loads(path.read_text())
-    except (OSError, ValueError) as e:
-        raise ExperimentError(f"{path}: not readable JSON ({type(e).__name__}: {e}); it holds the accuracies and "
-                              f"seconds of the run's earlier calls: mend it, or move it aside") from e
-    if not isinstance(summary, dict):
-        raise ExperimentError(f"{path}: expected a JSON object")
-    return summary
+    return read_json_record(path, ExperimentError, "the accuracies and seconds of the run's earlier calls")
 
 
 def merged_summary(path: Path, new: Mapping[str, Any]) -> dict[str, Any]:

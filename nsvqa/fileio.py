@@ -9,7 +9,8 @@ older than an hour, whoever wrote it), and every job that writes into a folder c
 (checkpoints, dataset generation, feature caches), so a rerun cleans up after the killed run.
 
 :func:`check_writable` is the output preflight every script runs before its work: one line naming
-the first output path that cannot be written."""
+the first output path that cannot be written. :func:`read_json_record` reads back a record that
+later calls add to, refusing (never replacing) one it cannot read."""
 from __future__ import annotations
 
 import hashlib
@@ -177,3 +178,25 @@ def write_json_atomic(path: str | os.PathLike, obj: Any, indent: int | None = No
     """JSON of ``obj`` (compact unless ``indent``), newline-terminated, written atomically."""
     sep = None if indent is not None else (",", ":")
     write_atomic(path, json.dumps(obj, indent=indent, separators=sep) + "\n")
+
+
+def read_json_record(path: str | os.PathLike, error: type[Exception], holds: str) -> dict[str, Any] | None:
+    """The JSON object in ``path``, None where there is no file. A record that calls add to (run
+    summaries, ledgers of attempts) is read through this before any work, so that one damaged
+    from outside stops the call instead of being replaced.
+
+    Raises:
+        error: the file is there but is not a JSON object; the message names the file and says it
+            holds ``holds``.
+    """
+    path = Path(path)
+    if not path.is_file():
+        return None
+    try:
+        record = json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        raise error(f"{path}: not readable JSON ({type(e).__name__}: {e}); it holds {holds}: mend it, or move it "
+                    f"aside") from e
+    if not isinstance(record, dict):
+        raise error(f"{path}: expected a JSON object; it holds {holds}")
+    return record

@@ -44,6 +44,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from nsvqa.fileio import read_json_record
 from nsvqa.generation.suite import SuiteProfile
 from nsvqa.generation.variants import FACTORS, SCENE_KEYS, load_variant
 
@@ -413,17 +414,8 @@ def read_scale_record(results: str | os.PathLike) -> dict[str, Any]:
     Raises:
         StudyError: the file is there but is not a JSON object (the file named).
     """
-    path = Path(results) / SCALE_RESULTS / "scale.json"
-    if not path.is_file():
-        return {}
-    try:
-        record = json.loads(path.read_text())
-    except (OSError, ValueError) as e:
-        raise StudyError(f"{path}: not readable JSON ({type(e).__name__}: {e}); move it aside to start the "
-                         f"scale check again") from e
-    if not isinstance(record, dict):
-        raise StudyError(f"{path}: not a JSON object")
-    return record
+    return read_json_record(Path(results) / SCALE_RESULTS / "scale.json", StudyError,
+                            "the scale check's finished runs and their seconds") or {}
 
 
 def scale_seconds(record: Mapping[str, Any], path: str = "scale.json") -> float:
@@ -501,15 +493,10 @@ def read_ledger(path: str | os.PathLike) -> dict[str, Any]:
             whose ``started`` is not a number (the file and the item named) — the ledger holds the
             seconds of earlier attempts, so it is never replaced unread.
     """
-    path = Path(path)
-    if not path.is_file():
+    ledger = read_json_record(path, StudyError, "the piece's earlier attempts and their seconds")
+    if ledger is None:
         return {"attempts": []}
-    try:
-        ledger = json.loads(path.read_text())
-    except (OSError, ValueError) as e:
-        raise StudyError(f"{path}: not readable JSON ({type(e).__name__}: {e}); it holds the piece's earlier "
-                         f"attempts: mend it, or move it aside to count them no more") from e
-    if not isinstance(ledger, dict) or not isinstance(ledger.get("attempts"), list):
+    if not isinstance(ledger.get("attempts"), list):
         raise StudyError(f"{path}: field 'attempts': expected a list of attempts")
     for i, a in enumerate(ledger["attempts"]):
         if not isinstance(a, dict) or ("started" in a and not isinstance(a["started"], (int, float))):

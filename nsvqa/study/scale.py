@@ -171,7 +171,6 @@ def run_scale_check(data: str | os.PathLike, runs: str | os.PathLike, results: s
                       scene=True, question=False)
         record["other_seconds"].append({"seconds": time.perf_counter() - t0, "commit": study_run._commit(),
                                         "what": f"the scene parser of {r.variant} seed {seed} ({r.scene_dir})"})
-        out.mkdir(parents=True, exist_ok=True)
         write_json_atomic(record_path, record, indent=1)
     counts = {v: split_counts(data / v) for v in trains}
     per_image = {v: max(1, round(n_q / n_img)) for v, (n_q, n_img) in counts.items()}

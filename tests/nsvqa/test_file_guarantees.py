@@ -84,3 +84,21 @@ def test_a_failed_write_leaves_the_previous_file(tmp_path):
             f.write("new, half")
             raise OSError(28, "No space left on device")
     assert path.read_text() == "old" and list(tmp_path.iterdir()) == [path]
+
+
+def test_a_record_calls_add_to_is_read_whole_or_refused_naming_it(tmp_path):
+    from nsvqa.fileio import read_json_record
+
+    class Refused(Exception):
+        pass
+
+    path = tmp_path / "summary.json"
+    assert read_json_record(path, Refused, "what") is None  # none yet
+    path.write_text('{"a": 1}')
+    assert read_json_record(path, Refused, "what") == {"a": 1}
+    for text, match in [('{"a": ', r"summary.json: not readable JSON .*it holds the seconds"),
+                        ("[1, 2]", r"summary.json: expected a JSON object; it holds the seconds")]:
+        path.write_text(text)
+        with pytest.raises(Refused, match=match):
+            read_json_record(path, Refused, "the seconds")
+        assert path.read_text() == text
