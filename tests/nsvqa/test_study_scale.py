@@ -99,3 +99,7 @@ def test_a_missing_scene_parser_is_trained_when_asked(tmp_path, require_renderer
         assert got["scene_parser"] == str(mid.scene_dir)
         assert got["detector_sha256"] == sha256_file(mid.scene_dir / "detector.pt")
     assert not (mid.path / "question_parser").exists()  # the scene parser alone
+    # its time is the check's, recorded beside the runs' and counted by the budget
+    (trained,) = rec["other_seconds"]
+    assert trained["what"].startswith("the scene parser of mid seed 1") and trained["seconds"] > 0
+    assert json.loads((results / "redundancy_scale" / "scale.json").read_text())["other_seconds"] == [trained]
