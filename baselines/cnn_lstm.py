@@ -68,7 +68,7 @@ class CNNLSTMConfig(SmallQuestionModelConfig, ImageQuestionModelConfig):
         "demo": dict(steps=1000, eval_every=500, val_questions=500),  # mini, shorter
         # the frozen Lite0's cached stride-16 maps of the full 320x240 images: test 40.1% on mid after
         # 10,000 steps (16 min at 1 thread) where the question-only LSTM has 36.2% and the from-scratch
-        # CNN at 128x96 had 33.8% (results/image_baselines_mini; issue 17 tunes it further)
+        # CNN at 128x96 had 33.8% (results/image_baselines_mini)
         "mini": {},
         # a GPU run at the paper's data scale (not yet measured)
         "full": dict(steps=40000, batch=128, lr=1e-3, warmup=1000, val_questions=5000, word_dim=300, hidden=512,

@@ -60,17 +60,17 @@ RoBERTa-base, 25 queries in ``full`` rather than 100 (scenes have <= 10 objects)
 that are much smaller. The QA heads follow MDETR's CLEVR fine-tuning (one QA query, an answer-type
 head and per-type heads).
 
-Options for a short CPU schedule (the ``mini`` profile turns them on; issue 17 measured why, see
-:attr:`MDETRConfig.PROFILES`): ``input_norm`` (GroupNorm after the 1x1 projection, as Deformable DETR: the frozen
-maps' scale, std ~5, would otherwise drown the positional encoding); ``query_selection`` (two-stage,
-as Deformable DETR's and DINO's query selection: every image cell of the encoder's output proposes
-a box, an offset from the cell in logit space, and scores it "referred"; a dense loss, torchvision's
-sigmoid focal loss on the cell holding each target's centre + L1 + GIoU of its box, weight
-``w_proposal``, trains them; the ``num_queries`` top-scoring proposals become the object queries'
-reference boxes, refined by the decoder); ``qa_text`` (the QA heads also read the
-mean of the text encoder's tokens: after the fusion with 300 image tokens the QA query's view of the
-question is too faint for 2,000 steps). Differences these make from MDETR: two-stage queries and a
-text skip into the QA heads.
+Options for a short CPU schedule (the ``mini`` profile turns them on; why:
+``results/image_baselines_mini/README.md``): ``input_norm`` (GroupNorm after the 1x1 projection, as
+Deformable DETR: the frozen maps' scale, std ~5, would otherwise drown the positional encoding);
+``query_selection`` (two-stage, as Deformable DETR's and DINO's query selection: every image cell of
+the encoder's output proposes a box, an offset from the cell in logit space, and scores it
+"referred"; a dense loss, torchvision's sigmoid focal loss on the cell holding each target's centre
++ L1 + GIoU of its box, weight ``w_proposal``, trains them; the ``num_queries`` top-scoring
+proposals become the object queries' reference boxes, refined by the decoder); ``qa_text`` (the QA
+heads also read the mean of the text encoder's tokens: after the fusion with 300 image tokens the QA
+query's view of the question is too faint for 2,000 steps). Differences these make from MDETR:
+two-stage queries and a text skip into the QA heads.
 
 Profiles: ``tiny`` (tests: 64x48 images, d_model 32, 1 + 1 layers, 10 queries), ``mini`` (the frozen
 Lite0's cached stride-16 maps of 320x240 images, d_model 64, 2 + 2 layers, 12 queries, the scratch

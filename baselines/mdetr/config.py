@@ -86,14 +86,8 @@ class MDETRConfig(TrainConfig):
     #: selection, no question text in the QA head
     ABSENT: ClassVar[Mapping[str, Any]] = {"backbone": "small", "input_norm": False, "query_selection": False,
                                            "qa_text": False}
-    # mini (issue 17), measured on two CPU threads, batch 32, questions of ~36 tokens, forward + losses +
-    # backward + AdamW: on the frozen Lite0's cached 112 x 15 x 20 maps 0.37 s/step; with the Lite0
-    # fine-tuned on the 320 x 240 pixels (``lite0-ft``) ~13 s/step (the machine shared with another
-    # job; the frozen maps 0.73 s/step then), i.e. ~100 steps in mini's 20 minutes: frozen it is.
-    # Without input_norm and query_selection the val grounding loss (1 - GIoU) went 1.02 -> 0.87 in
-    # 1,250 steps and QA stayed at a constant answer (12.4%); with them, 0.95 -> 0.52 in 500 steps.
-    # The text encoder is the scratch one: the frozen MiniLM cost 0.46 against 0.27 s/step at 128 x 96
-    # (the previous, from-scratch image side), i.e. fewer steps in the same time.
+    # mini: the frozen Lite0's cached maps, input_norm and query_selection on, the scratch text encoder
+    # (each chosen by a measurement: results/image_baselines_mini/README.md, "mDETR")
     PROFILES: ClassVar[Mapping[str, Mapping[str, Any]]] = {
         "tiny": dict(pretrain_steps=10, steps=30, batch=16, lr=1e-3, lr_text=1e-4, warmup=5, eval_every=20,
                      val_questions=32, image_width=64, image_height=48, backbone="small", val_grounding=32,

@@ -64,11 +64,10 @@ class NSCLConfig(TrainConfig):
                      image_height=48, backbone="small", cnn_width=8, roi_size=3, feature_dim=32, concept_dim=16,
                      curriculum="0.25:6:10"),
         "demo": dict(steps=2000, val_questions=500),
-        # on the frozen Lite0's cached stride-16 maps of the full 320x240 images (issue 17): RoIAlign over
+        # on the frozen Lite0's cached stride-16 maps of the full 320x240 images: RoIAlign over
         # the 112-channel maps, no CNN to train, so a step costs the RoI features and the soft executor
         # only: ~10 steps/s on 2 threads. Measured on mid (ground-truth boxes and programs, val 1,000
-        # questions): 3,000 steps 57.7% and still rising, so 8,000 steps (~14 min). Before it, a CNN from
-        # scratch at 160x120 reached 41% at 2,000 steps of lr 5e-4 (results/image_baselines_mini)
+        # questions): 3,000 steps 57.7% and still rising, so 8,000 steps (~14 min)
         "mini": {},
         # a GPU run (not measured): full-size images, wider CNN, longer schedule
         "full": dict(steps=60000, images_per_batch=32, questions_per_image=8, lr=1e-3, warmup=1000, eval_every=2000,

@@ -28,8 +28,8 @@ HEAD_DEPTHS = (18, 34)
 @dataclass(frozen=True)
 class SceneParserConfig(Config):
     """Resolved config of one scene-parser run (written to RUN_DIR/config.json and to both
-    checkpoints). The defaults are the ``mini`` profile: 2,000 mid images in <= 45 minutes on 2 CPU
-    cores (issue 16).
+    checkpoints). The defaults are the ``mini`` profile: sized to train on 2,000 mid images in
+    <= 45 minutes on 2 CPU cores.
 
     Detector network (:func:`parsers.scene.detector.build_detector`; images are never resized):
     ``det_backbone``, ``det_anchor_sizes``, ``det_trainable_layers``, ``det_rpn_post_nms_train``,

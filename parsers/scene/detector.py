@@ -33,7 +33,7 @@ from torchvision.ops.feature_pyramid_network import LastLevelMaxPool
 from parsers.backbones import IMAGE_MEAN, IMAGE_STD, EfficientNetLite0
 
 BACKBONES = ("mobilenet_v3", "resnet50", "lite0", "lite0_scratch")
-#: FPN channels on the Lite0 backbones (the measured probe of issue 16: 64)
+#: FPN channels on the Lite0 backbones
 LITE0_FPN_CHANNELS = 64
 #: torchvision's Mask R-CNN heads: the box head's two-layer MLP width, the mask head's conv channels
 TORCHVISION_BOX_HEAD, TORCHVISION_MASK_CHANNELS = 1024, 256
