@@ -6,7 +6,7 @@ the default paired comparisons into one report (rendered by :mod:`nsvqa.evaluati
 from __future__ import annotations
 
 import math
-from typing import Mapping, Sequence
+from typing import Iterable, Mapping, Sequence
 
 from nsvqa.artifacts.predictions import QUESTION_TYPES, CellKey, Prediction
 from nsvqa.evaluation.accuracies import (METRICS, ConceptSplit, accuracy, accuracy_by_type, head_tail_accuracy,
@@ -85,6 +85,24 @@ def shared_questions(cells: Mapping[CellKey, Sequence[Sequence[Prediction]]],
     return common, {t: len(per_test[t]) for t in tests if t in per_test}
 
 
+def _factors_of_models(cells: Iterable[CellKey], factors: Mapping[str, tuple[Sequence[str], Sequence[str]]]
+                       ) -> dict[str, set[str]]:
+    """Per model, the factors it is listed under: those where it has a cell that no other factor's
+    matrix holds (a model run on the redundancy factor is not listed under every factor for its
+    ``mid`` / ``mid`` cell); a model whose cells are all shared between factors (only ``mid`` /
+    ``mid``) is listed under every factor that holds one of them."""
+    grid = {f: {(t, s) for t in trains for s in tests} for f, (trains, tests) in factors.items()}
+    unique = {f: g - set().union(*(o for h, o in grid.items() if h != f)) for f, g in grid.items()}
+    have: dict[str, set[tuple[str, str]]] = {}
+    for k in cells:
+        have.setdefault(k.model, set()).add((k.train, k.test))
+    out = {}
+    for model, got in have.items():
+        own = {f for f in factors if got & unique[f]}
+        out[model] = own or {f for f in factors if got & grid[f]}
+    return out
+
+
 def evaluate(cells: Mapping[CellKey, Sequence[Sequence[Prediction]]], *, metric: str = "accuracy",
              n_bins: int = 10, allow_partial: bool = False, concept_split: ConceptSplit | None = None,
              files: Mapping[CellKey, Sequence[str]] | None = None,
@@ -138,14 +156,15 @@ def evaluate(cells: Mapping[CellKey, Sequence[Sequence[Prediction]]], *, metric:
                 if res is not None:
                     comparisons.append({"a": ma, "b": mb, "train": key.train, "test": key.test, **res})
     factor_out = {}
+    listed = _factors_of_models(cells, factors)
     for factor, (trains, tests) in factors.items():
         fac = catalogue().get(factor)
         shared = shared_questions(cells, tests) if not (fac is not None and fac.tested_on_itself) else None
         per_model = {}
         for model in models:
+            if factor not in listed[model]:
+                continue  # not run on this factor, or only on cells it shares with the factors the model ran
             acc = {(k.train, k.test): v for k, v in values.items() if k.model == model}
-            if not any((t, s) in acc for t in trains for s in tests):
-                continue  # the model was not run on this factor at all
             per_model[model] = {
                 "matrix": accuracy_matrix(acc, trains, tests),
                 "std": accuracy_matrix({(c["train"], c["test"]): c["std"] for c in cell_out

@@ -123,6 +123,24 @@ def test_partial_rd_metric_and_reproducible(runs, tmp_path, load_script):
     assert "film" not in {c["model"] for c in rep["cells"]}  # p3 was not asked for
 
 
+def test_a_model_is_listed_under_the_factors_it_ran_not_for_the_cell_they_share(tmp_path, load_script):
+    # pnsvqa ran the redundancy factor (mid / mid among its cells), nsvqa mid / mid alone
+    for train in ("rd-", "mid", "rd+"):
+        for test in ("rd-", "mid", "rd+"):
+            _write(tmp_path / "p", "pnsvqa", train, test, 4, 3)
+    _write(tmp_path / "p", "nsvqa", "mid", "mid", 4, 2)
+    out = tmp_path / "rep"
+    assert load_script("evaluate_rd").main(["--runs", str(tmp_path / "p"), "--out", str(out), "--no-plots",
+                                            "--n-boot", "0"]) == 0
+    rep = json.loads((out / "report.json").read_text())
+    listed = {f: set(fac["models"]) for f, fac in rep["factors"].items()}
+    assert listed["redundancy"] == {"pnsvqa", "nsvqa"}
+    assert listed["visual"] == {"nsvqa"}  # pnsvqa's mid / mid cell does not list it here
+    assert rep["factors"]["redundancy"]["models"]["pnsvqa"]["rd"]["value"] == pytest.approx(0.0)
+    md = (out / "report.md").read_text()
+    assert "| pnsvqa | — | 0.00 |" in md  # Table 2: no visual RD, the redundancy one
+
+
 def test_a_heatmap_shows_the_measured_rows_and_columns_only():
     from nsvqa.evaluation.report import measured_part
 
