@@ -35,10 +35,10 @@ import torch
 
 import baselines  # noqa: F401  (registers the baselines in nsvqa.models)
 from nsvqa.study import (SCALE_RESULTS, StudyConfig, StudyError, budget, budget_markdown, is_done, pending_pieces,
-                         piece_dir, out_of_time, over_cap, results_config, study_pieces)
+                         piece_dir, out_of_time, over_cap, read_scale_record, results_config, study_pieces)
 from nsvqa.study.report import check_study_report, compare_with_study, write_study_report
 from nsvqa.study.run import run_piece, write_perception
-from nsvqa.study.scale import run_scale_check
+from nsvqa.study.scale import run_scale_check, scale_variants
 from nsvqa.config import HelpFormatter
 
 PROG = "run_study.py"
@@ -161,6 +161,14 @@ def main(argv: list[str] | None = None) -> int:
             for p in study_pieces(cfg):
                 print(f"{'done' if is_done(args.results, p) else '    '}  {p.name:<34} {','.join(p.models)}  "
                       f"-> {','.join(p.tests)}")
+            scale = read_scale_record(args.results)  # the scale check: one line per scale
+            trains, tests = scale_variants(cfg)
+            for k in sorted({int(k) for k in scale.get("scales") or {}} | {1, 10}):
+                ran = ((scale.get("scales") or {}).get(str(k)) or {}).get("runs") or {}
+                done = [v for v in trains if v in ran]
+                print(f"{'done' if done == trains else '    '}  {f'redundancy-scale-{k}x':<34} question parser "
+                      f"(seed {scale.get('seed', args.scale_seed)}) trained on {','.join(done) or 'none yet'} of "
+                      f"{','.join(trains)}  -> {','.join(tests)}")
             return 0
         if args.budget:
             print(budget_markdown(budget(args.results, cfg)), end="")

@@ -18,9 +18,19 @@ def test_the_config_comes_from_the_folder_and_a_different_one_is_refused(tmp_pat
     listed = capsys.readouterr().out
     assert "mid-seed0-modular" in listed and "mid-seed1-modular" not in listed
     assert main(["--results", str(results), "--list"]) == 0  # nothing recorded yet: the shipped study
-    assert "mid-seed1-modular" in capsys.readouterr().out
+    listed = capsys.readouterr().out
+    assert "mid-seed1-modular" in listed
+    assert "\n      redundancy-scale-10x " in listed and "trained on none yet of rd-,mid,rd+" in listed
+    # the scale check's runs as its record has them
+    (results / "redundancy_scale").mkdir(parents=True)
+    (results / "redundancy_scale" / "scale.json").write_text(json.dumps(
+        {"seed": 2, "scales": {"1": {"runs": {v: {"seconds": 1.0} for v in ("rd-", "mid", "rd+")}},
+                               "10": {"runs": {"rd-": {"seconds": 1.0}}}}}))
+    assert main(["--results", str(results), "--list"]) == 0
+    listed = capsys.readouterr().out
+    assert "done  redundancy-scale-1x " in listed and "(seed 2) trained on rd- of rd-,mid,rd+" in listed
     # once the folder records one (its first piece writes it), that one is used, and another is refused
-    (results / "study.json").parent.mkdir(parents=True)
+    (results / "study.json").parent.mkdir(parents=True, exist_ok=True)
     (results / "study.json").write_text(json.dumps(StudyConfig.from_json({"seeds": [0]}).to_json()))
     assert main(["--results", str(results), "--list"]) == 0
     assert "mid-seed1-modular" not in capsys.readouterr().out
