@@ -90,6 +90,11 @@ def _rd_text(rd: Mapping[str, Any], missing: str = MISSING_MD) -> str:
 
 
 # ---------------------------------------------------------------------------- markdown
+def _rd_columns(factors: Mapping[str, Any]) -> list[str]:
+    """Table 2's columns: the factors with a Relative Degrade that hold a model of the report."""
+    return [f for f, fac in factors.items() if has_rd(f) and fac["models"]]
+
+
 def to_markdown(report: Mapping[str, Any], images: Mapping[str, str] | None = None) -> str:
     """The report as Markdown; ``images`` maps an image key (see :func:`write_report`) to its path."""
     images = images or {}
@@ -101,25 +106,27 @@ def to_markdown(report: Mapping[str, Any], images: Mapping[str, str] | None = No
              "; mean ± sample std when several runs exist. RD in %, lower = more robust"
              " (docs/evaluation.md, Relative Degrade). " + MISSING_MD + " = missing (not measured).", ""]
     factors = report["factors"]
-    rd_factors = [f for f in factors if has_rd(f)]
+    rd_factors = _rd_columns(factors)
     models = sorted({m for f in factors.values() for m in f["models"]})
     lines += ["## Relative Degrade per factor (Table 2)", ""]
-    if models:
+    if models and rd_factors:
         rows = [[_md_escape(m)] + [_rd_text(factors[f]["models"][m]["rd"]) if m in factors[f]["models"]
                                    else MISSING_MD for f in rd_factors] for m in models]
         lines += _md_table(["model"] + [factor_title(f) for f in rd_factors], rows)
         if any_partial_rd(report):
             lines += ["", "\\* averaged over the inputs that exist (--allow-partial-rd)."]
     else:
-        lines.append("No predictions of any factor's variants.")
+        lines.append("No predictions of the variants of a factor with a Relative Degrade.")
+    absent = [factor_title(f) for f, fac in factors.items() if not fac["models"]]
+    if absent:
+        lines += ["", f"No predictions for: {', '.join(absent)}."]
     lines.append("")
 
     for factor, fac in factors.items():
+        if not fac["models"]:
+            continue
         name = factor_title(factor)
         lines += [f"## {name[0].upper() + name[1:]}", ""]
-        if not fac["models"]:
-            lines += ["No predictions for this factor.", ""]
-            continue
         tests = fac["test_variants"]
         lines += ["### Accuracy (%), train × test (Table 1)", ""]
         rows = []
@@ -249,9 +256,9 @@ def to_latex(report: Mapping[str, Any]) -> str:
         out += ["\\end{tabular}",
                 f"\\caption{{Accuracy (\\%, {tex_escape(report['metric'])}) on {factor_title(factor)}: "
                 "rows train, columns test.}", f"\\label{{tab:acc-{factor}}}", "\\end{table}", ""]
-    rd_factors = [f for f in factors if has_rd(f)]
+    rd_factors = _rd_columns(factors)
     models = sorted({m for f in factors.values() for m in f["models"]})
-    if models:
+    if models and rd_factors:
         out += ["\\begin{table}[t]", "\\centering", "\\begin{tabular}{l" + "r" * len(rd_factors) + "}", "\\toprule",
                 "Model & " + " & ".join(tex_escape(factor_title(f)) for f in rd_factors) + " \\\\",
                 "\\midrule"]

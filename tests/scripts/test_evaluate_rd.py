@@ -84,6 +84,10 @@ def test_report(runs, tmp_path, load_script):
 
     md = (out / "report.md").read_text()
     assert "| pnsvqa | hard | — | 50.0 | 100.0 |" in md
+    # Table 2 and the sections hold the factors these predictions ran, the others named in one line
+    assert "| model | visual complexity | concept distribution |" in md
+    assert "No predictions for: question redundancy, concept compositionality." in md
+    assert "## Question redundancy" not in md and "## Concept compositionality" not in md
     assert "| nsvqa | long | 80.0 | — | 80.0 | 90.0 | 50.0 | 40.0 |" in md
     assert f"{100 * (bal + slt + long_) / 3:.2f}" in md
     tex = (out / "report.tex").read_text()
