@@ -35,7 +35,8 @@ import torch
 
 import baselines  # noqa: F401  (registers the baselines in nsvqa.models)
 from nsvqa.study import (SCALE_RESULTS, StudyConfig, StudyError, budget, budget_markdown, is_done, pending_pieces,
-                         piece_dir, out_of_time, over_cap, read_scale_record, results_config, study_pieces)
+                         piece_dir, out_of_time, over_cap, read_scale_record, results_config, scale_runs,
+                         study_pieces)
 from nsvqa.study.report import check_study_report, compare_with_study, write_study_report
 from nsvqa.study.run import run_piece, write_perception
 from nsvqa.study.scale import run_scale_check, scale_variants
@@ -162,10 +163,10 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{'done' if is_done(args.results, p) else '    '}  {p.name:<34} {','.join(p.models)}  "
                       f"-> {','.join(p.tests)}")
             scale = read_scale_record(args.results)  # the scale check: one line per scale
+            ran = scale_runs(scale)
             trains, tests = scale_variants(cfg)
-            for k in sorted({int(k) for k in scale.get("scales") or {}} | {1, 10}):
-                ran = ((scale.get("scales") or {}).get(str(k)) or {}).get("runs") or {}
-                done = [v for v in trains if v in ran]
+            for k in sorted(set(ran) | {1, 10}):
+                done = [v for v in trains if v in ran.get(k, {})]
                 print(f"{'done' if done == trains else '    '}  {f'redundancy-scale-{k}x':<34} question parser "
                       f"(seed {scale.get('seed', args.scale_seed)}) trained on {','.join(done) or 'none yet'} of "
                       f"{','.join(trains)}  -> {','.join(tests)}")

@@ -109,7 +109,7 @@ def to_markdown(report: Mapping[str, Any], images: Mapping[str, str] | None = No
     rd_factors = _rd_columns(factors)
     models = sorted({m for f in factors.values() for m in f["models"]})
     lines += ["## Relative Degrade per factor (Table 2)", ""]
-    if models and rd_factors:
+    if rd_factors:  # a column holds a model
         rows = [[_md_escape(m)] + [_rd_text(factors[f]["models"][m]["rd"]) if m in factors[f]["models"]
                                    else MISSING_MD for f in rd_factors] for m in models]
         lines += _md_table(["model"] + [factor_title(f) for f in rd_factors], rows)
@@ -258,7 +258,7 @@ def to_latex(report: Mapping[str, Any]) -> str:
                 "rows train, columns test.}", f"\\label{{tab:acc-{factor}}}", "\\end{table}", ""]
     rd_factors = _rd_columns(factors)
     models = sorted({m for f in factors.values() for m in f["models"]})
-    if models and rd_factors:
+    if rd_factors:
         out += ["\\begin{table}[t]", "\\centering", "\\begin{tabular}{l" + "r" * len(rd_factors) + "}", "\\toprule",
                 "Model & " + " & ".join(tex_escape(factor_title(f)) for f in rd_factors) + " \\\\",
                 "\\midrule"]

@@ -407,15 +407,24 @@ SCALE_RUNS = "redundancy-scale"
 SCALE_BUDGET_GROUP = "redundancy scale check"
 
 
+def scale_record_path(results: str | os.PathLike) -> Path:
+    """``RESULTS/<SCALE_RESULTS>/scale.json``: the scale check's record (:mod:`nsvqa.study.scale`)."""
+    return Path(results) / SCALE_RESULTS / "scale.json"
+
+
 def read_scale_record(results: str | os.PathLike) -> dict[str, Any]:
-    """``RESULTS/<SCALE_RESULTS>/scale.json`` (:mod:`nsvqa.study.scale`), ``{}`` when the check has
-    not run.
+    """The scale check's record (:func:`scale_record_path`), ``{}`` when the check has not run.
 
     Raises:
         StudyError: the file is there but is not a JSON object (the file named).
     """
-    return read_json_record(Path(results) / SCALE_RESULTS / "scale.json", StudyError,
+    return read_json_record(scale_record_path(results), StudyError,
                             "the scale check's finished runs and their seconds") or {}
+
+
+def scale_runs(record: Mapping[str, Any]) -> dict[int, dict[str, Any]]:
+    """A scale record's finished runs: scale -> training variant -> the run's entry."""
+    return {int(k): dict(e.get("runs") or {}) for k, e in (record.get("scales") or {}).items()}
 
 
 def scale_seconds(record: Mapping[str, Any], path: str = "scale.json") -> float:
@@ -426,8 +435,7 @@ def scale_seconds(record: Mapping[str, Any], path: str = "scale.json") -> float:
     Raises:
         StudyError: a run or an entry without a number in ``seconds`` (``path`` and the item named).
     """
-    items = [(f"scales.{k}.runs.{v}", r) for k, e in (record.get("scales") or {}).items()
-             for v, r in (e.get("runs") or {}).items()]
+    items = [(f"scales.{k}.runs.{v}", r) for k, runs in scale_runs(record).items() for v, r in runs.items()]
     items += [(f"other_seconds[{i}]", o) for i, o in enumerate(record.get("other_seconds") or [])]
     total = 0.0
     for where, item in items:
@@ -658,7 +666,7 @@ def budget(results: str | os.PathLike, cfg: StudyConfig = STUDY) -> dict[str, An
             kind = _step_kind(key, own)
             if kind is not None:  # each test variant one sample of its kind
                 seen.setdefault(piece.group, {}).setdefault(kind, []).append(sec)
-    scale = scale_seconds(read_scale_record(results), str(Path(results) / SCALE_RESULTS / "scale.json"))
+    scale = scale_seconds(read_scale_record(results), str(scale_record_path(results)))
     if scale:
         spent += scale
         by_group[SCALE_BUDGET_GROUP] = scale
@@ -743,5 +751,5 @@ __all__ = ["STUDY", "STUDY_FILE", "results_config", "PART_GROUP", "StudyConfig",
            "piece_setup", "check_aliases", "canonical", "training_variants", "scene_source", "SCENE_GROUPS",
            "variants_tested", "study_pieces", "piece_dir", "is_done", "pending_pieces", "read_ledger", "attempt_seconds",
            "close_stopped_attempts", "stopped_in_training", "budget", "budget_group", "over_cap", "out_of_time",
-           "budget_markdown", "SCALE_FACTOR", "SCALE_RESULTS", "SCALE_RUNS", "SCALE_BUDGET_GROUP", "read_scale_record",
-           "scale_seconds", "scale_label", "parse_scale_label"]
+           "budget_markdown", "SCALE_FACTOR", "SCALE_RESULTS", "SCALE_RUNS", "SCALE_BUDGET_GROUP", "scale_record_path",
+           "read_scale_record", "scale_runs", "scale_seconds", "scale_label", "parse_scale_label"]

@@ -37,7 +37,7 @@ from nsvqa.generation.variants import FACTORS, load_variant
 import nsvqa.study.run as study_run
 from nsvqa.study.config import (SCALE_FACTOR, SCALE_RESULTS, SCALE_RUNS, STUDY, STUDY_FILE, Piece, StudyConfig,
                                 StudyError, canonical, read_scale_record, results_config, scale_label,
-                                scene_source)
+                                scale_record_path, scene_source)
 from nsvqa.training.checkpoint import CheckpointError, load_checkpoint
 from nsvqa.training.loading import DETECTOR_CHECKPOINT, HEAD_CHECKPOINT, QUESTION_CHECKPOINT
 from nsvqa.training.more_questions import EXTRA_QUESTIONS
@@ -147,7 +147,7 @@ def run_scale_check(data: str | os.PathLike, runs: str | os.PathLike, results: s
                          f"committed and its runs are not here, add --scale-scene-parser to train it with the "
                          f"study's settings")
     out = results / SCALE_RESULTS
-    record_path = out / "scale.json"
+    record_path = scale_record_path(results)
     record = read_scale_record(results)
     if record.get("seed") not in (None, seed):
         raise StudyError(f"{record_path}: the scale check there ran with seed {record['seed']}, not {seed}; "
