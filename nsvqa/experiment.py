@@ -54,10 +54,12 @@ from typing import Any, Callable, Mapping, Sequence
 from nsvqa import models as registry
 from nsvqa.config import parse_overrides
 from nsvqa.fileio import check_writable, read_json_record, sha256_file, sha256_folder, write_json_atomic
+from nsvqa.generation.suite import SUITE_PROFILES
 from nsvqa.generation.variants import FACTORS, get_factor, load_variant
 from nsvqa.models import ModelSpec, PredictInputs, UnknownModel
 from nsvqa.artifacts import (LikelihoodsHeader, ParsedPrograms, ParsedSceneRecord, read_likelihoods, read_scenes,
                              scenes_path, write_likelihoods, write_programs)
+from nsvqa.artifacts.images import check_images
 from nsvqa.artifacts.likelihoods import PARSE_MIN_SCORE
 from nsvqa.artifacts.predictions import Prediction, predictions_path, read_predictions, write_predictions
 from nsvqa.artifacts.questions import QuestionsFile, questions_path, read_questions, write_questions
@@ -489,31 +491,39 @@ def write_shuffled_predictions(run: VariantRun, data: Path, split: str, specs: S
 
 
 # ---------------------------------------------------------------------------- one variant
-def check_variant_data(root: Path, variant: str, splits: Sequence[str], *, annotations: bool = True) -> None:
+def check_variant_data(root: Path, variant: str, splits: Sequence[str], *, annotations: bool = True,
+                       images: bool = True, profile: str = "tiny") -> None:
     """Validate the inputs a run reads from ``root/variant`` for ``splits``, before its first step:
     every file exists (``annotations``: the COCO masks too, which training needs and testing does
     not: an evaluation-only import of the official release has none); the questions file reads
-    whole (every record with a program and an answer) and is not empty; the scenes file reads
-    whole and pairs with the questions by ``image_index`` and ``image_filename``
-    (:meth:`nsvqa.artifacts.ScenesFile.by_image_index`).
+    whole (every record with a program and an answer, each ``question_index`` once) and is not
+    empty; the scenes file reads whole and pairs with the questions by ``image_index`` and
+    ``image_filename``, every question with a scene (:meth:`nsvqa.artifacts.ScenesFile.by_image_index`);
+    with ``images``, every scene's image is there, whole and of the split's size, and the bytes the
+    manifest recorded (:func:`nsvqa.artifacts.images.check_images`).
 
     Raises:
-        ExperimentError: the first missing file, named, with the command that makes it, or an
-            empty questions list.
-        FormatError: a malformed file (naming the file, the item and the field).
+        ExperimentError: the first missing file, named, with the command that makes it (the split
+            size of ``profile``'s suite), or an empty questions list.
+        FormatError: a malformed file or image (naming the file, the item and the field).
     """
     for split in splits:
         for rel in (f"questions/{split}_questions.json", f"scenes/{split}_scenes.json",
                     *([f"annotations/{split}_coco.json"] if annotations else [])):
             if not (root / variant / rel).exists():
-                raise ExperimentError(f"{root / variant / rel}: missing (generate it with scripts/generate_suite.py "
-                                      f"or scripts/generate_dataset.py --out {root} --variant {variant} --split {split})")
+                n = getattr(SUITE_PROFILES.get(profile, SUITE_PROFILES["tiny"]), split, 3)
+                raise ExperimentError(f"{root / variant / rel}: missing (generate it with python scripts/generate_dataset.py "
+                                      f"--out {root} --variant {variant} --split {split} --num-images {n} "
+                                      f"--profile {profile}; or scripts/generate_suite.py --profile {profile})")
         qpath = questions_path(root / variant, split)
         questions = read_questions(qpath, require_program=True, require_answer=True, require_valid=False)
         if len(questions) == 0:
             raise ExperimentError(f"{qpath}, field 'questions': empty: no question to "
                                   f"{'test on' if split == 'test' else 'train on'}")
-        read_scenes(scenes_path(root / variant, split)).by_image_index(questions)
+        scenes = read_scenes(scenes_path(root / variant, split))
+        scenes.by_image_index(questions, every_question=True)
+        if images:
+            check_images(root / variant, split, [s.image_filename for s in scenes], where=str(scenes.path))
 
 
 def train_variant(root: str | os.PathLike, variant: str, runs: str | os.PathLike, *,
@@ -543,6 +553,7 @@ def train_variant(root: str | os.PathLike, variant: str, runs: str | os.PathLike
         raise ExperimentError(f"variant {variant!r} has only a test split: models are trained on its factor's "
                               f"other variants")
     tests = list(tests) if tests else variants_to_test(variant, factor)
+    reads_images = any(registry.get(s.name).family != "question-only" for s in specs)
     parsers = None
     if spec.pretrained:
         parsers = parsers_dir(spec.pretrained)
@@ -551,7 +562,7 @@ def train_variant(root: str | os.PathLike, variant: str, runs: str | os.PathLike
             raise ExperimentError(f"with pretrained parsers ({spec.pretrained}) only models without training of "
                                   f"their own run; {', '.join(own)} train")
     else:
-        check_variant_data(root, variant, ["train", "val"])
+        check_variant_data(root, variant, ["train", "val"], images=reads_images, profile=spec.profile)
     scene_variant = spec.scene_variant if spec.scene_variant != variant else None
     scene_runs = Path(spec.scene_runs) if spec.scene_runs is not None else None
     if scene_runs is not None and parsers is not None:
@@ -565,7 +576,7 @@ def train_variant(root: str | os.PathLike, variant: str, runs: str | os.PathLike
             raise ExperimentError(f"variant {variant!r} cannot use the scene parser of {scene_variant!r}: their scene "
                                   f"settings differ (scene, splits or held-out values), so their images do")
         if need.scene_parser and scene_runs is None:
-            check_variant_data(root, scene_variant, ["train", "val"])
+            check_variant_data(root, scene_variant, ["train", "val"], profile=spec.profile)
     run = VariantRun(Path(runs), variant, seed, parsers, scene_variant, scene_runs)
     if scene_runs is not None and need.scene_parser:
         have = [run.scene_dir / f for f in ("detector.pt", "attributes.pt")]
@@ -575,7 +586,7 @@ def train_variant(root: str | os.PathLike, variant: str, runs: str | os.PathLike
     present = []
     for t in tests:
         try:
-            check_variant_data(root, t, [split], annotations=False)
+            check_variant_data(root, t, [split], annotations=False, images=reads_images, profile=spec.profile)
             present.append(t)
         except ExperimentError as e:
             if not skip_missing:

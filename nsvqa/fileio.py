@@ -101,9 +101,36 @@ class OutputNotWritable(OSError):
     """An output path that cannot be written (the message names it and why)."""
 
 
+class OutputFile(type(Path())):
+    """A path that names a file to write (an argparse ``type``): :func:`check_writable` refuses an
+    existing folder there."""
+
+
+class OutputFolder(type(Path())):
+    """A path that names a folder to write into (an argparse ``type``): :func:`check_writable`
+    refuses an existing file there."""
+
+
+class EmptyOutput(ValueError):
+    """A call that produced nothing, whose output exists: it is kept (the message names it)."""
+
+
+def keep_unless_filled(path: str | os.PathLike, n: int, what: str) -> None:
+    """An existing output is never replaced by an empty one: call before writing ``n`` ``what``
+    (``"parsed images"``) to ``path``.
+
+    Raises:
+        EmptyOutput: ``n`` is 0 and ``path`` exists (named, left as it was).
+    """
+    if n == 0 and Path(path).exists():
+        raise EmptyOutput(f"{path}: this call produced no {what}; the existing file is kept (nothing written). "
+                          f"Check the input and --limit, or remove the file first")
+
+
 def check_writable(*paths: str | os.PathLike | None) -> None:
     """The output preflight: each path (a file to be written, or a folder to write into when it is
-    one already or has no suffix) can be created or replaced by this process. It tries: a
+    one already or has no suffix; an :class:`OutputFile` is a file and an :class:`OutputFolder` a
+    folder, whatever is there now) can be created or replaced by this process. It tries: a
     temporary is created (and removed) in the nearest existing folder, so a read-only mount or a
     folder without write permission is found, not guessed. ``None`` entries are skipped.
 
@@ -114,7 +141,12 @@ def check_writable(*paths: str | os.PathLike | None) -> None:
         if p is None:
             continue
         path = Path(p)
-        folder = path if path.is_dir() or (not path.exists() and not path.suffix) else path.parent
+        if isinstance(p, OutputFile) and path.is_dir():
+            raise OutputNotWritable(f"{path}: is a folder; a file is written there (name the file)")
+        if isinstance(p, OutputFolder) and path.exists() and not path.is_dir():
+            raise OutputNotWritable(f"{path}: is a file; a folder is written there")
+        folder = (path.parent if isinstance(p, OutputFile) else path if isinstance(p, OutputFolder)
+                  or path.is_dir() or (not path.exists() and not path.suffix) else path.parent)
         probe = folder
         while not probe.exists() and probe.parent != probe:  # the nearest existing ancestor
             probe = probe.parent

@@ -29,7 +29,7 @@ from executors.errors import ExecutionError, FormatError
 from executors.io import load_scenes
 from nsvqa.artifacts.programs import ParsedPrograms, write_programs
 from nsvqa.training.checkpoint import CheckpointError
-from nsvqa.fileio import write_json_atomic
+from nsvqa.fileio import EmptyOutput, OutputFile, keep_unless_filled, write_json_atomic
 from nsvqa.evaluation.question_parser import read_question_items, score_parses
 from nsvqa.training.loading import load_question_parser
 from nsvqa.pretrained import PretrainedError, resolve_checkpoint
@@ -44,9 +44,11 @@ def get_args_parser() -> argparse.ArgumentParser:
     p.add_argument("--checkpoint", required=True,
                    help="run directory or question_parser.pt, or a shipped set: pretrained:NAME (e.g. pretrained:mid-mini)")
     p.add_argument("--questions", required=True, type=Path, help="questions JSON ({'questions': [...]} or list)")
-    p.add_argument("--out", required=True, type=Path, help="programs file to write (one record per question)")
+    p.add_argument("--out", required=True, type=OutputFile,
+                   help="programs file to write (one record per question; an existing one is never replaced by "
+                        "an empty parse)")
     p.add_argument("--scenes", type=Path, default=None, help="ground-truth scenes: also score answers")
-    p.add_argument("--metrics", type=Path, default=None, help="also write the summary JSON here")
+    p.add_argument("--metrics", type=OutputFile, default=None, help="also write the summary JSON here")
     p.add_argument("--beam", type=int, default=1, help="beam size (1: greedy)")
     p.add_argument("--batch-size", type=int, default=256, help="questions decoded per batch")
     p.add_argument("--limit", type=int, default=None, help="only the first N questions")
@@ -59,6 +61,7 @@ def run(args: argparse.Namespace) -> dict:
     args.checkpoint = resolve_checkpoint(args.checkpoint, "question_parser")
     parser = load_question_parser(args.checkpoint, args.device)
     items = read_question_items(args.questions, parser.ontology, require_program=False, limit=args.limit)
+    keep_unless_filled(args.out, len(items), "questions")  # before the parse: an empty one replaces nothing
     scenes = load_scenes(args.scenes, parser.ontology)[0] if args.scenes is not None else None
     t0 = time.perf_counter()
     parsed = parser.parse([it.question for it in items], beam_size=args.beam, batch_size=args.batch_size)
@@ -80,14 +83,14 @@ def run(args: argparse.Namespace) -> dict:
 def main(argv: list[str] | None = None) -> int:
     p = get_args_parser()
     args = p.parse_args(argv)
-    check_outputs(p, args.out)
+    check_outputs(p, args.out, args.metrics)
     if args.beam < 1:
         p.error("--beam must be >= 1")
     if args.threads:
         torch.set_num_threads(args.threads)
     try:
         summary = run(args)
-    except (FormatError, CheckpointError, PretrainedError, ExecutionError, FileNotFoundError) as e:
+    except (FormatError, CheckpointError, PretrainedError, ExecutionError, FileNotFoundError, EmptyOutput) as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return 2
     print(json.dumps(summary))

@@ -20,7 +20,8 @@ import torch
 from nsvqa.artifacts import LikelihoodsHeader, ParsedSceneRecord, write_likelihoods
 from nsvqa.config import HelpFormatter, parse_checked
 from nsvqa.evaluation.scene_parser import stack_likelihoods
-from nsvqa.fileio import write_atomic, write_json_atomic
+from executors.errors import FormatError
+from nsvqa.fileio import EmptyOutput, OutputFile, keep_unless_filled, write_atomic, write_json_atomic
 from nsvqa.pretrained import PretrainedError, resolve_checkpoint
 from nsvqa.training.checkpoint import CheckpointError
 from nsvqa.training.loading import load_scene_parser, parse_split
@@ -32,11 +33,12 @@ def get_args_parser() -> argparse.ArgumentParser:
                    help="run directory of train_scene_parser.py, or a shipped set: pretrained:NAME (e.g. pretrained:mid-mini)")
     p.add_argument("--data", required=True, help="the variant folder ROOT/VARIANT")
     p.add_argument("--split", default="val", help="the split whose images are parsed")
-    p.add_argument("--out", required=True, help="likelihoods.json to write")
+    p.add_argument("--out", type=OutputFile, required=True, help="likelihoods.json to write (an existing one is never "
+                   "replaced by an empty parse)")
     p.add_argument("--min-score", type=float, default=None, help="detection score cut (default: the run's)")
     p.add_argument("--batch", type=int, default=4, help="images per forward pass")
-    p.add_argument("--npz", default=None, help="also write the likelihoods as padded batched arrays (.npz)")
-    p.add_argument("--scenes-out", default=None,
+    p.add_argument("--npz", type=OutputFile, default=None, help="also write the likelihoods as padded batched arrays (.npz)")
+    p.add_argument("--scenes-out", type=OutputFile, default=None,
                    help="also write the argmax scenes of the detections kept at --min-score, in the scene-file "
                         "schema (NS-VQA's scene when --min-score is its cut; the experiment parses at 0.05 and "
                         "NS-VQA keeps the detections above the cut it chose on val)")
@@ -47,7 +49,7 @@ def get_args_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parse_checked(get_args_parser(), argv, "out", "scenes_out")
+    args = parse_checked(get_args_parser(), argv, "out", "scenes_out", "npz")
     if args.threads:
         torch.set_num_threads(args.threads)
     try:
@@ -58,13 +60,20 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     data = Path(args.data)
     records, symbolic = [], []
-    for idx, name, parsed in parse_split(parser, data, args.split, batch=args.batch, limit=args.limit,
-                                         progress=not args.no_progress):
-        records.append(ParsedSceneRecord.from_parsed(parsed, idx, name))
-        if args.scenes_out:
-            scene = parsed.symbolic()
-            scene.image_filename = name
-            symbolic.append(dict(scene.to_json(), split=args.split))
+    try:  # the scenes file and every image are checked before the first image is parsed
+        for idx, name, parsed in parse_split(parser, data, args.split, batch=args.batch, limit=args.limit,
+                                             progress=not args.no_progress):
+            records.append(ParsedSceneRecord.from_parsed(parsed, idx, name))
+            if args.scenes_out:
+                scene = parsed.symbolic()
+                scene.image_filename = name
+                symbolic.append(dict(scene.to_json(), split=args.split))
+        for out in (args.out, args.scenes_out, args.npz):
+            if out is not None:
+                keep_unless_filled(out, len(records), "parsed images")
+    except (FormatError, FileNotFoundError, EmptyOutput) as e:
+        print(f"parse_scenes.py: error: {e}", file=sys.stderr)
+        return 2
     write_likelihoods(args.out, LikelihoodsHeader.from_parser(parser, args.checkpoint, data, args.split), records)
     if args.scenes_out:
         write_json_atomic(args.scenes_out, {"info": {"source": "parse_scenes.py argmax", "checkpoint": str(args.checkpoint),

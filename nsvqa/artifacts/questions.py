@@ -182,8 +182,8 @@ def read_questions(path: str | os.PathLike, ontology: Ontology | None = None, *,
 
     Every record is checked once: an object; ``question`` a string, ``image_index`` an integer,
     ``image_filename`` a relative file name, ``answer`` a string, number or boolean,
-    ``question_index`` an integer >= 0, ``question_hash`` a string (each when present); a present
-    ``program`` is read structurally and, with ``ontology``, validated.
+    ``question_index`` an integer >= 0 and unique in the file, ``question_hash`` a string (each when
+    present); a present ``program`` is read structurally and, with ``ontology``, validated.
 
     Args:
         ontology: validates the programs (:attr:`Question.program_types` / ``program_error``).
@@ -213,6 +213,11 @@ def read_questions(path: str | os.PathLike, ontology: Ontology | None = None, *,
                  require_answer=require_answer, require_image=require_image)
     items = tuple(Question.from_json(q, index=i, where=f"{path}, question {i}", ontology=ontology, **flags)
                   for i, q in enumerate(records))
+    first: dict[int, int] = {}
+    for q in items:  # predictions, pairings and reports key questions by it
+        if first.setdefault(q.question_index, q.index) != q.index:
+            raise FormatError(f"{q.where}, field 'question_index': {q.question_index} again (already question "
+                              f"{first[q.question_index]}); each question has its own")
     return QuestionsFile(info, items, path)
 
 

@@ -49,13 +49,16 @@ R = TypeVar("R")
 
 
 def index_by_image(records: Iterable[R], path: str | os.PathLike | None, what: str,
-                   questions: Iterable[Any] = (), error: type[FormatError] = FormatError) -> dict[int, R]:
+                   questions: Iterable[Any] = (), error: type[FormatError] = FormatError, *,
+                   every_question: bool = False) -> dict[int, R]:
     """``image_index -> record`` of ``records`` (scenes, parsed scenes: anything with
     ``image_index`` and ``image_filename``), read from ``path``; the join every consumer uses to
     pair a question, an image or a ground-truth scene with its record. Records are joined by
     ``image_index``, never by position, and the join is checked: two records of one index, or a
     question (``image_index``, ``image_filename``, ``where``: :class:`~nsvqa.artifacts.Question`)
-    whose file name differs from the record's of the same index, is an error.
+    whose file name differs from the record's of the same index, is an error. With
+    ``every_question``, so is a question without ``image_index`` or whose index has no record (a
+    run would answer it without its image: a guess).
 
     Raises:
         error: naming ``path``, the item and both values.
@@ -71,6 +74,9 @@ def index_by_image(records: Iterable[R], path: str | os.PathLike | None, what: s
         r = out.get(q.image_index)
         if r is not None:
             check_same_image(q.where, q.image_index, q.image_filename, r.image_filename, path, what, error)
+        elif every_question:
+            raise error(f"{q.where}, field 'image_index': {q.image_index!r}: no {what} of that image in {path}; "
+                        f"the question cannot be answered from its image")
     return out
 
 

@@ -116,11 +116,12 @@ class ScenesFile(RecordSequence):
 
 
 
-    def by_image_index(self, questions: Iterable[Any] = ()) -> dict[int, SceneRecord]:
+    def by_image_index(self, questions: Iterable[Any] = (), *, every_question: bool = False) -> dict[int, SceneRecord]:
         """image_index -> scene, checked (:func:`~nsvqa.artifacts.records.index_by_image`): two
-        scenes of one index, or one of ``questions`` about another image file than its scene, is a
-        FormatError naming the file, the item and both values."""
-        return index_by_image(self.scenes, self.path, "scene", questions)
+        scenes of one index, or one of ``questions`` about another image file than its scene (with
+        ``every_question``: or about an image without a scene), is a FormatError naming the file,
+        the item and both values."""
+        return index_by_image(self.scenes, self.path, "scene", questions, every_question=every_question)
 
     def by_filename(self) -> dict[str, SceneRecord]:
         """image_filename -> scene, for the scenes that name their image."""

@@ -16,7 +16,7 @@ from torch import nn
 from tqdm import tqdm
 
 from executors import load_ontology
-from nsvqa.artifacts.images import read_image
+from nsvqa.artifacts.images import check_images, read_image
 from nsvqa.artifacts.scenes import read_scenes, scenes_path
 from nsvqa.training.checkpoint import CheckpointError, load_checkpoint
 from nsvqa.config import Config
@@ -159,7 +159,13 @@ def parse_split(parser, data: str | Path, split: str, *, batch: int = 4, limit: 
     """Parse the images of ``DATA/images/<split>``: yields ``(image_index, file name, ParsedScene)``.
 
     Images are listed by ``scenes/<split>_scenes.json`` when it exists, else by sorted file name
-    (indices 0, 1, ...)."""
+    (indices 0, 1, ...). Every image listed (the first ``limit``) is checked before the first is
+    parsed (:func:`nsvqa.artifacts.images.check_images`: present, whole, of the split's size).
+
+    Raises:
+        FileNotFoundError: no scenes file and no images.
+        nsvqa.artifacts.images.ImageFormatError: a missing, truncated or wrong-size image (named).
+    """
     data = Path(data)
     spath = scenes_path(data, split)
     if spath.exists():
@@ -170,9 +176,10 @@ def parse_split(parser, data: str | Path, split: str, *, batch: int = 4, limit: 
             raise FileNotFoundError(f"{data / 'images' / split}: no scenes file and no PNG images")
         items = [(k, f.name) for k, f in enumerate(files)]
     items = items[:limit] if limit is not None else items
+    size = check_images(data, split, [name for _, name in items], where=str(spath))
     for s in tqdm(range(0, len(items), batch), desc=f"parse {data.name}/{split}", disable=not progress):
         chunk = items[s:s + batch]
-        images = [read_image(data / "images" / split / name) for _, name in chunk]
+        images = [read_image(data / "images" / split / name, size) for _, name in chunk]
         for (idx, name), parsed in zip(chunk, parser.parse(images)):
             yield idx, name, parsed
 

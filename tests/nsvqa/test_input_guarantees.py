@@ -80,3 +80,74 @@ def test_a_moved_data_root_names_the_path_and_the_command(tmp_path):
     with pytest.raises(ExperimentError, match=r"moved/mid/questions/train_questions\.json: missing \(generate it "
                                               r"with .*generate_dataset\.py --out .*moved --variant mid --split train"):
         _train(tmp_path / "moved", tmp_path / "runs")
+
+
+# ---------------------------------------------------------------- round two (issue 59): images, pairing, ids
+def _png(path, size):
+    from PIL import Image
+
+    Image.new("RGB", size, (90, 90, 90)).save(path)
+
+
+def test_a_missing_image_is_refused_before_any_work(data, tmp_path):
+    (data / "hard" / "images" / "test" / "nsvqa_test_000001.png").unlink()
+    with pytest.raises(FormatError, match=r"hard/images/test/nsvqa_test_000001\.png: missing"):
+        _train(data, tmp_path / "runs")
+    assert not (tmp_path / "runs").exists()
+
+
+def test_a_truncated_image_is_named_before_any_work(data, tmp_path):
+    image = data / "mid" / "images" / "train" / "nsvqa_train_000002.png"
+    image.write_bytes(image.read_bytes()[:300])
+    with pytest.raises(FormatError, match=r"mid/images/train/nsvqa_train_000002\.png: not a whole image"):
+        _train(data, tmp_path / "runs")
+    assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize("manifest", [True, False])
+def test_an_image_of_another_size_is_refused_naming_both_sizes(data, tmp_path, manifest):
+    if not manifest:  # an imported release: the split's size is its first image's
+        (data / "mid" / "manifest.json").unlink()
+    _png(data / "mid" / "images" / "val" / "nsvqa_val_000001.png", (32, 24))
+    with pytest.raises(FormatError, match=r"mid/images/val/nsvqa_val_000001\.png: 32x24 pixels, but the split's "
+                                          r"images are 64x48"):
+        _train(data, tmp_path / "runs")
+    assert not (tmp_path / "runs").exists()
+
+
+def test_changed_image_bytes_are_refused_against_the_manifest(data):
+    from nsvqa.artifacts.images import check_images
+
+    image = data / "mid" / "images" / "test" / "nsvqa_test_000000.png"
+    _png(image, (64, 48))  # whole, the right size, not the generator's
+    with pytest.raises(FormatError, match=r"nsvqa_test_000000\.png: not the bytes recorded in .*manifest\.json"):
+        check_images(data / "mid", "test", ["nsvqa_test_000000.png"])
+
+
+def test_a_question_about_an_image_without_a_scene_is_refused(data, tmp_path):
+    _edit(data / "hard" / "questions" / "test_questions.json",
+          lambda d: d["questions"][4].update(image_index=7, image_filename="nsvqa_test_000007.png"))
+    with pytest.raises(FormatError, match=r"hard/questions/test_questions\.json, question 4, field 'image_index': 7: "
+                                          r"no scene of that image"):
+        _train(data, tmp_path / "runs")
+    assert not (tmp_path / "runs").exists()
+
+
+def test_duplicate_question_ids_are_refused_when_read(data, tmp_path):
+    _edit(data / "hard" / "questions" / "test_questions.json", lambda d: d["questions"][5].update(question_index=2))
+    with pytest.raises(FormatError, match=r"test_questions\.json, question 5, field 'question_index': 2 again "
+                                          r"\(already question 2\)"):
+        _train(data, tmp_path / "runs")
+    assert not (tmp_path / "runs").exists()
+
+
+def test_the_missing_data_hint_is_a_command_that_runs(tmp_path, load_script):
+    import re
+    import shlex
+
+    with pytest.raises(ExperimentError) as e:
+        _train(tmp_path / "moved", tmp_path / "runs")
+    command = re.search(r"generate it with python (scripts/generate_dataset\.py [^;]*);", str(e.value)).group(1)
+    argv = shlex.split(command)[1:]
+    args = load_script("generate_dataset").get_args_parser().parse_args(argv)  # every required argument given
+    assert (args.variant, args.split, args.num_images, args.profile) == ("mid", "train", 600, "mini")  # the run's profile
