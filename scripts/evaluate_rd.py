@@ -6,6 +6,11 @@ Reads every ``predictions/<model>__train-<variant>__test-<variant>.jsonl`` under
 and writes ``report.json``, ``report.md``, ``report.tex`` and PNG heatmaps / reliability diagrams
 to ``--out``. Several files for one (model, train, test) are several runs (seeds): their mean and
 standard deviation are reported.
+
+Every file is checked before it is scored: not empty, one prediction per question of its test split
+(under --data, else under the data root the run's config.json records, where it still exists) with
+that split's answers and hashes, and the same questions, answers and hashes as every other file on
+the same test variant; anything else is one line naming the file and the line, exit status 2.
 """
 from __future__ import annotations
 
@@ -14,16 +19,17 @@ import sys
 from pathlib import Path
 
 from nsvqa.evaluation import METRICS
-from nsvqa.artifacts.predictions import PredictionFormatError
+from executors.errors import FormatError
 from nsvqa.evaluation.report import failures_per_model, invalid_program_warning, report_from_runs
 from nsvqa.config import HelpFormatter, parse_checked
+from nsvqa.fileio import OutputFolder
 
 
 def get_args_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(formatter_class=HelpFormatter, description=__doc__.splitlines()[0])
     p.add_argument("--runs", type=Path, nargs="+", required=True,
                    help="run directories (each with predictions/), folders of them, or predictions/ folders")
-    p.add_argument("--out", type=Path, required=True, help="report directory")
+    p.add_argument("--out", type=OutputFolder, required=True, help="report directory")
     p.add_argument("--metric", choices=METRICS, default="accuracy",
                    help="matrix entries and RD: accuracy (a hit guess counts) or accuracy_no_guess")
     p.add_argument("--bins", type=int, default=10, help="confidence bins of ECE and reliability diagrams")
@@ -31,6 +37,10 @@ def get_args_parser() -> argparse.ArgumentParser:
                    help="average RD over the cells that exist instead of leaving it out when one is missing")
     p.add_argument("--n-boot", type=int, default=1000,
                    help="bootstrap replicates of each RD's 95%% interval over the test questions (0: none)")
+    p.add_argument("--data", type=Path, default=None,
+                   help="data root of the test variants, to check each file against its test split (default: the "
+                        "one each run's config.json records, where it still exists)")
+    p.add_argument("--split", default=None, help="the test split of --data (default: the run's, else test)")
     p.add_argument("--no-plots", action="store_true", help="skip the PNGs")
     return p
 
@@ -46,8 +56,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         report, written = report_from_runs(args.runs, args.out, metric=args.metric, bins=args.bins,
                                            allow_partial=args.allow_partial_rd, plots=not args.no_plots,
-                                           n_boot=args.n_boot)
-    except (FileNotFoundError, PredictionFormatError) as e:
+                                           n_boot=args.n_boot, data=args.data, split=args.split)
+    except (FileNotFoundError, FormatError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     warning = invalid_program_warning(failures_per_model((c["model"], c["overall"]) for c in report["cells"]))

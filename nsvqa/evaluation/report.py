@@ -20,6 +20,7 @@ from nsvqa.fileio import write_atomic, write_json_atomic
 from nsvqa.artifacts.predictions import QUESTION_TYPE_NAMES, find_prediction_files, read_predictions
 from nsvqa.evaluation.accuracies import ConceptSplit
 from nsvqa.evaluation.evaluator import evaluate
+from nsvqa.evaluation.inputs import check_prediction_files
 from nsvqa.generation.variants import factors as catalogue
 
 def has_rd(factor: str) -> bool:
@@ -417,21 +418,27 @@ def write_report(report: Mapping[str, Any], out_dir: str | os.PathLike, *, plots
 
 def report_from_runs(runs: Sequence[str | os.PathLike], out_dir: str | os.PathLike, *, metric: str = "accuracy",
                      bins: int = 10, allow_partial: bool = False, plots: bool = True,
-                     n_boot: int = 1000) -> tuple[dict, list[Path]]:
-    """Read every predictions file under ``runs``, evaluate and write the report to ``out_dir``
-    (``n_boot``: bootstrap replicates of the RD intervals, 0 for none).
+                     n_boot: int = 1000, data: str | os.PathLike | None = None,
+                     split: str | None = None) -> tuple[dict, list[Path]]:
+    """Read every predictions file under ``runs``, check them (complete against their test split
+    and consistent with each other: :func:`nsvqa.evaluation.inputs.check_prediction_files`, with
+    ``data`` and ``split``), evaluate and write the report to ``out_dir`` (``n_boot``: bootstrap
+    replicates of the RD intervals, 0 for none).
 
     Returns:
         (the report, the paths written).
 
     Raises:
         FileNotFoundError: a run folder that does not exist, or no predictions file at all.
-        PredictionFormatError: a malformed predictions file (naming the file, line and field).
+        PredictionFormatError: a malformed, empty, incomplete or inconsistent predictions file
+            (naming the file, line and field).
+        FormatError: an unreadable questions file of a test split.
     """
     files = find_prediction_files(runs)
     if not files:
         raise FileNotFoundError(f"no predictions/<model>__train-<v>__test-<v>.jsonl under {[str(r) for r in runs]}")
     cells = {key: [read_predictions(f) for f in paths] for key, paths in files.items()}
+    check_prediction_files(cells, files, data=data, split=split)
     report = evaluate(cells, metric=metric, n_bins=bins, allow_partial=allow_partial, n_boot=n_boot,
                       concept_split=ConceptSplit.from_catalogue(),
                       files={k: [str(f) for f in v] for k, v in files.items()})
