@@ -136,14 +136,107 @@ class Program:
             stack.extend(reversed(n.inputs))
         return out
 
+    def to_postfix(self) -> list[str]:
+        """Tokens of the program tree in postfix order: each node after its inputs, the inputs in
+        their order, the answer node last (clevr-iep's ``list_to_postfix`` order)."""
+        out: list[str] = []
+        stack = [(len(self.nodes) - 1, False)]
+        while stack:
+            i, ready = stack.pop()
+            n = self.nodes[i]
+            if ready or not n.inputs:
+                out.append(n.token())
+            else:
+                stack.append((i, True))
+                stack.extend((j, False) for j in reversed(n.inputs))
+        return out
+
     @classmethod
-    def from_prefix(cls, tokens: Iterable[str]) -> "Program":
-        """Inverse of :meth:`to_prefix`: nodes in post-order (children before parents).
+    def from_postfix(cls, tokens: Iterable[str] | str) -> "Program":
+        """Inverse of :meth:`to_postfix`: nodes in post-order (children before parents), the same
+        nodes :meth:`from_prefix` makes of the program's prefix tokens. A ``str`` is split on
+        whitespace.
+
+        Raises:
+            InvalidProgram: an unknown function, a malformed token, a node with fewer earlier
+                results than inputs, or tokens left over (more than one tree).
+        """
+        toks = _token_list(tokens, "from_postfix")
+        nodes: list[Node] = []
+        stack: list[int] = []  # the nodes no later token has consumed yet
+        for pos, tok in enumerate(toks):
+            fn, vals = parse_token(tok, pos)
+            sig = SIGNATURES.get(fn)
+            if sig is None:
+                raise InvalidProgram(f"unknown function {fn!r} at token {pos}; valid: {', '.join(FUNCTIONS)}")
+            k = sig.arity
+            if len(stack) < k:
+                raise InvalidProgram(f"token {pos} ({tok!r}) takes {k} input(s), {len(stack)} before it "
+                                     "(postfix: every node after its inputs)")
+            ins = tuple(stack[len(stack) - k:])
+            del stack[len(stack) - k:]
+            stack.append(len(nodes))
+            nodes.append(Node(fn, ins, vals))
+        if len(stack) != 1:
+            raise InvalidProgram(f"postfix program of {len(toks)} tokens leaves {len(stack)} results, "
+                                 "expected 1 (the answer)" if toks else "empty postfix program")
+        return cls(tuple(nodes))
+
+    @classmethod
+    def from_token_ids(cls, ids: Iterable[int], vocab: Mapping | Sequence[str], order: str = "prefix") -> "Program":
+        """The program of a sequence decoder's output, as NS-VQA's and clevr-iep's question
+        parsers emit it: token indices, with start, end and padding tokens.
+
+        Args:
+            ids: token indices (a list, a 1-D numpy array or tensor; anything iterable of ints).
+            vocab: the decoder's program vocabulary: a ``vocab.json`` dict of those projects (its
+                ``program_token_to_idx`` is used), a token -> index mapping, an index -> token
+                mapping, or a list of tokens indexed by position.
+            order: ``"prefix"`` (both projects' default) or ``"postfix"``.
+
+        Reading rules: ``<NULL>`` (padding) is skipped, a ``<START>`` is dropped, reading stops at
+        the first ``<END>``; every other index must name a function token (``<UNK>`` included
+        is refused).
+
+        Raises:
+            InvalidProgram: an index outside the vocabulary, a special or unknown token, or what
+                :meth:`from_prefix` / :meth:`from_postfix` reject.
+            ValueError: an ``order`` other than prefix or postfix.
+        """
+        if order not in ("prefix", "postfix"):
+            raise ValueError(f"order must be 'prefix' or 'postfix', got {order!r}")
+        if isinstance(vocab, Mapping) and "program_token_to_idx" in vocab:
+            vocab = vocab["program_token_to_idx"]
+        if isinstance(vocab, Mapping):
+            keys = list(vocab)
+            lookup = ({int(i): t for t, i in vocab.items()} if keys and all(isinstance(k, str) for k in keys)
+                      else {int(i): t for i, t in vocab.items()})
+        else:
+            lookup = dict(enumerate(vocab))
+        toks: list[str] = []
+        for pos, raw in enumerate(ids.tolist() if hasattr(ids, "tolist") else ids):
+            tok = lookup.get(int(raw))
+            if tok is None:
+                raise InvalidProgram(f"token index {raw!r} at position {pos} is not in the vocabulary "
+                                     f"({len(lookup)} tokens)")
+            if tok == "<END>":
+                break
+            if tok == "<NULL>" or (tok == "<START>" and not toks):
+                continue
+            if tok.startswith("<"):
+                raise InvalidProgram(f"token {tok!r} at position {pos} is not a function token")
+            toks.append(tok)
+        return cls.from_prefix(toks) if order == "prefix" else cls.from_postfix(toks)
+
+    @classmethod
+    def from_prefix(cls, tokens: Iterable[str] | str) -> "Program":
+        """Inverse of :meth:`to_prefix`: nodes in post-order (children before parents). A ``str``
+        is split on whitespace.
 
         Raises:
             InvalidProgram: an unknown function, a malformed token, or too few/many tokens.
         """
-        toks = list(tokens)
+        toks = _token_list(tokens, "from_prefix")
         nodes: list[Node] = []
         # iterative parse: a stack of [function, values, arity, children so far]
         stack: list[list] = []
@@ -254,14 +347,24 @@ def _read_known(cls, nodes: Any, ontology: Ontology) -> "Program | None":
     types: list[str] = []
     known: list[Node] = []
     i = 0
+    # the release spelling of the first node's keys, for every node (a node spelt otherwise
+    # raises KeyError: the full read handles mixed spellings)
+    first = nodes[0] if nodes else None
+    if type(first) is not dict:
+        return None
+    fkey = "type" if "type" in first else "function"
+    vkey = "value_inputs" if "value_inputs" in first else "side_inputs"
+    other = fkey != "type" or vkey != "value_inputs"
     for n in nodes:
         if type(n) is not dict:
             return None
         try:
-            raw_in, values = n["inputs"], n["value_inputs"]
-            e = get((n["type"], *raw_in, None, *values))
+            raw_in, values = n["inputs"], n[vkey]
+            e = get((n[fkey], *raw_in, None, *values))
         except (KeyError, TypeError):
             return None
+        if other and (fkey != "type" and "type" in n or vkey != "value_inputs" and "value_inputs" in n):
+            return None  # the full read prefers `type` and `value_inputs`
         if e is None or e.need > i or type(raw_in) is not list or type(values) is not list:
             return None
         for x in raw_in:  # True == 1 and 1.0 == 1: the lookup alone does not tell them apart
@@ -346,6 +449,19 @@ def resolve_part_keys(program: Program, ontology: Ontology) -> Program:
         if better is not None and better != key:
             nodes[i] = Node(n.function, n.inputs, (better,))
     return Program(tuple(nodes))
+
+
+def _token_list(tokens: Any, where: str) -> list[str]:
+    """The tokens of ``tokens``: a ``str`` split on whitespace, else a list of str tokens."""
+    if isinstance(tokens, str):
+        return tokens.split()
+    toks = list(tokens)
+    for pos, t in enumerate(toks):
+        if not isinstance(t, str):
+            raise InvalidProgram(f"{where}: token {pos} is {type(t).__name__} {t!r}, not a str; pass "
+                                 "tokens such as ['count', 'filter_color[red]', 'scene'] (or one string "
+                                 "of them separated by spaces); for token indices use Program.from_token_ids")
+    return toks
 
 
 def parse_token(tok: str, pos: int = 0) -> tuple[str, tuple[str, ...]]:

@@ -21,6 +21,10 @@ from .ontology import Ontology
 
 #: Image-plane directions (x to the right, y down): objects lower in the image are in front.
 IMAGE_DIRECTIONS = {"left": (-1.0, 0.0), "right": (1.0, 0.0), "front": (0.0, 1.0), "behind": (0.0, -1.0)}
+#: Axes of an NS-VQA derendered ``position`` [along right, along front, height]: the scene's 3D
+#: coordinates already projected onto its right and front directions.
+POSITION_DIRECTIONS = {"left": (-1.0, 0.0, 0.0), "right": (1.0, 0.0, 0.0), "front": (0.0, 1.0, 0.0),
+                       "behind": (0.0, -1.0, 0.0)}
 PART_BITS = 32  # part k of object i has id bit i * PART_BITS + k in the deterministic executor
 
 
@@ -51,6 +55,8 @@ class SymbolicScene:
         pixel_coords: (N, 2) image-plane centers or None.
         relationships: relation -> per object i, the list of j in that relation to i, or None.
         image_index, image_filename: identification, as in the scene JSON.
+        relation_margin: the margin of relations computed from ``coords`` (None: the ontology's
+            ``relation_margin``; 0.0 for NS-VQA derendered scenes).
     """
 
     ontology: Ontology
@@ -62,6 +68,7 @@ class SymbolicScene:
     relationships: dict[str, list[list[int]]] | None = None
     image_index: int | None = None
     image_filename: str | None = None
+    relation_margin: float | None = None
     _compiled: Any = field(default=None, repr=False, compare=False)
     #: what executors derive from this scene and reuse (its one-hot likelihoods, their arrays)
     _derived: dict = field(default_factory=dict, init=False, repr=False, compare=False)
@@ -72,6 +79,12 @@ class SymbolicScene:
     @classmethod
     def from_json(cls, d: Mapping[str, Any], ontology: Ontology, *, where: str = "scene") -> "SymbolicScene":
         """Read one scene of the release format; errors name ``where``, the object and the field.
+
+        Also reads NS-VQA's derendered scenes (``{"objects": [{shape, color, material, size,
+        "position": [x, y, z]}]}`` with neither ``3d_coords`` nor ``relationships``): ``position``
+        is taken as the 3D coordinates projected onto the right and front directions (how NS-VQA
+        makes it from ``3d_coords``), so j is right of i when x_j > x_i, left when x_j < x_i, in
+        front when y_j > y_i and behind when y_j < y_i, with no margin (NS-VQA's rule).
 
         Raises:
             FormatError: a missing field, a value outside the ontology (valid values listed), an
@@ -103,6 +116,15 @@ class SymbolicScene:
             pixels.append(_pixel(o.get("pixel_coords"), where, i))
         n = len(objects)
         c = _float_array(coords, (n, 3), f"{where}, field '3d_coords'") if n and all(x is not None for x in coords) else None
+        if c is None and n and d.get("relationships") is None and all(
+                type(o) is dict and o.get("position") is not None for o in objs):
+            # NS-VQA's derendered scene: projected positions (see the docstring)
+            c = _float_array([o["position"] for o in objs], (n, 3), f"{where}, field 'position'")
+            fname = d.get("image_filename")
+            return cls(ontology, objects, parts, c,
+                       {r: np.asarray(POSITION_DIRECTIONS[r], dtype=float) for r in ontology.relations},
+                       None, None, d.get("image_index"),
+                       None if fname is None else check_image_filename(fname, where), relation_margin=0.0)
         px = np.asarray(pixels, dtype=float).reshape(n, 2) if n and all(x is not None for x in pixels) else None
         dirs = None
         dd = d.get("directions")
@@ -143,7 +165,8 @@ class SymbolicScene:
         if len(self) <= 1:  # nothing can be in a relation to anything else
             return {r: [[] for _ in range(len(self))] for r in self.ontology.relations}
         if self.coords is not None and self.directions is not None:
-            pos, dirs, margin = self.coords, self.directions, self.ontology.relation_margin
+            pos, dirs = self.coords, self.directions
+            margin = self.ontology.relation_margin if self.relation_margin is None else self.relation_margin
         elif self.pixel_coords is not None:
             pos, margin = self.pixel_coords, 0.0
             dirs = {r: np.asarray(v) for r, v in IMAGE_DIRECTIONS.items()}
@@ -399,7 +422,8 @@ class SceneLikelihoods:
             m[[i for i, js in enumerate(lists) for _ in js], [j for js in lists for j in js]] = 1.0
             rel[r] = m
         if scene.coords is not None and scene.directions is not None:
-            pos, dirs, margin = scene.coords, scene.directions, onto.relation_margin
+            pos, dirs = scene.coords, scene.directions
+            margin = onto.relation_margin if scene.relation_margin is None else scene.relation_margin
         elif scene.pixel_coords is not None:
             pos, dirs, margin = scene.pixel_coords, None, 0.0
         else:
