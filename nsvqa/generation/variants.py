@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
@@ -22,6 +23,7 @@ from nsvqa.generation.looks import DEFAULT_LOOK
 from nsvqa.generation.sampler import COMPLEXITIES, ConceptWeights, SceneParams
 
 VARIANT_DIR = Path(__file__).resolve().parents[2] / "data" / "variants"
+_INSTALLED_VARIANT_DIR = Path(sys.prefix) / "share" / "nsvqa" / "variants"  # pyproject data-files
 REDUNDANCY = ("rd-", "rd", "rd+")
 SPLITS = ("train", "val", "test")
 
@@ -252,7 +254,11 @@ def _matrix(table: Mapping[str, list] | None, onto: Ontology, where: str) -> np.
 
 
 def variant_dir() -> Path:
-    return Path(os.environ.get("NSVQA_VARIANT_DIR", VARIANT_DIR))
+    """``$NSVQA_VARIANT_DIR``, else the repository's ``data/variants``, else an installed copy under
+    ``<prefix>/share/nsvqa/variants``."""
+    if "NSVQA_VARIANT_DIR" in os.environ:
+        return Path(os.environ["NSVQA_VARIANT_DIR"])
+    return VARIANT_DIR if VARIANT_DIR.is_dir() else _INSTALLED_VARIANT_DIR
 
 
 def list_variants() -> list[str]:
