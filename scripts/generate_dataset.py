@@ -5,7 +5,8 @@
 
 Resumable (rerun the same command after an interruption) and deterministic (the same arguments
 give the same bytes for any --workers or --shard division). An existing split is never replaced by a
-smaller one without --force.
+smaller one, or by one of other settings (--seed, --profile, --width, --height, --questions), without
+--force; a split grown with the same settings renders only its new images.
 """
 from __future__ import annotations
 
@@ -15,8 +16,8 @@ from pathlib import Path
 
 from nsvqa.config import HelpFormatter
 from nsvqa.fileio import OutputNotWritable, check_writable
-from nsvqa.generation.dataset import (PROFILES, QUESTION_SETS, SPLITS, check_no_shrink, generate_split,
-                                     job_for)
+from nsvqa.generation.dataset import (PROFILES, QUESTION_SETS, SPLITS, check_no_shrink, check_same_settings,
+                                     generate_split, job_for)
 from nsvqa.generation.variants import VariantError, list_variants
 
 
@@ -50,7 +51,8 @@ def get_args_parser() -> argparse.ArgumentParser:
                    help="question set: 'object' is the paper's (10 per image, CLEVR 1.0 templates); "
                         "'object+part' adds 10 part questions per image")
     p.add_argument("--force", action="store_true",
-                   help="replace an existing split even by a smaller one (its extra images are deleted)")
+                   help="replace an existing split even by a smaller one (its extra images are deleted) or by one of "
+                        "other settings")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     return p
 
@@ -63,6 +65,7 @@ def main(argv: list[str] | None = None) -> int:
                       args.width or prof.width, args.height or prof.height, args.questions)
         check_writable(job.folder)
         check_no_shrink(job, args.force)
+        check_same_settings(job, args.force)
     except (VariantError, OutputNotWritable, ValueError) as e:
         print(f"generate_dataset.py: error: {e}", file=sys.stderr)
         return 2

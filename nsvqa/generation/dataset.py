@@ -6,7 +6,10 @@ Layout under ``<root>/<variant>/``::
     scenes/<split>/<index:06d>.json          one record per image while the split is being made
                                              (its completion marker; removed once merged; it also
                                              holds the mid-level parts the questions are asked about)
+    scenes/<split>/settings.json             the settings of the images begun (removed once merged)
     scenes/<split>_scenes.json               {"info", "scenes"}: merged when the split is complete
+    scenes/<split>_visual_parts.json         per image, the parts its questions ask about (so a
+                                             larger split of the same settings reuses these images)
     questions/<split>_questions.json         {"info", "questions"}: programs, answers, obj_map
     annotations/<split>_coco.json            COCO instances (objects and parts, RLE masks)
     manifest.json                            generator version, parameters, seed, counts, sha256
@@ -16,7 +19,8 @@ processes (``workers``) or machines (``shard``) writes the same bytes. Every fil
 temporary name and renamed; an image counts as done when its record exists, so a killed run,
 started again, skips finished images and redoes the rest; it first sweeps the temporaries the
 killed run left (:func:`nsvqa.fileio.sweep_temporaries`). A split is never replaced by a smaller
-one unless asked (``force``): :class:`SplitWouldShrink`.
+one, or by one of other settings, unless asked (``force``): :class:`SplitWouldShrink`,
+:class:`SplitSettingsDiffer`. A split grown with the same settings renders only its new images.
 """
 from __future__ import annotations
 
@@ -158,12 +162,109 @@ class SplitWouldShrink(ValueError):
     its current size and ``--force``)."""
 
 
-def existing_size(job: SplitJob) -> int | None:
-    """How many images the manifest records for the job's split (``None``: no merged split)."""
+class SplitSettingsDiffer(ValueError):
+    """A job whose settings (seed, image size, question set, scene parameters, generator version)
+    differ from those the existing split, or its images begun, were made with; the message names
+    the split, each setting that differs and ``--force``."""
+
+
+#: the option of ``generate_dataset.py`` that sets each field of :meth:`SplitJob.config`
+_OPTION = {"seed": "--seed", "width": "--profile/--width", "height": "--profile/--height",
+           "questions_per_image": "--questions", "params": "--variant (its catalogue entry changed)",
+           "redundancy": "--variant (its catalogue entry changed)", "variant": "--variant",
+           "ontology": "the ontology", "generator_version": "the generator's version", "split": "--split"}
+
+
+def settings(config: Mapping[str, Any]) -> dict:
+    """A :meth:`SplitJob.config` without its size: what every image of a split depends on."""
+    return {k: v for k, v in config.items() if k != "num_images"}
+
+
+def settings_path(job: SplitJob) -> Path:
+    """``scenes/<split>/settings.json``: the settings of a split being made (beside its records)."""
+    return job.folder / "scenes" / job.split / "settings.json"
+
+
+def visual_parts_path(job: SplitJob) -> Path:
+    """``scenes/<split>_visual_parts.json``: per image, the parts its questions are asked about
+    (:data:`~nsvqa.generation.scenes.VISUAL_PARTS`), kept so that a larger split reuses the images
+    it has."""
+    return job.folder / "scenes" / f"{job.split}_visual_parts.json"
+
+
+def _made_with(job: SplitJob) -> tuple[Path, dict] | None:
+    """Where the split's settings are recorded and what they are: the manifest's for a merged
+    split, else the settings of the images begun; None for a split not begun."""
+    entry = _manifest_entry(job)
+    if entry is not None and "config" in entry:
+        return job.folder / "manifest.json", settings(entry["config"])
+    if settings_path(job).is_file():
+        return settings_path(job), json.loads(settings_path(job).read_text())
+    return None
+
+
+def check_same_settings(job: SplitJob, force: bool = False) -> None:
+    """Refuse a job whose settings differ from those the existing split (or the images of it begun)
+    were made with, unless ``force``: the split would be replaced without a word.
+
+    Raises:
+        SplitSettingsDiffer: naming the record, the split, each setting that differs (the split's
+            value and this job's, and the option that sets it) and ``--force``.
+    """
+    made = _made_with(job)
+    if made is None or force:
+        return
+    where, old = made
+    new = settings(job.config())
+    differ = [k for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k)]
+    if differ:
+        what = "; ".join(f"{k} {_brief(old.get(k))} (this command: {_brief(new.get(k))}, set by {_OPTION.get(k, k)})"
+                         for k in differ)
+        raise SplitSettingsDiffer(f"{where}: split {job.variant}/{job.split} was made with other settings: {what}. "
+                                  f"Nothing written: rerun with the split's settings to keep it, or add --force to "
+                                  f"replace it")
+
+
+def _brief(value: Any) -> str:
+    text = json.dumps(value)
+    return text if len(text) <= 40 else "other values"
+
+
+def _manifest_entry(job: SplitJob) -> dict | None:
     path = job.folder / "manifest.json"
     if not merged_path(job).exists() or not path.exists():
         return None
-    done = json.loads(path.read_text()).get("splits", {}).get(job.split)
+    return json.loads(path.read_text()).get("splits", {}).get(job.split)
+
+
+def _reuse_merged(job: SplitJob) -> int:
+    """A merged split of the same settings and fewer images than ``job``: its images are this
+    job's first ones, so their per-image records are written back from the merged scenes (and
+    :func:`visual_parts_path`) and only the new images are rendered. An image whose bytes differ
+    from the manifest's sha256 is left to render again. Returns the images reused."""
+    entry = _manifest_entry(job)
+    if entry is None or settings(entry.get("config", {})) != settings(job.config()):
+        return 0
+    n = int(entry.get("counts", {}).get("images", 0))
+    if n >= job.num_images or not visual_parts_path(job).is_file():
+        return 0
+    scenes = json.loads(merged_path(job).read_text())["scenes"]
+    parts = json.loads(visual_parts_path(job).read_text())
+    reused = 0
+    for k in range(min(n, len(scenes), len(parts))):
+        image, sha = job.image_path(k), entry.get("sha256", {}).get(f"images/{job.split}/{job.image_name(k)}")
+        if scenes[k].get("image_index") != k or job.record_path(k).exists():
+            continue
+        if sha is None or not image.is_file() or sha256_file(image) != sha:
+            continue
+        write_json_atomic(job.record_path(k), {**scenes[k], VISUAL_PARTS: parts[k]})
+        reused += 1
+    return reused
+
+
+def existing_size(job: SplitJob) -> int | None:
+    """How many images the manifest records for the job's split (``None``: no merged split)."""
+    done = _manifest_entry(job)
     return None if done is None else int(done.get("counts", {}).get("images", 0))
 
 
@@ -233,20 +334,33 @@ def generate_split(job: SplitJob, workers: int = 1, shard: tuple[int, int] = (0,
         shard: (i, n): this call renders the indices k with k % n == i.
         finalize: merge scenes, write COCO annotations and the manifest once every image exists.
         on_image: called with each finished index (tests use it to interrupt a run).
-        force: replace an existing split by a smaller one (its images past the new size removed).
+        force: replace an existing split by a smaller one (its images past the new size removed),
+            or by one of other settings.
+
+    A split grown (the same settings, more images) renders only its new images
+    (:func:`_reuse_merged`).
 
     Returns:
         {"rendered": n, "skipped": n, "finalized": bool}
 
     Raises:
         SplitWouldShrink: the split exists with more images than ``job.num_images`` and not ``force``.
+        SplitSettingsDiffer: the split exists (or was begun) with other settings and not ``force``.
     """
     from tqdm import tqdm  # heavy for the study plan's import (~50 modules): only while a split is made
 
     check_no_shrink(job, force)
+    check_same_settings(job, force)
     sweep_temporaries(job.folder, recursive=True)
     if force:
+        made = _made_with(job)
+        if made is not None and made[1] != settings(job.config()):  # other settings: no image of theirs is kept
+            for record in (job.folder / "scenes" / job.split).glob("[0-9]*.json"):
+                record.unlink(missing_ok=True)
         _drop_images_beyond(job)
+    if not is_complete(job):
+        _reuse_merged(job)
+        write_json_atomic(settings_path(job), settings(job.config()))
 
     todo = pending(job, shard)
     total = len(range(shard[0], job.num_images, shard[1]))
@@ -294,24 +408,26 @@ def finalize_split(job: SplitJob, progress: bool = False) -> None:
             "redundancy": job.redundancy}
     qgen = QuestionGenerator(onto, load_templates(ontology=onto))
     n_obj, n_part = job.questions_per_image
-    questions = []
+    questions, visual_parts = [], []
     for sc in tqdm(scenes, disable=not progress, unit="img", desc=f"{job.variant}/{job.split} questions"):
         rng = np.random.default_rng([job.split_seed, int(sc["image_index"]), 1])
         # the mid-level form of the layout, well-posed at easy too: every visual level asks the same
         ask, other_levels = question_scene(sc)
         questions += qgen.generate(ask, rng, n_object=n_obj, n_part=n_part, redundancy=job.redundancy,
                                    companions=other_levels, answer_scene=sc)
-        sc.pop(VISUAL_PARTS, None)  # a generation aid, not part of the scene schema
+        visual_parts.append(sc.pop(VISUAL_PARTS, None))  # a generation aid, not part of the scene schema
     for k, q in enumerate(questions):
         q["question_index"] = k
     write_json_atomic(merged_path(job), {"info": info, "scenes": scenes})
     write_json_atomic(questions_path(job), {"info": info, "questions": questions})
     coco = coco_from_scenes(scenes, onto.scene_values("shape"), onto.part_names, job.width, job.height, info)
     write_json_atomic(job.folder / "annotations" / f"{job.split}_coco.json", coco)
+    write_json_atomic(visual_parts_path(job), visual_parts)
     update_manifest(job, n_questions=len(questions))
     # the split is whole: the per-image records were only the resume markers
     for k in range(job.num_images):
         job.record_path(k).unlink()
+    settings_path(job).unlink(missing_ok=True)
     try:
         (job.folder / "scenes" / job.split).rmdir()
     except OSError:

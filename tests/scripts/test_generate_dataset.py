@@ -99,3 +99,64 @@ def test_a_rerun_sweeps_the_temporaries_a_killed_run_left(gen, tmp_path, capsys)
     live.write_bytes(b"being written")
     assert gen.main(argv) == 0
     assert not any(p.exists() for p in stale) and live.exists()
+
+
+# ---------------------------------------------------------------- round two (issue 59)
+@pytest.mark.parametrize("change, setting", [(["--seed", "1"], "seed 0 (this command: 1, set by --seed)"),
+                                             (["--profile", "mini"], "height 48 (this command: 240, set by --profile"),
+                                             (["--questions", "object"], "questions_per_image [10, 10] (this command: "
+                                                                         "[10, 0], set by --questions)")])
+def test_another_setting_is_refused_without_force(gen, tmp_path, capsys, change, setting):
+    argv = ["--out", str(tmp_path), "--variant", "easy", "--split", "test", "--num-images", "1", "--profile", "tiny",
+            "--no-progress"]
+    assert gen.main(argv) == 0
+    before = {p.name: p.read_bytes() for p in (tmp_path / "easy").rglob("*") if p.is_file()}
+    capsys.readouterr()
+    changed = argv + change  # argparse: the last value wins
+    assert gen.main(changed) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "manifest.json: split easy/test was made with other settings: " in err, err
+    assert setting in err and "--force" in err, err
+    assert {p.name: p.read_bytes() for p in (tmp_path / "easy").rglob("*") if p.is_file()} == before
+
+
+def test_a_split_begun_with_other_settings_is_refused_too(gen, tmp_path, capsys):
+    from nsvqa.generation.dataset import generate_split, job_for
+
+    job = job_for(tmp_path, "easy", "test", 2, 0, 64, 48)
+
+    def stop(k):
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        generate_split(job, progress=False, on_image=stop)
+    argv = ["--out", str(tmp_path), "--variant", "easy", "--split", "test", "--num-images", "2", "--no-progress"]
+    assert gen.main(argv) == 2  # --profile tiny forgotten: the 64x48 image begun is not mixed with 320x240 ones
+    err = capsys.readouterr().err
+    assert "easy/scenes/test/settings.json: split easy/test was made with other settings: height 48" in err, err
+    assert gen.main(argv + ["--profile", "tiny"]) == 0
+    assert "rendered 1, already done 1" in capsys.readouterr().err
+
+
+def test_force_replaces_a_split_of_other_settings(gen, tmp_path, capsys):
+    argv = ["--out", str(tmp_path), "--variant", "easy", "--split", "test", "--num-images", "1", "--profile", "tiny",
+            "--no-progress"]
+    assert gen.main(argv) == 0
+    assert gen.main(argv + ["--seed", "3", "--force"]) == 0
+    assert "rendered 1, already done 0" in capsys.readouterr().err
+    manifest = json.loads((tmp_path / "easy" / "manifest.json").read_text())
+    assert manifest["splits"]["test"]["config"]["seed"] == 3
+
+
+def test_growing_a_split_renders_only_the_new_images_and_gives_the_same_bytes(gen, tmp_path, capsys):
+    argv = ["--variant", "easy", "--split", "test", "--profile", "tiny", "--no-progress"]
+    assert gen.main(["--out", str(tmp_path / "grown"), "--num-images", "2", *argv]) == 0
+    capsys.readouterr()
+    assert gen.main(["--out", str(tmp_path / "grown"), "--num-images", "3", *argv]) == 0
+    assert "rendered 1, already done 2" in capsys.readouterr().err
+    assert gen.main(["--out", str(tmp_path / "fresh"), "--num-images", "3", *argv]) == 0
+
+    def files(root):
+        return {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+    assert files(tmp_path / "grown") == files(tmp_path / "fresh")
