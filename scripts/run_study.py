@@ -10,6 +10,9 @@
     python scripts/run_study.py --check                  # rebuild them in memory; fail if one differs
     python scripts/run_study.py --perception             # perception.json of done pieces that lack one
     python scripts/run_study.py --scale-check            # the redundancy scale check (resumable)
+    python scripts/run_study.py --launcher local --parallel 2 --pieces 4 # 4 pieces, 2 side by side
+    python scripts/run_study.py --launcher slurm --partition gpu --device cuda --gpus-per-node 1 # every pending piece
+    python scripts/run_study.py --config data/study/paper.json --estimate # the paper config's compute, estimated
 
 Every size and schedule is in one study config: ``nsvqa.study.STUDY`` (the shipped study), or a
 JSON file of its fields given with ``--config`` for a new results folder (a larger study on a GPU:
@@ -18,6 +21,9 @@ run into a folder records the config in ``RESULTS/study.json``; later calls read
 refuse a ``--config`` that differs from it. A piece writes its gzipped predictions and
 ``piece.json`` under ``RESULTS/pieces/<piece>/``; a piece with a ``piece.json`` is done and skipped.
 Commit each finished piece before starting the next (``make study`` runs one piece at a time).
+``--launcher local|slurm`` runs the pending pieces as jobs through submitit (the ``cluster`` extra),
+from a frozen worktree of HEAD, in the order their shared data, run folders and scene parsers
+allow (:mod:`nsvqa.study.launch`, docs/cluster.md).
 """
 from __future__ import annotations
 
@@ -39,6 +45,8 @@ from nsvqa.study import (SCALE_RESULTS, StudyConfig, StudyError, budget, budget_
                          study_pieces)
 from nsvqa.study.report import check_study_report, compare_with_study, write_study_report
 from nsvqa.study.run import run_piece, write_perception
+from nsvqa.study.launch import (LAUNCHERS, LaunchOptions, frozen_tree, generate_data, launch, require_submitit,
+                               scaled_estimate, train_piece_parsers)
 from nsvqa.study.scale import run_scale_check, scale_variants
 from nsvqa.config import HelpFormatter
 
@@ -79,7 +87,8 @@ def get_args_parser() -> argparse.ArgumentParser:
                         "settings), e.g. in a clone whose mid-seed<N>-modular piece is committed")
     p.add_argument("--scale-seed", type=int, default=2, metavar="N",
                    help="seed of the scale check's runs and of the mid run whose scene parser they use")
-    p.add_argument("--pieces", type=int, default=1, help="how many pending pieces to run (in plan order)")
+    p.add_argument("--pieces", type=int, default=None,
+                   help="how many pending pieces to run (in plan order); default 1, every one with --launcher")
     p.add_argument("--only", default=None, help="comma-separated piece names to run (if pending)")
     p.add_argument("--over-cap", action="store_true",
                    help="run a piece even if it takes the study past its budget_hours cap (otherwise such a "
@@ -96,6 +105,40 @@ def get_args_parser() -> argparse.ArgumentParser:
                    help="run the pieces from a frozen copy of the committed code (a git worktree of HEAD, "
                         "RUNS/code-<commit>), so that editing the checkout while a piece runs cannot change or "
                         "break it; uncommitted changes are not in the copy; older copies are removed")
+    g = p.add_argument_group("launching pieces as jobs (docs/cluster.md; local and slurm need the cluster extra)")
+    g.add_argument("--launcher", choices=LAUNCHERS, default="sequential",
+                   help="sequential: one piece after another in this process; local: PARALLEL jobs side by side "
+                        "on this machine; slurm: one job per piece submitted with sbatch, with dependencies")
+    g.add_argument("--parallel", type=int, default=2, help="local: jobs side by side")
+    g.add_argument("--partition", default=None, help="slurm: the partition")
+    g.add_argument("--account", default=None, help="slurm: the account")
+    g.add_argument("--cpus-per-task", type=int, default=None, help="slurm: CPUs of each task")
+    g.add_argument("--slurm", action="append", default=[], metavar="KEY=VALUE",
+                   help="slurm: another #SBATCH flag (e.g. qos=high), repeatable")
+    g.add_argument("--gpus-per-node", type=int, default=0,
+                   help="GPUs of a job's node; above 1 (or with --nodes above 1) each piece's parsers train "
+                        "data-parallel in a job of their own, one process per GPU")
+    g.add_argument("--nodes", type=int, default=1, help="nodes of a parsers job")
+    g.add_argument("--time-margin", type=float, default=0.5,
+                   help="a job's time limit is its projection (--budget) times 1 + this")
+    g.add_argument("--time-unprojected", type=int, default=240, metavar="MINUTES",
+                   help="the time limit of a job nothing projects (data generation, a group never measured)")
+    g.add_argument("--requeues", type=int, default=3, help="times a timed-out job is requeued")
+    g.add_argument("--launch-folder", type=Path, default=None,
+                   help="submitit's scripts, pickles and logs (default RUNS/launch/jobs; on a shared filesystem)")
+    g.add_argument("--code", type=Path, default=None,
+                   help="the code tree the jobs run (default: a frozen worktree of HEAD, RUNS/launch/code-<commit>); "
+                        "it must not change while they run")
+    g.add_argument("--data-of", default=None, metavar="KEY",
+                   help="(a data job) generate the splits the --only pieces read of one variant folder, then stop")
+    g.add_argument("--parsers-of", default=None, metavar="PIECE",
+                   help="(a parsers job) train the piece's parsers into its run folder, data-parallel when started "
+                        "with WORLD_SIZE > 1, then stop")
+    g.add_argument("--estimate", action="store_true",
+                   help="print the compute of this config's plan, estimated from results/study's measured steps "
+                        "(an estimate: the work of each step scaled, then divided by --gpu-speedup)")
+    g.add_argument("--gpu-speedup", type=float, default=100.0,
+                   help="--estimate: assumed throughput of one GPU over the 2-core CPU results/study was measured on")
     return p
 
 
@@ -127,6 +170,44 @@ def frozen_code(runs: Path) -> tuple[Path, str]:
         runs.mkdir(parents=True, exist_ok=True)
         git("worktree", "add", "--detach", str(where), sha)
     return where, git("status", "--porcelain", "--untracked-files=no")
+
+
+def _launch(args: argparse.Namespace, todo: list, cfg: StudyConfig) -> int:
+    """--launcher local|slurm: the first --pieces pending pieces (every one by default) that the cap
+    allows, as jobs from a frozen code tree."""
+    require_submitit(args.launcher)  # one line, before any work, without the cluster extra
+    todo = todo[:args.pieces] if args.pieces else todo
+    if not args.over_cap:
+        b = budget(args.results, cfg)
+        beyond = {p["piece"] for p in b["pending"] if p["within_cap"] is False}
+        if b["spent_hours"] >= cfg.budget_hours or beyond & {p.name for p in todo}:
+            print(f"{PROG}: not launched: the pieces would take the study past its {cfg.budget_hours:g}-hour cap "
+                  f"(--budget shows the projection; --over-cap launches them anyway)", file=sys.stderr)
+            return 3
+    if not todo:
+        print(f"{PROG}: nothing to launch: {'those pieces are' if args.only else 'every piece is'} done", file=sys.stderr)
+        return 0
+    code = args.code
+    if code is None:
+        code, dirty = frozen_tree(args.runs)
+        if dirty:
+            print(f"{PROG}: the jobs run the committed code of {code}; left out, uncommitted:\n{dirty}", file=sys.stderr)
+    opts = LaunchOptions(launcher=args.launcher, parallel=args.parallel, threads=args.threads, device=args.device,
+                         jobs=args.jobs, workers=args.workers, nodes=args.nodes, gpus_per_node=args.gpus_per_node,
+                         partition=args.partition, account=args.account, cpus_per_task=args.cpus_per_task,
+                         slurm=dict(kv.split("=", 1) for kv in args.slurm), margin=args.time_margin,
+                         unprojected_minutes=args.time_unprojected, requeues=args.requeues,
+                         folder=(args.launch_folder or args.runs / "launch" / "jobs").resolve())
+    out = launch(todo, args.data, args.runs, args.results, cfg, opts, Path(code).resolve(),
+                 echo=lambda s: print(f"{PROG}: {s}", file=sys.stderr))
+    if args.launcher == "slurm":
+        print(f"{PROG}: {len(out)} jobs submitted (logs in {opts.folder}); when they end, run --report here",
+              file=sys.stderr)
+        return 0
+    bad = sorted(n for n, s in out.items() if s != "done")
+    print(f"{PROG}: {len(out) - len(bad)} of {len(out)} jobs done" + (f"; not done: {', '.join(bad)}" if bad else ""),
+          file=sys.stderr)
+    return 1 if bad else 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -204,9 +285,29 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{PROG}: scale check ({', '.join(f'{k}x' for k in rec['scales'])}) -> "
                   f"{args.results / SCALE_RESULTS}", file=sys.stderr)
             return 0
+        if args.estimate:
+            measured = Path("results/study")
+            est = scaled_estimate(measured, results_config(measured), cfg, gpu_speedup=args.gpu_speedup)
+            print(f"ESTIMATE (not measured): {est['pieces']} pieces, {est['machine_hours']:,.0f} hours of the 2-core CPU "
+                  f"that measured {measured}'s steps, {est['gpu_hours']:,.0f} GPU-hours at an assumed "
+                  f"{args.gpu_speedup:g}x; work ratios " + ", ".join(f"{k} {v:,.1f}x" for k, v in est["ratios"].items()))
+            return 0
+        if args.data_of:
+            generate_data(args.data_of, study_pieces(cfg) if not args.only else
+                          [p for p in study_pieces(cfg) if p.name in args.only.split(",")], args.data, cfg,
+                          workers=args.workers, progress=not args.no_progress)
+            return 0
+        if args.parsers_of:
+            piece = next((p for p in study_pieces(cfg) if p.name == args.parsers_of), None)
+            if piece is None:
+                raise StudyError(f"--parsers-of {args.parsers_of}: not a piece of the study")
+            train_piece_parsers(piece, args.data, args.runs, cfg, device=args.device, progress=not args.no_progress)
+            return 0
         todo = pending_pieces(args.results, cfg, only=args.only.split(",") if args.only else None)
+        if args.launcher != "sequential":
+            return _launch(args, todo, cfg)
         deadline = None if args.time_left is None else time.monotonic() + 60 * args.time_left
-        for piece in todo[:args.pieces]:
+        for piece in todo[:args.pieces or 1]:
             b = budget(args.results, cfg)  # read once per piece: the cap and the time left both use it
             why = None if args.over_cap else over_cap(args.results, piece, cfg, b)
             if why:

@@ -1,0 +1,560 @@
+"""Launching the study's pending pieces as jobs: side by side on this machine (``local``) or on a
+SLURM cluster (``slurm``), through submitit (the ``cluster`` extra: ``pip install ".[cluster]"``,
+imported only by :func:`launch` and the job wrapper). The sequential launcher (one piece after
+another in the calling process) stays in ``scripts/run_study.py``; this module is the floor above
+:mod:`nsvqa.study.run` (docs/cluster.md; why it is built this way: docs/decisions.md, 2026-12-05).
+
+A launch is a list of :class:`Job` (:func:`plan_jobs`), each a call of ``scripts/run_study.py``
+from one code tree (a frozen git worktree of HEAD, :func:`frozen_tree`) with absolute data, runs and
+results folders, so that every job writes where the submitting checkout reads:
+
+    data-<variant>        generate the splits the launched pieces read of one variant (once, before
+                          them; a variant whose splits are complete gets no job)
+    parsers-<piece>       (``nodes * gpus_per_node`` > 1) train the piece's parsers data-parallel,
+                          one process per GPU, into its run folder
+    <piece>               run the piece (:func:`nsvqa.study.run.run_piece`; it resumes from its run
+                          folder's checkpoints and finds its data and parsers there)
+
+and its dependencies, read from the plan:
+
+    - a job waits for the data jobs of every variant it reads (``afterok``);
+    - the jobs of one run folder ``RUNS/<variant>[-seed<N>]`` (its groups read, merge and rewrite
+      the same ``summary.json``) run one after another in plan order (``afterany``: a failed piece
+      frees the folder);
+    - the pieces that use one scene parser (:func:`nsvqa.study.config.scene_source`) wait for the
+      first of them in plan order, the one that trains it (``afterok``).
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+from nsvqa.fileio import write_json_atomic
+from nsvqa.generation.dataset import PROFILES, is_complete, job_for
+from nsvqa.generation.suite import generate_suite
+from nsvqa.generation.variants import load_variant
+from nsvqa.models import needs as model_needs, parse_specs
+from nsvqa.study.config import (PART_GROUP, SCENE_GROUPS, STUDY, STUDY_FILE, Piece, StudyConfig, StudyError,
+                                budget, piece_setup, results_config, study_pieces)
+
+#: The launchers ``run_study.py --launcher`` offers; ``sequential`` runs in the calling process.
+LAUNCHERS = ("sequential", "local", "slurm")
+
+#: The one line a launcher other than ``sequential`` fails with when submitit is not installed.
+NEEDS_EXTRA = ('the {launcher} launcher needs submitit, the "cluster" extra: pip install ".[cluster]" '
+               '(or .venv/bin/python -m pip install submitit)')
+
+#: The script every job runs, relative to the code tree.
+SCRIPT = Path("scripts") / "run_study.py"
+
+#: Set in a job's environment: the code tree it runs (``run_study.py --frozen`` then runs it as is).
+FROZEN_ENV = "NSVQA_FROZEN_CODE"
+
+
+class LaunchError(StudyError):
+    """A launch that cannot go on as asked (a missing extra, a failed submission, a failed job)."""
+
+
+@dataclass(frozen=True)
+class LaunchOptions:
+    """How jobs are shaped and where they go.
+
+    Attributes:
+        launcher: ``local`` or ``slurm``.
+        parallel: jobs side by side (``local``).
+        threads: torch CPU threads of each job (None: torch's default).
+        device, jobs, workers: the pieces' ``--device``, ``--jobs``, ``--workers``.
+        nodes, gpus_per_node: the shape of a parsers job (data-parallel over ``nodes *
+            gpus_per_node`` processes); a piece job has one node and ``min(gpus_per_node, 1)`` GPU.
+        partition, account, cpus_per_task, slurm: SLURM's (``slurm``: more ``#SBATCH`` flags).
+        margin: a job's time limit is its projection times ``1 + margin`` (:func:`time_limit`).
+        floor_minutes: the least time limit of a job.
+        unprojected_minutes: the time limit of a job nothing projects (data jobs, groups no
+            committed piece has measured).
+        requeues: how many times a timed-out job is requeued (a preempted one always is).
+        folder: submitit's folder (scripts, pickles, logs), on a filesystem every node sees.
+    """
+
+    launcher: str = "local"
+    parallel: int = 2
+    threads: int | None = None
+    device: str = "cpu"
+    jobs: int = 2
+    workers: int = 2
+    nodes: int = 1
+    gpus_per_node: int = 0
+    partition: str | None = None
+    account: str | None = None
+    cpus_per_task: int | None = None
+    slurm: Mapping[str, str] = field(default_factory=dict)
+    margin: float = 0.5
+    floor_minutes: int = 30
+    unprojected_minutes: int = 240
+    requeues: int = 3
+    folder: Path = Path("runs/study/launch")
+
+
+@dataclass(frozen=True)
+class Job:
+    """One job of a launch: ``run_study.py argv`` (with the launch's common arguments), after the
+    jobs named in ``after_ok`` succeed and those in ``after_any`` end."""
+
+    name: str
+    kind: str  # "data", "parsers" or "piece"
+    argv: tuple[str, ...]
+    after_ok: tuple[str, ...] = ()
+    after_any: tuple[str, ...] = ()
+    minutes: int = 60
+    tasks: int = 1
+    nodes: int = 1
+    gpus_per_node: int = 0
+
+
+# ---------------------------------------------------------------------------- the plan of a launch
+def run_folder(piece: Piece, runs: str | os.PathLike, cfg: StudyConfig = STUDY) -> Path:
+    """The run folder the piece trains into (``RUNS[/parts]/<variant>[-seed<N>]``), shared with the
+    other groups of its (variant, seed)."""
+    setup = piece_setup(piece, ".", runs, cfg)
+    return _run_path(setup.runs, piece.variant, piece.seed)
+
+
+def _run_path(runs: Path, variant: str, seed: int) -> Path:
+    """``RUNS/<variant>[-seed<N>]``, as :attr:`nsvqa.experiment.VariantRun.path` lays it out."""
+    return Path(runs) / (variant if seed == 0 else f"{variant}-seed{seed}")
+
+
+def scene_parser_folder(piece: Piece, runs: str | os.PathLike, cfg: StudyConfig = STUDY) -> Path | None:
+    """The run folder holding the scene parser the piece uses (its own or its scene variant's,
+    :func:`nsvqa.study.config.scene_source`), None for a piece whose models use none."""
+    if piece.group not in SCENE_GROUPS:
+        return None
+    setup = piece_setup(piece, ".", runs, cfg)
+    return _run_path(setup.runs, setup.scene_variant, piece.seed)
+
+
+def data_needs(pieces: Sequence[Piece], data: str | os.PathLike,
+               cfg: StudyConfig = STUDY) -> dict[str, dict[str, Any]]:
+    """The data the pieces read, by variant folder relative to ``data`` (``mid``, ``parts/mid``):
+    ``{"root", "variant", "questions", "splits"}`` each: the train, val and test splits of a piece's
+    own variant and of its scene parser's, the test split of each test variant (what
+    :func:`nsvqa.study.run.generate_piece_data` generates or finds)."""
+    out: dict[str, dict[str, Any]] = {}
+    for piece in pieces:
+        setup = piece_setup(piece, data, ".", cfg)
+        want = {t: {"test"} for t in piece.tests}
+        for v in (setup.scene_variant, piece.variant):
+            want[v] = {"train", "val", "test"}
+        for v, splits in want.items():
+            key = (Path(setup.data).relative_to(data) / v).as_posix()
+            entry = out.setdefault(key, {"root": Path(setup.data), "variant": v, "questions": setup.questions,
+                                         "splits": set()})
+            entry["splits"] |= splits
+    for entry in out.values():
+        order = load_variant(entry["variant"]).available_splits
+        entry["splits"] = [s for s in order if s in entry["splits"]]
+    return out
+
+
+def data_complete(entry: Mapping[str, Any], cfg: StudyConfig = STUDY) -> bool:
+    """Whether every split of a :func:`data_needs` entry is there, whole, at the study's sizes."""
+    width, height = PROFILES[cfg.image_profile].width, PROFILES[cfg.image_profile].height
+    return all(is_complete(job_for(Path(entry["root"]), entry["variant"], s, getattr(cfg.sizes, s), cfg.data_seed,
+                                   width, height, entry["questions"])) for s in entry["splits"])
+
+
+def time_limit(projected_minutes: float | None, opts: LaunchOptions) -> int:
+    """A job's time limit in minutes: its projection times ``1 + opts.margin``, at least
+    ``opts.floor_minutes``; ``opts.unprojected_minutes`` without a projection."""
+    if projected_minutes is None:
+        return opts.unprojected_minutes
+    return max(opts.floor_minutes, int(math.ceil(projected_minutes * (1 + opts.margin))))
+
+
+def _piece_parsers(piece: Piece, cfg: StudyConfig) -> tuple[bool, bool]:
+    """(scene parser, question parser) the piece's models need and the piece trains itself."""
+    need = model_needs(parse_specs(list(piece.models)))
+    own = piece_setup(piece, ".", ".", cfg).scene_variant == piece.variant
+    return need.scene_parser and own, need.question_parser
+
+
+def plan_jobs(todo: Sequence[Piece], data: str | os.PathLike, runs: str | os.PathLike, results: str | os.PathLike,
+              cfg: StudyConfig, opts: LaunchOptions, *, projected: Mapping[str, float | None] | None = None,
+              ) -> list[Job]:
+    """The jobs that run ``todo`` (pending pieces, in plan order) and their dependencies (the
+    module's docstring), in an order where each job comes after those it waits for.
+
+    Args:
+        projected: piece name -> its projected minutes (default: :func:`nsvqa.study.config.budget`'s).
+    """
+    if projected is None:
+        projected = {p["piece"]: p["minutes"] for p in budget(results, cfg)["pending"]}
+    common = ("--data", str(Path(data).resolve()), "--runs", str(Path(runs).resolve()),
+              "--results", str(Path(results).resolve()), "--no-progress",
+              *(("--threads", str(opts.threads)) if opts.threads else ()))
+    jobs: list[Job] = []
+    needs = data_needs(todo, data, cfg)
+    names = ",".join(p.name for p in todo)
+    data_job: dict[str, str] = {}
+    for key, entry in needs.items():
+        if data_complete(entry, cfg):
+            continue
+        name = f"data-{key.replace('/', '-')}"
+        data_job[key] = name
+        jobs.append(Job(name, "data", (*common, "--only", names, "--data-of", key, "--workers", str(opts.workers)),
+                        minutes=opts.unprojected_minutes))
+    last_in_folder: dict[Path, str] = {}
+    scene_trainer: dict[Path, str] = {}
+    world = opts.nodes * max(opts.gpus_per_node, 1)
+    gpus = min(opts.gpus_per_node, 1)
+    for piece in todo:
+        reads = [data_job[k] for k in data_needs([piece], data, cfg) if k in data_job]
+        folder = run_folder(piece, runs, cfg)
+        after_any = (last_in_folder[folder],) if folder in last_in_folder else ()
+        after_ok = list(reads)
+        scene = scene_parser_folder(piece, runs, cfg)
+        if scene is not None:
+            if scene in scene_trainer:
+                after_ok.append(scene_trainer[scene])
+            else:
+                scene_trainer[scene] = piece.name
+        minutes = projected.get(piece.name)
+        if world > 1 and piece.group in SCENE_GROUPS and any(_piece_parsers(piece, cfg)):
+            pname = f"parsers-{piece.name}"
+            jobs.append(Job(pname, "parsers", (*common, "--only", piece.name, "--parsers-of", piece.name,
+                                               "--device", opts.device),
+                            tuple(dict.fromkeys(after_ok)), after_any, time_limit(minutes, opts),
+                            tasks=world, nodes=opts.nodes, gpus_per_node=opts.gpus_per_node))
+            after_ok, after_any = [pname], ()
+        jobs.append(Job(piece.name, "piece", (*common, "--only", piece.name, "--pieces", "1", "--over-cap",
+                                              "--device", opts.device, "--jobs", str(opts.jobs),
+                                              "--workers", str(opts.workers)),
+                        tuple(dict.fromkeys(after_ok)), after_any, time_limit(minutes, opts), gpus_per_node=gpus))
+        last_in_folder[folder] = piece.name
+    return jobs
+
+
+# ---------------------------------------------------------------------------- what a job runs
+def generate_data(key: str, pieces: Sequence[Piece], data: str | os.PathLike, cfg: StudyConfig = STUDY, *,
+                  workers: int = 1, progress: bool = True, echo: Callable[[str], None] = print) -> None:
+    """A data job: generate (or complete) the splits the pieces read of the variant folder ``key``
+    (:func:`data_needs`' key, e.g. ``mid`` or ``parts/mid``).
+
+    Raises:
+        StudyError: no piece of ``pieces`` reads ``key`` (the keys they read listed).
+    """
+    needs = data_needs(pieces, data, cfg)
+    if key not in needs:
+        raise StudyError(f"no piece of {', '.join(p.name for p in pieces)} reads {key!r}; they read "
+                         f"{', '.join(sorted(needs))}")
+    e = needs[key]
+    generate_suite(e["root"], "all", cfg.image_profile, seed=cfg.data_seed, workers=workers, progress=progress,
+                   variants=[e["variant"]], splits={e["variant"]: e["splits"]}, questions=e["questions"],
+                   sizes=cfg.sizes, echo=echo)
+
+
+def piece_spec(piece: Piece, data: str | os.PathLike, runs: str | os.PathLike, cfg: StudyConfig = STUDY, *,
+               jobs: int = 2, device: str = "cpu", progress: bool = True) -> Any:
+    """The :class:`~nsvqa.experiment.TrainSpec` :func:`nsvqa.study.run.run_piece` trains the piece
+    with (the parsers job must resolve the same parser configs, or the piece's resume refuses them)."""
+    from nsvqa.experiment import TrainSpec  # heavy: loads torch; a job's wrapper unpickles this module without it
+
+    setup = piece_setup(piece, data, runs, cfg)
+    return TrainSpec(profile=cfg.profile, scene_overrides=setup.scene_overrides,
+                     question_overrides=setup.question_overrides,
+                     model_overrides={k: dict(v) for k, v in cfg.model_overrides.items()},
+                     jobs=jobs, device=device, progress=progress, parse_min_score=cfg.parse_min_score,
+                     scene_variant=setup.scene_variant, image_shuffle=True)
+
+
+def train_piece_parsers(piece: Piece, data: str | os.PathLike, runs: str | os.PathLike, cfg: StudyConfig = STUDY,
+                        *, device: str = "cpu", progress: bool = True) -> dict[str, float]:
+    """A parsers job: train (or resume, or find finished) the scene parser the piece owns and its
+    question parser into its run folder, one after the other; under ``WORLD_SIZE`` > 1 (set by the
+    job from submitit's task environment) every process calls this and they train data-parallel
+    (:mod:`nsvqa.training.distributed`; rank 0 writes). Returns seconds per parser."""
+    from nsvqa.experiment import VariantRun, train_parsers  # heavy: loads torch, only in a parsers job
+
+    scene, question = _piece_parsers(piece, cfg)
+    setup = piece_setup(piece, data, runs, cfg)
+    spec = piece_spec(piece, data, runs, cfg, jobs=1, device=device, progress=progress)
+    run = VariantRun(setup.runs, piece.variant, piece.seed, scene_variant=setup.scene_variant)
+    return train_parsers(setup.data / piece.variant, run, spec, scene, question,
+                         scene_data=setup.data / setup.scene_variant)
+
+
+class ScriptJob:
+    """What a submitit job calls: ``python SCRIPT argv`` from the code tree ``code`` (its
+    ``PYTHONPATH`` and :data:`FROZEN_ENV`), in a child process that ignores SLURM's warning signal.
+    A job of several tasks exports ``torch.distributed``'s variables (``RANK``, ``LOCAL_RANK``,
+    ``WORLD_SIZE``, ``MASTER_ADDR``, ``MASTER_PORT``) from submitit's environment first.
+
+    Preempted or near its time limit, submitit calls :meth:`checkpoint`: the child is interrupted
+    (SIGINT: the piece closes its attempt as stopped) and the same call is requeued; the next run
+    resumes from the run folder's checkpoints.
+
+    Raises (when called):
+        LaunchError: the script exits with a status other than 0.
+    """
+
+    def __init__(self, name: str, argv: Sequence[str], code: str | os.PathLike, tasks: int = 1) -> None:
+        self.name, self.argv, self.code, self.tasks = name, tuple(argv), str(code), tasks
+        self._child: subprocess.Popen | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if k != "_child"}
+
+    def __setstate__(self, state: Mapping[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._child = None
+
+    def command(self) -> list[str]:
+        return [sys.executable, str(Path(self.code) / SCRIPT), *self.argv]
+
+    def __call__(self) -> int:
+        env = {**os.environ, FROZEN_ENV: self.code,
+               "PYTHONPATH": os.pathsep.join([self.code, *filter(None, [os.environ.get("PYTHONPATH")])])}
+        if self.tasks > 1:
+            from submitit.helpers import TorchDistributedEnvironment  # optional dependency: only inside a job
+            d = TorchDistributedEnvironment().export(set_cuda_visible_devices=False, overwrite=True)
+            env.update(RANK=str(d.rank), LOCAL_RANK=str(d.local_rank), WORLD_SIZE=str(d.world_size),
+                       LOCAL_WORLD_SIZE=str(d.local_world_size), MASTER_ADDR=str(d.master_addr),
+                       MASTER_PORT=str(d.master_port))
+        print(f"{self.name}: {shlex.join(self.command())}", flush=True)
+        self._child = subprocess.Popen(self.command(), env=env, cwd=self.code,
+                                       preexec_fn=lambda: signal.signal(signal.SIGUSR2, signal.SIG_IGN))
+        rc = self._child.wait()
+        if rc != 0:
+            raise LaunchError(f"job {self.name}: {SCRIPT} exited with status {rc} (its output is above)")
+        return rc
+
+    def checkpoint(self, *args: Any, **kwargs: Any) -> Any:
+        """Interrupt the child (SIGINT, then SIGKILL after 60 s) and requeue this call."""
+        from submitit.helpers import DelayedSubmission  # optional dependency: only inside a job
+
+        child = self._child
+        if child is not None and child.poll() is None:
+            child.send_signal(signal.SIGINT)
+            try:
+                child.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                child.kill()
+                child.wait()
+        return DelayedSubmission(ScriptJob(self.name, self.argv, self.code, self.tasks))
+
+
+# ---------------------------------------------------------------------------- the code tree
+def frozen_tree(runs: str | os.PathLike, repo: str | os.PathLike | None = None) -> tuple[Path, str]:
+    """A git worktree of ``repo``'s HEAD (default: this checkout) at ``RUNS/launch/code-<commit>``
+    (made once, reused; never removed by a launch or a job: remove it when its jobs are done), and
+    the uncommitted changes to tracked files it leaves out.
+
+    Raises:
+        StudyError: not a git checkout, or git fails (its message).
+    """
+    repo = Path(repo) if repo is not None else Path(__file__).resolve().parents[2]
+
+    def git(*a: str) -> str:
+        try:
+            return subprocess.run(["git", "-C", str(repo), *a], check=True, capture_output=True, text=True).stdout
+        except (OSError, subprocess.CalledProcessError) as e:
+            raise StudyError(f"a launch runs a frozen copy of the committed code and needs a git checkout: "
+                             f"git {' '.join(a)}: {getattr(e, 'stderr', '') or e}".strip()) from None
+
+    sha = git("rev-parse", "--short=12", "HEAD").strip()
+    where = (Path(runs) / "launch" / f"code-{sha}").resolve()
+    if not (where / SCRIPT).is_file():
+        where.parent.mkdir(parents=True, exist_ok=True)
+        git("worktree", "prune")
+        git("worktree", "add", "--detach", str(where), sha)
+    return where, git("status", "--porcelain", "--untracked-files=no")
+
+
+# ---------------------------------------------------------------------------- submitting
+def require_submitit(launcher: str) -> Any:
+    """The submitit module.
+
+    Raises:
+        LaunchError: it is not installed (:data:`NEEDS_EXTRA`: one line naming the extra).
+    """
+    try:
+        import submitit  # optional dependency (the cluster extra): only the local and slurm launchers use it
+    except ImportError:
+        raise LaunchError(NEEDS_EXTRA.format(launcher=launcher)) from None
+    return submitit
+
+
+def _dependency(job: Job, ids: Mapping[str, str]) -> str | None:
+    parts = [f"afterok:{ids[n]}" for n in job.after_ok if n in ids]
+    parts += [f"afterany:{ids[n]}" for n in job.after_any if n in ids]
+    return ",".join(parts) or None
+
+
+def submit_slurm(jobs: Sequence[Job], code: str | os.PathLike, opts: LaunchOptions,
+                 echo: Callable[[str], None] = print) -> dict[str, str]:
+    """Submit ``jobs`` to SLURM in order (``sbatch`` through submitit's SlurmExecutor), each with
+    its time limit, partition, GPUs and ``--dependency`` on the jobs it waits for; returns job name
+    -> SLURM job id (also written to ``FOLDER/submitted.json``, merged over earlier launches')."""
+    submitit = require_submitit("slurm")
+    ids: dict[str, str] = {}
+    for job in jobs:
+        ex = submitit.SlurmExecutor(folder=Path(opts.folder) / "%j", max_num_timeout=opts.requeues)
+        params: dict[str, Any] = dict(job_name=job.name, time=job.minutes, nodes=job.nodes,
+                                      ntasks_per_node=job.tasks // job.nodes, signal_delay_s=120,
+                                      setup=[f"export {FROZEN_ENV}={shlex.quote(str(code))}"])
+        if job.gpus_per_node:
+            params["gpus_per_node"] = job.gpus_per_node
+        for k, v in (("partition", opts.partition), ("account", opts.account), ("cpus_per_task", opts.cpus_per_task)):
+            if v is not None:
+                params[k] = v
+        dep = _dependency(job, ids)
+        if dep:
+            params["dependency"] = dep
+        if opts.slurm:
+            params["additional_parameters"] = dict(opts.slurm)
+        ex.update_parameters(**params)
+        ids[job.name] = ex.submit(ScriptJob(job.name, job.argv, code, job.tasks)).job_id
+        echo(f"submitted {job.name}: SLURM job {ids[job.name]} ({job.minutes} min"
+             + (f", after {dep}" if dep else "") + ")")
+    path = Path(opts.folder) / "submitted.json"
+    old = json.loads(path.read_text()) if path.is_file() else {}
+    write_json_atomic(path, {**old, **ids}, indent=1)
+    return ids
+
+
+def run_local(jobs: Sequence[Job], code: str | os.PathLike, opts: LaunchOptions, *, poll_s: float = 0.5,
+              echo: Callable[[str], None] = print) -> dict[str, str]:
+    """Run ``jobs`` on this machine, ``opts.parallel`` at a time (submitit's LocalExecutor: one
+    process each, its time limit, requeued on timeout), each when the jobs it waits for have ended
+    (``after_ok``: succeeded); returns job name -> ``done``, ``failed`` or ``skipped`` (a job
+    it waited for failed)."""
+    submitit = require_submitit("local")
+    state: dict[str, str] = {}
+    running: dict[str, Any] = {}
+    waiting = list(jobs)
+    while waiting or running:
+        for name, sj in list(running.items()):
+            if sj.done():
+                del running[name]
+                try:
+                    sj.result()
+                    state[name] = "done"
+                except Exception as e:  # the job's failure, reported by submitit with its traceback
+                    state[name] = "failed"
+                    echo(f"{name}: failed ({str(e).strip().splitlines()[-1] if str(e).strip() else e!r}); "
+                         f"log: {Path(opts.folder) / sj.job_id}")
+        for job in list(waiting):
+            if any(state.get(n) in ("failed", "skipped") for n in job.after_ok):
+                waiting.remove(job)
+                state[job.name] = "skipped"
+                echo(f"{job.name}: not started (a job it needs failed: {', '.join(job.after_ok)})")
+                continue
+            if len(running) >= opts.parallel or any(n not in state for n in (*job.after_ok, *job.after_any)
+                                                    if n in {j.name for j in jobs}):
+                continue
+            ex = submitit.LocalExecutor(folder=Path(opts.folder) / "%j", max_num_timeout=opts.requeues)
+            ex.update_parameters(timeout_min=job.minutes, tasks_per_node=job.tasks, gpus_per_node=job.gpus_per_node)
+            running[job.name] = ex.submit(ScriptJob(job.name, job.argv, code, job.tasks))
+            waiting.remove(job)
+            echo(f"started {job.name} ({job.minutes} min limit)")
+        if running:
+            time.sleep(poll_s)
+    return state
+
+
+def launch(todo: Sequence[Piece], data: str | os.PathLike, runs: str | os.PathLike, results: str | os.PathLike,
+           cfg: StudyConfig, opts: LaunchOptions, code: str | os.PathLike, *,
+           echo: Callable[[str], None] = print) -> dict[str, str]:
+    """Run or submit ``todo`` (pending pieces) as :func:`plan_jobs` lays them out, from the code
+    tree ``code``: ``local`` waits for every job and returns name -> state; ``slurm`` submits and
+    returns name -> SLURM job id. The results folder records the study config first (what each
+    job then reads).
+
+    Raises:
+        LaunchError: submitit missing (:data:`NEEDS_EXTRA`), or an unknown launcher.
+        StudyError: the results folder's config differs from ``cfg``.
+    """
+    if opts.launcher not in ("local", "slurm"):
+        raise LaunchError(f"launcher {opts.launcher!r}: expected local or slurm (sequential runs in the script)")
+    require_submitit(opts.launcher)  # one line before any work when the extra is missing
+    results_config(results, cfg)
+    if not (Path(results) / STUDY_FILE).exists():
+        write_json_atomic(Path(results) / STUDY_FILE, cfg.to_json(), indent=1)
+    jobs = plan_jobs(todo, data, runs, results, cfg, opts)
+    Path(opts.folder).mkdir(parents=True, exist_ok=True)
+    if opts.launcher == "slurm":
+        return submit_slurm(jobs, code, opts, echo=echo)
+    return run_local(jobs, code, opts, echo=echo)
+
+
+# ---------------------------------------------------------------------------- a study at another scale
+#: The step kinds of :func:`nsvqa.study.config.budget` and the work each scales with.
+_SCALES = {"parsers": "scene", "parsers (shared scene parser)": "question", "test": "test",
+           "test (own parser)": "test"}
+
+
+def scaled_estimate(measured: str | os.PathLike, measured_cfg: StudyConfig, target: StudyConfig, *,
+                    gpu_speedup: float) -> dict[str, Any]:
+    """An estimate (not a measurement) of the compute of ``target``'s plan from the steps the
+    pieces committed under ``measured`` took (run under ``measured_cfg``): each target piece's
+    steps are the medians :func:`nsvqa.study.config.budget` projects pending pieces from (its
+    group's, or its analog's), each times the work ratio of its step kind:
+
+        own scene parser (``parsers``)     detector iterations x batch x pixels
+        question parser alone              question-parser steps x batch
+        a model's training or tuning       training images x pixels
+        each test                          test images x pixels
+
+    (the configs resolved at each study's profile and overrides). The sum is the measuring
+    machine's seconds at the target's scale; divided by ``gpu_speedup`` (an assumed throughput
+    of one GPU over that machine, not measured) it is GPU-hours.
+    """
+    from nsvqa.training.question_config import QuestionParserConfig  # heavy: loads torch, only to estimate
+    from nsvqa.training.scene_config import SceneParserConfig  # heavy: loads torch, only to estimate
+
+    def work(cfg: StudyConfig) -> dict[str, float]:
+        img = PROFILES[cfg.image_profile]
+        px = img.width * img.height
+        sc = SceneParserConfig.from_profile(".", cfg.profile, **cfg.scene_overrides)
+        qp = QuestionParserConfig.from_profile(".", cfg.profile, **cfg.question_overrides)
+        return {"scene": sc.det_iterations * sc.det_batch * px, "question": qp.steps * qp.batch,
+                "model": cfg.sizes.train * px, "test": cfg.sizes.test * px}
+
+    a, b = work(measured_cfg), work(target)
+    ratio = {k: b[k] / a[k] for k in a}
+    medians = budget(measured, measured_cfg)["step_minutes"]
+    analog = {PART_GROUP: "modular", "seeing": "modular"}
+    rows, total = [], 0.0
+    for piece in study_pieces(target):
+        steps = medians.get(piece.group) or medians.get(analog.get(piece.group, ""), {})
+        own = piece.group in SCENE_GROUPS and piece_setup(piece, ".", ".", target).scene_variant == piece.variant
+        minutes = 0.0
+        for key, m in steps.items():
+            kind = key if key in _SCALES else key.split("_", 1)[0]
+            if kind in ("model", "tune") and key.split("_", 1)[1] not in piece.models:
+                continue
+            if kind in ("parsers", "parsers (shared scene parser)"):
+                if piece.group not in SCENE_GROUPS or (kind == "parsers") != own:
+                    continue
+            if kind.startswith("test") and (kind == "test (own parser)") != own:
+                continue
+            n = len(piece.tests) if kind.startswith("test") else 1
+            minutes += n * m * ratio[_SCALES.get(kind, "model")]
+        rows.append({"piece": piece.name, "measured_scale_minutes": minutes})
+        total += minutes
+    return {"estimate": True, "ratios": ratio, "gpu_speedup": gpu_speedup, "pieces": len(rows),
+            "machine_hours": total / 60, "gpu_hours": total / 60 / gpu_speedup, "rows": rows}
+
+
+__all__ = ["LAUNCHERS", "NEEDS_EXTRA", "LaunchError", "LaunchOptions", "Job", "run_folder", "scene_parser_folder",
+           "data_needs", "data_complete", "time_limit", "plan_jobs", "generate_data", "piece_spec",
+           "train_piece_parsers", "ScriptJob", "frozen_tree", "require_submitit", "submit_slurm", "run_local", "launch",
+           "scaled_estimate"]
