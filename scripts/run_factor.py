@@ -26,6 +26,7 @@ from executors.errors import FormatError
 from nsvqa.config import ConfigError, HelpFormatter, check_outputs
 from nsvqa.pretrained import PretrainedError
 from nsvqa.training.checkpoint import CheckpointError
+from nsvqa.training.cli import interruptible
 from nsvqa.experiment import ExperimentError, add_training_args, spec_from_args, train_variant
 from nsvqa.generation.dataset import QUESTION_SETS
 from nsvqa.generation.suite import SUITE_PROFILES, generate_suite
@@ -102,14 +103,18 @@ def main(argv: list[str] | None = None) -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
     factors = list(FACTORS) if args.factor == "all" else [args.factor]
-    try:
-        for f in factors:
-            run_one(args, f)
-    except (ExperimentError, VariantError, FormatError, CheckpointError, PredictionFormatError, ConfigError,
-            PretrainedError, FileNotFoundError) as e:  # the project's input errors; a bug keeps its traceback
-        print(f"{PROG}: error: {e}", file=sys.stderr)
-        return 2
-    return 0
+
+    def work() -> int:
+        try:
+            for f in factors:
+                run_one(args, f)
+        except (ExperimentError, VariantError, FormatError, CheckpointError, PredictionFormatError, ConfigError,
+                PretrainedError, FileNotFoundError) as e:  # the project's input errors; a bug keeps its traceback
+            print(f"{PROG}: error: {e}", file=sys.stderr)
+            return 2
+        return 0
+
+    return interruptible(PROG, work)
 
 
 if __name__ == "__main__":

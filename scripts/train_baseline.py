@@ -28,6 +28,7 @@ from nsvqa.config import ConfigError, HelpFormatter, parse_checked, parse_overri
 from nsvqa.evaluation import accuracy
 from nsvqa.models import UnknownModel
 from nsvqa.training.checkpoint import CheckpointError
+from nsvqa.training.cli import interruptible
 
 PROG = "train_baseline.py"
 
@@ -57,36 +58,40 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_checked(get_args_parser(), argv, "out")
     if args.threads:
         torch.set_num_threads(args.threads)
-    try:
-        model = baselines.get(args.model)
-        data = Path(args.data)
-        if not args.predict_only:
-            if not data.is_dir():
-                raise FileNotFoundError(f"--data {data}: no such directory (expected ROOT/VARIANT)")
-            over = {"seed": args.seed, "device": args.device} | parse_overrides(args.overrides, model.config_class)
-            cfg = model.config(str(data), args.profile, **over)
-            model.train(cfg, args.out, resume=args.resume, progress=not args.no_progress)
-            print(f"run directory: {args.out}")
-        else:  # the predictions file names the training variant: it must be the run's
-            cfg_path = Path(args.out) / "config.json"
-            trained = json.loads(cfg_path.read_text()).get("config", {}).get("data") if cfg_path.is_file() else None
-            if trained is not None and Path(trained).name != data.name:
-                raise ConfigError(f"{cfg_path}, field 'data': the run was trained on {trained}, not on --data {data}")
-        for target in args.predict:
-            target = Path(target)
-            if not target.is_dir():
-                raise FileNotFoundError(f"--predict {target}: no such directory (expected ROOT/VARIANT)")
-            preds = model.predict(args.out, target.parent, target.name, args.split, device=args.device,
-                                  progress=not args.no_progress)
-            path = predictions_path(args.out, model.name, data.name, target.name)
-            write_predictions(path, preds)
-            acc = accuracy(preds)
-            print(f"{path}: {acc.n} questions, accuracy {acc.accuracy:.4f}")
-    except (UnknownModel, ConfigError, FormatError, CheckpointError, FileNotFoundError) as e:
-        # the project's input errors only: a bug in a model keeps its traceback
-        print(f"{PROG}: error: {e}", file=sys.stderr)
-        return 2
-    return 0
+
+    def work() -> int:
+        try:
+            model = baselines.get(args.model)
+            data = Path(args.data)
+            if not args.predict_only:
+                if not data.is_dir():
+                    raise FileNotFoundError(f"--data {data}: no such directory (expected ROOT/VARIANT)")
+                over = {"seed": args.seed, "device": args.device} | parse_overrides(args.overrides, model.config_class)
+                cfg = model.config(str(data), args.profile, **over)
+                model.train(cfg, args.out, resume=args.resume, progress=not args.no_progress)
+                print(f"run directory: {args.out}")
+            else:  # the predictions file names the training variant: it must be the run's
+                cfg_path = Path(args.out) / "config.json"
+                trained = json.loads(cfg_path.read_text()).get("config", {}).get("data") if cfg_path.is_file() else None
+                if trained is not None and Path(trained).name != data.name:
+                    raise ConfigError(f"{cfg_path}, field 'data': the run was trained on {trained}, not on --data {data}")
+            for target in args.predict:
+                target = Path(target)
+                if not target.is_dir():
+                    raise FileNotFoundError(f"--predict {target}: no such directory (expected ROOT/VARIANT)")
+                preds = model.predict(args.out, target.parent, target.name, args.split, device=args.device,
+                                      progress=not args.no_progress)
+                path = predictions_path(args.out, model.name, data.name, target.name)
+                write_predictions(path, preds)
+                acc = accuracy(preds)
+                print(f"{path}: {acc.n} questions, accuracy {acc.accuracy:.4f}")
+        except (UnknownModel, ConfigError, FormatError, CheckpointError, FileNotFoundError) as e:
+            # the project's input errors only: a bug in a model keeps its traceback
+            print(f"{PROG}: error: {e}", file=sys.stderr)
+            return 2
+        return 0
+
+    return interruptible(PROG, work, "rerun the same command" + ("" if args.resume else " with --resume") + " to resume")
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ from executors.errors import FormatError
 from nsvqa.config import ConfigError, HelpFormatter, parse_checked
 from nsvqa.pretrained import PretrainedError
 from nsvqa.training.checkpoint import CheckpointError
+from nsvqa.training.cli import interruptible
 from nsvqa.experiment import ExperimentError, add_training_args, spec_from_args, train_variant
 from nsvqa.generation.variants import FACTORS, VariantError
 
@@ -48,17 +49,21 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     if args.threads:
         torch.set_num_threads(args.threads)
-    try:
-        models, spec = spec_from_args(args)
-        tests = args.tests.split(",") if args.tests else None
-        for seed in args.seed:
-            train_variant(args.data, args.variant, args.out, models=models, spec=spec, seed=seed, factor=args.factor,
-                          tests=tests, split=args.split, skip_missing=args.skip_missing)
-    except (ExperimentError, VariantError, FormatError, CheckpointError, ConfigError, PretrainedError,
-            FileNotFoundError) as e:  # the project's input errors; a bug keeps its traceback
-        print(f"{PROG}: error: {e}", file=sys.stderr)
-        return 2
-    return 0
+
+    def work() -> int:
+        try:
+            models, spec = spec_from_args(args)
+            tests = args.tests.split(",") if args.tests else None
+            for seed in args.seed:
+                train_variant(args.data, args.variant, args.out, models=models, spec=spec, seed=seed, factor=args.factor,
+                              tests=tests, split=args.split, skip_missing=args.skip_missing)
+        except (ExperimentError, VariantError, FormatError, CheckpointError, ConfigError, PretrainedError,
+                FileNotFoundError) as e:  # the project's input errors; a bug keeps its traceback
+            print(f"{PROG}: error: {e}", file=sys.stderr)
+            return 2
+        return 0
+
+    return interruptible(PROG, work)
 
 
 if __name__ == "__main__":

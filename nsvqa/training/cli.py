@@ -12,11 +12,15 @@ directory (``scripts/train_scene_parser.py``, ``scripts/train_question_parser.py
 from __future__ import annotations
 
 import argparse
+import signal
+import sys
+import threading
 from typing import Any, Callable, Sequence
 
 import torch
 
 from nsvqa.config import add_config_args, config_overrides, parse_checked
+from nsvqa.training.engine import Interrupted
 
 
 def add_run_args(parser: argparse.ArgumentParser, cls: type, *, checkpoint: str) -> Any:
@@ -44,6 +48,31 @@ def train_main(parser: argparse.ArgumentParser, argv: Sequence[str] | None, cls:
     if args.threads:
         torch.set_num_threads(args.threads)
     cfg = cls.from_profile(args.data, args.profile, **config_overrides(args, cls))
-    run = train(cfg, args.out, resume=args.resume, progress=not args.no_progress)
-    print(f"run directory: {run.path}")
-    return 0
+
+    def work() -> int:
+        run = train(cfg, args.out, resume=args.resume, progress=not args.no_progress)
+        print(f"run directory: {run.path}")
+        return 0
+
+    return interruptible(parser.prog, work, "rerun the same command" + ("" if args.resume else " with --resume")
+                         + " to resume")
+
+
+def interruptible(prog: str, work: Callable[[], int], rerun: str = "rerun the same command to resume") -> int:
+    """``work()`` (a script's work, returning its exit status) with Ctrl-C and SIGTERM turned into
+    one line on stderr, ``<prog>: interrupted (SIGTERM) [at step S of T of WHAT, checkpoint saved]:
+    <rerun>``, and the exit status 128 + the signal's number. Training checkpoints at the signal
+    (:func:`nsvqa.training.engine.train_steps`); elsewhere SIGTERM stops like Ctrl-C."""
+    def on_term(signum, _frame):
+        raise Interrupted(signum)
+
+    old = signal.signal(signal.SIGTERM, on_term) if threading.current_thread() is threading.main_thread() else None
+    try:
+        return work()
+    except KeyboardInterrupt as e:
+        stop = e if isinstance(e, Interrupted) else Interrupted(signal.SIGINT)
+        print(f"{prog}: {stop}: {rerun}", file=sys.stderr)
+        return 128 + stop.signum
+    finally:
+        if old is not None:
+            signal.signal(signal.SIGTERM, old)

@@ -29,6 +29,8 @@ time bookkeeping (:class:`Stopwatch`, :func:`record_seconds`).
 from __future__ import annotations
 
 import logging
+import signal
+import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -93,6 +95,59 @@ def claim_threads() -> int:
                 log.info("training on %d threads from now (was %d)", threads, torch.get_num_threads())
                 torch.set_num_threads(threads)
     return torch.get_num_threads()
+
+
+class Interrupted(KeyboardInterrupt):
+    """The process was asked to stop: Ctrl-C (SIGINT) or SIGTERM (``signum``); a script prints one
+    line and exits with 128 + ``signum`` (:func:`nsvqa.training.cli.interruptible`)."""
+
+    def __init__(self, signum: int = signal.SIGINT):
+        super().__init__(signum)
+        self.signum = int(signum)
+
+    def __str__(self) -> str:
+        return f"interrupted ({signal.Signals(self.signum).name})"
+
+
+class TrainingInterrupted(Interrupted):
+    """Training stopped by a signal after a checkpoint at the step it reached (:func:`train_steps`).
+
+    Attributes:
+        step, total: the steps done (what the checkpoint resumes from) and the run's steps.
+        desc: what was training (the loop's description or phase).
+    """
+
+    def __init__(self, signum: int, step: int, total: int, desc: str):
+        super().__init__(signum)
+        self.step, self.total, self.desc = step, total, desc
+
+    def __str__(self) -> str:
+        return f"{super().__str__()} at step {self.step} of {self.total} of {self.desc}, checkpoint saved"
+
+
+@contextmanager
+def signals_caught(active: bool = True) -> Iterator[list[int]]:
+    """Inside the block, SIGINT and SIGTERM are recorded in the yielded list instead of stopping
+    the process, so that the loop can checkpoint before it stops; a second signal stops at once
+    (KeyboardInterrupt). Only on the main thread, and when ``active``; the previous handlers come
+    back after the block."""
+    caught: list[int] = []
+    if not active or threading.current_thread() is not threading.main_thread():
+        yield caught
+        return
+
+    def handler(signum, _frame):
+        if caught:
+            raise KeyboardInterrupt
+        caught.append(signum)
+        log.warning("%s: stopping after this step, with a checkpoint", signal.Signals(signum).name)
+
+    old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield caught
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
 
 
 @dataclass
@@ -260,9 +315,14 @@ def train_steps(step_fn: Callable[[int], StepResult | tuple], optimizer: torch.o
     Returns:
         The :class:`Progress` after the last step.
 
+    Ctrl-C (SIGINT) or SIGTERM during a step (a single process; :func:`signals_caught`) ends
+    that step, calls ``on_checkpoint`` (unless the step was just checkpointed) and raises
+    :class:`TrainingInterrupted`: a rerun resumes from that step.
+
     Raises:
         nsvqa.training.NonFiniteLoss: a value of a step (after the mean over ranks) is NaN or
             infinite; the message names the step and every value.
+        TrainingInterrupted: a signal, after the checkpoint.
     """
     phase_of = phase if callable(phase) else (lambda _s, _p=phase: _p)
     params = list(clip_params) if clip_params is not None and clip_norm is not None else None
@@ -278,41 +338,49 @@ def train_steps(step_fn: Callable[[int], StepResult | tuple], optimizer: torch.o
                     "asked for more steps): the optimizer starts afresh", desc or state.phase, start)
     bar = tqdm(range(start, total), desc=desc or state.phase, disable=not progress or not main, initial=start,
                total=total)
-    try:
-        for step in bar:
-            if _THREAD_RULES:
-                claim_threads()
-            result = step_fn(step)
-            if not isinstance(result, StepResult):
-                result = StepResult(*result)
-            values = _floats(result.values)
-            if dist is not None and not result.reduced:
-                values = mean_over_ranks(dist, values, result.keys)  # every rank stops together
-            check_finite(values, step)
-            optimizer.zero_grad(set_to_none=True)
-            result.loss.backward()
-            if params is not None:
-                torch.nn.utils.clip_grad_norm_(params, clip_norm)
-            optimizer.step()
-            if scheduler is not None:
-                scheduler.step()
-            name = phase_of(step)
-            smooth = state.smoothed if state.trained and name == state.phase else {}  # a new phase starts afresh
-            smooth = {k: v if k not in smooth else 0.95 * smooth[k] + 0.05 * v for k, v in values.items()}
-            done = step + 1
-            last_of_phase = done == total or phase_of(done) != name
-            state = Progress(step=done, total=total, phase=name, values=values, smoothed=smooth,
-                             info=dict(result.info), final=done == total, trained=True, clock=clock)
-            bar.set_postfix(postfix(state))
-            if step % log_every == 0 or last_of_phase:
-                lr = {"lr": scheduler.get_last_lr()[0]} if scheduler is not None else {}
-                run.scalars(name, values | lr | state.info, step)
-                if log_values:
-                    run.log(f"{name} step {step} " + " ".join(f"{k}={v:.4f}" for k, v in values.items()))
-            if main and on_checkpoint is not None and ((eval_every and done % eval_every == 0) or last_of_phase):
-                on_checkpoint(state)
-    finally:
-        bar.close()
+    checkpointed = False  # the last step done was checkpointed
+    with signals_caught(active=dist is None or dist.world_size <= 1) as caught:
+        try:
+            for step in bar:
+                if _THREAD_RULES:
+                    claim_threads()
+                result = step_fn(step)
+                if not isinstance(result, StepResult):
+                    result = StepResult(*result)
+                values = _floats(result.values)
+                if dist is not None and not result.reduced:
+                    values = mean_over_ranks(dist, values, result.keys)  # every rank stops together
+                check_finite(values, step)
+                optimizer.zero_grad(set_to_none=True)
+                result.loss.backward()
+                if params is not None:
+                    torch.nn.utils.clip_grad_norm_(params, clip_norm)
+                optimizer.step()
+                if scheduler is not None:
+                    scheduler.step()
+                name = phase_of(step)
+                smooth = state.smoothed if state.trained and name == state.phase else {}  # a new phase starts afresh
+                smooth = {k: v if k not in smooth else 0.95 * smooth[k] + 0.05 * v for k, v in values.items()}
+                done = step + 1
+                last_of_phase = done == total or phase_of(done) != name
+                state = Progress(step=done, total=total, phase=name, values=values, smoothed=smooth,
+                                 info=dict(result.info), final=done == total, trained=True, clock=clock)
+                bar.set_postfix(postfix(state))
+                if step % log_every == 0 or last_of_phase:
+                    lr = {"lr": scheduler.get_last_lr()[0]} if scheduler is not None else {}
+                    run.scalars(name, values | lr | state.info, step)
+                    if log_values:
+                        run.log(f"{name} step {step} " + " ".join(f"{k}={v:.4f}" for k, v in values.items()))
+                checkpointed = False
+                if main and on_checkpoint is not None and ((eval_every and done % eval_every == 0) or last_of_phase):
+                    on_checkpoint(state)
+                    checkpointed = True
+                if caught:  # Ctrl-C or SIGTERM during this step: keep what was done, then stop
+                    if main and on_checkpoint is not None and not checkpointed:
+                        on_checkpoint(state)
+                    raise TrainingInterrupted(caught[0], state.step, total, desc or state.phase)
+        finally:
+            bar.close()
     if start >= total and main and on_checkpoint is not None and (
             checkpoint_path is None or not Path(checkpoint_path).exists()):
         on_checkpoint(state)  # zero steps asked: the untrained model, still loadable
@@ -348,5 +416,5 @@ def training_run(cfg: Any, out: str | Path, *, resume: bool, **global_batches: i
             cleanup()
 
 
-__all__ = ["StepResult", "Progress", "Stopwatch", "native_bf16", "train_steps", "training_run", "restore_train_state",
+__all__ = ["Interrupted", "TrainingInterrupted", "signals_caught", "StepResult", "Progress", "Stopwatch", "native_bf16", "train_steps", "training_run", "restore_train_state",
            "record_seconds", "more_threads_when", "claim_threads", "evaluating"]

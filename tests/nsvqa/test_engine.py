@@ -3,6 +3,8 @@ a toy linear regression: tiny, CPU, no data files."""
 from __future__ import annotations
 
 import math
+import os
+import signal
 
 import numpy as np
 import pytest
@@ -123,7 +125,7 @@ def test_zero_steps_still_ask_for_a_checkpoint_unless_one_exists(tmp_path):
 
 
 def _run(folder, stop_at: int | None, resume: bool, restore_rng: bool = True,
-         total: int = 12) -> dict[str, torch.Tensor]:
+         total: int = 12, signal_at: int | None = None) -> dict[str, torch.Tensor]:
     """Train the toy (Adam, warm-up + cosine, clipping, a random jitter of the loss drawn from the
     global RNG as dropout would), checkpointing every 4 steps to ``folder/ck.pt`` (``finished`` at the
     last step, as every trainer saves); ``stop_at``: stop right after the checkpoint of that step;
@@ -142,6 +144,8 @@ def _run(folder, stop_at: int | None, resume: bool, restore_rng: bool = True,
         start, extra = restore_train_state(ck["train_state"], opt, sched), ck["extra"]
 
     def step_fn(step):
+        if step == signal_at:  # as `kill PID` would, mid-step
+            os.kill(os.getpid(), signal.SIGTERM)
         idx = BucketedBatches(np.arange(len(x)), 8, seed=3)(step)
         jitter = 1.0 + 0.01 * torch.rand(())
         loss = torch.nn.functional.mse_loss(model(x[idx]) * jitter, y[idx])
@@ -388,3 +392,38 @@ def test_evaluating_restores_the_mode_and_turns_autograd_off(training):
         with engine.evaluating(net):
             raise RuntimeError("boom")
     assert net.training is training and torch.is_grad_enabled()
+
+
+def test_sigterm_mid_run_checkpoints_at_the_step_and_a_rerun_ends_as_an_uninterrupted_one(tmp_path):
+    from nsvqa.training.engine import TrainingInterrupted
+
+    whole = _run(tmp_path / "whole", None, resume=False)
+    with pytest.raises(TrainingInterrupted) as e:
+        _run(tmp_path / "cut", None, resume=False, signal_at=5)  # between the checkpoints of steps 4 and 8
+    assert (e.value.signum, e.value.step, e.value.total) == (signal.SIGTERM, 6, 12)
+    assert str(e.value) == "interrupted (SIGTERM) at step 6 of 12 of train, checkpoint saved"
+    assert load_checkpoint(tmp_path / "cut" / "ck.pt", kind="toy")["train_state"]["step"] == 6
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # the handler was the loop's only
+    resumed = _run(tmp_path / "cut", None, resume=True)
+    for k in whole:
+        assert torch.equal(whole[k], resumed[k]), k
+
+
+def test_a_script_interrupted_prints_one_line_and_exits_128_plus_the_signal(tmp_path, capsys):
+    from nsvqa.training.cli import interruptible
+
+    def training():
+        _run(tmp_path / "run", None, resume=False, signal_at=2)
+        return 0
+
+    assert interruptible("train_x.py", training) == 128 + signal.SIGTERM
+    err = capsys.readouterr().err
+    assert err == ("train_x.py: interrupted (SIGTERM) at step 3 of 12 of train, checkpoint saved: rerun the same "
+                   "command to resume\n")
+
+    def elsewhere():  # outside the training loop: no checkpoint to speak of, the same line otherwise
+        os.kill(os.getpid(), signal.SIGTERM)
+        return 0
+
+    assert interruptible("train_x.py", elsewhere) == 128 + signal.SIGTERM
+    assert capsys.readouterr().err == "train_x.py: interrupted (SIGTERM): rerun the same command to resume\n"
