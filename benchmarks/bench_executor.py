@@ -14,8 +14,10 @@ run on the same questions when ``--official`` (or ``$CLEVR_QUESTION_ENGINE``) po
 * probabilistic ``exact``, one question at a time: the same;
 * probabilistic ``exact``, ``execute`` alone on a prepared batch.
 
-Each is the best of ``--e2e-repeat`` runs over all questions; every run starts from a fresh copy
-of the ontology, so nothing one run learnt (validated node kinds, templates) helps the next.
+Each row runs ``--e2e-repeat`` times over all questions, in rounds (every row once per round, so
+that the official engine and the executors share the machine's load alike); every run starts from
+a fresh copy of the ontology, so nothing one run learnt (validated node kinds, templates) helps
+the next. A row is judged by the median run's CPU time against the official engine's median.
 
 Then ``execute`` alone per configuration, on CLEVR and on the Super-CLEVR part questions (450
 questions on 10 scenes): the deterministic executor; the batched probabilistic executor on numpy
@@ -79,9 +81,10 @@ OFFICIAL_ENV = "CLEVR_QUESTION_ENGINE"
 DEFAULT_OUT = REPO / "runs" / "bench" / "bench_executor.json"
 BACKENDS = ("deterministic", "numpy", "torch", "cuda")
 #: end-to-end rows: key, what is timed, target as a multiple of the official engine's rate
+#: (issue 60's targets for the four rows a user pays; the execute-only row is informational)
 E2E_ROWS = (
-    ("deterministic_batch", "deterministic, batch: parse, convert scenes, prepare, execute", 3.0),
-    ("probabilistic_exact_batch", "probabilistic exact, batch: the same steps", 3.0),
+    ("deterministic_batch", "deterministic, batch: parse, convert scenes, prepare, execute", 1.0),
+    ("probabilistic_exact_batch", "probabilistic exact, batch: the same steps", 0.6),
     ("deterministic_one", "deterministic, one at a time: parse_program + run", 1.0),
     ("probabilistic_exact_one", "probabilistic exact, one at a time: parse_program + run", 0.25),
     ("probabilistic_exact_execute", "probabilistic exact, execute alone on a prepared batch", 20.0),
@@ -105,8 +108,9 @@ def get_args_parser() -> argparse.ArgumentParser:
                    help="the official CLEVR question engine: question_engine.py or a clevr-dataset-gen "
                         f"checkout (default: ${OFFICIAL_ENV}); timed on the same questions in the same run. "
                         "Without it the 'x official' column is skipped with a note")
-    p.add_argument("--e2e-repeat", type=int, default=3,
-                   help="end-to-end runs per row; the best is reported (default: 3)")
+    p.add_argument("--e2e-repeat", type=int, default=5,
+                   help="end-to-end runs per row, in rounds; the median judges the target, the best is "
+                        "shown beside it (default: 5)")
     p.add_argument("--no-e2e", action="store_true", help="skip the end-to-end table")
     p.add_argument("--no-configs", action="store_true", help="skip the execute-only table per configuration")
     p.add_argument("--no-superclevr", action="store_true", help="only the CLEVR set")
@@ -488,17 +492,22 @@ def e2e_runners(rec: Records, engine: Any) -> dict[str, Callable[[], tuple[list,
 
 
 def run_e2e(rec: Records, engine: Any, repeat: int) -> tuple[list[dict], list[str]]:
-    """Rows of the end-to-end table (best of ``repeat`` runs) and the failures."""
+    """Rows of the end-to-end table (``repeat`` runs per row, in rounds) and the failures."""
     rows, failures = [], []
     labels = {"official": ("the official CLEVR engine: answer_question per question", None)}
     labels.update({k: (label, target) for k, label, target in E2E_ROWS})
     n = len(rec.questions)
-    for key, run in e2e_runners(rec, engine).items():
-        runs = []
-        reps = repeat if key != "probabilistic_exact_execute" else max(repeat, 20)
-        for _ in range(reps):
-            out, wall, cpu = run()
-            runs.append((wall, cpu))
+    runners = e2e_runners(rec, engine)
+    times: dict = {key: [] for key in runners}
+    outs: dict = {}
+    for _ in range(repeat):  # rounds: every row once (the execute-only row, short, four times)
+        for key, run in runners.items():
+            for _ in range(4 if key == "probabilistic_exact_execute" else 1):
+                outs[key], wall, cpu = run()
+                times[key].append((wall, cpu))
+    for key in runners:
+        runs, out = times[key], outs[key]
+        reps = len(runs)
         wall, cpu = min(w for w, _ in runs), min(c for _, c in runs)
         cpu_median = statistics.median(c for _, c in runs)
         keys = [answer_key(a) for a in out]
@@ -512,7 +521,8 @@ def run_e2e(rec: Records, engine: Any, repeat: int) -> tuple[list[dict], list[st
                      "qps_cpu": n / cpu if cpu > 0 else None,
                      "qps_cpu_median": n / cpu_median if cpu_median > 0 else None,
                      "target_x_official": target, "correct": n - len(wrong)})
-        info(f"  {label:<62} {fmt_qps(n / wall):>7} q/s  (best of {reps})" + ("  FAILED" if wrong else ""))
+        info(f"  {label:<62} {fmt_qps(n / cpu_median):>7} CPU q/s  (median of {reps})"
+             + ("  FAILED" if wrong else ""))
     official = next((r for r in rows if r["row"] == "official"), None)
     for r in rows:
         r["x_official"] = r["qps"] / official["qps"] if official else None
@@ -521,8 +531,8 @@ def run_e2e(rec: Records, engine: Any, repeat: int) -> tuple[list[dict], list[st
         r["x_official_cpu_median"] = (r["qps_cpu_median"] / official["qps_cpu_median"]
                                       if official and r["qps_cpu_median"] and official["qps_cpu_median"] else None)
         t = r["target_x_official"]
-        r["status"] = (None if t is None or r["x_official_cpu"] is None else
-                       "FAILED" if r["correct"] != n else "PASS" if r["x_official_cpu"] >= t else "BELOW")
+        r["status"] = (None if t is None or r["x_official_cpu_median"] is None else
+                       "FAILED" if r["correct"] != n else "PASS" if r["x_official_cpu_median"] >= t else "BELOW")
     return rows, failures
 
 
@@ -546,7 +556,7 @@ def print_e2e(rows: list[dict], official_note: str | None) -> None:
     info("q/s: questions / the shortest wall time; CPU q/s: questions / the least process CPU time (the "
          "figure to read when other processes share the core); median CPU q/s: questions / the median run's "
          "CPU time (what a call typically pays, the garbage collector's full passes included: the best run "
-         "mostly misses them); PASS/BELOW from the best run's CPU-time ratio")
+         "mostly misses them); PASS/BELOW from the median runs' CPU-time ratio (the target's measure)")
 
 
 # ---------------------------------------------------------------------- output
@@ -665,7 +675,8 @@ def main(argv: list[str] | None = None) -> int:
     info(f"machine: {machine.get('cpu_model') or machine['processor'] or machine['machine']}, "
          f"{machine['cpu_count']} CPUs; {machine['platform']}; Python {machine['python']}, "
          f"numpy {machine['numpy']}, torch {machine['torch']}; load average {load_start}")
-    info(f"timing: end to end, the best of {args.e2e_repeat} runs per row; per configuration, warm-up, then "
+    info(f"timing: end to end, {args.e2e_repeat} runs per row in rounds (median judged); per configuration, "
+         "warm-up, then "
          f">= {args.repeat} runs and >= {args.min_time:g} s of execute() runs\n")
 
     datasets, rows, breakdowns, failures = [], [], {}, []
@@ -678,7 +689,7 @@ def main(argv: list[str] | None = None) -> int:
         name, s, q = present[0]
         rec = read_records(s, q)
         info(f"end to end, {name}: {len(rec.questions)} questions on {len(rec.scenes)} scenes, one core, "
-             f"best of {args.e2e_repeat} runs" + (f"; official engine: {official_where}" if engine else ""))
+             f"{args.e2e_repeat} rounds" + (f"; official engine: {official_where}" if engine else ""))
         e2e_rows, e2e_failures = run_e2e(rec, engine, args.e2e_repeat)
         failures += e2e_failures
         info("")
