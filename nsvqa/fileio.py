@@ -9,8 +9,10 @@ older than an hour, whoever wrote it), and every job that writes into a folder c
 (checkpoints, dataset generation, feature caches), so a rerun cleans up after the killed run.
 
 :func:`check_writable` is the output preflight every script runs before its work: one line naming
-the first output path that cannot be written. :func:`read_json_record` reads back a record that
-later calls add to, refusing (never replacing) one it cannot read."""
+the first output path that cannot be written; :func:`keep_unless_filled` keeps an existing output
+from an empty result. :class:`FolderLock` lets one process at a time write a folder (a run, a
+split). :func:`read_json_record` reads back a record that later calls add to, refusing (never
+replacing) one it cannot read."""
 from __future__ import annotations
 
 import hashlib
@@ -158,6 +160,80 @@ def check_writable(*paths: str | os.PathLike | None) -> None:
             raise OutputNotWritable(f"{path}: cannot write there: {probe}: {e.strerror or e}") from None
         os.close(fd)
         os.unlink(tmp)
+
+
+class FolderInUse(OSError):
+    """Another live process writes the folder (the message names it: pid, host, since when)."""
+
+
+#: the lock file of a folder one process writes at a time (a run folder, a split being generated)
+LOCK_NAME = ".nsvqa.lock"
+
+
+class FolderLock:
+    """One writer at a time for a folder: a lock file ``<folder>/<name>`` created exclusively and
+    holding ``<host>-<pid>`` (as temporaries do), the host name and the time. A lock whose writer,
+    on this machine, no longer runs (SIGKILL) is taken over; one this process holds already is
+    shared (the outer holder removes it); another live process's is refused. Use ``with``, or
+    :meth:`acquire` and :meth:`release`.
+
+    Args:
+        folder: the folder (created).
+        what: what the folder is, for the message (``"run folder"``, ``"split mid/train"``).
+        name: the lock file's name (one folder may hold several, e.g. one per split).
+    """
+
+    def __init__(self, folder: str | os.PathLike, what: str = "folder", name: str = LOCK_NAME):
+        self.folder, self.what, self.path = Path(folder), what, Path(folder) / name
+        self.owned = False
+
+    def acquire(self) -> "FolderLock":
+        """Take the lock.
+
+        Raises:
+            FolderInUse: a live process (another pid on this machine, or any on another machine)
+                holds it; the message names the folder, the holder and the lock file.
+        """
+        self.folder.mkdir(parents=True, exist_ok=True)
+        for _ in range(100):
+            try:
+                fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666 & ~_umask())
+            except FileExistsError:
+                try:
+                    holder = self.path.read_text()
+                except FileNotFoundError:
+                    continue  # released meanwhile: try again
+                m = re.match(r"^([0-9a-f]{8})-(\d+) ", holder)
+                if m is not None and m.group(1) == _host() and int(m.group(2)) == os.getpid():
+                    return self  # this process holds it already
+                if m is not None and m.group(1) == _host() and not _alive(int(m.group(2))):
+                    self.path.unlink(missing_ok=True)  # its writer was killed: stale
+                    continue
+                who = holder.split(" ", 1)[1].strip() if m is not None else "a process being started"
+                raise FolderInUse(f"{self.folder}: {self.what} in use by {who} (lock {self.path}); wait for it to "
+                                  f"end, or stop it (remove the lock only if that process is gone)") from None
+            with os.fdopen(fd, "w") as f:
+                f.write(f"{_writer()} process {os.getpid()} on {socket.gethostname()} since "
+                        f"{time.strftime('%Y-%m-%d %H:%M:%S')}\n")
+            self.owned = True
+            return self
+        raise FolderInUse(f"{self.folder}: could not take the lock {self.path}")
+
+    def release(self) -> None:
+        """Give the lock back (removes the file when this object took it)."""
+        if self.owned:
+            self.owned = False
+            try:
+                if self.path.read_text().startswith(f"{_writer()} "):
+                    self.path.unlink()
+            except FileNotFoundError:
+                pass
+
+    def __enter__(self) -> "FolderLock":
+        return self.acquire()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.release()
 
 
 @contextmanager

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from nsvqa.config import HelpFormatter
-from nsvqa.fileio import OutputNotWritable, check_writable
+from nsvqa.fileio import FolderInUse, OutputNotWritable, check_writable
 from nsvqa.generation.dataset import (PROFILES, QUESTION_SETS, SPLITS, check_no_shrink, check_same_settings,
                                      generate_split, job_for)
 from nsvqa.generation.variants import VariantError, list_variants
@@ -69,8 +69,12 @@ def main(argv: list[str] | None = None) -> int:
     except (VariantError, OutputNotWritable, ValueError) as e:
         print(f"generate_dataset.py: error: {e}", file=sys.stderr)
         return 2
-    res = generate_split(job, workers=args.workers, shard=args.shard, progress=not args.no_progress,
-                         force=args.force)
+    try:
+        res = generate_split(job, workers=args.workers, shard=args.shard, progress=not args.no_progress,
+                             force=args.force)
+    except FolderInUse as e:
+        print(f"generate_dataset.py: error: {e}", file=sys.stderr)
+        return 2
     print(f"{job.folder}: {args.split}: rendered {res['rendered']}, already done {res['skipped']}"
           + (", split merged (scenes, COCO annotations, manifest)" if res["finalized"] else ""),
           file=sys.stderr)

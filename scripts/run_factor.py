@@ -26,6 +26,8 @@ from executors.errors import FormatError
 from nsvqa.config import ConfigError, HelpFormatter, check_outputs
 from nsvqa.pretrained import PretrainedError
 from nsvqa.training.checkpoint import CheckpointError
+from nsvqa.fileio import FolderInUse
+from nsvqa.training import RunMismatch
 from nsvqa.training.cli import interruptible
 from nsvqa.experiment import ExperimentError, add_training_args, spec_from_args, train_variant
 from nsvqa.generation.dataset import QUESTION_SETS
@@ -108,8 +110,9 @@ def main(argv: list[str] | None = None) -> int:
         try:
             for f in factors:
                 run_one(args, f)
-        except (ExperimentError, VariantError, FormatError, CheckpointError, PredictionFormatError, ConfigError,
-                PretrainedError, FileNotFoundError) as e:  # the project's input errors; a bug keeps its traceback
+        except (RunMismatch, FolderInUse, ExperimentError, VariantError, FormatError, CheckpointError,
+                PredictionFormatError, ConfigError, PretrainedError,
+                FileNotFoundError) as e:  # the project's input errors; a bug keeps its traceback
             print(f"{PROG}: error: {e}", file=sys.stderr)
             return 2
         return 0

@@ -28,6 +28,8 @@ from nsvqa.config import ConfigError, HelpFormatter, parse_checked, parse_overri
 from nsvqa.evaluation import accuracy
 from nsvqa.models import UnknownModel
 from nsvqa.training.checkpoint import CheckpointError
+from nsvqa.fileio import FolderInUse
+from nsvqa.training import RunMismatch
 from nsvqa.training.cli import interruptible
 
 PROG = "train_baseline.py"
@@ -85,7 +87,8 @@ def main(argv: list[str] | None = None) -> int:
                 write_predictions(path, preds)
                 acc = accuracy(preds)
                 print(f"{path}: {acc.n} questions, accuracy {acc.accuracy:.4f}")
-        except (UnknownModel, ConfigError, FormatError, CheckpointError, FileNotFoundError) as e:
+        except (RunMismatch, FolderInUse, UnknownModel, ConfigError, FormatError, CheckpointError,
+                FileNotFoundError) as e:
             # the project's input errors only: a bug in a model keeps its traceback
             print(f"{PROG}: error: {e}", file=sys.stderr)
             return 2

@@ -24,6 +24,8 @@ from executors.errors import FormatError
 from nsvqa.config import ConfigError, HelpFormatter, parse_checked
 from nsvqa.pretrained import PretrainedError
 from nsvqa.training.checkpoint import CheckpointError
+from nsvqa.fileio import FolderInUse
+from nsvqa.training import RunMismatch
 from nsvqa.training.cli import interruptible
 from nsvqa.experiment import ExperimentError, add_training_args, spec_from_args, train_variant
 from nsvqa.generation.variants import FACTORS, VariantError
@@ -57,8 +59,8 @@ def main(argv: list[str] | None = None) -> int:
             for seed in args.seed:
                 train_variant(args.data, args.variant, args.out, models=models, spec=spec, seed=seed, factor=args.factor,
                               tests=tests, split=args.split, skip_missing=args.skip_missing)
-        except (ExperimentError, VariantError, FormatError, CheckpointError, ConfigError, PretrainedError,
-                FileNotFoundError) as e:  # the project's input errors; a bug keeps its traceback
+        except (RunMismatch, FolderInUse, ExperimentError, VariantError, FormatError, CheckpointError, ConfigError,
+                PretrainedError, FileNotFoundError) as e:  # the project's input errors; a bug keeps its traceback
             print(f"{PROG}: error: {e}", file=sys.stderr)
             return 2
         return 0

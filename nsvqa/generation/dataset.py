@@ -39,7 +39,7 @@ from PIL import Image
 
 from executors import load_ontology
 
-from nsvqa.fileio import sha256_file, sweep_temporaries, write_atomic, write_json_atomic
+from nsvqa.fileio import FolderLock, sha256_file, sweep_temporaries, write_atomic, write_json_atomic
 
 from nsvqa.generation.annotations import coco_from_scenes
 from nsvqa.generation.looks import DEFAULT_LOOK
@@ -327,7 +327,9 @@ def generate_split(job: SplitJob, workers: int = 1, shard: tuple[int, int] = (0,
                    progress: bool = True, finalize: bool = True,
                    on_image: Callable[[int], None] | None = None, force: bool = False) -> dict:
     """Generate the missing images of ``job`` (this shard), then merge the split when complete.
-    Stale temporaries of a killed run in the variant's folder are removed first.
+    Stale temporaries of a killed run in the variant's folder are removed first. One process at a
+    time writes a split (or one shard of it): a lock file in the variant folder
+    (:class:`nsvqa.fileio.FolderLock`).
 
     Args:
         workers: processes (each with its own renderer); 1 renders in this process.
@@ -346,7 +348,17 @@ def generate_split(job: SplitJob, workers: int = 1, shard: tuple[int, int] = (0,
     Raises:
         SplitWouldShrink: the split exists with more images than ``job.num_images`` and not ``force``.
         SplitSettingsDiffer: the split exists (or was begun) with other settings and not ``force``.
+        nsvqa.fileio.FolderInUse: another live process generates the split (the same shard).
     """
+    i, n = shard
+    with FolderLock(job.folder, f"split {job.variant}/{job.split}" + (f" (shard {i}/{n})" if n > 1 else ""),
+                    name=f".nsvqa-{job.split}" + (f"-{i}of{n}" if n > 1 else "") + ".lock"):
+        return _generate_split(job, workers, shard, progress, finalize, on_image, force)
+
+
+def _generate_split(job: SplitJob, workers: int, shard: tuple[int, int], progress: bool, finalize: bool,
+                    on_image: Callable[[int], None] | None, force: bool) -> dict:
+    """:func:`generate_split` with the split's lock held."""
     from tqdm import tqdm  # heavy for the study plan's import (~50 modules): only while a split is made
 
     check_no_shrink(job, force)

@@ -12,9 +12,11 @@ Submodules (imported on their own, they need torch, this module does not):
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import math
+import os
 import random
 import sys
 from dataclasses import asdict, is_dataclass
@@ -23,7 +25,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from nsvqa.fileio import write_json_atomic
+from nsvqa.fileio import FolderLock, sha256_file, sweep_temporaries, write_json_atomic
 
 
 class NonFiniteLoss(FloatingPointError):
@@ -56,31 +58,78 @@ def check_finite(losses: Mapping[str, Any], step: int) -> None:
         raise NonFiniteLoss(f"non-finite loss at step {step}: " + ", ".join(f"{k}={v:.6g}" for k, v in values.items()))
 
 
+class RunMismatch(ValueError):
+    """A resume whose config differs from the run's in a field that must match (the message names
+    ``config.json``, the field and both values)."""
+
+
+def data_digest(path: str | os.PathLike) -> str | None:
+    """A digest of the dataset at ``path`` (a variant folder or a root of them) that moves with it:
+    the sha256 of its manifests (``manifest.json``, ``*/manifest.json``: every generated file's
+    sha256), else of its questions and scenes files; None where ``path`` holds none of them."""
+    path = Path(path)
+    files = sorted([*path.glob("manifest.json"), *path.glob("*/manifest.json")])
+    if not files:
+        files = sorted(p for pattern in ("questions/*.json", "scenes/*.json", "*/questions/*.json", "*/scenes/*.json")
+                       for p in path.glob(pattern))
+    if not files:
+        return None
+    h = hashlib.sha256()
+    for f in files:
+        h.update(f"{f.relative_to(path).as_posix()}\0{sha256_file(f)}\n".encode())
+    return h.hexdigest()
+
+
 class RunDir:
     """A training run's folder: config, log file, tensorboard writer.
+
+    One process at a time writes it: opening takes its lock (:class:`nsvqa.fileio.FolderLock`,
+    given back by :meth:`close`) and sweeps the stale temporaries a killed writer left anywhere
+    under it (:func:`nsvqa.fileio.sweep_temporaries`).
 
     Args:
         path: the folder (created).
         config: the resolved config (dataclass or mapping), written to ``config.json`` with the
-            command line. With ``resume=True`` an existing config must agree on every key in
-            ``must_match`` (else ValueError naming the key).
+            command line, and the digest of its ``data`` folder (:func:`data_digest`). With
+            ``resume=True`` an existing config must agree on every key in ``must_match``; a
+            ``data`` path that differs is accepted when the data there has the digest recorded (the
+            same data, moved).
+
+    Raises:
+        RunMismatch: a field of ``must_match`` differs (a moved ``data`` of another digest names
+            both paths).
+        nsvqa.fileio.FolderInUse: another live process has the run open.
     """
 
     def __init__(self, path: str | Path, config: Any, *, resume: bool = False, must_match: tuple[str, ...] = ()):
         self.path = Path(path)
-        self.path.mkdir(parents=True, exist_ok=True)
+        self._lock = FolderLock(self.path, "run folder").acquire()
+        try:
+            self._open(config, resume, must_match)
+        except BaseException:
+            self._lock.release()
+            raise
+
+    def _open(self, config: Any, resume: bool, must_match: tuple[str, ...]) -> None:
+        sweep_temporaries(self.path, recursive=True)
         cfg = asdict(config) if is_dataclass(config) else dict(config)
         cfg_path = self.path / "config.json"
+        digest = data_digest(cfg["data"]) if isinstance(cfg.get("data"), str) else None
+        record = json.loads(cfg_path.read_text()) if cfg_path.exists() else {}
         if resume and cfg_path.exists():
-            old = json.loads(cfg_path.read_text()).get("config", {})
+            old = record.get("config", {})
             for k in must_match:
                 if k in old and old[k] != cfg.get(k):
-                    raise ValueError(f"{cfg_path}: cannot resume, field {k!r} was {old[k]!r}, now {cfg.get(k)!r}")
-        history = []
-        if cfg_path.exists():
-            history = json.loads(cfg_path.read_text()).get("history", [])
+                    if k == "data" and digest is not None and record.get("data_digest") == digest:
+                        continue  # the same data, moved: the run goes on from the new place
+                    moved = (f"; the data at {cfg.get(k)} is not the data the run was made with at {old[k]} (their "
+                             f"digests differ): move that data back, or start another run") if k == "data" else ""
+                    raise RunMismatch(f"{cfg_path}: cannot resume, field {k!r} was {old[k]!r}, now {cfg.get(k)!r}"
+                                      f"{moved}")
+        history = record.get("history", [])
         history.append(sys.argv)
-        write_json_atomic(cfg_path, {"config": cfg, "command": sys.argv, "history": history})
+        write_json_atomic(cfg_path, {"config": cfg, "command": sys.argv, "history": history,
+                                     **({"data_digest": digest} if digest is not None else {})})
         self.config = cfg
         self.logger = logging.getLogger(f"nsvqa.run.{self.path.resolve()}")
         self.logger.setLevel(logging.INFO)
@@ -110,12 +159,14 @@ class RunDir:
         self.logger.info(msg)
 
     def close(self) -> None:
+        """Close the log and scalar files and give the folder's lock back."""
         if self._writer is not None:
             self._writer.close()
             self._writer = None
         for h in list(self.logger.handlers):
             h.close()
             self.logger.removeHandler(h)
+        self._lock.release()
 
 
-__all__ = ["NonFiniteLoss", "seed_everything", "warmup_cosine", "check_finite", "RunDir"]
+__all__ = ["NonFiniteLoss", "seed_everything", "warmup_cosine", "check_finite", "RunDir", "RunMismatch", "data_digest"]

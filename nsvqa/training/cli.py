@@ -20,6 +20,8 @@ from typing import Any, Callable, Sequence
 import torch
 
 from nsvqa.config import add_config_args, config_overrides, parse_checked
+from nsvqa.fileio import FolderInUse
+from nsvqa.training import RunMismatch
 from nsvqa.training.engine import Interrupted
 
 
@@ -50,7 +52,11 @@ def train_main(parser: argparse.ArgumentParser, argv: Sequence[str] | None, cls:
     cfg = cls.from_profile(args.data, args.profile, **config_overrides(args, cls))
 
     def work() -> int:
-        run = train(cfg, args.out, resume=args.resume, progress=not args.no_progress)
+        try:
+            run = train(cfg, args.out, resume=args.resume, progress=not args.no_progress)
+        except (RunMismatch, FolderInUse) as e:  # the run's folder: another config, or another writer
+            print(f"{parser.prog}: error: {e}", file=sys.stderr)
+            return 2
         print(f"run directory: {run.path}")
         return 0
 
