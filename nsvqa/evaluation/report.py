@@ -21,6 +21,7 @@ from nsvqa.artifacts.predictions import QUESTION_TYPE_NAMES, find_prediction_fil
 from nsvqa.evaluation.accuracies import ConceptSplit
 from nsvqa.evaluation.evaluator import evaluate
 from nsvqa.evaluation.inputs import check_prediction_files
+from nsvqa.evaluation.resampling import N_BOOT
 from nsvqa.generation.variants import factors as catalogue
 
 def has_rd(factor: str) -> bool:
@@ -351,11 +352,12 @@ MOSTLY_INVALID = 0.5
 
 
 def failures_per_model(cells: Iterable[tuple[str, Mapping[str, Any]]]) -> dict[str, dict[str, int]]:
-    """``model -> {"n", "n_invalid_program", "n_guessed"}`` summed over ``(model, accuracy JSON)``
-    pairs (:meth:`nsvqa.evaluation.Accuracy.to_json`: one per cell or test variant)."""
+    """``model -> {"n", "n_invalid_program", "n_guessed", "n_execution_error"}`` summed over
+    ``(model, accuracy JSON)`` pairs (:meth:`nsvqa.evaluation.Accuracy.to_json`: one per cell or
+    test variant)."""
     out: dict[str, dict[str, int]] = {}
     for model, acc in cells:
-        row = out.setdefault(model, {"n": 0, "n_invalid_program": 0, "n_guessed": 0})
+        row = out.setdefault(model, {"n": 0, "n_invalid_program": 0, "n_guessed": 0, "n_execution_error": 0})
         for k in row:
             row[k] += int(acc.get(k) or 0)
     return out
@@ -363,13 +365,24 @@ def failures_per_model(cells: Iterable[tuple[str, Mapping[str, Any]]]) -> dict[s
 
 def invalid_program_warning(failures: Mapping[str, Mapping[str, int]]) -> str | None:
     """One warning line naming the models (of :func:`failures_per_model`) most of whose programs
-    are invalid (more than :data:`MOSTLY_INVALID`), with the counts; None when there is none."""
-    bad = [f"{m} ({c['n_invalid_program']} of {c['n']})" for m, c in failures.items()
-           if c["n"] and c["n_invalid_program"] > MOSTLY_INVALID * c["n"]]
-    if not bad:
-        return None
-    return (f"warning: most programs are invalid for {', '.join(bad)}: those answers are random guesses "
-            f"(check the question parser's training)")
+    are invalid, or most of whose answers are guessed after an invalid program or a failed
+    execution (more than :data:`MOSTLY_INVALID` of the questions), with the counts; None when
+    there is none."""
+    def most(c: Mapping[str, int], key: str) -> bool:
+        return bool(c["n"]) and c.get(key, 0) > MOSTLY_INVALID * c["n"]
+
+    invalid = [f"{m} ({c['n_invalid_program']} of {c['n']})" for m, c in failures.items() if most(c, "n_invalid_program")]
+    guessed = [f"{m} ({c['n_guessed']} of {c['n']}: {c['n_invalid_program']} invalid programs, "
+               f"{c.get('n_execution_error', 0)} failed executions)" for m, c in failures.items()
+               if most(c, "n_guessed") and not most(c, "n_invalid_program")]
+    parts = []
+    if invalid:
+        parts.append(f"most programs are invalid for {', '.join(invalid)}: those answers are random guesses "
+                     f"(check the question parser's training)")
+    if guessed:
+        parts.append(f"most answers are guessed for {', '.join(guessed)}: programs that failed to execute on "
+                     f"the parsed scenes (check the scene parser's training)")
+    return "warning: " + "; ".join(parts) if parts else None
 
 
 # ---------------------------------------------------------------------------- all files
@@ -418,7 +431,7 @@ def write_report(report: Mapping[str, Any], out_dir: str | os.PathLike, *, plots
 
 def report_from_runs(runs: Sequence[str | os.PathLike], out_dir: str | os.PathLike, *, metric: str = "accuracy",
                      bins: int = 10, allow_partial: bool = False, plots: bool = True,
-                     n_boot: int = 1000, data: str | os.PathLike | None = None,
+                     n_boot: int = N_BOOT, data: str | os.PathLike | None = None,
                      split: str | None = None) -> tuple[dict, list[Path]]:
     """Read every predictions file under ``runs``, check them (complete against their test split
     and consistent with each other: :func:`nsvqa.evaluation.inputs.check_prediction_files`, with

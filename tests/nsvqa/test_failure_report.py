@@ -36,3 +36,21 @@ def test_the_rd_report_warns_when_most_programs_are_invalid(tmp_path):
     assert md[2] == ("**warning: most programs are invalid for pnsvqa (4 of 4): those answers are random guesses "
                      "(check the question parser's training)**")
     assert sum("most programs are invalid" in line for line in md) == 1
+
+
+def test_the_warning_counts_answers_guessed_after_failed_executions_too():
+    summary = {"variant": "mid", "seed": 0, "profile": "tiny", "split": "test", "tests": ["mid"],
+               "accuracy": {"pnsvqa": {"mid": {**_acc(20, 2, 15, 0.1), "n_execution_error": 13}}}}
+    warnings = [line for line in summary_table(summary).splitlines() if line.startswith("warning:")]
+    assert warnings == ["warning: most answers are guessed for pnsvqa (15 of 20: 2 invalid programs, 13 failed "
+                        "executions): programs that failed to execute on the parsed scenes (check the scene "
+                        "parser's training)"]
+
+
+def test_a_tiny_run_says_it_is_a_smoke_profile_and_names_the_smallest_that_learns():
+    summary = {"variant": "mid", "seed": 0, "profile": "tiny", "split": "test", "tests": ["mid"],
+               "accuracy": {"pnsvqa": {"mid": _acc(20, 0, 0, 0.0)}}}
+    last = summary_table(summary).splitlines()[-1]
+    assert last.startswith("note: --profile tiny is a smoke profile") and "does not learn" in last
+    assert "smallest profile that learns is demo: make demo-train, about 12 minutes on 2 cores" in last
+    assert "smoke profile" not in summary_table({**summary, "profile": "demo"})
