@@ -18,7 +18,7 @@ from executors import load_ontology
 from nsvqa.generation.renderer import Camera, DrawItem, Lights, Renderer
 from nsvqa.generation.scenes import GLASS_RGB, body_meshes, generate_image, object_matrix
 from nsvqa.fileio import write_atomic
-from nsvqa.generation.dataset import png_bytes
+from nsvqa.generation.dataset import image_side, png_bytes
 from nsvqa.generation.variants import load_variant
 from nsvqa.generation.vehicles import build_vehicle
 from nsvqa.config import HelpFormatter, parse_checked
@@ -65,8 +65,8 @@ def get_args_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(formatter_class=HelpFormatter, description=__doc__.splitlines()[0])
     p.add_argument("--out", type=Path, default=Path("docs"), help="folder the contact sheet PNG is written to")
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="scene seeds, one row of the sheet each")
-    p.add_argument("--width", type=int, default=320, help="image width in pixels")
-    p.add_argument("--height", type=int, default=240, help="image height in pixels")
+    p.add_argument("--width", type=image_side, default=320, help="image width in pixels (16 to 4096)")
+    p.add_argument("--height", type=image_side, default=240, help="image height in pixels (16 to 4096)")
     return p
 
 

@@ -17,10 +17,12 @@ import json
 import sys
 from pathlib import Path
 
+from executors.errors import FormatError
+from nsvqa.artifacts import read_questions, read_scenes
+from nsvqa.config import HelpFormatter, parse_checked
 from nsvqa.fileio import write_json_atomic
 from nsvqa.generation.stats import shared_question_sets, variant_stats
 from nsvqa.generation.variants import Variant, VariantError, load_variant
-from nsvqa.config import HelpFormatter, parse_checked
 
 
 def get_args_parser() -> argparse.ArgumentParser:
@@ -66,7 +68,15 @@ def folder_stats(folder: Path) -> dict | None:
     except (VariantError, KeyError) as e:
         print(f"dataset_stats.py: error: {mpath}: {e}", file=sys.stderr)
         return None
-    stats = variant_stats(folder, variant)
+    try:  # every file read through its checked reader first: one line naming the file, the item and the field
+        for path in sorted((folder / "scenes").glob("*_scenes.json")):
+            read_scenes(path)
+        for path in sorted((folder / "questions").glob("*_questions.json")):
+            read_questions(path)
+        stats = variant_stats(folder, variant)
+    except FormatError as e:
+        print(f"dataset_stats.py: error: {e}", file=sys.stderr)
+        return None
     for split, s in stats.items():
         print(f"== {variant.name} / {split}: {s['images']} images")
         for attr, c in s["concepts"].items():

@@ -32,6 +32,7 @@ from executors.scene import SceneLikelihoods
 
 from executors.probabilistic import ProbabilisticExecutor
 from nsvqa.config import HelpFormatter
+from nsvqa.evaluation.inputs import probability_cut
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "data" / "examples"
@@ -90,7 +91,8 @@ def get_args_parser() -> argparse.ArgumentParser:
     p.add_argument("--noise", type=float, default=0.2, help="weight of the random noise in soft likelihoods")
     p.add_argument("--exist", type=float, default=0.9, help="detection probability in soft likelihoods")
     p.add_argument("--seed", type=int, default=0, help="numpy seed of the soft likelihoods")
-    p.add_argument("--threshold", type=float, default=0.7, help="threshold of the probabilistic threshold mode")
+    p.add_argument("--threshold", type=probability_cut, default=0.7,
+                   help="threshold of the probabilistic threshold mode, in (0, 1]")
     p.add_argument("--question-width", type=int, default=46, help="characters of the question column")
     return p
 

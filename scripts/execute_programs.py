@@ -45,6 +45,7 @@ from executors.scene import SceneLikelihoods
 from nsvqa.artifacts.programs import read_programs
 from nsvqa.artifacts.records import check_same_image
 from nsvqa.config import HelpFormatter, check_outputs
+from nsvqa.evaluation.inputs import probability_cut
 from nsvqa.fileio import atomic_open
 
 PROG = "execute_programs.py"
@@ -63,7 +64,8 @@ def get_args_parser() -> argparse.ArgumentParser:
     p.add_argument("--executor", choices=("deterministic", "probabilistic"), default="deterministic", help="which executor runs the programs")
     p.add_argument("--mode", choices=("threshold", "exact"), default="threshold",
                    help="probabilistic count/exist mode (default: threshold)")
-    p.add_argument("--threshold", type=float, default=0.7, help="probabilistic threshold mode cut (default: 0.7)")
+    p.add_argument("--threshold", type=probability_cut, default=0.7,
+                   help="probabilistic threshold mode cut, in (0, 1] (default: 0.7)")
     p.add_argument("--likelihoods", type=Path, default=None,
                    help="JSON {'scenes': [SceneLikelihoods.to_json() with image_index]} for the probabilistic "
                         "executor (default: one-hot likelihoods from the scenes)")

@@ -17,7 +17,7 @@ from pathlib import Path
 from nsvqa.config import HelpFormatter
 from nsvqa.fileio import FolderInUse, OutputNotWritable, check_writable
 from nsvqa.generation.dataset import (PROFILES, QUESTION_SETS, SPLITS, check_no_shrink, check_same_settings,
-                                     generate_split, job_for)
+                                     generate_split, image_side, job_for)
 from nsvqa.generation.variants import VariantError, list_variants
 
 
@@ -45,8 +45,8 @@ def get_args_parser() -> argparse.ArgumentParser:
     p.add_argument("--shard", type=_shard, default=(0, 1), help="i/N: render the indices k with k %% N == i (default 0/1: all of them)")
     p.add_argument("--profile", choices=sorted(PROFILES), default="mini",
                    help="image size: " + ", ".join(f"{k} {v.width}x{v.height}" for k, v in sorted(PROFILES.items())))
-    p.add_argument("--width", type=int, help="overrides the profile's width")
-    p.add_argument("--height", type=int, help="overrides the profile's height")
+    p.add_argument("--width", type=image_side, help="overrides the profile's width (16 to 4096)")
+    p.add_argument("--height", type=image_side, help="overrides the profile's height (16 to 4096)")
     p.add_argument("--questions", choices=sorted(QUESTION_SETS), default="object+part",
                    help="question set: 'object' is the paper's (10 per image, CLEVR 1.0 templates); "
                         "'object+part' adds 10 part questions per image")

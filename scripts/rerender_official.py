@@ -21,7 +21,7 @@ from PIL import Image
 from executors import load_ontology
 from nsvqa.config import HelpFormatter, parse_checked
 from nsvqa.fileio import write_atomic, write_json_atomic
-from nsvqa.generation.dataset import png_bytes
+from nsvqa.generation.dataset import image_side, png_bytes
 from nsvqa.generation.official import OfficialFormatError, OfficialRelease, index_scenes
 from nsvqa.generation.renderer import Renderer, RendererUnavailable
 from nsvqa.generation.rerender import colour_gaps, rerender_scene
@@ -36,8 +36,8 @@ def get_args_parser() -> argparse.ArgumentParser:
     p.add_argument("--images", type=Path, help="the image folder (default: RELEASE/images)")
     p.add_argument("--range", default="0-9", metavar="FIRST-LAST", help="image_index range (default 0-9)")
     p.add_argument("--look", default="v1", help="this generator's render look (nsvqa.generation.looks): v1 (default), v2")
-    p.add_argument("--width", type=int, default=320, help="image width in pixels")
-    p.add_argument("--height", type=int, default=240, help="image height in pixels")
+    p.add_argument("--width", type=image_side, default=320, help="image width in pixels (16 to 4096)")
+    p.add_argument("--height", type=image_side, default=240, help="image height in pixels (16 to 4096)")
     p.add_argument("--out", type=Path, required=True, help="report folder")
     return p
 

@@ -19,7 +19,9 @@ and the field, and the file or questions file it disagrees with.
 """
 from __future__ import annotations
 
+import argparse
 import json
+import math
 import os
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -118,4 +120,19 @@ def check_prediction_files(cells: Mapping[CellKey, Sequence[Sequence[Prediction]
             reference.setdefault(key.test, (str(path), {p.question_index: (p.answer, p.question_hash) for p in preds}))
 
 
-__all__ = ["check_prediction_files"]
+def probability_cut(text: str) -> float:
+    """An argparse ``type`` for a probabilistic executor's threshold: a number in (0, 1].
+
+    Raises:
+        argparse.ArgumentTypeError: anything else (the value named).
+    """
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0.0 < value <= 1.0:  # NaN fails too
+        raise argparse.ArgumentTypeError(f"expected a probability in (0, 1], got {text!r}")
+    return value
+
+
+__all__ = ["check_prediction_files", "probability_cut"]
