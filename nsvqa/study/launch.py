@@ -214,9 +214,10 @@ def plan_jobs(todo: Sequence[Piece], data: str | os.PathLike, runs: str | os.Pat
     last_in_folder: dict[Path, str] = {}
     scene_trainer: dict[Path, str] = {}
     world = opts.nodes * max(opts.gpus_per_node, 1)
-    gpus = min(opts.gpus_per_node, 1)
+    gpus = 1 if opts.device.startswith("cuda") else 0  # a piece trains on one device
     for piece in todo:
-        reads = [data_job[k] for k in data_needs([piece], data, cfg) if k in data_job]
+        mine = data_needs([piece], data, cfg)
+        reads = [name for k, name in data_job.items() if k in mine]  # in the order the data jobs were made
         folder = run_folder(piece, runs, cfg)
         after_any = (last_in_folder[folder],) if folder in last_in_folder else ()
         after_ok = list(reads)
@@ -433,38 +434,46 @@ def submit_slurm(jobs: Sequence[Job], code: str | os.PathLike, opts: LaunchOptio
 def run_local(jobs: Sequence[Job], code: str | os.PathLike, opts: LaunchOptions, *, poll_s: float = 0.5,
               echo: Callable[[str], None] = print) -> dict[str, str]:
     """Run ``jobs`` on this machine, ``opts.parallel`` at a time (submitit's LocalExecutor: one
-    process each, its time limit, requeued on timeout), each when the jobs it waits for have ended
-    (``after_ok``: succeeded); returns job name -> ``done``, ``failed`` or ``skipped`` (a job
-    it waited for failed)."""
+    process per task, its time limit, requeued when it runs out), each when the jobs it waits for
+    have ended (``after_ok``: succeeded). With a CUDA device the machine has ``opts.gpus_per_node``
+    GPUs (at least 1): a job starts when its GPUs are free and sees only those
+    (``CUDA_VISIBLE_DEVICES``). Returns job name -> ``done``, ``failed`` or ``skipped`` (a job it
+    needed failed)."""
     submitit = require_submitit("local")
+    names = {j.name for j in jobs}
+    free = list(range(max(opts.gpus_per_node, 1))) if opts.device.startswith("cuda") else []
     state: dict[str, str] = {}
-    running: dict[str, Any] = {}
+    running: dict[str, tuple[Any, list[int]]] = {}
     waiting = list(jobs)
     while waiting or running:
-        for name, sj in list(running.items()):
+        for name, (sj, gpus) in list(running.items()):
             if sj.done():
                 del running[name]
+                free += gpus
                 try:
                     sj.result()
                     state[name] = "done"
                 except Exception as e:  # the job's failure, reported by submitit with its traceback
                     state[name] = "failed"
-                    echo(f"{name}: failed ({str(e).strip().splitlines()[-1] if str(e).strip() else e!r}); "
-                         f"log: {Path(opts.folder) / sj.job_id}")
+                    last = [line for line in str(e).splitlines() if line.strip()][-1:] or [repr(e)]
+                    echo(f"{name}: failed ({last[0].strip()}); log: {Path(opts.folder) / sj.job_id}")
         for job in list(waiting):
             if any(state.get(n) in ("failed", "skipped") for n in job.after_ok):
                 waiting.remove(job)
                 state[job.name] = "skipped"
                 echo(f"{job.name}: not started (a job it needs failed: {', '.join(job.after_ok)})")
                 continue
-            if len(running) >= opts.parallel or any(n not in state for n in (*job.after_ok, *job.after_any)
-                                                    if n in {j.name for j in jobs}):
+            want = job.gpus_per_node * job.nodes if opts.device.startswith("cuda") else 0
+            if (len(running) >= opts.parallel or len(free) < want
+                    or any(n in names and n not in state for n in (*job.after_ok, *job.after_any))):
                 continue
+            gpus, free = free[:want], free[want:]
             ex = submitit.LocalExecutor(folder=Path(opts.folder) / "%j", max_num_timeout=opts.requeues)
-            ex.update_parameters(timeout_min=job.minutes, tasks_per_node=job.tasks, gpus_per_node=job.gpus_per_node)
-            running[job.name] = ex.submit(ScriptJob(job.name, job.argv, code, job.tasks))
+            ex.update_parameters(timeout_min=job.minutes, tasks_per_node=job.tasks, gpus_per_node=len(gpus),
+                                 visible_gpus=tuple(gpus))
+            running[job.name] = (ex.submit(ScriptJob(job.name, job.argv, code, job.tasks)), gpus)
             waiting.remove(job)
-            echo(f"started {job.name} ({job.minutes} min limit)")
+            echo(f"started {job.name} ({job.minutes} min limit" + (f", GPUs {gpus}" if gpus else "") + ")")
         if running:
             time.sleep(poll_s)
     return state
@@ -485,6 +494,8 @@ def launch(todo: Sequence[Piece], data: str | os.PathLike, runs: str | os.PathLi
     if opts.launcher not in ("local", "slurm"):
         raise LaunchError(f"launcher {opts.launcher!r}: expected local or slurm (sequential runs in the script)")
     require_submitit(opts.launcher)  # one line before any work when the extra is missing
+    if opts.launcher == "local" and opts.nodes != 1:
+        raise LaunchError(f"the local launcher runs on this one machine: --nodes {opts.nodes} needs slurm")
     results_config(results, cfg)
     if not (Path(results) / STUDY_FILE).exists():
         write_json_atomic(Path(results) / STUDY_FILE, cfg.to_json(), indent=1)
