@@ -77,5 +77,6 @@ def get(name: str) -> Baseline:
 from . import cnn_lstm, film, lstm, mdetr, nscl, random_majority  # noqa: E402,F401
 from . import film_dense, objtf  # noqa: E402,F401  (after film and lstm: they build on them)
 from . import film_trace  # noqa: E402,F401  (after film_dense: it builds on it)
+from . import regionmac  # noqa: E402,F401  (after objtf: it builds on it)
 
 __all__ = ["Baseline", "UnknownBaseline", "register", "names", "get", "PROFILE_NAMES"]
