@@ -447,3 +447,30 @@ def test_with_two_jobs_the_question_parser_trains_in_a_second_process(suite, tmp
     assert (run.question_dir / "question_parser.pt").is_file() and (run.scene_dir / "attributes.pt").is_file()
     assert "supervised step" in (run.path / "question_parser.log").read_text() + \
         (run.question_dir / "train.log").read_text()
+
+
+def test_a_finished_run_resumes_from_its_moved_data_root_and_refuses_other_data(suite, trained, tmp_path,
+                                                                                load_script, capsys):
+    import shutil
+
+    from nsvqa.fileio import sha256_file
+
+    moved, runs = tmp_path / "moved", tmp_path / "runs"
+    shutil.copytree(suite, moved)
+    shutil.copytree(trained, runs)
+    checkpoints = {p: sha256_file(p) for p in runs.rglob("*.pt")}
+    argv = ["--variant", "mid", "--out", str(runs), "--factor", "visual", "--models", MODELS, *TINY]
+    assert load_script("train_variant").main(["--data", str(moved), *argv]) == 0  # the same data, moved
+    assert {p: sha256_file(p) for p in runs.rglob("*.pt")} == checkpoints  # nothing trained again
+    assert json.loads((runs / "mid" / "config.json").read_text())["config"]["data"] == str(moved)
+    other = tmp_path / "other"
+    shutil.copytree(moved, other)
+    manifest = json.loads((other / "hard" / "manifest.json").read_text())
+    manifest["generator_version"] = "another"
+    (other / "hard" / "manifest.json").write_text(json.dumps(manifest))
+    capsys.readouterr()
+    assert load_script("train_variant").main(["--data", str(other), *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1, err
+    assert f"field 'data' was '{moved}', now '{other}'; the data at {other} is not the data the run was made " \
+           f"with at {moved}" in err
