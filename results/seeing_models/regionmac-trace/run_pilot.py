@@ -1,0 +1,18 @@
+"""regionmac-trace (issue 64, point 3) on the study's mid at the mini profile, image-shuffle scored:
+the scene parser, its detector and its parses of runs/study/mid[-seed<SEED>] (TrainSpec.scene_runs;
+the run's train and val parses are made there first when it lacks them), the study's declared
+settings (results/study/study.json). ``PYTHONPATH=<checkout> python
+results/seeing_models/regionmac-trace/run_pilot.py [SEED]`` (default 0, the point-1 rerun of
+mid-seed0-modular) writes runs/seeing-regionmac/mid[-seed<SEED>]."""
+import logging, sys, torch
+from nsvqa.experiment import TrainSpec, train_variant
+import baselines  # noqa: F401  (registers the baseline models)
+logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+torch.set_num_threads(2)
+seed = int(sys.argv[1]) if len(sys.argv) > 1 else 0
+scene = dict(mode="agnostic", attr_parts=False, det_iterations=600, det_eval_every=300, det_min_stride=8,
+             det_anchor_sizes=(16, 32, 64, 128))
+spec = TrainSpec(profile="mini", scene_overrides=scene, question_overrides={"steps": 1600}, jobs=1, progress=False,
+                 parse_min_score=0.05, scene_runs="runs/study", image_shuffle=True)
+print(train_variant("data/generated/study", "mid", "runs/seeing-regionmac", models=["regionmac-trace"], spec=spec,
+                    seed=seed, tests=["mid"]))
