@@ -332,7 +332,8 @@ class ScriptJob:
         print(f"{self.name}: {shlex.join(self.command())}", flush=True)
         self._child = subprocess.Popen(self.command(), env=env, cwd=self.code,
                                        preexec_fn=lambda: signal.signal(signal.SIGUSR2, signal.SIG_IGN))
-        rc = self._child.wait()
+        while (rc := self._child.poll()) is None:  # not wait(): its lock would block checkpoint()'s reaping
+            time.sleep(0.5)
         if rc != 0:
             raise LaunchError(f"job {self.name}: {SCRIPT} exited with status {rc} (its output is above)")
         return rc
@@ -342,13 +343,17 @@ class ScriptJob:
         from submitit.helpers import DelayedSubmission  # optional dependency: only inside a job
 
         child = self._child
-        if child is not None and child.poll() is None:
-            child.send_signal(signal.SIGINT)
+        if child is not None and child.returncode is None:
             try:
-                child.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                child.kill()
-                child.wait()
+                child.send_signal(signal.SIGINT)
+                for _ in range(600):  # reaped here: this runs in a signal handler, maybe inside poll()
+                    if os.waitpid(child.pid, os.WNOHANG)[0]:
+                        break
+                    time.sleep(0.1)
+                else:
+                    child.kill()
+            except (ChildProcessError, ProcessLookupError):
+                pass  # already gone
         return DelayedSubmission(ScriptJob(self.name, self.argv, self.code, self.tasks))
 
 

@@ -13,7 +13,7 @@ import pytest
 NSVQA = Path(__file__).resolve().parents[2] / "nsvqa"
 STUDY = NSVQA / "study"
 #: a module may import the study's modules of a lower floor only
-FLOORS = {"config": 0, "systematic": 1, "findings": 1, "report": 2, "run": 2, "scale": 3}
+FLOORS = {"config": 0, "systematic": 1, "findings": 1, "report": 2, "run": 2, "scale": 3, "launch": 3}
 #: what the plan and the report never load: training runs, the experiment driver, torch
 HEAVY = ("torch", "nsvqa.training", "nsvqa.experiment")
 

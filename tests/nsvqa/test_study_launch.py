@@ -1,0 +1,144 @@
+"""nsvqa.study.launch without a study run: the jobs' data agree with what a piece reads, a parsers job
+trains with the piece's own spec, the paper config's GPU schedules resolve, and a job preempted by
+its scheduler is requeued with the same call."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import baselines  # noqa: F401  (registers the baselines' models, as the scripts do)
+from nsvqa import models as registry
+from nsvqa.study import STUDY, SCENE_GROUPS, StudyConfig, piece_setup, study_pieces
+from nsvqa.study.launch import (LaunchOptions, ScriptJob, data_needs, piece_spec, run_folder, scaled_estimate,
+                                time_limit)
+
+REPO = Path(__file__).resolve().parents[2]
+PAPER = REPO / "data" / "study" / "paper.json"
+
+
+def test_the_data_jobs_make_every_split_a_piece_reads():
+    from nsvqa.study.run import _data_splits
+
+    for piece in study_pieces(STUDY):
+        setup = piece_setup(piece, "D", "R", STUDY)
+        needs = data_needs([piece], "D", STUDY)
+        got = {e["variant"]: set(e["splits"]) for e in needs.values()}
+        assert got == {v: set(s) for v, s in _data_splits(piece, setup).items()}, piece.name
+        assert all(e["root"] == setup.data for e in needs.values())
+    keys = data_needs(study_pieces(STUDY), "D", STUDY)
+    assert "mid" in keys and "parts/mid" in keys  # the part extension's data are a dataset of their own
+
+
+def test_the_run_folders_and_time_limits():
+    by_name = {p.name: p for p in study_pieces(STUDY)}
+    assert run_folder(by_name["mid-seed0-modular"], "R") == run_folder(by_name["mid-seed0-film"], "R") == Path("R/mid")
+    assert run_folder(by_name["mid-seed1-modular"], "R") == Path("R/mid-seed1")
+    assert run_folder(by_name["mid-seed0-parts"], "R") == Path("R/parts/mid")
+    opts = LaunchOptions(margin=0.5, floor_minutes=30, unprojected_minutes=240)
+    assert [time_limit(m, opts) for m in (100, 10, None)] == [150, 30, 240]
+
+
+def test_a_parsers_job_trains_with_the_spec_the_piece_trains_with(tmp_path, monkeypatch):
+    import nsvqa.study.run as run
+
+    got = {}
+    monkeypatch.setattr(run, "generate_piece_data", lambda *a, **k: None)
+
+    def stop(*a, spec, **k):
+        got["spec"] = spec
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(run, "train_variant", stop)
+    piece = next(p for p in study_pieces(STUDY) if p.name == "rd--seed0-modular")  # borrows mid's scene parser
+    with pytest.raises(KeyboardInterrupt):
+        run.run_piece(piece, tmp_path / "data", tmp_path / "runs", tmp_path / "results", STUDY, jobs=1,
+                      device="cpu", progress=False, echo=lambda s: None)
+    assert piece_spec(piece, tmp_path / "data", tmp_path / "runs", STUDY, jobs=1, device="cpu",
+                      progress=False) == got["spec"]
+
+
+def test_the_paper_config_has_the_papers_sizes_and_a_gpu_schedule_for_every_network():
+    from nsvqa.training.question_config import QuestionParserConfig
+    from nsvqa.training.scene_config import SceneParserConfig
+
+    cfg = StudyConfig.from_json(json.loads(PAPER.read_text()), source=str(PAPER))
+    assert (cfg.sizes.train, cfg.sizes.val, cfg.sizes.test) == (20000, 5000, 5000)
+    assert cfg.questions == "object" and cfg.image_profile == "full" and cfg.profile == "full"
+    pieces = study_pieces(cfg)
+    assert len({p.name for p in pieces}) == len(pieces) > len(study_pieces(STUDY))  # nothing dropped
+    sc = SceneParserConfig.from_profile("D", cfg.profile, **cfg.scene_overrides)
+    assert (sc.det_iterations, sc.det_batch, sc.attr_epochs, sc.mode) == (30000, 16, 100, "agnostic")
+    assert QuestionParserConfig.from_profile("D", cfg.profile, **cfg.question_overrides).steps == 20000
+    for name in sorted({registry.parse_spec(m).name for p in pieces for m in p.models}):
+        model = registry.get(name)
+        if model.trainable:
+            model.config("D", cfg.profile, **dict(cfg.model_overrides.get(name, {})))  # resolves, checked
+    assert any(p.group in SCENE_GROUPS for p in pieces)
+
+
+def test_the_paper_estimate_scales_each_step_by_its_work_and_says_it_is_one(tmp_path):
+    measured = tmp_path / "results"
+    done = measured / "pieces" / "mid-seed1-modular"
+    done.mkdir(parents=True)
+    steps = {"scene_parser": 1500.0, "question_parser": 300.0, "test_mid": 60.0, "total": 1860.0}
+    (done / "piece.json").write_text(json.dumps({"seconds": {"total": 1800.0, "attempts": [{"steps": steps}]}}))
+    small = StudyConfig(groups={"modular": ("nsvqa",)}, part_factor=None, shuffle_groups=(), seeds=(0, 1),
+                        factors=(), dropped=())
+    big = StudyConfig.from_json({**small.to_json(), "sizes": {"train": 20000, "val": 5000, "test": 6000},
+                                 "scene_overrides": {**small.to_json()["scene_overrides"], "det_iterations": 1200}})
+    est = scaled_estimate(measured, small, big, gpu_speedup=10)
+    assert est["estimate"] is True and est["ratios"]["scene"] == 2 and est["ratios"]["test"] == 20
+    row = {r["piece"]: r["measured_scale_minutes"] for r in est["rows"]}
+    assert row["mid-seed0-modular"] == pytest.approx(30 * 2 + 1 * 20)  # parsers phase 30 min, one test of 1 min
+    assert est["gpu_hours"] == pytest.approx(est["machine_hours"] / 10)
+
+
+FAKE_SCRIPT = '''import json, os, sys, time
+out = sys.argv[1]
+runs = [json.loads(l) for l in open(out)] if os.path.exists(out) else []
+with open(out, "a") as f:
+    f.write(json.dumps({k: os.environ.get(k) for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_PORT",
+                                                       "NSVQA_FROZEN_CODE")}) + "\\n")
+if len(runs) == 0:
+    try:
+        time.sleep(60)
+    except KeyboardInterrupt:
+        with open(out + ".interrupted", "w") as f:
+            f.write("stopped")
+        sys.exit(130)
+'''
+
+
+def test_a_job_near_its_time_limit_is_interrupted_and_requeued_with_the_same_call(tmp_path):
+    submitit = pytest.importorskip("submitit")
+    code = tmp_path / "code"
+    (code / "scripts").mkdir(parents=True)
+    (code / "scripts" / "run_study.py").write_text(FAKE_SCRIPT)
+    out = tmp_path / "calls.jsonl"
+    ex = submitit.LocalExecutor(folder=tmp_path / "jobs" / "%j", max_num_timeout=3)
+    # the warning signal (USR2, as SLURM sends before the time limit or a preemption) 10 s into the job
+    ex.update_parameters(timeout_min=1, signal_delay_s=50)
+    job = ex.submit(ScriptJob("fake", [str(out)], code))
+    assert job.result() == 0
+    calls = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(calls) >= 2 and (tmp_path / "calls.jsonl.interrupted").read_text() == "stopped"
+    assert calls[0]["NSVQA_FROZEN_CODE"] == str(code) and calls[0]["WORLD_SIZE"] is None
+
+
+def test_a_job_of_several_tasks_gives_each_its_rank(tmp_path):
+    submitit = pytest.importorskip("submitit")
+    code = tmp_path / "code"
+    (code / "scripts").mkdir(parents=True)
+    (code / "scripts" / "run_study.py").write_text("import json, os, sys\n"
+                                                  "open(sys.argv[1] + os.environ['RANK'], 'w').write(json.dumps("
+                                                  "{k: os.environ[k] for k in ('RANK', 'LOCAL_RANK', 'WORLD_SIZE', "
+                                                  "'MASTER_ADDR', 'MASTER_PORT')}))\n")
+    ex = submitit.LocalExecutor(folder=tmp_path / "jobs" / "%j")
+    ex.update_parameters(timeout_min=5, tasks_per_node=2)
+    job = ex.submit(ScriptJob("ddp", [str(tmp_path / "rank")], code, tasks=2))
+    job.results()
+    ranks = [json.loads((tmp_path / f"rank{r}").read_text()) for r in (0, 1)]
+    assert [(r["RANK"], r["LOCAL_RANK"], r["WORLD_SIZE"]) for r in ranks] == [("0", "0", "2"), ("1", "1", "2")]
+    assert ranks[0]["MASTER_PORT"] == ranks[1]["MASTER_PORT"] and ranks[0]["MASTER_ADDR"]
