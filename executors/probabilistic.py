@@ -48,6 +48,7 @@ from .errors import ExecutionError, InvalidObjectReference, UniquenessError
 from .kernels import (NumpyBackend, TorchBackend, cumsum, exactly_one, part_marginal, point_count, poisson_binomial,
                       yes_no)
 from .ontology import Ontology
+from . import single
 from .program import Program
 from .scene import SceneLikelihoods, SymbolicScene, spatial_likelihood
 from .schedule import (_OBJ, _PART, _VAL, COUNT, EQUAL_INT, EQUAL_OBJECT, EQUAL_VALUE, EXIST, FILTER,  # noqa: F401
@@ -121,10 +122,8 @@ class SceneBatch:
     """
 
     def __init__(self, liks: Sequence[SceneLikelihoods], onto: Ontology, be, with_parts: bool):
-        self.onto = onto
         self.n_objects = [len(l) for l in liks]
         S, N = len(liks), max([1, *self.n_objects])
-        self.N = N
         attrs = list(onto.attributes)
         K = sum(len(onto.values(a)) for a in attrs)
         E = np.zeros((S, N))
@@ -143,38 +142,72 @@ class SceneBatch:
                 p = l.attributes[a]
                 m = (p @ p.T) * (1.0 - np.eye(n))
                 SAME[s, k, :n, :n] = m * l.exist[None, :]
-        # filter columns: value columns mapped to filter values (a category keeps its shapes)
-        cols, self.filter_col = [], {}
-        off = 0
-        for a in attrs:
-            vals = onto.values(a)
-            for v in onto.filter_values(a):
-                col = np.zeros(K)
-                for m in onto.matching(a, v):
-                    col[off + vals.index(m)] = 1.0
-                self.filter_col[(a, v)] = len(cols)
-                cols.append(col)
-            off += len(vals)
+        self._finish(onto, be, E, A, R, SAME)
+        self.has_parts = with_parts and onto.has_parts
+        if self.has_parts:
+            self._build_parts(liks, onto, attrs, be)
+
+    @classmethod
+    def from_symbolic(cls, scenes: Sequence[SymbolicScene], onto: Ontology, be) -> "SceneBatch":
+        """The batch of the one-hot likelihoods of ``scenes`` (:meth:`SceneLikelihoods.from_scene`),
+        without parts, made at once for all scenes: the same arrays as ``SceneBatch([from_scene(s)
+        for s in scenes], onto, be, False)``."""
+        self = cls.__new__(cls)
+        n_obj = self.n_objects = [len(s) for s in scenes]
+        S, N = len(scenes), max([1, *n_obj])
+        attrs = list(onto.attributes)
+        column = _value_columns(onto)  # attribute -> {value: column in A}
+        K = sum(len(onto.values(a)) for a in attrs)
+        cols = np.full((len(attrs), S, N), -1, dtype=np.intp)  # value column of each object
+        rs, rr, ri, rj = [], [], [], []
+        rel_index = {r: k for k, r in enumerate(onto.relations)}
+        for s, sc in enumerate(scenes):
+            n = n_obj[s]
+            if n:
+                for k, a in enumerate(attrs):
+                    c = column[a]
+                    cols[k, s, :n] = [c[o[a]] for o in sc.objects]
+                for r, lists in sc.relation_lists().items():
+                    for i, js in enumerate(lists):
+                        if js:
+                            rs += [s] * len(js)
+                            rr += [rel_index[r]] * len(js)
+                            ri += [i] * len(js)
+                            rj += js
+        present = np.arange(N)[None, :] < np.asarray(n_obj)[:, None]  # (S, N)
+        E = present.astype(float)
+        A = np.zeros((S, N, K))
+        s_idx, i_idx = np.nonzero(present)
+        for k in range(len(attrs)):
+            A[s_idx, i_idx, cols[k, s_idx, i_idx]] = 1.0
+        R = np.zeros((S, len(onto.relations), N, N))
+        R[rs, rr, ri, rj] = 1.0
+        same = cols[:, :, :, None] == cols[:, :, None, :]  # (attrs, S, N, N)
+        same &= present[None, :, None, :] & present[None, :, :, None]
+        same &= ~np.eye(N, dtype=bool)
+        SAME = same.transpose(1, 0, 2, 3).astype(float)
+        self._finish(onto, be, E, A, R, SAME)
+        self.has_parts = False
+        return self
+
+    def _finish(self, onto: Ontology, be, E: np.ndarray, A: np.ndarray, R: np.ndarray, SAME: np.ndarray) -> None:
+        """The derived tables of (S, N) existence, (S, N, K) attributes, (S, 4, N, N) relations and
+        (S, n_attr, N, N) same-attribute likelihoods, both times e_j."""
+        self.onto = onto
+        S, N, K = A.shape
+        self.N, self.K, self.be = N, K, be
+        t = _filter_tables(onto)
+        self.filter_col, self.ones_col, self.n_filter_cols = t["filter_col"], t["ones_col"], t["n_filter_cols"]
+        self.attr_mask, self.attr_index = t["attr_mask"], t["attr_index"]
+        # filter columns: value columns mapped to filter values (a category keeps its shapes);
         # the last column is all ones: a filter chain narrower than its group is padded with it
-        self.ones_col, self.n_filter_cols = len(cols), len(cols) + 1
-        F = np.concatenate([A @ np.stack(cols, axis=1), np.ones((S, N, 1))], axis=2)
-        self.attr_mask = np.zeros((len(attrs), K))
-        self.attr_index = {a: k for k, a in enumerate(attrs)}
-        off = 0
-        for k, a in enumerate(attrs):
-            self.attr_mask[k, off:off + len(onto.values(a))] = 1.0
-            off += len(onto.values(a))
-        self.K = K
-        self.be = be
+        F = np.concatenate([A @ t["columns"], np.ones((S, N, 1))], axis=2)
         # flat per-(scene, parameter) tables: row scene * n + parameter
         Ft = F.transpose(0, 2, 1).reshape(S * F.shape[2], N)
         self.E, self.A, self.Ft = map(be.asarray, (E, A, Ft))
         self.Rf = be.asarray(R.reshape(-1, N, N))
         self.SAMEf = be.asarray(SAME.reshape(-1, N, N))
         self.attr_mask_t = be.asarray(self.attr_mask)
-        self.has_parts = with_parts and onto.has_parts
-        if self.has_parts:
-            self._build_parts(liks, onto, attrs, be)
 
     def _build_parts(self, liks, onto, attrs, be) -> None:
         names = onto.part_names
@@ -266,10 +299,30 @@ class ProbabilisticExecutor:
             trace: bool = True) -> ExecutionResult:
         """Execute one program; returns the answer, its distribution and a per-step trace.
 
+        On numpy a program without part functions runs on Python floats (:mod:`executors.single`):
+        in float64 whatever ``dtype``, so its distribution and trace may differ from
+        :meth:`execute`'s (float32 by default) by float32 rounding; trace rows are float64 arrays.
+
         Raises:
             InvalidProgram, TypeMismatch: malformed program.
             UniquenessError: ``unique`` on a set that holds exactly one element with probability 0.
         """
+        steps = single.plan(program, self.ontology) if self.be.name == "numpy" else None
+        if steps is not None:
+            try:
+                program.validate(self.ontology)
+            except ExecutionError as e:
+                raise e.with_context("question 0")  # as prepare names it
+            if type(likelihoods) is SymbolicScene:
+                tabs = single.symbolic_tables(likelihoods, _filter_tables(self.ontology))
+            else:
+                tabs = single.tables(self._scene_batch([likelihoods], False))
+            out, dist, tr, conf = single.run(self, program, steps, tabs, self._space(len(tabs[1])), trace)
+            if isinstance(out, ExecutionError):
+                if trace:
+                    out.trace, out.confidence = tr, conf
+                raise out
+            return ExecutionResult(out, program.validate(self.ontology)[-1], tr, dist, conf)
         if self.be.name == "numpy":
             batch = self._prepare_one(program, likelihoods)
         else:
@@ -297,7 +350,7 @@ class ProbabilisticExecutor:
             InvalidProgram, TypeMismatch: a malformed program (message names the question).
             InvalidObjectReference: a scene index outside ``likelihoods``.
         """
-        liks = [_one_hot(l) if isinstance(l, SymbolicScene) else l for l in likelihoods]
+        liks = likelihoods
         si = np.asarray(scene_index, dtype=np.intp).reshape(-1)
         if len(si) != len(programs):
             raise ValueError(f"{len(programs)} programs but {len(si)} scene indices")
@@ -312,7 +365,7 @@ class ProbabilisticExecutor:
             except ExecutionError as e:
                 raise e.with_context(f"question {i}")
         with_parts = any(n.function == "object2part" for p in programs for n in p.nodes)
-        scenes = self._scene_batch(liks, likelihoods, with_parts)
+        scenes = self._scene_batch(likelihoods, with_parts)
         space = self._space(scenes.N)
         chunks = []
         for start in range(0, max(len(programs), 1), self.max_batch):
@@ -328,9 +381,8 @@ class ProbabilisticExecutor:
             types = program.validate(self.ontology)
         except ExecutionError as e:
             raise e.with_context("question 0")  # as prepare names it
-        liks = [_one_hot(likelihoods) if isinstance(likelihoods, SymbolicScene) else likelihoods]
         with_parts = "object2part" in [n.function for n in program.nodes]
-        scenes = self._scene_batch(liks, [likelihoods], with_parts)
+        scenes = self._scene_batch([likelihoods], with_parts)
         space = self._space(scenes.N)
         sched = schedule_single(program, types, 0, scenes, self.ontology)
         t = types[-1]
@@ -338,15 +390,26 @@ class ProbabilisticExecutor:
                              sched["final_rows"], [t], self._answer_row(space, t), sched["node_slots"],
                              sched["part_row"], _ZERO_INDEX, (program,))
 
-    def _scene_batch(self, liks: list, likelihoods: Sequence, with_parts: bool) -> SceneBatch:
-        if len(likelihoods) == 1 and isinstance(likelihoods[0], SymbolicScene):
-            # one symbolic scene (a question at a time): its arrays are made once per scene
+    def _scene_batch(self, likelihoods: Sequence, with_parts: bool) -> SceneBatch:
+        """The :class:`SceneBatch` of ``likelihoods`` (symbolic scenes read as their one-hot
+        likelihoods); of one symbolic scene (a question at a time), made once per scene."""
+        onto = self.ontology
+        symbolic = all(type(l) is SymbolicScene for l in likelihoods)
+        if symbolic and not (with_parts and onto.has_parts):
+            with_parts = False  # object programs, or no parts in the ontology: the same batch
+        if len(likelihoods) == 1 and symbolic:
             derived = likelihoods[0]._derived
             key = (self.be.name, self.be.dtype, getattr(self.be, "device", None), with_parts)
             scenes = derived.get(key)
             if scenes is None:
-                scenes = derived[key] = SceneBatch(liks, self.ontology, self.be, with_parts)
+                scenes = derived[key] = self._new_batch(likelihoods, symbolic, with_parts)
             return scenes
+        return self._new_batch(likelihoods, symbolic, with_parts)
+
+    def _new_batch(self, likelihoods: Sequence, symbolic: bool, with_parts: bool) -> SceneBatch:
+        if symbolic and not with_parts:
+            return SceneBatch.from_symbolic(likelihoods, self.ontology, self.be)
+        liks = [_one_hot(l) if isinstance(l, SymbolicScene) else l for l in likelihoods]
         return SceneBatch(liks, self.ontology, self.be, with_parts)
 
     def _answer_row(self, space: ValueSpace, answer_type: str) -> np.ndarray:
@@ -589,3 +652,55 @@ def _one_hot(scene: SymbolicScene) -> SceneLikelihoods:
     if lik is None:
         lik = scene._derived["likelihoods"] = SceneLikelihoods.from_scene(scene)
     return lik
+
+
+def _value_columns(onto: Ontology) -> dict:
+    """attribute -> {value: its column in the stacked attribute table A}, made once per ontology."""
+    cache = onto.cache("probabilistic.value_columns")
+    out = cache.get("columns")
+    if out is None:
+        out, off = {}, 0
+        for a in onto.attributes:
+            vals = onto.values(a)
+            out[a] = {v: off + k for k, v in enumerate(vals)}
+            off += len(vals)
+        cache["columns"] = out
+    return out
+
+
+def _filter_tables(onto: Ontology) -> dict:
+    """The tables of :class:`SceneBatch` that depend on the ontology alone, made once per ontology:
+    the (K, C) matrix from attribute values to filter columns, each (attribute, filter value)'s
+    column, the column of ones, the per-attribute masks of the K value columns."""
+    cache = onto.cache("probabilistic.filter_tables")
+    t = cache.get("tables")
+    if t is None:
+        attrs = list(onto.attributes)
+        K = sum(len(onto.values(a)) for a in attrs)
+        cols, filter_col = [], {}
+        off = 0
+        for a in attrs:
+            vals = onto.values(a)
+            for v in onto.filter_values(a):
+                col = np.zeros(K)
+                for m in onto.matching(a, v):
+                    col[off + vals.index(m)] = 1.0
+                filter_col[(a, v)] = len(cols)
+                cols.append(col)
+            off += len(vals)
+        attr_mask = np.zeros((len(attrs), K))
+        off = 0
+        for k, a in enumerate(attrs):
+            attr_mask[k, off:off + len(onto.values(a))] = 1.0
+            off += len(onto.values(a))
+        match = {}  # (attribute, value) -> (its column in A, the filter columns that keep it)
+        off = 0
+        for a in attrs:
+            for k, v in enumerate(onto.values(a)):
+                match[(a, v)] = (off + k, tuple(c for (b, f), c in filter_col.items()
+                                                if b == a and v in onto.matching(a, f)))
+            off += len(onto.values(a))
+        t = cache["tables"] = {"columns": np.stack(cols, axis=1), "filter_col": filter_col, "matching_columns": match,
+                               "ones_col": len(cols), "n_filter_cols": len(cols) + 1,
+                               "attr_mask": attr_mask, "attr_index": {a: k for k, a in enumerate(attrs)}}
+    return t
