@@ -43,6 +43,7 @@ from typing import ClassVar, Sequence
 import numpy as np
 import torch
 from torch import nn
+from torch.nn import functional as F
 from torchvision.ops import MultiScaleRoIAlign
 from tqdm import tqdm
 
@@ -73,9 +74,9 @@ class RegionMACConfig(ObjMACTraceConfig):
     ``hops`` steps, ``trace_weight`` 1, the extra questions, ``train_tokens`` / ``parses`` /
     ``min_exist`` / ``max_tokens`` as objtf reads them) with the tokens of the module docstring:
     ``roi_size`` (the side of the pooled grid), ``fpn_channels`` (the detector's FPN channels: the
-    study's Lite0 FPN has 64; a detector of another width is refused by name), ``detector`` (a ``detector.pt``; empty: the one the
-    parse's header names), ``feature_batch`` (images per detector forward when the maps are
-    computed). ``part_tokens`` and ``tie_tokens`` must stay off: a region has no part rows and no
+    study's Lite0 FPN has 64; a detector of another width is refused by name), ``detector`` (a
+    ``detector.pt``; empty: the one the parse's header names), ``feature_batch`` (images per
+    detector forward when the maps are computed). ``part_tokens`` and ``tie_tokens`` must stay off: a region has no part rows and no
     attribute columns to tie to words.
 
     The defaults are the ``mini`` profile: objmac-trace's reasoner and schedule (6 hops of width 128,
@@ -167,8 +168,9 @@ def split_maps(detector: nn.Module, detector_sha256: str, folder: Path, split: s
     files = sorted(p.name for p in images.glob("*.png"))
     if not files:
         raise FileNotFoundError(f"{images}: no images")
-    probe, sized = fpn_maps(detector, read_image(images / files[0])[None])
-    h, w = read_image(images / files[0]).shape[-2:]
+    first = read_image(images / files[0])
+    probe, sized = fpn_maps(detector, first[None])
+    h, w = first.shape[-2:]
     key = image_key(images, files, backbone=BACKBONE, weights_sha256=detector_sha256, size=(h, w),
                     strides=sorted(probe))
 
@@ -248,8 +250,14 @@ class RegionMACNet(ObjTFNet):
         if tokens is not None:
             valid = tokens[..., 0] > 0.5
             region = tokens[..., HEAD_FEATURES:].float()
-            if valid.any():
-                region = region.masked_scatter(valid[..., None], self.region_norm(region[valid]))
+            n = int(valid.sum())
+            if n:
+                bn = self.region_norm
+                # one region alone has no batch statistics: it is normalised with the running ones
+                batch_stats = self.training and n > 1
+                normed = F.batch_norm(region[valid], bn.running_mean, bn.running_var, bn.weight, bn.bias,
+                                      batch_stats, bn.momentum, bn.eps)
+                region = region.masked_scatter(valid[..., None], normed)
             tokens = torch.cat([tokens[..., :HEAD_FEATURES].float(), region * valid[..., None]], -1)
         return super().forward(words, lengths, tokens, reads=reads)
 

@@ -14,7 +14,8 @@ import torch
 
 import baselines
 from baselines.objtf import HEAD_FEATURES
-from baselines.regionmac import BACKBONE, RegionMACTraceBaseline, region_tokens, split_maps, load_detector
+from baselines.regionmac import (BACKBONE, RegionMACNet, RegionMACTraceBaseline, load_detector, region_tokens,
+                                 split_maps)
 from executors import DeterministicExecutor, Program, SceneLikelihoods, SymbolicScene, load_ontology
 from executors.errors import FormatError
 from nsvqa.artifacts.likelihoods import Detection, LikelihoodsHeader, ParsedSceneRecord, write_likelihoods
@@ -130,6 +131,21 @@ def test_tokens_pool_the_detectors_maps_at_the_boxes_and_cache_them(tmp_path):
     np.testing.assert_allclose(t[0, 0, 2:7], [0.9, 30 / W, 20 / H, 42 / W, 32 / H], rtol=1e-6)  # highest first
     region = t[0, :2, HEAD_FEATURES:]
     assert not torch.allclose(region[0], region[1]) and torch.isfinite(region).all()
+
+
+def test_network_normalises_valid_regions_only():
+    torch.manual_seed(0)
+    net = RegionMACNet(10, 5, HEAD_FEATURES + 8, torch.full((5,), -1), dim=16, heads=2, layers=1, ff=16, mlp_hidden=16,
+                       dropout=0.0, hops=2)
+    words, lengths = torch.tensor([[1, 2, 3]]), torch.tensor([3])
+    tokens = torch.zeros(1, 4, HEAD_FEATURES + 8)
+    tokens[0, 0, 0], tokens[0, 0, HEAD_FEATURES:] = 1.0, torch.randn(8)
+    logits, reads = net(words, lengths, tokens, reads=True)  # training, one region: the running statistics
+    assert logits.shape == (1, 5) and reads.shape == (1, 2, 5) and torch.isfinite(logits).all()
+    net.eval()
+    padded = tokens.clone()
+    padded[0, 1:, HEAD_FEATURES:] = 1e3  # padding rows (valid 0) with garbage: not read
+    torch.testing.assert_close(net(words, lengths, padded), net(words, lengths, tokens))
 
 
 def test_trains_predicts_and_round_trips_its_checkpoint(tmp_path):

@@ -1,7 +1,7 @@
 """Linear probes of object attributes from regionmac-trace's region features on the first N (160) training
 images of the study's mid (ground-truth boxes, pretrained/mid-mini's detector, 4 x 4 RoIs); reads only, writes no cache.
 ``PYTHONPATH=$PWD .venv/bin/python results/seeing_models/regionmac-trace/probe_features.py [N] [ROI]``."""
-import json, sys, time, torch, numpy as np
+import sys, time, torch, numpy as np
 torch.set_num_threads(2)
 from pathlib import Path
 from baselines.regionmac import load_detector, fpn_maps, region_tokens
