@@ -668,7 +668,9 @@ def add_training_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--models", default=",".join(DEFAULT_MODELS),
                    help=f"comma-separated labels; registered: {', '.join(registry.names())} "
                         f"(+gtprog: ground-truth programs, for {', '.join(n for n in registry.names() if registry.get(n).supports_gt_programs)})")
-    p.add_argument("--profile", choices=registry.PROFILE_NAMES, default="mini", help="parser and model profile")
+    p.add_argument("--profile", choices=registry.PROFILE_NAMES, default="mini",
+                   help="parser and model profile; tiny is a smoke profile that does not learn, demo the smallest "
+                        "that does")
     p.add_argument("--seed", type=int, nargs="+", default=[0], help="one run per seed")
     p.add_argument("--split", default="test", help="split of the test variants")
     p.add_argument("--jobs", type=int, default=1,
