@@ -45,7 +45,6 @@ import logging
 import multiprocessing
 import os
 import shutil
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -53,7 +52,8 @@ from typing import Any, Callable, Mapping, Sequence
 
 from nsvqa import models as registry
 from nsvqa.config import parse_overrides
-from nsvqa.fileio import check_writable, read_json_record, sha256_file, sha256_folder, write_json_atomic
+from nsvqa.fileio import (check_writable, read_json_record, sha256_file, sha256_folder, temporary_folder,
+                          write_json_atomic)
 from nsvqa.generation.suite import SUITE_PROFILES
 from nsvqa.generation.variants import FACTORS, get_factor, load_variant
 from nsvqa.models import ModelSpec, PredictInputs, UnknownModel
@@ -481,7 +481,7 @@ def write_shuffled_predictions(run: VariantRun, data: Path, split: str, specs: S
     if len({q.image_index for q in questions}) < 2:
         return {}
     out = {}
-    tmp = Path(tempfile.mkdtemp(prefix=".shuffle-", dir=run.path))
+    tmp = temporary_folder(run.path, "shuffle")  # swept by the next run if this one is killed
     try:
         view, _ = shuffled_view(data, split, tmp, seed, questions=questions)
         for spec in specs:

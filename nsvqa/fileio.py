@@ -19,6 +19,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import socket
 import tempfile
 import time
@@ -80,7 +81,8 @@ def is_stale_temporary(path: str | os.PathLike, now: float | None = None) -> boo
 
 def sweep_temporaries(folder: str | os.PathLike, recursive: bool = False) -> list[Path]:
     """Remove the stale temporaries (:func:`is_stale_temporary`) in ``folder`` (and its sub-folders
-    when ``recursive``); a missing folder is fine. Live writers' temporaries are kept.
+    when ``recursive``): files of :func:`atomic_open` and folders of :func:`temporary_folder`; a
+    missing folder is fine. Live writers' temporaries are kept.
 
     Returns:
         the paths removed.
@@ -89,14 +91,26 @@ def sweep_temporaries(folder: str | os.PathLike, recursive: bool = False) -> lis
     if not folder.is_dir():
         return []
     removed = []
-    for path in (folder.rglob(f".*{TMP_SUFFIX}") if recursive else folder.glob(f".*{TMP_SUFFIX}")):
-        if path.is_file() and is_stale_temporary(path):
-            try:
+    for path in list(folder.rglob(f".*{TMP_SUFFIX}") if recursive else folder.glob(f".*{TMP_SUFFIX}")):
+        if path.is_symlink() or not is_stale_temporary(path):
+            continue
+        try:
+            if path.is_dir():
+                shutil.rmtree(path)  # its links are removed, not followed
+            else:
                 path.unlink()
-            except FileNotFoundError:
-                continue
-            removed.append(path)
+        except FileNotFoundError:
+            continue
+        removed.append(path)
     return removed
+
+
+def temporary_folder(parent: str | os.PathLike, name: str) -> Path:
+    """A new folder ``PARENT/.<name>.<host>-<pid>.<random>.tmp`` for a job's scratch files: the
+    caller removes it; when the job is killed before, :func:`sweep_temporaries` of ``parent``
+    removes it once its writer is gone."""
+    Path(parent).mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix=f".{name}.{_writer()}.", suffix=TMP_SUFFIX, dir=parent))
 
 
 class OutputNotWritable(OSError):

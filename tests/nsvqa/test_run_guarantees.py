@@ -87,3 +87,14 @@ def test_two_writers_of_one_split_the_second_is_refused_naming_the_holder(load_s
     assert rc == 2 and err.count("\n") == 1, err
     assert f"easy: split easy/test in use by process {os.getppid()} on thathost" in err
     assert not (tmp_path / "easy" / "images").exists()
+
+
+def test_a_killed_runs_scratch_folder_is_swept_without_following_its_links(tmp_path):
+    data = tmp_path / "data" / "mid"
+    data.mkdir(parents=True)
+    (data / "keep.json").write_text("{}")
+    scratch = tmp_path / "run" / f".shuffle.{_host()}-{_dead_pid()}.abcdefgh.tmp"
+    (scratch / "mid").mkdir(parents=True)
+    (scratch / "mid" / "images").symlink_to(data)
+    RunDir(tmp_path / "run", {"seed": 0}).close()
+    assert not scratch.exists() and (data / "keep.json").exists()
