@@ -456,12 +456,11 @@ def run_local(jobs: Sequence[Job], code: str | os.PathLike, opts: LaunchOptions,
                 del running[name]
                 free += gpus
                 try:
-                    sj.result()
+                    sj.results()  # every task's
                     state[name] = "done"
-                except Exception as e:  # the job's failure, reported by submitit with its traceback
+                except Exception:  # the job's failure: its traceback is in its log
                     state[name] = "failed"
-                    last = [line for line in str(e).splitlines() if line.strip()][-1:] or [repr(e)]
-                    echo(f"{name}: failed ({last[0].strip()}); log: {Path(opts.folder) / sj.job_id}")
+                    echo(f"{name}: failed; its log: {Path(opts.folder) / sj.job_id}/{sj.job_id}_*_log.err")
         for job in list(waiting):
             if any(state.get(n) in ("failed", "skipped") for n in job.after_ok):
                 waiting.remove(job)
