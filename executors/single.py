@@ -140,7 +140,7 @@ def exactly_one(p: list) -> tuple[list, float] | None:
     for j in range(n - 1, -1, -1):  # prod_{k > j} (1 - p_k)
         w[j] *= acc
         acc *= 1.0 - p[j]
-    z = math.fsum(w)
+    z = sum(w)
     if z > 0.0:
         return [x / z for x in w], z
     certain = sum(1 for x in p if x >= 1.0)
@@ -226,24 +226,29 @@ def run(ex, program, steps: list, tabs: tuple, space, trace: bool) -> tuple[Any,
         elif code == QUERY:
             lo, hi = space.attr_slices[param]
             q = out[ins[0]][1]
-            r = ("v", lo, [math.fsum([qn * row[k] for qn, row in zip(q, A) if qn]) for k in range(lo, hi)])
+            d = None
+            for qn, row in zip(q, A):
+                if qn:
+                    seg = row[lo:hi]
+                    d = [qn * x for x in seg] if d is None else [s + qn * x for s, x in zip(d, seg)]
+            r = ("v", lo, d if d is not None else [0.0] * (hi - lo))
         elif code == EQUAL_VALUE:
-            y = math.fsum([x * y for x, y in zip(out[ins[0]][2], out[ins[1]][2])])
+            y = sum([x * y for x, y in zip(out[ins[0]][2], out[ins[1]][2])])
             r = ("v", space.yes, [y, 1.0 - y])
         elif code == EQUAL_OBJECT:
-            y = math.fsum([x * y for x, y in zip(out[ins[0]][1], out[ins[1]][1])])
+            y = sum([x * y for x, y in zip(out[ins[0]][1], out[ins[1]][1])])
             r = ("v", space.yes, [y, 1.0 - y])
         else:  # EQUAL_INT, LESS, GREATER
             m_, n_ = out[ins[0]][2], out[ins[1]][2]
             if code == EQUAL_INT:
-                y = math.fsum([x * y for x, y in zip(m_, n_)])
+                y = sum([x * y for x, y in zip(m_, n_)])
             else:
                 cn, acc = [], 0.0
                 for x in n_:  # P(n <= k)
                     acc += x
                     cn.append(acc)
-                y = (math.fsum([x * (1.0 - c) for x, c in zip(m_, cn)]) if code == LESS
-                     else math.fsum([x * (c - y_) for x, c, y_ in zip(m_, cn, n_)]))
+                y = (sum([x * (1.0 - c) for x, c in zip(m_, cn)]) if code == LESS
+                     else sum([x * (c - y_) for x, c, y_ in zip(m_, cn, n_)]))
             r = ("v", space.yes, [y, 1.0 - y])
         out.append(r)
         conf.append(z)
@@ -253,7 +258,7 @@ def run(ex, program, steps: list, tabs: tuple, space, trace: bool) -> tuple[Any,
         tr = []
         for r in out:
             if r[0] == "o":
-                tr.append(np.array(r[1][:n]))
+                tr.append(np.array(r[1][:n], dtype=float))
             else:
                 lo = r[1]
                 tr.append({labels[lo + k]: x for k, x in enumerate(r[2]) if x > 0})
@@ -275,5 +280,5 @@ def _vec_mat(q: list, m: list) -> list:
     for qi, row in zip(q, m):
         if qi:
             s = [qi * x for x in row] if s is None else [a + qi * x for a, x in zip(s, row)]
-    return s if s is not None else [0.0] * len(m)
+    return s if s is not None else [0.0] * len(m[0])
 
