@@ -408,8 +408,18 @@ def submit_slurm(jobs: Sequence[Job], code: str | os.PathLike, opts: LaunchOptio
                  echo: Callable[[str], None] = print) -> dict[str, str]:
     """Submit ``jobs`` to SLURM in order (``sbatch`` through submitit's SlurmExecutor), each with
     its time limit, partition, GPUs and ``--dependency`` on the jobs it waits for; returns job name
-    -> SLURM job id (also written to ``FOLDER/submitted.json``, merged over earlier launches')."""
+    -> SLURM job id (also written to ``FOLDER/submitted.json``, merged over earlier launches').
+
+    Raises:
+        LaunchError: ``squeue`` still lists a job of an earlier launch (its pieces would run twice).
+    """
     submitit = require_submitit("slurm")
+    path = Path(opts.folder) / "submitted.json"
+    old = json.loads(path.read_text()) if path.is_file() else {}
+    alive = _queued(old.values())
+    if alive:
+        raise LaunchError(f"jobs of an earlier launch are still queued or running ({', '.join(sorted(alive))}; "
+                          f"{path}): a second launch would run their pieces twice; wait for them or scancel them")
     ids: dict[str, str] = {}
     for job in jobs:
         ex = submitit.SlurmExecutor(folder=Path(opts.folder) / "%j", max_num_timeout=opts.requeues)
@@ -430,10 +440,21 @@ def submit_slurm(jobs: Sequence[Job], code: str | os.PathLike, opts: LaunchOptio
         ids[job.name] = ex.submit(ScriptJob(job.name, job.argv, code, job.tasks)).job_id
         echo(f"submitted {job.name}: SLURM job {ids[job.name]} ({job.minutes} min"
              + (f", after {dep}" if dep else "") + ")")
-    path = Path(opts.folder) / "submitted.json"
-    old = json.loads(path.read_text()) if path.is_file() else {}
     write_json_atomic(path, {**old, **ids}, indent=1)
     return ids
+
+
+def _queued(ids: Sequence[str] | Any) -> set[str]:
+    """The SLURM job ids of ``ids`` that ``squeue`` still lists (pending, running, requeued)."""
+    ids = [str(i) for i in ids]
+    if not ids:
+        return set()
+    try:
+        out = subprocess.run(["squeue", "-h", "-o", "%i", "-j", ",".join(ids)], capture_output=True, text=True,
+                             timeout=60).stdout
+    except (OSError, subprocess.SubprocessError) as e:
+        raise LaunchError(f"squeue: {e} (needed to see whether an earlier launch's jobs still run)") from None
+    return {line.split("_")[0].strip() for line in out.splitlines() if line.strip()} & set(ids)
 
 
 def run_local(jobs: Sequence[Job], code: str | os.PathLike, opts: LaunchOptions, *, poll_s: float = 0.5,

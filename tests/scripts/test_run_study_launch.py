@@ -81,13 +81,14 @@ def test_without_the_extra_the_default_works_and_a_launcher_fails_in_one_line(tm
 
 
 def _fake_slurm(bin_dir: Path, log: Path) -> None:
-    """sbatch (copies each script to ``log``, answers a new job id), srun, squeue and sacct on PATH."""
+    """sbatch (copies each script to ``log``, answers a new job id), srun, squeue (lists the ids in
+    ``log.queued``) and sacct on PATH."""
     bin_dir.mkdir()
     log.mkdir()
     scripts = {
         "sbatch": f'#!/bin/sh\nn=$(ls "{log}" | wc -l)\nid=$((1000 + n))\ncp "$1" "{log}/$id.sh"\n'
                   f'echo "Submitted batch job $id"\n',
-        "srun": "#!/bin/sh\nexit 0\n", "squeue": "#!/bin/sh\nexit 0\n",
+        "srun": "#!/bin/sh\nexit 0\n", "squeue": f'#!/bin/sh\ncat "{log}.queued" 2>/dev/null\nexit 0\n',
         "sacct": "#!/bin/sh\necho 'JobID|State|NodeList'\n"}
     for name, text in scripts.items():
         (bin_dir / name).write_text(text)
@@ -159,6 +160,12 @@ def test_slurm_gets_a_script_per_job_with_its_partition_time_gpus_and_dependenci
     assert (par["nodes"], par["ntasks-per-node"], par["gpus-per-node"]) == ("2", "4", "4")
     assert sent["mid-seed0-modular"][1]["dependency"] == f"afterok:{sent['parsers-mid-seed0-modular'][0]}"
     assert sent["mid-seed0-modular"][1]["gpus-per-node"] == "1"
+    # a launch while squeue still lists an earlier one's job would run its pieces twice: refused
+    Path(f"{log}.queued").write_text(f"{sent['mid-seed0-film'][0]}\n")
+    assert main(["--data", str(tmp_path / "data"), "--runs", str(tmp_path / "runs"), "--results", str(results),
+                 "--launcher", "slurm", "--only", "mid-seed0-film", "--code", str(code)]) == 2
+    assert f"jobs of an earlier launch are still queued or running ({sent['mid-seed0-film'][0]};" \
+        in capsys.readouterr().err
 
 
 def test_two_pieces_side_by_side_predict_what_they_predict_one_after_the_other(sequential, tmp_path):
