@@ -53,6 +53,9 @@ from nsvqa.config import HelpFormatter
 PROG = "run_study.py"
 #: set in the environment of a run from a frozen copy (--frozen): the copy's folder
 FROZEN = "NSVQA_FROZEN_CODE"
+#: the committed pieces whose steps, scaled, estimate a study at another scale (--estimate, and the
+#: time limits of a launch into a folder without committed pieces of its own)
+ESTIMATE_FROM = Path(__file__).resolve().parents[1] / "results" / "study"
 
 
 def get_args_parser() -> argparse.ArgumentParser:
@@ -122,7 +125,8 @@ def get_args_parser() -> argparse.ArgumentParser:
     g.add_argument("--time-margin", type=float, default=0.5,
                    help="a job's time limit is its projection (--budget) times 1 + this")
     g.add_argument("--time-unprojected", type=int, default=240, metavar="MINUTES",
-                   help="the time limit of a job nothing projects (data generation, a group never measured)")
+                   help="the time limit of a job nothing projects (data generation, a group never measured); a "
+                        "piece that RESULTS' own committed pieces do not project is projected by --estimate's scaling")
     g.add_argument("--requeues", type=int, default=3, help="times a timed-out job is requeued")
     g.add_argument("--launch-folder", type=Path, default=None,
                    help="submitit's scripts, pickles and logs (default RUNS/launch/jobs; on a shared filesystem)")
@@ -138,7 +142,8 @@ def get_args_parser() -> argparse.ArgumentParser:
                    help="print the compute of this config's plan, estimated from results/study's measured steps "
                         "(an estimate: the work of each step scaled, then divided by --gpu-speedup)")
     g.add_argument("--gpu-speedup", type=float, default=100.0,
-                   help="--estimate: assumed throughput of one GPU over the 2-core CPU results/study was measured on")
+                   help="--estimate and a launch's time limits on a CUDA device: assumed throughput of one GPU over "
+                        "the 2-core CPU results/study was measured on")
     return p
 
 
@@ -197,7 +202,9 @@ def _launch(args: argparse.Namespace, todo: list, cfg: StudyConfig) -> int:
                          partition=args.partition, account=args.account, cpus_per_task=args.cpus_per_task,
                          slurm=dict(kv.split("=", 1) for kv in args.slurm), margin=args.time_margin,
                          unprojected_minutes=args.time_unprojected, requeues=args.requeues,
-                         folder=(args.launch_folder or args.runs / "launch" / "jobs").resolve())
+                         folder=(args.launch_folder or args.runs / "launch" / "jobs").resolve(),
+                         estimate_from=ESTIMATE_FROM if args.results.resolve() != ESTIMATE_FROM.resolve() else None,
+                         gpu_speedup=args.gpu_speedup)
     out = launch(todo, args.data, args.runs, args.results, cfg, opts, Path(code).resolve(),
                  echo=lambda s: print(f"{PROG}: {s}", file=sys.stderr))
     if args.launcher == "slurm":
@@ -286,7 +293,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"{args.results / SCALE_RESULTS}", file=sys.stderr)
             return 0
         if args.estimate:
-            measured = Path("results/study")
+            measured = ESTIMATE_FROM
             est = scaled_estimate(measured, results_config(measured), cfg, gpu_speedup=args.gpu_speedup)
             print(f"ESTIMATE (not measured): {est['pieces']} pieces, {est['machine_hours']:,.0f} hours of the 2-core CPU "
                   f"that measured {measured}'s steps, {est['gpu_hours']:,.0f} GPU-hours at an assumed "

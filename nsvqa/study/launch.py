@@ -82,6 +82,11 @@ class LaunchOptions:
             committed piece has measured).
         requeues: how many times a timed-out job is requeued (a preempted one always is).
         folder: submitit's folder (scripts, pickles, logs), on a filesystem every node sees.
+        estimate_from: a results folder of committed pieces (``results/study``) whose steps, scaled
+            to this study (:func:`scaled_estimate`), project the pieces its own results do not
+            (a new folder at another scale); None: such pieces get ``unprojected_minutes``.
+        gpu_speedup: the assumed throughput of one GPU over the machine ``estimate_from`` was
+            measured on, for pieces on a CUDA device (1 on a CPU).
     """
 
     launcher: str = "local"
@@ -101,6 +106,8 @@ class LaunchOptions:
     unprojected_minutes: int = 240
     requeues: int = 3
     folder: Path = Path("runs/study/launch")
+    estimate_from: Path | None = None
+    gpu_speedup: float = 100.0
 
 
 @dataclass(frozen=True)
@@ -197,6 +204,12 @@ def plan_jobs(todo: Sequence[Piece], data: str | os.PathLike, runs: str | os.Pat
     """
     if projected is None:
         projected = {p["piece"]: p["minutes"] for p in budget(results, cfg)["pending"]}
+        if opts.estimate_from is not None and any(projected.get(p.name) is None for p in todo):
+            speedup = opts.gpu_speedup if opts.device.startswith("cuda") else 1.0
+            est = scaled_estimate(opts.estimate_from, results_config(opts.estimate_from), cfg, gpu_speedup=speedup)
+            scaled = {r["piece"]: r["measured_scale_minutes"] / speedup for r in est["rows"]}
+            projected = {p.name: projected.get(p.name) if projected.get(p.name) is not None
+                         else scaled.get(p.name) for p in todo}
     common = ("--data", str(Path(data).resolve()), "--runs", str(Path(runs).resolve()),
               "--results", str(Path(results).resolve()), "--no-progress",
               *(("--threads", str(opts.threads)) if opts.threads else ()))
@@ -434,8 +447,8 @@ def submit_slurm(jobs: Sequence[Job], code: str | os.PathLike, opts: LaunchOptio
         dep = _dependency(job, ids)
         if dep:
             params["dependency"] = dep
-        if opts.slurm:
-            params["additional_parameters"] = dict(opts.slurm)
+        # a job whose afterok can no longer be met leaves the queue instead of pending forever
+        params["additional_parameters"] = {"kill_on_invalid_dep": "yes", **opts.slurm}
         ex.update_parameters(**params)
         ids[job.name] = ex.submit(ScriptJob(job.name, job.argv, code, job.tasks)).job_id
         echo(f"submitted {job.name}: SLURM job {ids[job.name]} ({job.minutes} min"

@@ -142,3 +142,24 @@ def test_a_job_of_several_tasks_gives_each_its_rank(tmp_path):
     ranks = [json.loads((tmp_path / f"rank{r}").read_text()) for r in (0, 1)]
     assert [(r["RANK"], r["LOCAL_RANK"], r["WORLD_SIZE"]) for r in ranks] == [("0", "0", "2"), ("1", "1", "2")]
     assert ranks[0]["MASTER_PORT"] == ranks[1]["MASTER_PORT"] and ranks[0]["MASTER_ADDR"]
+
+
+def test_a_new_folder_at_the_papers_scale_gets_time_limits_from_the_shipped_studys_steps_scaled(tmp_path):
+    from nsvqa.study import results_config
+    from nsvqa.study.launch import plan_jobs
+
+    cfg = StudyConfig.from_json(json.loads(PAPER.read_text()), source=str(PAPER))
+    shipped = REPO / "results" / "study"
+    todo = [p for p in study_pieces(cfg) if p.name in ("mid-seed0-modular", "mid-seed0-film")]
+    opts = LaunchOptions(launcher="slurm", device="cuda", estimate_from=shipped, gpu_speedup=100)
+    jobs = {j.name: j for j in plan_jobs(todo, tmp_path / "data", tmp_path / "runs", tmp_path / "results", cfg, opts)}
+    est = {r["piece"]: r["measured_scale_minutes"] / 100
+           for r in scaled_estimate(shipped, results_config(shipped), cfg, gpu_speedup=100)["rows"]}
+    for name in ("mid-seed0-modular", "mid-seed0-film"):
+        assert jobs[name].minutes == time_limit(est[name], opts)
+    assert jobs["mid-seed0-modular"].minutes > 8 * 60  # its scene parser's 30,000 iterations at batch 16
+    assert jobs["mid-seed0-film"].after_any == ("mid-seed0-modular",)
+    # without the shipped steps, nothing projects them
+    bare = plan_jobs(todo, tmp_path / "data", tmp_path / "runs", tmp_path / "results", cfg,
+                     LaunchOptions(launcher="slurm", device="cuda"))
+    assert {j.minutes for j in bare if j.kind == "piece"} == {240}

@@ -144,7 +144,10 @@ def test_slurm_gets_a_script_per_job_with_its_partition_time_gpus_and_dependenci
     # time limits: the projection (committed modular steps: parsers 30 min, 1 min a test) x 1.5, at least 30 min
     assert sent["mid-seed0-modular"][1]["time"] == str(int(-(-(30 + 3 * 1) * 1.5 // 1)))  # 3 tests: 50 min
     assert sent["rd--seed0-modular"][1]["time"] == "30"  # a borrower's steps are unmeasured: the floor
-    assert sent["mid-seed0-film"][1]["time"] == sent["data-mid"][1]["time"] == "240"  # nothing projects them
+    assert sent["data-mid"][1]["time"] == "240"  # nothing projects data generation
+    # no committed film piece here: the shipped study's film steps (results/study), on a GPU: the floor
+    assert sent["mid-seed0-film"][1]["time"] == "30"
+    assert sent["mid-seed0-film"][1]["kill-on-invalid-dep"] == "yes"  # not pending forever after a failure
     assert json.loads((tmp_path / "runs" / "launch" / "jobs" / "submitted.json").read_text()) == ids
     # several GPUs: each modular piece's parsers train data-parallel in a job of their own, before the piece
     for p in log.iterdir():
