@@ -307,14 +307,15 @@ class ProbabilisticExecutor:
             InvalidProgram, TypeMismatch: malformed program.
             UniquenessError: ``unique`` on a set that holds exactly one element with probability 0.
         """
-        steps = single.plan(program, self.ontology) if self.be.name == "numpy" else None
+        onto = self.ontology
+        steps = single.plan(program, onto) if self.be.name == "numpy" else None
         if steps is not None:
             try:
-                program.validate(self.ontology)
+                types = program.validate(onto)
             except ExecutionError as e:
                 raise e.with_context("question 0")  # as prepare names it
-            if type(likelihoods) is SymbolicScene:
-                tabs = single.symbolic_tables(likelihoods, _filter_tables(self.ontology))
+            if type(likelihoods) is SymbolicScene and likelihoods.ontology is onto:
+                tabs = likelihoods._derived.get("single") or single.symbolic_tables(likelihoods, _filter_tables(onto))
             else:
                 tabs = single.tables(self._scene_batch([likelihoods], False))
             out, dist, tr, conf = single.run(self, program, steps, tabs, self._space(len(tabs[1])), trace)
@@ -322,7 +323,7 @@ class ProbabilisticExecutor:
                 if trace:
                     out.trace, out.confidence = tr, conf
                 raise out
-            return ExecutionResult(out, program.validate(self.ontology)[-1], tr, dist, conf)
+            return ExecutionResult(out, types[-1], tr, dist, conf)
         if self.be.name == "numpy":
             batch = self._prepare_one(program, likelihoods)
         else:

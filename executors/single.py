@@ -92,38 +92,38 @@ def symbolic_tables(scene, filter_tables: dict) -> tuple:
     objs = scene.objects
     n = len(objs)
     N = max(1, n)
-    rng = range(n)
-    E = [1.0] * n + [0.0] * (N - n)
+    pad = (0.0,) * (N - n)
+    zero_row = (0.0,) * N
+    E = (1.0,) * n + pad
     match = filter_tables["matching_columns"]  # (attribute, value) -> (value column, filter columns)
     C = filter_tables["ones_col"]
-    Ft = [[0.0] * N for _ in range(C)] + [[1.0] * N]
+    Ft = [[0.0] * N for _ in range(C)]
     K = filter_tables["columns"].shape[0]
     A = [[0.0] * K for _ in range(N)]
-    attrs = onto.attributes
     SAME = []
-    for a in attrs:
+    for a in onto.attributes:
         vals = [o[a] for o in objs]
         for i, v in enumerate(vals):
             kv, cs = match[(a, v)]
             A[i][kv] = 1.0
             for c in cs:
                 Ft[c][i] = 1.0
-        SAME.append([[1.0 if j != i and vals[j] == vals[i] else 0.0 for j in rng] + [0.0] * (N - n)
-                     for i in rng] + [[0.0] * N for _ in range(N - n)])
+        SAME.append(tuple([tuple([1.0 if w == v and j != i else 0.0 for j, w in enumerate(vals)]) + pad
+                           for i, v in enumerate(vals)]) + (zero_row,) * (N - n))
     lists = scene.relation_lists()
     R = []
     for r in onto.relations:
-        m = [[0.0] * N for _ in range(N)]
-        for i, js in enumerate(lists[r]):
-            row = m[i]
+        rows = []
+        for js in lists[r]:
+            row = [0.0] * N
             for j in js:
                 row[j] = 1.0
-        R.append(m)
+            rows.append(tuple(row))
+        R.append(tuple(rows) + (zero_row,) * (N - n))
     # kept as tuples of floats: the garbage collector stops tracking them, so a stream of scenes
     # does not make the collector's full passes (over every object of the process) more frequent
-    t = scene._derived["single"] = (n, tuple(E), tuple(map(tuple, Ft)), tuple(tuple(map(tuple, m)) for m in R),
-                                    tuple(tuple(map(tuple, m)) for m in SAME), tuple(map(tuple, A)),
-                                    filter_tables["filter_col"], filter_tables["attr_index"])
+    t = scene._derived["single"] = (n, E, tuple(map(tuple, Ft)) + ((1.0,) * N,), tuple(R), tuple(SAME),
+                                    tuple(map(tuple, A)), filter_tables["filter_col"], filter_tables["attr_index"])
     return t
 
 
@@ -131,13 +131,20 @@ def exactly_one(p: list) -> tuple[list, float] | None:
     """(q, Z) of :func:`executors.kernels.exactly_one` for one set, or None when Z is exactly 0
     (no element, or two certain ones: the deterministic failure)."""
     n = len(p)
+    # the elements with p = 0 contribute factors 1 (exact no-ops): the products run over the others
+    nz = [j for j in range(n) if p[j] != 0.0]
+    if len(nz) == 1:  # w = p_j, Z = p_j, q = 1 at j
+        j = nz[0]
+        q = [0.0] * n
+        q[j] = p[j] / p[j]
+        return q, p[j]
     w = list(p)
     acc = 1.0
-    for j in range(n):  # prod_{k < j} (1 - p_k)
+    for j in nz:  # prod_{k < j} (1 - p_k)
         w[j] *= acc
         acc *= 1.0 - p[j]
     acc = 1.0
-    for j in range(n - 1, -1, -1):  # prod_{k > j} (1 - p_k)
+    for j in reversed(nz):  # prod_{k > j} (1 - p_k)
         w[j] *= acc
         acc *= 1.0 - p[j]
     z = sum(w)
@@ -160,9 +167,17 @@ def exactly_one(p: list) -> tuple[list, float] | None:
 def poisson_binomial(p: list) -> list:
     """Distribution of the number of elements (N + 1 entries) of independent memberships ``p``."""
     d = [1.0] + [0.0] * len(p)
-    for j, pj in enumerate(p):
+    m = 0  # elements taken so far that may be members: d[k] = 0 for k > m
+    for pj in p:
+        if pj == 0.0:  # d unchanged (d[k] * 1 + d[k-1] * 0 is d[k] exactly)
+            continue
+        m += 1
+        if pj == 1.0:  # d shifted by one (d[k] * 0 + d[k-1] * 1 is d[k-1] exactly)
+            d[1:m + 1] = d[:m]
+            d[0] = 0.0
+            continue
         qj = 1.0 - pj
-        for k in range(j + 1, 0, -1):
+        for k in range(m, 0, -1):
             d[k] = d[k] * qj + d[k - 1] * pj
         d[0] *= qj
     return d
