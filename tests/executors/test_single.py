@@ -88,3 +88,19 @@ def test_part_programs_take_the_batch_path(superclevr, sc_json):
     assert single.plan(prog, superclevr) is None
     scene = SymbolicScene.from_json(sc_json, superclevr)
     assert ProbabilisticExecutor(superclevr).run(prog, scene).answer == "red"
+
+
+def test_count_and_unique_kernels_match_the_batch_kernels():
+    from executors import kernels
+    be = kernels.NumpyBackend("float64")
+    rng = np.random.default_rng(3)
+    for _ in range(200):
+        p = rng.choice([0.0, 1.0, 0.3, 0.9], size=rng.integers(1, 8)).tolist()
+        want = kernels.poisson_binomial(be, np.array([p]))[0]
+        np.testing.assert_allclose(single.poisson_binomial(p), want, atol=1e-12)
+        q, ok, z = kernels.exactly_one(be, np.array([p]))
+        got = single.exactly_one(p)
+        assert (got is not None) == bool(ok[0])
+        if got is not None:
+            np.testing.assert_allclose(got[0], q[0], atol=1e-12)
+            assert got[1] == pytest.approx(float(z[0]))
