@@ -305,14 +305,15 @@ def train_parsers(data: Path, run: VariantRun, spec: TrainSpec, scene: bool, que
             seconds["scene_parser"] = time.perf_counter() - t0
         if question and child is None:
             seconds["question_parser"] = _train_question_parser(data, run, spec, spec.progress)
-    except BaseException:
         if child is not None:
-            child.terminate()
+            child.join()
+    except BaseException:  # a failure or a signal, also while waiting: the second process stops too
+        if child is not None:
+            child.terminate()  # SIGTERM: it checkpoints at the end of its step
             child.join()
             torch.set_num_threads(threads)
         raise
     if child is not None:
-        child.join()
         torch.set_num_threads(threads)  # what follows (models, parsing) has every thread again
         if child.exitcode != 0:
             raise ExperimentError(f"question-parser training failed (exit {child.exitcode}); see {qlog}")

@@ -20,7 +20,7 @@ from pathlib import Path
 from executors.errors import FormatError
 from nsvqa.artifacts import read_questions, read_scenes
 from nsvqa.config import HelpFormatter, parse_checked
-from nsvqa.fileio import write_json_atomic
+from nsvqa.fileio import OutputFile, write_json_atomic
 from nsvqa.generation.stats import shared_question_sets, variant_stats
 from nsvqa.generation.variants import Variant, VariantError, load_variant
 
@@ -28,7 +28,7 @@ from nsvqa.generation.variants import Variant, VariantError, load_variant
 def get_args_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(formatter_class=HelpFormatter, description=__doc__.splitlines()[0])
     p.add_argument("folders", type=Path, nargs="+", help="ROOT/VARIANT folders (each with manifest.json)")
-    p.add_argument("--json", type=Path, help="also write the statistics to this file")
+    p.add_argument("--json", type=OutputFile, help="also write the statistics to this file")
     return p
 
 

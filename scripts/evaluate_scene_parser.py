@@ -24,7 +24,7 @@ import torch
 from nsvqa.config import HelpFormatter, parse_checked
 from nsvqa.evaluation.inputs import probability_cut
 from nsvqa.evaluation.scene_parser import detector_ap, evaluate_parsed, format_table
-from nsvqa.fileio import write_json_atomic
+from nsvqa.fileio import OutputFile, write_json_atomic
 from nsvqa.training.checkpoint import load_checkpoint
 from nsvqa.training.loading import detector_from_checkpoint
 
@@ -38,7 +38,7 @@ def get_args_parser() -> argparse.ArgumentParser:
     p.add_argument("--threads", type=int, default=None, help="with --detector: torch CPU threads")
     p.add_argument("--data", required=True, help="the variant folder ROOT/VARIANT holding the ground truth")
     p.add_argument("--split", default="val", help="the split whose scenes were parsed")
-    p.add_argument("--out", required=True, help="metrics JSON to write")
+    p.add_argument("--out", type=OutputFile, required=True, help="metrics JSON to write")
     p.add_argument("--min-iou", type=float, default=0.5, help="mask IoU for a detection to match ground truth")
     p.add_argument("--threshold", type=probability_cut, default=0.7, help="P-NSVQA count/exist threshold, in (0, 1]")
     p.add_argument("--no-questions", action="store_true", help="skip the executor accuracy")

@@ -21,7 +21,7 @@ import torch
 from executors.errors import FormatError
 from nsvqa.config import HelpFormatter, parse_checked
 from nsvqa.experiment import ExperimentError
-from nsvqa.fileio import write_atomic, write_json_atomic
+from nsvqa.fileio import OutputFolder, write_atomic, write_json_atomic
 from nsvqa.generation.official import OfficialRelease, add_release_args, import_release, parse_split_ranges
 from nsvqa.pretrained import PretrainedError
 from nsvqa.transfer import transfer_markdown, transfer_report
@@ -39,7 +39,7 @@ def get_args_parser() -> argparse.ArgumentParser:
                    help="pretrained:NAME or a folder with scene_parser/ and question_parser/")
     p.add_argument("--trained-on", default="mid", help="the variant the parsers were trained on")
     p.add_argument("--work", type=Path, default=Path("runs/transfer"), help="imported data and run (not committed)")
-    p.add_argument("--out", type=Path, required=True, help="report folder")
+    p.add_argument("--out", type=OutputFolder, required=True, help="report folder")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     return p
 

@@ -46,7 +46,7 @@ from nsvqa.artifacts.programs import read_programs
 from nsvqa.artifacts.records import check_same_image
 from nsvqa.config import HelpFormatter, check_outputs
 from nsvqa.evaluation.inputs import probability_cut
-from nsvqa.fileio import atomic_open
+from nsvqa.fileio import OutputFile, atomic_open
 
 PROG = "execute_programs.py"
 MAX_SHOWN_INVALID = 5
@@ -75,7 +75,7 @@ def get_args_parser() -> argparse.ArgumentParser:
                         "a null program counts as invalid")
     p.add_argument("--ontology", default="auto",
                    help="auto (detect from the scenes), clevr, superclevr or a path to an ontology JSON")
-    p.add_argument("--out", type=Path, default=None, help="write per-question predictions (JSON lines) here")
+    p.add_argument("--out", type=OutputFile, default=None, help="write per-question predictions (JSON lines) here")
     p.add_argument("--limit", type=int, default=None, help="only the first N questions")
     return p
 

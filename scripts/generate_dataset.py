@@ -12,10 +12,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 from nsvqa.config import HelpFormatter
-from nsvqa.fileio import FolderInUse, OutputNotWritable, check_writable
+from nsvqa.fileio import FolderInUse, OutputFolder, OutputNotWritable, check_writable
 from nsvqa.generation.dataset import (PROFILES, QUESTION_SETS, SPLITS, check_no_shrink, check_same_settings,
                                      generate_split, image_side, job_for)
 from nsvqa.generation.variants import VariantError, list_variants
@@ -34,7 +33,7 @@ def _shard(text: str) -> tuple[int, int]:
 def get_args_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0],
                                 formatter_class=HelpFormatter)
-    p.add_argument("--out", type=Path, required=True, help="dataset root (one folder per variant inside)")
+    p.add_argument("--out", type=OutputFolder, required=True, help="dataset root (one folder per variant inside)")
     p.add_argument("--variant", default="mid", help=f"catalogue name ({', '.join(list_variants())})")
     p.add_argument("--split", choices=SPLITS, default="train", help="which split of the variant to generate")
     p.add_argument("--num-images", type=int, required=True,

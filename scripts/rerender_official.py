@@ -20,7 +20,7 @@ from PIL import Image
 
 from executors import load_ontology
 from nsvqa.config import HelpFormatter, parse_checked
-from nsvqa.fileio import write_atomic, write_json_atomic
+from nsvqa.fileio import OutputFolder, write_atomic, write_json_atomic
 from nsvqa.generation.dataset import image_side, png_bytes
 from nsvqa.generation.official import OfficialFormatError, OfficialRelease, index_scenes
 from nsvqa.generation.renderer import Renderer, RendererUnavailable
@@ -38,7 +38,7 @@ def get_args_parser() -> argparse.ArgumentParser:
     p.add_argument("--look", default="v1", help="this generator's render look (nsvqa.generation.looks): v1 (default), v2")
     p.add_argument("--width", type=image_side, default=320, help="image width in pixels (16 to 4096)")
     p.add_argument("--height", type=image_side, default=240, help="image height in pixels (16 to 4096)")
-    p.add_argument("--out", type=Path, required=True, help="report folder")
+    p.add_argument("--out", type=OutputFolder, required=True, help="report folder")
     return p
 
 

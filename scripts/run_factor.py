@@ -26,11 +26,11 @@ from executors.errors import FormatError
 from nsvqa.config import ConfigError, HelpFormatter, check_outputs
 from nsvqa.pretrained import PretrainedError
 from nsvqa.training.checkpoint import CheckpointError
-from nsvqa.fileio import FolderInUse
+from nsvqa.fileio import FolderInUse, OutputFolder
 from nsvqa.training import RunMismatch
 from nsvqa.training.cli import interruptible
 from nsvqa.experiment import ExperimentError, add_training_args, spec_from_args, train_variant
-from nsvqa.generation.dataset import QUESTION_SETS
+from nsvqa.generation.dataset import QUESTION_SETS, SplitSettingsDiffer, SplitWouldShrink
 from nsvqa.generation.suite import SUITE_PROFILES, generate_suite
 from nsvqa.generation.variants import FACTORS, VariantError, load_variant
 from nsvqa.artifacts.predictions import PredictionFormatError
@@ -44,8 +44,8 @@ def get_args_parser() -> argparse.ArgumentParser:
                                 formatter_class=HelpFormatter)
     p.add_argument("--factor", choices=[*FACTORS, "all"], required=True, help="the domain-shift factor whose variants are generated, trained and tested ('all': every factor)")
     p.add_argument("--data", required=True, type=Path, help="dataset root (one folder per variant)")
-    p.add_argument("--runs", required=True, type=Path, help="runs root; each factor gets RUNS/<factor>")
-    p.add_argument("--report", required=True, type=Path, help="report root; each factor gets REPORT/<factor>")
+    p.add_argument("--runs", required=True, type=OutputFolder, help="runs root; each factor gets RUNS/<factor>")
+    p.add_argument("--report", required=True, type=OutputFolder, help="report root; each factor gets REPORT/<factor>")
     p.add_argument("--train-variants", default=None, help="comma-separated subset of the factor's variants to train on")
     p.add_argument("--data-profile", default=None,
                    help=f"split sizes when generating ({', '.join(SUITE_PROFILES)}; default: --profile)")
@@ -110,8 +110,8 @@ def main(argv: list[str] | None = None) -> int:
         try:
             for f in factors:
                 run_one(args, f)
-        except (RunMismatch, FolderInUse, ExperimentError, VariantError, FormatError, CheckpointError,
-                PredictionFormatError, ConfigError, PretrainedError,
+        except (RunMismatch, FolderInUse, SplitWouldShrink, SplitSettingsDiffer, ExperimentError, VariantError,
+                FormatError, CheckpointError, PredictionFormatError, ConfigError, PretrainedError,
                 FileNotFoundError) as e:  # the project's input errors; a bug keeps its traceback
             print(f"{PROG}: error: {e}", file=sys.stderr)
             return 2

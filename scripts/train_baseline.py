@@ -28,7 +28,7 @@ from nsvqa.config import ConfigError, HelpFormatter, parse_checked, parse_overri
 from nsvqa.evaluation import accuracy
 from nsvqa.models import UnknownModel
 from nsvqa.training.checkpoint import CheckpointError
-from nsvqa.fileio import FolderInUse
+from nsvqa.fileio import FolderInUse, OutputFolder
 from nsvqa.training import RunMismatch
 from nsvqa.training.cli import interruptible
 
@@ -40,7 +40,7 @@ def get_args_parser() -> argparse.ArgumentParser:
                                 formatter_class=HelpFormatter)
     p.add_argument("--model", required=True, help=f"baseline name: {', '.join(baselines.names())}")
     p.add_argument("--data", required=True, help="the training variant folder ROOT/VARIANT")
-    p.add_argument("--out", required=True, help="run directory")
+    p.add_argument("--out", type=OutputFolder, required=True, help="run directory")
     p.add_argument("--profile", choices=baselines.PROFILE_NAMES, default="mini", help="the training profile")
     p.add_argument("--seed", type=int, default=0, help="training seed")
     p.add_argument("--device", default="cpu", help="torch device (cpu, cuda)")

@@ -24,7 +24,7 @@ from executors.errors import FormatError
 from nsvqa.config import ConfigError, HelpFormatter, parse_checked
 from nsvqa.pretrained import PretrainedError
 from nsvqa.training.checkpoint import CheckpointError
-from nsvqa.fileio import FolderInUse
+from nsvqa.fileio import FolderInUse, OutputFolder
 from nsvqa.training import RunMismatch
 from nsvqa.training.cli import interruptible
 from nsvqa.experiment import ExperimentError, add_training_args, spec_from_args, train_variant
@@ -38,7 +38,7 @@ def get_args_parser() -> argparse.ArgumentParser:
                                 formatter_class=HelpFormatter)
     p.add_argument("--data", required=True, help="dataset root holding one folder per variant")
     p.add_argument("--variant", required=True, help="the training variant")
-    p.add_argument("--out", required=True, help="runs root (one folder per variant and seed)")
+    p.add_argument("--out", type=OutputFolder, required=True, help="runs root (one folder per variant and seed)")
     p.add_argument("--factor", choices=sorted(FACTORS), default=None,
                    help="test on this factor's variants (default: every factor the variant belongs to)")
     p.add_argument("--tests", default=None, help="comma-separated test variants instead of the factor's")

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
-from nsvqa.generation.dataset import PROFILES, generate_split, job_for
+from nsvqa.generation.dataset import PROFILES, check_no_shrink, check_same_settings, generate_split, job_for
 from nsvqa.generation.variants import FACTORS, load_variant
 
 
@@ -45,15 +45,22 @@ def generate_suite(out: str | Path, factor: str = "all", profile: str = "mini", 
     ``{"<variant>/<split>": generate_split's result}``. ``splits`` (variant -> splits) limits
     what is generated, e.g. only the test split of variants no model is trained on. ``questions``:
     the question set (:data:`nsvqa.generation.dataset.QUESTION_SETS`); ``sizes``: split sizes
-    instead of the profile's (the image size stays the profile's)."""
+    instead of the profile's (the image size stays the profile's).
+
+    Raises:
+        nsvqa.generation.dataset.SplitWouldShrink, SplitSettingsDiffer: an existing split that the
+            suite would replace (smaller, or of other settings), before any image is rendered.
+    """
     sizes, img = sizes or SUITE_PROFILES[profile], PROFILES[profile]
+    jobs = [job_for(out, name, split, getattr(sizes, split), seed, img.width, img.height, questions)
+            for name in variants or variants_of(factor) for split in load_variant(name).available_splits
+            if splits is None or split in splits.get(name, ())]
+    for job in jobs:  # every split's settings before the first image: nothing rendered for a refused suite
+        check_no_shrink(job)
+        check_same_settings(job)
     done = {}
-    for name in variants or variants_of(factor):
-        for split in load_variant(name).available_splits:
-            if splits is not None and split not in splits.get(name, ()):
-                continue
-            job = job_for(out, name, split, getattr(sizes, split), seed, img.width, img.height, questions)
-            res = generate_split(job, workers=workers, progress=progress)
-            echo(f"{name}/{split}: rendered {res['rendered']}, already done {res['skipped']}")
-            done[f"{name}/{split}"] = res
+    for job in jobs:
+        res = generate_split(job, workers=workers, progress=progress)
+        echo(f"{job.variant}/{job.split}: rendered {res['rendered']}, already done {res['skipped']}")
+        done[f"{job.variant}/{job.split}"] = res
     return done

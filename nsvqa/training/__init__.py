@@ -63,21 +63,28 @@ class RunMismatch(ValueError):
     ``config.json``, the field and both values)."""
 
 
-def data_digest(path: str | os.PathLike) -> str | None:
-    """A digest of the dataset at ``path`` (a variant folder or a root of them) that moves with it:
-    the sha256 of its manifests (``manifest.json``, ``*/manifest.json``: every generated file's
-    sha256), else of its questions and scenes files; None where ``path`` holds none of them."""
+def data_digest(path: str | os.PathLike) -> dict[str, str]:
+    """What the dataset at ``path`` (a variant folder or a root of them) holds, in a form that moves
+    with it: per split a manifest records (``manifest.json``, ``*/manifest.json``), the sha256 of
+    its files' recorded sha256 (key ``"<variant>/<split>"``, or ``"<split>"`` in a variant
+    folder); without a manifest, per questions or scenes file its sha256 (key: its path under
+    ``path``). Empty where ``path`` holds none of them."""
     path = Path(path)
-    files = sorted([*path.glob("manifest.json"), *path.glob("*/manifest.json")])
-    if not files:
-        files = sorted(p for pattern in ("questions/*.json", "scenes/*.json", "*/questions/*.json", "*/scenes/*.json")
-                       for p in path.glob(pattern))
-    if not files:
-        return None
-    h = hashlib.sha256()
-    for f in files:
-        h.update(f"{f.relative_to(path).as_posix()}\0{sha256_file(f)}\n".encode())
-    return h.hexdigest()
+    out: dict[str, str] = {}
+    for manifest in sorted([*path.glob("manifest.json"), *path.glob("*/manifest.json")]):
+        try:
+            splits = json.loads(manifest.read_text()).get("splits") or {}
+        except (OSError, ValueError, AttributeError):
+            continue
+        prefix = "" if manifest.parent == path else f"{manifest.parent.name}/"
+        for split, entry in sorted(splits.items()):
+            files = json.dumps((entry or {}).get("sha256") or {}, sort_keys=True)
+            out[prefix + split] = hashlib.sha256(files.encode()).hexdigest()
+    if not out:
+        for pattern in ("questions/*.json", "scenes/*.json", "*/questions/*.json", "*/scenes/*.json"):
+            for f in sorted(path.glob(pattern)):
+                out[f.relative_to(path).as_posix()] = sha256_file(f)
+    return out
 
 
 class RunDir:
@@ -90,10 +97,10 @@ class RunDir:
     Args:
         path: the folder (created).
         config: the resolved config (dataclass or mapping), written to ``config.json`` with the
-            command line, and the digest of its ``data`` folder (:func:`data_digest`). With
-            ``resume=True`` an existing config must agree on every key in ``must_match``; a
-            ``data`` path that differs is accepted when the data there has the digest recorded (the
-            same data, moved).
+            command line, and the digests of its ``data`` folder's splits (:func:`data_digest`).
+            With ``resume=True`` an existing config must agree on every key in ``must_match``; a
+            ``data`` path that differs is accepted when every split recorded is there with its
+            digest (the same data, moved; splits added since are fine).
 
     Raises:
         RunMismatch: a field of ``must_match`` differs (a moved ``data`` of another digest names
@@ -114,14 +121,15 @@ class RunDir:
         sweep_temporaries(self.path, recursive=True)
         cfg = asdict(config) if is_dataclass(config) else dict(config)
         cfg_path = self.path / "config.json"
-        digest = data_digest(cfg["data"]) if isinstance(cfg.get("data"), str) else None
+        digest = data_digest(cfg["data"]) if isinstance(cfg.get("data"), str) else {}
         record = json.loads(cfg_path.read_text()) if cfg_path.exists() else {}
         if resume and cfg_path.exists():
             old = record.get("config", {})
             for k in must_match:
                 if k in old and old[k] != cfg.get(k):
-                    if k == "data" and digest is not None and record.get("data_digest") == digest:
-                        continue  # the same data, moved: the run goes on from the new place
+                    made = record.get("data_digest") if isinstance(record.get("data_digest"), dict) else {}
+                    if k == "data" and made and all(digest.get(split) == d for split, d in made.items()):
+                        continue  # the data it was made with, moved (more splits beside them are fine)
                     moved = (f"; the data at {cfg.get(k)} is not the data the run was made with at {old[k]} (their "
                              f"digests differ): move that data back, or start another run") if k == "data" else ""
                     raise RunMismatch(f"{cfg_path}: cannot resume, field {k!r} was {old[k]!r}, now {cfg.get(k)!r}"
@@ -129,7 +137,7 @@ class RunDir:
         history = record.get("history", [])
         history.append(sys.argv)
         write_json_atomic(cfg_path, {"config": cfg, "command": sys.argv, "history": history,
-                                     **({"data_digest": digest} if digest is not None else {})})
+                                     **({"data_digest": digest} if digest else {})})
         self.config = cfg
         self.logger = logging.getLogger(f"nsvqa.run.{self.path.resolve()}")
         self.logger.setLevel(logging.INFO)

@@ -20,7 +20,7 @@ from typing import Any, Callable, Sequence
 import torch
 
 from nsvqa.config import add_config_args, config_overrides, parse_checked
-from nsvqa.fileio import FolderInUse
+from nsvqa.fileio import FolderInUse, OutputFolder
 from nsvqa.training import RunMismatch
 from nsvqa.training.engine import Interrupted
 
@@ -31,7 +31,7 @@ def add_run_args(parser: argparse.ArgumentParser, cls: type, *, checkpoint: str)
     ``--no-progress``, then one option per field of ``cls`` (:func:`nsvqa.config.add_config_args`).
     Returns the config fields' argument group (for aliases)."""
     parser.add_argument("--data", required=True, help="the variant folder ROOT/VARIANT")
-    parser.add_argument("--out", required=True, help="run directory")
+    parser.add_argument("--out", type=OutputFolder, required=True, help="run directory")
     parser.add_argument("--profile", choices=cls.profile_names(), default="mini",
                         help="the training profile (the config's sizes and schedule)")
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads")

@@ -47,3 +47,49 @@ def test_dataset_stats_names_a_scene_whose_image_path_escapes_its_folder(load_sc
     assert rc == 2 and err.count("\n") == 1, err
     assert "val_scenes.json, scene 1, field 'image_filename': '../../../etc/passwd' must be relative" in err
     assert (tmp_path / "mid" / "manifest.json").read_bytes() == manifest  # nothing written
+
+
+IN = "missing-input"  # never read: the preflight runs first
+#: script -> arguments with FILE where a file is written
+FILE_OUT = {"parse_scenes": ["--checkpoint", IN, "--data", IN, "--out", "FILE"],
+            "parse_questions": ["--checkpoint", IN, "--questions", IN, "--out", "FILE"],
+            "execute_programs": ["--scenes", IN, "--questions", IN, "--out", "FILE"],
+            "evaluate_scene_parser": ["--parsed", IN, "--data", IN, "--out", "FILE"],
+            "dataset_stats": [IN, "--json", "FILE"]}
+#: script -> arguments with DIR where a folder is written
+FOLDER_OUT = {"evaluate_rd": ["--runs", IN, "--out", "DIR"],
+              "train_variant": ["--data", IN, "--variant", "mid", "--out", "DIR"],
+              "train_question_parser": ["--data", IN, "--out", "DIR"],
+              "train_baseline": ["--model", "lstm", "--data", IN, "--out", "DIR"],
+              "generate_dataset": ["--out", "DIR", "--variant", "easy", "--split", "test", "--num-images", "1"],
+              "generate_suite": ["--out", "DIR"],
+              "run_factor": ["--factor", "visual", "--data", IN, "--runs", "DIR", "--report", "DIR"],
+              "evaluate_transfer": ["--release", IN, "--out", "DIR"]}
+
+
+@pytest.mark.parametrize("name", sorted(FILE_OUT))
+def test_an_existing_folder_where_a_file_goes_is_one_line_before_any_work(load_script, name, tmp_path, capsys):
+    (tmp_path / "afolder").mkdir()
+    argv = [a.replace("FILE", str(tmp_path / "afolder")) for a in FILE_OUT[name]]
+    rc, err = _exit(load_script, name, argv, capsys)
+    assert rc == 2 and err.count("\n") == 1 and "afolder: is a folder; a file is written there" in err, err
+
+
+@pytest.mark.parametrize("name", sorted(FOLDER_OUT))
+def test_an_existing_file_where_a_folder_goes_is_one_line_before_any_work(load_script, name, tmp_path, capsys):
+    (tmp_path / "afile").write_text("kept")
+    argv = [a.replace("DIR", str(tmp_path / "afile")) for a in FOLDER_OUT[name]]
+    rc, err = _exit(load_script, name, argv, capsys)
+    assert rc == 2 and err.count("\n") == 1 and "afile" in err and ("is a file" in err or "cannot write" in err), err
+    assert (tmp_path / "afile").read_text() == "kept"
+
+
+def test_generate_suite_refuses_a_split_of_other_settings_in_one_line(load_script, tmp_path, capsys,
+                                                                      require_renderer):
+    from nsvqa.generation.dataset import generate_split, job_for
+
+    generate_split(job_for(tmp_path, "easy", "test", 1, 0, 64, 48), progress=False)
+    rc, err = _exit(load_script, "generate_suite", ["--out", str(tmp_path), "--factor", "visual", "--profile", "tiny",
+                                                    "--seed", "4", "--no-progress"], capsys)
+    assert rc == 2 and err.count("\n") == 1, err
+    assert "split easy/test was made with other settings: seed 0 (this command: 4, set by --seed)" in err

@@ -466,7 +466,7 @@ def test_a_finished_run_resumes_from_its_moved_data_root_and_refuses_other_data(
     other = tmp_path / "other"
     shutil.copytree(moved, other)
     manifest = json.loads((other / "hard" / "manifest.json").read_text())
-    manifest["generator_version"] = "another"
+    manifest["splits"]["test"]["sha256"]["questions/test_questions.json"] = "0" * 64  # other questions
     (other / "hard" / "manifest.json").write_text(json.dumps(manifest))
     capsys.readouterr()
     assert load_script("train_variant").main(["--data", str(other), *argv]) == 2
