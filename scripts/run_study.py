@@ -45,8 +45,8 @@ from nsvqa.study import (SCALE_RESULTS, StudyConfig, StudyError, budget, budget_
                          study_pieces)
 from nsvqa.study.report import check_study_report, compare_with_study, write_study_report
 from nsvqa.study.run import run_piece, write_perception
-from nsvqa.study.launch import (LAUNCHERS, LaunchOptions, frozen_tree, generate_data, launch, require_submitit,
-                               scaled_estimate, train_piece_parsers)
+from nsvqa.study.launch import (LAUNCHERS, LaunchOptions, estimate_line, frozen_tree, generate_data, launch,
+                               past_cap, require_submitit, scaled_estimate, train_piece_parsers)
 from nsvqa.study.scale import run_scale_check, scale_variants
 from nsvqa.config import HelpFormatter
 
@@ -182,13 +182,11 @@ def _launch(args: argparse.Namespace, todo: list, cfg: StudyConfig) -> int:
     allows, as jobs from a frozen code tree."""
     require_submitit(args.launcher)  # one line, before any work, without the cluster extra
     todo = todo[:args.pieces] if args.pieces else todo
-    if not args.over_cap:
-        b = budget(args.results, cfg)
-        beyond = {p["piece"] for p in b["pending"] if p["within_cap"] is False}
-        if b["spent_hours"] >= cfg.budget_hours or beyond & {p.name for p in todo}:
-            print(f"{PROG}: not launched: the pieces would take the study past its {cfg.budget_hours:g}-hour cap "
-                  f"(--budget shows the projection; --over-cap launches them anyway)", file=sys.stderr)
-            return 3
+    why = None if args.over_cap else past_cap(todo, args.results, cfg)
+    if why:
+        print(f"{PROG}: not launched: {why} (--budget shows the projection; --over-cap launches them anyway)",
+              file=sys.stderr)
+        return 3
     if not todo:
         print(f"{PROG}: nothing to launch: {'those pieces are' if args.only else 'every piece is'} done", file=sys.stderr)
         return 0
@@ -293,11 +291,8 @@ def main(argv: list[str] | None = None) -> int:
                   f"{args.results / SCALE_RESULTS}", file=sys.stderr)
             return 0
         if args.estimate:
-            measured = ESTIMATE_FROM
-            est = scaled_estimate(measured, results_config(measured), cfg, gpu_speedup=args.gpu_speedup)
-            print(f"ESTIMATE (not measured): {est['pieces']} pieces, {est['machine_hours']:,.0f} hours of the 2-core CPU "
-                  f"that measured {measured}'s steps, {est['gpu_hours']:,.0f} GPU-hours at an assumed "
-                  f"{args.gpu_speedup:g}x; work ratios " + ", ".join(f"{k} {v:,.1f}x" for k, v in est["ratios"].items()))
+            est = scaled_estimate(ESTIMATE_FROM, results_config(ESTIMATE_FROM), cfg, gpu_speedup=args.gpu_speedup)
+            print(estimate_line(est, ESTIMATE_FROM))
             return 0
         if args.data_of:
             generate_data(args.data_of, study_pieces(cfg) if not args.only else

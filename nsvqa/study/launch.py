@@ -544,6 +544,19 @@ def launch(todo: Sequence[Piece], data: str | os.PathLike, runs: str | os.PathLi
     return run_local(jobs, code, opts, echo=echo)
 
 
+def past_cap(todo: Sequence[Piece], results: str | os.PathLike, cfg: StudyConfig) -> str | None:
+    """Why launching ``todo`` would take the study past :attr:`StudyConfig.budget_hours` (None when
+    it would not): the committed pieces reach the cap, or one of ``todo`` is projected past it
+    (:func:`nsvqa.study.config.budget`, the pending pieces in plan order)."""
+    b = budget(results, cfg)
+    beyond = [p["piece"] for p in b["pending"] if p["within_cap"] is False and p["piece"] in {t.name for t in todo}]
+    if b["spent_hours"] >= cfg.budget_hours:
+        return f"the committed pieces took {b['spent_hours']:.1f} h, the study's {cfg.budget_hours:g}-hour cap"
+    if beyond:
+        return f"{', '.join(beyond)} would take the study past its {cfg.budget_hours:g}-hour cap"
+    return None
+
+
 # ---------------------------------------------------------------------------- a study at another scale
 #: The step kinds of :func:`nsvqa.study.config.budget` and the work each scales with.
 _SCALES = {"parsers": "scene", "parsers (shared scene parser)": "question", "test": "test",
@@ -603,7 +616,14 @@ def scaled_estimate(measured: str | os.PathLike, measured_cfg: StudyConfig, targ
             "machine_hours": total / 60, "gpu_hours": total / 60 / gpu_speedup, "rows": rows}
 
 
+def estimate_line(est: Mapping[str, Any], measured: str | os.PathLike) -> str:
+    """:func:`scaled_estimate` in one line that says it is an estimate."""
+    return (f"ESTIMATE (not measured): {est['pieces']} pieces, {est['machine_hours']:,.0f} hours of the machine that "
+            f"measured {measured}'s steps, {est['gpu_hours']:,.0f} GPU-hours at an assumed {est['gpu_speedup']:g}x "
+            f"its throughput; work ratios " + ", ".join(f"{k} {v:,.1f}x" for k, v in est["ratios"].items()))
+
+
 __all__ = ["LAUNCHERS", "NEEDS_EXTRA", "LaunchError", "LaunchOptions", "Job", "run_folder", "scene_parser_folder",
            "data_needs", "data_complete", "time_limit", "plan_jobs", "generate_data", "piece_spec",
            "train_piece_parsers", "ScriptJob", "frozen_tree", "require_submitit", "submit_slurm", "run_local", "launch",
-           "scaled_estimate"]
+           "past_cap", "scaled_estimate", "estimate_line"]

@@ -221,3 +221,17 @@ def test_a_job_killed_mid_piece_and_launched_again_resumes_to_the_same_predictio
     rec = json.loads((tmp_path / "results" / "pieces" / PIECES[0] / "piece.json").read_text())
     first, second = rec["seconds"]["attempts"]
     assert first["stopped"] and "train_variant" in second  # the killed attempt counted, the second finished
+
+
+def test_a_launch_past_the_budget_cap_is_refused_before_any_job(tmp_path, load_script, capsys):
+    pytest.importorskip("submitit")
+    cfg = StudyConfig.from_json({"budget_hours": 0.4})
+    _study(tmp_path, cfg)
+    done = tmp_path / "results" / "pieces" / "mid-seed0-modular"
+    done.mkdir(parents=True)
+    (done / "piece.json").write_text(json.dumps({"seconds": {"total": 1800.0, "attempts": []}}))
+    main = load_script("run_study").main
+    assert main(["--data", str(tmp_path / "data"), "--runs", str(tmp_path / "runs"), "--results",
+                 str(tmp_path / "results"), "--launcher", "local", "--only", "mid-seed0-film", "--code", str(REPO)]) == 3
+    assert "not launched: the committed pieces took 0.5 h, the study's 0.4-hour cap" in capsys.readouterr().err
+    assert not (tmp_path / "runs").exists()
