@@ -42,7 +42,7 @@ def reference_dir() -> Path:
 
 
 def _load_script(name: str):
-    """Import ``scripts/<name>.py`` as a module (scripts/ is not a package)."""
+    """Import ``scripts/<name>.py`` by path, as a module of its own name."""
     spec = importlib.util.spec_from_file_location(f"_script_{name}", REPO / "scripts" / f"{name}.py")
     mod = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = mod  # dataclasses in a script look their module up here
