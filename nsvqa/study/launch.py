@@ -32,7 +32,9 @@ import os
 import shlex
 import signal
 import subprocess
+import re
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -58,6 +60,10 @@ SCRIPT = Path("scripts") / "run_study.py"
 
 #: Set in a job's environment: the code tree it runs (``run_study.py --frozen`` then runs it as is).
 FROZEN_ENV = "NSVQA_FROZEN_CODE"
+
+
+#: What a child's stderr says when it stopped on a folder another process holds (FolderInUse).
+_BUSY = re.compile(r"FolderInUse|: (run folder|split \S+) in use by ")
 
 
 class LaunchError(StudyError):
@@ -311,6 +317,10 @@ class ScriptJob:
     A job of several tasks exports ``torch.distributed``'s variables (``RANK``, ``LOCAL_RANK``,
     ``WORLD_SIZE``, ``MASTER_ADDR``, ``MASTER_PORT``) from submitit's environment first.
 
+    A child that stops on a folder another process holds (:class:`nsvqa.fileio.FolderInUse`: a
+    split or a shared scene parser that a piece beside it opened for a moment to find it finished)
+    is run again after ``busy_wait_s``, up to ``busy_tries`` times; the piece resumes where it was.
+
     Preempted or near its time limit, submitit calls :meth:`checkpoint`: the child is interrupted
     (SIGINT: the piece closes its attempt as stopped) and the same call is requeued; the next run
     resumes from the run folder's checkpoints.
@@ -319,8 +329,10 @@ class ScriptJob:
         LaunchError: the script exits with a status other than 0.
     """
 
-    def __init__(self, name: str, argv: Sequence[str], code: str | os.PathLike, tasks: int = 1) -> None:
+    def __init__(self, name: str, argv: Sequence[str], code: str | os.PathLike, tasks: int = 1, *,
+                 busy_wait_s: float = 30.0, busy_tries: int = 10) -> None:
         self.name, self.argv, self.code, self.tasks = name, tuple(argv), str(code), tasks
+        self.busy_wait_s, self.busy_tries = busy_wait_s, busy_tries
         self._child: subprocess.Popen | None = None
 
     def __getstate__(self) -> dict[str, Any]:
@@ -342,14 +354,38 @@ class ScriptJob:
             env.update(RANK=str(d.rank), LOCAL_RANK=str(d.local_rank), WORLD_SIZE=str(d.world_size),
                        LOCAL_WORLD_SIZE=str(d.local_world_size), MASTER_ADDR=str(d.master_addr),
                        MASTER_PORT=str(d.master_port))
-        print(f"{self.name}: {shlex.join(self.command())}", flush=True)
-        self._child = subprocess.Popen(self.command(), env=env, cwd=self.code,
-                                       preexec_fn=lambda: signal.signal(signal.SIGUSR2, signal.SIG_IGN))
-        while (rc := self._child.poll()) is None:  # not wait(): its lock would block checkpoint()'s reaping
-            time.sleep(0.5)
+        for attempt in range(1, self.busy_tries + 1):
+            print(f"{self.name}: {shlex.join(self.command())}", flush=True)
+            rc, busy = self._run(env)
+            if rc == 0 or not busy or attempt == self.busy_tries:
+                break
+            print(f"{self.name}: a folder was in use; again in {self.busy_wait_s:g} s", file=sys.stderr, flush=True)
+            time.sleep(self.busy_wait_s)
         if rc != 0:
             raise LaunchError(f"job {self.name}: {SCRIPT} exited with status {rc} (its output is above)")
         return rc
+
+    def _run(self, env: Mapping[str, str]) -> tuple[int, bool]:
+        """The child's exit status, and whether it stopped on a folder in use (its stderr, copied
+        to this process's as it comes)."""
+        self._child = subprocess.Popen(self.command(), env=dict(env), cwd=self.code, stderr=subprocess.PIPE,
+                                       text=True, errors="replace",
+                                       preexec_fn=lambda: signal.signal(signal.SIGUSR2, signal.SIG_IGN))
+        busy = []
+
+        def copy(stream: Any) -> None:
+            for line in stream:
+                sys.stderr.write(line)
+                if _BUSY.search(line):
+                    busy.append(line)
+            sys.stderr.flush()
+
+        reader = threading.Thread(target=copy, args=(self._child.stderr,), daemon=True)
+        reader.start()
+        while (rc := self._child.poll()) is None:  # not wait(): its lock would block checkpoint()'s reaping
+            time.sleep(0.5)
+        reader.join(timeout=10)
+        return rc, bool(busy)
 
     def checkpoint(self, *args: Any, **kwargs: Any) -> Any:
         """Interrupt the child (SIGINT, then SIGKILL after 60 s) and requeue this call."""
@@ -367,7 +403,8 @@ class ScriptJob:
                     child.kill()
             except (ChildProcessError, ProcessLookupError):
                 pass  # already gone
-        return DelayedSubmission(ScriptJob(self.name, self.argv, self.code, self.tasks))
+        return DelayedSubmission(ScriptJob(self.name, self.argv, self.code, self.tasks,
+                                           busy_wait_s=self.busy_wait_s, busy_tries=self.busy_tries))
 
 
 # ---------------------------------------------------------------------------- the code tree

@@ -163,3 +163,28 @@ def test_a_new_folder_at_the_papers_scale_gets_time_limits_from_the_shipped_stud
     bare = plan_jobs(todo, tmp_path / "data", tmp_path / "runs", tmp_path / "results", cfg,
                      LaunchOptions(launcher="slurm", device="cuda"))
     assert {j.minutes for j in bare if j.kind == "piece"} == {240}
+
+
+def test_a_job_that_finds_a_folder_in_use_runs_again_and_one_that_fails_otherwise_does_not(tmp_path):
+    from nsvqa.study.launch import LaunchError
+
+    code = tmp_path / "code"
+    (code / "scripts").mkdir(parents=True)
+    (code / "scripts" / "run_study.py").write_text(
+        "import os, sys\n"
+        "n = len(os.listdir(sys.argv[1]))\n"
+        "open(os.path.join(sys.argv[1], str(n)), 'w').close()\n"
+        "if n == 0:\n"
+        "    sys.exit('nsvqa.fileio.FolderInUse: /r/mid/scene_parser: run folder in use by x-1 process 1 (lock l)')\n"
+        "if sys.argv[2] == 'fail':\n"
+        "    sys.exit('ValueError: something else')\n")
+    for outcome, calls in (("ok", 2), ("fail", 2)):
+        calls_dir = tmp_path / outcome
+        calls_dir.mkdir()
+        job = ScriptJob("busy", [str(calls_dir), outcome], code, busy_wait_s=0.01)
+        if outcome == "ok":
+            assert job() == 0
+        else:
+            with pytest.raises(LaunchError, match="job busy: scripts/run_study.py exited with status 1"):
+                job()
+        assert len(list(calls_dir.iterdir())) == calls  # the second failure is not a folder in use: no third
