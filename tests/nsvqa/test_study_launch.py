@@ -188,3 +188,29 @@ def test_a_job_that_finds_a_folder_in_use_runs_again_and_one_that_fails_otherwis
             with pytest.raises(LaunchError, match="job busy: scripts/run_study.py exited with status 1"):
                 job()
         assert len(list(calls_dir.iterdir())) == calls  # the second failure is not a folder in use: no third
+
+
+def test_a_launchs_code_tree_is_a_worktree_of_head_reused_and_never_swept(tmp_path):
+    import subprocess
+
+    from nsvqa.study.launch import frozen_tree
+
+    repo = tmp_path / "repo"
+    (repo / "scripts").mkdir(parents=True)
+    (repo / "scripts" / "run_study.py").write_text("print('v1')\n")
+
+    def git(*a: str) -> str:
+        return subprocess.run(["git", "-C", str(repo), *a], check=True, capture_output=True, text=True).stdout
+
+    git("init", "-q")
+    git("add", "scripts")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "v1")
+    runs = tmp_path / "runs"
+    (runs / "launch" / "code-000000000000").mkdir(parents=True)  # an earlier launch's tree: its jobs may still run
+    (repo / "scripts" / "run_study.py").write_text("print('v2, not committed')\n")
+    where, dirty = frozen_tree(runs, repo)
+    assert where == (runs / "launch" / f"code-{git('rev-parse', '--short=12', 'HEAD').strip()}").resolve()
+    assert (where / "scripts" / "run_study.py").read_text() == "print('v1')\n" and "scripts/run_study.py" in dirty
+    assert (runs / "launch" / "code-000000000000").is_dir()
+    stamp = (where / "scripts" / "run_study.py").stat().st_mtime_ns
+    assert frozen_tree(runs, repo)[0] == where and (where / "scripts" / "run_study.py").stat().st_mtime_ns == stamp
