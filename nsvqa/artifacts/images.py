@@ -15,6 +15,7 @@ from PIL import Image
 
 from executors.errors import FormatError
 
+from nsvqa.artifacts.scenes import read_scenes, scenes_path
 from nsvqa.fileio import sha256_file
 
 
@@ -105,4 +106,19 @@ def check_images(folder: str | os.PathLike, split: str, names: Iterable[str | No
     return size
 
 
-__all__ = ["ImageFormatError", "read_image", "check_images", "manifest_images"]
+def check_split_images(folder: str | os.PathLike, split: str) -> tuple[int, int] | None:
+    """:func:`check_images` of every image the scenes file of ``FOLDER``'s split names
+    (``scenes/<split>_scenes.json``, read by :func:`nsvqa.artifacts.read_scenes`); None, checking
+    nothing, where the split has no scenes file.
+
+    Raises:
+        FormatError: an unreadable scenes file; ImageFormatError: a missing, truncated, changed or
+            wrong-size image (named).
+    """
+    path = scenes_path(folder, split)
+    if not path.is_file():
+        return None
+    return check_images(folder, split, [s.image_filename for s in read_scenes(path)], where=str(path))
+
+
+__all__ = ["ImageFormatError", "read_image", "check_images", "check_split_images", "manifest_images"]

@@ -19,6 +19,7 @@ from typing import Any, Callable, Sequence
 
 import torch
 
+from executors.errors import FormatError
 from nsvqa.config import add_config_args, config_overrides, parse_checked
 from nsvqa.fileio import FolderInUse, OutputFolder
 from nsvqa.training import RunMismatch
@@ -54,7 +55,7 @@ def train_main(parser: argparse.ArgumentParser, argv: Sequence[str] | None, cls:
     def work() -> int:
         try:
             run = train(cfg, args.out, resume=args.resume, progress=not args.no_progress)
-        except (RunMismatch, FolderInUse) as e:  # the run's folder: another config, or another writer
+        except (RunMismatch, FolderInUse, FormatError) as e:  # another config or writer, a bad input file
             print(f"{parser.prog}: error: {e}", file=sys.stderr)
             return 2
         print(f"run directory: {run.path}")

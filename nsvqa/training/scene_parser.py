@@ -30,7 +30,7 @@ from tqdm import tqdm
 
 from executors import load_ontology
 from executors.io import load_questions
-from nsvqa.artifacts.images import read_image
+from nsvqa.artifacts.images import check_split_images, read_image
 from nsvqa.artifacts.likelihoods import PARSE_MIN_SCORE
 from nsvqa.artifacts.scenes import read_scenes, scenes_path
 from nsvqa.evaluation.scene_parser import detector_ap, executor_accuracy, match_objects
@@ -546,7 +546,13 @@ def train_scene_parser(cfg: SceneParserConfig, out: str | Path, *, resume: bool 
 
     Launched by torchrun (``WORLD_SIZE`` > 1) the stages train data-parallel; rank 0 writes ``out``
     and returns its RunDir, the other ranks a :class:`nsvqa.training.distributed.QuietRun` on the same path.
+
+    Raises:
+        executors.errors.FormatError: a train or val image missing, truncated, changed or of another
+            size (:func:`nsvqa.artifacts.images.check_split_images`), before any step.
     """
+    for split in ("train", "val"):  # every image the stages read, before anything is written or trained
+        check_split_images(cfg.data, split)
     # the global batches of the stages to run, checked before anything is written or trained
     batches = {}
     if cfg.stage in ("detector", "all"):

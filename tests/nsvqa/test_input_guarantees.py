@@ -151,3 +151,13 @@ def test_the_missing_data_hint_is_a_command_that_runs(tmp_path, load_script):
     argv = shlex.split(command)[1:]
     args = load_script("generate_dataset").get_args_parser().parse_args(argv)  # every required argument given
     assert (args.variant, args.split, args.num_images, args.profile) == ("mid", "train", 600, "mini")  # the run's profile
+
+
+def test_train_scene_parser_names_a_truncated_image_before_any_step(data, tmp_path, load_script, capsys):
+    image = data / "mid" / "images" / "val" / "nsvqa_val_000001.png"
+    image.write_bytes(image.read_bytes()[:100])
+    rc = load_script("train_scene_parser").main(["--data", str(data / "mid"), "--profile", "tiny", "--out",
+                                                 str(tmp_path / "scene"), "--no-progress"])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1 and "nsvqa_val_000001.png: not a whole image" in err, err
+    assert not (tmp_path / "scene").exists()

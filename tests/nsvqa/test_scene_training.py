@@ -58,7 +58,7 @@ def test_run_directory_holds_config_logs_and_self_contained_checkpoints(run, dat
     assert parsed.likelihoods.attributes["color"].shape[1] == len(ONTO.values("color"))
 
 
-def test_resume_continues_from_the_checkpoint(run, data, tmp_path, load_script):
+def test_resume_continues_from_the_checkpoint(run, data, tmp_path, load_script, capsys):
     from nsvqa.training.checkpoint import save_checkpoint
 
     copy = tmp_path / "copy"
@@ -75,9 +75,11 @@ def test_resume_continues_from_the_checkpoint(run, data, tmp_path, load_script):
     resumed = load_checkpoint(copy / "detector.pt")
     assert resumed["train_state"]["step"] == 3
     assert resumed["extra"]["seconds"] > 1000.0 and resumed["extra"]["eval_seconds"] >= 100.0
-    with pytest.raises(ValueError, match="cannot resume, field 'seed'"):
-        load_script("train_scene_parser").main(["--data", str(data), "--out", str(copy), "--resume", "--seed", "5",
-                                                *TINY])
+    # another seed: one line naming config.json and the field, exit status 2 (issue 59: no traceback)
+    assert load_script("train_scene_parser").main(["--data", str(data), "--out", str(copy), "--resume", "--seed",
+                                                   "5", *TINY]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "config.json: cannot resume, field 'seed' was 0, now 5" in err, err
 
 
 def test_a_finished_run_keeps_what_a_rerun_needs_and_a_rerun_writes_nothing(run, data, tmp_path, load_script):
