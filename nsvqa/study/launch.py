@@ -448,6 +448,13 @@ def require_submitit(launcher: str) -> Any:
     return submitit
 
 
+def _setup(code: str | os.PathLike) -> list[str]:
+    """A job's shell lines before Python starts: the code tree first on its path, so that the job's
+    wrapper (:class:`ScriptJob`, unpickled from this module) is the frozen tree's too."""
+    q = shlex.quote(str(code))
+    return [f"export {FROZEN_ENV}={q}", f'export PYTHONPATH={q}"${{PYTHONPATH:+:$PYTHONPATH}}"']
+
+
 def _dependency(job: Job, ids: Mapping[str, str]) -> str | None:
     parts = [f"afterok:{ids[n]}" for n in job.after_ok if n in ids]
     parts += [f"afterany:{ids[n]}" for n in job.after_any if n in ids]
@@ -474,8 +481,7 @@ def submit_slurm(jobs: Sequence[Job], code: str | os.PathLike, opts: LaunchOptio
     for job in jobs:
         ex = submitit.SlurmExecutor(folder=Path(opts.folder) / "%j", max_num_timeout=opts.requeues)
         params: dict[str, Any] = dict(job_name=job.name, time=job.minutes, nodes=job.nodes,
-                                      ntasks_per_node=job.tasks // job.nodes, signal_delay_s=120,
-                                      setup=[f"export {FROZEN_ENV}={shlex.quote(str(code))}"])
+                                      ntasks_per_node=job.tasks // job.nodes, signal_delay_s=120, setup=_setup(code))
         if job.gpus_per_node:
             params["gpus_per_node"] = job.gpus_per_node
         for k, v in (("partition", opts.partition), ("account", opts.account), ("cpus_per_task", opts.cpus_per_task)):
@@ -545,7 +551,7 @@ def run_local(jobs: Sequence[Job], code: str | os.PathLike, opts: LaunchOptions,
             gpus, free = free[:want], free[want:]
             ex = submitit.LocalExecutor(folder=Path(opts.folder) / "%j", max_num_timeout=opts.requeues)
             ex.update_parameters(timeout_min=job.minutes, tasks_per_node=job.tasks, gpus_per_node=len(gpus),
-                                 visible_gpus=tuple(gpus))
+                                 visible_gpus=tuple(gpus), setup=_setup(code))
             running[job.name] = (ex.submit(ScriptJob(job.name, job.argv, code, job.tasks)), gpus)
             waiting.remove(job)
             echo(f"started {job.name} ({job.minutes} min limit" + (f", GPUs {gpus}" if gpus else "") + ")")

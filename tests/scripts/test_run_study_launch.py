@@ -139,7 +139,7 @@ def test_slurm_gets_a_script_per_job_with_its_partition_time_gpus_and_dependenci
         assert sent[name][1]["dependency"] == dep, name
     for name, (_, flags, text) in sent.items():
         assert flags["partition"] == "gpu" and flags["qos"] == "high" and flags["signal"] == "USR2@120"
-        assert f"export NSVQA_FROZEN_CODE={code}" in text
+        assert f"export NSVQA_FROZEN_CODE={code}" in text and f'export PYTHONPATH={code}"${{PYTHONPATH' in text
         assert ("gpus-per-node" in flags) == (not name.startswith("data-"))  # a piece trains on one GPU
     # time limits: the projection (committed modular steps: parsers 30 min, 1 min a test) x 1.5, at least 30 min
     assert sent["mid-seed0-modular"][1]["time"] == str(int(-(-(30 + 3 * 1) * 1.5 // 1)))  # 3 tests: 50 min
