@@ -139,8 +139,7 @@ def signals_caught(active: bool = True) -> Iterator[list[int]]:
     def handler(signum, _frame):
         if caught:
             raise KeyboardInterrupt
-        caught.append(signum)
-        log.warning("%s: stopping after this step, with a checkpoint", signal.Signals(signum).name)
+        caught.append(signum)  # nothing printed here: the script prints one line when the loop has stopped
 
     old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
