@@ -52,9 +52,10 @@ def _split_of(path: Path, data: str | os.PathLike | None, split: str | None, tes
     data root its run folder's ``config.json`` records (None when neither names an existing one)."""
     if data is None:
         try:
-            config = json.loads((path.parent.parent / "config.json").read_text())
+            record = json.loads((path.parent.parent / "config.json").read_text())
         except (OSError, ValueError):
             return None
+        config = record.get("config") if isinstance(record, dict) else None  # RunDir's {"config", "command", ...}
         if not isinstance(config, dict) or not isinstance(config.get("data"), str):
             return None
         data, split = config["data"], split or config.get("split") or "test"

@@ -10,6 +10,7 @@ import pytest
 
 from nsvqa.artifacts import read_questions
 from nsvqa.artifacts.predictions import Prediction, predictions_path, write_predictions
+from nsvqa.training import RunDir
 
 
 @pytest.fixture
@@ -31,7 +32,7 @@ def _runs(tmp_path, data, models=("nsvqa", "pnsvqa"), config=True):
         for test in ("easy", "mid", "hard"):
             write_predictions(predictions_path(runs / "mid", m, "mid", test), _predict(data, test))
     if config:
-        (runs / "mid" / "config.json").write_text(json.dumps({"data": str(data), "split": "test"}))
+        RunDir(runs / "mid", {"data": str(data), "variant": "mid", "split": "test"}).close()  # as train_variant
     return runs
 
 
