@@ -57,7 +57,10 @@ def _cell(x: float | None, std: float | None, missing: str, pm: str) -> str:
     return pct(x) + (f" {pm} {100 * std:.1f}" if std is not None else "")
 
 
-def _md_table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
+def md_table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
+    """A Markdown table as lines: ``header`` (column titles), its rule, one line per row of
+    ``rows`` (cells already formatted, as many as ``header``; ``|`` inside a cell is the caller's
+    to escape)."""
     out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     out += ["| " + " | ".join(r) + " |" for r in rows]
     return out
@@ -113,7 +116,7 @@ def to_markdown(report: Mapping[str, Any], images: Mapping[str, str] | None = No
     if rd_factors:  # a column holds a model
         rows = [[_md_escape(m)] + [_rd_text(factors[f]["models"][m]["rd"]) if m in factors[f]["models"]
                                    else MISSING_MD for f in rd_factors] for m in models]
-        lines += _md_table(["model"] + [factor_title(f) for f in rd_factors], rows)
+        lines += md_table(["model"] + [factor_title(f) for f in rd_factors], rows)
         if any_partial_rd(report):
             lines += ["", "\\* averaged over the inputs that exist (--allow-partial-rd)."]
     else:
@@ -135,7 +138,7 @@ def to_markdown(report: Mapping[str, Any], images: Mapping[str, str] | None = No
             for t, row, srow in zip(fac["train_variants"], m["matrix"], m["std"]):
                 rows.append([_md_escape(model), variant_label(factor, t)] +
                             [_cell(x, s, MISSING_MD, "±") for x, s in zip(row, srow)])
-        lines += _md_table(["model", "train \\ test"] + [variant_label(factor, s) for s in tests], rows)
+        lines += md_table(["model", "train \\ test"] + [variant_label(factor, s) for s in tests], rows)
         lines += ["", "### Relative Degrade (%)", ""]
         rows = []
         for model, m in fac["models"].items():
@@ -144,14 +147,14 @@ def to_markdown(report: Mapping[str, Any], images: Mapping[str, str] | None = No
             ci = rd.get("ci95")
             rows.append([_md_escape(model), _rd_text(rd), MISSING_MD if ci is None else f"[{pct(ci[0], 2)}, {pct(ci[1], 2)}]",
                          per or MISSING_MD, _md_escape(rd["reason"] or "")])
-        lines += _md_table(["model", "RD", "95% CI", "per training variant", "note"], rows)
+        lines += md_table(["model", "RD", "95% CI", "per training variant", "note"], rows)
         if fac.get("rd_comparisons"):
             lines += ["", f"RD differences A − B (points), 95% paired bootstrap interval over the test questions "
                       f"({fac['n_boot']} replicates):", ""]
-            lines += _md_table(["A", "B", "A − B", "95% CI"],
-                               [[_md_escape(c["a"]), _md_escape(c["b"]), f"{100 * c['diff']:+.2f}",
-                                 MISSING_MD if c["ci95"] is None else
-                                 f"[{100 * c['ci95'][0]:+.2f}, {100 * c['ci95'][1]:+.2f}]"] for c in fac["rd_comparisons"]])
+            lines += md_table(["A", "B", "A − B", "95% CI"],
+                              [[_md_escape(c["a"]), _md_escape(c["b"]), f"{100 * c['diff']:+.2f}",
+                                MISSING_MD if c["ci95"] is None else
+                                f"[{100 * c['ci95'][0]:+.2f}, {100 * c['ci95'][1]:+.2f}]"] for c in fac["rd_comparisons"]])
         sq = fac.get("shared_questions")
         if sq:
             counts = ", ".join(f"{variant_label(factor, t)} {n}" for t, n in sq["per_test"].items())
@@ -164,7 +167,7 @@ def to_markdown(report: Mapping[str, Any], images: Mapping[str, str] | None = No
                 for t, row in zip(fac["train_variants"], sh["matrix"]):
                     rows.append([_md_escape(model), variant_label(factor, t)] + [pct(x) for x in row] +
                                 [_rd_text(sh["rd"]) if t == fac["train_variants"][0] else ""])
-            lines += _md_table(["model", "train \\ test"] + [variant_label(factor, x) for x in tests] + ["RD"], rows)
+            lines += md_table(["model", "train \\ test"] + [variant_label(factor, x) for x in tests] + ["RD"], rows)
         for model in fac["models"]:
             key = f"heatmap/{factor}/{model}"
             if key in images:
@@ -176,15 +179,15 @@ def to_markdown(report: Mapping[str, Any], images: Mapping[str, str] | None = No
     rows = [[_md_escape(c["model"]), c["train"], c["test"], str(c["n_runs"]), str(c["overall"]["n"]),
              pct(c["overall"]["accuracy"]), pct(c["overall"]["accuracy_no_guess"]), str(c["overall"]["n_guessed"]),
              str(c["overall"]["n_execution_error"]), str(c["overall"]["n_invalid_program"])] for c in cells]
-    lines += _md_table(["model", "train", "test", "runs", "questions", "acc.", "acc. without guesses", "guessed",
-                        "execution errors", "invalid programs"], rows) + [""]
+    lines += md_table(["model", "train", "test", "runs", "questions", "acc.", "acc. without guesses", "guessed",
+                       "execution errors", "invalid programs"], rows) + [""]
 
     qtypes = report["question_types"]
     lines += ["## Accuracy per question type (%)", ""]
     rows = [[_md_escape(c["model"]), c["train"], c["test"]] +
             [pct(c["by_type"][t]["accuracy"]) + f" ({c['by_type'][t]['n']})" if t in c["by_type"] else MISSING_MD
              for t in qtypes] for c in cells]
-    lines += _md_table(["model", "train", "test"] + [QUESTION_TYPE_NAMES[t] for t in qtypes], rows) + [""]
+    lines += md_table(["model", "train", "test"] + [QUESTION_TYPE_NAMES[t] for t in qtypes], rows) + [""]
 
     ht = [c for c in cells if c["head_tail"] is not None]
     if ht:
@@ -194,14 +197,14 @@ def to_markdown(report: Mapping[str, Any], images: Mapping[str, str] | None = No
         rows = [[_md_escape(c["model"]), c["train"], c["test"]] +
                 [pct(c["head_tail"][g]["accuracy"]) + f" ({c['head_tail'][g]['n']})" for g in ("head", "tail")] +
                 [str(c["head_tail"]["other"]["n"])] for c in ht]
-        lines += _md_table(["model", "train", "test", "head (n)", "tail (n)", "neither (n)"], rows) + [""]
+        lines += md_table(["model", "train", "test", "head (n)", "tail (n)", "neither (n)"], rows) + [""]
 
     io = [c for c in cells if c["id_ood"] is not None]
     if io:
         lines += ["## Systematic splits: ID vs OOD concepts (%)", ""]
         rows = [[_md_escape(c["model"]), c["train"], c["test"]] +
                 [pct(c["id_ood"][g]["accuracy"]) + f" ({c['id_ood'][g]['n']})" for g in ("id", "ood")] for c in io]
-        lines += _md_table(["model", "train", "test", "ID (n)", "OOD (n)"], rows) + [""]
+        lines += md_table(["model", "train", "test", "ID (n)", "OOD (n)"], rows) + [""]
 
     comps = report.get("comparisons") or []
     if comps:
@@ -211,8 +214,8 @@ def to_markdown(report: Mapping[str, Any], images: Mapping[str, str] | None = No
         rows = [[_md_escape(c["a"]), _md_escape(c["b"]), c["train"], c["test"], str(c["n"]), pct(c["acc_a"]), pct(c["acc_b"]),
                  f"{100 * c['diff']:+.2f} [{100 * c['ci95'][0]:+.2f}, {100 * c['ci95'][1]:+.2f}]",
                  f"{c['a_only']} / {c['b_only']}", f"{c['p_mcnemar']:.2g}"] for c in comps]
-        lines += _md_table(["A", "B", "train", "test", "n", "A (%)", "B (%)", "A − B (95% CI)", "only A / only B",
-                            "p"], rows) + [""]
+        lines += md_table(["A", "B", "train", "test", "n", "A (%)", "B (%)", "A − B (95% CI)", "only A / only B",
+                           "p"], rows) + [""]
 
     cal = [c for c in cells if c["calibration"] is not None]
     if cal:
@@ -224,7 +227,7 @@ def to_markdown(report: Mapping[str, Any], images: Mapping[str, str] | None = No
             link = f"[diagram]({images[key]})" if key in images else MISSING_MD
             rows.append([_md_escape(c["model"]), c["train"], c["test"], str(c["calibration"]["n"]),
                          pct(c["calibration"]["coverage"]), pct(c["calibration"]["ece"], 2), link])
-        lines += _md_table(["model", "train", "test", "n", "coverage (%)", "ECE (%)", "reliability"], rows) + [""]
+        lines += md_table(["model", "train", "test", "n", "coverage (%)", "ECE (%)", "reliability"], rows) + [""]
     return "\n".join(lines)
 
 
@@ -275,7 +278,9 @@ def to_latex(report: Mapping[str, Any]) -> str:
 
 
 # ---------------------------------------------------------------------------- PNGs
-def _pyplot():
+def pyplot():
+    """``matplotlib.pyplot`` on the Agg backend (files, no display): the one place the project's
+    figures get it, imported on the first figure drawn."""
     import matplotlib  # heavy: matplotlib, only to draw
 
     matplotlib.use("Agg")
@@ -289,7 +294,7 @@ def plot_heatmap(path: str | os.PathLike, matrix: Sequence[Sequence[float | None
     """A train x test accuracy heatmap (percent annotated); missing cells hatched grey."""
     from matplotlib.patches import Rectangle  # heavy: matplotlib, only to draw
 
-    plt = _pyplot()
+    plt = pyplot()
     data = np.array([[np.nan if x is None else 100 * x for x in row] for row in matrix], dtype=float)
     fig, ax = plt.subplots(figsize=(1.1 * len(cols) + 2.2, 0.7 * len(rows) + 1.8))
     im = ax.imshow(np.ma.masked_invalid(data), cmap="viridis", vmin=0, vmax=100)
@@ -315,7 +320,7 @@ def plot_heatmap(path: str | os.PathLike, matrix: Sequence[Sequence[float | None
 def plot_reliability(path: str | os.PathLike, bins: Sequence[Mapping[str, Any]], ece: float | None, title: str) -> None:
     """A reliability diagram: accuracy per confidence bin against the diagonal, with the bins'
     mean confidence and their share of predictions."""
-    plt = _pyplot()
+    plt = pyplot()
     fig, (ax, axn) = plt.subplots(2, 1, figsize=(4.2, 5.0), sharex=True, gridspec_kw={"height_ratios": [3, 1]})
     width = bins[0]["upper"] - bins[0]["lower"] if bins else 0.1
     full = [b for b in bins if b["n"]]
@@ -341,7 +346,7 @@ def plot_reliability(path: str | os.PathLike, bins: Sequence[Mapping[str, Any]],
 def _save(fig, path: str | os.PathLike) -> None:
     buf = BytesIO()
     fig.savefig(buf, format="png", dpi=120, metadata={"Software": None})  # no version stamp: reproducible
-    _pyplot().close(fig)
+    pyplot().close(fig)
     write_atomic(path, buf.getvalue())
 
 
@@ -455,3 +460,7 @@ def report_from_runs(runs: Sequence[str | os.PathLike], out_dir: str | os.PathLi
                       concept_split=ConceptSplit.from_catalogue(),
                       files={k: [str(f) for f in v] for k, v in files.items()})
     return report, write_report(report, out_dir, plots=plots)
+
+
+#: The names the study's report and systematic sections import until they name ``md_table`` and ``pyplot``.
+_md_table, _pyplot = md_table, pyplot

@@ -17,7 +17,7 @@ from typing import Any, Mapping
 import numpy as np
 from PIL import Image
 
-from nsvqa.evaluation.report import _pyplot
+from nsvqa.evaluation.report import pyplot
 from nsvqa.explain.trace import _ATTR_ORDER, TOP
 from nsvqa.fileio import write_atomic
 from nsvqa.generation.annotations import rle_to_mask
@@ -74,7 +74,7 @@ def render_png(explanation: Mapping[str, Any], image_path: str | os.PathLike | N
     fig = draw_explanation(explanation, image_path)
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=DPI, metadata={"Software": None})
-    _pyplot().close(fig)
+    pyplot().close(fig)
     out_path = Path(out_path)
     write_atomic(out_path, buf.getvalue())
     return out_path
@@ -94,7 +94,7 @@ def draw_explanation(explanation: Mapping[str, Any], image_path: str | os.PathLi
     (its most likely attributes) and part."""
     from matplotlib.patches import Rectangle  # heavy: matplotlib, only to draw
 
-    plt = _pyplot()
+    plt = pyplot()
     ex = explanation
     image_path = Path(image_path or ex["image_path"])
     img = np.asarray(Image.open(image_path).convert("RGB"))

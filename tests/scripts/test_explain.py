@@ -180,7 +180,7 @@ def _overlaps(fig) -> list[tuple[str, str]]:
 
 
 def test_no_two_texts_of_the_picture_overlap(fake):
-    from nsvqa.evaluation.report import _pyplot
+    from nsvqa.evaluation.report import pyplot
 
     ex = explain(fake["run"], fake["data"], "test", 0, fake["qi"])
     # crowded: 24 objects and 12 parts outlined by one box, each line of the object list long
@@ -194,7 +194,7 @@ def test_no_two_texts_of_the_picture_overlap(fake):
         frame = fig.axes[0].get_window_extent()
         assert all(frame.contains(*t.get_window_extent().p0) and frame.contains(*t.get_window_extent().p1)
                    for t in labels)  # every label inside the image, where it is drawn
-        _pyplot().close(fig)
+        pyplot().close(fig)
 
 
 def test_cli_writes_png_and_html(fake, load_script, capsys):
