@@ -4,7 +4,8 @@ A spec names its domain-shift factor, the scene parameters (visual complexity, c
 shape -> color matrix), the question redundancy level, optional per-split overrides (the
 systematic splits train and test on different factor values) and, for those, which factor values
 are train-only and test-only (``ood``), so the evaluator can score ID and OOD concepts apart.
-``scripts/build_variants.py`` writes the catalogue and cites where its figures come from.
+:mod:`nsvqa.generation.catalogue` builds the catalogue and cites where its figures come from
+(``scripts/build_variants.py`` writes it).
 """
 from __future__ import annotations
 
@@ -28,8 +29,9 @@ REDUNDANCY = ("rd-", "rd", "rd+")
 SPLITS = ("train", "val", "test")
 
 #: The catalogue's index in the variant folder: the factors, their variants in table order, how
-#: reports name them and how their RD is computed. The one source of which variant belongs to which
-#: factor (a variant's JSON holds its scene and question parameters only).
+#: reports name them and how their RD is computed, and the aliases (variants with the same data).
+#: The one source of which variant belongs to which factor (a variant's JSON holds its scene and
+#: question parameters only).
 CATALOGUE = "catalogue.json"
 RD_RULES = ("plain", "head_tail", None)
 
@@ -56,12 +58,11 @@ class Factor:
     tested_on_itself: bool = False
 
 
-_CACHE: dict[tuple[str, int], dict[str, Factor]] = {}
+_CACHE: dict[tuple[str, int], tuple[dict[str, Factor], dict[str, str]]] = {}
 
 
-def factors() -> dict[str, Factor]:
-    """The catalogue's factors, in its order (read from ``variant_dir()/catalogue.json``, again
-    when the file changes).
+def _index() -> tuple[dict[str, Factor], dict[str, str]]:
+    """(factors, aliases) of ``variant_dir()/catalogue.json``, read again when the file changes.
 
     Raises:
         VariantError: a missing or malformed catalogue (the file and field named).
@@ -73,9 +74,9 @@ def factors() -> dict[str, Factor]:
         raise VariantError(f"{path}: the variant catalogue's index is missing") from None
     if key not in _CACHE:
         try:
-            data = json.loads(path.read_text())["factors"]
+            index = json.loads(path.read_text())
             out = {}
-            for name, f in data.items():
+            for name, f in index["factors"].items():
                 where = f"{path}, factor {name!r}"
                 fac = Factor(name, str(f.get("title", name)), tuple(str(v) for v in f["variants"]), f.get("rd", "plain"),
                              dict(f.get("roles", {})), dict(f.get("labels", {})), bool(f.get("tested_on_itself", False)))
@@ -85,13 +86,35 @@ def factors() -> dict[str, Factor]:
                     raise VariantError(f"{where}, field 'roles': the head_tail rule needs the variants of "
                                        f"head, tail, long, oppo and bal")
                 out[name] = fac
+            aliases = {str(a): str(t) for a, t in index.get("aliases", {}).items()}
         except json.JSONDecodeError as e:
             raise VariantError(f"{path}: not valid JSON ({e})") from None
         except (KeyError, TypeError, AttributeError) as e:
             raise VariantError(f"{path}: missing or bad field {e}") from None
         _CACHE.clear()
-        _CACHE[key] = out
+        _CACHE[key] = (out, aliases)
     return _CACHE[key]
+
+
+def factors() -> dict[str, Factor]:
+    """The catalogue's factors, in its order (read from ``variant_dir()/catalogue.json``, again
+    when the file changes).
+
+    Raises:
+        VariantError: a missing or malformed catalogue (the file and field named).
+    """
+    return _index()[0]
+
+
+def aliases() -> dict[str, str]:
+    """The catalogue's aliases: variant -> the variant whose data are the same bytes with one seed
+    (the same scene and question parameters; ``co-0`` -> ``mid``, ``bal`` -> ``hard``), in its
+    order. A study trains the target once and reads its predictions under both names.
+
+    Raises:
+        VariantError: a missing or malformed catalogue (the file and field named).
+    """
+    return dict(_index()[1])
 
 
 def get_factor(name: str) -> Factor:

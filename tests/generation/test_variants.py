@@ -141,3 +141,13 @@ def test_bad_specs_name_the_field(tmp_path):
         Variant.from_dict(dict(base, questions={"redundancy": "rd++"}), "x.json")
     with pytest.raises(VariantError, match="has no 'train' split"):
         load_variant("tail").scene_params("train", ONTO)
+
+
+def test_the_catalogue_declares_its_aliases_and_their_specs_agree():
+    """co-0 is mid and bal is hard: the index says so, and the specs differ in name and description only."""
+    from nsvqa.generation.variants import SCENE_KEYS, aliases
+
+    assert aliases() == {"co-0": "mid", "bal": "hard"}
+    for alias, target in aliases().items():
+        a, b = load_variant(alias).spec(), load_variant(target).spec()
+        assert all(a.get(k) == b.get(k) for k in (*SCENE_KEYS, "questions")), (alias, target)
