@@ -389,7 +389,8 @@ def train_steps(step_fn: Callable[[int], StepResult | tuple], optimizer: torch.o
 
 
 @contextmanager
-def training_run(cfg: Any, out: str | Path, *, resume: bool, **global_batches: int) -> Iterator[tuple[Any, DistInfo]]:
+def training_run(cfg: Any, out: str | Path, *, resume: bool, preflight: Callable[[], None] | None = None,
+                 **global_batches: int) -> Iterator[tuple[Any, DistInfo]]:
     """The run a trainer fills, with its process group: seeds everything with ``cfg.seed``, joins
     the torchrun group when launched by one (``WORLD_SIZE`` > 1), checks that each of
     ``global_batches`` (name -> size) splits over the ranks, and opens the run directory ``out``
@@ -397,14 +398,19 @@ def training_run(cfg: Any, out: str | Path, *, resume: bool, **global_batches: i
     a :class:`~nsvqa.training.distributed.QuietRun`). Yields ``(run, dist)``; closes the run and
     leaves the group it joined on exit, whatever happens.
 
+    ``preflight()`` (the trainer's input checks) runs after the batch check, before the run
+    directory is opened.
+
     Raises:
         ValueError: a global batch that does not split over the ranks, or a resume with a config
-        that differs in a ``MUST_MATCH`` field.
+        that differs in a ``MUST_MATCH`` field; what ``preflight`` raises.
     """
     seed_everything(cfg.seed)
     dist = init_from_env(cfg.device)
     try:
         check_global_batch(dist.world_size, **global_batches)
+        if preflight is not None:
+            preflight()  # the trainer's input checks, before the run directory is written
         run = open_run(dist, lambda: RunDir(out, cfg, resume=resume, must_match=cfg.MUST_MATCH), out, cfg)
         try:
             yield run, dist

@@ -551,15 +551,17 @@ def train_scene_parser(cfg: SceneParserConfig, out: str | Path, *, resume: bool 
         executors.errors.FormatError: a train or val image missing, truncated, changed or of another
             size (:func:`nsvqa.artifacts.images.check_split_images`), before any step.
     """
-    for split in ("train", "val"):  # every image the stages read, before anything is written or trained
-        check_split_images(cfg.data, split)
+    def check_images() -> None:  # every image the stages read, before anything is written or trained
+        for split in ("train", "val"):
+            check_split_images(cfg.data, split)
+
     # the global batches of the stages to run, checked before anything is written or trained
     batches = {}
     if cfg.stage in ("detector", "all"):
         batches["det_batch"] = cfg.det_batch
     if cfg.stage in ("attributes", "all"):
         batches["attr_batch"] = cfg.attr_batch
-    with training_run(cfg, out, resume=resume, **batches) as (run, dist):
+    with training_run(cfg, out, resume=resume, preflight=check_images, **batches) as (run, dist):
         if cfg.stage in ("detector", "all"):
             train_detector(cfg, run, resume=resume, progress=progress, dist=dist)
         if cfg.stage in ("attributes", "all"):
