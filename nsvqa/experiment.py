@@ -61,7 +61,7 @@ from nsvqa.artifacts import (LikelihoodsHeader, ParsedPrograms, ParsedSceneRecor
                              scenes_path, write_likelihoods, write_programs)
 from nsvqa.artifacts.images import check_images
 from nsvqa.artifacts.likelihoods import PARSE_MIN_SCORE
-from nsvqa.artifacts.predictions import Prediction, predictions_path, read_predictions, write_predictions
+from nsvqa.artifacts.predictions import SHUFFLED, Prediction, predictions_path, read_predictions, write_predictions
 from nsvqa.artifacts.questions import QuestionsFile, questions_path, read_questions, write_questions
 from nsvqa.evaluation import accuracy
 from nsvqa.evaluation.image_dependence import image_dependence, shuffled_questions
@@ -139,7 +139,7 @@ class VariantRun:
         """``shuffled/predictions/<label>__train-<variant>__test-<test>.jsonl``: the model's
         predictions with every test question asked of another image of its split (the image-shuffle
         test, :func:`write_shuffled_predictions`)."""
-        return predictions_path(self.path / "shuffled", label, self.variant, test)
+        return predictions_path(self.path / SHUFFLED, label, self.variant, test)
 
     def inputs(self, test: str, spec: ModelSpec, split: str | None = None) -> PredictInputs:
         """What model ``spec`` takes from this run on test variant ``test`` (per its needs; ``split``

@@ -55,6 +55,8 @@ _KIND_TO_TYPE = {"count": "count", "exist": "exist", "compare": "compare_number"
                  "equal_value": "compare_attribute", "equal_object": "compare_attribute",
                  "query": "query", "partquery": "part_query", "partquery_partname": "part_query"}
 
+#: The folder of a run that holds its image-shuffle predictions (``RUN/shuffled/predictions/``).
+SHUFFLED = "shuffled"
 #: File name of a predictions file: ``<model>__train-<variant>__test-<variant>.jsonl``.
 _NAME = re.compile(r"^(?P<model>.+?)__train-(?P<train>.+?)__test-(?P<test>.+)\.jsonl(?:\.gz)?$")
 _TOKEN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
@@ -286,7 +288,8 @@ def find_prediction_files(runs: Sequence[str | os.PathLike]) -> dict[CellKey, li
 
     Each entry of ``runs`` is a run directory (holding ``predictions/``), a folder of run
     directories, or a ``predictions`` folder itself. Several files for one key are several runs
-    (seeds) of the same experiment.
+    (seeds) of the same experiment. The image-shuffle predictions under a run's ``shuffled/``
+    folder are left out (the same questions asked of other images: not another run).
 
     Raises:
         FileNotFoundError: an entry that does not exist.
@@ -299,8 +302,9 @@ def find_prediction_files(runs: Sequence[str | os.PathLike]) -> dict[CellKey, li
             raise FileNotFoundError(f"--runs {root}: no such file or directory")
         if root.name == "predictions" and root.is_dir():
             folders = [root]
-        else:
-            folders = sorted(p for p in root.rglob("predictions") if p.is_dir())
+        else:  # not a run's image-shuffle predictions (RUN/shuffled/predictions): they are no seed of the cell
+            folders = sorted(p for p in root.rglob("predictions")
+                             if p.is_dir() and SHUFFLED not in p.relative_to(root).parts)
         for folder in folders:
             for f in sorted([*folder.glob("*.jsonl"), *folder.glob("*.jsonl.gz")]):
                 found.setdefault(parse_predictions_name(f), []).append(f)

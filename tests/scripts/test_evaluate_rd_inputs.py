@@ -109,3 +109,14 @@ def test_data_names_the_test_split_to_check_against(load_script, data, tmp_path,
     qfile.write_text(json.dumps(doc))
     rc, err = _main(load_script, runs, tmp_path / "report", capsys, "--data", str(data))
     assert rc == 2 and "(question_index 99 the first): the file was cut short" in err, err
+
+
+def test_a_runs_image_shuffle_predictions_are_no_second_seed(load_script, data, tmp_path, capsys):
+    runs = _runs(tmp_path, data)
+    shuffled = [Prediction(p.question_index, p.question_type, p.answer, "no", question_hash=p.question_hash)
+                for p in _predict(data, "mid")]
+    write_predictions(predictions_path(runs / "mid" / "shuffled", "nsvqa", "mid", "mid"), shuffled)
+    rc, err = _main(load_script, runs, tmp_path / "report", capsys)
+    assert rc == 0, err
+    cells = json.loads((tmp_path / "report" / "report.json").read_text())["cells"]
+    assert all(len(c["files"]) == 1 and "shuffled" not in c["files"][0] for c in cells)
