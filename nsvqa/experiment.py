@@ -39,7 +39,6 @@ factor.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 import multiprocessing
@@ -51,9 +50,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from nsvqa import models as registry
-from nsvqa.config import parse_overrides
-from nsvqa.fileio import (check_writable, read_json_record, sha256_file, sha256_folder, temporary_folder,
-                          write_json_atomic)
+from nsvqa.fileio import check_writable, sha256_file, sha256_folder, temporary_folder
 from nsvqa.generation.suite import SUITE_PROFILES
 from nsvqa.generation.variants import FACTORS, get_factor, load_variant
 from nsvqa.models import ModelSpec, PredictInputs, UnknownModel
@@ -63,6 +60,7 @@ from nsvqa.artifacts.images import check_images
 from nsvqa.artifacts.likelihoods import PARSE_MIN_SCORE
 from nsvqa.artifacts.predictions import SHUFFLED, Prediction, predictions_path, read_predictions, write_predictions
 from nsvqa.artifacts.questions import QuestionsFile, questions_path, read_questions, write_questions
+from nsvqa.artifacts.summary import merged_summary, read_summary, summary_path, write_summary
 from nsvqa.evaluation import accuracy
 from nsvqa.evaluation.image_dependence import image_dependence, shuffled_questions
 from nsvqa.evaluation.report import failures_per_model, invalid_program_warning
@@ -597,7 +595,7 @@ def train_variant(root: str | os.PathLike, variant: str, runs: str | os.PathLike
             if not skip_missing:
                 raise
             echo(f"skipping test variant {t}: {e}")
-    read_summary(run.path / "summary.json")  # an unreadable one is refused now, not replaced after the work
+    read_summary(summary_path(run.path))  # an unreadable one is refused now, not replaced after the work
     run.path.mkdir(parents=True, exist_ok=True)
     labels = [s.label for s in specs]
     rd = RunDir(run.path, {"data": str(root), "variant": variant, "seed": seed, "models": labels,
@@ -653,111 +651,13 @@ def train_variant(root: str | os.PathLike, variant: str, runs: str | os.PathLike
         timing["total"] = time.perf_counter() - t0
     finally:
         rd.close()
-    summary = merged_summary(run.path / "summary.json", {
+    summary = merged_summary(summary_path(run.path), {
         "variant": variant, "seed": seed, "profile": spec.profile, "split": split, "tests": present,
         "models": labels, "accuracy": results, "seconds": timing,
         **({"image_dependence": dependence} if spec.image_shuffle else {})})
-    write_json_atomic(run.path / "summary.json", summary, indent=1)
+    write_summary(summary_path(run.path), summary)
     echo(summary_table(summary))
     return summary
-
-
-# ---------------------------------------------------------------------------- command line
-def add_training_args(p: argparse.ArgumentParser) -> None:
-    """The arguments of :func:`train_variant` that ``train_variant.py`` and ``run_factor.py`` share
-    (:func:`spec_from_args` reads them back)."""
-    p.add_argument("--models", default=",".join(DEFAULT_MODELS),
-                   help=f"comma-separated labels; registered: {', '.join(registry.names())} "
-                        f"(+gtprog: ground-truth programs, for {', '.join(n for n in registry.names() if registry.get(n).supports_gt_programs)})")
-    p.add_argument("--profile", choices=registry.PROFILE_NAMES, default="mini",
-                   help="parser and model profile; tiny is a smoke profile that does not learn, demo the smallest "
-                        "that does")
-    p.add_argument("--seed", type=int, nargs="+", default=[0], help="one run per seed")
-    p.add_argument("--split", default="test", help="split of the test variants")
-    p.add_argument("--jobs", type=int, default=1,
-                   help="2+: train the question parser in a second process beside the scene parser")
-    p.add_argument("--device", default="cpu", help="torch device of training and prediction (cpu, cuda)")
-    p.add_argument("--scene-set", action="append", metavar="NAME=VALUE",
-                   help="scene-parser config override (e.g. det_iterations=400); repeatable")
-    p.add_argument("--question-set", action="append", metavar="NAME=VALUE",
-                   help="question-parser config override (e.g. steps=800); repeatable")
-    p.add_argument("--parse-min-score", type=float, default=PARSE_MIN_SCORE,
-                   help="keep detections scoring at least this when parsing test images; P-NSVQA uses the "
-                        "scores as existence probabilities, NS-VQA keeps those >= 0.5 (default %(default)s)")
-    p.add_argument("--model-set", action="append", metavar="MODEL.NAME=VALUE",
-                   help="a model's config override (e.g. film.steps=500); repeatable")
-    p.add_argument("--pretrained", default=None, metavar="pretrained:NAME|DIR",
-                   help="use these trained parsers instead of training them: a shipped set "
-                        "(pretrained:mid-mini) or a folder with scene_parser/ and question_parser/")
-    p.add_argument("--scene-parser-of", default=None, metavar="VARIANT",
-                   help="use (and train there, if absent) the scene parser of VARIANT's run with the same seed: "
-                        "for variants with VARIANT's images (rd- and rd+ with mid)")
-    p.add_argument("--image-shuffle", action="store_true",
-                   help="also score the image-shuffle test: each test question asked of another image of its split "
-                        "(predictions under RUN/shuffled/, image dependence in summary.json)")
-    p.add_argument("--skip-missing", action="store_true", help="skip test variants without data instead of failing")
-    p.add_argument("--threads", type=int, default=None, help="torch CPU threads of this process")
-    p.add_argument("--no-progress", action="store_true", help="no progress bars")
-
-
-def spec_from_args(args: argparse.Namespace) -> tuple[list[str], TrainSpec]:
-    """(model labels, :class:`TrainSpec`) from the arguments of :func:`add_training_args`;
-    ``--scene-set`` / ``--question-set`` / ``--model-set`` values are parsed with the types of the
-    scene-parser, question-parser and model config fields (errors name the option and the field).
-
-    Raises:
-        nsvqa.config.ConfigError: a malformed option (``--model-set`` takes MODEL.NAME=VALUE), a model
-            that is unknown or has no config, a field or value the config does not take.
-    """
-    from nsvqa.training.scene_config import SceneParserConfig  # heavy: loads torch (the backbone's defaults)
-
-    labels = [m.strip() for m in args.models.split(",") if m.strip()]
-    configs = {n: registry.get(n).config_class for n in registry.names()}
-    model_overrides = parse_overrides(args.model_set, configs, "--model-set", scope="MODEL")
-    spec = TrainSpec(profile=args.profile,
-                     scene_overrides=parse_overrides(args.scene_set, SceneParserConfig, "--scene-set"),
-                     question_overrides=parse_overrides(args.question_set, QuestionParserConfig, "--question-set"),
-                     model_overrides=model_overrides, jobs=args.jobs, device=args.device,
-                     progress=not args.no_progress, parse_min_score=args.parse_min_score,
-                     pretrained=args.pretrained, scene_variant=args.scene_parser_of,
-                     image_shuffle=getattr(args, "image_shuffle", False))
-    return labels, spec
-
-
-def read_summary(path: str | os.PathLike) -> dict[str, Any] | None:
-    """A run's ``summary.json`` (what :func:`train_variant` wrote), None where there is none.
-
-    Raises:
-        ExperimentError: the file is there but is not a JSON object (the file named): it holds what
-            earlier calls measured, so it is never replaced unread.
-    """
-    return read_json_record(path, ExperimentError, "the accuracies and seconds of the run's earlier calls")
-
-
-def merged_summary(path: Path, new: Mapping[str, Any]) -> dict[str, Any]:
-    """``new`` (one :func:`train_variant` call's summary) over the run's earlier ``summary.json``:
-    a call that trains some models keeps what earlier calls measured of the others (their
-    accuracies; this call's win). ``seconds`` are the wall time each step took over every call
-    (summed): a later call that finds a step finished adds the moment it took to see so, and a
-    resumed step adds the time of its second part, so a finished step's cost is never
-    overwritten. An earlier summary of another profile or split is replaced; an unreadable one is
-    refused (:func:`read_summary`)."""
-    old = read_summary(path)
-    if old is None or any(old.get(k) != new[k] for k in ("variant", "seed", "profile", "split")):
-        return dict(new)
-    accuracy = {m: dict(row) for m, row in (old.get("accuracy") or {}).items()}
-    seconds = dict(old.get("seconds") or {})
-    for k, v in new["seconds"].items():
-        seconds[k] = seconds.get(k, 0.0) + v
-    for m, row in new["accuracy"].items():
-        accuracy[m] = {**accuracy.get(m, {}), **row}
-    dependence = {m: dict(row) for m, row in (old.get("image_dependence") or {}).items()}
-    for m, row in (new.get("image_dependence") or {}).items():
-        dependence[m] = {**dependence.get(m, {}), **row}
-    return {**new, **({"image_dependence": dependence} if dependence else {}),
-            "tests": list(dict.fromkeys([*(old.get("tests") or []), *new["tests"]])),
-            "models": list(dict.fromkeys([*(old.get("models") or []), *new["models"]])),
-            "accuracy": accuracy, "seconds": seconds}
 
 
 def summary_table(summary: Mapping[str, Any]) -> str:
@@ -787,5 +687,5 @@ def summary_table(summary: Mapping[str, Any]) -> str:
 
 __all__ = ["DEFAULT_MODELS", "ExperimentError", "VariantRun", "TrainSpec", "factors_of", "variants_to_test",
            "model_specs", "train_parsers", "train_models", "parse_scenes", "parse_questions",
-           "write_model_predictions", "shuffled_view", "write_shuffled_predictions", "check_variant_data", "train_variant", "add_training_args",
-           "spec_from_args", "read_summary", "merged_summary", "summary_table"]
+           "write_model_predictions", "shuffled_view", "write_shuffled_predictions", "check_variant_data", "train_variant",
+           "summary_table"]

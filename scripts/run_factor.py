@@ -29,7 +29,8 @@ from nsvqa.training.checkpoint import CheckpointError
 from nsvqa.fileio import FolderInUse, OutputFolder
 from nsvqa.training import RunMismatch
 from nsvqa.training.cli import interruptible
-from nsvqa.experiment import ExperimentError, add_training_args, spec_from_args, train_variant
+from nsvqa.experiment import ExperimentError, train_variant
+from nsvqa.experiment_cli import add_training_args, spec_from_args
 from nsvqa.generation.dataset import QUESTION_SETS, SplitSettingsDiffer, SplitWouldShrink
 from nsvqa.generation.suite import SUITE_PROFILES, generate_suite
 from nsvqa.generation.variants import FACTORS, VariantError, load_variant

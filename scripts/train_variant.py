@@ -27,7 +27,8 @@ from nsvqa.training.checkpoint import CheckpointError
 from nsvqa.fileio import FolderInUse, OutputFolder
 from nsvqa.training import RunMismatch
 from nsvqa.training.cli import interruptible
-from nsvqa.experiment import ExperimentError, add_training_args, spec_from_args, train_variant
+from nsvqa.experiment import ExperimentError, train_variant
+from nsvqa.experiment_cli import add_training_args, spec_from_args
 from nsvqa.generation.variants import FACTORS, VariantError
 
 PROG = "train_variant.py"

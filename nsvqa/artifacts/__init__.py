@@ -12,6 +12,7 @@ file                                   read                            write
 ``predictions/*.jsonl``                :func:`read_predictions`        :func:`write_predictions`
 ``images/<split>/*.png``               :func:`images.read_image`       :mod:`nsvqa.generation`
 ``<cache>/<split>_<backbone>_*.pt``    :func:`features.read_features`  :func:`features.write_features`
+``RUN/summary.json``                    :func:`summary.read_summary`    :func:`summary.write_summary`
 =====================================  ==============================  ==========================
 """
 from __future__ import annotations

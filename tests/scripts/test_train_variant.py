@@ -239,7 +239,7 @@ def test_nsvqa_chooses_its_cuts_on_the_val_parses(suite, trained):
 
 
 def test_a_later_call_never_overwrites_the_seconds_a_finished_step_took(tmp_path):
-    from nsvqa.experiment import merged_summary
+    from nsvqa.artifacts.summary import SummaryFormatError, merged_summary
 
     base = {"variant": "mid", "seed": 0, "profile": "mini", "split": "test", "tests": ["mid"], "models": ["nsvqa"]}
     path = tmp_path / "summary.json"
@@ -252,7 +252,7 @@ def test_a_later_call_never_overwrites_the_seconds_a_finished_step_took(tmp_path
     assert out["models"] == ["nsvqa", "lstm"] and set(out["accuracy"]) == {"nsvqa", "lstm"}
     # a summary it cannot read is refused, naming the file, and left as it was
     path.write_text('{"variant": "mid", "accu')
-    with pytest.raises(ExperimentError, match=r"summary.json: not readable JSON"):
+    with pytest.raises(SummaryFormatError, match=r"summary.json: not readable JSON"):
         merged_summary(path, {**base, "accuracy": {}, "seconds": {}})
     assert path.read_text() == '{"variant": "mid", "accu'
 
@@ -319,7 +319,7 @@ def test_model_overrides_from_the_command_line():
 
     import baselines  # noqa: F401
     from nsvqa.config import ConfigError
-    from nsvqa.experiment import add_training_args, spec_from_args
+    from nsvqa.experiment_cli import add_training_args, spec_from_args
 
     p = argparse.ArgumentParser()
     add_training_args(p)
