@@ -21,7 +21,7 @@ and its dependencies, read from the plan:
     - the jobs of one run folder ``RUNS/<variant>[-seed<N>]`` (its groups read, merge and rewrite
       the same ``summary.json``) run one after another in plan order (``afterany``: a failed piece
       frees the folder);
-    - the pieces that use one scene parser (:func:`nsvqa.study.config.scene_source`) wait for the
+    - the pieces that use one scene parser (:func:`nsvqa.study.plan.scene_source`) wait for the
       first of them in plan order, the one that trains it (``afterok``).
 """
 from __future__ import annotations
@@ -45,8 +45,9 @@ from nsvqa.generation.dataset import PROFILES, is_complete, job_for
 from nsvqa.generation.suite import generate_suite
 from nsvqa.generation.variants import load_variant
 from nsvqa.models import needs as model_needs, parse_specs
-from nsvqa.study.config import (PART_GROUP, SCENE_GROUPS, STUDY, STUDY_FILE, Piece, StudyConfig, StudyError,
-                                budget, piece_setup, results_config, study_pieces)
+from nsvqa.study.cost import budget
+from nsvqa.study.plan import PART_GROUP, SCENE_GROUPS, Piece, piece_setup, study_pieces
+from nsvqa.study.study_config import STUDY, STUDY_FILE, StudyConfig, StudyError, results_config
 
 #: The launchers ``run_study.py --launcher`` offers; ``sequential`` runs in the calling process.
 LAUNCHERS = ("sequential", "local", "slurm")
@@ -147,7 +148,7 @@ def _run_path(runs: Path, variant: str, seed: int) -> Path:
 
 def scene_parser_folder(piece: Piece, runs: str | os.PathLike, cfg: StudyConfig = STUDY) -> Path | None:
     """The run folder holding the scene parser the piece uses (its own or its scene variant's,
-    :func:`nsvqa.study.config.scene_source`), None for a piece whose models use none."""
+    :func:`nsvqa.study.plan.scene_source`), None for a piece whose models use none."""
     if piece.group not in SCENE_GROUPS:
         return None
     setup = piece_setup(piece, ".", runs, cfg)
@@ -206,7 +207,7 @@ def plan_jobs(todo: Sequence[Piece], data: str | os.PathLike, runs: str | os.Pat
     module's docstring), in an order where each job comes after those it waits for.
 
     Args:
-        projected: piece name -> its projected minutes (default: :func:`nsvqa.study.config.budget`'s).
+        projected: piece name -> its projected minutes (default: :func:`nsvqa.study.cost.budget`'s).
     """
     if projected is None:
         projected = {p["piece"]: p["minutes"] for p in budget(results, cfg)["pending"]}
@@ -590,7 +591,7 @@ def launch(todo: Sequence[Piece], data: str | os.PathLike, runs: str | os.PathLi
 def past_cap(todo: Sequence[Piece], results: str | os.PathLike, cfg: StudyConfig) -> str | None:
     """Why launching ``todo`` would take the study past :attr:`StudyConfig.budget_hours` (None when
     it would not): the committed pieces reach the cap, or one of ``todo`` is projected past it
-    (:func:`nsvqa.study.config.budget`, the pending pieces in plan order)."""
+    (:func:`nsvqa.study.cost.budget`, the pending pieces in plan order)."""
     b = budget(results, cfg)
     beyond = [p["piece"] for p in b["pending"] if p["within_cap"] is False and p["piece"] in {t.name for t in todo}]
     if b["spent_hours"] >= cfg.budget_hours:
@@ -601,7 +602,7 @@ def past_cap(todo: Sequence[Piece], results: str | os.PathLike, cfg: StudyConfig
 
 
 # ---------------------------------------------------------------------------- a study at another scale
-#: The step kinds of :func:`nsvqa.study.config.budget` and the work each scales with.
+#: The step kinds of :func:`nsvqa.study.cost.budget` and the work each scales with.
 _SCALES = {"parsers": "scene", "parsers (shared scene parser)": "question", "test": "test",
            "test (own parser)": "test"}
 
@@ -610,7 +611,7 @@ def scaled_estimate(measured: str | os.PathLike, measured_cfg: StudyConfig, targ
                     gpu_speedup: float) -> dict[str, Any]:
     """An estimate (not a measurement) of the compute of ``target``'s plan from the steps the
     pieces committed under ``measured`` took (run under ``measured_cfg``): each target piece's
-    steps are the medians :func:`nsvqa.study.config.budget` projects pending pieces from (its
+    steps are the medians :func:`nsvqa.study.cost.budget` projects pending pieces from (its
     group's, or its analog's), each times the work ratio of its step kind:
 
         own scene parser (``parsers``)     detector iterations x batch x pixels

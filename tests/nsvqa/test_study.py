@@ -326,14 +326,13 @@ def test_a_piece_runs_commits_gzipped_predictions_and_is_then_skipped(tmp_path, 
 
 
 def test_a_pieces_ledger_is_read_whole_or_refused_with_its_file_named(tmp_path):
-    from nsvqa.study import read_ledger
-    from nsvqa.study.config import _attempt_starts
+    from nsvqa.study import attempt_starts, read_ledger
 
     assert read_ledger(tmp_path / "study_modular.json") == {"attempts": []}  # a first call
     good = {"attempts": [{"started": 10.0, "stopped": True, "seconds": 5.0}, {"started": 20}]}
     (tmp_path / "study_film.json").write_text(json.dumps(good))
     assert read_ledger(tmp_path / "study_film.json") == good
-    assert _attempt_starts(tmp_path, tmp_path / "study_modular.json") == [10.0, 20.0]
+    assert attempt_starts(tmp_path, tmp_path / "study_modular.json") == [10.0, 20.0]
     for text, match in [('{"attempts": [{"started"', r"study_film.json: not readable JSON"),
                         ('{"attempt": []}', r"study_film.json: field 'attempts': expected a list"),
                         ('{"attempts": [{"started": "noon"}]}', r"study_film.json: attempts\[0\]: expected an object")]:
@@ -341,7 +340,7 @@ def test_a_pieces_ledger_is_read_whole_or_refused_with_its_file_named(tmp_path):
         with pytest.raises(StudyError, match=match):
             read_ledger(tmp_path / "study_film.json")
         with pytest.raises(StudyError, match=match):  # another group's call reads it too, and stops
-            _attempt_starts(tmp_path, tmp_path / "study_modular.json")
+            attempt_starts(tmp_path, tmp_path / "study_modular.json")
     assert (tmp_path / "study_film.json").read_text() == '{"attempts": [{"started": "noon"}]}'  # left as it was
 
 

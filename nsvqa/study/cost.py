@@ -1,0 +1,219 @@
+"""The robustness study's compute: the hours its committed pieces took (every attempt of each
+``piece.json``, and the redundancy scale check's record) and a projection of each pending piece
+in plan order against :attr:`~nsvqa.study.study_config.StudyConfig.budget_hours`, from the medians
+of the committed pieces' steps; whether a piece fits the cap or a session's time left; the table
+``run_study.py --budget`` prints. Data and arithmetic over the plan and the records.
+"""
+from __future__ import annotations
+
+import json
+import os
+import statistics
+from typing import Any, Mapping, Sequence
+
+from nsvqa.generation.variants import FACTORS
+from nsvqa.study.attempts import stopped_in_training
+from nsvqa.study.plan import PART_GROUP, SCENE_GROUPS, Piece, piece_dir, piece_setup, study_pieces
+from nsvqa.study.scale_record import SCALE_BUDGET_GROUP, read_scale_record, scale_record_path, scale_seconds
+from nsvqa.study.study_config import STUDY, StudyConfig, StudyError
+
+
+#: Groups never run yet are projected with the steps of the group named here (the part extension
+#: trains a larger parser: its projection is a lower bound).
+_BUDGET_ANALOG = {PART_GROUP: "modular", "seeing": "modular"}
+
+
+_PARSER_STEPS = ("scene_parser", "question_parser")
+
+
+def _step_kind(key: str, own_parser: bool) -> str | None:
+    """A ``piece.json`` step name as :func:`budget` pools it: every test variant alike, the two
+    parsers as one phase (:func:`_parser_phase`), a piece training its own scene parser apart from
+    one loading an earlier piece's."""
+    if key == "total":
+        return None
+    if key.startswith("test_"):
+        return "test (own parser)" if own_parser else "test"
+    if key == "parsers":  # :func:`budget` folds the two parser steps into it
+        return "parsers" if own_parser else "parsers (shared scene parser)"
+    return key
+
+
+def _parser_phase(steps: Mapping[str, float]) -> float:
+    """The wall time of an attempt's parser training. The question parser may train in a second
+    process beside the scene parser (``jobs`` 2): both steps then record the same span, and the
+    phase is what the attempt's ``total`` leaves after its other steps; trained one after the other
+    (or without a ``total``), it is their sum."""
+    own = [float(steps[k]) for k in _PARSER_STEPS if k in steps]
+    if "total" not in steps:
+        return sum(own)
+    rest = sum(float(v) for k, v in steps.items() if k not in (*_PARSER_STEPS, "total"))
+    return min(sum(own), max(float(steps["total"]) - rest, *own))
+
+
+def _own_parser(piece: Piece, cfg: StudyConfig) -> bool:
+    """Whether ``piece`` trains a scene parser of its own (one that serves it and was not an
+    earlier piece's: :func:`piece_setup`'s ``scene_variant``)."""
+    return piece.group in SCENE_GROUPS and piece_setup(piece, ".", ".", cfg).scene_variant == piece.variant
+
+
+def _expected_steps(piece: Piece, cfg: StudyConfig, measured: Sequence[str]) -> list[str]:
+    """The steps ``piece`` will run, as :func:`_step_kind` names them: the ``model_`` and ``tune_``
+    steps of its models among those ``measured`` (executors train nothing), its parsers, a test per
+    test variant."""
+    own = _own_parser(piece, cfg)
+    keys = [k for k in measured if k.split("_", 1)[0] in ("model", "tune") and k.split("_", 1)[1] in piece.models]
+    if piece.group in SCENE_GROUPS:
+        keys.append(_step_kind("parsers", own))
+    return keys + [_step_kind("test_", own)] * len(piece.tests)
+
+
+def budget_group(piece: Piece) -> str:
+    """The part of the study a piece's hours are counted under: ``parts`` (the extension),
+    ``systematic`` (the splits), ``seeds`` (the default variant's further seeds), else its group
+    (``modular``, ``film``, ``mdetr``: Tables 1-2)."""
+    if piece.group == PART_GROUP:
+        return PART_GROUP
+    if piece.variant in FACTORS["systematic"]:
+        return "systematic"
+    return "seeds" if piece.seed != 0 else piece.group
+
+
+def budget(results: str | os.PathLike, cfg: StudyConfig = STUDY) -> dict[str, Any]:
+    """The study's compute: the hours its committed pieces took, and a projection of each pending
+    piece in plan order against :attr:`StudyConfig.budget_hours`.
+
+    Spent is the sum of the committed ``piece.json`` totals (every attempt, pauses included) and of
+    the redundancy scale check's record (:func:`scale_seconds`, its row ``SCALE_BUDGET_GROUP``). A
+    pending piece is projected as the sum of its steps (its models' training and tuning, its
+    parsers' phase (:func:`_parser_phase`: the two parsers may train side by side), one
+    parse-and-test per test variant), each the median of that step over the committed
+    pieces of its group; a record with a ``note`` (attempts whose seconds were not recorded) or an
+    attempt stopped in training (:func:`stopped_in_training`) is left out of the medians, unless a
+    later attempt marked ``lost`` (entered by hand: its run folder was lost with its machine, so
+    the next call trained every step anew) comes after it: only the attempts after the last lost
+    one are read for the steps. Data
+    generation is not counted. A parser or test step no committed piece of the group has run
+    counts 0 and is named under ``unmeasured``; a group never run borrows the steps of its analog
+    (:data:`_BUDGET_ANALOG`), named under ``basis``, and its projection is a lower bound.
+
+    Raises:
+        StudyError: a committed ``piece.json`` without a readable ``seconds.total``, or a
+            ``scale.json`` :func:`scale_seconds` cannot count (the file named).
+    """
+    plan = study_pieces(cfg)
+    spent, done, seen = 0.0, set(), {}
+    by_group: dict[str, float] = {}
+    for piece in plan:
+        path = piece_dir(results, piece) / "piece.json"
+        if not path.exists():
+            continue
+        try:
+            rec = json.loads(path.read_text())
+            total = float(rec["seconds"]["total"])
+        except (ValueError, KeyError, TypeError) as e:
+            raise StudyError(f"{path}: no readable field seconds.total ({type(e).__name__}: {e})") from e
+        done.add(piece.name)
+        spent += total
+        group = budget_group(piece)
+        by_group[group] = by_group.get(group, 0.0) + total
+        attempts = rec["seconds"].get("attempts", [])
+        lost = [i for i, a in enumerate(attempts) if a.get("lost")]
+        attempts = attempts[lost[-1] + 1:] if lost else attempts  # its run folder gone: the next call began anew
+        if rec.get("note") or any(stopped_in_training(a) for a in attempts):
+            continue  # a stopped attempt's steps are not known, and the step the next one resumed is partial
+        own = piece.group in SCENE_GROUPS and rec.get("scene_parser_of", piece.variant) == piece.variant
+        totals: dict[str, float] = {}  # step -> seconds over every attempt
+        for attempt in attempts:
+            steps = attempt.get("steps", {})
+            if any(k in steps for k in _PARSER_STEPS):
+                totals["parsers"] = totals.get("parsers", 0.0) + _parser_phase(steps)
+            for key, sec in steps.items():
+                if key not in _PARSER_STEPS:
+                    totals[key] = totals.get(key, 0.0) + float(sec)
+        for key, sec in totals.items():
+            kind = _step_kind(key, own)
+            if kind is not None:  # each test variant one sample of its kind
+                seen.setdefault(piece.group, {}).setdefault(kind, []).append(sec)
+    scale = scale_seconds(read_scale_record(results), str(scale_record_path(results)))
+    if scale:
+        spent += scale
+        by_group[SCALE_BUDGET_GROUP] = scale
+    medians = {g: {k: statistics.median(v) for k, v in sorted(ks.items())} for g, ks in seen.items()}
+    pending, cumulative = [], spent
+    for piece in plan:
+        if piece.name in done:
+            continue
+        basis = piece.group if piece.group in medians else _BUDGET_ANALOG.get(piece.group)
+        steps = medians.get(basis, {}) if basis else {}
+        keys = _expected_steps(piece, cfg, list(steps))
+        seconds = sum(steps.get(k, 0.0) for k in keys) if steps else None
+        if seconds is not None:
+            cumulative += seconds
+        pending.append({"piece": piece.name, "minutes": None if seconds is None else round(seconds / 60, 1),
+                        "basis": basis if steps else None, "lower_bound": bool(steps) and basis != piece.group,
+                        "unmeasured": sorted({k for k in keys if k not in steps}) if steps else None,
+                        "cumulative_hours": round(cumulative / 3600, 2) if seconds is not None else None,
+                        "within_cap": None if seconds is None else cumulative <= cfg.budget_hours * 3600})
+    return {"cap_hours": cfg.budget_hours, "done": len(done), "spent_hours": round(spent / 3600, 2),
+            "spent_hours_by_group": {g: round(v / 3600, 2) for g, v in sorted(by_group.items())},
+            "step_minutes": {g: {k: round(v / 60, 1) for k, v in ks.items()} for g, ks in medians.items()},
+            "pending": pending}
+
+
+def over_cap(results: str | os.PathLike, piece: Piece, cfg: StudyConfig = STUDY,
+             b: Mapping[str, Any] | None = None) -> str | None:
+    """Why running ``piece`` now would take the study past :attr:`StudyConfig.budget_hours`
+    (None when it would not): the committed pieces' hours already reach the cap, or they and the
+    piece's own projection (:func:`budget`; pieces before it left pending do not count) pass it.
+    A piece no committed piece of its kind projects is let through until the cap is spent."""
+    b = budget(results, cfg) if b is None else b  # ``b``: :func:`budget`'s, when the caller has it
+    spent, cap = b["spent_hours"], cfg.budget_hours
+    if spent >= cap:
+        return f"the committed pieces took {spent:.1f} h, the study's {cap:g}-hour cap"
+    minutes = _projected_minutes(b, piece)
+    if minutes is not None and spent + minutes / 60 > cap:
+        return (f"{piece.name} is projected at {minutes:.0f} min: {spent:.1f} h spent + {minutes / 60:.1f} h "
+                f"passes the study's {cap:g}-hour cap")
+    return None
+
+
+def _projected_minutes(b: Mapping[str, Any], piece: Piece) -> float | None:
+    return next((p["minutes"] for p in b["pending"] if p["piece"] == piece.name), None)
+
+
+def out_of_time(results: str | os.PathLike, piece: Piece, seconds_left: float, cfg: StudyConfig = STUDY,
+                b: Mapping[str, Any] | None = None) -> str | None:
+    """Why ``piece`` should not start with ``seconds_left`` of wall time to go (a session's or a
+    batch job's end), None when its projection (:func:`budget`; data generation not counted) fits
+    or there is none. A piece cut short resumes from its run folder, but a machine that goes with
+    the session takes that folder with it."""
+    minutes = _projected_minutes(budget(results, cfg) if b is None else b, piece)
+    if minutes is not None and minutes * 60 > seconds_left:
+        return f"{piece.name} is projected at {minutes:.0f} min and {max(seconds_left, 0) / 60:.0f} min are left"
+    return None
+
+
+def budget_markdown(b: Mapping[str, Any]) -> str:
+    """:func:`budget` as a Markdown table (what ``run_study.py --budget`` prints)."""
+    extra = " and the redundancy scale check" if SCALE_BUDGET_GROUP in b.get("spent_hours_by_group", {}) else ""
+    lines = [f"{b['done']} pieces committed{extra}: {b['spent_hours']:.1f} hours of the {b['cap_hours']:g}-hour cap.",
+             ""]
+    if b.get("spent_hours_by_group"):
+        lines += ["| spent on | hours |", "|---|---|"]
+        lines += [f"| {g} | {h:.1f} |" for g, h in b["spent_hours_by_group"].items()]
+        lines += [f"| **total** | **{b['spent_hours']:.1f}** of {b['cap_hours']:g} |", ""]
+    lines += ["| pending piece | projected min | cumulative hours | within cap | projected from |",
+             "|---|---|---|---|---|"]
+    for p in b["pending"]:
+        if p["minutes"] is None:
+            lines.append(f"| {p['piece']} | — | — | — | no committed piece of its group |")
+            continue
+        basis = p["basis"] + (", a lower bound" if p["lower_bound"] else "") + (
+            f" (no {', '.join(p['unmeasured'])})" if p["unmeasured"] else "")
+        lines.append(f"| {p['piece']} | {p['minutes']:.0f} | {p['cumulative_hours']:.1f} | "
+                     f"{'yes' if p['within_cap'] else 'no'} | {basis} |")
+    return "\n".join(lines) + "\n"
+
+
+__all__ = ["budget", "budget_group", "budget_markdown", "over_cap", "out_of_time"]

@@ -1,0 +1,207 @@
+"""The robustness study's plan: its pieces, in the order they run (data and arithmetic over
+:data:`~nsvqa.study.study_config.STUDY`; running a piece is :mod:`nsvqa.study.run`, the floor
+above, its budget :mod:`nsvqa.study.cost`, and the report :mod:`nsvqa.study.report`).
+
+The study trains every model on every training variant of the four domain-shift factors (and the
+systematic splits), tests each on its factor's variants, and reports accuracy matrices (the paper's
+Table 1) and Relative Degrade (Table 2). It is far too long for one process on a CPU, so it is a
+list of *pieces*: one (training variant, seed, group of models) each, run by
+:func:`nsvqa.study.run.run_piece`
+through :func:`nsvqa.experiment.train_variant`. A finished piece leaves, under ``RESULTS/pieces/<piece>/``:
+
+    predictions/<model>__train-<variant>__test-<variant>.jsonl.gz   every prediction, gzipped
+    perception.json  the scene parser on each test variant (pieces whose models use one:
+                   :func:`nsvqa.study.run.write_perception`)
+    piece.json     what ran (the study config, the piece, the commit, the machine, the variant
+                   whose run trained the scene parser), per-step and total seconds (a shared scene
+                   parser's are its first piece's), accuracy per (model, test variant); written
+                   last: its presence is what "done" means
+
+:func:`pending_pieces` skips the pieces whose ``piece.json`` exists, so rerunning the one command
+resumes the study where the committed results stop; an interrupted piece resumes from the
+checkpoints in its run folder (outside git) when they are still there, else it starts again.
+:func:`nsvqa.study.report.build_study_report` rebuilds every table from the committed predictions alone.
+
+Every size and schedule of the study is in :data:`~nsvqa.study.study_config.STUDY` (one
+:class:`~nsvqa.study.study_config.StudyConfig`); nothing is in shell scripts. Variants whose data
+are the same bytes are trained once: ``co-0`` is ``mid`` and ``bal`` is ``hard`` (the catalogue's
+aliases, :attr:`StudyConfig.aliases`, checked against the catalogue by :func:`check_aliases`); the report reads ``mid``'s predictions as ``co-0``'s in the compositionality
+table, and ``hard``'s as ``bal``'s in the distribution table. Training variants whose images are
+the same bytes but whose questions differ (``rd-`` and ``rd+`` are ``mid``'s images) share the
+scene parser of the first of them in plan order (:func:`scene_source`), and a test split is parsed
+once per scene parser (:func:`nsvqa.experiment.parse_scenes`).
+
+The part-question extension (:attr:`StudyConfig.part_factor`: pieces of group :data:`PART_GROUP`)
+asks object and part questions about the same images, with a part-aware scene parser and a
+question parser trained on both kinds; its data and runs live under ``parts/`` of the data and
+runs roots, and the report scores part and object questions apart.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+from nsvqa.generation.variants import FACTORS, SCENE_KEYS, load_variant
+from nsvqa.study.study_config import STUDY, StudyConfig, StudyError
+
+
+#: Group of the part-question extension's pieces. Their data and runs live under ``<root>/parts/``
+#: (other questions about the same images: a dataset of its own).
+PART_GROUP = "parts"
+
+#: Groups whose models answer from a scene parser's parse (the piece's ``perception.json``).
+SCENE_GROUPS = ("modular", PART_GROUP, "seeing")
+
+
+@dataclass(frozen=True)
+class Piece:
+    """One unit of the study: ``models`` trained on ``variant`` with ``seed``, tested on ``tests``."""
+
+    variant: str
+    seed: int
+    group: str
+    models: tuple[str, ...]
+    tests: tuple[str, ...]
+
+    @property
+    def name(self) -> str:
+        return f"{self.variant}-seed{self.seed}-{self.group}"
+
+
+def check_aliases(cfg: StudyConfig = STUDY) -> None:
+    """Raise StudyError unless every alias has the same scene parameters, split overrides and
+    question redundancy as its target (so that, generated with one seed, their bytes agree). The
+    default aliases are the catalogue's (:func:`nsvqa.generation.variants.aliases`), which its
+    builder checks the same way; this guards a config that gives its own."""
+    for alias, target in cfg.aliases.items():
+        a, b = load_variant(alias).spec(), load_variant(target).spec()
+        for key in (*SCENE_KEYS, "questions"):
+            if a.get(key) != b.get(key):
+                raise StudyError(f"alias {alias!r} -> {target!r}: the variants differ in {key!r} "
+                                 f"({a.get(key)!r} vs {b.get(key)!r}); they cannot share runs")
+
+
+def canonical(variant: str, cfg: StudyConfig = STUDY) -> str:
+    """The variant whose runs and data serve ``variant`` (itself unless it is an alias)."""
+    return cfg.aliases.get(variant, variant)
+
+
+def training_variants(cfg: StudyConfig = STUDY) -> list[str]:
+    """The variants models are trained on for Tables 1-2, aliases resolved, the default first."""
+    out = [cfg.default_variant]
+    for f in cfg.factors:
+        out += [canonical(v, cfg) for v in FACTORS[f] if not load_variant(v).test_only]
+    return list(dict.fromkeys(out))
+
+
+def variants_tested(variant: str, cfg: StudyConfig = STUDY) -> tuple[str, ...]:
+    """Every variant a model trained on ``variant`` is tested on: the variants of each factor that
+    trains on it or on one of its aliases, aliases resolved (``mid``: visual, redundancy and
+    compositionality; ``hard``: visual and distribution, head / tail / oppo included)."""
+    if variant in FACTORS["systematic"]:  # each systematic split is its own experiment (ID vs OOD)
+        return (variant,)
+    names = {variant} | {a for a, t in cfg.aliases.items() if t == variant}
+    out = [variant]
+    for f in cfg.factors:
+        if names & set(FACTORS[f]):
+            out += [canonical(v, cfg) for v in FACTORS[f]]
+    return tuple(dict.fromkeys(out))
+
+
+def scene_source(variant: str, cfg: StudyConfig = STUDY) -> str:
+    """The training variant whose scene parser serves ``variant``: the first in plan order
+    (:func:`training_variants`) with the same scenes and images
+    (:meth:`~nsvqa.generation.variants.Variant.same_scenes`; ``mid`` for ``rd-`` and ``rd+``),
+    ``variant`` itself when there is none or ``cfg.share_scene_parsers`` is off."""
+    if not cfg.share_scene_parsers:
+        return variant
+    mine = load_variant(variant)
+    return next((v for v in training_variants(cfg) if load_variant(v).same_scenes(mine)), variant)
+
+
+def study_pieces(cfg: StudyConfig = STUDY) -> list[Piece]:
+    """Every piece of the study, in the order they run: the default variant's groups first
+    (the demo's checkpoints, Fig. 3), then each factor's other training variants, then the
+    systematic splits of :attr:`StudyConfig.systematic_first`, the default variant's further seeds
+    (modular models: the in-domain comparison), the other systematic splits (modular models), the
+    part-question extension, the default variant's :attr:`StudyConfig.shuffle_groups` at
+    :attr:`StudyConfig.shuffle_seed`, and last the pieces of :attr:`StudyConfig.late_groups` on the
+    other training variants."""
+    check_aliases(cfg)
+    out, late = [], []
+    for v in training_variants(cfg):
+        for group, models in cfg.groups.items():
+            ms = tuple(m for m in models if v == cfg.default_variant or m not in cfg.default_only)
+            (late if group in cfg.late_groups and v != cfg.default_variant else out).append(
+                Piece(v, 0, group, ms, variants_tested(v, cfg)))
+    lite = tuple(cfg.executor_models)
+    splits = [v for v in FACTORS["systematic"] if v in cfg.systematic_first]
+    out += [Piece(v, 0, "modular", lite, (v,)) for v in splits]
+    for s in cfg.seeds:
+        if s != 0:
+            out.append(Piece(cfg.default_variant, s, "modular", lite, (cfg.default_variant,)))
+    out += [Piece(v, 0, "modular", lite, (v,)) for v in FACTORS["systematic"] if v not in splits]
+    if cfg.part_factor is not None:
+        vs = tuple(dict.fromkeys(canonical(v, cfg) for v in FACTORS[cfg.part_factor]))
+        for v in vs:
+            if not load_variant(v).test_only:
+                out.append(Piece(v, 0, PART_GROUP, tuple(cfg.part_models), (v, *(t for t in vs if t != v))))
+    d = cfg.default_variant
+    out += [Piece(d, cfg.shuffle_seed, g, tuple(cfg.groups[g]), (d,)) for g in cfg.shuffle_groups if g in cfg.groups]
+    return [p for p in out + late if p.name not in cfg.dropped]
+
+
+@dataclass(frozen=True)
+class PieceSetup:
+    """Where a piece's data and runs live and how its parsers are trained."""
+
+    data: Path
+    runs: Path
+    questions: str
+    scene_overrides: dict[str, Any]
+    question_overrides: dict[str, Any]
+    scene_variant: str
+
+
+def piece_setup(piece: Piece, data: str | os.PathLike, runs: str | os.PathLike,
+                cfg: StudyConfig = STUDY) -> PieceSetup:
+    """The piece's data root, runs root, question set, parser overrides and the variant whose
+    scene parser it uses. A part-extension piece (:data:`PART_GROUP`) has its own dataset (object
+    and part questions) and runs under ``parts/``, and trains its own part-aware scene parser."""
+    if piece.group == PART_GROUP:
+        return PieceSetup(Path(data) / PART_GROUP, Path(runs) / PART_GROUP, cfg.part_questions,
+                          dict(cfg.part_scene_overrides), dict(cfg.part_question_overrides), piece.variant)
+    return PieceSetup(Path(data), Path(runs), cfg.questions, dict(cfg.scene_overrides),
+                      dict(cfg.question_overrides), scene_source(piece.variant, cfg))
+
+
+def piece_dir(results: str | os.PathLike, piece: Piece) -> Path:
+    return Path(results) / "pieces" / piece.name
+
+
+def is_done(results: str | os.PathLike, piece: Piece) -> bool:
+    return (piece_dir(results, piece) / "piece.json").exists()
+
+
+def pending_pieces(results: str | os.PathLike, cfg: StudyConfig = STUDY, *,
+                   only: Sequence[str] | None = None) -> list[Piece]:
+    """The pieces without a ``piece.json`` under ``results`` (``only``: names to keep, in plan
+    order).
+
+    Raises:
+        StudyError: a name of ``only`` that is not a piece of the study (the valid ones listed).
+    """
+    plan = study_pieces(cfg)
+    if only:
+        names = [p.name for p in plan]
+        bad = [n for n in only if n not in names]
+        if bad:
+            raise StudyError(f"unknown piece(s) {bad}; the study's pieces: {', '.join(names)}")
+        plan = [p for p in plan if p.name in only]
+    return [p for p in plan if not is_done(results, p)]
+
+
+__all__ = ["PART_GROUP", "SCENE_GROUPS", "Piece", "PieceSetup", "check_aliases", "canonical", "training_variants",
+           "variants_tested", "scene_source", "study_pieces", "piece_setup", "piece_dir", "is_done", "pending_pieces"]

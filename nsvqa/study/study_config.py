@@ -1,0 +1,239 @@
+"""The robustness study's settings: :class:`StudyConfig` (everything its numbers depend on besides
+the code), :data:`STUDY` (the study as shipped in ``results/study``), the results folder's record
+of it (``study.json``: :func:`results_config`) and :class:`StudyError`. Data only: it imports the
+variant catalogue (the aliases' default) and the suite's sizes, nothing of training, evaluation or
+models. The plan built from it is :mod:`nsvqa.study.plan`.
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any, Mapping
+
+from nsvqa.generation.suite import SuiteProfile
+from nsvqa.generation.variants import aliases as catalogue_aliases
+
+
+#: The fields of :attr:`StudyConfig.scene_overrides` that set how long its detector trains (sized for
+#: the study's data and profile); the others say which parser it is (:meth:`StudyConfig.object_scene_parser`).
+SCENE_SCHEDULE = ("det_iterations", "det_eval_every")
+
+
+class StudyError(RuntimeError):
+    """A study that cannot go on as asked (the message says what and where)."""
+
+
+@dataclass(frozen=True)
+class StudyConfig:
+    """Everything the study's numbers depend on besides the code.
+
+    Attributes:
+        sizes: images per split of every variant (train / val / test); 10 questions per image.
+        image_profile: image size (``mini``: 320x240).
+        questions: the question set (:data:`nsvqa.generation.dataset.QUESTION_SETS`): ``object``,
+            the paper's (the CLEVR 1.0 templates, 10 per image as the official release).
+        data_seed: seed of every generated variant (variants of one factor share layouts).
+        profile: the profile of the parsers and of every model.
+        scene_overrides: scene-parser fields over the profile's: object questions use no part
+            function, so the parser detects and describes objects only (``agnostic``, no part
+            crops), without the stride-4 level the parts need (objects are 16-120 px at 320x240)
+            and on a shorter detector schedule (measured on a CPU without native bf16: ~3 s per
+            mini iteration with the stride-4 level by step 100, against ~1.5 s at step 0; the mini
+            parser's object box AP50 was 0.96 after 45% of its 1,300 iterations).
+            The fields other than :data:`SCENE_SCHEDULE` say which parser object questions get, and
+            a run at another profile takes those alone (:meth:`object_scene_parser`).
+        question_overrides, model_overrides: as :class:`nsvqa.experiment.TrainSpec`'s. The question
+            parser stops at 1,600 steps: on object questions alone it parsed 99.5% of mid's val
+            questions exactly there (96.5% at 800), where the mini profile's schedule
+            (``QuestionParserConfig.steps``, its one home) is sized for object and part questions.
+            (The mid piece's parser ran those 1,600 steps on the mini schedule, whose learning rate
+            had not decayed yet: it was cut there.)
+        parse_min_score: detections kept when parsing test images (P-NSVQA weighs them by score).
+        default_variant: the in-domain variant of Fig. 3 and of the seed study.
+        seeds: seeds of the default variant's modular models (the in-domain NS-VQA vs P-NSVQA
+            comparison); every other piece runs seed 0 only, as the paper does.
+        groups: group name -> the models trained and tested together in one piece. ``modular``
+            shares the run's scene and question parsers; the others (the question-only LSTM
+            with FiLM, mDETR with CNN+LSTM) train alone, in groups sized to finish within a
+            working session on two cores. ``seeing``: the non-modular model that sees (image
+            margin >= +15 and image dependence >= 10 points on the default variant,
+            ``results/seeing_models/``), trained on the piece's own scene parser's tokens.
+        default_only: models run on the default variant only (the simple baselines of Fig. 3).
+        aliases: variant -> the variant whose data are the same bytes (its runs are reused); the
+            default is the catalogue's (:func:`nsvqa.generation.variants.aliases`); a config that
+            gives its own is checked by :func:`nsvqa.study.plan.check_aliases`.
+        share_scene_parsers: a training variant with the images of one earlier in the plan uses
+            that one's scene parser (:func:`scene_source`) instead of training the same parser on
+            the same images again. Pieces that ran before this field existed (``mid-seed0-modular``)
+            trained their own, as every piece whose images are its own still does.
+        factors: the factors of Tables 1-2 (the systematic splits come after them).
+        executor_models: the models of the default variant's further seeds and of the systematic
+            splits, whose questions are NS-VQA against P-NSVQA: the modular group without NSCL
+            (its ~30 minutes a piece are spent on Tables 1-2 instead).
+        part_factor: the factor of the part-question extension (None: no extension). Part
+            attributes are what its variants change.
+        part_questions: the extension's question set: its question parser learns object and part
+            questions (10 + 10 per image), and its models are scored on each kind apart.
+        part_models: the models of the extension (modular: the others cannot run a part program
+            through a scene).
+        late_groups: groups whose pieces on training variants other than the default run after
+            every other piece (the seeds, the extension and the systematic splits included): the
+            study's 24-hour budget does not hold every piece on two cores, and mDETR's rows tell
+            least (its image margin over the question-only LSTM was +2.9 points on the default
+            variant, inside the two models' intervals), so they are what is left out if the
+            budget ends first. Its redundancy rows run in plan order regardless (``--only``).
+        systematic_first: the systematic splits that run before the default variant's further
+            seeds (the others run after the seeds, before the part extension): the two the
+            report's systematic finding reads (the colour fallback of held-out pairs, the count
+            error on held-out counts).
+        part_scene_overrides, part_question_overrides: the extension's parsers over the profile's.
+            Its scene parser is the profile's part-aware one (``agnostic+parts``, part crops, the
+            stride-4 level) on the object parsers' detector schedule; its question parser keeps the
+            profile's steps, sized for object and part questions.
+        shuffle_groups, shuffle_seed: groups whose default-variant pieces were committed before
+            every piece scored the image-shuffle test; they run once more on the default variant
+            at ``shuffle_seed`` (a seed the default variant's modular models already ran), so that
+            every model of the in-domain table has an image dependence (a name that is not a group of
+            ``groups`` adds nothing). Their accuracy at that seed
+            enters no table: Tables 1-2 read seed 0.
+        budget_hours: the study's compute cap (hours of the machine it runs on), against which
+            :func:`budget` projects the pending pieces.
+        dropped: pieces of the plan that are not run (:func:`study_pieces` leaves them out).
+    """
+
+    sizes: SuiteProfile = SuiteProfile(2000, 150, 300)
+    image_profile: str = "mini"
+    questions: str = "object"
+    data_seed: int = 0
+    profile: str = "mini"
+    scene_overrides: Mapping[str, Any] = field(default_factory=lambda: {
+        "mode": "agnostic", "attr_parts": False, "det_iterations": 600, "det_eval_every": 300,
+        "det_min_stride": 8, "det_anchor_sizes": (16, 32, 64, 128)})
+    question_overrides: Mapping[str, Any] = field(default_factory=lambda: {"steps": 1600})
+    model_overrides: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    parse_min_score: float = 0.05
+    default_variant: str = "mid"
+    seeds: tuple[int, ...] = (0, 1, 2)
+    groups: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: {
+        "modular": ("nsvqa", "pnsvqa", "pnsvqa-exact", "nscl", "nsvqa+gtprog", "pnsvqa+gtprog",
+                    "pnsvqa-exact+gtprog"),
+        "film": ("lstm", "film", "random", "majority"),
+        "mdetr": ("mdetr", "cnn_lstm"),
+        "seeing": ("objmac-trace",)})
+    default_only: tuple[str, ...] = ("cnn_lstm", "random", "majority")
+    aliases: Mapping[str, str] = field(default_factory=catalogue_aliases)
+    share_scene_parsers: bool = True
+    factors: tuple[str, ...] = ("visual", "redundancy", "distribution", "compositionality")
+    executor_models: tuple[str, ...] = ("nsvqa", "pnsvqa", "pnsvqa-exact", "nsvqa+gtprog", "pnsvqa+gtprog",
+                                        "pnsvqa-exact+gtprog")
+    part_factor: str | None = "visual"
+    part_questions: str = "object+part"
+    part_models: tuple[str, ...] = ("nsvqa", "pnsvqa", "pnsvqa-exact", "nsvqa+gtprog", "pnsvqa+gtprog",
+                                    "pnsvqa-exact+gtprog")
+    part_scene_overrides: Mapping[str, Any] = field(default_factory=lambda: {
+        "det_iterations": 600, "det_eval_every": 300})
+    part_question_overrides: Mapping[str, Any] = field(default_factory=dict)
+    late_groups: tuple[str, ...] = ("mdetr",)
+    systematic_first: tuple[str, ...] = ("sys-composition", "sys-extrapolation")
+    shuffle_groups: tuple[str, ...] = ("film", "mdetr")
+    shuffle_seed: int = 2
+    budget_hours: float = 44.0
+    dropped: tuple[str, ...] = ("easy-seed0-mdetr", "hard-seed0-mdetr", "slt-seed0-mdetr", "long-seed0-mdetr",
+                                "co-1-seed0-mdetr", "co-2-seed0-mdetr")
+
+    def object_scene_parser(self) -> dict[str, Any]:
+        """The study's scene parser for object questions without its schedule: :attr:`scene_overrides`
+        less the fields of :data:`SCENE_SCHEDULE`, in their order (objects only, no part crops, no
+        stride-4 level). What a run at another profile takes over (``run_factor.py
+        --study-scene-parser``; ``make demo-train``), its detector schedule the profile's."""
+        return {k: v for k, v in self.scene_overrides.items() if k not in SCENE_SCHEDULE}
+
+    def to_json(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["sizes"] = asdict(self.sizes)
+        return json.loads(json.dumps(out))  # tuples as lists, mappings as dicts
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any], source: str = "study config") -> "StudyConfig":
+        """The config ``d`` gives (:meth:`to_json`'s form): its fields over the defaults', so a
+        file may hold only what it changes (``{"sizes": {...}, "profile": "full"}``). Lists are
+        read as tuples, as the defaults hold them.
+
+        Raises:
+            StudyError: ``d`` is not an object, names a field the config does not have, or gives
+                one a value of another kind (``source`` and the field named).
+        """
+        if not isinstance(d, Mapping):
+            raise StudyError(f"{source}: a study config is a JSON object, not {type(d).__name__}")
+        default = cls()
+        names = [f.name for f in fields(cls)]
+        unknown = sorted(set(d) - set(names))
+        if unknown:
+            raise StudyError(f"{source}: unknown field(s) {unknown}; a study config has {', '.join(names)}")
+        kw: dict[str, Any] = {}
+        for name, value in d.items():
+            was = getattr(default, name)
+            if name == "sizes":
+                try:
+                    kw[name] = SuiteProfile(**{k: int(value[k]) for k in ("train", "val", "test")})
+                except (TypeError, KeyError, ValueError) as e:
+                    raise StudyError(f"{source}: field 'sizes' must be {{\"train\": N, \"val\": N, \"test\": N}}, "
+                                     f"not {value!r}") from e
+                continue
+            ok = {tuple: isinstance(value, list), bool: isinstance(value, bool),
+                  float: isinstance(value, (int, float)) and not isinstance(value, bool),
+                  int: isinstance(value, int) and not isinstance(value, bool),
+                  str: isinstance(value, str) or (value is None and name == "part_factor")}.get(
+                      type(was), isinstance(value, Mapping))
+            if not ok:
+                raise StudyError(f"{source}: field {name!r} must be like its default {json.dumps(was, default=list)}, "
+                                 f"not {value!r}")
+            kw[name] = _tuples(value)
+        return replace(default, **kw)
+
+
+def _tuples(v: Any) -> Any:
+    """``v`` with every JSON list a tuple, inside mappings too (the defaults' form)."""
+    if isinstance(v, list):
+        return tuple(_tuples(x) for x in v)
+    if isinstance(v, Mapping):
+        return {k: _tuples(x) for k, x in v.items()}
+    return v
+
+
+#: The study as shipped in ``results/study`` (its ``study.json``).
+STUDY = StudyConfig()
+
+#: The file of a results folder that holds the config its pieces were run under.
+STUDY_FILE = "study.json"
+
+
+def results_config(results: str | os.PathLike, cfg: StudyConfig | None = None) -> StudyConfig:
+    """The study config of the results folder ``results``: the one its ``study.json`` records
+    (written by the first piece run into it), else ``cfg``, else :data:`STUDY`. Given ``cfg`` and a
+    folder that records another, it refuses: one folder's pieces make one study's tables.
+
+    Raises:
+        StudyError: ``study.json`` unreadable or not a study config, or other than ``cfg`` (the
+            fields that differ named).
+    """
+    path = Path(results) / STUDY_FILE
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        return cfg if cfg is not None else STUDY
+    try:
+        recorded = StudyConfig.from_json(json.loads(text), source=str(path))
+    except ValueError as e:
+        raise StudyError(f"{path}: not JSON ({e})") from e
+    a, b = (cfg or recorded).to_json(), recorded.to_json()
+    if a != b:
+        diff = sorted(k for k in a if a[k] != b.get(k))
+        raise StudyError(f"{path}: this folder's pieces ran under another study config (fields {', '.join(diff)} "
+                         f"differ from the one given); give another results folder, or no config to use its own")
+    return recorded
+
+
+__all__ = ["StudyError", "StudyConfig", "STUDY", "STUDY_FILE", "SCENE_SCHEDULE", "results_config"]
