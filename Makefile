@@ -39,11 +39,6 @@ STAMP     := $(VENV)/.installed-$(DEPS_HASH)
 APT_PACKAGES := libegl1 libgl1-mesa-dri libgles2 libegl-mesa0
 
 DEMO_OUT ?= outputs/demo
-# The study's scene parser for object questions (nsvqa.study.STUDY.scene_overrides): objects only, no
-# part crops, no stride-4 level. Object questions use no part function.
-OBJECT_SCENE_PARSER := --scene-set mode=agnostic --scene-set attr_parts=false --scene-set det_min_stride=8 \
-                       --scene-set det_anchor_sizes=16,32,64,128
-
 .PHONY: help venv apt demo demo-train demo-executors test bench study study-check clean distclean
 
 help:
@@ -96,11 +91,13 @@ demo: apt venv
 	$(PY) scripts/run_study.py --compare $(DEMO_OUT)/report/visual/report.json && \
 	echo "make demo: done in $$(( $$(date +%s) - start )) s; report: $(DEMO_OUT)/report/visual/report.md (log $(DEMO_OUT).log)"
 
-# Resumable: rerunning continues where an interrupted run stopped. Trains the parsers at the demo profile.
+# Resumable: rerunning continues where an interrupted run stopped. Trains the parsers at the demo profile,
+# the scene parser the study's for object questions (--study-scene-parser: objects only, no part crops,
+# no stride-4 level; its one home is nsvqa.study.STUDY.scene_overrides).
 demo-train: apt venv
 	@start=$$(date +%s); \
 	$(PY) scripts/run_factor.py --factor visual --profile demo --questions object --train-variants mid \
-	    --models nsvqa,pnsvqa,pnsvqa-exact,nsvqa+gtprog,pnsvqa+gtprog --allow-partial-rd --jobs 2 $(OBJECT_SCENE_PARSER) \
+	    --models nsvqa,pnsvqa,pnsvqa-exact,nsvqa+gtprog,pnsvqa+gtprog --allow-partial-rd --jobs 2 --study-scene-parser \
 	    --data $(DEMO_OUT)-train/data --runs $(DEMO_OUT)-train/runs --report $(DEMO_OUT)-train/report --workers 2 && \
 	echo "make demo-train: done in $$(( $$(date +%s) - start )) s; report: $(DEMO_OUT)-train/report/visual/report.md"
 

@@ -17,6 +17,7 @@ import argparse
 import logging
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -35,6 +36,7 @@ from nsvqa.generation.dataset import QUESTION_SETS, SplitSettingsDiffer, SplitWo
 from nsvqa.generation.suite import SUITE_PROFILES, generate_suite
 from nsvqa.generation.variants import FACTORS, VariantError, load_variant
 from nsvqa.artifacts.predictions import PredictionFormatError
+from nsvqa.study.study_config import STUDY
 from nsvqa.evaluation.report import failures_per_model, invalid_program_warning, report_from_runs
 
 PROG = "run_factor.py"
@@ -59,6 +61,10 @@ def get_args_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-plots", action="store_true", help="write the report without its figures")
     p.add_argument("--allow-partial-rd", action="store_true",
                    help="RD over the training variants that were run (e.g. only the default one)")
+    p.add_argument("--study-scene-parser", action="store_true",
+                   help="the study's scene parser for object questions (objects only, no part crops, no stride-4 "
+                        "level: nsvqa.study.STUDY.object_scene_parser()), on the profile's detector schedule; "
+                        "--scene-set values go over it")
     add_training_args(p)
     return p
 
@@ -83,6 +89,8 @@ def run_one(args: argparse.Namespace, factor: str) -> int:
         generate_suite(args.data, factor, profile, seed=args.data_seed, workers=args.workers,
                        progress=not args.no_progress, splits=need, questions=args.questions)
     models, spec = spec_from_args(args)
+    if args.study_scene_parser:
+        spec = replace(spec, scene_overrides={**STUDY.object_scene_parser(), **spec.scene_overrides})
     runs = args.runs / factor
     for v in chosen:
         for seed in args.seed:
