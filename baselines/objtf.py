@@ -547,6 +547,8 @@ class ObjMACTraceBaseline(ObjMACBaseline):
 
     config_class = ObjMACTraceConfig
     family = "holistic"
+    perception = ("the modular scene parser's attribute distributions; trained with program traces and 5x the "
+                  "questions")
 
 
 __all__ = ["ObjTFConfig", "ObjTFNet", "ObjTFBaseline", "ObjMACConfig", "ObjMACBaseline", "ObjMACTraceConfig",

@@ -306,6 +306,7 @@ class RegionMACTraceBaseline(ObjMACTraceBaseline):
 
     config_class = RegionMACConfig
     family = "holistic"
+    perception = "a box-supervised detector's region features (no attribute head); trained with program traces"
 
     def build_model(self, cfg: RegionMACConfig, num_words: int, num_answers: int,
                     answer_words: torch.Tensor | None = None) -> "RegionMACNet":

@@ -18,7 +18,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from nsvqa.evaluation import METRICS
+from nsvqa.evaluation import METRICS, N_BOOT
 from executors.errors import FormatError
 from nsvqa.evaluation.report import failures_per_model, invalid_program_warning, report_from_runs
 from nsvqa.config import HelpFormatter, parse_checked
@@ -35,8 +35,9 @@ def get_args_parser() -> argparse.ArgumentParser:
     p.add_argument("--bins", type=int, default=10, help="confidence bins of ECE and reliability diagrams")
     p.add_argument("--allow-partial-rd", action="store_true",
                    help="average RD over the cells that exist instead of leaving it out when one is missing")
-    p.add_argument("--n-boot", type=int, default=1000,
-                   help="bootstrap replicates of each RD's 95%% interval over the test questions (0: none)")
+    p.add_argument("--n-boot", type=int, default=N_BOOT,
+                   help="bootstrap replicates of each RD's 95%% interval over the test images (and training seeds "
+                        "where a cell has several runs; 0: none)")
     p.add_argument("--data", type=Path, default=None,
                    help="data root of the test variants, to check each file against its test split (default: the "
                         "one each run's config.json records, where it still exists)")

@@ -32,7 +32,6 @@ import json
 import logging
 import os
 import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -43,10 +42,12 @@ import baselines  # noqa: F401  (registers the baselines in nsvqa.models)
 from nsvqa.study import (SCALE_RESULTS, StudyConfig, StudyError, budget, budget_markdown, is_done, pending_pieces,
                          piece_dir, out_of_time, over_cap, read_scale_record, results_config, scale_runs,
                          study_pieces)
-from nsvqa.study.report import check_study_report, compare_with_study, write_study_report
+from nsvqa.study.parses import PARSES, export_parses, reexecute
+from nsvqa.study.publish import check_study_report, write_study_report
+from nsvqa.study.report import compare_with_study
 from nsvqa.study.run import run_piece, write_perception
 from nsvqa.study.launch import (LAUNCHERS, LaunchOptions, estimate_line, frozen_tree, generate_data, launch,
-                               past_cap, require_submitit, scaled_estimate, train_piece_parsers)
+                               past_cap, require_submitit, run_git, scaled_estimate, train_piece_parsers)
 from nsvqa.study.scale import run_scale_check, scale_variants
 from nsvqa.config import HelpFormatter
 
@@ -81,6 +82,12 @@ def get_args_parser() -> argparse.ArgumentParser:
                    help="print a run's visual-factor report (e.g. make demo's) beside the study's numbers")
     p.add_argument("--perception", action="store_true",
                    help="write perception.json for the done pieces that lack one, from their run folders' parses")
+    p.add_argument("--export-parses", action="store_true",
+                   help="commit what the executors of each done piece read (parses, programs, questions, val cuts; "
+                        "pieces/<piece>/parses/) for the pieces that lack them, from their run and data folders")
+    p.add_argument("--reexecute", action="store_true",
+                   help="run NS-VQA, P-NSVQA and P-NSVQA-exact again, at this code, on every piece's committed "
+                        "parses; exit 1 if an answer differs from the committed predictions")
     p.add_argument("--scale-check", action="store_true",
                    help="the redundancy scale check: question parsers of the redundancy training variants on 1x "
                         "and 10x the questions, one scene parser (RUNS/mid-seed<N>'s); predictions and scale.json "
@@ -158,11 +165,7 @@ def frozen_code(runs: Path) -> tuple[Path, str]:
     repo = Path(__file__).resolve().parents[1]
 
     def git(*a: str) -> str:
-        try:
-            return subprocess.run(["git", "-C", str(repo), *a], check=True, capture_output=True, text=True).stdout
-        except (OSError, subprocess.CalledProcessError) as e:
-            raise StudyError(f"--frozen needs a git checkout: git {' '.join(a)}: "
-                             f"{getattr(e, 'stderr', '') or e}".strip()) from None
+        return run_git(repo, *a, needs="--frozen needs a git checkout")
 
     sha = git("rev-parse", "--short=12", "HEAD").strip()
     where = (runs / f"code-{sha}").resolve()
@@ -231,8 +234,11 @@ def main(argv: list[str] | None = None) -> int:
                "PYTHONPATH": os.pathsep.join([str(where), *filter(None, [os.environ.get("PYTHONPATH")])])}
         os.execve(sys.executable, [sys.executable, str(where / "scripts" / "run_study.py"),
                                    *(a for a in argv if a != "--frozen")], env)
-    if args.readme is None and args.results == parser.get_default("results"):
-        args.readme = Path("README.md")
+    docs_root = None  # the repository whose docs quote the study: the default results' own
+    if args.results == parser.get_default("results"):
+        docs_root = Path(".")
+        if args.readme is None:
+            args.readme = Path("README.md")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -264,18 +270,39 @@ def main(argv: list[str] | None = None) -> int:
             print(compare_with_study(json.loads(args.compare.read_text()), args.results))
             return 0
         if args.check:
-            bad = check_study_report(args.results, cfg, readme=args.readme)
-            for rel in bad:
-                print(f"{PROG}: {args.results / rel}: differs from its rebuild from the committed predictions",
-                      file=sys.stderr)
+            bad = check_study_report(args.results, cfg, readme=args.readme, docs_root=docs_root)
+            for rel in bad:  # a file that differs, or "<file>: <what is wrong in it>"
+                what = rel.partition(": ")
+                print(f"{PROG}: {args.results / what[0]}: "
+                      f"{what[2] or 'differs from its rebuild from the committed predictions'}", file=sys.stderr)
             print(f"{PROG}: {'FAILED' if bad else 'ok'}: every table of {args.results} "
                   f"{'does not reproduce' if bad else 'reproduces from the committed predictions'}", file=sys.stderr)
             return 1 if bad else 0
         if args.report:
-            written = write_study_report(args.results, cfg, readme=args.readme)
+            written = write_study_report(args.results, cfg, readme=args.readme, docs_root=docs_root)
             print(f"{PROG}: {len(written)} report files in {args.results} ({args.results / 'report.md'})",
                   file=sys.stderr)
             return 0
+        if args.export_parses:
+            for piece in study_pieces(cfg):
+                if is_done(args.results, piece) and not (piece_dir(args.results, piece) / PARSES).is_dir():
+                    try:
+                        out = export_parses(piece, args.data, args.runs, args.results, cfg)
+                    except FileNotFoundError as e:
+                        print(f"{PROG}: {piece.name}: not exported ({e})", file=sys.stderr)
+                        continue
+                    if out is not None:
+                        print(f"{PROG}: {out}", file=sys.stderr)
+            return 0
+        if args.reexecute:
+            t0 = time.monotonic()
+            got = reexecute(args.results)
+            for line in got["differ"][:50]:
+                print(f"{PROG}: {line}", file=sys.stderr)
+            print(f"{PROG}: {'FAILED' if got['differ'] else 'ok'}: {got['answers']:,} answers of "
+                  f"{len(got['pieces'])} pieces with committed parses re-executed in {time.monotonic() - t0:.0f} s; "
+                  f"{len(got['differ'])} differ", file=sys.stderr)
+            return 1 if got["differ"] else 0
         if args.perception:
             for piece in study_pieces(cfg):
                 if is_done(args.results, piece) and not (piece_dir(args.results, piece) / "perception.json").exists():

@@ -24,12 +24,12 @@ from __future__ import annotations
 from nsvqa.evaluation.accuracies import (FALLBACK_ATTRIBUTES, HEAD_TAIL_ATTRIBUTES, METRICS, Accuracy, ConceptSplit,
                                          FallbackFlags, accuracy, accuracy_by_type, fallback_share, head_fallback,
                                          head_tail_accuracy, id_ood_accuracy, wilson_interval)
-from nsvqa.evaluation.comparison import (default_comparisons, paired_comparison, paired_fallback, percentile_interval,
-                                         rd_bootstrap)
+from nsvqa.evaluation.comparison import default_comparisons, paired_comparison, paired_fallback, rd_bootstrap
 from nsvqa.evaluation.degrade import (DISTRIBUTION_RD_VARIANTS, RelativeDegrade, accuracy_matrix,
                                       distribution_relative_degrade, factor_layout, factor_relative_degrade,
                                       relative_degrade)
 from nsvqa.evaluation.evaluator import evaluate, evaluate_cell, shared_questions
+from nsvqa.evaluation.resampling import N_BOOT, bound_precision, percentile_interval, widen
 from nsvqa.evaluation.reliability import (Calibration, ReliabilityBin, calibration, expected_calibration_error,
                                           reliability_bins)
 
@@ -44,7 +44,9 @@ __all__ = [
     "DISTRIBUTION_RD_VARIANTS", "accuracy_matrix", "RelativeDegrade", "relative_degrade",
     "distribution_relative_degrade", "factor_relative_degrade", "factor_layout",
     # comparison
-    "paired_comparison", "default_comparisons", "rd_bootstrap", "percentile_interval", "paired_fallback",
+    "paired_comparison", "default_comparisons", "rd_bootstrap", "paired_fallback",
+    # resampling
+    "N_BOOT", "bound_precision", "percentile_interval", "widen",
     # evaluator
     "evaluate_cell", "shared_questions", "evaluate",
 ]

@@ -1,5 +1,5 @@
 """Paired comparison of two models on the same questions (bootstrap interval of the accuracy
-difference, exact McNemar test), the pairs the report compares by default (each P-NSVQA model
+difference over images and training seeds, exact McNemar test), the pairs the report compares by default (each P-NSVQA model
 against the NS-VQA model with the same program source), and the bootstrap of a factor's Relative
 Degrade (:func:`rd_bootstrap`: an interval for each model's RD and for the difference of two).
 """
@@ -12,91 +12,91 @@ import numpy as np
 from nsvqa.artifacts.predictions import CellKey, Prediction
 from nsvqa.evaluation.accuracies import FallbackFlags
 from nsvqa.evaluation.degrade import factor_relative_degrade
+from nsvqa.evaluation.resampling import (N_BOOT, ImageDraw, bound_precision, image_of, paired_replicates,
+                                         percentile_interval, runs_replicates, seed_weights)
 from nsvqa.models import ModelSpec
 
 
 def paired_comparison(a: Sequence[Sequence[Prediction]], b: Sequence[Sequence[Prediction]], *,
-                      n_boot: int = 2000, seed: int = 0) -> dict | None:
-    """Model A against model B on the same questions (run i of A paired with run i of B, questions
-    matched by index; a guess counts when it hits).
+                      n_boot: int = N_BOOT, seed: int = 0, metric: str = "accuracy") -> dict | None:
+    """Model A against model B on the same questions: each a list of runs (training seeds) of one
+    cell, questions matched by index; a guess counts when it hits (``metric`` "accuracy_no_guess":
+    never).
 
-    Returns ``{"n", "acc_a", "acc_b", "diff", "ci95": [lo, hi], "a_only", "b_only", "p_mcnemar"}``:
-    accuracies, A - B, its 95% percentile bootstrap interval over questions, the questions only one
-    model gets right, and the exact McNemar test's two-sided p-value (binomial on the discordant
-    pairs, scipy); None when no question is shared.
+    Returns ``{"n", "acc_a", "acc_b", "diff", "ci95": [lo, hi], "precision", "seeds": [ka, kb],
+    "a_only", "b_only", "p_mcnemar"}``: accuracies (mean over runs), A - B, its 95% percentile
+    interval from the bootstrap of :mod:`nsvqa.evaluation.resampling` (images drawn, and runs where
+    a side has several; paired), the Monte-Carlo precision of its bounds, the runs per side, the
+    questions only one model gets right (runs paired in order) and the exact McNemar test's
+    two-sided p-value on them (binomial on the discordant pairs, scipy); None when no question is
+    shared.
     """
     from scipy.stats import binomtest  # heavy: scipy.stats takes seconds to import, only for McNemar's test
 
-    ca, cb = [], []
-    for ra, rb in zip(a, b):
-        by_q = {p.question_index: p.correct for p in rb}
-        for p in ra:
-            if p.question_index in by_q:
-                ca.append(p.correct)
-                cb.append(by_q[p.question_index])
-    if not ca:
+    hit = _hit(metric)
+    got = paired_replicates(a, b, hit, n_boot=n_boot, seed=seed)
+    if got is None:
         return None
-    x, y = np.asarray(ca, dtype=float), np.asarray(cb, dtype=float)
-    d = x - y
-    rng = np.random.default_rng(seed)
-    boots = d[rng.integers(0, len(d), size=(n_boot, len(d)))].mean(1)
-    a_only, b_only = int(((x == 1) & (y == 0)).sum()), int(((x == 0) & (y == 1)).sum())
+    out, ra, rb = got
+    a_only = b_only = 0
+    for runa, runb in zip(a, b):
+        by_q = {p.question_index: hit(p) for p in runb}
+        for p in runa:
+            if p.question_index in by_q:
+                a_only += hit(p) and not by_q[p.question_index]
+                b_only += by_q[p.question_index] and not hit(p)
     p = binomtest(a_only, a_only + b_only, 0.5).pvalue if a_only + b_only else 1.0
-    return {"n": len(d), "acc_a": float(x.mean()), "acc_b": float(y.mean()), "diff": float(d.mean()),
-            "ci95": percentile_interval(boots),
-            "a_only": a_only, "b_only": b_only, "p_mcnemar": float(p)}
+    d = ra - rb
+    return {"n": out["n"], "acc_a": out["acc_a"], "acc_b": out["acc_b"], "diff": out["acc_a"] - out["acc_b"],
+            "ci95": percentile_interval(d), "precision": bound_precision(d), "seeds": out["seeds"],
+            "a_only": int(a_only), "b_only": int(b_only), "p_mcnemar": float(p)}
+
+
+def _hit(metric: str):
+    if metric == "accuracy":
+        return lambda p: p.correct
+    return lambda p: p.correct and not p.guessed
 
 
 def rd_bootstrap(cells: Mapping[CellKey, Sequence[Sequence[Prediction]]], factor: str, trains: Sequence[str],
                  tests: Sequence[str], models: Sequence[str], *, metric: str = "accuracy",
-                 allow_partial: bool = False, n_boot: int = 1000, seed: int = 0) -> dict:
-    """Each model's RD of ``factor`` recomputed on ``n_boot`` bootstrap replicates of the test
-    questions (numpy arrays, model -> replicates; NaN where a replicate's RD is undefined).
+                 allow_partial: bool = False, n_boot: int = N_BOOT, seed: int = 0) -> dict:
+    """Each model's RD of ``factor`` recomputed on ``n_boot`` bootstrap replicates (numpy arrays,
+    model -> replicates; NaN where a replicate's RD is undefined).
 
-    A replicate draws the test questions with replacement, once: every cell (every model, every
-    training variant, every run) is scored on the same draw. Test variants that ask the same
-    questions (the same :attr:`Prediction.question_hash`: one question intent on one layout, as the
-    variants of a factor share them) are drawn together, so each drawn question counts on every
-    variant that asks it: the accuracy drops an RD averages are paired. Variants whose questions are
-    other ones (no shared hash; or predictions without a hash, keyed by variant and
-    ``question_index``) are drawn apart. The uncertainty of the test sets is what the interval covers (not
-    that of training: one seed is one seed), and the RDs of two models are paired, so the
-    percentiles of their replicates' difference give the difference's interval. Counts are
-    integers and each replicate's accuracy one division, so the same predictions and seed give
-    the same bytes on every machine.
+    A replicate draws the test images with replacement, once: every cell (every model, every
+    training variant) is scored on the same draw (:mod:`nsvqa.evaluation.resampling`). Test
+    variants that ask the same questions (the same :attr:`Prediction.question_hash`: one question
+    intent on one layout, as the variants of a factor share them) are one group, whose images are
+    drawn together, so each drawn image counts on every variant that shows it: the accuracy drops
+    an RD averages are paired. Variants whose questions are other ones (no shared hash) are drawn
+    apart. A cell of several runs (training seeds) also draws its runs (one seed draw for every cell
+    of as many runs); a cell of one run covers the test images only. The RDs of two models are
+    paired, so the percentiles of their replicates' difference give the difference's interval.
     """
     rng = np.random.default_rng(seed)
     keys = [k for k in cells if k.model in models and k.train in trains and k.test in tests]
+    hit = _hit(metric)
 
     def qkey(test: str, p: Prediction) -> tuple[str, ...]:
         return ("hash", p.question_hash) if p.question_hash is not None else ("index", test, str(p.question_index))
 
     asked = {s: {qkey(s, p) for k in keys if k.test == s for run in cells[k] for p in run} for s in tests}
+    seeds = {n: seed_weights(n, n_boot, rng) for n in sorted({len(cells[k]) for k in keys if cells[k]})}
     reps: dict[CellKey, np.ndarray] = {}
     for group in _sharing_groups([s for s in tests if asked[s]], asked):
-        index = sorted(set().union(*(asked[s] for s in group)))
-        n, pos = len(index), {q: i for i, q in enumerate(index)}
-        draw = rng.integers(0, n, size=(n_boot, n)) + n * np.arange(n_boot)[:, None]
-        weights = np.bincount(draw.ravel(), minlength=n_boot * n).reshape(n_boot, n)
+        draw = ImageDraw({image_of(k.test, p) for k in keys if k.test in group for run in cells[k] for p in run},
+                         n_boot, rng)
         for k in sorted(k for k in keys if k.test in group):
-            per_run = []
-            for run in cells[k]:
-                have, ok = np.zeros(n, np.int64), np.zeros(n, np.int64)
-                for p in run:
-                    i = pos[qkey(k.test, p)]
-                    have[i] = 1
-                    ok[i] = p.correct and (metric == "accuracy" or not p.guessed)
-                with np.errstate(invalid="ignore", divide="ignore"):
-                    per_run.append((weights @ ok) / (weights @ have))
-            reps[k] = np.mean(per_run, axis=0) if per_run else np.full(n_boot, np.nan)
+            per_run = [draw.rate((image_of(k.test, p), hit(p)) for p in run) for run in cells[k]]
+            reps[k] = runs_replicates(per_run, seeds[len(per_run)]) if per_run else np.full(n_boot, np.nan)
     out = {}
     for m in models:
         mine = {(k.train, k.test): v for k, v in reps.items() if k.model == m}
-        values = np.full(n_boot, np.nan)
-        for b in range(n_boot):
-            acc = {c: (None if np.isnan(v[b]) else float(v[b])) for c, v in mine.items()}
-            r = factor_relative_degrade(factor, acc, trains, tests, allow_partial=allow_partial).value
-            values[b] = np.nan if r is None else r
+        with np.errstate(invalid="ignore", divide="ignore"):
+            r = factor_relative_degrade(factor, mine, trains, tests, allow_partial=allow_partial).value
+        values = np.full(n_boot, np.nan) if r is None else np.asarray(r, dtype=float)
+        values[~np.isfinite(values)] = np.nan
         out[m] = values
     return out
 
@@ -128,14 +128,6 @@ def paired_fallback(a: Mapping[int, FallbackFlags], b: Mapping[int, FallbackFlag
     with np.errstate(invalid="ignore", divide="ignore"):
         boots = ha[idx].sum(1) / wa[idx].sum(1) - hb[idx].sum(1) / wb[idx].sum(1)
     return {"n": len(qs), "diff": float(ha.sum() / wa.sum() - hb.sum() / wb.sum()), "ci95": percentile_interval(boots)}
-
-
-def percentile_interval(values) -> list[float] | None:
-    """The 95% percentile interval of bootstrap replicates, None when one is undefined (NaN)."""
-    values = np.asarray(values, dtype=float)
-    if not len(values) or np.isnan(values).any():
-        return None
-    return [float(np.percentile(values, 2.5)), float(np.percentile(values, 97.5))]
 
 
 def default_comparisons(models: Sequence[str]) -> list[tuple[str, str]]:

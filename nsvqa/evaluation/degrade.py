@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
+import numpy as np
+
 from nsvqa.generation.variants import FACTORS, factors as catalogue, load_variant
 
 #: The concept-distribution RD reads these test variants (docs/evaluation.md, "Relative Degrade";
@@ -56,7 +58,8 @@ def relative_degrade(acc: Mapping[tuple[str, str], float | None], train_variants
     ``s != t`` of ``(acc(t, t) - acc(t, s)) / acc(t, t)``.
 
     Args:
-        acc: ``(train, test)`` -> accuracy; absent or None = not measured.
+        acc: ``(train, test)`` -> accuracy; absent or None = not measured. A value may be a numpy
+            array (bootstrap replicates, one shape for all): the RD is then an array too.
         train_variants: the variants models were trained on.
         test_variants: the variants of the factor they are tested on (``t`` included).
         allow_partial: average over what exists instead of answering None when a cell is missing.
@@ -68,7 +71,7 @@ def relative_degrade(acc: Mapping[tuple[str, str], float | None], train_variants
         if a is None:
             per_train[t] = RelativeDegrade(None, f"missing in-domain accuracy (train {t} / test {t})")
             continue
-        if a == 0:
+        if np.all(np.asarray(a) == 0):  # a number, or an array of bootstrap replicates (rd_bootstrap)
             per_train[t] = RelativeDegrade(None, f"in-domain accuracy of train {t} is 0 (RD divides by it)")
             continue
         missing = _missing(acc, [(t, s) for s in shifted])
@@ -97,7 +100,7 @@ def distribution_relative_degrade(acc: Mapping[tuple[str, str], float | None], t
             per_train[t] = RelativeDegrade(None, "missing " + ", ".join(missing))
             continue
         v = {role: acc[cell] for role, cell in need.items()}
-        if v["bal"] == 0:
+        if np.all(np.asarray(v["bal"]) == 0):
             per_train[t] = RelativeDegrade(None, f"accuracy of train {t} on {names['bal']} is 0 (RD divides by it)")
             continue
         per_train[t] = RelativeDegrade(((v["head"] - v["tail"]) + (v["long"] - v["oppo"])) / 2 / v["bal"])

@@ -11,7 +11,8 @@ from typing import Iterable, Mapping, Sequence
 from nsvqa.artifacts.predictions import QUESTION_TYPES, CellKey, Prediction
 from nsvqa.evaluation.accuracies import (METRICS, ConceptSplit, accuracy, accuracy_by_type, head_tail_accuracy,
                                          id_ood_accuracy)
-from nsvqa.evaluation.comparison import default_comparisons, paired_comparison, percentile_interval, rd_bootstrap
+from nsvqa.evaluation.comparison import default_comparisons, paired_comparison, rd_bootstrap
+from nsvqa.evaluation.resampling import N_BOOT, bound_precision, percentile_interval
 from nsvqa.evaluation.degrade import accuracy_matrix, factor_layout, factor_relative_degrade
 from nsvqa.evaluation.reliability import calibration
 from nsvqa.generation.variants import FACTORS, factors as catalogue
@@ -107,7 +108,7 @@ def evaluate(cells: Mapping[CellKey, Sequence[Sequence[Prediction]]], *, metric:
              n_bins: int = 10, allow_partial: bool = False, concept_split: ConceptSplit | None = None,
              files: Mapping[CellKey, Sequence[str]] | None = None,
              factors: Mapping[str, tuple[Sequence[str], Sequence[str]]] | None = None,
-             n_boot: int = 1000, rd_pairs: Sequence[tuple[str, str]] | None = None) -> dict:
+             n_boot: int = N_BOOT, rd_pairs: Sequence[tuple[str, str]] | None = None) -> dict:
     """The whole report as JSON: every cell, and per factor the matrix and RD of every model with
     the RD's 95% bootstrap interval over test questions (``rd.ci95``,
     :func:`~nsvqa.evaluation.comparison.rd_bootstrap`) and the RD differences of ``rd_pairs`` with
@@ -186,10 +187,12 @@ def evaluate(cells: Mapping[CellKey, Sequence[Sequence[Prediction]]], *, metric:
                                 n_boot=n_boot)
             for m in have_rd:
                 per_model[m]["rd"]["ci95"] = percentile_interval(reps[m])
+                per_model[m]["rd"]["precision"] = bound_precision(reps[m])
             for a, b in (default_comparisons(models) if rd_pairs is None else rd_pairs):
                 if a in reps and b in reps:
                     rd_comparisons.append({"a": a, "b": b, "diff": per_model[a]["rd"]["value"] - per_model[b]["rd"]["value"],
-                                           "ci95": percentile_interval(reps[a] - reps[b])})
+                                           "ci95": percentile_interval(reps[a] - reps[b]),
+                                           "precision": bound_precision(reps[a] - reps[b])})
         factor_out[factor] = {"train_variants": list(trains), "test_variants": list(tests), "models": per_model,
                               "rd_comparisons": rd_comparisons, "n_boot": n_boot,
                               "shared_questions": None if shared is None else

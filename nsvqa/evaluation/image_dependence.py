@@ -21,7 +21,7 @@ import numpy as np
 
 from nsvqa.artifacts.predictions import Prediction
 from nsvqa.artifacts.questions import QuestionsFile
-from nsvqa.evaluation.comparison import percentile_interval
+from nsvqa.evaluation.resampling import N_BOOT, ImageDraw, image_of, percentile_interval
 
 #: Seed of the derangement unless one is named (the same pairing for every model of a variant).
 SHUFFLE_SEED = 0
@@ -77,14 +77,15 @@ def shuffled_questions(questions: QuestionsFile, seed: int = SHUFFLE_SEED) -> tu
 
 
 def image_dependence(predictions: Sequence[Prediction], shuffled: Sequence[Prediction], *,
-                     n_boot: int = 2000, seed: int = 0) -> dict | None:
+                     n_boot: int = N_BOOT, seed: int = 0) -> dict | None:
     """Accuracy on the questions' own images minus accuracy on the shuffled images, over the
     questions both hold (matched by ``question_index``; a guess counts when it hits, as the
     study's accuracy).
 
     Returns ``{"n", "accuracy", "shuffled_accuracy", "dependence", "ci95": [lo, hi]}``
-    (fractions; ``ci95`` the 95% percentile interval of the paired bootstrap over questions,
-    None when undefined), or None when no question is shared.
+    (fractions; ``ci95`` the 95% percentile interval of the paired bootstrap over the questions'
+    images (:mod:`nsvqa.evaluation.resampling`), None when undefined), or None when no question is
+    shared.
     """
     by_q = {p.question_index: p.correct for p in shuffled}
     pairs = [(p.correct, by_q[p.question_index]) for p in predictions if p.question_index in by_q]
@@ -92,8 +93,10 @@ def image_dependence(predictions: Sequence[Prediction], shuffled: Sequence[Predi
         return None
     x = np.asarray(pairs, dtype=float)
     d = x[:, 0] - x[:, 1]
-    rng = np.random.default_rng(seed)
-    boots = d[rng.integers(0, len(d), size=(n_boot, len(d)))].mean(1)
+    kept = [p for p in predictions if p.question_index in by_q]
+    draw = ImageDraw({image_of("", p) for p in kept}, n_boot, np.random.default_rng(seed))
+    boots = (draw.rate((image_of("", p), p.correct) for p in kept)
+             - draw.rate((image_of("", p), by_q[p.question_index]) for p in kept))
     return {"n": len(d), "accuracy": float(x[:, 0].mean()), "shuffled_accuracy": float(x[:, 1].mean()),
             "dependence": float(d.mean()), "ci95": percentile_interval(boots)}
 

@@ -21,6 +21,7 @@ from nsvqa.artifacts.predictions import QUESTION_TYPE_NAMES, find_prediction_fil
 from nsvqa.evaluation.accuracies import ConceptSplit
 from nsvqa.evaluation.evaluator import evaluate
 from nsvqa.evaluation.inputs import check_prediction_files
+from nsvqa.evaluation.resampling import N_BOOT
 from nsvqa.generation.variants import factors as catalogue
 
 def has_rd(factor: str) -> bool:
@@ -435,7 +436,7 @@ def write_report(report: Mapping[str, Any], out_dir: str | os.PathLike, *, plots
 
 def report_from_runs(runs: Sequence[str | os.PathLike], out_dir: str | os.PathLike, *, metric: str = "accuracy",
                      bins: int = 10, allow_partial: bool = False, plots: bool = True,
-                     n_boot: int = 1000, data: str | os.PathLike | None = None,
+                     n_boot: int = N_BOOT, data: str | os.PathLike | None = None,
                      split: str | None = None) -> tuple[dict, list[Path]]:
     """Read every predictions file under ``runs``, check them (complete against their test split
     and consistent with each other: :func:`nsvqa.evaluation.inputs.check_prediction_files`, with
@@ -461,6 +462,3 @@ def report_from_runs(runs: Sequence[str | os.PathLike], out_dir: str | os.PathLi
                       files={k: [str(f) for f in v] for k, v in files.items()})
     return report, write_report(report, out_dir, plots=plots)
 
-
-#: The names the study's report and systematic sections import until they name ``md_table`` and ``pyplot``.
-_md_table, _pyplot = md_table, pyplot

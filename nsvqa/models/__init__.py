@@ -190,10 +190,13 @@ class Model(ABC):
         uses_parses: ``predict`` answers from the run's scene and question parses.
         supports_gt_programs: a :class:`ModelSpec` with ``gt_programs`` is valid for this model.
         family: one of :data:`FAMILIES`, declared by every registered model (:func:`register` checks).
+        perception: what the model sees the image through, where a table must say it beside the
+            model's name (e.g. another model's scene parser); empty when nothing needs saying.
     """
 
     name: ClassVar[str] = ""
     family: ClassVar[str | None] = None
+    perception: ClassVar[str] = ""
     config_class: ClassVar[type | None] = None
     uses_parses: ClassVar[bool] = False
     supports_gt_programs: ClassVar[bool] = False

@@ -91,8 +91,6 @@ def close_stopped_attempts(ledger: Mapping[str, Any], written: Sequence[str | os
     return {**ledger, "attempts": attempts}
 
 
-#: The name ``nsvqa.study.run`` imports until it names :func:`attempt_starts`.
-_attempt_starts = attempt_starts
 
 __all__ = ["PIECE_FORMAT", "attempt_seconds", "stopped_in_training", "read_ledger", "attempt_starts",
            "close_stopped_attempts"]

@@ -409,6 +409,19 @@ class ScriptJob:
 
 
 # ---------------------------------------------------------------------------- the code tree
+def run_git(repo: str | os.PathLike, *args: str, needs: str) -> str:
+    """``git -C REPO ARGS``'s output.
+
+    Raises:
+        StudyError: git fails or is missing: ``needs`` (why a checkout is needed), the command and
+            git's message.
+    """
+    try:
+        return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True).stdout
+    except (OSError, subprocess.CalledProcessError) as e:
+        raise StudyError(f"{needs}: git {' '.join(args)}: {getattr(e, 'stderr', '') or e}".strip()) from None
+
+
 def frozen_tree(runs: str | os.PathLike, repo: str | os.PathLike | None = None) -> tuple[Path, str]:
     """A git worktree of ``repo``'s HEAD (default: this checkout) at ``RUNS/launch/code-<commit>``
     (made once, reused; never removed by a launch or a job: remove it when its jobs are done), and
@@ -420,11 +433,7 @@ def frozen_tree(runs: str | os.PathLike, repo: str | os.PathLike | None = None) 
     repo = Path(repo) if repo is not None else Path(__file__).resolve().parents[2]
 
     def git(*a: str) -> str:
-        try:
-            return subprocess.run(["git", "-C", str(repo), *a], check=True, capture_output=True, text=True).stdout
-        except (OSError, subprocess.CalledProcessError) as e:
-            raise StudyError(f"a launch runs a frozen copy of the committed code and needs a git checkout: "
-                             f"git {' '.join(a)}: {getattr(e, 'stderr', '') or e}".strip()) from None
+        return run_git(repo, *a, needs="a launch runs a frozen copy of the committed code and needs a git checkout")
 
     sha = git("rev-parse", "--short=12", "HEAD").strip()
     where = (Path(runs) / "launch" / f"code-{sha}").resolve()
@@ -669,5 +678,5 @@ def estimate_line(est: Mapping[str, Any], measured: str | os.PathLike) -> str:
 
 __all__ = ["LAUNCHERS", "NEEDS_EXTRA", "LaunchError", "LaunchOptions", "Job", "run_folder", "scene_parser_folder",
            "data_needs", "data_complete", "time_limit", "plan_jobs", "generate_data", "piece_spec",
-           "train_piece_parsers", "ScriptJob", "frozen_tree", "require_submitit", "submit_slurm", "run_local", "launch",
+           "train_piece_parsers", "ScriptJob", "frozen_tree", "run_git", "require_submitit", "submit_slurm", "run_local", "launch",
            "past_cap", "scaled_estimate", "estimate_line"]

@@ -42,19 +42,20 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from nsvqa.artifacts.predictions import CellKey, Prediction, parse_predictions_name, read_predictions
-from nsvqa.evaluation import (ConceptSplit, accuracy, calibration, default_comparisons, evaluate, factor_layout,
+from nsvqa.evaluation import (N_BOOT, ConceptSplit, accuracy, calibration, default_comparisons, evaluate, factor_layout,
                               wilson_interval)
 from nsvqa.evaluation.image_dependence import image_dependence
 from nsvqa.evaluation.perception import MIN_EXIST
-from nsvqa.evaluation.report import (_pyplot, plot_heatmap, plot_reliability, tex_escape, to_latex, to_markdown,
+from nsvqa.evaluation.report import (plot_heatmap, pyplot, plot_reliability, tex_escape, to_latex, to_markdown,
                                     variant_label)
-from nsvqa.fileio import write_atomic
 from nsvqa.generation.questions.templates import load_templates
 from nsvqa.generation.variants import FACTORS, get_factor, load_variant
 from nsvqa.models import ModelSpec
 from nsvqa.models import get as get_model
-from nsvqa.study.config import PART_GROUP, STUDY, StudyConfig, budget, budget_markdown, canonical
-from nsvqa.study.findings import findings, findings_markdown, scale_cells, with_seeing
+from nsvqa.study.cost import budget, budget_markdown
+from nsvqa.study.plan import PART_GROUP, canonical
+from nsvqa.study.study_config import STUDY, StudyConfig
+from nsvqa.study.findings import decide_all, findings, findings_markdown, perception_of, scale_cells
 from nsvqa.study.systematic import (fallback_figure, fallback_markdown, fallback_section, generalization_markdown,
                                     generalization_points, systematic_markdown, systematic_section)
 
@@ -71,7 +72,7 @@ def collect(results: str | os.PathLike, *, parts: bool = False,
             ) -> tuple[dict[tuple[str, str, str, int], list[Prediction]], list[dict]]:
     """Every committed prediction, keyed (model, train, test, seed), and each piece's record
     (``piece.json`` without its study config), in piece-name order. The predictions are those of
-    the part-question extension's pieces (group :data:`~nsvqa.study.config.PART_GROUP`) when ``parts``,
+    the part-question extension's pieces (group :data:`~nsvqa.study.plan.PART_GROUP`) when ``parts``,
     of every other piece otherwise; the records are every piece's. ``done``: :func:`done_pieces`
     of ``results`` already read."""
     cells: dict[tuple[str, str, str, int], list[Prediction]] = {}
@@ -149,7 +150,7 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
 
 
 def _png(draw) -> bytes:
-    plt = _pyplot()
+    plt = pyplot()
     fig = draw(plt)
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=120, metadata={"Software": None})
@@ -211,7 +212,7 @@ def rd_pairs(cfg: StudyConfig = STUDY) -> list[tuple[str, str]]:
     with parsed programs against each image-using non-modular model trained on every variant (FiLM,
     mDETR), NS-VQA and P-NSVQA against NSCL (the distribution factor's "NS-VQA best of the prior
     models", "P-NSVQA best on 3 of 4 factors"), and NS-VQA and P-NSVQA with ground-truth programs
-    against the non-modular models (whether a redundancy verdict holds without the question parser)."""
+    against NSCL and the non-modular models (whether a verdict holds without the question parser)."""
     modular = [m for m in cfg.groups["modular"] if not ModelSpec.from_label(m).gt_programs]
     gt = [m for m in cfg.groups["modular"]
           if ModelSpec.from_label(m).gt_programs and ModelSpec.from_label(m).name in ("nsvqa", "pnsvqa")]
@@ -219,6 +220,7 @@ def rd_pairs(cfg: StudyConfig = STUDY) -> list[tuple[str, str]]:
                 if m not in cfg.default_only and family(m) == "holistic"]
     pairs = default_comparisons(list(cfg.groups["modular"])) + [(a, b) for a in modular for b in holistic]
     pairs += ([("nsvqa", "nscl"), ("pnsvqa", "nscl")] if {"nsvqa", "pnsvqa", "nscl"} <= set(modular) else [])
+    pairs += [(a, "nscl") for a in gt if "nscl" in modular]
     return pairs + [(a, b) for a in gt for b in holistic]
 
 
@@ -267,7 +269,7 @@ def build_study_report(results: str | os.PathLike, cfg: StudyConfig = STUDY, *, 
         factors[f] = {"train_variants": trains, "test_variants": tests,
                       "rd_comparisons": rep["factors"][f]["rd_comparisons"],
                       "models": {m: {"matrix": v["matrix"], "rd": v["rd"]["value"], "rd_note": v["rd"]["reason"],
-                                     "rd_ci95": v["rd"].get("ci95"),
+                                     "rd_ci95": v["rd"].get("ci95"), "rd_precision": v["rd"].get("precision"),
                                      "ece_in_domain": ece.get(m, {}),
                                      "accuracy_mean": _mean(x for row in v["matrix"] for x in row),
                                      "ece_mean": _mean(ece_all.get(m, [])),
@@ -288,7 +290,7 @@ def build_study_report(results: str | os.PathLike, cfg: StudyConfig = STUDY, *, 
         if train == test == d and seed == 0:
             a = accuracy(preds)
             cal = calibration(preds)
-            in_domain.append({"model": model, "kind": family(model), "n": a.n,
+            in_domain.append({"model": model, "kind": family(model), "perception": perception_of(model), "n": a.n,
                               "accuracy": a.accuracy, "ci95": wilson_interval(a.n_correct, a.n),
                               "guessed": a.n_guessed, "ece": cal.ece if cal is not None else None,
                               "reliability": f"reliability/{model}.png" if cal is not None else None})
@@ -327,10 +329,13 @@ def build_study_report(results: str | os.PathLike, cfg: StudyConfig = STUDY, *, 
               "fallback": fallback}
     report["budget"] = budget(results, cfg)
     scale = scale_cells(results)
-    report["findings"] = findings(report, cells, d, scale=scale)
-    if cfg.groups.get("seeing"):  # every finding judged a second time, against the models that see
-        report["findings"] = with_seeing(report["findings"], findings(  # the scale check judges no non-modular model
-            report, cells, d, scale=None, non_modular=cfg.groups["seeing"], label="seeing"))
+    rows = findings(report, cells, d, scale=scale)
+    seeing = findings(report, cells, d, scale=None, non_modular=cfg.groups["seeing"],  # judged a second time, against
+                      label="seeing") if cfg.groups.get("seeing") else []        # the models that see (no scale)
+    precision = [m.get("rd_precision") for f in factors.values() for m in f["models"].values()]
+    precision += [c.get("precision") for f in factors.values() for c in f["rd_comparisons"]]
+    precision += [r["basis"].get("precision") for r in (*rows, *seeing)]
+    report["findings"] = decide_all(rows, seeing, n_boot=N_BOOT, precision=max((x for x in precision if x is not None), default=None))
     report["generalization"] = generalization_points(report, cells)
     files["report.json"] = (json.dumps(report, indent=1) + "\n").encode()
     files["report.md"] = (study_markdown(report) + "\n").encode()
@@ -417,6 +422,14 @@ def _section(title: str, intro: str, body: Sequence[str]) -> list[str]:
     """The Markdown lines of a section: ``## title``, the paragraph ``intro``, the lines of ``body``,
     a blank line after the title, the paragraph and the body."""
     return [f"## {title}", "", intro, "", *body, ""]
+
+
+def seeds_table(report: Mapping[str, Any]) -> list[str]:
+    """The default variant's in-domain accuracy per training seed, with mean ± sd (Markdown lines)."""
+    return _table(["model", "per seed", "mean ± sd"],
+                  [[m, ", ".join(f"{k}: {_pct(v)}" for k, v in s["per_seed"].items()),
+                    f"{_pct(s['mean'])} ± {_pct(s['std'], 2) if s['std'] is not None else '—'}"]
+                   for m, s in report["seeds"].items()])
 
 
 def study_markdown(report: Mapping[str, Any]) -> str:
@@ -570,12 +583,7 @@ def study_markdown(report: Mapping[str, Any]) -> str:
                           "in `nsvqa/study/systematic.py`: 95% intervals, \"cannot say\" with why).",
                           generalization_markdown(report["generalization"]))
     if report["seeds"]:
-        lines += ["## Seeds on the default variant", ""]
-        lines += _table(["model", "per seed", "mean ± sd"],
-                        [[m, ", ".join(f"{k}: {_pct(v)}" for k, v in s["per_seed"].items()),
-                          f"{_pct(s['mean'])} ± {_pct(s['std'], 2) if s['std'] is not None else '—'}"]
-                         for m, s in report["seeds"].items()])
-        lines.append("")
+        lines += ["## Seeds on the default variant", "", *seeds_table(report), ""]
     if report.get("budget"):
         lines += ["## Budget", "", "Hours of 2-core compute the committed pieces took (every attempt), and the "
                   "redundancy scale check (its runs and its `other_seconds`), by part of the study, against the "
@@ -620,101 +628,6 @@ def study_latex(report: Mapping[str, Any]) -> str:
     return "\n".join(out)
 
 
-#: The lines between which the README holds the generated results table (:func:`readme_results`).
-README_BEGIN, README_END = "<!-- results-table:begin -->", "<!-- results-table:end -->"
-
-
-def readme_results(report: Mapping[str, Any]) -> str:
-    """The README's results: one line per finding (the paper's claim, ours with its interval, the
-    verdict, the non-modular side it is judged against) and one line per model in domain (accuracy,
-    image margin, image dependence where scored), from the study's report JSON alone."""
-    d = report["study"]["default_variant"]
-    lines = [f"Generated from `results/study/report.json` (`scripts/run_study.py --report`; `--check` fails when "
-             f"this table differs). Object questions, {report['study']['sizes']['train']:,} training images per "
-             f"variant, one training seed per cell; 95% intervals over the test questions. Details: "
-             f"[results/study/report.md](results/study/report.md).", "",
-             "| finding (paper) | ours | verdict | judged against | against the models that see |",
-             "|---|---|---|---|---|"]
-    for f in report.get("findings", []):
-        verdict_ = f"**{f['status']}**" + (f" ({f['qualifier']})" if f.get("qualifier") else "")
-        seeing = f"**{f['seeing']['status']}**" if f.get("seeing") else "—"
-        lines.append(f"| {f['paper']} | {f.get('headline', f['ours'])} | {verdict_} | {f.get('rests_on', '—')} "
-                     f"| {seeing} |")
-    lines += ["", f"In domain (train and test `{d}`): image margin = accuracy − the question-only "
-                  f"`{report['question_only']}`'s; image dependence = accuracy − accuracy with each question paired "
-                  "with another test image (— where not scored yet). A model near 0 on both does not use the image.",
-              "", "| model | kind | accuracy % [95% CI] | image margin (points) | image dependence (points) |",
-              "|---|---|---|---|---|"]
-    def points(x: float | None) -> str:
-        return "—" if x is None else f"{100 * x:+.1f}"
-
-    def dependence(r: Mapping[str, Any]) -> str:
-        seed = r.get("image_dependence_seed")
-        return points(r.get("image_dependence")) + (f" (seed {seed})" if seed else "")
-
-    for r in report.get("in_domain", []):
-        lines.append(f"| {r['model']} | {r['kind']} | {_pct(r['accuracy'])} [{_pct(r['ci95'][0])}, {_pct(r['ci95'][1])}] "
-                     f"| {points(r.get('image_margin'))} | {dependence(r)} |")
-    return "\n".join(lines)
-
-
-def splice_readme(text: str, block: str, source: str = "README.md") -> str:
-    """``text`` with what lies between :data:`README_BEGIN` and :data:`README_END` replaced by
-    ``block``.
-
-    Raises:
-        ValueError: ``text`` lacks either marker line (``source`` named).
-    """
-    try:
-        head, rest = text.split(README_BEGIN + "\n", 1)
-        _, tail = rest.split(README_END, 1)
-    except ValueError:
-        raise ValueError(f"{source}: no lines {README_BEGIN!r} ... {README_END!r} around the results table") from None
-    return f"{head}{README_BEGIN}\n{block}\n{README_END}{tail}"
-
-
-def write_study_report(results: str | os.PathLike, cfg: StudyConfig = STUDY, *,
-                       readme: str | os.PathLike | None = None) -> list[Path]:
-    """Build the report and write its files under ``results`` (atomically), and the results table
-    into ``readme`` when given; returns the paths written."""
-    out = []
-    files = build_study_report(results, cfg)
-    for rel, data in files.items():
-        write_atomic(Path(results) / rel, data)
-        out.append(Path(results) / rel)
-    if readme is not None:
-        text = Path(readme).read_text()
-        new = splice_readme(text, readme_results(json.loads(files["report.json"])), str(readme))
-        if new != text:
-            write_atomic(Path(readme), new.encode())
-            out.append(Path(readme))
-    return out
-
-
-def check_study_report(results: str | os.PathLike, cfg: StudyConfig = STUDY, *,
-                       readme: str | os.PathLike | None = None) -> list[str]:
-    """The report's text files (JSON, Markdown, LaTeX) whose committed bytes differ from a rebuild
-    from the committed predictions (a missing file counts), and ``readme`` when its results table
-    differs from the rebuilt one; empty when every table reproduces."""
-    bad = []
-    files = build_study_report(results, cfg, plots=False)
-    for rel, data in files.items():
-        if not rel.endswith(TEXT_SUFFIXES):
-            continue
-        p = Path(results) / rel
-        if not p.is_file() or p.read_bytes() != data:
-            bad.append(rel)
-    if readme is not None:
-        text = Path(readme).read_text()
-        try:
-            same = splice_readme(text, readme_results(json.loads(files["report.json"])), str(readme)) == text
-        except ValueError:
-            same = False
-        if not same:
-            bad.append(str(Path(os.path.relpath(Path(readme).resolve(), Path(results).resolve()))))
-    return bad
-
-
 def compare_with_study(report: Mapping[str, Any], results: str | os.PathLike, factor: str = "visual",
                        train: str | None = None) -> str:
     """A plain-text table of a run's ``factor`` (the JSON of :func:`nsvqa.evaluation.evaluate`, e.g.
@@ -747,5 +660,5 @@ def compare_with_study(report: Mapping[str, Any], results: str | os.PathLike, fa
     return "\n".join(lines)
 
 
-__all__ = ["family", "question_only_reference", "README_BEGIN", "README_END", "readme_results", "splice_readme", "compare_with_study", "collect", "done_pieces", "question_kinds", "factor_cells", "build_study_report", "write_study_report",
-           "check_study_report", "study_markdown", "study_latex"]
+__all__ = ["TEXT_SUFFIXES", "family", "question_only_reference", "compare_with_study", "collect", "done_pieces",
+           "question_kinds", "factor_cells", "build_study_report", "seeds_table", "study_markdown", "study_latex"]

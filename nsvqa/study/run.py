@@ -1,4 +1,4 @@
-"""Running a piece of the robustness study: the floor above the plan (:mod:`nsvqa.study.config`, pieces
+"""Running a piece of the robustness study: the floor above the plan (:mod:`nsvqa.study.plan`, pieces
 and budget, data and arithmetic) that generates a piece's data, trains and tests its models through
 :mod:`nsvqa.experiment`, measures its scene parser's perception and commits its predictions and
 ``piece.json`` under ``RESULTS/pieces/<piece>/``. Nothing in the package imports it."""
@@ -17,13 +17,15 @@ import torch
 
 from nsvqa.artifacts.predictions import read_predictions, write_predictions
 from nsvqa.evaluation.perception import MIN_EXIST, perception
-from nsvqa.experiment import TrainSpec, VariantRun, read_summary, train_variant
+from nsvqa.artifacts.summary import read_summary
+from nsvqa.experiment import TrainSpec, VariantRun, train_variant
 from nsvqa.fileio import write_json_atomic
 from nsvqa.generation.suite import generate_suite
 from nsvqa.generation.variants import load_variant
-from nsvqa.study.config import (PIECE_FORMAT, SCENE_GROUPS, STUDY, STUDY_FILE, Piece, PieceSetup, StudyConfig,
-                                StudyError, _attempt_starts, attempt_seconds, close_stopped_attempts, piece_dir,
-                                piece_setup, read_ledger, results_config)
+from nsvqa.study.attempts import PIECE_FORMAT, attempt_seconds, attempt_starts, close_stopped_attempts, read_ledger
+from nsvqa.study.plan import SCENE_GROUPS, Piece, PieceSetup, piece_dir, piece_setup
+from nsvqa.study.study_config import STUDY, STUDY_FILE, StudyConfig, StudyError, results_config
+from nsvqa.study.parses import export_parses
 from nsvqa.training.checkpoint import CheckpointError, load_checkpoint
 from nsvqa.training.engine import native_bf16
 
@@ -157,7 +159,7 @@ def run_piece(piece: Piece, data: str | os.PathLike, runs: str | os.PathLike, re
     ledger_path = run.path / f"study_{piece.group}.json"
     ledger = read_ledger(ledger_path)
     written = [run.path] + [setup.data / v for v in _data_splits(piece, setup)]
-    ledger = close_stopped_attempts(ledger, written, later=_attempt_starts(run.path, ledger_path))
+    ledger = close_stopped_attempts(ledger, written, later=attempt_starts(run.path, ledger_path))
     attempt: dict[str, Any] = {"started": time.time()}  # open until this call ends
     ledger["attempts"].append(attempt)
     write_json_atomic(ledger_path, ledger, indent=1)
@@ -200,6 +202,7 @@ def run_piece(piece: Piece, data: str | os.PathLike, runs: str | os.PathLike, re
             if shuffled.is_file():
                 write_predictions(out / "shuffled" / (shuffled.name + ".gz"), read_predictions(shuffled))
     write_perception(piece, data, runs, results, cfg)
+    export_parses(piece, data, runs, results, cfg)  # what its executors read, for --reexecute at later commits
     record = {"format": PIECE_FORMAT, "piece": asdict(piece), "study": cfg.to_json(), "commit": commit,
               "machine": machine(), "scene_parser_of": spec.scene_variant or piece.variant, "questions": setup.questions,
               "accuracy": accuracy,

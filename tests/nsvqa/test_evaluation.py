@@ -496,7 +496,8 @@ def test_objects_without_masks_match_the_detection_whose_box_holds_them_nearest_
 
 
 def test_rd_bootstrap_interval_is_paired_over_shared_test_questions():
-    from nsvqa.evaluation.comparison import percentile_interval, rd_bootstrap
+    from nsvqa.evaluation.comparison import rd_bootstrap
+    from nsvqa.evaluation.resampling import percentile_interval
     from nsvqa.evaluation.report import to_markdown
 
     def run(n, right, shift=0):
@@ -541,7 +542,8 @@ def test_rd_bootstrap_interval_is_paired_over_shared_test_questions():
 
 
 def test_rd_bootstrap_draws_the_variants_that_ask_the_same_questions_together():
-    from nsvqa.evaluation.comparison import percentile_interval, rd_bootstrap
+    from nsvqa.evaluation.comparison import rd_bootstrap
+    from nsvqa.evaluation.resampling import percentile_interval
 
     n = 300
 

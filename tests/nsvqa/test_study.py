@@ -266,6 +266,24 @@ def test_a_piece_runs_commits_gzipped_predictions_and_is_then_skipped(tmp_path, 
         assert rec["accuracy"][key.model][key.test]["n"] == len(preds)
     assert rec["study"]["questions"] == "object" and rec["piece"]["variant"] == "mid" and rec["scene_parser_of"] == "mid"
     assert rec["commit"] == "started"
+    # what the executors read is committed, and executes again to the same answers at this code
+    from nsvqa.study.parses import reexecute
+
+    parses = results / "pieces" / piece.name / "parses"
+    assert {p.name for p in (parses / "mid").iterdir()} == {"likelihoods.json.gz", "questions.json.gz",
+                                                           "programs.json.gz"}
+    again = reexecute(results)
+    assert again["pieces"] == [piece.name] and again["differ"] == [] and again["answers"] == 2 * 2 * len(qs)
+    # an executor change that alters an answer is named, file and question (the tiny NS-VQA's programs
+    # all fail, and its seeded guesses do not move: P-NSVQA-exact's answers are the ones to change)
+    import nsvqa.models.pipeline as pipeline
+
+    monkeypatch.setattr(pipeline.PNSVQA, "_run", lambda self, programs, scenes: [pipeline.Answer("yes")] * len(programs))
+    changed = reexecute(results)
+    assert changed["differ"] and "pnsvqa-exact+gtprog__train-mid__test-" in changed["differ"][0]
+    assert ": question " in changed["differ"][0] and "now 'yes'" in changed["differ"][0]
+    monkeypatch.undo()
+    monkeypatch.setattr(nsvqa.study.run, "_commit", lambda: head[0])
     # the scene parser's perception on each test variant, beside the predictions
     perc = json.loads((results / "pieces" / piece.name / "perception.json").read_text())
     gt = json.loads((tmp_path / "data" / "easy" / "scenes" / "test_scenes.json").read_text())["scenes"]
@@ -285,7 +303,8 @@ def test_a_piece_runs_commits_gzipped_predictions_and_is_then_skipped(tmp_path, 
     # a done piece is not pending any more
     assert piece.name not in [p.name for p in pending_pieces(results, STUDY)]
     # the report rebuilds from the committed predictions alone, and a changed number is caught
-    from nsvqa.study.report import build_study_report, check_study_report, write_study_report
+    from nsvqa.study.publish import check_study_report, write_study_report
+    from nsvqa.study.report import build_study_report
 
     write_study_report(results, cfg)
     assert check_study_report(results, cfg) == []
@@ -689,7 +708,8 @@ def test_the_commit_a_piece_records_is_head_when_the_process_first_asked(monkeyp
 
 def test_the_in_domain_rows_carry_the_image_shuffle_tests_dependence(tmp_path):
     from nsvqa.artifacts.predictions import Prediction, write_predictions
-    from nsvqa.study.report import build_study_report, readme_results
+    from nsvqa.study.publish import readme_results
+    from nsvqa.study.report import build_study_report
 
     def right(k, n=8):  # k of n questions right
         return [Prediction(i, "exist", "yes", "yes" if i < k else "no", image_index=i) for i in range(n)]
@@ -708,5 +728,5 @@ def test_the_in_domain_rows_carry_the_image_shuffle_tests_dependence(tmp_path):
     assert (rows["lstm"]["kind"], rows["film"]["kind"], rows["nsvqa"]["kind"]) == ("question-only", "holistic",
                                                                                    "modular")
     table = readme_results(report)
-    assert "| nsvqa | modular | 100.0 [" in table and "| +50.0 | +50.0 |" in table
-    assert "| film | holistic | 62.5 [" in table and "| +12.5 | — |" in table
+    assert "| nsvqa | modular | +50.0 | 100.0 [" in table and "| +50.0 |" in table  # image margin first
+    assert "| film | holistic | +12.5 | 62.5 [" in table and table.rstrip().endswith("| +50.0 |")

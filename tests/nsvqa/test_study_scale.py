@@ -72,7 +72,8 @@ def test_the_scale_check_trains_question_parsers_on_more_questions_with_one_scen
     # the report's finding reads the committed predictions
     report = json.loads(build_study_report(results, cfg, plots=False)["report.json"])
     f = next(f for f in report["findings"] if f["key"] == "redundancy_scale")
-    assert f == scale_finding(scale_cells(results), 0.02) and f["paper"].startswith(
+    decided = {k: v for k, v in f.items() if k not in ("corrected", "correction", "qualifier")}  # the report's decision
+    assert decided == {k: v for k, v in scale_finding(scale_cells(results), 0.02).items() if k != "qualifier"} and f["paper"].startswith(
         "redundancy: P-NSVQA's reversal at 3x the questions")
     if f["status"] == "pending":  # tiny parsers may answer nothing right in domain: no RD to decide on
         assert "P-NSVQA's RD at 3x the questions, which the scale check's predictions do not give (" in f["ours"]
