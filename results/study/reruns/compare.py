@@ -18,6 +18,7 @@ import baselines  # noqa: F401  (the registry: the report names each model's fam
 from nsvqa.fileio import write_atomic, write_json_atomic
 from nsvqa.models import ModelSpec
 from nsvqa.models import get as get_model
+from nsvqa.study.plan import canonical
 from nsvqa.study.report import build_study_report
 
 HERE = Path(__file__).resolve().parent
@@ -62,9 +63,12 @@ def main() -> int:
             shutil.copytree(HERE / "pieces" / name, copy / "pieces" / name, ignore=shutil.ignore_patterns("parses"))
         new = summary(json.loads(build_study_report(copy, plots=False)["report.json"]))
         mixed = borrowers(copy, set(staged))
-    trains = {f: fac["train_variants"] for f, fac in json.loads((STUDY / "report.json").read_text())["factors"].items()}
-    variant = {p: json.loads((STUDY / "pieces" / p / "piece.json").read_text())["piece"]["variant"] for p in mixed}
-    mixed_factors = sorted({f for p in mixed for f, tv in trains.items() if variant[p] in tv})
+    trains = {f: {canonical(v) for v in fac["train_variants"]}
+              for f, fac in json.loads((STUDY / "report.json").read_text())["factors"].items()}
+    pieces = {p: json.loads((STUDY / "pieces" / p / "piece.json").read_text())["piece"] for p in mixed}
+    mixed_factors = {f: sorted({m for p, rec in pieces.items() if rec["variant"] in tv for m in rec["models"]})
+                     for f, tv in trains.items()}
+    mixed_factors = {f: ms for f, ms in mixed_factors.items() if ms}
     record = {"staged": staged, "borrowers_not_rerun": mixed, "factors_mixed": mixed_factors, "old": old, "new": new}
     write_json_atomic(HERE / "compare.json", record, indent=1)
     lines = [f"# Reruns beside the pieces they replace: {', '.join(staged)}", "",
@@ -76,7 +80,8 @@ def main() -> int:
         lines.append(f"| {m} | {100 * a:.1f} | {'—' if b is None else f'{100 * b:.1f}'} | "
                      f"{'—' if b is None else f'{100 * (b - a):+.1f}'} |")
     for f, rds in old["rd"].items():
-        note = " (mixed: borrowers not rerun yet)" if f in mixed_factors else ""
+        note = (f" (mixed for {', '.join(mixed_factors[f])}: a row of theirs reads the old scene parser)"
+                if f in mixed_factors else "")
         lines += ["", f"## RD, {f}{note}", "", "| model | old | new |", "|---|---|---|"]
         for m, a in rds.items():
             b = new["rd"].get(f, {}).get(m)
