@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import statistics
+from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from nsvqa.generation.variants import FACTORS
@@ -155,10 +156,35 @@ def budget(results: str | os.PathLike, cfg: StudyConfig = STUDY) -> dict[str, An
                         "unmeasured": sorted({k for k in keys if k not in steps}) if steps else None,
                         "cumulative_hours": round(cumulative / 3600, 2) if seconds is not None else None,
                         "within_cap": None if seconds is None else cumulative <= cfg.budget_hours * 3600})
-    return {"cap_hours": cfg.budget_hours, "done": len(done), "spent_hours": round(spent / 3600, 2),
-            "spent_hours_by_group": {g: round(v / 3600, 2) for g, v in sorted(by_group.items())},
-            "step_minutes": {g: {k: round(v / 60, 1) for k, v in ks.items()} for g, ks in medians.items()},
-            "pending": pending}
+    out = {"cap_hours": cfg.budget_hours, "done": len(done), "spent_hours": round(spent / 3600, 2),
+           "spent_hours_by_group": {g: round(v / 3600, 2) for g, v in sorted(by_group.items())},
+           "step_minutes": {g: {k: round(v / 60, 1) for k, v in ks.items()} for g, ks in medians.items()},
+           "pending": pending}
+    reruns = rerun_hours(results)
+    if reruns["pieces"]:
+        out["reruns"] = reruns
+    return out
+
+
+#: The staged reruns (issue 64) under ``RESULTS/reruns/pieces/``, and the compute the issue allows
+#: them, apart from the study's cap.
+RERUNS, RERUN_CAP_HOURS = "reruns", 24.0
+
+
+def rerun_hours(results: str | os.PathLike) -> dict[str, Any]:
+    """The hours each staged rerun piece took (its ``piece.json`` total), against
+    :data:`RERUN_CAP_HOURS`: ``{"cap_hours", "spent_hours", "pieces": {piece: hours}}``.
+
+    Raises:
+        StudyError: a staged ``piece.json`` without a readable ``seconds.total`` (named).
+    """
+    pieces = {}
+    for path in sorted(Path(results, RERUNS, "pieces").glob("*/piece.json")):
+        try:
+            pieces[path.parent.name] = round(float(json.loads(path.read_text())["seconds"]["total"]) / 3600, 2)
+        except (ValueError, KeyError, TypeError) as e:
+            raise StudyError(f"{path}: no readable field seconds.total ({type(e).__name__}: {e})") from e
+    return {"cap_hours": RERUN_CAP_HOURS, "spent_hours": round(sum(pieces.values()), 2), "pieces": pieces}
 
 
 def over_cap(results: str | os.PathLike, piece: Piece, cfg: StudyConfig = STUDY,
@@ -203,6 +229,12 @@ def budget_markdown(b: Mapping[str, Any]) -> str:
         lines += ["| spent on | hours |", "|---|---|"]
         lines += [f"| {g} | {h:.1f} |" for g, h in b["spent_hours_by_group"].items()]
         lines += [f"| **total** | **{b['spent_hours']:.1f}** of {b['cap_hours']:g} |", ""]
+    if b.get("reruns"):
+        r = b["reruns"]
+        lines += [f"Reruns (issue 64; staged under `{RERUNS}/` until their borrowers run again), their own cap of "
+                  f"{r['cap_hours']:g} hours:", "", "| rerun piece | hours |", "|---|---|"]
+        lines += [f"| {p} | {h:.1f} |" for p, h in r["pieces"].items()]
+        lines += [f"| **total** | **{r['spent_hours']:.1f}** of {r['cap_hours']:g} |", ""]
     lines += ["| pending piece | projected min | cumulative hours | within cap | projected from |",
              "|---|---|---|---|---|"]
     for p in b["pending"]:
@@ -216,4 +248,5 @@ def budget_markdown(b: Mapping[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["budget", "budget_group", "budget_markdown", "over_cap", "out_of_time"]
+__all__ = ["RERUNS", "RERUN_CAP_HOURS", "budget", "budget_group", "budget_markdown", "over_cap", "out_of_time",
+           "rerun_hours"]

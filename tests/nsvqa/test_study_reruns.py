@@ -1,0 +1,25 @@
+"""The staged reruns (issue 64) counted under their own heading of the budget, apart from the cap."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from nsvqa.study import STUDY
+from nsvqa.study.cost import RERUN_CAP_HOURS, budget, budget_markdown, rerun_hours
+from nsvqa.study.study_config import StudyError
+
+
+def test_a_staged_rerun_counts_under_its_own_heading(tmp_path):
+    assert budget(tmp_path, STUDY).get("reruns") is None  # nothing staged: no heading
+    piece = tmp_path / "reruns" / "pieces" / "mid-seed0-modular"
+    piece.mkdir(parents=True)
+    (piece / "piece.json").write_text(json.dumps({"seconds": {"total": 5400.0}}))
+    b = budget(tmp_path, STUDY)
+    assert b["spent_hours"] == 0 and b["reruns"] == {"cap_hours": RERUN_CAP_HOURS, "spent_hours": 1.5,
+                                                      "pieces": {"mid-seed0-modular": 1.5}}
+    text = budget_markdown(b)
+    assert "| mid-seed0-modular | 1.5 |" in text and f"**1.5** of {RERUN_CAP_HOURS:g}" in text
+    (piece / "piece.json").write_text("{}")
+    with pytest.raises(StudyError, match=r"piece.json: no readable field seconds.total"):
+        rerun_hours(tmp_path)
