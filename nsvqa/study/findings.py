@@ -23,7 +23,7 @@ from typing import Any, Mapping, Sequence
 from nsvqa.artifacts.predictions import CellKey, Prediction, parse_predictions_name, read_predictions
 from nsvqa.evaluation.accuracies import ConceptSplit, accuracy, count_errors, head_tail_accuracy, wilson_interval
 from nsvqa.evaluation.comparison import paired_comparison, rd_bootstrap
-from nsvqa.evaluation.resampling import percentile_interval, widen
+from nsvqa.evaluation.resampling import N_BOOT, bound_precision, percentile_interval, widen
 from nsvqa.evaluation.degrade import factor_layout, factor_relative_degrade
 from nsvqa.models import ModelSpec
 from nsvqa.models import get as get_model
@@ -154,9 +154,20 @@ def decide(rows: Sequence[Mapping[str, Any]], k: int) -> list[dict[str, Any]]:
     return out
 
 
+def deciding(ci: Sequence[float] | None, precision: float | None) -> list[float] | None:
+    """A bootstrap interval as it decides a status: widened by the Monte-Carlo error of its bounds
+    (``precision``, :func:`~nsvqa.evaluation.resampling.bound_precision`), so that a bound counts on
+    a side of 0 only when it clears it by more than another bootstrap seed could move it."""
+    if ci is None:
+        return None
+    p = precision or 0.0
+    return [ci[0] - p, ci[1] + p]
+
+
 def _rd_ci(report: Mapping[str, Any], factor: str, model: str) -> Sequence[float] | None:
+    """``model``'s RD interval on ``factor`` as it decides (:func:`deciding`); None without an RD."""
     m = report["factors"].get(factor, {}).get("models", {}).get(model)
-    return None if m is None or m.get("rd") is None else m.get("rd_ci95")
+    return None if m is None or m.get("rd") is None else deciding(m.get("rd_ci95"), m.get("rd_precision"))
 
 
 #: The modular models that execute programs, and their ground-truth-program twins.
@@ -214,7 +225,7 @@ def _rd_pairs(report: Mapping[str, Any], factor: str, pairs: Sequence[tuple[str,
     for a, b in pairs:
         c = comps.get((a, b))
         if c is not None:
-            out.append((f"{a} − {b} {_pct(c['diff'], True)}{_ci(c['ci95'])}", c["ci95"]))
+            out.append((f"{a} − {b} {_pct(c['diff'], True)}{_ci(c['ci95'])}", deciding(c["ci95"], c.get("precision"))))
     return out
 
 
@@ -299,7 +310,8 @@ def findings(report: Mapping[str, Any], cells: Cells, default: str = "mid",
                                        if len(dom[m]) > 1 else "") for m, a in acc.items()),
          "" if worst is None else f"smallest gap {worst[0]} − {worst[1]} {_pct(worst[2]['diff'], True)}"
                                   f"{_ci(worst[2]['ci95'])}"],
-        [c[2]["ci95"] for c in comps], +1, "paired bootstrap (images; training seeds where a cell has several) of "
+        [deciding(c[2]["ci95"], c[2]["precision"]) for c in comps], +1,
+        "paired bootstrap (images; training seeds where a cell has several) of "
                                            "each modular − non-modular accuracy difference",
         rests_on=side, basis={"non_modular": [m for m in NON if m in dom], "seeds": seeds_of((*MODULAR, *NON)),
                               "precision": max((c[2]["precision"] or 0 for c in comps), default=None)}))
@@ -336,7 +348,7 @@ def findings(report: Mapping[str, Any], cells: Cells, default: str = "mid",
          "" if pooled is None else f"over seeds {', '.join(map(str, seeds))}: {_pct(pooled['acc_a'])} vs "
                                    f"{_pct(pooled['acc_b'])}, {_pct(pooled['diff'], True)}{_ci(pooled['ci95'])}",
          spread],
-        [] if pooled is None else [pooled["ci95"]], +1,
+        [] if pooled is None else [deciding(pooled["ci95"], pooled["precision"])], +1,
         "paired bootstrap of P-NSVQA − NS-VQA over seeds and images",
         headline=None if pooled is None else f"{_pct(pooled['diff'], True)}{_ci(pooled['ci95'])} over "
                                              f"{len(seeds)} seeds; on the questions NS-VQA's programs answer "
@@ -349,7 +361,8 @@ def findings(report: Mapping[str, Any], cells: Cells, default: str = "mid",
         ["" if pooled is None else f"gap {_pct(pooled['diff'], True)}{_ci(pooled['ci95'])} over seeds "
                                    f"{', '.join(map(str, seeds))}; NS-VQA's {guessed} guesses on failed programs "
                                    f"widen it (seed by seed above)"],
-        [] if pooled is None or pooled["ci95"] is None else [[pooled["ci95"][0] - gap, pooled["ci95"][1] - gap]], 0,
+        [] if pooled is None or pooled["ci95"] is None else
+        [[x - gap for x in deciding(pooled["ci95"], pooled["precision"])]], 0,
         f"paired bootstrap of P-NSVQA − NS-VQA over seeds and images against the paper's "
         f"+{paper['in_domain_pnsvqa_gap']:g}", level=True, basis={"seeds": len(per_seed)}))
 
@@ -409,7 +422,7 @@ def scale_cells(results: str | Path) -> dict[CellKey, list[list[Prediction]]]:
 
 
 def scale_finding(cells: Mapping[CellKey, Sequence[Sequence[Prediction]]], figure: float,
-                  models: Sequence[str] = ("pnsvqa", "nsvqa"), n_boot: int = 1000) -> dict[str, Any]:
+                  models: Sequence[str] = ("pnsvqa", "nsvqa"), n_boot: int = N_BOOT) -> dict[str, Any]:
     """P-NSVQA's redundancy RD when its question parser learned from more questions (the scale
     check: labels ``<model>.<k>x``): each model's RD at the smallest and the largest scale with its
     bootstrap interval, and the paired difference of the two (one :func:`rd_bootstrap` draw of the
@@ -451,7 +464,7 @@ def scale_finding(cells: Mapping[CellKey, Sequence[Sequence[Prediction]]], figur
             text += (f", at {low}x {_pct(rds[a])}{_ci(ci[a], False)}; {high}x − {low}x "
                      f"{_pct(rds[b] - rds[a], True)}{_ci(percentile_interval(reps[b] - reps[a]))}")
         ours.append(text)
-    top = ci[labels[("pnsvqa", high)]]
+    top = deciding(ci[labels[("pnsvqa", high)]], bound_precision(reps[labels[("pnsvqa", high)]]))
     status = level_verdict([None if top is None else [top[0] - figure, top[1] - figure]], -1)
     reading = {"not reproduced": f"the reversal survives at {high}x the questions",
                "reproduced": f"reproduced at {high}x the questions: the reversal was one of scale",
@@ -653,5 +666,5 @@ def _decided(r: Mapping[str, Any], k: int) -> dict[str, Any]:
 
 
 __all__ = ["PAPER_FILE", "STATUSES", "correction_line", "decide", "decide_all", "deciding_intervals", "findings",
-           "findings_markdown", "perception_of", "qualifiers", "with_seeing", "level_verdict", "non_modular_side",
+           "deciding", "findings_markdown", "perception_of", "qualifiers", "with_seeing", "level_verdict", "non_modular_side",
            "paper_figures", "scale_cells", "scale_finding", "verdict"]

@@ -259,6 +259,8 @@ def test_without_the_scale_check_its_finding_is_pending_and_says_so():
 
 
 def test_each_judged_finding_is_judged_again_against_the_models_that_see():
+    import baselines  # noqa: F401  (objmac-trace declares what it sees through on its class)
+
     from nsvqa.study.findings import findings_markdown, with_seeing
 
     def comp(a, b, lo, hi):
@@ -274,7 +276,9 @@ def test_each_judged_finding_is_judged_again_against_the_models_that_see():
     rows = {r["key"]: r for r in with_seeing(paper, seeing)}
     red = rows["redundancy"]
     assert red["status"] == "reversed" and red["seeing"]["status"] == "reproduced"
-    assert red["seeing"]["rests_on"] == "seeing objmac-trace (image margin +23.8, image dependence +22.2)"
+    assert red["seeing"]["rests_on"] == ("seeing objmac-trace [the modular scene parser's attribute distributions; "
+                                         "trained with program traces and 5x the questions] (image margin +23.8, "
+                                         "image dependence +22.2)")  # what it sees through, as its class declares
     assert "nsvqa − objmac-trace -5.5 [-9.0, -2.0]" in red["seeing"]["ours"]
     assert "seeing" not in rows["visual_pnsvqa"]  # judged against no non-modular model: nothing to redo
     # a factor the seeing model has not run on is pending on its side, whatever the paper-recipe side says
@@ -335,3 +339,21 @@ def test_the_in_domain_intervals_widen_with_the_spread_of_training_seeds():
     w1, s1 = width(one)
     w3, s3 = width(three)
     assert (s1, s3) == (1, 3) and w3 > 1.5 * w1
+
+
+def test_a_bound_inside_its_monte_carlo_error_decides_nothing():
+    from nsvqa.study.findings import deciding
+
+    def comp(a, b, lo, hi, precision):
+        return {"a": a, "b": b, "diff": (lo + hi) / 2, "ci95": [lo, hi], "precision": precision}
+
+    models = {m: {"rd": 0.05, "rd_ci95": [0.04, 0.06], "rd_precision": 0.0003} for m in ("nscl", "film")}
+    # NSCL − FiLM's lower bound clears 0 by 0.02 point, less than the 0.03 point another seed could move it
+    edge = {"systematic": {}, "factors": {"visual": {"models": models, "rd_comparisons": [
+        comp("nscl", "film", 0.0002, 0.034, 0.0003)]}}}
+    got = {f["key"]: f for f in findings(edge, {})}["visual"]
+    assert got["status"] == "inconclusive" and "nscl − film +1.7 [+0.0, +3.4]" in got["ours"]
+    clear = {"systematic": {}, "factors": {"visual": {"models": models, "rd_comparisons": [
+        comp("nscl", "film", 0.002, 0.034, 0.0003)]}}}
+    assert {f["key"]: f for f in findings(clear, {})}["visual"]["status"] == "reproduced"
+    assert deciding([0.1, 0.2], None) == [0.1, 0.2] and deciding(None, 0.1) is None

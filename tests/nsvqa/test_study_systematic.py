@@ -27,8 +27,10 @@ def test_drops_from_random_and_extrapolation_hardest():
     got = points({"systematic": sysr})
     assert got["random_to_composition"]["verdict"] == got["random_to_extrapolation"]["verdict"] == "agrees"
     assert got["random_to_interpolation"]["verdict"] == "cannot say"  # not run: said why
-    assert "needs sys-random and sys-interpolation" in got["random_to_interpolation"]["why"]
-    assert "sys-extrapolation OOD 50.0 against sys-random 85.0 (-35.0 points)" in got["random_to_extrapolation"]["ours"]
+    assert "needs sys-interpolation with OOD questions, and its ID questions or sys-random" in \
+        got["random_to_interpolation"]["why"]
+    assert ("sys-extrapolation OOD 50.0 against sys-random (the split has no ID test question) 85.0 (-35.0 points)"
+            in got["random_to_extrapolation"]["ours"])
     assert got["extrapolation_hardest"]["verdict"] == "agrees"
     sysr["sys-extrapolation"]["pnsvqa"]["ood"] = row(0.90)  # easier than composition, above random
     got = points({"systematic": sysr})
@@ -37,6 +39,13 @@ def test_drops_from_random_and_extrapolation_hardest():
     assert got["extrapolation_hardest"]["verdict"] == "differs"
     sysr["sys-extrapolation"]["pnsvqa"]["ood"] = row(0.71)  # within composition's interval
     assert points({"systematic": sysr})["extrapolation_hardest"]["verdict"] == "cannot say"
+    # like with like: where the split has seen (ID) questions, its OOD accuracy is set against them,
+    # not against another split's accuracy
+    sysr["sys-composition"]["pnsvqa"]["id"] = row(0.65)  # OOD 70 above its own ID 65: no drop
+    got = points({"systematic": sysr})
+    assert got["random_to_composition"]["verdict"] != "agrees"
+    assert "sys-composition OOD 70.0 against its ID 65.0 (+5.0 points); sys-random overall 85.0, not deciding" in \
+        got["random_to_composition"]["ours"]
 
 
 def test_the_held_out_factor_fails_while_the_seen_one_holds():
