@@ -549,6 +549,7 @@ class ObjMACTraceBaseline(ObjMACBaseline):
     family = "holistic"
     perception = ("the modular scene parser's attribute distributions; trained with program traces and 5x the "
                   "questions")
+    shares_modular_perception = True
 
 
 __all__ = ["ObjTFConfig", "ObjTFNet", "ObjTFBaseline", "ObjMACConfig", "ObjMACBaseline", "ObjMACTraceConfig",

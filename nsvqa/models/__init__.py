@@ -192,11 +192,14 @@ class Model(ABC):
         family: one of :data:`FAMILIES`, declared by every registered model (:func:`register` checks).
         perception: what the model sees the image through, where a table must say it beside the
             model's name (e.g. another model's scene parser); empty when nothing needs saying.
+        shares_modular_perception: it reads the modular pipeline's own scene parser, so comparing
+            it with the modular models does not separate reasoning from perception.
     """
 
     name: ClassVar[str] = ""
     family: ClassVar[str | None] = None
     perception: ClassVar[str] = ""
+    shares_modular_perception: ClassVar[bool] = False
     config_class: ClassVar[type | None] = None
     uses_parses: ClassVar[bool] = False
     supports_gt_programs: ClassVar[bool] = False

@@ -218,6 +218,14 @@ def perception_of(model: str) -> str:
         return ""
 
 
+def shares_modular_perception(model: str) -> bool:
+    """``model``'s class declares that it reads the modular pipeline's own scene parser."""
+    try:
+        return get_model(ModelSpec.from_label(model).name).shares_modular_perception
+    except (KeyError, ValueError):
+        return False
+
+
 def _rd_pairs(report: Mapping[str, Any], factor: str, pairs: Sequence[tuple[str, str]]):
     """(A − B text, interval) of the RD comparisons of ``factor`` among ``pairs``, in their order."""
     comps = {(c["a"], c["b"]): c for c in report["factors"].get(factor, {}).get("rd_comparisons", [])}
@@ -666,5 +674,5 @@ def _decided(r: Mapping[str, Any], k: int) -> dict[str, Any]:
 
 
 __all__ = ["PAPER_FILE", "STATUSES", "correction_line", "decide", "decide_all", "deciding_intervals", "findings",
-           "deciding", "findings_markdown", "perception_of", "qualifiers", "with_seeing", "level_verdict", "non_modular_side",
+           "deciding", "findings_markdown", "perception_of", "qualifiers", "shares_modular_perception", "with_seeing", "level_verdict", "non_modular_side",
            "paper_figures", "scale_cells", "scale_finding", "verdict"]

@@ -42,7 +42,10 @@ def findings_table(report: Mapping[str, Any]) -> list[str]:
         lines.append(f"| {f['paper']} | {f.get('headline', f['ours'])} | {verdict_} | {f.get('rests_on', '—')} "
                      f"| {seeing} |")
     line = correction_line(report.get("findings", []))
-    return lines + (["", line] if line else [])
+    if report.get("seeing_share_modular_perception"):
+        line += (" The models that see (" + ", ".join(report["study"]["groups"]["seeing"]) + ") read the modular "
+                 "models' own scene parser: their column does not separate reasoning from perception.")
+    return lines + (["", line.strip()] if line.strip() else [])
 
 
 def in_domain_table(report: Mapping[str, Any]) -> list[str]:

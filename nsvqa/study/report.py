@@ -55,7 +55,8 @@ from nsvqa.models import get as get_model
 from nsvqa.study.cost import budget, budget_markdown
 from nsvqa.study.plan import PART_GROUP, canonical
 from nsvqa.study.study_config import STUDY, StudyConfig
-from nsvqa.study.findings import decide_all, findings, findings_markdown, perception_of, scale_cells
+from nsvqa.study.findings import (decide_all, findings, findings_markdown, perception_of, scale_cells,
+                                  shares_modular_perception)
 from nsvqa.study.systematic import (fallback_figure, fallback_markdown, fallback_section, generalization_markdown,
                                     generalization_points, systematic_markdown, systematic_section)
 
@@ -323,7 +324,10 @@ def build_study_report(results: str | os.PathLike, cfg: StudyConfig = STUDY, *, 
         s["mean"] = statistics.fmean(v)
         s["std"] = statistics.stdev(v) if len(v) > 1 else None
 
+    seeing_group = list(cfg.groups.get("seeing", ()))
     report = {"format_version": 1, "study": cfg.to_json(), "pieces": pieces, "question_only": question_only,
+              "seeing_share_modular_perception": bool(seeing_group) and all(map(shares_modular_perception,
+                                                                                  seeing_group)),
               "in_domain": in_domain, "seeds": seeds, "factors": factors, "parts": parts,
               "perception": perception, "perception_min_exist": MIN_EXIST, "systematic": systematic,
               "fallback": fallback}
@@ -446,8 +450,13 @@ def study_markdown(report: Mapping[str, Any]) -> str:
                           "about 20%) is reproduced when every interval lies on the paper's side of its figure (or "
                           "holds it, for \"about\"), not reproduced when some lie wholly on the other side and none "
                           "on the paper's, inconclusive otherwise. \"Judged against\" names the non-modular models a "
-                          "finding compares with and how much they use the image. Intervals cover the test questions, "
-                          "not training seeds; the paper's figures: `data/paper/super_clevr.json`.",
+                          "finding compares with and how much they use the image. Intervals draw the test images, "
+                          "and the training seeds where a cell has several (docs/evaluation.md, \"Intervals\"); the "
+                          "paper's figures: `data/paper/super_clevr.json`."
+                          + (" Every non-modular model that sees (the column \"against the models that see\": "
+                             f"{', '.join(report['study']['groups']['seeing'])}) reads the modular models' own scene "
+                             "parser: those judgements do not separate reasoning from perception."
+                             if report.get("seeing_share_modular_perception") else ""),
                           findings_markdown(report["findings"]))
     if report["in_domain"]:
         lines += ["## In domain (Fig. 3): train and test `" + report["study"]["default_variant"] + "`", "",
