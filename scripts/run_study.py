@@ -273,7 +273,7 @@ def main(argv: list[str] | None = None) -> int:
             bad = check_study_report(args.results, cfg, readme=args.readme, docs_root=docs_root)
             for rel in bad:  # a file that differs, or "<file>: <what is wrong in it>"
                 what = rel.partition(": ")
-                print(f"{PROG}: {args.results / what[0]}: "
+                print(f"{PROG}: {os.path.normpath(args.results / what[0])}: "
                       f"{what[2] or 'differs from its rebuild from the committed predictions'}", file=sys.stderr)
             print(f"{PROG}: {'FAILED' if bad else 'ok'}: every table of {args.results} "
                   f"{'does not reproduce' if bad else 'reproduces from the committed predictions'}", file=sys.stderr)
