@@ -210,20 +210,22 @@ def non_modular_side(report: Mapping[str, Any], models: Sequence[str] = ("film",
     return f"{label} " + ", ".join(out) if out else "—"
 
 
+def _declared(label: str, trait: str, default: Any) -> Any:
+    """A trait the class of the model ``label`` names declares (``default``: not a registered model)."""
+    try:
+        return getattr(get_model(ModelSpec.from_label(label).name), trait)
+    except (KeyError, ValueError):
+        return default
+
+
 def perception_of(model: str) -> str:
     """What ``model`` sees the image through, as its class declares it (empty: nothing to say)."""
-    try:
-        return get_model(ModelSpec.from_label(model).name).perception
-    except (KeyError, ValueError):
-        return ""
+    return _declared(model, "perception", "")
 
 
 def shares_modular_perception(model: str) -> bool:
     """``model``'s class declares that it reads the modular pipeline's own scene parser."""
-    try:
-        return get_model(ModelSpec.from_label(model).name).shares_modular_perception
-    except (KeyError, ValueError):
-        return False
+    return _declared(model, "shares_modular_perception", False)
 
 
 def _rd_pairs(report: Mapping[str, Any], factor: str, pairs: Sequence[tuple[str, str]]):
