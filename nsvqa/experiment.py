@@ -64,7 +64,7 @@ from nsvqa.artifacts.summary import merged_summary, read_summary, summary_path, 
 from nsvqa.evaluation import accuracy
 from nsvqa.evaluation.image_dependence import image_dependence, shuffled_questions
 from nsvqa.evaluation.report import failures_per_model, invalid_program_warning
-from nsvqa.pretrained import parsers_dir
+from nsvqa.pretrained import parsers_dir, shipped_models
 from nsvqa.training import RunDir
 from nsvqa.training.question_config import QuestionParserConfig
 
@@ -211,8 +211,9 @@ class TrainSpec:
         device: torch device of the parsers and the models.
         pretrained: trained parsers to use instead of training them: ``pretrained:<name>`` (a
             set shipped in ``pretrained/``, sha256-checked; :mod:`nsvqa.pretrained`) or a folder
-            holding ``scene_parser/`` and ``question_parser/``. Only models with nothing of their
-            own to train run then, and NS-VQA keeps the cuts shipped with the set.
+            holding ``scene_parser/`` and ``question_parser/``. Nothing is trained then: a
+            trainable model runs only when the set holds it (``<model>/`` of a shipped set,
+            ``baselines/<model>/`` of a run folder), and every model keeps the cuts shipped with it.
         image_shuffle: also write each model's predictions with every test question paired with
             another image of its split (:func:`write_shuffled_predictions`, derangement seed
             ``shuffle_seed``) and put its image dependence in the summary.
@@ -560,10 +561,12 @@ def train_variant(root: str | os.PathLike, variant: str, runs: str | os.PathLike
     parsers = None
     if spec.pretrained:
         parsers = parsers_dir(spec.pretrained)
-        own = [s.label for s in specs if registry.get(s.name).trainable]
+        shipped = set(shipped_models(parsers))
+        own = [s.label for s in specs if registry.get(s.name).trainable and s.name not in shipped]
         if own:
-            raise ExperimentError(f"with pretrained parsers ({spec.pretrained}) only models without training of "
-                                  f"their own run; {', '.join(own)} train")
+            raise ExperimentError(f"with pretrained parsers ({spec.pretrained}) only the models the set holds "
+                                  f"({', '.join(sorted(shipped)) or 'none'}) or that need no training; "
+                                  f"{', '.join(own)} would train")
     else:
         check_variant_data(root, variant, ["train", "val"], images=reads_images, profile=spec.profile)
     scene_variant = spec.scene_variant if spec.scene_variant != variant else None
@@ -616,7 +619,7 @@ def train_variant(root: str | os.PathLike, variant: str, runs: str | os.PathLike
                       if (scene_variant or scene_runs) and need.scene_parser else ""))
             timing |= train_parsers(root / variant, run, spec, need.scene_parser and scene_runs is None,
                                     need.question_parser, scene_data=root / (scene_variant or variant))
-        trained = [s.name for s in specs if registry.get(s.name).trainable]
+        trained = [s.name for s in specs if registry.get(s.name).trainable and parsers is None]
         if trained:
             rd.log(f"training models {', '.join(dict.fromkeys(trained))} on {root / variant} "
                    f"(profile {spec.profile}, seed {seed})")

@@ -7,13 +7,17 @@ A shipped set is one folder ``pretrained/<name>/`` at the repository root::
     scene_parser/detector.pt, attributes.pt   the scene parser (a run's scene_parser/ folder)
     question_parser/question_parser.pt        the question parser
     nsvqa/tuned.json                     NS-VQA's cuts, chosen on the training variant's val split
+    <model>/baseline.pt [, tuned.json]   optional: a baseline trained on the same variant and seed
+                                         (its run folder's checkpoint and cuts), listed under the
+                                         manifest's ``models``
 
 The checkpoints are the training run's, without the optimizer and scheduler state a shipped copy
 does not need, floating-point tensors stored in float16 (loaded back into float32 networks; the
 accuracy of both storages is measured by :func:`pack_pretrained`'s caller and recorded in the
 manifest). Load them by name, ``pretrained:<name>``, wherever a checkpoint or run directory is
 asked for (:func:`resolve_checkpoint`); every file is checked against the manifest's sha256 before
-it is read, and a file that differs is refused with an error naming it.
+it is read, and a file that differs is refused with an error naming it. A run given such a set
+(``TrainSpec.pretrained``) trains none of the models the set holds: it loads them.
 """
 from __future__ import annotations
 
@@ -33,6 +37,9 @@ MANIFEST = "manifest.json"
 #: The parts of a shipped set: relative path -> checkpoint kind (None: not a checkpoint).
 FILES = {"scene_parser/detector.pt": "detector", "scene_parser/attributes.pt": "attributes",
          "question_parser/question_parser.pt": "question_parser", "nsvqa/tuned.json": None}
+#: A shipped model's checkpoint and optional cuts, in ``<model>/`` of the set and ``baselines/<model>/``
+#: of a run folder (the baselines' ``baseline.pt`` and the models' ``tuned.json``).
+MODEL_CHECKPOINT, MODEL_CUTS = "baseline.pt", "tuned.json"
 
 
 class PretrainedError(ValueError):
@@ -74,6 +81,16 @@ def verified(name: str) -> Path:
             raise PretrainedError(f"{path}: sha256 differs from {man_path} (a corrupted or altered copy); "
                                   f"restore it with `git checkout -- {path}`")
     return folder
+
+
+def shipped_models(folder: str | os.PathLike) -> tuple[str, ...]:
+    """The models a parsers folder holds a trained copy of: a shipped set's ``<model>/baseline.pt``
+    (the manifest's ``models``), a run folder's ``baselines/<model>/baseline.pt``."""
+    folder = Path(folder)
+    man = folder / MANIFEST
+    if man.is_file():
+        return tuple(json.loads(man.read_text()).get("models", {}))
+    return tuple(sorted(p.parent.name for p in folder.glob(f"baselines/*/{MODEL_CHECKPOINT}")))
 
 
 def read_manifest(name: str) -> dict[str, Any]:
@@ -132,22 +149,37 @@ def _shipped_payload(ckpt: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def pack_pretrained(run: str | os.PathLike, name: str, info: Mapping[str, Any], *,
-                    out: str | os.PathLike | None = None) -> Path:
+                    out: str | os.PathLike | None = None,
+                    models: Mapping[str, str | os.PathLike] | None = None) -> Path:
     """Write shipped set ``name`` from a variant run folder (``RUN/scene_parser``,
     ``RUN/question_parser``, ``RUN/baselines/nsvqa/tuned.json``) with ``info`` (profile, data,
-    metrics...) in its manifest; returns its folder. Files are written atomically, the manifest last.
+    metrics...) in its manifest; returns its folder. ``models`` maps a model name to its run folder
+    (``baselines/<model>/`` of a variant run: ``baseline.pt`` and, when there, ``tuned.json``),
+    shipped as ``<model>/`` and listed under the manifest's ``models`` (with ``info["models"]``'s
+    entry for it, if any). Files are written atomically, the manifest last.
+
+    Raises:
+        PretrainedError: a model folder without ``baseline.pt`` (named), before anything is written.
     """
     import torch  # heavy: torch, only to pack a set
 
     run = Path(run)
     folder = Path(out or pretrained_dir()) / name
-    sources = {"scene_parser/detector.pt": run / "scene_parser" / "detector.pt",
-               "scene_parser/attributes.pt": run / "scene_parser" / "attributes.pt",
-               "question_parser/question_parser.pt": run / "question_parser" / "question_parser.pt",
-               "nsvqa/tuned.json": run / "baselines" / "nsvqa" / "tuned.json"}
+    sources = {"scene_parser/detector.pt": (run / "scene_parser" / "detector.pt", "detector"),
+               "scene_parser/attributes.pt": (run / "scene_parser" / "attributes.pt", "attributes"),
+               "question_parser/question_parser.pt": (run / "question_parser" / "question_parser.pt",
+                                                      "question_parser"),
+               "nsvqa/tuned.json": (run / "baselines" / "nsvqa" / "tuned.json", None)}
+    described = dict(info.get("models") or {})
+    for model, model_run in (models or {}).items():
+        model_run = Path(model_run)
+        if not (model_run / MODEL_CHECKPOINT).is_file():
+            raise PretrainedError(f"{model_run / MODEL_CHECKPOINT}: no checkpoint of model {model!r} to ship")
+        sources[f"{model}/{MODEL_CHECKPOINT}"] = (model_run / MODEL_CHECKPOINT, f"baseline_{model}")
+        if (model_run / MODEL_CUTS).is_file():
+            sources[f"{model}/{MODEL_CUTS}"] = (model_run / MODEL_CUTS, None)
     digests = {}
-    for rel, src in sources.items():
-        kind = FILES[rel]
+    for rel, (src, kind) in sources.items():
         if kind is None:
             data = src.read_bytes()
         else:
@@ -156,9 +188,11 @@ def pack_pretrained(run: str | os.PathLike, name: str, info: Mapping[str, Any], 
             data = buf.getvalue()
         write_atomic(folder / rel, data)
         digests[rel] = sha256_file(folder / rel)
-    write_json_atomic(folder / MANIFEST, {"name": name, **dict(info), "sha256": digests}, indent=1)
+    shipped = {m: described.get(m, {}) for m in (models or {})}
+    write_json_atomic(folder / MANIFEST, {"name": name, **dict(info), "models": shipped, "sha256": digests},
+                      indent=1)
     return folder
 
 
-__all__ = ["PRETRAINED_DIR", "PREFIX", "FILES", "PretrainedError", "pretrained_dir", "available", "verified",
+__all__ = ["PRETRAINED_DIR", "PREFIX", "FILES", "MODEL_CHECKPOINT", "MODEL_CUTS", "PretrainedError", "shipped_models", "pretrained_dir", "available", "verified",
            "read_manifest", "resolve_checkpoint", "parsers_dir", "pack_pretrained"]

@@ -298,7 +298,7 @@ def test_a_shipped_set_packs_verifies_parses_and_answers(suite, trained, tmp_pat
     rc = load_script("train_variant").main(["--data", str(suite), "--variant", "mid", "--out", str(out),
                                             "--tests", "mid", "--models", "nscl",
                                             "--pretrained", "pretrained:tiny-mid", *TINY])
-    assert rc == 2
+    assert rc == 2  # a trainable model the set does not hold would train
     # a corrupted copy is refused, the file named
     det = folder / "scene_parser" / "detector.pt"
     det.write_bytes(det.read_bytes()[:-10] + b"0123456789")
@@ -312,6 +312,42 @@ def test_a_shipped_set_packs_verifies_parses_and_answers(suite, trained, tmp_pat
     assert parsers_dir(run.path) == run.path
     with pytest.raises(PretrainedError, match=r"baselines/scene_parser: missing"):
         parsers_dir(run.path / "baselines")
+
+
+def test_a_shipped_set_holds_trained_models_that_a_run_loads_instead_of_training(suite, trained, tmp_path,
+                                                                               monkeypatch, load_script):
+    """A set packed with models: their checkpoints in float16 without training state, listed in the
+    manifest, loaded by a run on the set (nothing trained) and answering as the run that trained them."""
+    from nsvqa.pretrained import PretrainedError, pack_pretrained, read_manifest, shipped_models
+    from nsvqa.training.checkpoint import load_checkpoint
+
+    monkeypatch.setenv("NSVQA_PRETRAINED_DIR", str(tmp_path / "pretrained"))
+    own = tmp_path / "own"
+    assert load_script("train_variant").main(["--data", str(suite), "--variant", "mid", "--out", str(own),
+                                              "--tests", "mid", "--models", "majority,lstm", *TINY]) == 0
+    base = VariantRun(own, "mid")
+    with pytest.raises(PretrainedError, match=r"film/baseline\.pt: no checkpoint of model 'film'"):
+        pack_pretrained(VariantRun(trained, "mid").path, "bad", {}, models={"film": base.model_dir("film")})
+    assert not (tmp_path / "pretrained" / "bad").exists()
+    folder = pack_pretrained(VariantRun(trained, "mid").path, "tiny-mid", {"models": {"lstm": {"piece": "x"}}},
+                             models={m: base.model_dir(m) for m in ("majority", "lstm")})
+    assert read_manifest("tiny-mid")["models"] == {"majority": {}, "lstm": {"piece": "x"}}
+    assert shipped_models(folder) == ("majority", "lstm")
+    ck = load_checkpoint(folder / "lstm" / "baseline.pt", kind="baseline_lstm")
+    assert ck["train_state"] == {} and {v.dtype for v in ck["state_dict"].values()} == {torch.float16}
+    out = tmp_path / "runs"
+    rc = load_script("train_variant").main(["--data", str(suite), "--variant", "mid", "--out", str(out),
+                                            "--tests", "mid", "--models", "majority,lstm,nsvqa",
+                                            "--pretrained", "pretrained:tiny-mid", *TINY])
+    assert rc == 0
+    prun = VariantRun(out, "mid")
+    assert not (prun.path / "baselines" / "lstm").exists()  # loaded from the set, not trained
+    for m in ("majority", "lstm"):
+        shipped = [p.prediction for p in read_predictions(prun.predictions(m, "mid"))]
+        trained_here = [p.prediction for p in read_predictions(base.predictions(m, "mid"))]
+        assert len(shipped) == len(trained_here) > 0
+        agree = sum(a == b for a, b in zip(shipped, trained_here)) / len(shipped)
+        assert agree == 1.0 if m == "majority" else agree >= 0.9  # float16 weights, float32 network
 
 
 def test_model_overrides_from_the_command_line():
