@@ -44,7 +44,7 @@ from nsvqa.study import (SCALE_RESULTS, StudyConfig, StudyError, budget, budget_
                          study_pieces)
 from nsvqa.study.parses import PARSES, export_parses, reexecute
 from nsvqa.study.publish import check_study_report, write_study_report
-from nsvqa.study.report import compare_with_study
+from nsvqa.study.demo import demo_comparison, demo_figure, demo_table
 from nsvqa.study.run import run_piece, write_perception
 from nsvqa.study.launch import (LAUNCHERS, LaunchOptions, estimate_line, frozen_tree, generate_data, launch,
                                past_cap, require_submitit, run_git, scaled_estimate, train_piece_parsers)
@@ -79,7 +79,11 @@ def get_args_parser() -> argparse.ArgumentParser:
     p.add_argument("--check", action="store_true",
                    help="rebuild the report's tables in memory; exit 1 if one differs from RESULTS'")
     p.add_argument("--compare", type=Path, default=None, metavar="REPORT_JSON",
-                   help="print a run's visual-factor report (e.g. make demo's) beside the study's numbers")
+                   help="print a run's visual-factor report (e.g. make demo's) beside the study's committed "
+                        "predictions on the same questions")
+    p.add_argument("--picture", type=Path, default=None, metavar="PNG",
+                   help="with --compare: also draw one test question, its parsed program and every model's answer "
+                        "beside each model's accuracy per test variant (the README's picture)")
     p.add_argument("--perception", action="store_true",
                    help="write perception.json for the done pieces that lack one, from their run folders' parses")
     p.add_argument("--export-parses", action="store_true",
@@ -267,7 +271,12 @@ def main(argv: list[str] | None = None) -> int:
             print(budget_markdown(budget(args.results, cfg)), end="")
             return 0
         if args.compare:
-            print(compare_with_study(json.loads(args.compare.read_text()), args.results))
+            run_report = json.loads(args.compare.read_text())
+            comparison = demo_comparison(run_report, args.results)
+            print(demo_table(comparison))
+            if args.picture:
+                shown = demo_figure(args.picture, run_report, comparison)
+                print(f"{args.picture}: {shown['test']} question {shown['question_index']} ({shown['question']})")
             return 0
         if args.check:
             bad = check_study_report(args.results, cfg, readme=args.readme, docs_root=docs_root)

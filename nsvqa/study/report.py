@@ -637,37 +637,5 @@ def study_latex(report: Mapping[str, Any]) -> str:
     return "\n".join(out)
 
 
-def compare_with_study(report: Mapping[str, Any], results: str | os.PathLike, factor: str = "visual",
-                       train: str | None = None) -> str:
-    """A plain-text table of a run's ``factor`` (the JSON of :func:`nsvqa.evaluation.evaluate`, e.g.
-    ``make demo``'s ``report.json``) beside the study's committed numbers: each model's accuracy on
-    every test variant when trained on ``train`` (default: the study's default variant) and the
-    factor's RD, the study's in the next column (— where the study has none yet)."""
-    cfg = STUDY
-    train = train or cfg.default_variant
-    study_path = Path(results) / "report.json"
-    study = json.loads(study_path.read_text()) if study_path.is_file() else {"factors": {}}
-    fac = report["factors"][factor]
-    sfac = study["factors"].get(factor, {"models": {}, "train_variants": fac["train_variants"]})
-    tests = fac["test_variants"]
-    row_of = fac["train_variants"].index(train)
-    srow_of = sfac["train_variants"].index(train) if train in sfac["train_variants"] else None
-    head = ["model"] + [f"{t} (study)" for t in tests] + ["RD (study)"]
-    lines = [f"trained on {train}, accuracy % on each test variant and RD % ({factor}); the study's in brackets "
-             f"({study_path}{'' if study['factors'] else ': none committed yet'})",
-             "  ".join(f"{h:>16}" if i else f"{h:<14}" for i, h in enumerate(head))]
-    for model, m in fac["models"].items():
-        sm = sfac["models"].get(model)
-        cells = []
-        for j, _ in enumerate(tests):
-            ours = m["matrix"][row_of][j]
-            theirs = sm["matrix"][srow_of][j] if sm is not None and srow_of is not None else None
-            cells.append(f"{_pct(ours)} ({_pct(theirs)})")
-        rd = m["rd"]["value"] if isinstance(m["rd"], Mapping) else m["rd"]
-        cells.append(f"{_pct(rd, 2)} ({_pct(sm['rd'] if sm is not None else None, 2)})")
-        lines.append(f"{model:<14}" + "".join(f"  {c:>16}" for c in cells))
-    return "\n".join(lines)
-
-
-__all__ = ["TEXT_SUFFIXES", "family", "question_only_reference", "compare_with_study", "collect", "done_pieces",
+__all__ = ["TEXT_SUFFIXES", "family", "question_only_reference", "collect", "done_pieces",
            "question_kinds", "factor_cells", "build_study_report", "seeds_table", "study_markdown", "study_latex"]
