@@ -39,10 +39,11 @@ STAMP     := $(VENV)/.installed-$(DEPS_HASH)
 APT_PACKAGES := libegl1 libgl1-mesa-dri libgles2 libegl-mesa0
 
 DEMO_OUT ?= outputs/demo
-.PHONY: help venv apt demo demo-train demo-executors test bench study study-check clean distclean
+.PHONY: help venv apt demo demo-picture demo-train demo-executors test bench study study-check clean distclean
 
 help:
 	@echo "make demo   - the shipped parsers on easy/mid/hard test splits, RD report -> $(DEMO_OUT) (creates .venv on first use)"
+	@echo "make demo-picture - the README's picture and demo table from the last make demo (results/demo/)"
 	@echo "make demo-train - the same experiment, training the parsers at the demo profile"
 	@echo "make demo-executors - the executors on the bundled example scenes and questions"
 	@echo "make test   - run the test suite with 2 workers (creates .venv on first use)"
@@ -90,6 +91,11 @@ demo: apt venv
 	    || { tail -n 30 $(DEMO_OUT).log; exit 1; }; \
 	$(PY) scripts/run_study.py --compare $(DEMO_OUT)/report/visual/report.json && \
 	echo "make demo: done in $$(( $$(date +%s) - start )) s; report: $(DEMO_OUT)/report/visual/report.md (log $(DEMO_OUT).log)"
+
+# The README's picture and demo table (results/demo/demo.png, .json) from the last `make demo`'s report.
+demo-picture: venv
+	@test -f $(DEMO_OUT)/report/visual/report.json || $(MAKE) demo
+	$(PY) scripts/run_study.py --compare $(DEMO_OUT)/report/visual/report.json --picture results/demo/demo.png
 
 # Resumable: rerunning continues where an interrupted run stopped. Trains the parsers at the demo profile,
 # the scene parser the study's for object questions (--study-scene-parser: objects only, no part crops,

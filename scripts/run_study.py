@@ -44,12 +44,14 @@ from nsvqa.study import (SCALE_RESULTS, StudyConfig, StudyError, budget, budget_
                          study_pieces)
 from nsvqa.study.parses import PARSES, export_parses, reexecute
 from nsvqa.study.publish import check_study_report, write_study_report
-from nsvqa.study.demo import demo_comparison, demo_figure, demo_table
+from nsvqa.study.demo import (DEMO_BLOCK, DEMO_PICTURE, demo_block_reproduces, demo_comparison, demo_figure, demo_table,
+                              write_demo_block)
 from nsvqa.study.run import run_piece, write_perception
 from nsvqa.study.launch import (LAUNCHERS, LaunchOptions, estimate_line, frozen_tree, generate_data, launch,
                                past_cap, require_submitit, run_git, scaled_estimate, train_piece_parsers)
 from nsvqa.study.scale import run_scale_check, scale_variants
 from nsvqa.config import HelpFormatter
+from nsvqa.fileio import write_atomic, write_json_atomic
 
 PROG = "run_study.py"
 #: set in the environment of a run from a frozen copy (--frozen): the copy's folder
@@ -81,7 +83,7 @@ def get_args_parser() -> argparse.ArgumentParser:
     p.add_argument("--compare", type=Path, default=None, metavar="REPORT_JSON",
                    help="print a run's visual-factor report (e.g. make demo's) beside the study's committed "
                         "predictions on the same questions")
-    p.add_argument("--picture", type=Path, default=None, metavar="PNG",
+    p.add_argument("--picture", type=Path, default=None, metavar="PNG",  # its record: PNG.json; --check reads results/demo/demo.json
                    help="with --compare: also draw one test question, its parsed program and every model's answer "
                         "beside each model's accuracy per test variant (the README's picture)")
     p.add_argument("--perception", action="store_true",
@@ -276,10 +278,19 @@ def main(argv: list[str] | None = None) -> int:
             print(demo_table(comparison))
             if args.picture:
                 shown = demo_figure(args.picture, run_report, comparison)
-                print(f"{args.picture}: {shown['test']} question {shown['question_index']} ({shown['question']})")
+                record = {"source": str(args.compare), "comparison": comparison, "example": shown}
+                write_json_atomic(args.picture.with_suffix(".json"), record, indent=1)
+                text = args.readme.read_text()
+                if DEMO_BLOCK[0] in text:
+                    write_atomic(args.readme, write_demo_block(text, record, str(args.readme)).encode())
+                print(f"{args.picture} (and its .json; {args.readme}'s demo table): {shown['test']} question "
+                      f"{shown['question_index']} ({shown['question']})")
             return 0
         if args.check:
             bad = check_study_report(args.results, cfg, readme=args.readme, docs_root=docs_root)
+            if args.readme is not None and not demo_block_reproduces(args.readme, args.picture or DEMO_PICTURE):
+                bad.append(f"{os.path.relpath(args.readme, args.results)}: its demo table differs from "
+                           f"{(args.picture or DEMO_PICTURE).with_suffix('.json')} (make demo-picture)")
             for rel in bad:  # a file that differs, or "<file>: <what is wrong in it>"
                 what = rel.partition(": ")
                 print(f"{PROG}: {os.path.normpath(args.results / what[0])}: "

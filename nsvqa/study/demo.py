@@ -23,9 +23,11 @@ from executors import Program
 from nsvqa.artifacts.predictions import Prediction, parse_predictions_name, read_predictions
 from nsvqa.evaluation.accuracies import accuracy, wilson_interval
 from nsvqa.evaluation.degrade import factor_relative_degrade
+from nsvqa.evaluation.report import md_table
 from nsvqa.models import ModelSpec
 from nsvqa.models import get as get_model
 from nsvqa.study.plan import PART_GROUP
+from nsvqa.study.publish import splice
 
 
 def _committed(results: Path, train: str, seed: int = 0) -> dict[tuple[str, str], Path]:
@@ -228,4 +230,51 @@ def demo_figure(path: str | os.PathLike, report: Mapping[str, Any], comparison: 
             "answer": item["answer"], "program": tokens, "answers": answers}
 
 
-__all__ = ["demo_comparison", "demo_table", "example_question", "demo_figure"]
+#: The lines around the demo's table in the README (written by :func:`write_demo_block`).
+DEMO_BLOCK = ("<!-- generated:demo:begin -->", "<!-- generated:demo:end -->")
+#: The committed picture of ``make demo-picture`` (its record beside it, ``.json``).
+DEMO_PICTURE = Path("results/demo/demo.png")
+
+
+def demo_markdown(record: Mapping[str, Any]) -> list[str]:
+    """The demo's table in Markdown from its record (``{"comparison": ..., "example": ...}``, the
+    JSON ``run_study.py --compare REPORT --picture PNG`` writes beside the picture)."""
+    c = record["comparison"]
+    head = ["model", "reads"] + [f"{t} %" for t in c["tests"]] + ["image margin", f"RD {c['factor']} % [95%]"]
+    rows = []
+    for r in c["rows"]:
+        cells = [f"{_pct(v['ours'])} ({_pct(v['study'])}){' *' if v['inside'] is False else ''}"
+                 for v in (r["cells"][t] for t in c["tests"])]
+        ci = r["rd"]["ours_ci95"]
+        rd = _pct(r["rd"]["ours"]) + (f" [{_pct(ci[0])}, {_pct(ci[1])}]" if ci else "") + f" ({_pct(r['rd']['study'])})"
+        rows.append([r["model"], "image" if r["sees"] else "question only"] + cells +
+                     [f"{_pct(r['margin']['ours'], sign=True)} ({_pct(r['margin']['study'], sign=True)})", rd])
+    n = sorted({v["n"] for r in c["rows"] for v in r["cells"].values()})
+    total = sum(v["inside"] is not None for r in c["rows"] for v in r["cells"].values())
+    return [f"`make demo`'s table (written by `make demo-picture` from `{record['source']}`): every model trained on "
+            f"`{c['train']}` (the checkpoints in `pretrained/`), accuracy on {'/'.join(map(str, n))} fresh object "
+            f"questions per test variant; in brackets the study's committed predictions on the same questions "
+            f"(`*`: outside their 95% interval; {total - len(c['outside'])} of {total} cells inside). Image margin: "
+            f"accuracy minus `{c['reference']}`'s on `{c['train']}`; RD over the `{c['train']}` row.", ""] + \
+        md_table(head, rows)
+
+
+def demo_block_reproduces(readme: str | os.PathLike, picture: str | os.PathLike) -> bool:
+    """Whether ``readme``'s demo block is what the record beside ``picture`` writes (True when the
+    README has no demo block; False when it has one and the record is missing)."""
+    text = Path(readme).read_text()
+    if DEMO_BLOCK[0] not in text:
+        return True
+    record = Path(picture).with_suffix(".json")
+    if not record.is_file():
+        return False
+    return write_demo_block(text, json.loads(record.read_text()), str(readme)) == text
+
+
+def write_demo_block(text: str, record: Mapping[str, Any], source: str) -> str:
+    """``text`` (a README) with its demo block rewritten from ``record``."""
+    return splice(text, *DEMO_BLOCK, "\n".join(demo_markdown(record)), source)
+
+
+__all__ = ["DEMO_BLOCK", "DEMO_PICTURE", "demo_block_reproduces", "demo_comparison", "demo_table", "example_question", "demo_figure", "demo_markdown",
+           "write_demo_block"]
