@@ -34,7 +34,7 @@ from nsvqa.training.data import StepBatch, StepLoader
 from nsvqa.training.sampling import BucketedBatches, SequentialBatches
 from parsers.question.vocab import Vocabulary, tokenize
 
-from . import Baseline
+from .base import Baseline
 from .images import image_inputs
 from .qa_encoding import EncodedQA, QARecord, answer_vocabulary, collate_qa, read_qa
 from .runs import CHECKPOINT, checkpoint_kind, checkpoint_path, config_from_dict, resume_state, run_training

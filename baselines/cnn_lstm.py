@@ -16,7 +16,6 @@ from typing import ClassVar
 import torch
 from torch import nn
 
-from . import register
 from .common import ImageEncoder, ImageQuestionModelConfig, NeuralBaseline, QuestionEncoder, mlp
 from .neural_config import SmallQuestionModelConfig
 
@@ -78,7 +77,6 @@ class CNNLSTMConfig(SmallQuestionModelConfig, ImageQuestionModelConfig):
     ABSENT: ClassVar = {"backbone": "small"}
 
 
-@register("cnn_lstm")
 class CNNLSTMBaseline(NeuralBaseline):
     """CNN image features ⊕ LSTM question features -> MLP (:class:`CNNLSTMNet`)."""
 

@@ -39,7 +39,6 @@ from torchvision.models import resnet18
 from parsers.backbones import TAP_CHANNELS
 from parsers.question.vocab import NULL_ID
 
-from . import register
 from .common import BACKBONES, Lite0Trunk, NeuralBaseline, check_backbone, mlp
 from .neural_config import SmallQuestionModelConfig
 
@@ -257,7 +256,6 @@ class FiLMNet(nn.Module):
         return self.answer(images, *self.film_params(words, lengths))
 
 
-@register("film")
 class FiLMBaseline(NeuralBaseline):
     """FiLM: question-conditioned feature-wise modulation of a CNN (:class:`FiLMNet`)."""
 

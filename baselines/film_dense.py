@@ -17,7 +17,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from . import register
 from .film import FiLMBaseline, FiLMConfig
 from .more_questions import MoreQuestions
 
@@ -51,7 +50,6 @@ class FiLMDenseConfig(FiLMConfig):
             raise ValueError(f"extra_questions_per_image must be >= 0, got {self.extra_questions_per_image}")
 
 
-@register("film-dense")
 class FiLMDenseBaseline(MoreQuestions, FiLMBaseline):
     """FiLM (:class:`baselines.film.FiLMNet`) on denser features, more questions and a longer schedule."""
 

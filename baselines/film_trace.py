@@ -29,7 +29,6 @@ from torch.nn import functional as F
 
 from executors.ontology import load_ontology
 
-from . import register
 from .film import FiLMNet, build_cnn
 from .film_dense import FiLMDenseBaseline, FiLMDenseConfig
 from .trace_targets import cell_loss, cell_targets
@@ -104,7 +103,6 @@ def feature_grid(cfg: FiLMTraceConfig, images: torch.Tensor) -> tuple[int, int]:
     return int(out.shape[-2]), int(out.shape[-1])
 
 
-@register("film-trace")
 class FiLMTraceBaseline(FiLMDenseBaseline):
     """film-dense whose FiLMed blocks learn, beside the answers, to mark the cells of the objects the
     training question's ground-truth program reads step by step (a training signal only)."""

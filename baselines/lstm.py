@@ -13,7 +13,6 @@ from typing import ClassVar
 import torch
 from torch import nn
 
-from . import register
 from .common import NeuralBaseline, QuestionEncoder, mlp
 from .neural_config import SmallQuestionModelConfig
 
@@ -61,7 +60,6 @@ class LSTMConfig(SmallQuestionModelConfig):
     }
 
 
-@register("lstm")
 class LSTMBaseline(NeuralBaseline):
     """Question-only LSTM + MLP (:class:`LSTMNet`)."""
 

@@ -47,10 +47,9 @@ from executors.ontology import Ontology, load_ontology
 from nsvqa.artifacts.likelihoods import read_likelihoods
 from nsvqa.artifacts.scenes import read_scenes, scenes_path
 from nsvqa.generation.questions.text import attribute_words
-from nsvqa.models import Needs, ModelSpec, PredictInputs
+from nsvqa.models import PredictInputs
 from parsers.question.vocab import NULL_ID, Vocabulary, tokenize
 
-from . import register
 from .classifier import NeuralBaseline
 from .images import image_size
 from .more_questions import MoreQuestions
@@ -433,18 +432,13 @@ def answer_word_ids(answers: Sequence[str], vocab: Vocabulary, tie: bool) -> tor
     return torch.tensor(ids, dtype=torch.long)
 
 
-@register("objtf")
 class ObjTFBaseline(MoreQuestions, NeuralBaseline):
     """The object-token transformer (:class:`ObjTFNet`) over the scene parser's object tokens."""
 
     config_class = ObjTFConfig
     uses_images = True
     family = "holistic"
-
-    def needs(self, spec: ModelSpec | None = None) -> Needs:
-        """The run's scene parser and its parses (the object tokens), of the training splits too
-        (``train_tokens="parsed"``); never the question parser."""
-        return Needs(scene_parser=True, train_parses=True)
+    trains_on_parses = True  # the run's scene parses are its object tokens, the training splits' too
 
     def build_model(self, cfg: ObjTFConfig, num_words: int, num_answers: int,
                     answer_words: torch.Tensor | None = None) -> ObjTFNet:
@@ -521,7 +515,6 @@ class ObjMACConfig(ObjTFConfig):
     PROFILES: ClassVar = dict(ObjTFConfig.PROFILES, tiny=dict(ObjTFConfig.PROFILES["tiny"], hops=2))
 
 
-@register("objmac")
 class ObjMACBaseline(ObjTFBaseline):
     """objtf's object tokens, question and answer scoring around a MAC reasoner
     (:class:`MACReasoner`): ``hops`` steps of question-guided attention over the tokens."""
@@ -540,7 +533,6 @@ class ObjMACTraceConfig(ObjMACConfig):
     trace_weight: float = 1.0
 
 
-@register("objmac-trace")
 class ObjMACTraceBaseline(ObjMACBaseline):
     """objmac whose hops learn, beside the answers, to read the objects the training question's
     ground-truth program reads step by step (a training signal only: no program at prediction)."""

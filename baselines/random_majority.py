@@ -29,7 +29,7 @@ from nsvqa.models import ModelSpec, PredictInputs
 from nsvqa.training import RunDir
 from nsvqa.training.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 
-from . import Baseline, register
+from .base import Baseline
 from .common import checkpoint_kind, checkpoint_path, config_from_dict
 from .config import RunConfig
 
@@ -121,7 +121,6 @@ class PriorBaseline(Baseline):
         return out
 
 
-@register("majority")
 class MajorityBaseline(PriorBaseline):
     """The most frequent training answer of the question's type."""
 
@@ -133,7 +132,6 @@ class MajorityBaseline(PriorBaseline):
         return answer, n / sum(counts.values())
 
 
-@register("random")
 class RandomBaseline(PriorBaseline):
     """A uniform draw among the distinct training answers of the question's type."""
 

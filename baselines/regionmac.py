@@ -60,7 +60,6 @@ from parsers.question.vocab import Vocabulary
 from parsers.scene.detector import LITE0_FPN_CHANNELS
 from executors.ontology import Ontology, load_ontology
 
-from . import register
 from .images import feature_cache_dir, image_size
 from .objtf import HEAD_FEATURES, ObjMACTraceBaseline, ObjMACTraceConfig, ObjTFNet, answer_word_ids
 
@@ -299,7 +298,6 @@ def truth_detections(folder: Path, split: str, filenames: Sequence[str]) -> tupl
 
 
 # ---------------------------------------------------------------------------- the model
-@register("regionmac-trace")
 class RegionMACTraceBaseline(ObjMACTraceBaseline):
     """objmac-trace's reasoner and supervision over a box-supervised detector's region features
     (module docstring); holistic: no program and no executor in its answer path."""

@@ -1,1 +1,1 @@
-"""nsvqa, laid out as the flow: generation (data) → artifacts (one owner per file) → models (the one interface, NS-VQA / P-NSVQA) → evaluation → training (one engine) → experiment."""
+"""nsvqa, laid out as the flow: generation (data) → artifacts (one owner per file) → models (the one interface, NS-VQA / P-NSVQA) → evaluation → training (one engine); what drives the models by name is the orchestration, the package above (``orchestration``)."""

@@ -7,7 +7,7 @@
 
 Imports the release's split (scripts/import_superclevr.py's options; images resized to 320x240)
 under WORK/data, runs NS-VQA, P-NSVQA and P-NSVQA-exact with the parsers (parsed and ground-truth
-programs) under WORK/runs, and writes OUT/report.json and OUT/report.md (nsvqa.transfer).
+programs) under WORK/runs, and writes OUT/report.json and OUT/report.md (orchestration.transfer).
 """
 from __future__ import annotations
 
@@ -20,11 +20,11 @@ import torch
 
 from executors.errors import FormatError
 from nsvqa.config import HelpFormatter, parse_checked
-from nsvqa.experiment import ExperimentError
+from orchestration.experiment import ExperimentError
 from nsvqa.fileio import OutputFolder, write_atomic, write_json_atomic
 from nsvqa.generation.official import OfficialRelease, add_release_args, import_release, parse_split_ranges
 from nsvqa.pretrained import PretrainedError
-from nsvqa.transfer import transfer_markdown, transfer_report
+from orchestration.transfer import transfer_markdown, transfer_report
 
 PROG = "evaluate_transfer.py"
 

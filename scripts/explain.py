@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 
 from executors.errors import FormatError
-from nsvqa.explain import MODELS, ExplainError, default_paths, explain, render_html, render_png
+from orchestration.explain import MODELS, ExplainError, default_paths, explain, render_html, render_png
 from nsvqa.config import HelpFormatter, check_outputs
 
 PROG = "explain.py"

@@ -22,7 +22,6 @@ from pathlib import Path
 
 import torch
 
-import baselines  # noqa: F401  (registers the baselines in nsvqa.models)
 from executors.errors import FormatError
 from nsvqa.config import ConfigError, HelpFormatter, check_outputs
 from nsvqa.pretrained import PretrainedError
@@ -30,13 +29,13 @@ from nsvqa.training.checkpoint import CheckpointError
 from nsvqa.fileio import FolderInUse, OutputFolder
 from nsvqa.training import RunMismatch
 from nsvqa.training.cli import interruptible
-from nsvqa.experiment import ExperimentError, train_variant
-from nsvqa.experiment_cli import add_training_args, spec_from_args
+from orchestration.experiment import ExperimentError, train_variant
+from orchestration.experiment_cli import add_training_args, spec_from_args
 from nsvqa.generation.dataset import QUESTION_SETS, SplitSettingsDiffer, SplitWouldShrink
 from nsvqa.generation.suite import SUITE_PROFILES, generate_suite
 from nsvqa.generation.variants import FACTORS, VariantError, load_variant
 from nsvqa.artifacts.predictions import PredictionFormatError
-from nsvqa.study.study_config import STUDY
+from orchestration.study.study_config import STUDY
 from nsvqa.evaluation.report import failures_per_model, invalid_program_warning, report_from_runs
 
 PROG = "run_factor.py"
@@ -63,7 +62,7 @@ def get_args_parser() -> argparse.ArgumentParser:
                    help="RD over the training variants that were run (e.g. only the default one)")
     p.add_argument("--study-scene-parser", action="store_true",
                    help="the study's scene parser for object questions (objects only, no part crops, no stride-4 "
-                        "level: nsvqa.study.STUDY.object_scene_parser()), on the profile's detector schedule; "
+                        "level: orchestration.study.STUDY.object_scene_parser()), on the profile's detector schedule; "
                         "--scene-set values go over it")
     add_training_args(p)
     return p

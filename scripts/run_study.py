@@ -14,7 +14,7 @@
     python scripts/run_study.py --launcher slurm --partition gpu --device cuda --gpus-per-node 1 # every pending piece
     python scripts/run_study.py --config data/study/paper.json --estimate # the paper config's compute, estimated
 
-Every size and schedule is in one study config: ``nsvqa.study.STUDY`` (the shipped study), or a
+Every size and schedule is in one study config: ``orchestration.study.STUDY`` (the shipped study), or a
 JSON file of its fields given with ``--config`` for a new results folder (a larger study on a GPU:
 ``{"sizes": {"train": 20000, "val": 5000, "test": 5000}, "profile": "full", ...}``). The first piece
 run into a folder records the config in ``RESULTS/study.json``; later calls read it from there, and
@@ -23,7 +23,7 @@ refuse a ``--config`` that differs from it. A piece writes its gzipped predictio
 Commit each finished piece before starting the next (``make study`` runs one piece at a time).
 ``--launcher local|slurm`` runs the pending pieces as jobs through submitit (the ``cluster`` extra),
 from a frozen worktree of HEAD, in the order their shared data, run folders and scene parsers
-allow (:mod:`nsvqa.study.launch`, docs/cluster.md).
+allow (:mod:`orchestration.study.launch`, docs/cluster.md).
 """
 from __future__ import annotations
 
@@ -38,18 +38,17 @@ from pathlib import Path
 
 import torch
 
-import baselines  # noqa: F401  (registers the baselines in nsvqa.models)
-from nsvqa.study import (SCALE_RESULTS, StudyConfig, StudyError, budget, budget_markdown, is_done, pending_pieces,
-                         piece_dir, out_of_time, over_cap, read_scale_record, results_config, scale_runs,
-                         study_pieces)
-from nsvqa.study.parses import PARSES, export_parses, reexecute
-from nsvqa.study.publish import check_study_report, write_study_report
-from nsvqa.study.demo import (DEMO_BLOCK, DEMO_PICTURE, demo_block_reproduces, demo_comparison, demo_figure, demo_table,
-                              write_demo_block)
-from nsvqa.study.run import run_piece, write_perception
-from nsvqa.study.launch import (LAUNCHERS, LaunchOptions, estimate_line, frozen_tree, generate_data, launch,
-                               past_cap, require_submitit, run_git, scaled_estimate, train_piece_parsers)
-from nsvqa.study.scale import run_scale_check, scale_variants
+from orchestration.study import (SCALE_RESULTS, StudyConfig, StudyError, budget, budget_markdown, is_done,
+                                 pending_pieces, piece_dir, out_of_time, over_cap, read_scale_record, results_config,
+                                 scale_runs, study_pieces)
+from orchestration.study.parses import PARSES, export_parses, reexecute
+from orchestration.study.publish import check_study_report, write_study_report
+from orchestration.study.demo import (DEMO_BLOCK, DEMO_PICTURE, demo_block_reproduces, demo_comparison, demo_figure,
+                                      demo_table, write_demo_block)
+from orchestration.study.run import run_piece, write_perception
+from orchestration.study.launch import (LAUNCHERS, LaunchOptions, estimate_line, frozen_tree, generate_data, launch,
+                                        past_cap, require_submitit, run_git, scaled_estimate, train_piece_parsers)
+from orchestration.study.scale import run_scale_check, scale_variants
 from nsvqa.config import HelpFormatter
 from nsvqa.fileio import write_atomic, write_json_atomic
 
@@ -69,7 +68,7 @@ def get_args_parser() -> argparse.ArgumentParser:
     p.add_argument("--results", type=Path, default=Path("results/study"), help="committed results")
     p.add_argument("--config", type=Path, default=None, metavar="STUDY_JSON",
                    help="the study config's fields to change (JSON), for a new RESULTS folder; default: the "
-                        "one RESULTS/study.json records, else the shipped study (nsvqa.study.STUDY)")
+                        "one RESULTS/study.json records, else the shipped study (orchestration.study.STUDY)")
     p.add_argument("--readme", type=Path, default=None,
                    help="the README whose results table --report writes and --check compares (between its "
                         "results-table markers); default README.md when --results is the default")

@@ -7,8 +7,8 @@ Trains what the models need once (NS-VQA, P-NSVQA and NSCL share the scene and q
 trains every model that has a run of its own (the baselines), resumes where an earlier call
 stopped, parses the test split of every test variant, and writes
 ``RUNS/<variant>[-seed<S>]/predictions/<model>__train-<variant>__test-<test>.jsonl``. Models: every
-registered name (``nsvqa.models``; the baselines included), and ``<model>+gtprog`` (ground-truth
-programs: no question parser) for those that support it.
+registered name (``orchestration.models``: the pipeline models and the baselines), and
+``<model>+gtprog`` (ground-truth programs: no question parser) for those that support it.
 Then ``scripts/evaluate_rd.py --runs RUNS --out REPORT`` writes the robustness report.
 """
 from __future__ import annotations
@@ -19,7 +19,6 @@ import sys
 
 import torch
 
-import baselines  # noqa: F401  (registers the baselines in nsvqa.models)
 from executors.errors import FormatError
 from nsvqa.config import ConfigError, HelpFormatter, parse_checked
 from nsvqa.pretrained import PretrainedError
@@ -27,8 +26,8 @@ from nsvqa.training.checkpoint import CheckpointError
 from nsvqa.fileio import FolderInUse, OutputFolder
 from nsvqa.training import RunMismatch
 from nsvqa.training.cli import interruptible
-from nsvqa.experiment import ExperimentError, train_variant
-from nsvqa.experiment_cli import add_training_args, spec_from_args
+from orchestration.experiment import ExperimentError, train_variant
+from orchestration.experiment_cli import add_training_args, spec_from_args
 from nsvqa.generation.variants import FACTORS, VariantError
 
 PROG = "train_variant.py"

@@ -8,7 +8,7 @@ from tqdm import tqdm
 
 from executors.ontology import load_ontology
 
-from baselines import Baseline, register
+from baselines.base import Baseline
 from baselines.common import checkpoint_kind, checkpoint_path, config_from_dict
 from baselines.mdetr.config import MDETRConfig
 from baselines.mdetr.data import answer_groups, collate_grounded, encode_split
@@ -23,7 +23,6 @@ from nsvqa.training.data import StepLoader
 from nsvqa.training.sampling import SequentialBatches
 
 
-@register("mdetr")
 class MDETRBaseline(Baseline):
     """mDETR: a text-conditioned DETR pretrained on the questions' grounding, fine-tuned for QA."""
 

@@ -10,7 +10,7 @@ import torch
 from executors.errors import FormatError
 from executors.ontology import Ontology, load_ontology
 
-from baselines import Baseline, register
+from baselines.base import Baseline
 from baselines.common import checkpoint_kind, checkpoint_path, config_from_dict
 from baselines.nscl.config import MIN_SCORE_CANDIDATES, NSCLConfig
 from baselines.nscl.data import load_split, parsed_programs
@@ -28,7 +28,6 @@ from nsvqa.models import ModelSpec, PredictInputs, TUNED, read_tuned
 from nsvqa.training.checkpoint import load_checkpoint
 
 
-@register("nscl")
 class NSCLBaseline(Baseline):
     """NSCL: concepts learned from QA through a quasi-symbolic executor over RoI object features."""
 

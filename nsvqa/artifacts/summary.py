@@ -1,5 +1,5 @@
 """A variant run's ``summary.json`` (``RUNS/<variant>[-seed<S>]/summary.json``, docs/formats.md, "A run
-folder"): what :func:`nsvqa.experiment.train_variant` measured, kept across its calls.
+folder"): what :func:`orchestration.experiment.train_variant` measured, kept across its calls.
 
 ``{"variant", "seed", "profile", "split", "tests": [...], "models": [...],
 "accuracy": {label: {test variant: Accuracy.to_json()}}, "seconds": {step: wall seconds over every
@@ -32,7 +32,7 @@ def summary_path(run: str | os.PathLike) -> Path:
 
 
 def read_summary(path: str | os.PathLike) -> dict[str, Any] | None:
-    """A run's ``summary.json`` (what :func:`nsvqa.experiment.train_variant` wrote), None where there
+    """A run's ``summary.json`` (what :func:`orchestration.experiment.train_variant` wrote), None where there
     is none.
 
     Raises:
@@ -43,7 +43,7 @@ def read_summary(path: str | os.PathLike) -> dict[str, Any] | None:
 
 
 def merged_summary(path: str | os.PathLike, new: Mapping[str, Any]) -> dict[str, Any]:
-    """``new`` (one :func:`~nsvqa.experiment.train_variant` call's summary) over the run's earlier
+    """``new`` (one :func:`~orchestration.experiment.train_variant` call's summary) over the run's earlier
     ``summary.json`` at ``path``: a call that trains some models keeps what earlier calls measured
     of the others (their accuracies; this call's win). ``seconds`` are the wall time each step took
     over every call (summed): a later call that finds a step finished adds the moment it took to

@@ -9,7 +9,7 @@ question-only level. *Image dependence* is accuracy minus shuffled accuracy on t
 (:func:`image_dependence`), with a 95% paired bootstrap interval over the questions. Fractions
 here, as everywhere in :mod:`nsvqa.evaluation`; reports show points (x 100).
 
-The experiment writes the shuffled predictions (:func:`nsvqa.experiment.write_shuffled_predictions`)
+The experiment writes the shuffled predictions (:func:`orchestration.experiment.write_shuffled_predictions`)
 from a view of the test variant whose questions file is :func:`shuffled_questions`' output.
 """
 from __future__ import annotations

@@ -1,40 +1,41 @@
-"""The one model interface and the registry of every reasoner the experiment trains and runs.
+"""The one model interface: what every reasoner the orchestration trains and runs is, declares and
+answers, and the checks a model class passes before anything asks for it by name.
 
-    >>> from nsvqa import models
-    >>> {"nsvqa", "pnsvqa", "pnsvqa-exact"} <= set(models.names())
-    True
-    >>> spec = models.parse_spec("nsvqa+gtprog")           # the command line's spelling
+    >>> from nsvqa.models import ModelSpec
+    >>> from nsvqa.models.pipeline import NSVQAModel
+    >>> spec = ModelSpec.from_label("nsvqa+gtprog")         # the command line's spelling
     >>> spec.name, spec.gt_programs, spec.label
     ('nsvqa', True, 'nsvqa+gtprog')
-    >>> models.get("nsvqa").needs(spec)
-    Needs(scene_parser=True, question_parser=False)
+    >>> NSVQAModel("nsvqa").needs(spec)
+    Needs(scene_parser=True, question_parser=False, train_parses=False, images=True)
 
-Every model is a :class:`Model`: it declares what it needs from the variant run (:meth:`Model.needs`:
-the run's scene parser and its parses of the test images, the run's question parser and its parses
-of the test questions), trains into its own run directory when it has something to train
-(:meth:`Model.config`, :meth:`Model.train`), and answers one split of any variant
-(:meth:`Model.predict` → one :class:`nsvqa.artifacts.predictions.Prediction` per question). The experiment
-(:mod:`nsvqa.experiment`) drives this registry alone; it never tells one kind of model from another.
+Every model is a :class:`Model`: its class declares what it is and what it needs from the variant
+run (:attr:`Model.family`, :attr:`Model.uses_parses`, :attr:`Model.trains_on_parses`, ...;
+:meth:`Model.needs` reads them: the run's scene parser and its parses, the run's question parser
+and its parses, the variant's images), it trains into its own run directory when it has something
+to train (:meth:`Model.config`, :meth:`Model.train`), and answers one split of any variant
+(:meth:`Model.predict` → one :class:`nsvqa.artifacts.predictions.Prediction` per question).
 
-NS-VQA and P-NSVQA (:mod:`nsvqa.models.pipeline`) register here on import; the baselines (FiLM,
-mDETR, NSCL, the simple ones) register when the :mod:`baselines` package is imported (it sits
-above ``nsvqa``, so nothing here imports it: the scripts do). A new model is one module whose
-:class:`Model` subclass carries ``@register("name")``, plus the import that runs the decorator.
+Models are found by name in the registry of the orchestration (:mod:`orchestration.models`), one
+floor above every model: it builds itself from the explicit tables of the packages that hold them,
+``nsvqa.models.pipeline.MODELS`` (NS-VQA, P-NSVQA) and ``baselines.MODELS``, and checks each entry
+with :func:`check_model`. Nothing registers itself on import. A new model is one module with a
+:class:`Model` subclass plus one line in its package's ``MODELS``.
 
 Options of a model are fields of a :class:`ModelSpec`, not parts of its name: ``gt_programs``
 answers from the ground-truth programs instead of the question parser's (for the models that
-declare :attr:`Model.supports_gt_programs`). :func:`parse_spec` and :attr:`ModelSpec.label` convert
-between a spec and the one string form used on the command line and in predictions file names
-(``<name>+gtprog``); nothing else reads or writes that suffix.
+declare :attr:`Model.supports_gt_programs`). :meth:`ModelSpec.from_label` and
+:attr:`ModelSpec.label` convert between a spec and the one string form used on the command line and
+in predictions file names (``<name>+gtprog``); nothing else reads or writes that suffix.
 """
 from __future__ import annotations
 
+import inspect
 import json
-import sys
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, ClassVar, Mapping, Sequence, TypeVar
+from typing import Any, ClassVar, Mapping, Sequence
 
 from executors.errors import FormatError
 from nsvqa.artifacts.predictions import predictions_path
@@ -42,18 +43,16 @@ from nsvqa.config import Config
 
 #: Profile names every trainable model defines (tests, demo, the 2-core profile, paper scale).
 PROFILE_NAMES = ("tiny", "demo", "mini", "full")
-#: What a model is, declared at registration (:attr:`Model.family`): it reasons over a symbolic or
+#: What a model is, declared on its class (:attr:`Model.family`): it reasons over a symbolic or
 #: soft program (``modular``), answers from one network that reads the image (``holistic``), or reads
 #: the question alone (``question-only``).
 FAMILIES = ("modular", "holistic", "question-only")
-#: The label suffix of a model run on ground-truth programs (see :func:`parse_spec`).
+#: The label suffix of a model run on ground-truth programs (see :meth:`ModelSpec.from_label`).
 GT_PROGRAMS_SUFFIX = "+gtprog"
 
-_REGISTRY: dict[str, type["Model"]] = {}
-
-
 class UnknownModel(KeyError):
-    """A name no model is registered under; the message lists the valid names."""
+    """A name no model is registered under (:mod:`orchestration.models`); the message lists the
+    valid names."""
 
     def __str__(self) -> str:  # KeyError would quote the message
         return str(self.args[0]) if self.args else ""
@@ -72,11 +71,14 @@ class Needs:
             splits too (``parsed/<variant>/{train,val}_likelihoods.json``), made before the model
             trains; their folder is given to the model's config as ``parses``. Implies
             ``scene_parser``.
+        images: the variant's images (every split the model reads), checked before the first
+            step; every family but ``question-only`` reads them.
     """
 
     scene_parser: bool = False
     question_parser: bool = False
     train_parses: bool = False
+    images: bool = False
 
     def __post_init__(self) -> None:
         if self.train_parses and not self.scene_parser:
@@ -84,7 +86,7 @@ class Needs:
 
     def __or__(self, other: "Needs") -> "Needs":
         return Needs(self.scene_parser or other.scene_parser, self.question_parser or other.question_parser,
-                     self.train_parses or other.train_parses)
+                     self.train_parses or other.train_parses, self.images or other.images)
 
 
 @dataclass(frozen=True)
@@ -108,7 +110,8 @@ class ModelSpec:
     @classmethod
     def from_label(cls, label: str) -> "ModelSpec":
         """The spec a label spells, without asking the registry (reports read labels of models
-        that may not be registered in this process); :func:`parse_spec` also checks it.
+        that may not be registered any more); :func:`orchestration.models.parse_spec` also checks
+        that the name is registered and takes the option.
 
         Raises:
             ValueError: an option other than ``+gtprog``.
@@ -124,7 +127,7 @@ class ModelConfig(Config):
     """The base of every trainable model's config: what the experiment passes to
     :meth:`Model.config` besides the profile's values (``data``: the training variant's folder;
     ``model``: the registered name; ``seed``; ``device``). A model's config is a frozen dataclass
-    deriving from it (:func:`register` checks), adding its own fields with defaults. ``model`` has no
+    deriving from it (:func:`check_model` checks), adding its own fields with defaults. ``model`` has no
     default: :meth:`Model.config` passes the registered name, and a baseline's config states its
     own as its default."""
 
@@ -182,27 +185,42 @@ class PredictInputs:
 class Model(ABC):
     """The interface of every reasoner (stateless: what a model learns lives in its run directory).
 
+    A model is built with the name it is registered under (``cls(name)``: the registry,
+    :mod:`orchestration.models`, builds it). What it is and what it needs are declared on its class,
+    and the orchestration reads them there (:meth:`needs`, the study's plan and report); nothing
+    decides a model's behaviour from its name.
+
     Attributes:
-        name: the registered name (set by :func:`register`).
+        name: the registered name (given at construction).
+        family: one of :data:`FAMILIES`, declared by every model (:func:`check_model` checks).
         config_class: the frozen config dataclass of a trainable model (None: nothing to train):
             its defaults are the model's ``mini`` profile and its ``PROFILES`` the fields each other
             profile changes (every name of :data:`PROFILE_NAMES`; :mod:`nsvqa.config`).
-        uses_parses: ``predict`` answers from the run's scene and question parses.
+        uses_parses: ``predict`` answers from the run's scene parses and (unless ground-truth
+            programs) its question parses of the test split.
+        trains_on_parses: the run's scene parses are the model's input on every split, the
+            training variant's train and val splits included (:attr:`Needs.train_parses`); it
+            reads no question parse.
         supports_gt_programs: a :class:`ModelSpec` with ``gt_programs`` is valid for this model.
-        family: one of :data:`FAMILIES`, declared by every registered model (:func:`register` checks).
         perception: what the model sees the image through, where a table must say it beside the
             model's name (e.g. another model's scene parser); empty when nothing needs saying.
         shares_modular_perception: it reads the modular pipeline's own scene parser, so comparing
             it with the modular models does not separate reasoning from perception.
     """
 
-    name: ClassVar[str] = ""
     family: ClassVar[str | None] = None
     perception: ClassVar[str] = ""
     shares_modular_perception: ClassVar[bool] = False
     config_class: ClassVar[type | None] = None
     uses_parses: ClassVar[bool] = False
+    trains_on_parses: ClassVar[bool] = False
     supports_gt_programs: ClassVar[bool] = False
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r})"
 
     @property
     def profiles(self) -> Mapping[str, Mapping[str, Any]]:
@@ -216,11 +234,15 @@ class Model(ABC):
         return self.config_class is not None
 
     def needs(self, spec: ModelSpec | None = None) -> Needs:
-        """What the model takes from the run under ``spec`` (default: no options): the parsers
-        when it :attr:`uses_parses`, less the question parser with ground-truth programs."""
-        if not self.uses_parses:
-            return Needs()
-        return Needs(scene_parser=True, question_parser=not (spec is not None and spec.gt_programs))
+        """What the model takes from the run under ``spec`` (default: no options), as its class
+        declares it: the scene parser and its parses when it :attr:`uses_parses` or
+        :attr:`trains_on_parses` (those of the training splits too with the latter), the question
+        parser and its parses when it :attr:`uses_parses` without ground-truth programs, the images
+        unless its family is ``question-only``."""
+        gt = spec is not None and spec.gt_programs
+        return Needs(scene_parser=self.uses_parses or self.trains_on_parses,
+                     question_parser=self.uses_parses and not gt, train_parses=self.trains_on_parses,
+                     images=self.family != "question-only")
 
     def config(self, data: str | Path, profile: str = "mini", **overrides: Any) -> Any:
         """The resolved config (:meth:`nsvqa.config.Config.from_profile` of ``config_class``): the
@@ -272,111 +294,35 @@ class Model(ABC):
         """
 
 
-M = TypeVar("M", bound=type[Model])
-
-
-def register(name: str) -> Callable[[M], M]:
-    """Class decorator: register a :class:`Model` subclass under ``name``.
+def check_model(name: str, cls: Any) -> None:
+    """Check that the class ``cls`` can be registered under ``name`` (the registry,
+    :mod:`orchestration.models`, checks every entry of its tables with it).
 
     Raises:
-        ValueError: ``name`` is taken by another class, is not a valid model name (letters, digits,
-            ``_ . -``; it must fit a predictions file name and carry no ``+``, which spells
-            options), its family is not one of :data:`FAMILIES` (or is not declared), a trainable model's config does
-            not derive from :class:`ModelConfig`, or its ``PROFILES`` lack a profile of :data:`PROFILE_NAMES`.
+        ValueError: ``cls`` is not a concrete :class:`Model` subclass, ``name`` is not a valid model
+            name (letters, digits, ``_ . -``; it must fit a predictions file name and carry no ``+``,
+            which spells options), the family is not one of :data:`FAMILIES` (or is not declared),
+            a trainable model's config does not derive from :class:`ModelConfig`, or its
+            ``PROFILES`` lack a profile of :data:`PROFILE_NAMES`.
     """
-    def deco(cls: M) -> M:
-        if "+" in name:
-            raise ValueError(f"model name {name!r}: '+' spells options (e.g. {GT_PROGRAMS_SUFFIX!r}), not names")
-        predictions_path(".", name, "train", "test")  # the name must fit a predictions file name
-        old = _REGISTRY.get(name)
-        if old is not None and old is not cls:
-            raise ValueError(f"model {name!r} is already registered ({old.__module__}.{old.__qualname__})")
-        if cls.config_class is not None:
-            if not (isinstance(cls.config_class, type) and issubclass(cls.config_class, ModelConfig)):
-                raise ValueError(f"model {name!r}: config_class {cls.config_class!r} must be a frozen dataclass "
-                                 f"deriving from nsvqa.models.ModelConfig (it carries data, profile, model, seed "
-                                 f"and device, which the experiment passes)")
-            missing = [p for p in PROFILE_NAMES if p not in cls.config_class.PROFILES]
-            if missing:
-                raise ValueError(f"model {name!r}: no profile {missing}; every trainable model has "
-                                 f"{list(PROFILE_NAMES)}")
-        if cls.family not in FAMILIES:
-            raise ValueError(f"model {name!r}: family {cls.family!r}; valid: {', '.join(FAMILIES)} (a model declares "
-                             f"its family on its class)")
-        cls.name = name
-        _REGISTRY[name] = cls
-        return cls
-    return deco
+    if not (isinstance(cls, type) and issubclass(cls, Model)) or inspect.isabstract(cls):
+        raise ValueError(f"model {name!r}: {cls!r} is not a concrete subclass of nsvqa.models.Model")
+    if "+" in name:
+        raise ValueError(f"model name {name!r}: '+' spells options (e.g. {GT_PROGRAMS_SUFFIX!r}), not names")
+    predictions_path(".", name, "train", "test")  # the name must fit a predictions file name
+    if cls.config_class is not None:
+        if not (isinstance(cls.config_class, type) and issubclass(cls.config_class, ModelConfig)):
+            raise ValueError(f"model {name!r}: config_class {cls.config_class!r} must be a frozen dataclass "
+                             f"deriving from nsvqa.models.ModelConfig (it carries data, profile, model, seed "
+                             f"and device, which the experiment passes)")
+        missing = [p for p in PROFILE_NAMES if p not in cls.config_class.PROFILES]
+        if missing:
+            raise ValueError(f"model {name!r}: no profile {missing}; every trainable model has "
+                             f"{list(PROFILE_NAMES)}")
+    if cls.family not in FAMILIES:
+        raise ValueError(f"model {name!r}: family {cls.family!r}; valid: {', '.join(FAMILIES)} (a model declares "
+                         f"its family on its class)")
 
 
-def unregister(name: str) -> None:
-    """Remove ``name`` from the registry (tests registering a toy model clean up with it)."""
-    _REGISTRY.pop(name, None)
-
-
-def names() -> tuple[str, ...]:
-    """The registered names: NS-VQA / P-NSVQA first, then the others sorted."""
-    first = [n for n in ("nsvqa", "pnsvqa", "pnsvqa-exact") if n in _REGISTRY]
-    return tuple(first + sorted(n for n in _REGISTRY if n not in first))
-
-
-def _unknown(name: str) -> UnknownModel:
-    hint = "" if "baselines" in sys.modules else " (the baselines register when the `baselines` package is imported)"
-    return UnknownModel(f"unknown model {name!r}; valid: {', '.join(names())}{hint}")
-
-
-def get(name: str) -> Model:
-    """A :class:`Model` instance by registered name.
-
-    Raises:
-        UnknownModel: no model of that name (the valid ones listed).
-    """
-    cls = _REGISTRY.get(name)
-    if cls is None:
-        raise _unknown(name)
-    return cls()
-
-
-def parse_spec(text: str) -> ModelSpec:
-    """A :class:`ModelSpec` from its label (``"pnsvqa"``, ``"nsvqa+gtprog"``).
-
-    Raises:
-        UnknownModel: an unknown name (valid ones listed); ValueError: an unknown option, or
-        ``+gtprog`` on a model that does not support it.
-    """
-    name = text.strip().partition("+")[0]
-    if name not in _REGISTRY:
-        raise _unknown(name)
-    spec = ModelSpec.from_label(text)
-    if spec.gt_programs and not _REGISTRY[name].supports_gt_programs:
-        raise ValueError(f"model {name!r} does not answer from ground-truth programs ({text!r}); those that do: "
-                         f"{', '.join(n for n in names() if _REGISTRY[n].supports_gt_programs)}")
-    return spec
-
-
-def parse_specs(texts: Sequence[str]) -> list[ModelSpec]:
-    """:func:`parse_spec` of each label, checked all at once.
-
-    Raises:
-        UnknownModel: the message lists every unknown name and the valid ones.
-    """
-    unknown = [t for t in texts if t.strip().partition("+")[0] not in _REGISTRY]
-    if unknown:
-        hint = str(_unknown(unknown[0])).split("; ", 1)[1]
-        raise UnknownModel(f"unknown model(s) {unknown}; {hint}")
-    return [parse_spec(t) for t in texts]
-
-
-def needs(specs: Sequence[ModelSpec]) -> Needs:
-    """What the variant run must provide for all of ``specs`` together."""
-    out = Needs()
-    for s in specs:
-        out = out | get(s.name).needs(s)
-    return out
-
-
-# NS-VQA and P-NSVQA register themselves on import
-from nsvqa.models import pipeline  # noqa: E402,F401
-
-__all__ = ["PROFILE_NAMES", "FAMILIES", "GT_PROGRAMS_SUFFIX", "ModelConfig", "TUNED", "read_tuned", "UnknownModel", "Needs", "ModelSpec", "PredictInputs", "Model",
-           "register", "unregister", "names", "get", "parse_spec", "parse_specs", "needs"]
+__all__ = ["PROFILE_NAMES", "FAMILIES", "GT_PROGRAMS_SUFFIX", "ModelConfig", "TUNED", "read_tuned", "UnknownModel",
+           "Needs", "ModelSpec", "PredictInputs", "Model", "check_model"]

@@ -11,8 +11,9 @@ Three reasoners share the parsers and differ in how they execute a program:
 
 Each runs on programs from the question parser (the real system) or on the ground-truth programs
 (the ``gt_programs`` option of a :class:`~nsvqa.models.ModelSpec`, labelled ``<model>+gtprog``,
-which isolates the scene parser and the executor). The three are registered models
-(:class:`PipelineModel`): they train nothing of their own, and answer from the variant run's parses. When a program is invalid or
+which isolates the scene parser and the executor). The three are models of the registry
+(:class:`PipelineModel`, one line each in :data:`MODELS`): they train nothing of their own, and
+answer from the variant run's parses. When a program is invalid or
 its execution fails, NS-VQA's habit is a random guess: :func:`predict` draws one among the answers
 of the program's answer type (all answers when the program is invalid), seeded per question, and
 flags it (``guessed`` with ``invalid_program`` or ``execution_error``), so that the evaluator reports
@@ -40,9 +41,9 @@ from nsvqa.artifacts import (LikelihoodsFormatError, questions_path, read_likeli
 from nsvqa.artifacts.predictions import Prediction, QuestionMeta, load_question_meta
 from nsvqa.artifacts.records import index_by_image
 from nsvqa.fileio import sha256_file, write_json_atomic
-from nsvqa.models import TUNED, Model, ModelSpec, PredictInputs, read_tuned, register
+from nsvqa.models import TUNED, Model, ModelSpec, PredictInputs, read_tuned
 
-#: Reasoner names (registered models; the ``<model>`` of predictions files).
+#: Reasoner names (registered models, :data:`MODELS`; the ``<model>`` of predictions files).
 REASONERS = ("nsvqa", "pnsvqa", "pnsvqa-exact")
 #: Largest count a guess may draw (scenes hold at most 10 objects).
 MAX_COUNT = 10
@@ -292,7 +293,6 @@ MIN_EXIST_CANDIDATES = (0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 0.9)
 MIN_PART_CANDIDATES = (0.01, 0.1, 0.3, 0.5)
 
 
-@register("nsvqa")
 class NSVQAModel(PipelineModel):
     """NS-VQA: the deterministic executor on the most likely parsed scene (Yi et al., 2018). Its
     two cuts (``min_exist``, ``min_part``: which detections and parts the scene keeps) are
@@ -333,16 +333,22 @@ class NSVQAModel(PipelineModel):
         return result
 
 
-@register("pnsvqa")
 class PNSVQAModel(PipelineModel):
     """P-NSVQA: the probabilistic executor on the likelihoods, the paper's 0.7 threshold mode."""
 
 
-@register("pnsvqa-exact")
 class PNSVQAExactModel(PipelineModel):
     """P-NSVQA with exact inference (Poisson-binomial count, exist = 1 - prod(1 - p))."""
 
 
+#: The pipeline's models by name, one line each: the table the registry (:mod:`orchestration.models`)
+#: reads beside ``baselines.MODELS``.
+MODELS: dict[str, type[PipelineModel]] = {
+    "nsvqa": NSVQAModel,
+    "pnsvqa": PNSVQAModel,
+    "pnsvqa-exact": PNSVQAExactModel,
+}
 
-__all__ = ["REASONERS", "MIN_EXIST_CANDIDATES", "MIN_PART_CANDIDATES", "PipelineModel", "Answer", "Reasoner", "NSVQA", "PNSVQA", "make_reasoner", "unanswerable", "answer_pool",
-           "predict"]
+__all__ = ["REASONERS", "MODELS", "MIN_EXIST_CANDIDATES", "MIN_PART_CANDIDATES", "PipelineModel", "NSVQAModel",
+           "PNSVQAModel", "PNSVQAExactModel", "Answer", "Reasoner", "NSVQA", "PNSVQA", "make_reasoner", "unanswerable",
+           "answer_pool", "predict"]

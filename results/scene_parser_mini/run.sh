@@ -17,7 +17,7 @@ run() {  # name, extra training arguments
   local out=$RUNS/$name
   /usr/bin/time -f "%e" -o "$RUNS/$name.seconds" \
     $PY scripts/train_scene_parser.py --data "$DATA" --profile mini --out "$out" --threads 2 --resume --no-progress "$@"
-  # every detection scoring >= 0.05, as the study parses (nsvqa.experiment's parse_min_score): P-NSVQA
+  # every detection scoring >= 0.05, as the study parses (orchestration.experiment's parse_min_score): P-NSVQA
   # weighs them by their existence, NS-VQA keeps those >= 0.5
   $PY scripts/parse_scenes.py --checkpoint "$out" --data "$DATA" --split val --out "$out/parsed_val.json" --threads 2 \
       --no-progress --min-score 0.05

@@ -19,6 +19,7 @@ from baselines import common
 from baselines.classifier import network_from_config
 from baselines.config import RunConfig, TrainConfig
 from baselines.neural_config import ImageQuestionModelConfig, QuestionModelConfig
+from nsvqa.models import check_model
 from executors import load_ontology
 from executors.io import load_questions
 from nsvqa.training.checkpoint import load_checkpoint
@@ -45,12 +46,9 @@ def test_registry_names_lookup_and_profiles():
         model = baselines.get(name)
         assert model.name == name and set(model.profiles) >= set(baselines.PROFILE_NAMES)
         assert model.config("ROOT/mid", "mini").model == name
-    with pytest.raises(ValueError, match="already registered"):
-        @baselines.register("lstm")
-        class Other(baselines.Baseline):
-            family = "question-only"
+    assert baselines.names() == tuple(sorted(baselines.MODELS))  # the table is the one list
     with pytest.raises(ValueError, match="model 'a__b'"):
-        baselines.register("a__b")(type("X", (baselines.Baseline,), {}))
+        check_model("a__b", type("X", (baselines.LSTMBaseline,), {}))
     lstm = baselines.get("lstm")
     with pytest.raises(KeyError, match="unknown profile 'huge'"):
         lstm.config("ROOT/mid", "huge")
@@ -293,14 +291,15 @@ def test_bad_records_name_file_question_and_field(tmp_path):
 
 # ---------------------------------------------------------------------------- the experiment
 def test_needs_and_models_know_the_baselines():
-    from nsvqa import experiment, models
+    from orchestration import experiment, models
     from nsvqa.models import Needs
 
     assert set(baselines.names()) < set(models.names()) and "nsvqa" in models.names()
     need = lambda labels: models.needs(experiment.model_specs(labels))  # noqa: E731
-    assert need(["lstm", "random"]) == Needs(False, False)
-    assert need(["lstm", "nsvqa+gtprog"]) == Needs(True, False)
-    assert need(["cnn_lstm", "pnsvqa"]) == Needs(True, True)
+    assert need(["lstm", "random"]) == Needs()  # question-only: not even the images
+    assert need(["lstm", "nsvqa+gtprog"]) == Needs(True, False, images=True)
+    assert need(["cnn_lstm", "pnsvqa"]) == Needs(True, True, images=True)
+    assert need(["cnn_lstm"]) == Needs(images=True)
     with pytest.raises(experiment.ExperimentError, match=r"unknown model\(s\) \['nope'\]; valid: nsvqa, .*cnn_lstm"):
         experiment.model_specs(["nope"])
     with pytest.raises(experiment.ExperimentError, match=r"'lstm' does not answer from ground-truth programs"):
@@ -308,7 +307,7 @@ def test_needs_and_models_know_the_baselines():
 
 
 def test_train_variant_trains_baselines_alone_and_evaluate_rd_reads_them(root, tmp_path, load_script):
-    from nsvqa.experiment import TrainSpec, VariantRun, train_variant
+    from orchestration.experiment import TrainSpec, VariantRun, train_variant
 
     models = ["random", "majority", "lstm", "cnn_lstm"]
     spec = TrainSpec(profile="tiny", progress=False,

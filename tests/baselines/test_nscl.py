@@ -242,11 +242,12 @@ def test_predicts_from_detections_and_parsed_programs(root, tmp_path):
 
 
 def test_the_experiment_gives_nscl_the_parsers(tmp_path):
-    from nsvqa import experiment, models
+    from orchestration import experiment, models
     from nsvqa.models import Needs
 
     specs = experiment.model_specs(["nscl", "nscl+gtprog", "lstm"])
-    assert [models.get(s.name).needs(s) for s in specs] == [Needs(True, True), Needs(True, False), Needs()]
+    assert [models.get(s.name).needs(s) for s in specs] == [Needs(True, True, images=True),
+                                                         Needs(True, False, images=True), Needs()]
     run = experiment.VariantRun(tmp_path, "mid", seed=3)
     assert run.inputs("hard", specs[0]) == PredictInputs(run.parsed("hard", "likelihoods"),
                                                          run.parsed("hard", "programs"), seed=3)
@@ -297,7 +298,7 @@ def test_the_score_cut_is_chosen_on_val_and_used_at_test(root, tmp_path):
 
 
 def test_the_experiment_tunes_nscl_on_the_val_parses(tmp_path):
-    from nsvqa import experiment, models
+    from orchestration import experiment, models
 
     assert models.get("nscl").tunes_on_val and not models.get("film").tunes_on_val
     run = experiment.VariantRun(tmp_path, "mid")

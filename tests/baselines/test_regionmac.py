@@ -187,7 +187,7 @@ def test_trains_predicts_and_round_trips_its_checkpoint(tmp_path):
 
 
 def test_depends_on_the_image_where_the_lstm_does_not(tmp_path):
-    from nsvqa.experiment import VariantRun, model_specs, write_model_predictions, write_shuffled_predictions
+    from orchestration.experiment import VariantRun, model_specs, write_model_predictions, write_shuffled_predictions
 
     torch.manual_seed(0)
     data = _variant(tmp_path / "data")

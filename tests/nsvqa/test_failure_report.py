@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from nsvqa.artifacts.predictions import Prediction, predictions_path, write_predictions
 from nsvqa.evaluation.report import report_from_runs
-from nsvqa.experiment import summary_table
+from orchestration.experiment import summary_table
 
 
 def _acc(n, invalid, guessed, accuracy):

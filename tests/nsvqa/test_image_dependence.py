@@ -75,7 +75,7 @@ def _oracle_parse(folder, path):
 
 def test_a_model_that_reads_the_image_depends_on_it_and_the_lstm_does_not(tiny_root, tmp_path):
     import baselines
-    from nsvqa.experiment import VariantRun, model_specs, write_model_predictions, write_shuffled_predictions
+    from orchestration.experiment import VariantRun, model_specs, write_model_predictions, write_shuffled_predictions
 
     torch.set_num_threads(1)
     data = tiny_root / "mid"

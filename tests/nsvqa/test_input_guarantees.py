@@ -9,7 +9,7 @@ import pytest
 
 from executors.errors import FormatError
 from nsvqa.artifacts import read_questions, read_scenes
-from nsvqa.experiment import ExperimentError, train_variant
+from orchestration.experiment import ExperimentError, train_variant
 from nsvqa.fileio import OutputNotWritable
 
 

@@ -1,28 +1,33 @@
-"""nsvqa.models: the one model interface, the registry, model specs and options, and a toy model
-that a test registers and runs through the experiment like any other (one file plus its
-registration is all a new model takes)."""
+"""nsvqa.models and orchestration.models: the one model interface and its checks, the registry built
+from the packages' tables, model specs and options, and a toy model that a test adds to a table and
+runs through the experiment like any other (one file plus its line in a table is all a new model
+takes)."""
 from __future__ import annotations
 
 import json
-from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
 import pytest
 
-from nsvqa import models
+import baselines
 from nsvqa.config import Config
-from nsvqa.models import PROFILE_NAMES, Model, ModelConfig, ModelSpec, Needs, PredictInputs, UnknownModel, register
+from nsvqa.models import (PROFILE_NAMES, Model, ModelConfig, ModelSpec, Needs, PredictInputs, UnknownModel,
+                          check_model)
+from nsvqa.models import pipeline
+from orchestration import models
 
 
-def test_pipeline_models_are_registered_with_their_needs():
-    assert models.names()[:3] == ("nsvqa", "pnsvqa", "pnsvqa-exact")
+def test_pipeline_models_are_in_the_registry_with_their_needs():
+    assert models.names()[:3] == ("nsvqa", "pnsvqa", "pnsvqa-exact") == tuple(pipeline.MODELS)
+    assert set(models.names()) == set(pipeline.MODELS) | set(baselines.MODELS)
     for name in ("nsvqa", "pnsvqa", "pnsvqa-exact"):
         m = models.get(name)
+        assert m.name == name and isinstance(m, pipeline.MODELS[name])
         assert not m.trainable and m.train(None, "unused") is None
-        assert m.needs(ModelSpec(name)) == Needs(True, True)
-        assert m.needs(ModelSpec(name, gt_programs=True)) == Needs(True, False)
+        assert m.needs(ModelSpec(name)) == Needs(True, True, images=True)
+        assert m.needs(ModelSpec(name, gt_programs=True)) == Needs(True, False, images=True)
 
 
 def test_specs_spell_options_and_round_trip():
@@ -31,15 +36,15 @@ def test_specs_spell_options_and_round_trip():
     assert models.parse_spec("pnsvqa+gtprog") == ModelSpec("pnsvqa", gt_programs=True)
     with pytest.raises(ValueError, match=r"unknown option '\+beam'"):
         models.parse_spec("nsvqa+beam")
-    with pytest.raises(UnknownModel, match=r"unknown model 'nope'; valid: nsvqa, pnsvqa, pnsvqa-exact"):
+    with pytest.raises(UnknownModel, match=r"unknown model 'nope'; valid: nsvqa, pnsvqa, pnsvqa-exact, cnn_lstm"):
         models.get("nope")
     with pytest.raises(UnknownModel, match=r"unknown model\(s\) \['a', 'b\+gtprog'\]"):
         models.parse_specs(["nsvqa", "a", "b+gtprog"])
-    assert models.needs([ModelSpec("nsvqa", True), ModelSpec("pnsvqa")]) == Needs(True, True)
-    assert models.needs([ModelSpec("nsvqa", True)]) == Needs(True, False)
+    assert models.needs([ModelSpec("nsvqa", True), ModelSpec("pnsvqa")]) == Needs(True, True, images=True)
+    assert models.needs([ModelSpec("nsvqa", True)]) == Needs(True, False, images=True)
 
 
-def test_register_checks_names_and_profiles():
+def test_the_registry_checks_every_line_of_its_tables(monkeypatch):
     class Bad(Model):
         family = "holistic"
 
@@ -47,11 +52,11 @@ def test_register_checks_names_and_profiles():
             return []
 
     with pytest.raises(ValueError, match="'\\+' spells options"):
-        register("x+y")(Bad)
-    with pytest.raises(ValueError, match="already registered"):
-        register("nsvqa")(Bad)
+        check_model("x+y", Bad)
     with pytest.raises(ValueError, match=r"family None; valid: modular, holistic, question-only"):
-        register("undeclared")(type("Undeclared", (Bad,), {"family": None}))
+        check_model("undeclared", type("Undeclared", (Bad,), {"family": None}))
+    with pytest.raises(ValueError, match=r"not a concrete subclass of nsvqa.models.Model"):
+        check_model("abstract", Model)
 
     @dataclass(frozen=True)
     class Cfg(Config):  # the README's old example: none of the fields the experiment passes
@@ -64,7 +69,7 @@ def test_register_checks_names_and_profiles():
         config_class = Cfg
 
     with pytest.raises(ValueError, match=r"must be a frozen dataclass deriving from nsvqa.models.ModelConfig"):
-        register("unfit")(Unfit)
+        check_model("unfit", Unfit)
 
     @dataclass(frozen=True)
     class Fit(ModelConfig):
@@ -80,16 +85,20 @@ def test_register_checks_names_and_profiles():
         config_class = TinyOnly
 
     with pytest.raises(ValueError, match=r"no profile \['demo', 'mini', 'full'\]"):
-        register("noprofiles")(NoProfiles)
-    assert "noprofiles" not in models.names() and "unfit" not in models.names()
+        check_model("noprofiles", NoProfiles)
+    with monkeypatch.context() as m:  # a table line the checks refuse: the registry answers nothing
+        m.setitem(baselines.MODELS, "noprofiles", NoProfiles)
+        with pytest.raises(ValueError, match=r"model 'noprofiles': no profile"):
+            models.get("nsvqa")
+    with monkeypatch.context() as m:  # one name, two tables
+        m.setitem(baselines.MODELS, "nsvqa", Bad)
+        with pytest.raises(ValueError, match=r"model 'nsvqa' is named twice: in nsvqa.models.pipeline.MODELS and in "
+                                             r"baselines.MODELS"):
+            models.names()
     # what the experiment passes is accepted by a config deriving from ModelConfig
-    cfg = register("fit")(type("FitModel", (Bad,), {"config_class": Fit}))
-    try:
-        got = models.get("fit").config("data/x", "tiny", seed=3, device="cpu")
-        assert (got.model, got.seed, got.device, got.width) == ("fit", 3, "cpu", 4)
-    finally:
-        models.unregister("fit")
-    del cfg
+    monkeypatch.setitem(baselines.MODELS, "fit", type("FitModel", (Bad,), {"config_class": Fit}))
+    got = models.get("fit").config("data/x", "tiny", seed=3, device="cpu")
+    assert (got.model, got.seed, got.device, got.width) == ("fit", 3, "cpu", 4)
 
 
 def test_a_pipeline_model_without_its_parses_says_what_is_missing(tmp_path):
@@ -108,26 +117,24 @@ def readme_model_source() -> str:
 
 
 @pytest.fixture
-def toy_model():
-    """The example model of docs/models.md, registered by running the page's code."""
+def toy_model(monkeypatch):
+    """The example model of docs/models.md, added to the baselines' table by running the page's
+    code and its one table line."""
     import sys
     import types
 
     module = types.ModuleType("readme_example")
-    sys.modules[module.__name__] = module  # dataclasses look their module up
-    try:
-        exec(compile(readme_model_source(), "docs/models.md", "exec"), module.__dict__)
-        yield models.get("type_prior")
-    finally:
-        models.unregister("type_prior")
-        sys.modules.pop(module.__name__, None)
+    monkeypatch.setitem(sys.modules, module.__name__, module)  # dataclasses look their module up
+    exec(compile(readme_model_source(), "docs/models.md", "exec"), module.__dict__)
+    monkeypatch.setitem(baselines.MODELS, "type_prior", module.TypePrior)  # the line in baselines/__init__.py
+    return models.get("type_prior")
 
 
-def test_a_toy_model_registered_in_a_test_runs_through_the_experiment(toy_model, tiny_root, tmp_path):
-    from nsvqa.experiment import VariantRun, train_variant
+def test_a_toy_model_added_in_a_test_runs_through_the_experiment(toy_model, tiny_root, tmp_path):
+    from orchestration.experiment import VariantRun, train_variant
     from nsvqa.artifacts.predictions import read_predictions
 
-    assert "type_prior" in models.names() and toy_model.trainable and toy_model.needs() == Needs()
+    assert "type_prior" in models.names() and toy_model.trainable and toy_model.needs() == Needs()  # no images
     summary = train_variant(tiny_root, "mid", tmp_path, models=["type_prior"], tests=["mid", "hard"],
                             spec=None, echo=lambda s: None)
     run = VariantRun(tmp_path, "mid")
@@ -142,12 +149,12 @@ def test_a_toy_model_registered_in_a_test_runs_through_the_experiment(toy_model,
 
 
 def test_a_model_that_needs_train_parses_gets_them_before_it_trains(tiny_root, tmp_path, monkeypatch):
-    from nsvqa import experiment
-    from nsvqa.experiment import TrainSpec, VariantRun, model_specs, train_models
+    from orchestration import experiment
+    from orchestration.experiment import TrainSpec, VariantRun, model_specs, train_models
 
     with pytest.raises(ValueError, match="needs the scene parser"):
         Needs(train_parses=True)
-    assert Needs(True, False, True) | Needs(False, True) == Needs(True, True, True)
+    assert Needs(True, False, True) | Needs(False, True, images=True) == Needs(True, True, True, True)
 
     @dataclass(frozen=True)
     class ParsesConfig(ModelConfig):
@@ -160,9 +167,7 @@ def test_a_model_that_needs_train_parses_gets_them_before_it_trains(tiny_root, t
     class ReadsTrainParses(Model):
         family = "holistic"
         config_class = ParsesConfig
-
-        def needs(self, spec=None):
-            return Needs(scene_parser=True, train_parses=True)
+        trains_on_parses = True
 
         def train(self, cfg, out, *, resume=False, progress=True):
             seen["parses"] = cfg.parses
@@ -172,7 +177,8 @@ def test_a_model_that_needs_train_parses_gets_them_before_it_trains(tiny_root, t
         def predict(self, run_dir, root, variant, split="test", **kw):
             return []
 
-    register("reads_train_parses")(ReadsTrainParses)
+    monkeypatch.setitem(baselines.MODELS, "reads_train_parses", ReadsTrainParses)
+    assert models.get("reads_train_parses").needs() == Needs(scene_parser=True, train_parses=True, images=True)
     calls = []
 
     def fake_parse(run, data, split, *, progress=True, min_score=None, tuning=False):
@@ -183,13 +189,9 @@ def test_a_model_that_needs_train_parses_gets_them_before_it_trains(tiny_root, t
         return out
 
     monkeypatch.setattr(experiment, "parse_scenes", fake_parse)
-    try:
-        run = VariantRun(tmp_path, "mid")
-        run.path.mkdir(parents=True)
-        train_models(tiny_root / "mid", run, TrainSpec(profile="tiny", progress=False),
-                     model_specs(["reads_train_parses"]))
-    finally:
-        models.unregister("reads_train_parses")
+    run = VariantRun(tmp_path, "mid")
+    run.path.mkdir(parents=True)
+    train_models(tiny_root / "mid", run, TrainSpec(profile="tiny", progress=False), model_specs(["reads_train_parses"]))
     assert calls == [("train", True), ("val", True)]
     assert Path(seen["parses"]) == run.path / "parsed" / "mid"
     assert seen["files"] == ["train_likelihoods.json", "val_likelihoods.json"]

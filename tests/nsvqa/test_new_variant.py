@@ -28,9 +28,8 @@ def toy_catalogue(tmp_path, monkeypatch):
 
 
 def test_a_toy_factor_runs_through_generation_training_and_the_report(toy_catalogue, tmp_path, require_renderer):
-    import baselines  # noqa: F401  (registers majority)
     from nsvqa.evaluation.report import report_from_runs
-    from nsvqa.experiment import train_variant, variants_to_test
+    from orchestration.experiment import train_variant, variants_to_test
     from nsvqa.generation.suite import generate_suite
     from nsvqa.generation.variants import FACTORS, load_variant
 

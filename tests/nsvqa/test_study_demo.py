@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import json
 
-import baselines  # noqa: F401  (registers the baselines; issue 62 removes this)
 
 from nsvqa.artifacts.predictions import Prediction, write_predictions
-from nsvqa.study.demo import demo_comparison, demo_table
+from orchestration.study.demo import demo_comparison, demo_table
 
 TESTS = ("easy", "mid", "hard")
 

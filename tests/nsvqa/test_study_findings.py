@@ -1,10 +1,10 @@
-"""nsvqa.study.findings: the status rule, and each kind of finding on hand-made inputs."""
+"""orchestration.study.findings: the status rule, and each kind of finding on hand-made inputs."""
 from __future__ import annotations
 
 import pytest
 
 from nsvqa.artifacts.predictions import Prediction
-from nsvqa.study.findings import decide, findings, level_verdict, qualifiers, verdict
+from orchestration.study.findings import decide, findings, level_verdict, qualifiers, verdict
 
 
 def P(i, ok=True, qtype="query", answer="yes", **kw):
@@ -235,7 +235,7 @@ def _scale_cells(rd_by_label, n=500, own=0.8):
     (0.02, "inconclusive", "cannot say at 10x the questions"),
 ])
 def test_the_scale_finding_decides_on_pnsvqas_rd_at_the_largest_scale(rd_10x, status, says):
-    from nsvqa.study.findings import scale_finding
+    from orchestration.study.findings import scale_finding
 
     cells = _scale_cells({"pnsvqa.1x": 0.15, "pnsvqa.10x": rd_10x, "nsvqa.1x": 0.15, "nsvqa.10x": 0.15})
     f = scale_finding(cells, 0.02, n_boot=200)
@@ -248,7 +248,7 @@ def test_the_scale_finding_decides_on_pnsvqas_rd_at_the_largest_scale(rd_10x, st
 
 
 def test_without_the_scale_check_its_finding_is_pending_and_says_so():
-    from nsvqa.study.findings import scale_finding
+    from orchestration.study.findings import scale_finding
 
     for cells, says in (({}, "the redundancy scale check (scripts/run_study.py --scale-check; not run yet)"),
                         (_scale_cells({"pnsvqa.1x": 0.15}), "the redundancy scale check above 1x the questions")):
@@ -259,9 +259,7 @@ def test_without_the_scale_check_its_finding_is_pending_and_says_so():
 
 
 def test_each_judged_finding_is_judged_again_against_the_models_that_see():
-    import baselines  # noqa: F401  (objmac-trace declares what it sees through on its class)
-
-    from nsvqa.study.findings import findings_markdown, with_seeing
+    from orchestration.study.findings import findings_markdown, with_seeing
 
     def comp(a, b, lo, hi):
         return {"a": a, "b": b, "diff": (lo + hi) / 2, "ci95": [lo, hi]}
@@ -292,7 +290,7 @@ def test_each_judged_finding_is_judged_again_against_the_models_that_see():
 
 
 def test_a_finding_the_models_that_see_have_not_run_on_is_pending_on_their_side():
-    from nsvqa.study.findings import with_seeing
+    from orchestration.study.findings import with_seeing
 
     def comp(a, b, lo, hi):
         return {"a": a, "b": b, "diff": (lo + hi) / 2, "ci95": [lo, hi]}
@@ -342,7 +340,7 @@ def test_the_in_domain_intervals_widen_with_the_spread_of_training_seeds():
 
 
 def test_a_bound_inside_its_monte_carlo_error_decides_nothing():
-    from nsvqa.study.findings import deciding
+    from orchestration.study.findings import deciding
 
     def comp(a, b, lo, hi, precision):
         return {"a": a, "b": b, "diff": (lo + hi) / 2, "ci95": [lo, hi], "precision": precision}

@@ -1,4 +1,4 @@
-"""nsvqa.study.launch without a study run: the jobs' data agree with what a piece reads, a parsers job
+"""orchestration.study.launch without a study run: the jobs' data agree with what a piece reads, a parsers job
 trains with the piece's own spec, the paper config's GPU schedules resolve, and a job preempted by
 its scheduler is requeued with the same call."""
 from __future__ import annotations
@@ -8,10 +8,9 @@ from pathlib import Path
 
 import pytest
 
-import baselines  # noqa: F401  (registers the baselines' models, as the scripts do)
-from nsvqa import models as registry
-from nsvqa.study import STUDY, SCENE_GROUPS, StudyConfig, piece_setup, study_pieces
-from nsvqa.study.launch import (LaunchOptions, ScriptJob, data_needs, piece_spec, run_folder, scaled_estimate,
+from orchestration import models as registry
+from orchestration.study import STUDY, StudyConfig, piece_setup, study_pieces, uses_scene_parser
+from orchestration.study.launch import (LaunchOptions, ScriptJob, data_needs, piece_spec, run_folder, scaled_estimate,
                                 time_limit)
 
 REPO = Path(__file__).resolve().parents[2]
@@ -19,7 +18,7 @@ PAPER = REPO / "data" / "study" / "paper.json"
 
 
 def test_the_data_jobs_make_every_split_a_piece_reads():
-    from nsvqa.study.run import _data_splits
+    from orchestration.study.run import _data_splits
 
     for piece in study_pieces(STUDY):
         setup = piece_setup(piece, "D", "R", STUDY)
@@ -41,7 +40,7 @@ def test_the_run_folders_and_time_limits():
 
 
 def test_a_parsers_job_trains_with_the_spec_the_piece_trains_with(tmp_path, monkeypatch):
-    import nsvqa.study.run as run
+    import orchestration.study.run as run
 
     got = {}
     monkeypatch.setattr(run, "generate_piece_data", lambda *a, **k: None)
@@ -75,7 +74,7 @@ def test_the_paper_config_has_the_papers_sizes_and_a_gpu_schedule_for_every_netw
         model = registry.get(name)
         if model.trainable:
             model.config("D", cfg.profile, **dict(cfg.model_overrides.get(name, {})))  # resolves, checked
-    assert any(p.group in SCENE_GROUPS for p in pieces)
+    assert any(uses_scene_parser(p) for p in pieces)
 
 
 def test_the_paper_estimate_scales_each_step_by_its_work_and_says_it_is_one(tmp_path):
@@ -145,8 +144,8 @@ def test_a_job_of_several_tasks_gives_each_its_rank(tmp_path):
 
 
 def test_a_new_folder_at_the_papers_scale_gets_time_limits_from_the_shipped_studys_steps_scaled(tmp_path):
-    from nsvqa.study import results_config
-    from nsvqa.study.launch import plan_jobs
+    from orchestration.study import results_config
+    from orchestration.study.launch import plan_jobs
 
     cfg = StudyConfig.from_json(json.loads(PAPER.read_text()), source=str(PAPER))
     shipped = REPO / "results" / "study"
@@ -166,7 +165,7 @@ def test_a_new_folder_at_the_papers_scale_gets_time_limits_from_the_shipped_stud
 
 
 def test_a_job_that_finds_a_folder_in_use_runs_again_and_one_that_fails_otherwise_does_not(tmp_path):
-    from nsvqa.study.launch import LaunchError
+    from orchestration.study.launch import LaunchError
 
     code = tmp_path / "code"
     (code / "scripts").mkdir(parents=True)
@@ -193,7 +192,7 @@ def test_a_job_that_finds_a_folder_in_use_runs_again_and_one_that_fails_otherwis
 def test_a_launchs_code_tree_is_a_worktree_of_head_reused_and_never_swept(tmp_path):
     import subprocess
 
-    from nsvqa.study.launch import frozen_tree
+    from orchestration.study.launch import frozen_tree
 
     repo = tmp_path / "repo"
     (repo / "scripts").mkdir(parents=True)

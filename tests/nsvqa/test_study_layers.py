@@ -1,6 +1,8 @@
-"""``nsvqa.study`` is one package in floors: each module imports only the floors below it, nothing
-else in ``nsvqa`` imports the study, and the plan and the report import nothing of training. Every
-import counts, those inside functions too."""
+"""``orchestration.study`` is one package in floors: each module imports only the floors below it,
+nothing else in ``orchestration`` but the scripts' layer imports the study, and the plan and the
+report import nothing of training. Every import counts, those inside functions too. The package
+order of the whole repository (scripts → orchestration → baselines → nsvqa → parsers → executors)
+is held by ``tests/test_package_order.py``."""
 from __future__ import annotations
 
 import ast
@@ -10,18 +12,20 @@ from pathlib import Path
 
 import pytest
 
-NSVQA = Path(__file__).resolve().parents[2] / "nsvqa"
-STUDY = NSVQA / "study"
+REPO = Path(__file__).resolve().parents[2]
+ORCHESTRATION = REPO / "orchestration"
+STUDY = ORCHESTRATION / "study"
 #: a module may import the study's modules of a lower floor only
 FLOORS = {"study_config": 0, "plan": 1, "attempts": 1, "scale_record": 1, "cost": 2, "systematic": 4,
-          "findings": 4, "parses": 4, "report": 5, "run": 5, "publish": 6, "scale": 6, "launch": 6}
-#: what the plan and the report never load: training runs, the experiment driver, torch
-HEAVY = ("torch", "nsvqa.training", "nsvqa.experiment")
+          "findings": 4, "parses": 4, "report": 5, "run": 5, "publish": 6, "scale": 6, "launch": 6, "demo": 7}
+#: what the plan and the report never import themselves: training runs, the experiment driver, torch
+#: (they ask the registry, orchestration.models, what a model is and needs: it loads the models)
+HEAVY = ("torch", "nsvqa.training", "orchestration.experiment")
 
 
 def imported(path: Path) -> set[str]:
     """Every module ``path`` imports, anywhere in it; ``from P import N`` counts as ``P.N`` too."""
-    package = ".".join(path.relative_to(NSVQA.parent).with_suffix("").parts[:-1])
+    package = ".".join(path.relative_to(REPO).with_suffix("").parts[:-1])
     names = set()
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):
@@ -41,7 +45,7 @@ def study_modules(names: set[str]) -> set[str]:
     out = set()
     for n in names:
         parts = n.split(".")
-        if parts[:2] == ["nsvqa", "study"]:
+        if parts[:2] == ["orchestration", "study"]:
             out.add(parts[2] if len(parts) > 2 and parts[2] in FLOORS else "__init__")
     return out
 
@@ -54,7 +58,7 @@ def test_the_floors_list_every_module_of_the_package():
 def test_a_study_module_imports_only_the_floors_below_it(module):
     ups = {m for m in study_modules(imported(STUDY / f"{module}.py"))
            if m == "__init__" or FLOORS[m] >= FLOORS[module]}
-    assert ups == set(), f"nsvqa/study/{module}.py imports {sorted(ups)}, not below its floor"
+    assert ups == set(), f"orchestration/study/{module}.py imports {sorted(ups)}, not below its floor"
 
 
 def test_the_packages_face_hands_on_the_plan_alone():
@@ -62,8 +66,8 @@ def test_the_packages_face_hands_on_the_plan_alone():
                                                              "cost"}
 
 
-def test_nothing_else_in_nsvqa_imports_the_study():
-    users = sorted(str(p.relative_to(NSVQA.parent)) for p in NSVQA.rglob("*.py")
+def test_nothing_else_in_the_orchestration_imports_the_study():
+    users = sorted(str(p.relative_to(REPO)) for p in ORCHESTRATION.rglob("*.py")
                    if STUDY not in p.parents and study_modules(imported(p)))
     assert users == []
 
@@ -76,11 +80,10 @@ def test_the_plan_and_the_report_import_nothing_of_training(module):
     assert heavy == []
 
 
-def test_importing_the_package_loads_neither_torch_nor_training():
-    code = ("import sys, nsvqa.study\n"
-            f"print(','.join(sorted(m for m in sys.modules if m.split('.')[0] == 'torch' "
-            f"or m.startswith({HEAVY[1:]!r}))))\n")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                       cwd=NSVQA.parent)
+def test_importing_the_package_loads_no_experiment_and_nothing_that_runs_a_piece():
+    code = ("import sys, orchestration.study\n"
+            "print(','.join(sorted(m for m in sys.modules if m in ('orchestration.experiment', "
+            "'orchestration.study.run', 'orchestration.study.launch', 'orchestration.study.report'))))\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=REPO)
     assert r.returncode == 0, r.stderr
-    assert r.stdout.strip() == "", f"import nsvqa.study loaded {r.stdout.strip()}"
+    assert r.stdout.strip() == "", f"import orchestration.study loaded {r.stdout.strip()}"

@@ -1,8 +1,8 @@
-"""nsvqa.study.publish: documents quote the report through generated blocks, and their prose
+"""orchestration.study.publish: documents quote the report through generated blocks, and their prose
 carries no number of its own."""
 from __future__ import annotations
 
-from nsvqa.study.publish import DOC_BLOCKS, render_doc, stray_numbers
+from orchestration.study.publish import DOC_BLOCKS, render_doc, stray_numbers
 
 
 def _report():

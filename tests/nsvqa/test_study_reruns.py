@@ -5,9 +5,9 @@ import json
 
 import pytest
 
-from nsvqa.study import STUDY
-from nsvqa.study.cost import RERUN_CAP_HOURS, budget, budget_markdown, rerun_hours
-from nsvqa.study.study_config import StudyError
+from orchestration.study import STUDY
+from orchestration.study.cost import RERUN_CAP_HOURS, budget, budget_markdown, rerun_hours
+from orchestration.study.study_config import StudyError
 
 
 def test_a_staged_rerun_counts_under_its_own_heading(tmp_path):

@@ -1,8 +1,8 @@
-"""nsvqa.study.systematic: each point's verdict on hand-made inputs."""
+"""orchestration.study.systematic: each point's verdict on hand-made inputs."""
 from __future__ import annotations
 
 from nsvqa.artifacts.predictions import Prediction
-from nsvqa.study.systematic import generalization_points
+from orchestration.study.systematic import generalization_points
 
 
 def row(acc, n=1000):

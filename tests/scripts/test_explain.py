@@ -1,4 +1,4 @@
-"""scripts/explain.py and nsvqa.explain on a fake variant run (ground-truth scenes as the parse)."""
+"""scripts/explain.py and orchestration.explain on a fake variant run (ground-truth scenes as the parse)."""
 from __future__ import annotations
 
 import base64
@@ -11,7 +11,7 @@ import pytest
 from executors import (DeterministicExecutor, ExecutionError, ProbabilisticExecutor, Program, SceneLikelihoods,
                        SymbolicScene, load_ontology)
 from executors.scene import argmax_scene
-from nsvqa.explain import draw_explanation, explain, render_html, render_png
+from orchestration.explain import draw_explanation, explain, render_html, render_png
 from nsvqa.evaluation.scene_parser import load_parsed
 
 ONTO = load_ontology("superclevr")

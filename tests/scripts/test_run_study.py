@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from nsvqa.study import StudyConfig
+from orchestration.study import StudyConfig
 
 
 def test_the_config_comes_from_the_folder_and_a_different_one_is_refused(tmp_path, load_script, capsys):
@@ -55,7 +55,7 @@ def _one_piece_committed(tmp_path):
 
 
 def test_a_piece_that_would_pass_the_budget_cap_is_not_started(tmp_path, load_script, capsys):
-    from nsvqa.study import StudyConfig, over_cap, study_pieces
+    from orchestration.study import StudyConfig, over_cap, study_pieces
 
     main = load_script("run_study").main
     results, data, runs = _one_piece_committed(tmp_path)
@@ -76,7 +76,7 @@ def test_a_piece_that_would_pass_the_budget_cap_is_not_started(tmp_path, load_sc
 
 
 def test_a_piece_projected_past_the_time_left_is_not_started(tmp_path, load_script, capsys):
-    from nsvqa.study import out_of_time, study_pieces
+    from orchestration.study import out_of_time, study_pieces
 
     main = load_script("run_study").main
     results, data, runs = _one_piece_committed(tmp_path)

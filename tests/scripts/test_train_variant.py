@@ -9,7 +9,7 @@ import torch
 
 from executors.io import load_questions
 from nsvqa.training.checkpoint import load_checkpoint
-from nsvqa.experiment import ExperimentError, VariantRun, variants_to_test
+from orchestration.experiment import ExperimentError, VariantRun, variants_to_test
 from nsvqa.artifacts.predictions import read_predictions
 
 TINY = ["--profile", "tiny", "--scene-set", "det_iterations=2", "--scene-set", "attr_epochs=1",
@@ -91,7 +91,7 @@ def test_a_second_call_resumes_without_redoing_work(suite, trained, load_script)
     doc = json.loads(parsed.read_text())
     doc["provenance"]["detector"] = "0" * 64
     parsed.write_text(json.dumps(doc))
-    from nsvqa.experiment import parse_scenes
+    from orchestration.experiment import parse_scenes
 
     parse_scenes(run, suite / "hard", "test", progress=False)
     assert json.loads(parsed.read_text())["provenance"]["detector"] != "0" * 64
@@ -214,7 +214,8 @@ def test_nsvqa_chooses_its_cuts_on_the_val_parses(suite, trained):
     val parses (never on test) and its test predictions are the deterministic executor's at them."""
     from executors import load_ontology
     from nsvqa.evaluation import accuracy
-    from nsvqa.models import TUNED, ModelSpec, get
+    from nsvqa.models import TUNED, ModelSpec
+    from orchestration.models import get
     from nsvqa.models.pipeline import MIN_EXIST_CANDIDATES, MIN_PART_CANDIDATES, make_reasoner, predict
 
     run = VariantRun(trained, "mid")
@@ -353,9 +354,8 @@ def test_a_shipped_set_holds_trained_models_that_a_run_loads_instead_of_training
 def test_model_overrides_from_the_command_line():
     import argparse
 
-    import baselines  # noqa: F401
     from nsvqa.config import ConfigError
-    from nsvqa.experiment_cli import add_training_args, spec_from_args
+    from orchestration.experiment_cli import add_training_args, spec_from_args
 
     p = argparse.ArgumentParser()
     add_training_args(p)
@@ -471,7 +471,7 @@ def test_with_two_jobs_the_question_parser_trains_in_a_second_process(suite, tmp
     """``jobs=2``: the question parser trains in a spawned process (its output in
     RUN/question_parser.log) beside the scene parser; both finish, each with its seconds, and the
     process's thread count is what it was before."""
-    from nsvqa.experiment import TrainSpec, train_parsers
+    from orchestration.experiment import TrainSpec, train_parsers
 
     run = VariantRun(tmp_path, "mid")
     spec = TrainSpec(profile="tiny", scene_overrides={"det_iterations": 2, "attr_epochs": 1},

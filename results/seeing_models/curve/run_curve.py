@@ -4,9 +4,8 @@ parses) of runs/study/mid-seed2 (TrainSpec.scene_runs), image-shuffle scored. Ru
 ``PYTHONPATH=<checkout> python results/seeing_models/curve/run_curve.py MODEL EXTRA`` writes
 runs/seeing-curve/q<10+EXTRA>/mid-seed2."""
 import logging, sys, torch
-from nsvqa.experiment import TrainSpec, train_variant
-from nsvqa.study import STUDY
-import baselines  # noqa: F401  (registers the baseline models)
+from orchestration.experiment import TrainSpec, train_variant
+from orchestration.study import STUDY
 logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
 torch.set_num_threads(2)
 model, extra = sys.argv[1], int(sys.argv[2])

@@ -1,9 +1,8 @@
 """objmac at 2x the mini schedule (12,000 steps) on mid, seed 2, with the scene parser (and parses) of
 runs/study/mid-seed2 (TrainSpec.scene_runs), image-shuffle scored. Run from a frozen worktree."""
 import logging, sys, torch
-from nsvqa.experiment import TrainSpec, train_variant
-from nsvqa.study import STUDY
-import baselines  # noqa: F401  (registers the baseline models)
+from orchestration.experiment import TrainSpec, train_variant
+from orchestration.study import STUDY
 logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
 torch.set_num_threads(2)
 spec = TrainSpec(profile=STUDY.profile, scene_overrides=dict(STUDY.scene_overrides),  # the study's parsers

@@ -4,9 +4,8 @@ parser (and parses) of runs/study/mid-seed2 (TrainSpec.scene_runs), image-shuffl
 frozen worktree: ``PYTHONPATH=<checkout> python results/seeing_models/objmac-trace/run_trace.py WEIGHT``
 writes runs/seeing-trace/w<WEIGHT>/mid-seed2."""
 import logging, sys, torch
-from nsvqa.experiment import TrainSpec, train_variant
-from nsvqa.study import STUDY
-import baselines  # noqa: F401  (registers the baseline models)
+from orchestration.experiment import TrainSpec, train_variant
+from orchestration.study import STUDY
 logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
 torch.set_num_threads(2)
 weight = float(sys.argv[1])

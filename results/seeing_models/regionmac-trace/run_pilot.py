@@ -5,9 +5,8 @@ settings (results/study/study.json). ``PYTHONPATH=<checkout> python
 results/seeing_models/regionmac-trace/run_pilot.py [SEED]`` (default 0, the point-1 rerun of
 mid-seed0-modular) writes runs/seeing-regionmac/mid[-seed<SEED>]."""
 import logging, sys, torch
-from nsvqa.experiment import TrainSpec, train_variant
-from nsvqa.study import STUDY
-import baselines  # noqa: F401  (registers the baseline models)
+from orchestration.experiment import TrainSpec, train_variant
+from orchestration.study import STUDY
 logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
 torch.set_num_threads(2)
 seed = int(sys.argv[1]) if len(sys.argv) > 1 else 0

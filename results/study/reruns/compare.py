@@ -14,12 +14,11 @@ import sys
 import tempfile
 from pathlib import Path
 
-import baselines  # noqa: F401  (the registry: the report names each model's family)
 from nsvqa.fileio import write_atomic, write_json_atomic
 from nsvqa.models import ModelSpec
-from nsvqa.models import get as get_model
-from nsvqa.study.plan import canonical
-from nsvqa.study.report import build_study_report
+from orchestration.models import get as get_model
+from orchestration.study.plan import canonical
+from orchestration.study.report import build_study_report
 
 HERE = Path(__file__).resolve().parent
 STUDY = HERE.parent

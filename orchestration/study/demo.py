@@ -25,9 +25,9 @@ from nsvqa.evaluation.accuracies import accuracy, wilson_interval
 from nsvqa.evaluation.degrade import factor_relative_degrade
 from nsvqa.evaluation.report import md_table
 from nsvqa.models import ModelSpec
-from nsvqa.models import get as get_model
-from nsvqa.study.plan import PART_GROUP
-from nsvqa.study.publish import splice
+from orchestration.models import get as get_model
+from orchestration.study.plan import PART_GROUP
+from orchestration.study.publish import splice
 
 
 def _committed(results: Path, train: str, seed: int = 0) -> dict[tuple[str, str], Path]:

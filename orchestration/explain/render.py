@@ -1,4 +1,4 @@
-"""Rendering an explanation (the dict of :func:`nsvqa.explain.trace.explain`): its answers and
+"""Rendering an explanation (the dict of :func:`orchestration.explain.trace.explain`): its answers and
 program steps as text lines, a PNG (matplotlib, Agg: the image with the parsed objects outlined,
 the question, the answers and one row per program step), a self-contained HTML page embedding that
 PNG, and the default paths of both files.
@@ -18,7 +18,7 @@ import numpy as np
 from PIL import Image
 
 from nsvqa.evaluation.report import pyplot
-from nsvqa.explain.trace import _ATTR_ORDER, TOP
+from orchestration.explain.trace import ATTR_ORDER, TOP
 from nsvqa.fileio import write_atomic
 from nsvqa.generation.annotations import rle_to_mask
 
@@ -264,7 +264,7 @@ def _object_line(o: Mapping[str, Any]) -> str:
     """``"#0 e=0.99: large 0.99 | red 0.60 / blue 0.40 | metal 0.99 | suv 0.93"`` (a plain texture
     is left out)."""
     cells = []
-    for a in _ATTR_ORDER:
+    for a in ATTR_ORDER:
         at = o["attributes"].get(a)
         if at is None or (a == "texture" and at["value"] == "none" and not at["alternatives"]):
             continue

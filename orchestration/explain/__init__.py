@@ -1,7 +1,7 @@
 """Seeing why an answer came out: one question of a variant run, step by step.
 
 :func:`explain` gathers, for one question of one test image of a variant run
-(:class:`nsvqa.experiment.VariantRun`):
+(:class:`orchestration.experiment.VariantRun`):
 
 * the parsed objects (and parts) of the image with their most likely attributes and probabilities;
 * the question, its ground-truth answer and the program (the question parser's from
@@ -17,9 +17,9 @@ the same text in one self-contained page; ``scripts/explain.py`` is the command 
 """
 from __future__ import annotations
 
-from nsvqa.explain.render import (answer_lines, default_paths, draw_explanation, render_html, render_png,
+from orchestration.explain.render import (answer_lines, default_paths, draw_explanation, render_html, render_png,
                                   step_line)
-from nsvqa.explain.trace import MODELS, TOP, ExplainError, explain  # noqa: F401 (TOP: an attribute, not in __all__)
+from orchestration.explain.trace import MODELS, TOP, ExplainError, explain  # noqa: F401 (TOP: an attribute, not in __all__)
 
 __all__ = ["MODELS", "ExplainError", "explain", "draw_explanation", "render_png", "render_html", "default_paths",
            "answer_lines", "step_line"]

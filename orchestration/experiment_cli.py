@@ -1,26 +1,27 @@
-"""The command line of :mod:`nsvqa.experiment`: the arguments of :func:`~nsvqa.experiment.train_variant`
+"""The command line of :mod:`orchestration.experiment`: the arguments of :func:`~orchestration.experiment.train_variant`
 that ``scripts/train_variant.py`` and ``scripts/run_factor.py`` share (:func:`add_training_args`),
-read back into model labels and a :class:`~nsvqa.experiment.TrainSpec` (:func:`spec_from_args`:
+read back into model labels and a :class:`~orchestration.experiment.TrainSpec` (:func:`spec_from_args`:
 ``--scene-set`` / ``--question-set`` / ``--model-set`` parsed with the config fields' types).
 """
 from __future__ import annotations
 
 import argparse
 
-from nsvqa import models as registry
 from nsvqa.artifacts.likelihoods import PARSE_MIN_SCORE
 from nsvqa.config import parse_overrides
-from nsvqa.experiment import DEFAULT_MODELS, TrainSpec
+from nsvqa.models import PROFILE_NAMES
 from nsvqa.training.question_config import QuestionParserConfig
+from orchestration import models as registry
+from orchestration.experiment import DEFAULT_MODELS, TrainSpec
 
 
 def add_training_args(p: argparse.ArgumentParser) -> None:
-    """The arguments of :func:`~nsvqa.experiment.train_variant` that ``train_variant.py`` and ``run_factor.py`` share
+    """The arguments of :func:`~orchestration.experiment.train_variant` that ``train_variant.py`` and ``run_factor.py`` share
     (:func:`spec_from_args` reads them back)."""
     p.add_argument("--models", default=",".join(DEFAULT_MODELS),
                    help=f"comma-separated labels; registered: {', '.join(registry.names())} "
                         f"(+gtprog: ground-truth programs, for {', '.join(n for n in registry.names() if registry.get(n).supports_gt_programs)})")
-    p.add_argument("--profile", choices=registry.PROFILE_NAMES, default="mini",
+    p.add_argument("--profile", choices=PROFILE_NAMES, default="mini",
                    help="parser and model profile; tiny is a smoke profile that does not learn, demo the smallest "
                         "that does")
     p.add_argument("--seed", type=int, nargs="+", default=[0], help="one run per seed")

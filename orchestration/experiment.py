@@ -19,14 +19,13 @@ A *variant run* is one folder per (training variant, seed) under a runs root::
         predictions/<label>__train-<variant>__test-<test variant>.jsonl
         summary.json               accuracy per (model, test variant), kept across calls
 
-The experiment drives the model registry (:mod:`nsvqa.models`) alone: each model says what it needs
-from the run (:meth:`~nsvqa.models.Model.needs`: the scene parser, the question parser), the run
-trains those once for all models, trains every model that has something of its own to train, lets
-each model that :attr:`~nsvqa.models.Model.tunes_on_val` choose its cuts on the training variant's
-val split (never on a test split), parses each test split once, and hands each model its
-:class:`~nsvqa.models.PredictInputs`. The baselines
-register when the ``baselines`` package is imported (the scripts do; this module, below it, does
-not).
+The experiment drives the model registry (:mod:`orchestration.models`) alone: each model says what
+it needs from the run (:meth:`~nsvqa.models.Model.needs`, declared on its class: the scene parser,
+the question parser, the images), the run trains those once for all models, trains every model that
+has something of its own to train, lets each model that :attr:`~nsvqa.models.Model.tunes_on_val`
+choose its cuts on the training variant's val split (never on a test split), parses each test split
+once, and hands each model its :class:`~nsvqa.models.PredictInputs`. It never tells one kind of
+model from another by its name.
 
 Every step is resumable: the parsers and models resume from their checkpoints, and a parse output
 is reused when it records the fingerprints (SHA-256) of the checkpoints and inputs it came from. A
@@ -49,7 +48,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from nsvqa import models as registry
 from nsvqa.fileio import check_writable, sha256_file, sha256_folder, temporary_folder
 from nsvqa.generation.suite import SUITE_PROFILES
 from nsvqa.generation.variants import FACTORS, get_factor, load_variant
@@ -67,6 +65,7 @@ from nsvqa.evaluation.report import failures_per_model, invalid_program_warning
 from nsvqa.pretrained import parsers_dir, shipped_models
 from nsvqa.training import RunDir
 from nsvqa.training.question_config import QuestionParserConfig
+from orchestration import models as registry
 
 #: The models :func:`train_variant` runs when none are named.
 DEFAULT_MODELS = ("nsvqa", "pnsvqa", "pnsvqa-exact")
@@ -74,7 +73,7 @@ DEFAULT_MODELS = ("nsvqa", "pnsvqa", "pnsvqa-exact")
 SMOKE_NOTE = ("note: --profile tiny is a smoke profile: it checks that every step runs end to end and does not learn "
               "(accuracies near 0 are expected). The smallest profile that learns is demo: make demo-train, about "
               "12 minutes on 2 cores, P-NSVQA 48% in domain (docs/perception.md)")
-log = logging.getLogger("nsvqa.experiment")
+log = logging.getLogger("orchestration.experiment")
 
 
 class ExperimentError(RuntimeError):
@@ -557,7 +556,6 @@ def train_variant(root: str | os.PathLike, variant: str, runs: str | os.PathLike
         raise ExperimentError(f"variant {variant!r} has only a test split: models are trained on its factor's "
                               f"other variants")
     tests = list(tests) if tests else variants_to_test(variant, factor)
-    reads_images = any(registry.get(s.name).family != "question-only" for s in specs)
     parsers = None
     if spec.pretrained:
         parsers = parsers_dir(spec.pretrained)
@@ -568,7 +566,7 @@ def train_variant(root: str | os.PathLike, variant: str, runs: str | os.PathLike
                                   f"({', '.join(sorted(shipped)) or 'none'}) or that need no training; "
                                   f"{', '.join(own)} would train")
     else:
-        check_variant_data(root, variant, ["train", "val"], images=reads_images, profile=spec.profile)
+        check_variant_data(root, variant, ["train", "val"], images=need.images, profile=spec.profile)
     scene_variant = spec.scene_variant if spec.scene_variant != variant else None
     scene_runs = Path(spec.scene_runs) if spec.scene_runs is not None else None
     if scene_runs is not None and parsers is not None:
@@ -592,7 +590,7 @@ def train_variant(root: str | os.PathLike, variant: str, runs: str | os.PathLike
     present = []
     for t in tests:
         try:
-            check_variant_data(root, t, [split], annotations=False, images=reads_images, profile=spec.profile)
+            check_variant_data(root, t, [split], annotations=False, images=need.images, profile=spec.profile)
             present.append(t)
         except ExperimentError as e:
             if not skip_missing:

@@ -1,6 +1,6 @@
-"""Running a piece of the robustness study: the floor above the plan (:mod:`nsvqa.study.plan`, pieces
+"""Running a piece of the robustness study: the floor above the plan (:mod:`orchestration.study.plan`, pieces
 and budget, data and arithmetic) that generates a piece's data, trains and tests its models through
-:mod:`nsvqa.experiment`, measures its scene parser's perception and commits its predictions and
+:mod:`orchestration.experiment`, measures its scene parser's perception and commits its predictions and
 ``piece.json`` under ``RESULTS/pieces/<piece>/``. Nothing in the package imports it."""
 from __future__ import annotations
 
@@ -18,14 +18,14 @@ import torch
 from nsvqa.artifacts.predictions import read_predictions, write_predictions
 from nsvqa.evaluation.perception import MIN_EXIST, perception
 from nsvqa.artifacts.summary import read_summary
-from nsvqa.experiment import TrainSpec, VariantRun, train_variant
+from orchestration.experiment import TrainSpec, VariantRun, train_variant
 from nsvqa.fileio import write_json_atomic
 from nsvqa.generation.suite import generate_suite
 from nsvqa.generation.variants import load_variant
-from nsvqa.study.attempts import PIECE_FORMAT, attempt_seconds, attempt_starts, close_stopped_attempts, read_ledger
-from nsvqa.study.plan import SCENE_GROUPS, Piece, PieceSetup, piece_dir, piece_setup
-from nsvqa.study.study_config import STUDY, STUDY_FILE, StudyConfig, StudyError, results_config
-from nsvqa.study.parses import export_parses
+from orchestration.study.attempts import PIECE_FORMAT, attempt_seconds, attempt_starts, close_stopped_attempts, read_ledger
+from orchestration.study.plan import Piece, PieceSetup, piece_dir, piece_setup, uses_scene_parser
+from orchestration.study.study_config import STUDY, STUDY_FILE, StudyConfig, StudyError, results_config
+from orchestration.study.parses import export_parses
 from nsvqa.training.checkpoint import CheckpointError, load_checkpoint
 from nsvqa.training.engine import native_bf16
 
@@ -111,7 +111,7 @@ def write_perception(piece: Piece, data: str | os.PathLike, runs: str | os.PathL
             here, or its run folder is gone).
     """
 
-    if piece.group not in SCENE_GROUPS:
+    if not uses_scene_parser(piece):
         return None
     setup = piece_setup(piece, data, runs, cfg)
     run = VariantRun(setup.runs, piece.variant, piece.seed)
@@ -135,7 +135,7 @@ def write_perception(piece: Piece, data: str | os.PathLike, runs: str | os.PathL
 def run_piece(piece: Piece, data: str | os.PathLike, runs: str | os.PathLike, results: str | os.PathLike,
               cfg: StudyConfig = STUDY, *, jobs: int = 2, workers: int = 2, device: str = "cpu",
               progress: bool = True, echo: Callable[[str], None] = print) -> dict[str, Any]:
-    """Generate the piece's data, train and test its models (:func:`nsvqa.experiment.train_variant`,
+    """Generate the piece's data, train and test its models (:func:`orchestration.experiment.train_variant`,
     resuming from ``runs``, with the image-shuffle test), then copy its predictions, gzipped, to
     ``RESULTS/pieces/<piece>/predictions/`` (the shuffled ones to ``shuffled/``) and write
     ``piece.json`` there (last). Returns what ``piece.json`` holds.

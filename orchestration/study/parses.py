@@ -22,12 +22,12 @@ from typing import Any
 from nsvqa.artifacts.predictions import predictions_path, read_predictions
 from nsvqa.artifacts.questions import questions_path
 from nsvqa.artifacts.scenes import scenes_path
-from nsvqa.experiment import VariantRun
+from orchestration.experiment import VariantRun
 from nsvqa.fileio import write_atomic
 from nsvqa.models import TUNED, ModelSpec, PredictInputs
-from nsvqa.models import get as get_model
-from nsvqa.study.plan import Piece, piece_dir, piece_setup
-from nsvqa.study.study_config import STUDY, StudyConfig
+from orchestration.models import get as get_model
+from orchestration.study.plan import Piece, piece_dir, piece_setup
+from orchestration.study.study_config import STUDY, StudyConfig
 
 PARSES = "parses"
 

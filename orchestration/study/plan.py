@@ -1,17 +1,19 @@
 """The robustness study's plan: its pieces, in the order they run (data and arithmetic over
-:data:`~nsvqa.study.study_config.STUDY`; running a piece is :mod:`nsvqa.study.run`, the floor
-above, its budget :mod:`nsvqa.study.cost`, and the report :mod:`nsvqa.study.report`).
+:data:`~orchestration.study.study_config.STUDY`; running a piece is :mod:`orchestration.study.run`, the floor
+above, its budget :mod:`orchestration.study.cost`, and the report :mod:`orchestration.study.report`).
+What a piece needs follows from its models, as the registry (:mod:`orchestration.models`) answers for
+them (:func:`uses_scene_parser`, :func:`trains_scene_parser`), never from the name of its group.
 
 The study trains every model on every training variant of the four domain-shift factors (and the
 systematic splits), tests each on its factor's variants, and reports accuracy matrices (the paper's
 Table 1) and Relative Degrade (Table 2). It is far too long for one process on a CPU, so it is a
 list of *pieces*: one (training variant, seed, group of models) each, run by
-:func:`nsvqa.study.run.run_piece`
-through :func:`nsvqa.experiment.train_variant`. A finished piece leaves, under ``RESULTS/pieces/<piece>/``:
+:func:`orchestration.study.run.run_piece`
+through :func:`orchestration.experiment.train_variant`. A finished piece leaves, under ``RESULTS/pieces/<piece>/``:
 
     predictions/<model>__train-<variant>__test-<variant>.jsonl.gz   every prediction, gzipped
     perception.json  the scene parser on each test variant (pieces whose models use one:
-                   :func:`nsvqa.study.run.write_perception`)
+                   :func:`orchestration.study.run.write_perception`)
     piece.json     what ran (the study config, the piece, the commit, the machine, the variant
                    whose run trained the scene parser), per-step and total seconds (a shared scene
                    parser's are its first piece's), accuracy per (model, test variant); written
@@ -20,16 +22,16 @@ through :func:`nsvqa.experiment.train_variant`. A finished piece leaves, under `
 :func:`pending_pieces` skips the pieces whose ``piece.json`` exists, so rerunning the one command
 resumes the study where the committed results stop; an interrupted piece resumes from the
 checkpoints in its run folder (outside git) when they are still there, else it starts again.
-:func:`nsvqa.study.report.build_study_report` rebuilds every table from the committed predictions alone.
+:func:`orchestration.study.report.build_study_report` rebuilds every table from the committed predictions alone.
 
-Every size and schedule of the study is in :data:`~nsvqa.study.study_config.STUDY` (one
-:class:`~nsvqa.study.study_config.StudyConfig`); nothing is in shell scripts. Variants whose data
+Every size and schedule of the study is in :data:`~orchestration.study.study_config.STUDY` (one
+:class:`~orchestration.study.study_config.StudyConfig`); nothing is in shell scripts. Variants whose data
 are the same bytes are trained once: ``co-0`` is ``mid`` and ``bal`` is ``hard`` (the catalogue's
 aliases, :attr:`StudyConfig.aliases`, checked against the catalogue by :func:`check_aliases`); the report reads ``mid``'s predictions as ``co-0``'s in the compositionality
 table, and ``hard``'s as ``bal``'s in the distribution table. Training variants whose images are
 the same bytes but whose questions differ (``rd-`` and ``rd+`` are ``mid``'s images) share the
 scene parser of the first of them in plan order (:func:`scene_source`), and a test split is parsed
-once per scene parser (:func:`nsvqa.experiment.parse_scenes`).
+once per scene parser (:func:`orchestration.experiment.parse_scenes`).
 
 The part-question extension (:attr:`StudyConfig.part_factor`: pieces of group :data:`PART_GROUP`)
 asks object and part questions about the same images, with a part-aware scene parser and a
@@ -44,15 +46,13 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from nsvqa.generation.variants import FACTORS, SCENE_KEYS, load_variant
-from nsvqa.study.study_config import STUDY, StudyConfig, StudyError
+from orchestration import models as registry
+from orchestration.study.study_config import STUDY, StudyConfig, StudyError
 
 
 #: Group of the part-question extension's pieces. Their data and runs live under ``<root>/parts/``
 #: (other questions about the same images: a dataset of its own).
 PART_GROUP = "parts"
-
-#: Groups whose models answer from a scene parser's parse (the piece's ``perception.json``).
-SCENE_GROUPS = ("modular", PART_GROUP, "seeing")
 
 
 @dataclass(frozen=True)
@@ -177,6 +177,24 @@ def piece_setup(piece: Piece, data: str | os.PathLike, runs: str | os.PathLike,
                       dict(cfg.question_overrides), scene_source(piece.variant, cfg))
 
 
+def uses_scene_parser(piece: Piece) -> bool:
+    """Whether a model of the piece answers from a scene parser's parses (what the registry says its
+    models need, :func:`orchestration.models.needs`): the piece then has a scene parser, its own or
+    an earlier piece's, and a ``perception.json``.
+
+    Raises:
+        UnknownModel: a model of the piece that is not registered (the valid names listed).
+    """
+    return registry.needs(registry.parse_specs(list(piece.models))).scene_parser
+
+
+def trains_scene_parser(piece: Piece, cfg: StudyConfig = STUDY) -> bool:
+    """Whether the piece trains a scene parser of its own: its models use one
+    (:func:`uses_scene_parser`) and it is the one of its own variant, not an earlier piece's
+    (:func:`piece_setup`'s ``scene_variant``)."""
+    return uses_scene_parser(piece) and piece_setup(piece, ".", ".", cfg).scene_variant == piece.variant
+
+
 def piece_dir(results: str | os.PathLike, piece: Piece) -> Path:
     return Path(results) / "pieces" / piece.name
 
@@ -203,5 +221,6 @@ def pending_pieces(results: str | os.PathLike, cfg: StudyConfig = STUDY, *,
     return [p for p in plan if not is_done(results, p)]
 
 
-__all__ = ["PART_GROUP", "SCENE_GROUPS", "Piece", "PieceSetup", "check_aliases", "canonical", "training_variants",
-           "variants_tested", "scene_source", "study_pieces", "piece_setup", "piece_dir", "is_done", "pending_pieces"]
+__all__ = ["PART_GROUP", "Piece", "PieceSetup", "check_aliases", "canonical", "training_variants", "variants_tested",
+           "scene_source", "study_pieces", "piece_setup", "uses_scene_parser", "trains_scene_parser", "piece_dir",
+           "is_done", "pending_pieces"]

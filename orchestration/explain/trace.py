@@ -2,7 +2,7 @@
 scene of one test image and the question's program (parsed or ground truth), runs P-NSVQA's
 probabilistic executor on the likelihoods and NS-VQA's deterministic one on the most likely scene,
 and returns per step what each computed, the parsed objects and parts, and both answers against the
-ground truth, as a JSON-able dict (:mod:`nsvqa.explain.render` draws it).
+ground truth, as a JSON-able dict (:mod:`orchestration.explain.render` draws it).
 """
 from __future__ import annotations
 
@@ -20,13 +20,14 @@ from executors.io import load_questions, normalize_answer
 from executors.scene import argmax_scene, check_image_filename
 from nsvqa.artifacts.programs import read_programs
 from nsvqa.evaluation.scene_parser import load_parsed
-from nsvqa.experiment import VariantRun
+from orchestration.experiment import VariantRun
 
 #: Probabilistic models :func:`explain` runs (name -> executor mode).
 MODELS = {"pnsvqa": "threshold", "pnsvqa-exact": "exact"}
 #: Entries shown per step in the figure.
 TOP = 4
-_ATTR_ORDER = ("size", "color", "material", "texture", "shape")
+#: The order in which an object's attributes are said ("large red metal car").
+ATTR_ORDER = ("size", "color", "material", "texture", "shape")
 _TYPE_ATTR = {t: a for a, t in VALUE_TYPES.items()}
 
 
@@ -303,7 +304,7 @@ def _objects(lik: SceneLikelihoods, rec: Mapping, keep: Sequence[int], onto) -> 
             attrs[a] = {"value": onto.spoken_value(a, vals[order[0]]), "p": float(p[order[0]]),
                         "alternatives": [[onto.spoken_value(a, vals[k]), float(p[k])] for k in order[1:3]
                                          if p[k] >= 0.05]}
-        words = [attrs[a]["value"] for a in _ATTR_ORDER if a in attrs and not (a == "texture" and
+        words = [attrs[a]["value"] for a in ATTR_ORDER if a in attrs and not (a == "texture" and
                                                                                 attrs[a]["value"] == "none")]
         e = float(lik.exist[i])
         det = dets[i] if i < len(dets) else {}

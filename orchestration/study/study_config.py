@@ -2,7 +2,7 @@
 the code), :data:`STUDY` (the study as shipped in ``results/study``), the results folder's record
 of it (``study.json``: :func:`results_config`) and :class:`StudyError`. Data only: it imports the
 variant catalogue (the aliases' default) and the suite's sizes, nothing of training, evaluation or
-models. The plan built from it is :mod:`nsvqa.study.plan`.
+models. The plan built from it is :mod:`orchestration.study.plan`.
 """
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ class StudyConfig:
             parser's object box AP50 was 0.96 after 45% of its 1,300 iterations).
             The fields other than :data:`SCENE_SCHEDULE` say which parser object questions get, and
             a run at another profile takes those alone (:meth:`object_scene_parser`).
-        question_overrides, model_overrides: as :class:`nsvqa.experiment.TrainSpec`'s. The question
+        question_overrides, model_overrides: as :class:`orchestration.experiment.TrainSpec`'s. The question
             parser stops at 1,600 steps: on object questions alone it parsed 99.5% of mid's val
             questions exactly there (96.5% at 800), where the mini profile's schedule
             (``QuestionParserConfig.steps``, its one home) is sized for object and part questions.
@@ -63,7 +63,7 @@ class StudyConfig:
         default_only: models run on the default variant only (the simple baselines of Fig. 3).
         aliases: variant -> the variant whose data are the same bytes (its runs are reused); the
             default is the catalogue's (:func:`nsvqa.generation.variants.aliases`); a config that
-            gives its own is checked by :func:`nsvqa.study.plan.check_aliases`.
+            gives its own is checked by :func:`orchestration.study.plan.check_aliases`.
         share_scene_parsers: a training variant with the images of one earlier in the plan uses
             that one's scene parser (:func:`scene_source`) instead of training the same parser on
             the same images again. Pieces that ran before this field existed (``mid-seed0-modular``)

@@ -1,6 +1,6 @@
 """The robustness study's compute: the hours its committed pieces took (every attempt of each
 ``piece.json``, and the redundancy scale check's record) and a projection of each pending piece
-in plan order against :attr:`~nsvqa.study.study_config.StudyConfig.budget_hours`, from the medians
+in plan order against :attr:`~orchestration.study.study_config.StudyConfig.budget_hours`, from the medians
 of the committed pieces' steps; whether a piece fits the cap or a session's time left; the table
 ``run_study.py --budget`` prints. Data and arithmetic over the plan and the records.
 """
@@ -13,15 +13,16 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from nsvqa.generation.variants import FACTORS
-from nsvqa.study.attempts import stopped_in_training
-from nsvqa.study.plan import PART_GROUP, SCENE_GROUPS, Piece, piece_dir, piece_setup, study_pieces
-from nsvqa.study.scale_record import SCALE_BUDGET_GROUP, read_scale_record, scale_record_path, scale_seconds
-from nsvqa.study.study_config import STUDY, StudyConfig, StudyError
+from orchestration.study.attempts import stopped_in_training
+from orchestration.study.plan import (PART_GROUP, Piece, piece_dir, study_pieces, trains_scene_parser,
+                                     uses_scene_parser)
+from orchestration.study.scale_record import SCALE_BUDGET_GROUP, read_scale_record, scale_record_path, scale_seconds
+from orchestration.study.study_config import STUDY, StudyConfig, StudyError
 
 
 #: Groups never run yet are projected with the steps of the group named here (the part extension
 #: trains a larger parser: its projection is a lower bound).
-_BUDGET_ANALOG = {PART_GROUP: "modular", "seeing": "modular"}
+BUDGET_ANALOG = {PART_GROUP: "modular", "seeing": "modular"}
 
 
 _PARSER_STEPS = ("scene_parser", "question_parser")
@@ -52,19 +53,13 @@ def _parser_phase(steps: Mapping[str, float]) -> float:
     return min(sum(own), max(float(steps["total"]) - rest, *own))
 
 
-def _own_parser(piece: Piece, cfg: StudyConfig) -> bool:
-    """Whether ``piece`` trains a scene parser of its own (one that serves it and was not an
-    earlier piece's: :func:`piece_setup`'s ``scene_variant``)."""
-    return piece.group in SCENE_GROUPS and piece_setup(piece, ".", ".", cfg).scene_variant == piece.variant
-
-
 def _expected_steps(piece: Piece, cfg: StudyConfig, measured: Sequence[str]) -> list[str]:
     """The steps ``piece`` will run, as :func:`_step_kind` names them: the ``model_`` and ``tune_``
     steps of its models among those ``measured`` (executors train nothing), its parsers, a test per
     test variant."""
-    own = _own_parser(piece, cfg)
+    own = trains_scene_parser(piece, cfg)
     keys = [k for k in measured if k.split("_", 1)[0] in ("model", "tune") and k.split("_", 1)[1] in piece.models]
-    if piece.group in SCENE_GROUPS:
+    if uses_scene_parser(piece):
         keys.append(_step_kind("parsers", own))
     return keys + [_step_kind("test_", own)] * len(piece.tests)
 
@@ -96,7 +91,7 @@ def budget(results: str | os.PathLike, cfg: StudyConfig = STUDY) -> dict[str, An
     one are read for the steps. Data
     generation is not counted. A parser or test step no committed piece of the group has run
     counts 0 and is named under ``unmeasured``; a group never run borrows the steps of its analog
-    (:data:`_BUDGET_ANALOG`), named under ``basis``, and its projection is a lower bound.
+    (:data:`BUDGET_ANALOG`), named under ``basis``, and its projection is a lower bound.
 
     Raises:
         StudyError: a committed ``piece.json`` without a readable ``seconds.total``, or a
@@ -123,7 +118,7 @@ def budget(results: str | os.PathLike, cfg: StudyConfig = STUDY) -> dict[str, An
         attempts = attempts[lost[-1] + 1:] if lost else attempts  # its run folder gone: the next call began anew
         if rec.get("note") or any(stopped_in_training(a) for a in attempts):
             continue  # a stopped attempt's steps are not known, and the step the next one resumed is partial
-        own = piece.group in SCENE_GROUPS and rec.get("scene_parser_of", piece.variant) == piece.variant
+        own = uses_scene_parser(piece) and rec.get("scene_parser_of", piece.variant) == piece.variant
         totals: dict[str, float] = {}  # step -> seconds over every attempt
         for attempt in attempts:
             steps = attempt.get("steps", {})
@@ -145,7 +140,7 @@ def budget(results: str | os.PathLike, cfg: StudyConfig = STUDY) -> dict[str, An
     for piece in plan:
         if piece.name in done:
             continue
-        basis = piece.group if piece.group in medians else _BUDGET_ANALOG.get(piece.group)
+        basis = piece.group if piece.group in medians else BUDGET_ANALOG.get(piece.group)
         steps = medians.get(basis, {}) if basis else {}
         keys = _expected_steps(piece, cfg, list(steps))
         seconds = sum(steps.get(k, 0.0) for k in keys) if steps else None

@@ -3,7 +3,7 @@
 A scene parser trained on this project's renders meets the official release's Blender renders
 (imported by :func:`nsvqa.generation.official.import_release`) in :func:`transfer_report`:
 
-1. :func:`nsvqa.experiment.train_variant` with the trained parsers (``pretrained:<name>`` or a
+1. :func:`orchestration.experiment.train_variant` with the trained parsers (``pretrained:<name>`` or a
    folder with ``scene_parser/`` and ``question_parser/``) parses the split's images and questions
    and runs each model of ``models`` (parsed programs, and ground-truth ones for ``+gtprog``);
 2. :func:`nsvqa.evaluation.scene_parser.evaluate_parsed` scores the parse: detection recall and
@@ -29,7 +29,7 @@ from nsvqa.artifacts.predictions import read_predictions
 from nsvqa.evaluation.question_parser import read_question_items, score_parses
 from nsvqa.evaluation.report import pct
 from nsvqa.evaluation.scene_parser import evaluate_parsed
-from nsvqa.experiment import TrainSpec, VariantRun, train_variant
+from orchestration.experiment import TrainSpec, VariantRun, train_variant
 from nsvqa.pretrained import parsers_dir
 
 #: The models a transfer report runs: the modular ones, which take the parsers as they are.

@@ -2,7 +2,7 @@
 SLURM cluster (``slurm``), through submitit (the ``cluster`` extra: ``pip install ".[cluster]"``,
 imported only by :func:`launch` and the job wrapper). The sequential launcher (one piece after
 another in the calling process) stays in ``scripts/run_study.py``; this module is the floor above
-:mod:`nsvqa.study.run` (docs/cluster.md; why it is built this way: docs/decisions.md, 2026-12-05).
+:mod:`orchestration.study.run` (docs/cluster.md; why it is built this way: docs/decisions.md, 2026-12-05).
 
 A launch is a list of :class:`Job` (:func:`plan_jobs`), each a call of ``scripts/run_study.py``
 from one code tree (a frozen git worktree of HEAD, :func:`frozen_tree`) with absolute data, runs and
@@ -12,7 +12,7 @@ results folders, so that every job writes where the submitting checkout reads:
                           them; a variant whose splits are complete gets no job)
     parsers-<piece>       (``nodes * gpus_per_node`` > 1) train the piece's parsers data-parallel,
                           one process per GPU, into its run folder
-    <piece>               run the piece (:func:`nsvqa.study.run.run_piece`; it resumes from its run
+    <piece>               run the piece (:func:`orchestration.study.run.run_piece`; it resumes from its run
                           folder's checkpoints and finds its data and parsers there)
 
 and its dependencies, read from the plan:
@@ -21,7 +21,7 @@ and its dependencies, read from the plan:
     - the jobs of one run folder ``RUNS/<variant>[-seed<N>]`` (its groups read, merge and rewrite
       the same ``summary.json``) run one after another in plan order (``afterany``: a failed piece
       frees the folder);
-    - the pieces that use one scene parser (:func:`nsvqa.study.plan.scene_source`) wait for the
+    - the pieces that use one scene parser (:func:`orchestration.study.plan.scene_source`) wait for the
       first of them in plan order, the one that trains it (``afterok``).
 """
 from __future__ import annotations
@@ -44,10 +44,10 @@ from nsvqa.fileio import write_json_atomic
 from nsvqa.generation.dataset import PROFILES, is_complete, job_for
 from nsvqa.generation.suite import generate_suite
 from nsvqa.generation.variants import load_variant
-from nsvqa.models import needs as model_needs, parse_specs
-from nsvqa.study.cost import budget
-from nsvqa.study.plan import PART_GROUP, SCENE_GROUPS, Piece, piece_setup, study_pieces
-from nsvqa.study.study_config import STUDY, STUDY_FILE, StudyConfig, StudyError, results_config
+from orchestration.models import needs as model_needs, parse_specs
+from orchestration.study.cost import BUDGET_ANALOG, budget
+from orchestration.study.plan import Piece, piece_setup, study_pieces, trains_scene_parser, uses_scene_parser
+from orchestration.study.study_config import STUDY, STUDY_FILE, StudyConfig, StudyError, results_config
 
 #: The launchers ``run_study.py --launcher`` offers; ``sequential`` runs in the calling process.
 LAUNCHERS = ("sequential", "local", "slurm")
@@ -142,14 +142,14 @@ def run_folder(piece: Piece, runs: str | os.PathLike, cfg: StudyConfig = STUDY) 
 
 
 def _run_path(runs: Path, variant: str, seed: int) -> Path:
-    """``RUNS/<variant>[-seed<N>]``, as :attr:`nsvqa.experiment.VariantRun.path` lays it out."""
+    """``RUNS/<variant>[-seed<N>]``, as :attr:`orchestration.experiment.VariantRun.path` lays it out."""
     return Path(runs) / (variant if seed == 0 else f"{variant}-seed{seed}")
 
 
 def scene_parser_folder(piece: Piece, runs: str | os.PathLike, cfg: StudyConfig = STUDY) -> Path | None:
     """The run folder holding the scene parser the piece uses (its own or its scene variant's,
-    :func:`nsvqa.study.plan.scene_source`), None for a piece whose models use none."""
-    if piece.group not in SCENE_GROUPS:
+    :func:`orchestration.study.plan.scene_source`), None for a piece whose models use none."""
+    if not uses_scene_parser(piece):
         return None
     setup = piece_setup(piece, ".", runs, cfg)
     return _run_path(setup.runs, setup.scene_variant, piece.seed)
@@ -160,7 +160,7 @@ def data_needs(pieces: Sequence[Piece], data: str | os.PathLike,
     """The data the pieces read, by variant folder relative to ``data`` (``mid``, ``parts/mid``):
     ``{"root", "variant", "questions", "splits"}`` each: the train, val and test splits of a piece's
     own variant and of its scene parser's, the test split of each test variant (what
-    :func:`nsvqa.study.run.generate_piece_data` generates or finds)."""
+    :func:`orchestration.study.run.generate_piece_data` generates or finds)."""
     out: dict[str, dict[str, Any]] = {}
     for piece in pieces:
         setup = piece_setup(piece, data, ".", cfg)
@@ -207,7 +207,7 @@ def plan_jobs(todo: Sequence[Piece], data: str | os.PathLike, runs: str | os.Pat
     module's docstring), in an order where each job comes after those it waits for.
 
     Args:
-        projected: piece name -> its projected minutes (default: :func:`nsvqa.study.cost.budget`'s).
+        projected: piece name -> its projected minutes (default: :func:`orchestration.study.cost.budget`'s).
     """
     if projected is None:
         projected = {p["piece"]: p["minutes"] for p in budget(results, cfg)["pending"]}
@@ -248,7 +248,7 @@ def plan_jobs(todo: Sequence[Piece], data: str | os.PathLike, runs: str | os.Pat
             else:
                 scene_trainer[scene] = piece.name
         minutes = projected.get(piece.name)
-        if world > 1 and piece.group in SCENE_GROUPS and any(_piece_parsers(piece, cfg)):
+        if world > 1 and uses_scene_parser(piece) and any(_piece_parsers(piece, cfg)):
             pname = f"parsers-{piece.name}"
             jobs.append(Job(pname, "parsers", (*common, "--only", piece.name, "--parsers-of", piece.name,
                                                "--device", opts.device),
@@ -284,9 +284,9 @@ def generate_data(key: str, pieces: Sequence[Piece], data: str | os.PathLike, cf
 
 def piece_spec(piece: Piece, data: str | os.PathLike, runs: str | os.PathLike, cfg: StudyConfig = STUDY, *,
                jobs: int = 2, device: str = "cpu", progress: bool = True) -> Any:
-    """The :class:`~nsvqa.experiment.TrainSpec` :func:`nsvqa.study.run.run_piece` trains the piece
+    """The :class:`~orchestration.experiment.TrainSpec` :func:`orchestration.study.run.run_piece` trains the piece
     with (the parsers job must resolve the same parser configs, or the piece's resume refuses them)."""
-    from nsvqa.experiment import TrainSpec  # heavy: loads torch; a job's wrapper unpickles this module without it
+    from orchestration.experiment import TrainSpec  # heavy: loads torch; a job's wrapper unpickles this module without it
 
     setup = piece_setup(piece, data, runs, cfg)
     return TrainSpec(profile=cfg.profile, scene_overrides=setup.scene_overrides,
@@ -302,7 +302,7 @@ def train_piece_parsers(piece: Piece, data: str | os.PathLike, runs: str | os.Pa
     question parser into its run folder, one after the other; under ``WORLD_SIZE`` > 1 (set by the
     job from submitit's task environment) every process calls this and they train data-parallel
     (:mod:`nsvqa.training.distributed`; rank 0 writes). Returns seconds per parser."""
-    from nsvqa.experiment import VariantRun, train_parsers  # heavy: loads torch, only in a parsers job
+    from orchestration.experiment import VariantRun, train_parsers  # heavy: loads torch, only in a parsers job
 
     scene, question = _piece_parsers(piece, cfg)
     setup = piece_setup(piece, data, runs, cfg)
@@ -600,7 +600,7 @@ def launch(todo: Sequence[Piece], data: str | os.PathLike, runs: str | os.PathLi
 def past_cap(todo: Sequence[Piece], results: str | os.PathLike, cfg: StudyConfig) -> str | None:
     """Why launching ``todo`` would take the study past :attr:`StudyConfig.budget_hours` (None when
     it would not): the committed pieces reach the cap, or one of ``todo`` is projected past it
-    (:func:`nsvqa.study.cost.budget`, the pending pieces in plan order)."""
+    (:func:`orchestration.study.cost.budget`, the pending pieces in plan order)."""
     b = budget(results, cfg)
     beyond = [p["piece"] for p in b["pending"] if p["within_cap"] is False and p["piece"] in {t.name for t in todo}]
     if b["spent_hours"] >= cfg.budget_hours:
@@ -611,7 +611,7 @@ def past_cap(todo: Sequence[Piece], results: str | os.PathLike, cfg: StudyConfig
 
 
 # ---------------------------------------------------------------------------- a study at another scale
-#: The step kinds of :func:`nsvqa.study.cost.budget` and the work each scales with.
+#: The step kinds of :func:`orchestration.study.cost.budget` and the work each scales with.
 _SCALES = {"parsers": "scene", "parsers (shared scene parser)": "question", "test": "test",
            "test (own parser)": "test"}
 
@@ -620,7 +620,7 @@ def scaled_estimate(measured: str | os.PathLike, measured_cfg: StudyConfig, targ
                     gpu_speedup: float) -> dict[str, Any]:
     """An estimate (not a measurement) of the compute of ``target``'s plan from the steps the
     pieces committed under ``measured`` took (run under ``measured_cfg``): each target piece's
-    steps are the medians :func:`nsvqa.study.cost.budget` projects pending pieces from (its
+    steps are the medians :func:`orchestration.study.cost.budget` projects pending pieces from (its
     group's, or its analog's), each times the work ratio of its step kind:
 
         own scene parser (``parsers``)     detector iterations x batch x pixels
@@ -646,18 +646,17 @@ def scaled_estimate(measured: str | os.PathLike, measured_cfg: StudyConfig, targ
     a, b = work(measured_cfg), work(target)
     ratio = {k: b[k] / a[k] for k in a}
     medians = budget(measured, measured_cfg)["step_minutes"]
-    analog = {PART_GROUP: "modular", "seeing": "modular"}
     rows, total = [], 0.0
     for piece in study_pieces(target):
-        steps = medians.get(piece.group) or medians.get(analog.get(piece.group, ""), {})
-        own = piece.group in SCENE_GROUPS and piece_setup(piece, ".", ".", target).scene_variant == piece.variant
+        steps = medians.get(piece.group) or medians.get(BUDGET_ANALOG.get(piece.group, ""), {})
+        own = trains_scene_parser(piece, target)
         minutes = 0.0
         for key, m in steps.items():
             kind = key if key in _SCALES else key.split("_", 1)[0]
             if kind in ("model", "tune") and key.split("_", 1)[1] not in piece.models:
                 continue
             if kind in ("parsers", "parsers (shared scene parser)"):
-                if piece.group not in SCENE_GROUPS or (kind == "parsers") != own:
+                if not uses_scene_parser(piece) or (kind == "parsers") != own:
                     continue
             if kind.startswith("test") and (kind == "test (own parser)") != own:
                 continue

@@ -26,8 +26,8 @@ from nsvqa.evaluation.comparison import paired_comparison, rd_bootstrap
 from nsvqa.evaluation.resampling import N_BOOT, bound_precision, percentile_interval, widen
 from nsvqa.evaluation.degrade import factor_layout, factor_relative_degrade
 from nsvqa.models import ModelSpec
-from nsvqa.models import get as get_model
-from nsvqa.study.scale_record import SCALE_FACTOR, SCALE_RESULTS, parse_scale_label, scale_label
+from orchestration.models import get as get_model
+from orchestration.study.scale_record import SCALE_FACTOR, SCALE_RESULTS, parse_scale_label, scale_label
 
 #: The paper's figures the findings test, with where each is printed (one cited table).
 PAPER_FILE = Path(__file__).resolve().parents[2] / "data" / "paper" / "super_clevr.json"

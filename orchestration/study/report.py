@@ -22,7 +22,7 @@
     parts/heatmaps/<model>.png           its part-question matrix per model
 
 The systematic splits' and the fallback's sections (JSON, Markdown, plot) and the comparison with
-the in-domain generalization paper come from :mod:`nsvqa.study.systematic`.
+the in-domain generalization paper come from :mod:`orchestration.study.systematic`.
 
 Tables 1-2 use seed 0 of every model, as the paper does; the default variant's further seeds are
 reported apart. An alias of the study (``co-0`` is ``mid``, ``bal`` is ``hard``) reads its
@@ -46,18 +46,18 @@ from nsvqa.evaluation import (N_BOOT, ConceptSplit, accuracy, calibration, defau
                               wilson_interval)
 from nsvqa.evaluation.image_dependence import image_dependence
 from nsvqa.evaluation.perception import MIN_EXIST
-from nsvqa.evaluation.report import (plot_heatmap, pyplot, plot_reliability, tex_escape, to_latex, to_markdown,
-                                    variant_label)
+from nsvqa.evaluation.report import (pct, plot_heatmap, pyplot, plot_reliability, tex_escape, to_latex,
+                                    to_markdown, variant_label)
 from nsvqa.generation.questions.templates import load_templates
 from nsvqa.generation.variants import FACTORS, get_factor, load_variant
 from nsvqa.models import ModelSpec
-from nsvqa.models import get as get_model
-from nsvqa.study.cost import budget, budget_markdown
-from nsvqa.study.plan import PART_GROUP, canonical
-from nsvqa.study.study_config import STUDY, StudyConfig
-from nsvqa.study.findings import (decide_all, findings, findings_markdown, perception_of, scale_cells,
+from orchestration.models import get as get_model
+from orchestration.study.cost import budget, budget_markdown
+from orchestration.study.plan import PART_GROUP, canonical
+from orchestration.study.study_config import STUDY, StudyConfig
+from orchestration.study.findings import (decide_all, findings, findings_markdown, perception_of, scale_cells,
                                   shares_modular_perception)
-from nsvqa.study.systematic import (fallback_figure, fallback_markdown, fallback_section, generalization_markdown,
+from orchestration.study.systematic import (fallback_figure, fallback_markdown, fallback_section, generalization_markdown,
                                     generalization_points, systematic_markdown, systematic_section)
 
 TEXT_SUFFIXES = (".json", ".md", ".tex")
@@ -73,7 +73,7 @@ def collect(results: str | os.PathLike, *, parts: bool = False,
             ) -> tuple[dict[tuple[str, str, str, int], list[Prediction]], list[dict]]:
     """Every committed prediction, keyed (model, train, test, seed), and each piece's record
     (``piece.json`` without its study config), in piece-name order. The predictions are those of
-    the part-question extension's pieces (group :data:`~nsvqa.study.plan.PART_GROUP`) when ``parts``,
+    the part-question extension's pieces (group :data:`~orchestration.study.plan.PART_GROUP`) when ``parts``,
     of every other piece otherwise; the records are every piece's. ``done``: :func:`done_pieces`
     of ``results`` already read."""
     cells: dict[tuple[str, str, str, int], list[Prediction]] = {}
@@ -132,16 +132,12 @@ def _mean(xs) -> float | None:
     return statistics.fmean(xs) if xs else None
 
 
-def _pct(x: float | None, digits: int = 1) -> str:
-    return "—" if x is None else f"{100 * x:.{digits}f}"
-
-
 def _rd_cell(m: Mapping[str, Any], latex: bool = False) -> str:
     """An RD in % with its 95% interval when it has one (Markdown, or LaTeX with a small interval)."""
-    ci, value = m.get("rd_ci95"), _pct(m.get("rd"), 2)
+    ci, value = m.get("rd_ci95"), pct(m.get("rd"), 2)
     if ci is None:
         return value.replace("—", "--") if latex else value
-    band = f"[{_pct(ci[0], 2)}, {_pct(ci[1], 2)}]"
+    band = f"[{pct(ci[0], 2)}, {pct(ci[1], 2)}]"
     return f"{value} {{\\scriptsize {band}}}" if latex else f"{value} {band}"
 
 
@@ -195,8 +191,8 @@ def _in_domain_plot(rows: Sequence[Mapping[str, Any]]) -> bytes:
 
 
 def family(label: str) -> str:
-    """The declared family of the model a label names (:attr:`nsvqa.models.Model.family`; the
-    registry must hold it: scripts import ``baselines``)."""
+    """The declared family of the model a label names (:attr:`nsvqa.models.Model.family`, read
+    through the registry, :mod:`orchestration.models`)."""
     return get_model(ModelSpec.from_label(label).name).family
 
 
@@ -431,8 +427,8 @@ def _section(title: str, intro: str, body: Sequence[str]) -> list[str]:
 def seeds_table(report: Mapping[str, Any]) -> list[str]:
     """The default variant's in-domain accuracy per training seed, with mean ± sd (Markdown lines)."""
     return _table(["model", "per seed", "mean ± sd"],
-                  [[m, ", ".join(f"{k}: {_pct(v)}" for k, v in s["per_seed"].items()),
-                    f"{_pct(s['mean'])} ± {_pct(s['std'], 2) if s['std'] is not None else '—'}"]
+                  [[m, ", ".join(f"{k}: {pct(v)}" for k, v in s["per_seed"].items()),
+                    f"{pct(s['mean'])} ± {pct(s['std'], 2) if s['std'] is not None else '—'}"]
                    for m, s in report["seeds"].items()])
 
 
@@ -476,9 +472,9 @@ def study_markdown(report: Mapping[str, Any]) -> str:
                   f"test existed.", ""]
         lines += _table(["model", "kind", "accuracy % (95% CI)", "image margin (points)", "image dependence (points)",
                          "guessed", "ECE %", "questions"],
-                        [[r["model"], r["kind"], f"{_pct(r['accuracy'])} [{_pct(r['ci95'][0])}, {_pct(r['ci95'][1])}]",
+                        [[r["model"], r["kind"], f"{pct(r['accuracy'])} [{pct(r['ci95'][0])}, {pct(r['ci95'][1])}]",
                           "—" if r["image_margin"] is None else f"{100 * r['image_margin']:+.1f}", dependence(r),
-                          str(r["guessed"]), _pct(r["ece"], 2), str(r["n"])] for r in report["in_domain"]])
+                          str(r["guessed"]), pct(r["ece"], 2), str(r["n"])] for r in report["in_domain"]])
         lines += ["", "![in-domain accuracy](in_domain.png)", ""]
         rel = [f"[{r['model']}]({r['reliability']})" for r in report["in_domain"] if r.get("reliability")]
         if rel:
@@ -513,7 +509,7 @@ def study_markdown(report: Mapping[str, Any]) -> str:
                     continue
                 lines += [f"`{m}` (RD {_rd_cell(fac['models'][m])}; [heatmap]({f}/heatmaps/{m}.png))", ""]
                 lines += _table(["train \\ test", *fac["test_variants"]],
-                                [[t, *(_pct(x) for x in row)] for t, row in zip(fac["train_variants"],
+                                [[t, *(pct(x) for x in row)] for t, row in zip(fac["train_variants"],
                                                                                  fac["models"][m]["matrix"])])
                 lines.append("")
             lines += [f"Full evaluation (per question type, calibration, paired tests): [{f}/report.md]({f}/report.md)", ""]
@@ -525,9 +521,9 @@ def study_markdown(report: Mapping[str, Any]) -> str:
             if ma is None or mb is None or not ma.get("cells"):
                 continue
             exact_rows.append([f, f"{a} / {b}", str(ma["cells"]),
-                               f"{_pct(ma['accuracy_mean'])} / {_pct(mb['accuracy_mean'])}",
-                               f"{_pct(ma['rd'], 2)} / {_pct(mb['rd'], 2)}",
-                               f"{_pct(ma['ece_mean'], 2)} / {_pct(mb['ece_mean'], 2)}"])
+                               f"{pct(ma['accuracy_mean'])} / {pct(mb['accuracy_mean'])}",
+                               f"{pct(ma['rd'], 2)} / {pct(mb['rd'], 2)}",
+                               f"{pct(ma['ece_mean'], 2)} / {pct(mb['ece_mean'], 2)}"])
     if exact_rows:
         lines += _section("Exact inference beside the 0.7 threshold",
                           "P-NSVQA at the paper's threshold / with exact inference, per factor: mean accuracy and "
@@ -544,13 +540,13 @@ def study_markdown(report: Mapping[str, Any]) -> str:
         table2 = report["factors"].get(f, {}).get("models", {})
         lines += _table(["model", "RD part questions %", "RD object questions, same runs %", "Table 2 RD %",
                          "part questions in domain"],
-                        [[m, _pct(v["rd"], 2), _pct(obj.get(m, {}).get("rd"), 2), _pct(table2.get(m, {}).get("rd"), 2),
+                        [[m, pct(v["rd"], 2), pct(obj.get(m, {}).get("rd"), 2), pct(table2.get(m, {}).get("rd"), 2),
                           str(v["questions_in_domain"])] for m, v in parts["kinds"]["part"].items()])
         lines.append("")
         for m, v in parts["kinds"]["part"].items():
             lines += [f"`{m}`, part questions ([heatmap](parts/heatmaps/{m}.png))", ""]
             lines += _table(["train \\ test", *parts["test_variants"]],
-                            [[t, *(_pct(x) for x in row)] for t, row in zip(parts["train_variants"], v["matrix"])])
+                            [[t, *(pct(x) for x in row)] for t, row in zip(parts["train_variants"], v["matrix"])])
             lines.append("")
         lines += ["Full evaluations: [part questions](parts/part/report.md), "
                   "[object questions](parts/object/report.md)", ""]
@@ -564,9 +560,9 @@ def study_markdown(report: Mapping[str, Any]) -> str:
         for parser, tests in report["perception"].items():
             for t, m in tests.items():
                 a = m["all"]
-                rows.append([parser, t, _pct(a["recall"]), *(_pct(a[f"object.{k}"]) for k in
+                rows.append([parser, t, pct(a["recall"]), *(pct(a[f"object.{k}"]) for k in
                                                             ("shape", "color", "material", "size")),
-                             _pct(a["count_exact"]), f"{a['count_error']:+.2f}"])
+                             pct(a["count_exact"]), f"{a['count_error']:+.2f}"])
         lines += _table(["scene parser", "test", "recall %", "shape %", "color %", "material %", "size %",
                          "count exact %", "count error"], rows)
         lines.append("")
@@ -578,7 +574,7 @@ def study_markdown(report: Mapping[str, Any]) -> str:
                       "of their masks: a bicycle found with a loose mask is not matched (docs/evaluation.md, "
                       "\"Perception beside the answers\").", ""]
             lines += _table(["scene parser", "test", *cats],
-                            [[parser, t, *("—" if c not in r else f"{_pct(r[c]['recall'])} ({r[c]['objects']})"
+                            [[parser, t, *("—" if c not in r else f"{pct(r[c]['recall'])} ({r[c]['objects']})"
                                            for c in cats)] for parser, t, r in by_cat])
             lines.append("")
     if (report.get("fallback") or {}).get("tests"):
@@ -589,7 +585,7 @@ def study_markdown(report: Mapping[str, Any]) -> str:
         lines += _section("The systematic splits against the in-domain generalization paper",
                           "That paper (Schott et al., ICLR 2022) regresses generative factors (R²) rather than "
                           "answering questions; its pattern, point by point, against ours (each verdict by the rule "
-                          "in `nsvqa/study/systematic.py`: 95% intervals, \"cannot say\" with why).",
+                          "in `orchestration/study/systematic.py`: 95% intervals, \"cannot say\" with why).",
                           generalization_markdown(report["generalization"]))
     if report["seeds"]:
         lines += ["## Seeds on the default variant", "", *seeds_table(report), ""]
@@ -631,7 +627,7 @@ def study_latex(report: Mapping[str, Any]) -> str:
     out += ["\\bottomrule", "\\end{tabular}", "", "% in-domain accuracy (%) and image margin (points)",
             "\\begin{tabular}{lrr}", "\\toprule", "model & accuracy & image margin \\\\", "\\midrule"]
     for r in report["in_domain"]:
-        out.append(f"{tex_escape(r['model'])} & {_pct(r['accuracy'])} & "
+        out.append(f"{tex_escape(r['model'])} & {pct(r['accuracy'])} & "
                    + ("--" if r["image_margin"] is None else f"{100 * r['image_margin']:+.1f}") + " \\\\")
     out += ["\\bottomrule", "\\end{tabular}"]
     return "\n".join(out)

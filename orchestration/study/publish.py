@@ -1,6 +1,6 @@
 """The study's report written out, and every document that prints its numbers kept to it.
 
-:func:`write_study_report` writes the report's files (:func:`~nsvqa.study.report.build_study_report`)
+:func:`write_study_report` writes the report's files (:func:`~orchestration.study.report.build_study_report`)
 and the generated blocks of the documents that quote it: the README's results table, and the
 blocks of ``docs/study.md`` and ``results/study/README.md`` (:data:`DOC_BLOCKS`), each between
 ``<!-- generated:NAME:begin -->`` and ``<!-- generated:NAME:end -->`` lines. :func:`check_study_report`
@@ -16,10 +16,11 @@ import re
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
+from nsvqa.evaluation.report import pct
 from nsvqa.fileio import write_atomic
-from nsvqa.study.study_config import STUDY, StudyConfig
-from nsvqa.study.findings import correction_line, findings_markdown
-from nsvqa.study.report import TEXT_SUFFIXES, _pct, build_study_report, seeds_table
+from orchestration.study.study_config import STUDY, StudyConfig
+from orchestration.study.findings import correction_line, findings_markdown
+from orchestration.study.report import TEXT_SUFFIXES, build_study_report, seeds_table
 
 #: The lines between which the README holds the generated results table (:func:`readme_results`).
 README_BEGIN, README_END = "<!-- results-table:begin -->", "<!-- results-table:end -->"
@@ -63,8 +64,8 @@ def in_domain_table(report: Mapping[str, Any]) -> list[str]:
     for r in report.get("in_domain", []):
         seed = r.get("image_dependence_seed")
         seen = f" (sees through {r['perception']})" if r.get("perception") else ""
-        lines.append(f"| {r['model']}{seen} | {r['kind']} | {_points(r.get('image_margin'))} | {_pct(r['accuracy'])} "
-                     f"[{_pct(r['ci95'][0])}, {_pct(r['ci95'][1])}] | {_points(r.get('image_dependence'))}"
+        lines.append(f"| {r['model']}{seen} | {r['kind']} | {_points(r.get('image_margin'))} | {pct(r['accuracy'])} "
+                     f"[{pct(r['ci95'][0])}, {pct(r['ci95'][1])}] | {_points(r.get('image_dependence'))}"
                      f"{f' (seed {seed})' if seed else ''} |")
     return lines
 
