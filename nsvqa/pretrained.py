@@ -161,8 +161,6 @@ def pack_pretrained(run: str | os.PathLike, name: str, info: Mapping[str, Any], 
     Raises:
         PretrainedError: a model folder without ``baseline.pt`` (named), before anything is written.
     """
-    import torch  # heavy: torch, only to pack a set
-
     run = Path(run)
     folder = Path(out or pretrained_dir()) / name
     sources = {"scene_parser/detector.pt": (run / "scene_parser" / "detector.pt", "detector"),
@@ -171,13 +169,54 @@ def pack_pretrained(run: str | os.PathLike, name: str, info: Mapping[str, Any], 
                                                       "question_parser"),
                "nsvqa/tuned.json": (run / "baselines" / "nsvqa" / "tuned.json", None)}
     described = dict(info.get("models") or {})
-    for model, model_run in (models or {}).items():
+    sources |= _model_sources(models or {})
+    digests = _write_sources(folder, sources)
+    shipped = {m: described.get(m, {}) for m in (models or {})}
+    write_json_atomic(folder / MANIFEST, {"name": name, **dict(info), "models": shipped, "sha256": digests},
+                      indent=1)
+    return folder
+
+
+def add_models(name: str, models: Mapping[str, str | os.PathLike], described: Mapping[str, Any] | None = None, *,
+               out: str | os.PathLike | None = None) -> Path:
+    """Add (or replace) models in shipped set ``name``, as :func:`pack_pretrained` ships them, its
+    parsers and other models kept; the manifest's ``models`` and ``sha256`` are updated last.
+
+    Raises:
+        PretrainedError: the set has no readable manifest; a model folder without ``baseline.pt``
+            (named), before anything is written.
+    """
+    folder = Path(out or pretrained_dir()) / name
+    try:
+        manifest = json.loads((folder / MANIFEST).read_text())
+    except (OSError, ValueError) as e:
+        raise PretrainedError(f"{folder / MANIFEST}: no readable manifest to add models to ({e})") from None
+    sources = _model_sources(models)
+    digests = _write_sources(folder, sources)
+    manifest["models"] = {**manifest.get("models", {}), **{m: dict(described or {}).get(m, {}) for m in models}}
+    manifest["sha256"] = {**manifest["sha256"], **digests}
+    write_json_atomic(folder / MANIFEST, manifest, indent=1)
+    return folder
+
+
+def _model_sources(models: Mapping[str, str | os.PathLike]) -> dict[str, tuple[Path, str | None]]:
+    """The files of shipped models: ``<model>/baseline.pt`` and, when there, ``<model>/tuned.json``."""
+    sources: dict[str, tuple[Path, str | None]] = {}
+    for model, model_run in models.items():
         model_run = Path(model_run)
         if not (model_run / MODEL_CHECKPOINT).is_file():
             raise PretrainedError(f"{model_run / MODEL_CHECKPOINT}: no checkpoint of model {model!r} to ship")
         sources[f"{model}/{MODEL_CHECKPOINT}"] = (model_run / MODEL_CHECKPOINT, f"baseline_{model}")
         if (model_run / MODEL_CUTS).is_file():
             sources[f"{model}/{MODEL_CUTS}"] = (model_run / MODEL_CUTS, None)
+    return sources
+
+
+def _write_sources(folder: Path, sources: Mapping[str, tuple[Path, str | None]]) -> dict[str, str]:
+    """Each source written to ``folder/<rel>`` (a checkpoint as :func:`_shipped_payload`), atomically;
+    rel -> sha256."""
+    import torch  # heavy: torch, only to pack a set
+
     digests = {}
     for rel, (src, kind) in sources.items():
         if kind is None:
@@ -188,11 +227,8 @@ def pack_pretrained(run: str | os.PathLike, name: str, info: Mapping[str, Any], 
             data = buf.getvalue()
         write_atomic(folder / rel, data)
         digests[rel] = sha256_file(folder / rel)
-    shipped = {m: described.get(m, {}) for m in (models or {})}
-    write_json_atomic(folder / MANIFEST, {"name": name, **dict(info), "models": shipped, "sha256": digests},
-                      indent=1)
-    return folder
+    return digests
 
 
-__all__ = ["PRETRAINED_DIR", "PREFIX", "FILES", "MODEL_CHECKPOINT", "MODEL_CUTS", "PretrainedError", "shipped_models", "pretrained_dir", "available", "verified",
+__all__ = ["PRETRAINED_DIR", "PREFIX", "FILES", "MODEL_CHECKPOINT", "MODEL_CUTS", "PretrainedError", "shipped_models", "add_models", "pretrained_dir", "available", "verified",
            "read_manifest", "resolve_checkpoint", "parsers_dir", "pack_pretrained"]

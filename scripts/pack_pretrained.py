@@ -1,13 +1,19 @@
 """Pack a variant run's trained parsers as a shipped set ``pretrained/<name>/`` (nsvqa.pretrained).
 
     python scripts/pack_pretrained.py --run runs/study/mid --name mid-mini --data data/generated/study/mid \
-        --piece results/study/pieces/mid-seed0-modular/piece.json
+        --piece results/study/reruns/pieces/mid-seed0-modular/piece.json \
+        --models nscl,objmac-trace,film,lstm,random,majority,mdetr,cnn_lstm --model-run runs/front63/mid \
+        --model-piece results/study/reruns/pieces/mid-seed0-seeing/piece.json ...
 
 Writes the scene parser and question parser without training state, in float16, with NS-VQA's cuts
-(the run's ``baselines/nsvqa/tuned.json``), and a manifest: the run's configs, the study piece it
-came from, the val metrics of the float32 run and of the float16 copy on the same val split (the
-scene parser's object metrics and the executors on ground-truth programs, the question parser's
-exact programs), and the sha256 of every file. Replace a set only when the study's models change.
+(the run's ``baselines/nsvqa/tuned.json``), each model of ``--models`` from
+``baselines/<model>/`` of the run or of a ``--model-run`` (its checkpoint likewise, its cuts), and a manifest: the run's configs, the
+study piece the parsers came from, the val metrics of the float32 run and of the float16 copy on the
+same val split (the scene parser's object metrics and the executors on ground-truth programs, the
+question parser's exact programs), per model the piece that trained it (the ``piece.json`` of
+``--piece`` or ``--model-piece`` that lists it) with its test accuracy on the training variant beside
+the study's committed one and its 95% interval (``results/study/report.json``'s in-domain table),
+and the sha256 of every file. Replace a set only when the study's models change.
 """
 from __future__ import annotations
 
@@ -25,7 +31,7 @@ from nsvqa.config import HelpFormatter, parse_checked
 from nsvqa.evaluation.question_parser import read_question_items, score_parses
 from nsvqa.evaluation.scene_parser import evaluate_parsed
 from nsvqa.fileio import write_json_atomic
-from nsvqa.pretrained import pack_pretrained, pretrained_dir
+from nsvqa.pretrained import add_models, pack_pretrained, pretrained_dir
 from nsvqa.training.checkpoint import load_checkpoint
 from nsvqa.training.loading import load_question_parser, load_scene_parser, parse_split
 
@@ -36,6 +42,16 @@ def get_args_parser() -> argparse.ArgumentParser:
     p.add_argument("--name", required=True, help="the set's name (pretrained:<name>)")
     p.add_argument("--data", required=True, type=Path, help="the training variant's folder (its val split is measured)")
     p.add_argument("--piece", type=Path, default=None, help="the study piece's piece.json the run belongs to")
+    p.add_argument("--models", default="", help="comma-separated models to ship from RUN/baselines/<model>/")
+    p.add_argument("--model-run", type=Path, action="append", default=[], metavar="RUN",
+                   help="another variant run folder holding models of --models in baselines/<model>/ (repeatable; "
+                        "--run is looked in first)")
+    p.add_argument("--model-piece", type=Path, action="append", default=[], metavar="PIECE_JSON",
+                   help="the piece.json of a piece that trained models of --models (repeatable)")
+    p.add_argument("--study", type=Path, default=Path("results/study/report.json"),
+                   help="the study's committed report (each shipped model's in-domain accuracy and interval)")
+    p.add_argument("--add", action="store_true",
+                   help="add the --models to the existing set NAME (its parsers and other models kept, not measured again)")
     p.add_argument("--out", type=Path, default=None, help="folder of shipped sets (default: the repository's pretrained/)")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
     return p
@@ -57,21 +73,73 @@ def _val_metrics(scene_dir: Path, question_dir: Path, data: Path, work: Path) ->
             "question_parser": scores.summary()}
 
 
+#: the models that run on the shipped parsers alone (their accuracy recorded beside the shipped models')
+EXECUTORS = ("nsvqa", "pnsvqa", "pnsvqa-exact")
+
+
+def _model_records(models: list[str], pieces: list[Path], study: Path, variant: str) -> dict[str, dict]:
+    """Per model: the piece that trained it, its test accuracy on ``variant`` there, and the study's
+    committed in-domain accuracy with its 95% interval (``inside``: the piece's lies in it).
+
+    Raises:
+        SystemExit: a model no piece lists, or one without a test on ``variant`` (named).
+    """
+    committed = {r["model"]: r for r in json.loads(study.read_text())["in_domain"]}
+    out = {}
+    for model in models:
+        found = [(path, rec) for path in pieces for rec in [json.loads(path.read_text())]
+                 if model in rec["piece"]["models"]]
+        if not found:
+            raise SystemExit(f"pack_pretrained: --models {model}: no --model-piece lists it")
+        path, rec = found[0]
+        acc = rec["accuracy"].get(model, {}).get(variant)
+        if acc is None:
+            raise SystemExit(f"{path}, field 'accuracy': no test of {model} on {variant}")
+        ref = committed.get(model)
+        out[model] = {"piece": rec["piece"] | {"name": path.parent.name}, "commit": rec["commit"],
+                      "test_accuracy": acc["accuracy"], "n": acc["n"],
+                      "study": None if ref is None else {"accuracy": ref["accuracy"], "ci95": ref["ci95"]},
+                      "inside": None if ref is None else ref["ci95"][0] <= acc["accuracy"] <= ref["ci95"][1]}
+    return out
+
+
+def _model_dir(model: str, runs: list[Path]) -> Path:
+    """``RUN/baselines/<model>`` of the first of ``runs`` holding its checkpoint (else --run's, which
+    pack_pretrained then refuses, naming it)."""
+    return next((r / "baselines" / model for r in runs if (r / "baselines" / model / "baseline.pt").is_file()),
+                runs[0] / "baselines" / model)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_checked(get_args_parser(), argv, "out")
     if args.threads:
         torch.set_num_threads(args.threads)
     piece = json.loads(args.piece.read_text()) if args.piece else None
+    models = [m for m in args.models.split(",") if m]
+    pieces = ([args.piece] if args.piece else []) + args.model_piece
+    records = _model_records(models, pieces, args.study, args.data.name) if models else {}
+    executors = _model_records([m for m in EXECUTORS if piece and m in piece["piece"]["models"]], pieces, args.study,
+                               args.data.name)
+    if args.add:
+        folder = add_models(args.name, {m: _model_dir(m, [args.run, *args.model_run]) for m in models}, records,
+                            out=args.out)
+        for m, r in records.items():
+            print(_record_line(m, r, args.data.name))
+        print(f"{folder}: {sum(p.stat().st_size for p in folder.rglob('*') if p.is_file()) / 2**20:.1f} MB")
+        return 0
     info = {"description": "the study's default-variant parsers (object questions): scene parser and question "
-                           "parser of the run, float16 weights; NS-VQA's cuts chosen on its val split",
+                           "parser of the run, float16 weights; NS-VQA's cuts chosen on its val split"
+                           + ("; the models trained on the same variant and seed beside them" if models else ""),
             "scene_parser_config": load_checkpoint(args.run / "scene_parser" / "attributes.pt", kind="attributes")["config"],
             "question_parser_config": load_checkpoint(args.run / "question_parser" / "question_parser.pt",
                                                       kind="question_parser")["config"],
             "study_piece": None if piece is None else {"piece": piece["piece"], "commit": piece["commit"],
-                                                       "study": piece["study"]}}
+                                                       "study": piece["study"]},
+            "models": records, "executors": executors}
     with tempfile.TemporaryDirectory() as tmp:
         full = _val_metrics(args.run / "scene_parser", args.run / "question_parser", args.data, Path(tmp))
-        folder = pack_pretrained(args.run, args.name, info | {"val_float32": full}, out=args.out)
+        folder = pack_pretrained(args.run, args.name, info | {"val_float32": full}, out=args.out,
+                                 models={m: _model_dir(m, [args.run, *args.model_run]) for m in models})
         half = _val_metrics(folder / "scene_parser", folder / "question_parser", args.data, Path(tmp))
     manifest_path = folder / "manifest.json"
     manifest = json.loads(manifest_path.read_text())
@@ -82,7 +150,16 @@ def main(argv: list[str] | None = None) -> int:
           f"{full['scene_parser']['executors']['pnsvqa-exact']['all']:.4f}, float16 "
           f"{half['scene_parser']['executors']['pnsvqa-exact']['all']:.4f}; question parser exact "
           f"{half['question_parser']['exact']:.4f} (sets in {pretrained_dir() if args.out is None else args.out})")
+    for m, r in (executors | records).items():
+        print(_record_line(m, r, args.data.name))
     return 0
+
+
+def _record_line(model: str, r: dict, variant: str) -> str:
+    study = r["study"]
+    return (f"  {model}: {100 * r['test_accuracy']:.1f}% on {variant} ({r['piece']['name']}); the study "
+            + ("has none" if study is None else f"{100 * study['accuracy']:.1f} [{100 * study['ci95'][0]:.1f}, "
+               f"{100 * study['ci95'][1]:.1f}]{'' if r['inside'] else ' (outside)'}"))
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ from executors import Program
 from nsvqa.artifacts.predictions import Prediction, parse_predictions_name, read_predictions
 from nsvqa.evaluation.accuracies import accuracy, wilson_interval
 from nsvqa.evaluation.degrade import factor_relative_degrade
-from nsvqa.evaluation.report import md_table
+from nsvqa.evaluation.report import md_table, pyplot
 from nsvqa.models import ModelSpec
 from orchestration.models import get as get_model
 from orchestration.study.plan import PART_GROUP
@@ -184,8 +184,6 @@ def demo_figure(path: str | os.PathLike, report: Mapping[str, Any], comparison: 
     variant, the modular models (solid) against the others. The run folder, its data and parsed
     programs are the ones the report's predictions files name. Returns what it shows."""
     from PIL import Image  # heavy: only to draw
-
-    from nsvqa.evaluation.report import pyplot
 
     c = comparison
     test = test or c["train"]

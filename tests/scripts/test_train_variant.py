@@ -319,7 +319,7 @@ def test_a_shipped_set_holds_trained_models_that_a_run_loads_instead_of_training
                                                                                monkeypatch, load_script):
     """A set packed with models: their checkpoints in float16 without training state, listed in the
     manifest, loaded by a run on the set (nothing trained) and answering as the run that trained them."""
-    from nsvqa.pretrained import PretrainedError, pack_pretrained, read_manifest, shipped_models
+    from nsvqa.pretrained import PretrainedError, add_models, pack_pretrained, read_manifest, shipped_models
     from nsvqa.training.checkpoint import load_checkpoint
 
     monkeypatch.setenv("NSVQA_PRETRAINED_DIR", str(tmp_path / "pretrained"))
@@ -330,9 +330,10 @@ def test_a_shipped_set_holds_trained_models_that_a_run_loads_instead_of_training
     with pytest.raises(PretrainedError, match=r"film/baseline\.pt: no checkpoint of model 'film'"):
         pack_pretrained(VariantRun(trained, "mid").path, "bad", {}, models={"film": base.model_dir("film")})
     assert not (tmp_path / "pretrained" / "bad").exists()
-    folder = pack_pretrained(VariantRun(trained, "mid").path, "tiny-mid", {"models": {"lstm": {"piece": "x"}}},
-                             models={m: base.model_dir(m) for m in ("majority", "lstm")})
-    assert read_manifest("tiny-mid")["models"] == {"majority": {}, "lstm": {"piece": "x"}}
+    folder = pack_pretrained(VariantRun(trained, "mid").path, "tiny-mid", {},
+                             models={"majority": base.model_dir("majority")})
+    assert add_models("tiny-mid", {"lstm": base.model_dir("lstm")}, {"lstm": {"piece": "x"}}) == folder
+    assert read_manifest("tiny-mid")["models"] == {"majority": {}, "lstm": {"piece": "x"}}  # sha256-checked
     assert shipped_models(folder) == ("majority", "lstm")
     ck = load_checkpoint(folder / "lstm" / "baseline.pt", kind="baseline_lstm")
     assert ck["train_state"] == {} and {v.dtype for v in ck["state_dict"].values()} == {torch.float16}
