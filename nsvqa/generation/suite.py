@@ -23,7 +23,7 @@ class SuiteProfile:
     test: int
 
 
-SUITE_PROFILES = {"tiny": SuiteProfile(6, 3, 3), "demo": SuiteProfile(300, 40, 100), "mini": SuiteProfile(600, 150, 150),
+SUITE_PROFILES = {"tiny": SuiteProfile(6, 3, 3), "demo": SuiteProfile(300, 40, 60), "mini": SuiteProfile(600, 150, 150),
                   "full": SuiteProfile(20000, 5000, 5000)}  # full: the paper's split sizes
 
 

@@ -38,3 +38,23 @@ def test_a_corrupted_copy_of_the_shipped_parsers_is_refused(tmp_path, monkeypatc
     head.write_bytes(bytes(data))
     with pytest.raises(PretrainedError, match=r"attributes\.pt: sha256 differs"):
         resolve_checkpoint("pretrained:mid-mini", "scene_parser")
+
+
+def test_every_shipped_model_reproduces_the_study_within_its_interval():
+    """Each model of the shipped set (and each executor on its parsers) scored, in the piece that
+    trained it, a test accuracy on the training variant inside the committed study's 95% interval
+    of that cell (results/study/report.json, read now: a rebuilt report that moves the interval away
+    fails here until the set is packed again)."""
+    import json
+    from pathlib import Path
+
+    from nsvqa.pretrained import read_manifest
+
+    manifest = read_manifest("mid-mini")
+    report = json.loads((Path(__file__).resolve().parents[2] / "results" / "study" / "report.json").read_text())
+    committed = {r["model"]: r for r in report["in_domain"]}
+    shipped = manifest["models"] | manifest["executors"]
+    assert {"nscl", "film", "mdetr", "lstm", "cnn_lstm", "objmac-trace", "nsvqa", "pnsvqa"} <= set(shipped)
+    for model, rec in shipped.items():
+        lo, hi = committed[model]["ci95"]
+        assert lo <= rec["test_accuracy"] <= hi, (model, rec["test_accuracy"], (lo, hi), rec["piece"]["name"])
