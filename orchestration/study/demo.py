@@ -238,14 +238,14 @@ def demo_markdown(record: Mapping[str, Any]) -> list[str]:
     """The demo's table in Markdown from its record (``{"comparison": ..., "example": ...}``, the
     JSON ``run_study.py --compare REPORT --picture PNG`` writes beside the picture)."""
     c = record["comparison"]
-    head = ["model", "reads"] + [f"{t} %" for t in c["tests"]] + ["image margin", f"RD {c['factor']} % [95%]"]
+    head = ["model", "kind"] + [f"{t} %" for t in c["tests"]] + ["image margin", f"RD {c['factor']} % [95%]"]
     rows = []
     for r in c["rows"]:
         cells = [f"{_pct(v['ours'])} ({_pct(v['study'])}){' *' if v['inside'] is False else ''}"
                  for v in (r["cells"][t] for t in c["tests"])]
         ci = r["rd"]["ours_ci95"]
         rd = _pct(r["rd"]["ours"]) + (f" [{_pct(ci[0])}, {_pct(ci[1])}]" if ci else "") + f" ({_pct(r['rd']['study'])})"
-        rows.append([r["model"], "image" if r["sees"] else "question only"] + cells +
+        rows.append([r["model"], r["family"]] + cells +
                      [f"{_pct(r['margin']['ours'], sign=True)} ({_pct(r['margin']['study'], sign=True)})", rd])
     n = sorted({v["n"] for r in c["rows"] for v in r["cells"].values()})
     total = sum(v["inside"] is not None for r in c["rows"] for v in r["cells"].values())

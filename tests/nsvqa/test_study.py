@@ -707,7 +707,7 @@ def test_the_commit_a_piece_records_is_head_when_the_process_first_asked(monkeyp
 
 def test_the_in_domain_rows_carry_the_image_shuffle_tests_dependence(tmp_path):
     from nsvqa.artifacts.predictions import Prediction, write_predictions
-    from orchestration.study.publish import readme_results
+    from orchestration.study.publish import in_domain_table, readme_results
     from orchestration.study.report import build_study_report
 
     def right(k, n=8):  # k of n questions right
@@ -726,6 +726,7 @@ def test_the_in_domain_rows_carry_the_image_shuffle_tests_dependence(tmp_path):
     assert "image_dependence" not in rows["film"]  # no shuffled predictions committed: not scored
     assert (rows["lstm"]["kind"], rows["film"]["kind"], rows["nsvqa"]["kind"]) == ("question-only", "holistic",
                                                                                    "modular")
-    table = readme_results(report)
+    table = "\n".join(in_domain_table(report))
     assert "| nsvqa | modular | +50.0 | 100.0 [" in table and "| +50.0 |" in table  # image margin first
     assert "| film | holistic | +12.5 | 62.5 [" in table and table.rstrip().endswith("| +50.0 |")
+    assert "docs/study.md" in readme_results(report)  # the README points to it (its in-domain table is the demo's)
