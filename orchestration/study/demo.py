@@ -171,9 +171,17 @@ def demo_table(comparison: Mapping[str, Any]) -> str:
 def example_question(report: Mapping[str, Any], train: str, test: str) -> int:
     """The index of the first ``test`` question on which the report's models trained on ``train``
     do not all answer alike (the first question when they always agree): the picture's example."""
+    return _first_disagreement(_answers(report, train, test))
+
+
+def _answers(report: Mapping[str, Any], train: str, test: str) -> dict[str, list[str | None]]:
+    """Each model's answers to the ``test`` questions, models trained on ``train``, in model order."""
     models = sorted({c["model"] for c in report["cells"] if c["train"] == train and c["test"] == test})
-    answers = [[p.prediction for p in _run_predictions(report, m, train, test)] for m in models]
-    return next((i for i, row in enumerate(zip(*answers)) if len(set(row)) > 1), 0)
+    return {m: [p.prediction for p in _run_predictions(report, m, train, test)] for m in models}
+
+
+def _first_disagreement(answers: Mapping[str, list[str | None]]) -> int:
+    return next((i for i, row in enumerate(zip(*answers.values())) if len(set(row)) > 1), 0)
 
 
 def demo_figure(path: str | os.PathLike, report: Mapping[str, Any], comparison: Mapping[str, Any], *,
@@ -187,7 +195,8 @@ def demo_figure(path: str | os.PathLike, report: Mapping[str, Any], comparison: 
 
     c = comparison
     test = test or c["train"]
-    q = example_question(report, c["train"], test) if question is None else question
+    given = _answers(report, c["train"], test)  # each predictions file read once
+    q = _first_disagreement(given) if question is None else question
     run = _run_folder(report, c["train"], test)
     data = Path(json.loads((run / "config.json").read_text())["config"]["data"])  # as the run was given it
     if not (data / test).is_dir():
@@ -196,7 +205,7 @@ def demo_figure(path: str | os.PathLike, report: Mapping[str, Any], comparison: 
     questions = json.loads((data / test / "questions" / "test_questions.json").read_text())["questions"]
     item = questions[q]
     parsed = json.loads((run / "parsed" / test / "programs.json").read_text())["programs"][q]
-    answers = {r["model"]: _run_predictions(report, r["model"], c["train"], test)[q].prediction for r in c["rows"]}
+    answers = {r["model"]: given[r["model"]][q] for r in c["rows"]}
     plt = pyplot()
     fig = plt.figure(figsize=(15, 5))
     ax_img = fig.add_axes((0.0, 0.08, 0.3, 0.84))
