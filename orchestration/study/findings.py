@@ -98,7 +98,8 @@ def _finding(key: str, paper: str, ours: Sequence[str], intervals, side: int, de
     ``intervals`` (kept, with ``side`` and ``level``, for the correction: :func:`decide`),
     ``rests_on`` the non-modular side it is judged against, ``headline`` the part of ``ours`` a
     one-line summary shows (default: its first part), ``basis`` what the comparison rests on
-    (:func:`qualifiers` reads it: ``non_modular`` models, ``seeds``, ``programs``, ``gt_status``).
+    (:func:`qualifiers` reads it: ``non_modular`` models, ``seeds``, ``programs``, ``gt_status``;
+    ``cells``, beside ``intervals``: the [training variant, model] cells each interval rests on).
     ``qualifier`` is left empty: :func:`decide` writes it, by one rule, for every finding."""
     status = (level_verdict if level else verdict)(intervals, side)
     parts = [o for o in ours if o]
@@ -190,7 +191,8 @@ def _level_rds(report, key, paper, factor, models, figure, side, judged: "_Side 
                     f"each RD's bootstrap interval against the paper's {100 * figure:g}%",
                     missing=f"every training variant of the {factor} factor", level=True, rests_on=rests_on,
                     basis={"non_modular": _judged_models(report, factor, judged), "seeds": 1,
-                           "programs": "parsed" if parsed else None, "gt_status": gt_status})
+                           "programs": "parsed" if parsed else None, "gt_status": gt_status,
+                           "cells": [_trained_cells(report, factor, [m]) for m in models]})
 
 
 def non_modular_side(report: Mapping[str, Any], models: Sequence[str] = ("film", "mdetr"),
@@ -230,13 +232,24 @@ def shares_modular_perception(model: str) -> bool:
 
 def _rd_pairs(report: Mapping[str, Any], factor: str, pairs: Sequence[tuple[str, str]]):
     """(A − B text, interval) of the RD comparisons of ``factor`` among ``pairs``, in their order."""
+    return [(text, ci) for text, ci, _ in _rd_pairs_of(report, factor, pairs)]
+
+
+def _rd_pairs_of(report: Mapping[str, Any], factor: str, pairs: Sequence[tuple[str, str]]):
+    """:func:`_rd_pairs` with the (A, B) of each comparison made."""
     comps = {(c["a"], c["b"]): c for c in report["factors"].get(factor, {}).get("rd_comparisons", [])}
     out = []
     for a, b in pairs:
         c = comps.get((a, b))
         if c is not None:
-            out.append((f"{a} − {b} {_pct(c['diff'], True)}{_ci(c['ci95'])}", deciding(c["ci95"], c.get("precision"))))
+            out.append((f"{a} − {b} {_pct(c['diff'], True)}{_ci(c['ci95'])}", deciding(c["ci95"], c.get("precision")),
+                        (a, b)))
     return out
+
+
+def _trained_cells(report: Mapping[str, Any], factor: str, models: Sequence[str]) -> list[list[str]]:
+    """The (training variant, model) cells an RD of ``models`` on ``factor`` is trained in."""
+    return [[t, m] for m in models for t in report["factors"].get(factor, {}).get("train_variants", [])]
 
 
 def _rds(report: Mapping[str, Any], factor: str, models: Sequence[str]) -> str:
@@ -271,7 +284,8 @@ def _judged(report: Mapping[str, Any], factor: str, judged: "_Side | None") -> s
 
 def _rd_finding(report, key, paper, factor, pairs, side, models, judged: "_Side | None" = None) -> dict[str, Any]:
     rests_on = _judged(report, factor, judged)
-    got = _rd_pairs(report, factor, pairs)
+    made = _rd_pairs_of(report, factor, pairs)
+    got = [(t, ci) for t, ci, _ in made]
     parsed = any(m in GT_TWIN for pair in pairs for m in pair)
     gt_pairs = _rd_pairs(report, factor, [(GT_TWIN.get(a, a), GT_TWIN.get(b, b)) for a, b in pairs]) if parsed else []
     return _finding(key, paper, [_rds(report, factor, models), "; ".join(t for t, _ in got)],
@@ -280,7 +294,8 @@ def _rd_finding(report, key, paper, factor, pairs, side, models, judged: "_Side 
                     headline="; ".join(t for t, _ in got) or None,
                     basis={"non_modular": _judged_models(report, factor, judged), "seeds": 1,
                            "programs": "parsed" if parsed else None,
-                           "gt_status": verdict([ci for _, ci in gt_pairs], side) if gt_pairs else None})
+                           "gt_status": verdict([ci for _, ci in gt_pairs], side) if gt_pairs else None,
+                           "cells": [_trained_cells(report, factor, ab) for _, _, ab in made]})
 
 
 def findings(report: Mapping[str, Any], cells: Cells, default: str = "mid",
@@ -324,7 +339,8 @@ def findings(report: Mapping[str, Any], cells: Cells, default: str = "mid",
         "paired bootstrap (images; training seeds where a cell has several) of "
                                            "each modular − non-modular accuracy difference",
         rests_on=side, basis={"non_modular": [m for m in NON if m in dom], "seeds": seeds_of((*MODULAR, *NON)),
-                              "precision": max((c[2]["precision"] or 0 for c in comps), default=None)}))
+                              "precision": max((c[2]["precision"] or 0 for c in comps), default=None),
+                              "cells": [[[default, a], [default, b]] for a, b, _ in comps]}))
     seeds = [s for s in dom_seeds.get("pnsvqa", []) if s in dom_seeds.get("nsvqa", [])]
     per_seed = []
     for s in seeds:
@@ -542,7 +558,7 @@ def _tail_finding(cells: Cells) -> dict[str, Any]:
                         f"({tail.n}), the others {_pct(rest_k / rest_n)}{_ci(r, False)} ({rest_n}; not deciding)")
     return _finding("distribution_nscl_tail", "NSCL trained on long: the tail test far below the long test (60.6 vs 91)",
                     ours, intervals, -1, "Wilson intervals of the tail test against the long test (disjoint or not)",
-                    missing="the piece trained on long", basis={"seeds": 1})
+                    missing="the piece trained on long", basis={"seeds": 1, "cells": [[["long", "nscl"]]] * len(intervals)})
 
 
 def _systematic_finding(report: Mapping[str, Any], cells: Cells) -> dict[str, Any]:
@@ -555,12 +571,13 @@ def _systematic_finding(report: Mapping[str, Any], cells: Cells) -> dict[str, An
     from scipy.stats import ttest_ind  # heavy: scipy.stats takes seconds to import, only for this test
 
     sysr = report.get("systematic", {})
-    ours, intervals = [], []
+    ours, intervals, rest = [], [], []
     fb = (sysr.get("sys-composition", {}).get("scene parser") or {}).get("fallback") or {}
     if fb.get("wrong_colors") and fb.get("seen_with_category") is not None:
         n = fb["wrong_colors"]
         w = wilson_interval(round(fb["seen_with_category"] * n), n)
         intervals.append([w[0] - fb["uniform"], w[1] - fb["uniform"]])  # above uniform: toward training
+        rest.append([["sys-composition", "pnsvqa"]])  # the scene parser of the modular piece
         ours.append(f"sys-composition: {_pct(fb['seen_with_category'])}%{_ci(w, False)} of {n} wrong colours of "
                     f"held-out pairs are colours training showed with the category (uniform {_pct(fb['uniform'])}%)")
     # counts: a pull toward training counts is the held-out error beyond the executor's own bias, so
@@ -580,6 +597,7 @@ def _systematic_finding(report: Mapping[str, Any], cells: Cells) -> dict[str, An
         if len(ood) > 1 and len(ref) > 1 and len(set(ood) | set(ref)) > 1:
             ci = ttest_ind(ood, ref, equal_var=False).confidence_interval(0.95)
             intervals.append([-float(ci.high), -float(ci.low)])  # further short than in distribution: toward training
+            rest.append([[ex, model]] + ([] if ref is ind else [["sys-random", model]]))
             mo, mi = sum(ood) / len(ood), sum(ref) / len(ref)
             ours.append(f"{ex}, {model}: count error on held-out scenes {mo:+.2f} ({len(ood)}), on {where} "
                         f"{mi:+.2f} ({len(ref)}), the difference {mo - mi:+.2f} [{ci.low:+.2f}, {ci.high:+.2f}] "
@@ -587,7 +605,7 @@ def _systematic_finding(report: Mapping[str, Any], cells: Cells) -> dict[str, An
     return _finding("systematic", "OOD predictions regress to training frequencies (systematic splits)", ours,
                     intervals, +1, "Wilson interval of the fallback share against uniform; Welch t interval of "
                     "the count error on held-out scenes against seen ones (the executor's own bias removed)",
-                    basis={"seeds": 1},
+                    basis={"seeds": 1, "cells": rest},
                     missing="the sys-composition or sys-extrapolation piece" + (
                         " (the same question asked of the distribution factor: \"Fallback toward the training "
                         "frequencies\" below)" if (report.get("fallback") or {}).get("tests") else ""))

@@ -55,6 +55,7 @@ from orchestration.models import get as get_model
 from orchestration.study.cost import budget, budget_markdown
 from orchestration.study.plan import PART_GROUP, canonical
 from orchestration.study.study_config import STUDY, StudyConfig
+from orchestration.study.more_seeds import more_seeds, more_seeds_markdown
 from orchestration.study.findings import (decide_all, findings, findings_markdown, perception_of, scale_cells,
                                   shares_modular_perception)
 from orchestration.study.systematic import (fallback_figure, fallback_markdown, fallback_section, generalization_markdown,
@@ -336,6 +337,8 @@ def build_study_report(results: str | os.PathLike, cfg: StudyConfig = STUDY, *, 
     precision += [c.get("precision") for f in factors.values() for c in f["rd_comparisons"]]
     precision += [r["basis"].get("precision") for r in (*rows, *seeing)]
     report["findings"] = decide_all(rows, seeing, n_boot=N_BOOT, precision=max((x for x in precision if x is not None), default=None))
+    k = max((r.get("correction", {}).get("k", 1) for r in report["findings"]), default=1)
+    report["more_seeds"] = more_seeds(rows, seeing, report["pieces"], k)
     report["generalization"] = generalization_points(report, cells)
     files["report.json"] = (json.dumps(report, indent=1) + "\n").encode()
     files["report.md"] = (study_markdown(report) + "\n").encode()
@@ -589,6 +592,15 @@ def study_markdown(report: Mapping[str, Any]) -> str:
                           generalization_markdown(report["generalization"]))
     if report["seeds"]:
         lines += ["## Seeds on the default variant", "", *seeds_table(report), ""]
+    if report.get("more_seeds"):
+        ms = report["more_seeds"]
+        lines += _section("Findings more training seeds would decide",
+                          f"Listed by one rule (`orchestration/study/more_seeds.py`): a finding that rests on one "
+                          f"training seed with a deciding interval whose bound lies within "
+                          f"{100 * ms['near_zero']:g} points of 0, or that holds at 95% but not after the "
+                          f"correction. Each interval's pieces run again at seeds "
+                          f"{', '.join(map(str, ms['seeds']))}, the pieces most intervals rest on first.",
+                          more_seeds_markdown(ms))
     if report.get("budget"):
         lines += ["## Budget", "", "Hours of 2-core compute the committed pieces took (every attempt), and the "
                   "redundancy scale check (its runs and its `other_seconds`), by part of the study, against the "
