@@ -98,6 +98,7 @@ def budget(results: str | os.PathLike, cfg: StudyConfig = STUDY) -> dict[str, An
             ``scale.json`` :func:`scale_seconds` cannot count (the file named).
     """
     plan = study_pieces(cfg)
+    promoted = {name: rec["old_seconds"] for name, rec in read_promoted(results).get("pieces", {}).items()}
     spent, done, seen = 0.0, set(), {}
     by_group: dict[str, float] = {}
     for piece in plan:
@@ -110,9 +111,11 @@ def budget(results: str | os.PathLike, cfg: StudyConfig = STUDY) -> dict[str, An
         except (ValueError, KeyError, TypeError) as e:
             raise StudyError(f"{path}: no readable field seconds.total ({type(e).__name__}: {e})") from e
         done.add(piece.name)
-        spent += total
+        # a promoted rerun's own hours count under the reruns; the study spent the piece it replaced
+        study_total = promoted.get(piece.name, total)
+        spent += study_total
         group = budget_group(piece)
-        by_group[group] = by_group.get(group, 0.0) + total
+        by_group[group] = by_group.get(group, 0.0) + study_total
         attempts = rec["seconds"].get("attempts", [])
         lost = [i for i, a in enumerate(attempts) if a.get("lost")]
         attempts = attempts[lost[-1] + 1:] if lost else attempts  # its run folder gone: the next call began anew
@@ -161,20 +164,46 @@ def budget(results: str | os.PathLike, cfg: StudyConfig = STUDY) -> dict[str, An
     return out
 
 
-#: The staged reruns (issue 64) under ``RESULTS/reruns/pieces/``, and the compute the issue allows
+#: The reruns (issue 64): staged under ``RESULTS/reruns/pieces/``, then promoted into
+#: ``RESULTS/pieces/`` (listed in ``RESULTS/reruns/promoted.json``), and the compute the issue allows
 #: them, apart from the study's cap.
 RERUNS, RERUN_CAP_HOURS = "reruns", 24.0
+PROMOTED = "promoted.json"
+
+
+def read_promoted(results: str | os.PathLike) -> dict[str, Any]:
+    """``RESULTS/reruns/promoted.json``: the reruns that replaced their namesakes under
+    ``RESULTS/pieces/`` (``{"commit": the last commit holding the replaced pieces, "pieces": {piece:
+    {"old_seconds": the replaced piece's seconds.total}}}``); empty when none was promoted.
+
+    Raises:
+        StudyError: a record that does not read so (the file named).
+    """
+    path = Path(results, RERUNS, PROMOTED)
+    if not path.is_file():
+        return {}
+    try:
+        rec = json.loads(path.read_text())
+        for name, p in rec["pieces"].items():
+            float(p["old_seconds"])
+    except (ValueError, KeyError, TypeError, AttributeError) as e:
+        raise StudyError(f"{path}: not a record of promoted reruns, pieces.<piece>.old_seconds "
+                         f"({type(e).__name__}: {e})") from e
+    return rec
 
 
 def rerun_hours(results: str | os.PathLike) -> dict[str, Any]:
-    """The hours each staged rerun piece took (its ``piece.json`` total), against
-    :data:`RERUN_CAP_HOURS`: ``{"cap_hours", "spent_hours", "pieces": {piece: hours}}``.
+    """The hours each rerun piece took (its ``piece.json`` total: staged, or promoted into
+    ``RESULTS/pieces/``), against :data:`RERUN_CAP_HOURS`: ``{"cap_hours", "spent_hours",
+    "pieces": {piece: hours}}``.
 
     Raises:
-        StudyError: a staged ``piece.json`` without a readable ``seconds.total`` (named).
+        StudyError: a rerun's ``piece.json`` without a readable ``seconds.total`` (named).
     """
     pieces = {}
-    for path in sorted(Path(results, RERUNS, "pieces").glob("*/piece.json")):
+    paths = [*(Path(results, "pieces", name, "piece.json") for name in read_promoted(results).get("pieces", {})),
+             *Path(results, RERUNS, "pieces").glob("*/piece.json")]
+    for path in sorted(paths, key=lambda p: p.parent.name):
         try:
             pieces[path.parent.name] = round(float(json.loads(path.read_text())["seconds"]["total"]) / 3600, 2)
         except (ValueError, KeyError, TypeError) as e:
@@ -226,7 +255,8 @@ def budget_markdown(b: Mapping[str, Any]) -> str:
         lines += [f"| **total** | **{b['spent_hours']:.1f}** of {b['cap_hours']:g} |", ""]
     if b.get("reruns"):
         r = b["reruns"]
-        lines += [f"Reruns (issue 64; staged under `{RERUNS}/` until their borrowers run again), their own cap of "
+        lines += [f"Reruns (issue 64; staged under `{RERUNS}/` until their borrowers ran again, then in place of "
+                  f"the pieces they replaced, whose hours the study's total keeps), their own cap of "
                   f"{r['cap_hours']:g} hours:", "", "| rerun piece | hours |", "|---|---|"]
         lines += [f"| {p} | {h:.1f} |" for p, h in r["pieces"].items()]
         lines += [f"| **total** | **{r['spent_hours']:.1f}** of {r['cap_hours']:g} |", ""]
@@ -243,5 +273,5 @@ def budget_markdown(b: Mapping[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["RERUNS", "RERUN_CAP_HOURS", "budget", "budget_group", "budget_markdown", "over_cap", "out_of_time",
-           "rerun_hours"]
+__all__ = ["PROMOTED", "RERUNS", "RERUN_CAP_HOURS", "budget", "budget_group", "budget_markdown", "over_cap", "out_of_time",
+           "read_promoted", "rerun_hours"]

@@ -23,3 +23,19 @@ def test_a_staged_rerun_counts_under_its_own_heading(tmp_path):
     (piece / "piece.json").write_text("{}")
     with pytest.raises(StudyError, match=r"piece.json: no readable field seconds.total"):
         rerun_hours(tmp_path)
+
+
+def test_a_promoted_rerun_counts_as_a_rerun_and_the_study_keeps_the_replaced_hours(tmp_path):
+    piece = tmp_path / "pieces" / "mid-seed0-modular"
+    piece.mkdir(parents=True)
+    (piece / "piece.json").write_text(json.dumps({"seconds": {"total": 5400.0}}))
+    assert budget(tmp_path, STUDY)["spent_hours"] == 1.5  # not promoted: a study piece
+    (tmp_path / "reruns").mkdir()
+    (tmp_path / "reruns" / "promoted.json").write_text(json.dumps(
+        {"commit": "0" * 40, "pieces": {"mid-seed0-modular": {"old_seconds": 7200.0}}}))
+    b = budget(tmp_path, STUDY)
+    assert b["spent_hours"] == 2.0 and b["spent_hours_by_group"] == {"modular": 2.0}
+    assert b["reruns"]["pieces"] == {"mid-seed0-modular": 1.5} and b["done"] == 1
+    (tmp_path / "reruns" / "promoted.json").write_text(json.dumps({"pieces": {"mid-seed0-modular": {}}}))
+    with pytest.raises(StudyError, match=r"promoted.json: not a record of promoted reruns"):
+        budget(tmp_path, STUDY)
