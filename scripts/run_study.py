@@ -10,6 +10,7 @@
     python scripts/run_study.py --check                  # rebuild them in memory; fail if one differs
     python scripts/run_study.py --perception             # perception.json of done pieces that lack one
     python scripts/run_study.py --scale-check            # the redundancy scale check (resumable)
+    python scripts/run_study.py --perception-check       # the perception schedule check (resumable)
     python scripts/run_study.py --launcher local --parallel 2 --pieces 4 # 4 pieces, 2 side by side
     python scripts/run_study.py --launcher slurm --partition gpu --device cuda --gpus-per-node 1 # every pending piece
     python scripts/run_study.py --config data/study/paper.json --estimate # the paper config's compute, estimated
@@ -49,6 +50,8 @@ from orchestration.study.run import run_piece, write_perception
 from orchestration.study.launch import (LAUNCHERS, LaunchOptions, estimate_line, frozen_tree, generate_data, launch,
                                         past_cap, require_submitit, run_git, scaled_estimate, train_piece_parsers)
 from orchestration.study.scale import run_scale_check, scale_variants
+from orchestration.study.perception_record import LONG_SCHEDULES, PERCEPTION_RESULTS, read_perception_record
+from orchestration.study.perception_schedule import run_perception_check
 from nsvqa.config import HelpFormatter
 from nsvqa.fileio import write_atomic, write_json_atomic
 
@@ -102,6 +105,16 @@ def get_args_parser() -> argparse.ArgumentParser:
                         "settings), e.g. in a clone whose mid-seed<N>-modular piece is committed")
     p.add_argument("--scale-seed", type=int, default=2, metavar="N",
                    help="seed of the scale check's runs and of the mid run whose scene parser they use")
+    p.add_argument("--perception-check", action="store_true",
+                   help="the perception schedule check (issue 64): the visual training variants' attribute heads "
+                        f"trained again on longer schedules ({', '.join(map(str, LONG_SCHEDULES))} epochs) on the "
+                        "detectors of their study "
+                        "runs (RUNS/<variant>) until val object material stops rising; the modular models executed "
+                        "with the study's heads and the chosen ones; predictions and perception_schedule.json in "
+                        "RESULTS/perception_schedule/ (resumable)")
+    p.add_argument("--perception-base", action="store_true",
+                   help="with --perception-check: train what a visual training variant's study run lacks (its "
+                        "parsers, NSCL) there, with the study's settings, instead of stopping")
     p.add_argument("--pieces", type=int, default=None,
                    help="how many pending pieces to run (in plan order); default 1, every one with --launcher")
     p.add_argument("--only", default=None, help="comma-separated piece names to run (if pending)")
@@ -267,6 +280,12 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{'done' if done == trains else '    '}  {f'redundancy-scale-{k}x':<34} question parser "
                       f"(seed {scale.get('seed', args.scale_seed)}) trained on {','.join(done) or 'none yet'} of "
                       f"{','.join(trains)}  -> {','.join(tests)}")
+            check = read_perception_record(args.results)  # the perception check: one line
+            search = check.get("search") or {}
+            ran = set((check.get("runs") or {}).get(str(search.get("chosen")), {}))
+            print(f"{'done' if search.get('chosen') and ran >= set(check['trains']) else '    '}  "
+                  f"{'perception-schedule':<34} attribute heads of the visual training variants, schedules tried: "
+                  f"{','.join(map(str, search.get('tried') or [])) or 'none yet'}, chosen: {search.get('chosen') or '—'}")
             return 0
         if args.budget:
             print(budget_markdown(budget(args.results, cfg)), end="")
@@ -335,6 +354,14 @@ def main(argv: list[str] | None = None) -> int:
                                   train_scene_parser=args.scale_scene_parser)
             print(f"{PROG}: scale check ({', '.join(f'{k}x' for k in rec['scales'])}) -> "
                   f"{args.results / SCALE_RESULTS}", file=sys.stderr)
+            return 0
+        if args.perception_check:
+            rec = run_perception_check(args.data, args.runs, args.results, cfg, train_base=args.perception_base,
+                                       jobs=args.jobs, workers=args.workers, device=args.device,
+                                       progress=not args.no_progress)
+            s = rec["search"]
+            print(f"{PROG}: perception check: {s['stopped']} after {', '.join(map(str, s['tried']))} epochs, the "
+                  f"heads of {s['chosen']} epochs -> {args.results / PERCEPTION_RESULTS}", file=sys.stderr)
             return 0
         if args.estimate:
             est = scaled_estimate(ESTIMATE_FROM, results_config(ESTIMATE_FROM), cfg, gpu_speedup=args.gpu_speedup)

@@ -1,5 +1,6 @@
 """The robustness study's compute: the hours its committed pieces took (every attempt of each
-``piece.json``, and the redundancy scale check's record) and a projection of each pending piece
+``piece.json``, and the redundancy scale check's record; the reruns of issue 64 and the
+perception schedule check apart, under their own cap) and a projection of each pending piece
 in plan order against :attr:`~orchestration.study.study_config.StudyConfig.budget_hours`, from the medians
 of the committed pieces' steps; whether a piece fits the cap or a session's time left; the table
 ``run_study.py --budget`` prints. Data and arithmetic over the plan and the records.
@@ -14,6 +15,8 @@ from typing import Any, Mapping, Sequence
 
 from nsvqa.generation.variants import FACTORS
 from orchestration.study.attempts import stopped_in_training
+from orchestration.study.perception_record import (PERCEPTION_BUDGET_GROUP, perception_record_path,
+                                                   perception_seconds, read_perception_record)
 from orchestration.study.plan import (PART_GROUP, Piece, piece_dir, study_pieces, trains_scene_parser,
                                      uses_scene_parser)
 from orchestration.study.scale_record import SCALE_BUDGET_GROUP, read_scale_record, scale_record_path, scale_seconds
@@ -159,7 +162,7 @@ def budget(results: str | os.PathLike, cfg: StudyConfig = STUDY) -> dict[str, An
            "step_minutes": {g: {k: round(v / 60, 1) for k, v in ks.items()} for g, ks in medians.items()},
            "pending": pending}
     reruns = rerun_hours(results)
-    if reruns["pieces"]:
+    if reruns["pieces"] or reruns.get("checks"):
         out["reruns"] = reruns
     return out
 
@@ -194,11 +197,14 @@ def read_promoted(results: str | os.PathLike) -> dict[str, Any]:
 
 def rerun_hours(results: str | os.PathLike) -> dict[str, Any]:
     """The hours each rerun piece took (its ``piece.json`` total: staged, or promoted into
-    ``RESULTS/pieces/``), against :data:`RERUN_CAP_HOURS`: ``{"cap_hours", "spent_hours",
-    "pieces": {piece: hours}}``.
+    ``RESULTS/pieces/``), and the perception schedule check's (its record,
+    :func:`~orchestration.study.perception_record.perception_seconds`), against
+    :data:`RERUN_CAP_HOURS`: ``{"cap_hours", "spent_hours", "pieces": {piece: hours}}``, and
+    ``"checks": {PERCEPTION_BUDGET_GROUP: hours}`` once the check has spent any.
 
     Raises:
-        StudyError: a rerun's ``piece.json`` without a readable ``seconds.total`` (named).
+        StudyError: a rerun's ``piece.json`` without a readable ``seconds.total``, or a check's record
+            whose seconds do not count (named).
     """
     pieces = {}
     paths = [*(Path(results, "pieces", name, "piece.json") for name in read_promoted(results).get("pieces", {})),
@@ -208,7 +214,10 @@ def rerun_hours(results: str | os.PathLike) -> dict[str, Any]:
             pieces[path.parent.name] = round(float(json.loads(path.read_text())["seconds"]["total"]) / 3600, 2)
         except (ValueError, KeyError, TypeError) as e:
             raise StudyError(f"{path}: no readable field seconds.total ({type(e).__name__}: {e})") from e
-    return {"cap_hours": RERUN_CAP_HOURS, "spent_hours": round(sum(pieces.values()), 2), "pieces": pieces}
+    check = perception_seconds(read_perception_record(results), str(perception_record_path(results)))
+    checks = {PERCEPTION_BUDGET_GROUP: round(check / 3600, 2)} if check else {}
+    return {"cap_hours": RERUN_CAP_HOURS, "spent_hours": round(sum(pieces.values()) + sum(checks.values()), 2),
+            "pieces": pieces, **({"checks": checks} if checks else {})}
 
 
 def over_cap(results: str | os.PathLike, piece: Piece, cfg: StudyConfig = STUDY,
@@ -258,7 +267,7 @@ def budget_markdown(b: Mapping[str, Any]) -> str:
         lines += [f"Reruns (issue 64; staged under `{RERUNS}/` until their borrowers ran again, then in place of "
                   f"the pieces they replaced, whose hours the study's total keeps), their own cap of "
                   f"{r['cap_hours']:g} hours:", "", "| rerun piece | hours |", "|---|---|"]
-        lines += [f"| {p} | {h:.1f} |" for p, h in r["pieces"].items()]
+        lines += [f"| {p} | {h:.1f} |" for p, h in (*r["pieces"].items(), *r.get("checks", {}).items())]
         lines += [f"| **total** | **{r['spent_hours']:.1f}** of {r['cap_hours']:g} |", ""]
     lines += ["| pending piece | projected min | cumulative hours | within cap | projected from |",
              "|---|---|---|---|---|"]

@@ -56,6 +56,7 @@ from orchestration.study.cost import budget, budget_markdown
 from orchestration.study.plan import PART_GROUP, canonical
 from orchestration.study.study_config import STUDY, StudyConfig
 from orchestration.study.more_seeds import more_seeds, more_seeds_markdown
+from orchestration.study.perception_finding import perception_check, perception_markdown
 from orchestration.study.findings import (decide_all, findings, findings_markdown, perception_of, scale_cells,
                                   shares_modular_perception)
 from orchestration.study.systematic import (fallback_figure, fallback_markdown, fallback_section, generalization_markdown,
@@ -330,7 +331,7 @@ def build_study_report(results: str | os.PathLike, cfg: StudyConfig = STUDY, *, 
               "fallback": fallback}
     report["budget"] = budget(results, cfg)
     scale = scale_cells(results)
-    rows = findings(report, cells, d, scale=scale)
+    rows = perception_check(report, results, cells, findings(report, cells, d, scale=scale))
     seeing = findings(report, cells, d, scale=None, non_modular=cfg.groups["seeing"],  # judged a second time, against
                       label="seeing") if cfg.groups.get("seeing") else []        # the models that see (no scale)
     precision = [m.get("rd_precision") for f in factors.values() for m in f["models"].values()]
@@ -580,6 +581,7 @@ def study_markdown(report: Mapping[str, Any]) -> str:
                             [[parser, t, *("—" if c not in r else f"{pct(r[c]['recall'])} ({r[c]['objects']})"
                                            for c in cats)] for parser, t, r in by_cat])
             lines.append("")
+    lines += perception_markdown(report)
     if (report.get("fallback") or {}).get("tests"):
         lines += fallback_markdown(report["fallback"])
     if report.get("systematic"):

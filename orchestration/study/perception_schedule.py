@@ -1,0 +1,327 @@
+"""The perception schedule check: is the modular models' visual Relative Degrade an effect of how
+short their attribute heads trained? A floor of the study beside :mod:`orchestration.study.run`
+(it uses :mod:`orchestration.experiment` and :mod:`nsvqa.training`; nothing in the package imports it).
+
+For each training variant of :data:`~orchestration.study.perception_record.PERCEPTION_FACTOR`, the
+*base run* is the study's run of that variant and seed under the runs root (``RUNS/<variant>``, the
+folder the study's modular piece trains): its detector, attribute head (the study's schedule, the
+base), question parser and NSCL. The check
+
+1. executes the study's modular models (:attr:`StudyConfig.groups` ``"modular"``) in the base run
+   again (:func:`orchestration.experiment.train_variant` with the study's settings: everything it
+   finds trained is reused, parses whose checkpoints did not change included), so that both
+   schedules' predictions come from the code of one commit;
+2. trains the attribute heads again, from scratch, on longer schedules (epochs), each on the base
+   run's detector (``SceneParserConfig.detector``; stage ``attributes``, the study's scene-parser
+   settings otherwise, the same seed) and the base run's crop caches (linked, never rebuilt), into
+   ``RUNS/perception-schedule/heads/<E>ep/<run>/scene_parser/``, in the order and until the rule of
+   :func:`~orchestration.study.perception_record.schedule_search` stops (val metric only);
+3. executes the models with the chosen schedule's head: a variant run
+   ``RUNS/perception-schedule/<E>ep/<run>/`` whose scene parser is that head beside the base detector
+   (:attr:`TrainSpec.scene_runs`) and whose question parser is the base run's (linked: found
+   finished); NSCL trains again on that run's parses with the study's config and seed.
+
+So the two schedules' predictions differ in the attribute head alone. Under
+``RESULTS/perception_schedule/`` it writes the predictions, gzipped, labelled with their schedule
+(:func:`~orchestration.study.perception_record.perception_label`: ``pnsvqa.3ep``, ``pnsvqa.24ep``),
+and ``perception_schedule.json`` (docs/formats.md): per scene parser the heads of every schedule
+tried (per-epoch val metrics from the head's log, the final ones from its checkpoint, its
+seconds), the search, per schedule and training variant the run executed (its commit, checkpoints
+and seconds), and ``other_seconds``. Every step is written as it ends; a (schedule, variant) whose
+predictions are all there is skipped, a finished head is found finished, and a stopped run resumes
+from its checkpoints. The report reads the predictions
+(:func:`orchestration.study.perception_finding.perception_finding`) and the record.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import time
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+from nsvqa.artifacts.predictions import CellKey, read_predictions, write_predictions
+from nsvqa.fileio import sha256_file, write_json_atomic
+from nsvqa.generation.variants import FACTORS, load_variant
+from nsvqa.training.checkpoint import CheckpointError, load_checkpoint, sidecar_path
+from nsvqa.training.loading import DETECTOR_CHECKPOINT, HEAD_CHECKPOINT, HEAD_KIND, QUESTION_CHECKPOINT
+from nsvqa.training.scene_config import SceneParserConfig
+from orchestration.experiment import TrainSpec, VariantRun, train_variant
+import orchestration.study.run as study_run
+from orchestration.study.perception_record import (LONG_SCHEDULES, PERCEPTION_FACTOR, PERCEPTION_METRIC,
+                                                   PERCEPTION_RESULTS, PERCEPTION_RUNS, PLATEAU_RISE, check_schedules,
+                                                   perception_label, perception_record_path, read_perception_record,
+                                                   schedule_search)
+from orchestration.study.plan import Piece, canonical, scene_source
+from orchestration.study.study_config import STUDY, STUDY_FILE, StudyConfig, StudyError, results_config
+
+#: Format version of ``perception_schedule.json``.
+PERCEPTION_FORMAT = 1
+#: The attribute stage's crop caches (``<name>.pt`` in a scene-parser run), linked from the base run.
+CROP_CACHES = ("crops_train_gt", "crops_train_det", "crops_val_gt")
+_EPOCH_LINE = re.compile(r"attributes epoch (\d+) val (\S.*)$")
+
+
+def perception_variants(cfg: StudyConfig = STUDY) -> tuple[list[str], list[str]]:
+    """(training variants, test variants) of the check's factor, aliases resolved."""
+    variants = FACTORS[PERCEPTION_FACTOR]
+    trains = [canonical(v, cfg) for v in variants if not load_variant(v).test_only]
+    return list(dict.fromkeys(trains)), list(dict.fromkeys(canonical(v, cfg) for v in variants))
+
+
+def study_epochs(cfg: StudyConfig = STUDY) -> int:
+    """The study's attribute-head schedule (epochs): its profile's, under its scene overrides."""
+    return SceneParserConfig.from_profile(".", cfg.profile, **dict(cfg.scene_overrides)).attr_epochs
+
+
+def epoch_metrics(log: str | os.PathLike, epochs: int) -> list[dict[str, float]]:
+    """The val metrics a scene-parser run's ``train.log`` gives after each attribute epoch 1 ..
+    ``epochs`` (``{"epoch": e, "object.material": ..., ...}``, 4 decimals), the last line of each
+    epoch where several calls logged it; ``[]`` without a log."""
+    path = Path(log)
+    if not path.is_file():
+        return []
+    got: dict[int, dict[str, float]] = {}
+    for line in path.read_text(errors="replace").splitlines():
+        m = _EPOCH_LINE.search(line)
+        if m:
+            pairs = (kv.split("=", 1) for kv in m[2].split() if "=" in kv)
+            got[int(m[1])] = {"epoch": int(m[1]), **{k: float(v) for k, v in pairs}}
+    return [got[e] for e in sorted(got) if 1 <= e <= epochs]
+
+
+def _head(scene_dir: Path, seconds: bool = True) -> dict[str, Any]:
+    """A trained head's entry in the record (``seconds``: its checkpoint's training clock, every
+    call that trained it; False for the study's own head, whose compute is the study's)."""
+    ck = load_checkpoint(scene_dir / HEAD_CHECKPOINT, kind=HEAD_KIND)
+    epochs = int(ck["train_state"].get("epoch", 0))
+    extra = ck.get("extra") or {}
+    return {"epochs": epochs, "scene_parser": str(scene_dir), "detector": ck["config"].get("detector"),
+            "attributes_sha256": sha256_file(scene_dir / HEAD_CHECKPOINT), "final": dict(extra.get("val") or {}),
+            "val": epoch_metrics(scene_dir / "train.log", epochs),
+            "seconds": float(extra.get("seconds", 0.0)) if seconds else None}
+
+
+def _finished(path: Path, epochs: int) -> bool:
+    try:
+        state = load_checkpoint(path, kind=HEAD_KIND)["train_state"]
+    except CheckpointError:
+        return False
+    return bool(state.get("finished")) and int(state.get("epoch", -1)) == epochs
+
+
+def _link(src: Path, dst: Path) -> None:
+    """``dst`` as a hard link to ``src`` (a copy across file systems), with the checkpoint's sha256
+    sidecar; what is there already is kept. Only files that are replaced by renaming, never written
+    in place, are linked."""
+    for a, b in ((src, dst), (sidecar_path(src), sidecar_path(dst))):
+        if b.exists() or not a.is_file():
+            continue
+        b.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.link(a, b)
+        except OSError:
+            shutil.copy2(a, b)
+
+
+def train_head(data: Path, base_scene: Path, out: Path, epochs: int, cfg: StudyConfig, *, seed: int,
+               device: str = "cpu", progress: bool = True) -> bool:
+    """Train an attribute head of ``epochs`` epochs from scratch into the scene-parser folder
+    ``out`` on ``data`` (a variant folder), for the detector of ``base_scene`` (linked into ``out``
+    beside it, with ``base_scene``'s crop caches), the study's scene-parser settings otherwise;
+    a stopped one resumes. Returns False when ``out`` holds it finished already (nothing done)."""
+    from nsvqa.training.scene_parser import train_scene_parser  # heavy: the detector's stack, only to train
+
+    if _finished(out / HEAD_CHECKPOINT, epochs):
+        return False
+    for name in (DETECTOR_CHECKPOINT, *(f"{c}.pt" for c in CROP_CACHES)):
+        _link(base_scene / name, out / name)
+    scfg = SceneParserConfig.from_profile(str(data), cfg.profile, seed=seed, device=device,
+                                          **{**dict(cfg.scene_overrides), "stage": "attributes",
+                                             "attr_epochs": epochs,
+                                             "detector": str((base_scene / DETECTOR_CHECKPOINT).resolve())})
+    train_scene_parser(scfg, out, resume=True, progress=progress)
+    return True
+
+
+def _spec(cfg: StudyConfig, variant: str, *, jobs: int, device: str, progress: bool,
+          scene_runs: Path | None = None) -> TrainSpec:
+    """The study's settings for a modular run of ``variant`` (as :func:`orchestration.study.run.run_piece`
+    gives them), its scene parser under ``scene_runs`` when given."""
+    return TrainSpec(profile=cfg.profile, scene_overrides=dict(cfg.scene_overrides),
+                     question_overrides=dict(cfg.question_overrides),
+                     model_overrides={m: dict(o) for m, o in cfg.model_overrides.items()}, jobs=jobs, device=device,
+                     progress=progress, parse_min_score=cfg.parse_min_score,
+                     scene_variant=scene_source(variant, cfg), scene_runs=scene_runs)
+
+
+def _run_entry(run: VariantRun, summary: Mapping[str, Any], models: Sequence[str], tests: Sequence[str],
+               seconds: float) -> dict[str, Any]:
+    return {"commit": study_run._commit(), "run": str(run.path), "scene_parser": str(run.scene_dir),
+            "detector_sha256": sha256_file(run.scene_dir / DETECTOR_CHECKPOINT),
+            "attributes_sha256": sha256_file(run.scene_dir / HEAD_CHECKPOINT),
+            "question_parser_sha256": sha256_file(run.question_dir / QUESTION_CHECKPOINT), "seconds": seconds,
+            "accuracy": {m: {t: summary["accuracy"][m][t]["accuracy"] for t in tests} for m in models}}
+
+
+def run_perception_check(data: str | os.PathLike, runs: str | os.PathLike, results: str | os.PathLike,
+                         cfg: StudyConfig = STUDY, *, seed: int = 0, schedules: Sequence[int] = LONG_SCHEDULES,
+                         rise: float = PLATEAU_RISE, models: Sequence[str] | None = None, train_base: bool = False,
+                         jobs: int = 2, workers: int = 2, device: str = "cpu", progress: bool = True,
+                         echo: Callable[[str], None] = print) -> dict[str, Any]:
+    """Run the perception schedule check (module docstring) and return what
+    ``perception_schedule.json`` holds.
+
+    Args:
+        data, runs, results: the study's data, runs and results roots (``results`` must record
+            ``cfg``, :func:`orchestration.study.study_config.results_config`).
+        seed: the seed of the base runs and of every head and run of the check.
+        schedules, rise: the longer schedules tried and the smallest rise of the val metric that
+            counts (:func:`~orchestration.study.perception_record.schedule_search`).
+        models: the models executed (default: the study's modular group).
+        train_base: train what a base run lacks (its scene parser, question parser, NSCL) here,
+            with the study's settings, as its modular piece would; without it a base run without
+            trained parsers is an error.
+        jobs: 2 trains a base run's question parser beside its scene parser.
+
+    Raises:
+        StudyError: before any work: schedules that do not rise above the study's, without
+            ``train_base`` a base run without trained parsers (named, with the commands that
+            train it), a record there of another seed, rule or models, or a base head of another
+            schedule than the study's.
+    """
+    cfg = results_config(results, cfg)
+    data, runs, results = Path(data), Path(runs), Path(results)
+    models = tuple(cfg.groups["modular"] if models is None else models)
+    base_epochs = study_epochs(cfg)
+    schedules = [int(e) for e in schedules]
+    try:
+        check_schedules(base_epochs, schedules)
+    except ValueError as e:
+        raise StudyError(f"the perception check's {e}") from None
+    trains, tests = perception_variants(cfg)
+    sources = {v: scene_source(v, cfg) for v in trains}
+    base = {v: VariantRun(runs, v, seed, scene_variant=sources[v] if sources[v] != v else None) for v in trains}
+    record_path = perception_record_path(results)
+    old = read_perception_record(results)
+    rule = {"seed": seed, "metric": PERCEPTION_METRIC, "rise": rise, "schedules": schedules,
+            "base_epochs": base_epochs, "models": list(models)}
+    differ = [k for k, v in rule.items() if k in old and old[k] != v]
+    if differ:
+        raise StudyError(f"{record_path}: the check there ran with another {', '.join(differ)} "
+                         f"({'; '.join(f'{k} {old[k]!r}, now {rule[k]!r}' for k in differ)}); give another results "
+                         f"folder")
+    out = results / PERCEPTION_RESULTS / "predictions"
+    check_root = runs / PERCEPTION_RUNS
+    heads = lambda e: check_root / "heads" / f"{e}ep"  # noqa: E731  a runs root of scene parsers
+
+    def wanted(epochs: int, v: str) -> dict[tuple[str, str], Path]:
+        return {(m, t): out / (CellKey(perception_label(m, epochs), v, t).filename() + ".gz")
+                for m in models for t in tests}
+
+    def done(epochs: int, v: str) -> bool:
+        ran = (old.get("runs") or {}).get(str(epochs), {})
+        return v in ran and all(p.is_file() for p in wanted(epochs, v).values())
+
+    todo = [v for v in trains if not done(base_epochs, v)]
+    missing = [(v, p) for v in todo for p in (base[v].scene_dir / DETECTOR_CHECKPOINT, base[v].scene_dir /
+                                              HEAD_CHECKPOINT, base[v].question_dir / QUESTION_CHECKPOINT)
+               if not p.is_file()]
+    if missing and not train_base:
+        v, path = missing[0]
+        raise StudyError(f"{path}: the perception check executes the study's run of {v} seed {seed}, whose "
+                         f"parsers are not trained there; train them with scripts/run_study.py --only "
+                         f"{v}-seed{seed}-modular (where that piece is committed, into another results folder: "
+                         f"--results <folder> --config {results / STUDY_FILE}), or add --perception-base to train "
+                         f"them here with the study's settings")
+    for v in trains:
+        path = base[v].scene_dir / HEAD_CHECKPOINT
+        got = int(load_checkpoint(path, kind=HEAD_KIND)["config"]["attr_epochs"]) if path.is_file() else base_epochs
+        if got != base_epochs:
+            raise StudyError(f"{path}: a head of {got} epochs; the study's schedule, the check's base, is "
+                             f"{base_epochs}")
+    if not (results / STUDY_FILE).exists():
+        write_json_atomic(results / STUDY_FILE, cfg.to_json(), indent=1)
+    record = {"format": PERCEPTION_FORMAT, "factor": PERCEPTION_FACTOR, "study": cfg.to_json(), **rule,
+              "trains": trains, "tests": tests, "heads": dict(old.get("heads") or {}),
+              "search": dict(old.get("search") or {}), "runs": dict(old.get("runs") or {}),
+              "other_seconds": list(old.get("other_seconds") or [])}
+    save = lambda: write_json_atomic(record_path, record, indent=1)  # noqa: E731  after every step
+
+    def require(path: Path, what: str) -> None:
+        if not path.is_file():
+            raise StudyError(f"{path}: missing; the perception check needs {what} (its base run gone? run the "
+                             f"check where the study's runs are, or with --perception-base)")
+
+    def head(src: str, epochs: int) -> None:
+        """The head of ``src`` of ``epochs`` epochs trained (or found finished) and recorded."""
+        scene = VariantRun(heads(epochs), src, seed).scene_dir
+        require(base[src].scene_dir / DETECTOR_CHECKPOINT, f"the detector of the study's run of {src}")
+        echo(f"perception check: the attribute head of {src} seed {seed}, {epochs} epochs, in {scene}")
+        trained = train_head(data / src, base[src].scene_dir, scene, epochs, cfg, seed=seed, device=device,
+                             progress=progress)
+        entry = {**record["heads"].setdefault(src, {}).get(str(epochs), {}), **_head(scene)}
+        record["heads"][src][str(epochs)] = entry | ({"commit": study_run._commit()} if trained else {})
+        save()
+
+    def execute(epochs: int, v: str, run_root: Path, spec: TrainSpec) -> None:
+        """The models of the run of ``v`` under ``run_root``, their predictions labelled ``epochs``."""
+        echo(f"perception check {epochs}ep {v}: {', '.join(models)} in {run_root}")
+        t0 = time.perf_counter()
+        summary = train_variant(data, v, run_root, models=list(models), spec=spec, seed=seed, tests=tests, echo=echo)
+        seconds = time.perf_counter() - t0
+        run = VariantRun(run_root, v, seed, scene_variant=spec.scene_variant if spec.scene_variant != v else None,
+                         scene_runs=None if spec.scene_runs is None else Path(spec.scene_runs))
+        for (m, t), path in wanted(epochs, v).items():
+            write_predictions(path, read_predictions(run.predictions(m, t)))
+        record["runs"].setdefault(str(epochs), {})[v] = _run_entry(run, summary, models, tests, seconds)
+        save()
+
+    for v in trains:  # the factor's data with the study's sizes
+        study_run.generate_piece_data(data, Piece(v, seed, "modular", models, tuple(tests)), cfg, workers=workers,
+                                      progress=progress, echo=echo)
+    # 1. the study's schedule, in the base runs (what they lack trained with the study's settings)
+    for v in trains:
+        if done(base_epochs, v):
+            echo(f"perception check {base_epochs}ep {v}: done, skipped")
+            continue
+        execute(base_epochs, v, runs, _spec(cfg, v, jobs=jobs, device=device, progress=progress))
+        record["heads"].setdefault(sources[v], {})[str(base_epochs)] = _head(base[v].scene_dir, seconds=False)
+        save()
+    # 2. the longer heads, schedule after schedule, until the rule stops (every head of a schedule first)
+    values: dict[int, dict[str, float]] = {}
+    for src, hs in record["heads"].items():
+        for e, h in hs.items():
+            values.setdefault(int(e), {})[src] = h["final"][PERCEPTION_METRIC]
+    srcs = list(dict.fromkeys(sources.values()))
+    values = {e: vs for e, vs in values.items() if e in (base_epochs, *schedules) and all(s in vs for s in srcs)}
+    while (search := schedule_search(values, base_epochs, schedules, rise))["next"] is not None:
+        for src in srcs:
+            head(src, search["next"])
+        values[search["next"]] = {src: record["heads"][src][str(search["next"])]["final"][PERCEPTION_METRIC]
+                                  for src in srcs}
+    record["search"] = {**{k: search[k] for k in ("tried", "stopped", "chosen")},
+                        "mean": {str(e): m for e, m in search["mean"].items()}}
+    save()
+    chosen = search["chosen"]
+    echo(f"perception check: {search['stopped']} after {', '.join(map(str, search['tried']))} epochs; the heads of "
+         f"{chosen} epochs (mean val {PERCEPTION_METRIC} {100 * search['mean'][chosen]:.1f}%, "
+         f"{100 * search['mean'][base_epochs]:.1f}% at {base_epochs})")
+    # 3. the chosen schedule: the base runs' detector and question parser, the chosen head
+    for v in trains:
+        if done(chosen, v):
+            echo(f"perception check {chosen}ep {v}: done, skipped")
+            continue
+        if not _finished(VariantRun(heads(chosen), sources[v], seed).scene_dir / HEAD_CHECKPOINT, chosen):
+            head(sources[v], chosen)  # its folder gone since it was recorded
+        run = VariantRun(check_root / f"{chosen}ep", v, seed)
+        require(base[v].question_dir / QUESTION_CHECKPOINT, f"the question parser of the study's run of {v}")
+        _link(base[v].question_dir / QUESTION_CHECKPOINT, run.question_dir / QUESTION_CHECKPOINT)
+        execute(chosen, v, run.runs, _spec(cfg, v, jobs=jobs, device=device, progress=progress,
+                                           scene_runs=heads(chosen)))
+    return record
+
+
+__all__ = ["CROP_CACHES", "PERCEPTION_FORMAT", "epoch_metrics", "perception_variants", "run_perception_check",
+           "study_epochs", "train_head"]
