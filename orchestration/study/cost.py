@@ -172,6 +172,9 @@ def budget(results: str | os.PathLike, cfg: StudyConfig = STUDY) -> dict[str, An
 #: them, apart from the study's cap.
 RERUNS, RERUN_CAP_HOURS = "reruns", 24.0
 PROMOTED = "promoted.json"
+#: Work of issue 64 outside the study's pieces and checks, counted under its cap: name -> its record
+#: (relative to RESULTS; counted from ``seconds.total`` where the record is there).
+RERUN_PILOTS = {"regionmac-trace pilot on mid (point 3)": "../seeing_models/regionmac-trace/mid.json"}
 
 
 def read_promoted(results: str | os.PathLike) -> dict[str, Any]:
@@ -200,7 +203,8 @@ def rerun_hours(results: str | os.PathLike) -> dict[str, Any]:
     ``RESULTS/pieces/``), and the perception schedule check's (its record,
     :func:`~orchestration.study.perception_record.perception_seconds`), against
     :data:`RERUN_CAP_HOURS`: ``{"cap_hours", "spent_hours", "pieces": {piece: hours}}``, and
-    ``"checks": {PERCEPTION_BUDGET_GROUP: hours}`` once the check has spent any.
+    ``"checks": {PERCEPTION_BUDGET_GROUP: hours, pilot: hours}`` once the check has spent any, and
+    each of :data:`RERUN_PILOTS` whose record is there.
 
     Raises:
         StudyError: a rerun's ``piece.json`` without a readable ``seconds.total``, or a check's record
@@ -216,6 +220,13 @@ def rerun_hours(results: str | os.PathLike) -> dict[str, Any]:
             raise StudyError(f"{path}: no readable field seconds.total ({type(e).__name__}: {e})") from e
     check = perception_seconds(read_perception_record(results), str(perception_record_path(results)))
     checks = {PERCEPTION_BUDGET_GROUP: round(check / 3600, 2)} if check else {}
+    for name, rel in RERUN_PILOTS.items():
+        path = Path(results, rel)
+        if path.is_file():
+            try:
+                checks[name] = round(float(json.loads(path.read_text())["seconds"]["total"]) / 3600, 2)
+            except (ValueError, KeyError, TypeError) as e:
+                raise StudyError(f"{path}: no readable field seconds.total ({type(e).__name__}: {e})") from e
     return {"cap_hours": RERUN_CAP_HOURS, "spent_hours": round(sum(pieces.values()) + sum(checks.values()), 2),
             "pieces": pieces, **({"checks": checks} if checks else {})}
 
