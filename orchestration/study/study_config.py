@@ -48,8 +48,6 @@ class StudyConfig:
             parser stops at 1,600 steps: on object questions alone it parsed 99.5% of mid's val
             questions exactly there (96.5% at 800), where the mini profile's schedule
             (``QuestionParserConfig.steps``, its one home) is sized for object and part questions.
-            (The mid piece's parser ran those 1,600 steps on the mini schedule, whose learning rate
-            had not decayed yet: it was cut there.)
         parse_min_score: detections kept when parsing test images (P-NSVQA weighs them by score).
         default_variant: the in-domain variant of Fig. 3 and of the seed study.
         seeds: seeds of the default variant's modular models (the in-domain NS-VQA vs P-NSVQA
