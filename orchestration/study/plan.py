@@ -41,7 +41,8 @@ runs roots, and the report scores part and object questions apart.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -127,8 +128,14 @@ def study_pieces(cfg: StudyConfig = STUDY) -> list[Piece]:
     systematic splits of :attr:`StudyConfig.systematic_first`, the default variant's further seeds
     (modular models: the in-domain comparison), the other systematic splits (modular models), the
     part-question extension, the default variant's :attr:`StudyConfig.shuffle_groups` at
-    :attr:`StudyConfig.shuffle_seed`, and last the pieces of :attr:`StudyConfig.late_groups` on the
-    other training variants."""
+    :attr:`StudyConfig.shuffle_seed`, the pieces of :attr:`StudyConfig.late_groups` on the other
+    training variants, and last the pieces of :attr:`StudyConfig.seed_pieces`, in their order
+    (:func:`seed_pieces`).
+
+    Raises:
+        StudyError: an alias whose variants differ (:func:`check_aliases`), or a name of
+            :attr:`StudyConfig.seed_pieces` that is no seed-0 piece at another seed (:func:`seed_pieces`).
+    """
     check_aliases(cfg)
     out, late = [], []
     for v in training_variants(cfg):
@@ -150,7 +157,36 @@ def study_pieces(cfg: StudyConfig = STUDY) -> list[Piece]:
                 out.append(Piece(v, 0, PART_GROUP, tuple(cfg.part_models), (v, *(t for t in vs if t != v))))
     d = cfg.default_variant
     out += [Piece(d, cfg.shuffle_seed, g, tuple(cfg.groups[g]), (d,)) for g in cfg.shuffle_groups if g in cfg.groups]
-    return [p for p in out + late if p.name not in cfg.dropped]
+    base = [p for p in out + late if p.name not in cfg.dropped]
+    return base + seed_pieces(base, cfg)
+
+
+def seed_pieces(base: Sequence[Piece], cfg: StudyConfig = STUDY) -> list[Piece]:
+    """The pieces :attr:`StudyConfig.seed_pieces` names, in its order: each ``<variant>-seed<N>-<group>``
+    (N not 0, written without leading zeros) is the piece ``<variant>-seed0-<group>`` of ``base``
+    (the rest of the plan) at seed N, with its models and tests.
+
+    Raises:
+        StudyError: a name that is not so, that is already a piece of ``base`` (the default
+            variant's further seeds, :attr:`StudyConfig.shuffle_groups`'), or that is given twice
+            (the field and the name said).
+    """
+    plan = {p.name: p for p in base}
+    out: list[Piece] = []
+    for name in cfg.seed_pieces:
+        where = f"StudyConfig.seed_pieces: {name!r}"
+        if name in plan:
+            raise StudyError(f"{where} is already a piece of the plan")
+        if name in [p.name for p in out]:
+            raise StudyError(f"{where} is named twice")
+        m = re.fullmatch(r"(.+)-seed([0-9]+)-(.+)", name)
+        zero = plan.get(f"{m[1]}-seed0-{m[3]}") if m else None
+        if zero is None or int(m[2]) == 0 or name != f"{m[1]}-seed{int(m[2])}-{m[3]}":
+            seeded = sorted(p.name for p in base if p.seed == 0)
+            raise StudyError(f"{where} is not <variant>-seed<N>-<group> with N other than 0 of a seed-0 piece of the "
+                             f"plan; its seed-0 pieces: {', '.join(seeded)}")
+        out.append(replace(zero, seed=int(m[2])))
+    return out
 
 
 @dataclass(frozen=True)
@@ -222,5 +258,5 @@ def pending_pieces(results: str | os.PathLike, cfg: StudyConfig = STUDY, *,
 
 
 __all__ = ["PART_GROUP", "Piece", "PieceSetup", "check_aliases", "canonical", "training_variants", "variants_tested",
-           "scene_source", "study_pieces", "piece_setup", "uses_scene_parser", "trains_scene_parser", "piece_dir",
-           "is_done", "pending_pieces"]
+           "scene_source", "study_pieces", "seed_pieces", "piece_setup", "uses_scene_parser", "trains_scene_parser",
+           "piece_dir", "is_done", "pending_pieces"]

@@ -21,6 +21,12 @@ from nsvqa.generation.variants import aliases as catalogue_aliases
 SCENE_SCHEDULE = ("det_iterations", "det_eval_every")
 
 
+#: Fields added after ``results/study`` was first written: :meth:`StudyConfig.to_json` leaves each out
+#: while it is empty, so the records written before it (``study.json``, ``report.json``) stay those of
+#: the same config; :meth:`StudyConfig.from_json` reads a missing one as its default.
+LATER_FIELDS = ("seed_pieces",)
+
+
 class StudyError(RuntimeError):
     """A study that cannot go on as asked (the message says what and where)."""
 
@@ -51,7 +57,8 @@ class StudyConfig:
         parse_min_score: detections kept when parsing test images (P-NSVQA weighs them by score).
         default_variant: the in-domain variant of Fig. 3 and of the seed study.
         seeds: seeds of the default variant's modular models (the in-domain NS-VQA vs P-NSVQA
-            comparison); every other piece runs seed 0 only, as the paper does.
+            comparison); every other piece runs seed 0 only, as the paper does, but those of
+            :attr:`seed_pieces` (and :attr:`shuffle_groups`'s).
         groups: group name -> the models trained and tested together in one piece. ``modular``
             shares the run's scene and question parsers; the others (the question-only LSTM
             with FiLM, mDETR with CNN+LSTM) train alone, in groups sized to finish within a
@@ -99,6 +106,13 @@ class StudyConfig:
         budget_hours: the study's compute cap (hours of the machine it runs on), against which
             :func:`budget` projects the pending pieces.
         dropped: pieces of the plan that are not run (:func:`study_pieces` leaves them out).
+        seed_pieces: pieces at a training seed other than 0 beyond the default variant's
+            :attr:`seeds`, each a seed-0 piece of the plan at another seed (``<variant>-seed<N>-<group>``:
+            the same variant, group, models and tests; its own parsers trained at seed N, a borrowed
+            scene parser the same seed's). :func:`~orchestration.study.plan.study_pieces` appends them
+            last, in this order; their hours count under issue 64's reruns' cap
+            (:func:`~orchestration.study.cost.rerun_hours`), not :attr:`budget_hours`. Left out of
+            :meth:`to_json` while empty.
     """
 
     sizes: SuiteProfile = SuiteProfile(2000, 150, 300)
@@ -140,6 +154,7 @@ class StudyConfig:
     budget_hours: float = 44.0
     dropped: tuple[str, ...] = ("easy-seed0-mdetr", "hard-seed0-mdetr", "slt-seed0-mdetr", "long-seed0-mdetr",
                                 "co-1-seed0-mdetr", "co-2-seed0-mdetr")
+    seed_pieces: tuple[str, ...] = ()
 
     def object_scene_parser(self) -> dict[str, Any]:
         """The study's scene parser for object questions without its schedule: :attr:`scene_overrides`
@@ -149,8 +164,13 @@ class StudyConfig:
         return {k: v for k, v in self.scene_overrides.items() if k not in SCENE_SCHEDULE}
 
     def to_json(self) -> dict[str, Any]:
+        """The config as JSON (tuples as lists, mappings as objects), without the fields of
+        :data:`LATER_FIELDS` that hold their empty default."""
         out = asdict(self)
         out["sizes"] = asdict(self.sizes)
+        for name in LATER_FIELDS:
+            if not out[name]:
+                del out[name]
         return json.loads(json.dumps(out))  # tuples as lists, mappings as dicts
 
     @classmethod
@@ -234,4 +254,4 @@ def results_config(results: str | os.PathLike, cfg: StudyConfig | None = None) -
     return recorded
 
 
-__all__ = ["StudyError", "StudyConfig", "STUDY", "STUDY_FILE", "SCENE_SCHEDULE", "results_config"]
+__all__ = ["StudyError", "StudyConfig", "STUDY", "STUDY_FILE", "SCENE_SCHEDULE", "LATER_FIELDS", "results_config"]
