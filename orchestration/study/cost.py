@@ -1,6 +1,7 @@
 """The robustness study's compute: the hours its committed pieces took (every attempt of each
-``piece.json``, and the redundancy scale check's record; the reruns of issue 64 and the
-perception schedule check apart, under their own cap) and a projection of each pending piece
+``piece.json``, and the redundancy scale check's record; the reruns of issue 64, the further
+training seeds of :attr:`~orchestration.study.study_config.StudyConfig.seed_pieces` and the
+perception schedule check apart, under issue 64's cap) and a projection of each pending piece
 in plan order against :attr:`~orchestration.study.study_config.StudyConfig.budget_hours`, from the medians
 of the committed pieces' steps; whether a piece fits the cap or a session's time left; the table
 ``run_study.py --budget`` prints. Data and arithmetic over the plan and the records.
@@ -96,11 +97,19 @@ def budget(results: str | os.PathLike, cfg: StudyConfig = STUDY) -> dict[str, An
     counts 0 and is named under ``unmeasured``; a group never run borrows the steps of its analog
     (:data:`BUDGET_ANALOG`), named under ``basis``, and its projection is a lower bound.
 
+    The pieces of :attr:`StudyConfig.seed_pieces` are issue 64's (:func:`rerun_hours`): a committed
+    one counts there, not in ``spent_hours`` nor ``done`` (its steps do enter the medians), and a
+    pending one is projected the same way but listed under ``reruns.pending``, its cumulative hours
+    from the reruns' spent ones against :data:`RERUN_CAP_HOURS`; ``pending`` holds the study's
+    pieces alone (:func:`pending_rows`: both). ``reruns`` is there once a rerun or a check has spent
+    hours or the config names seed pieces.
+
     Raises:
         StudyError: a committed ``piece.json`` without a readable ``seconds.total``, or a
             ``scale.json`` :func:`scale_seconds` cannot count (the file named).
     """
     plan = study_pieces(cfg)
+    seeded = set(cfg.seed_pieces)  # issue 64's: counted under the reruns' cap
     promoted = {name: rec["old_seconds"] for name, rec in read_promoted(results).get("pieces", {}).items()}
     spent, done, seen = 0.0, set(), {}
     by_group: dict[str, float] = {}
@@ -114,11 +123,12 @@ def budget(results: str | os.PathLike, cfg: StudyConfig = STUDY) -> dict[str, An
         except (ValueError, KeyError, TypeError) as e:
             raise StudyError(f"{path}: no readable field seconds.total ({type(e).__name__}: {e})") from e
         done.add(piece.name)
-        # a promoted rerun's own hours count under the reruns; the study spent the piece it replaced
-        study_total = promoted.get(piece.name, total)
-        spent += study_total
-        group = budget_group(piece)
-        by_group[group] = by_group.get(group, 0.0) + study_total
+        if piece.name not in seeded:
+            # a promoted rerun's own hours count under the reruns; the study spent the piece it replaced
+            study_total = promoted.get(piece.name, total)
+            spent += study_total
+            group = budget_group(piece)
+            by_group[group] = by_group.get(group, 0.0) + study_total
         attempts = rec["seconds"].get("attempts", [])
         lost = [i for i, a in enumerate(attempts) if a.get("lost")]
         attempts = attempts[lost[-1] + 1:] if lost else attempts  # its run folder gone: the next call began anew
@@ -142,29 +152,39 @@ def budget(results: str | os.PathLike, cfg: StudyConfig = STUDY) -> dict[str, An
         spent += scale
         by_group[SCALE_BUDGET_GROUP] = scale
     medians = {g: {k: statistics.median(v) for k, v in sorted(ks.items())} for g, ks in seen.items()}
-    pending, cumulative = [], spent
+    reruns = rerun_hours(results, cfg)
+    projected = {"study": ([], spent, cfg.budget_hours), "reruns": ([], reruns["spent_hours"] * 3600, RERUN_CAP_HOURS)}
     for piece in plan:
         if piece.name in done:
             continue
+        rows, cumulative, cap = projected["reruns" if piece.name in seeded else "study"]
         basis = piece.group if piece.group in medians else BUDGET_ANALOG.get(piece.group)
         steps = medians.get(basis, {}) if basis else {}
         keys = _expected_steps(piece, cfg, list(steps))
         seconds = sum(steps.get(k, 0.0) for k in keys) if steps else None
         if seconds is not None:
             cumulative += seconds
-        pending.append({"piece": piece.name, "minutes": None if seconds is None else round(seconds / 60, 1),
-                        "basis": basis if steps else None, "lower_bound": bool(steps) and basis != piece.group,
-                        "unmeasured": sorted({k for k in keys if k not in steps}) if steps else None,
-                        "cumulative_hours": round(cumulative / 3600, 2) if seconds is not None else None,
-                        "within_cap": None if seconds is None else cumulative <= cfg.budget_hours * 3600})
-    out = {"cap_hours": cfg.budget_hours, "done": len(done), "spent_hours": round(spent / 3600, 2),
+        rows.append({"piece": piece.name, "minutes": None if seconds is None else round(seconds / 60, 1),
+                     "basis": basis if steps else None, "lower_bound": bool(steps) and basis != piece.group,
+                     "unmeasured": sorted({k for k in keys if k not in steps}) if steps else None,
+                     "cumulative_hours": round(cumulative / 3600, 2) if seconds is not None else None,
+                     "within_cap": None if seconds is None else cumulative <= cap * 3600})
+        projected["reruns" if piece.name in seeded else "study"] = (rows, cumulative, cap)
+    out = {"cap_hours": cfg.budget_hours, "done": len(done - seeded), "spent_hours": round(spent / 3600, 2),
            "spent_hours_by_group": {g: round(v / 3600, 2) for g, v in sorted(by_group.items())},
            "step_minutes": {g: {k: round(v / 60, 1) for k, v in ks.items()} for g, ks in medians.items()},
-           "pending": pending}
-    reruns = rerun_hours(results)
-    if reruns["pieces"] or reruns.get("checks"):
+           "pending": projected["study"][0]}
+    if seeded:
+        reruns["pending"] = projected["reruns"][0]
+    if reruns["pieces"] or reruns.get("checks") or seeded:
         out["reruns"] = reruns
     return out
+
+
+def pending_rows(b: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Every pending piece's projection in :func:`budget`'s ``b``: the study's (``pending``), then
+    the seed pieces' (``reruns.pending``)."""
+    return [*b["pending"], *(b.get("reruns") or {}).get("pending", [])]
 
 
 #: The reruns (issue 64): staged under ``RESULTS/reruns/pieces/``, then promoted into
@@ -198,9 +218,11 @@ def read_promoted(results: str | os.PathLike) -> dict[str, Any]:
     return rec
 
 
-def rerun_hours(results: str | os.PathLike) -> dict[str, Any]:
+def rerun_hours(results: str | os.PathLike, cfg: StudyConfig = STUDY) -> dict[str, Any]:
     """The hours each rerun piece took (its ``piece.json`` total: staged, or promoted into
-    ``RESULTS/pieces/``), and the perception schedule check's (its record,
+    ``RESULTS/pieces/``) and each committed piece of ``cfg``'s :attr:`StudyConfig.seed_pieces` (a
+    further training seed, under ``RESULTS/pieces/``), one row each, and the perception schedule
+    check's (its record,
     :func:`~orchestration.study.perception_record.perception_seconds`), against
     :data:`RERUN_CAP_HOURS`: ``{"cap_hours", "spent_hours", "pieces": {piece: hours}}``, and
     ``"checks": {PERCEPTION_BUDGET_GROUP: hours, pilot: hours}`` once the check has spent any, and
@@ -212,7 +234,8 @@ def rerun_hours(results: str | os.PathLike) -> dict[str, Any]:
     """
     pieces = {}
     paths = [*(Path(results, "pieces", name, "piece.json") for name in read_promoted(results).get("pieces", {})),
-             *Path(results, RERUNS, "pieces").glob("*/piece.json")]
+             *Path(results, RERUNS, "pieces").glob("*/piece.json"),
+             *(p for name in cfg.seed_pieces if (p := Path(results, "pieces", name, "piece.json")).is_file())]
     for path in sorted(paths, key=lambda p: p.parent.name):
         try:
             pieces[path.parent.name] = round(float(json.loads(path.read_text())["seconds"]["total"]) / 3600, 2)
@@ -236,20 +259,27 @@ def over_cap(results: str | os.PathLike, piece: Piece, cfg: StudyConfig = STUDY,
     """Why running ``piece`` now would take the study past :attr:`StudyConfig.budget_hours`
     (None when it would not): the committed pieces' hours already reach the cap, or they and the
     piece's own projection (:func:`budget`; pieces before it left pending do not count) pass it.
+    A piece of :attr:`StudyConfig.seed_pieces` is held to the reruns' cap instead
+    (:data:`RERUN_CAP_HOURS`, on :func:`rerun_hours`' spent hours), never to the study's.
     A piece no committed piece of its kind projects is let through until the cap is spent."""
     b = budget(results, cfg) if b is None else b  # ``b``: :func:`budget`'s, when the caller has it
-    spent, cap = b["spent_hours"], cfg.budget_hours
-    if spent >= cap:
-        return f"the committed pieces took {spent:.1f} h, the study's {cap:g}-hour cap"
+    if piece.name in cfg.seed_pieces:
+        spent, cap, whose = b["reruns"]["spent_hours"], b["reruns"]["cap_hours"], "the reruns' (issue 64)"
+        if spent >= cap:
+            return f"issue 64's reruns and seed pieces took {spent:.1f} h, {whose} {cap:g}-hour cap"
+    else:
+        spent, cap, whose = b["spent_hours"], cfg.budget_hours, "the study's"
+        if spent >= cap:
+            return f"the committed pieces took {spent:.1f} h, the study's {cap:g}-hour cap"
     minutes = _projected_minutes(b, piece)
     if minutes is not None and spent + minutes / 60 > cap:
         return (f"{piece.name} is projected at {minutes:.0f} min: {spent:.1f} h spent + {minutes / 60:.1f} h "
-                f"passes the study's {cap:g}-hour cap")
+                f"passes {whose} {cap:g}-hour cap")
     return None
 
 
 def _projected_minutes(b: Mapping[str, Any], piece: Piece) -> float | None:
-    return next((p["minutes"] for p in b["pending"] if p["piece"] == piece.name), None)
+    return next((p["minutes"] for p in pending_rows(b) if p["piece"] == piece.name), None)
 
 
 def out_of_time(results: str | os.PathLike, piece: Piece, seconds_left: float, cfg: StudyConfig = STUDY,
@@ -280,9 +310,20 @@ def budget_markdown(b: Mapping[str, Any]) -> str:
                   f"{r['cap_hours']:g} hours:", "", "| rerun piece | hours |", "|---|---|"]
         lines += [f"| {p} | {h:.1f} |" for p, h in (*r["pieces"].items(), *r.get("checks", {}).items())]
         lines += [f"| **total** | **{r['spent_hours']:.1f}** of {r['cap_hours']:g} |", ""]
-    lines += ["| pending piece | projected min | cumulative hours | within cap | projected from |",
-             "|---|---|---|---|---|"]
-    for p in b["pending"]:
+        if "pending" in r:
+            lines += ["The further training seeds the study config names (`seed_pieces`) count here too" +
+                      ("; those pending, projected from the reruns' hours on:" if r["pending"] else
+                       "; every one is committed."), ""]
+            lines += _pending_table(r["pending"], "pending seed piece", "within the reruns' cap") + [""] \
+                if r["pending"] else []
+    lines += _pending_table(b["pending"], "pending piece", "within cap")
+    return "\n".join(lines) + "\n"
+
+
+def _pending_table(rows: Sequence[Mapping[str, Any]], piece: str, cap: str) -> list[str]:
+    """Pending rows of :func:`budget` as a Markdown table (lines); ``piece``, ``cap``: two headers."""
+    lines = [f"| {piece} | projected min | cumulative hours | {cap} | projected from |", "|---|---|---|---|---|"]
+    for p in rows:
         if p["minutes"] is None:
             lines.append(f"| {p['piece']} | — | — | — | no committed piece of its group |")
             continue
@@ -290,8 +331,8 @@ def budget_markdown(b: Mapping[str, Any]) -> str:
             f" (no {', '.join(p['unmeasured'])})" if p["unmeasured"] else "")
         lines.append(f"| {p['piece']} | {p['minutes']:.0f} | {p['cumulative_hours']:.1f} | "
                      f"{'yes' if p['within_cap'] else 'no'} | {basis} |")
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 __all__ = ["PROMOTED", "RERUNS", "RERUN_CAP_HOURS", "budget", "budget_group", "budget_markdown", "over_cap", "out_of_time",
-           "read_promoted", "rerun_hours"]
+           "pending_rows", "read_promoted", "rerun_hours"]

@@ -45,7 +45,7 @@ from nsvqa.generation.dataset import PROFILES, is_complete, job_for
 from nsvqa.generation.suite import generate_suite
 from nsvqa.generation.variants import load_variant
 from orchestration.models import needs as model_needs, parse_specs
-from orchestration.study.cost import BUDGET_ANALOG, budget
+from orchestration.study.cost import BUDGET_ANALOG, budget, pending_rows
 from orchestration.study.plan import Piece, piece_setup, study_pieces, trains_scene_parser, uses_scene_parser
 from orchestration.study.study_config import STUDY, STUDY_FILE, StudyConfig, StudyError, results_config
 
@@ -210,7 +210,7 @@ def plan_jobs(todo: Sequence[Piece], data: str | os.PathLike, runs: str | os.Pat
         projected: piece name -> its projected minutes (default: :func:`orchestration.study.cost.budget`'s).
     """
     if projected is None:
-        projected = {p["piece"]: p["minutes"] for p in budget(results, cfg)["pending"]}
+        projected = {p["piece"]: p["minutes"] for p in pending_rows(budget(results, cfg))}
         if opts.estimate_from is not None and any(projected.get(p.name) is None for p in todo):
             speedup = opts.gpu_speedup if opts.device.startswith("cuda") else 1.0
             est = scaled_estimate(opts.estimate_from, results_config(opts.estimate_from), cfg, gpu_speedup=speedup)
@@ -600,13 +600,22 @@ def launch(todo: Sequence[Piece], data: str | os.PathLike, runs: str | os.PathLi
 def past_cap(todo: Sequence[Piece], results: str | os.PathLike, cfg: StudyConfig) -> str | None:
     """Why launching ``todo`` would take the study past :attr:`StudyConfig.budget_hours` (None when
     it would not): the committed pieces reach the cap, or one of ``todo`` is projected past it
-    (:func:`orchestration.study.cost.budget`, the pending pieces in plan order)."""
+    (:func:`orchestration.study.cost.budget`, the pending pieces in plan order). The pieces of
+    :attr:`StudyConfig.seed_pieces` are held to the reruns' cap the same way, never to the study's."""
     b = budget(results, cfg)
-    beyond = [p["piece"] for p in b["pending"] if p["within_cap"] is False and p["piece"] in {t.name for t in todo}]
-    if b["spent_hours"] >= cfg.budget_hours:
+    names = {t.name for t in todo}
+    seeded = names & set(cfg.seed_pieces)
+    r = b.get("reruns") or {}
+    if names - seeded and b["spent_hours"] >= cfg.budget_hours:
         return f"the committed pieces took {b['spent_hours']:.1f} h, the study's {cfg.budget_hours:g}-hour cap"
+    if seeded and r["spent_hours"] >= r["cap_hours"]:
+        return f"issue 64's reruns and seed pieces took {r['spent_hours']:.1f} h, their {r['cap_hours']:g}-hour cap"
+    beyond = [p["piece"] for p in b["pending"] if p["within_cap"] is False and p["piece"] in names]
     if beyond:
         return f"{', '.join(beyond)} would take the study past its {cfg.budget_hours:g}-hour cap"
+    beyond = [p["piece"] for p in r.get("pending", []) if p["within_cap"] is False and p["piece"] in names]
+    if beyond:
+        return f"{', '.join(beyond)} would take issue 64's reruns past their {r['cap_hours']:g}-hour cap"
     return None
 
 
