@@ -11,8 +11,10 @@ about 20%, a gap of 2.96 points); its intervals are our quantity's, set against 
 figure: ``reproduced`` when every one lies on the claimed side (or, for "about", holds the
 figure), ``not reproduced`` when some lie wholly on the other side and none on the claimed one,
 ``inconclusive`` otherwise; a level is never "reversed". Without its inputs (a piece not run yet)
-a finding is ``pending``. The intervals cover the test questions only: one training seed is one
-seed. The paper's figures come from one cited table, ``data/paper/super_clevr.json``.
+a finding is ``pending``. The intervals cover the test questions, and the training seeds where a
+cell has several (the in-domain cells; a factor's where every training variant ran them): a finding
+whose cells hold one seed says so. The paper's figures come from one cited table,
+``data/paper/super_clevr.json``.
 """
 from __future__ import annotations
 
@@ -165,6 +167,13 @@ def deciding(ci: Sequence[float] | None, precision: float | None) -> list[float]
     return [ci[0] - p, ci[1] + p]
 
 
+def _seeds(report: Mapping[str, Any], factor: str, models: Sequence[str]) -> int:
+    """The fewest training seeds among ``models``' RDs on ``factor`` (the report's ``seeds`` of each:
+    those pooled on every training variant; one where it has none)."""
+    ms = report["factors"].get(factor, {}).get("models", {})
+    return min((len(ms[m].get("seeds") or [0]) for m in models if m in ms), default=1)
+
+
 def _rd_ci(report: Mapping[str, Any], factor: str, model: str) -> Sequence[float] | None:
     """``model``'s RD interval on ``factor`` as it decides (:func:`deciding`); None without an RD."""
     m = report["factors"].get(factor, {}).get("models", {}).get(model)
@@ -190,7 +199,8 @@ def _level_rds(report, key, paper, factor, models, figure, side, judged: "_Side 
     return _finding(key, paper, [_rds(report, factor, models)], shifted(models), side,
                     f"each RD's bootstrap interval against the paper's {100 * figure:g}%",
                     missing=f"every training variant of the {factor} factor", level=True, rests_on=rests_on,
-                    basis={"non_modular": _judged_models(report, factor, judged), "seeds": 1,
+                    basis={"non_modular": _judged_models(report, factor, judged),
+                           "seeds": _seeds(report, factor, [m for m in models if _rd_ci(report, factor, m)]),
                            "programs": "parsed" if parsed else None, "gt_status": gt_status,
                            "cells": [_trained_cells(report, factor, [m]) for m in models]})
 
@@ -292,7 +302,8 @@ def _rd_finding(report, key, paper, factor, pairs, side, models, judged: "_Side 
                     [ci for _, ci in got], side, "paired bootstrap of the RD differences (points)",
                     missing=f"every training variant of the {factor} factor", rests_on=rests_on,
                     headline="; ".join(t for t, _ in got) or None,
-                    basis={"non_modular": _judged_models(report, factor, judged), "seeds": 1,
+                    basis={"non_modular": _judged_models(report, factor, judged),
+                           "seeds": _seeds(report, factor, [m for _, _, ab in made for m in ab]),
                            "programs": "parsed" if parsed else None,
                            "gt_status": verdict([ci for _, ci in gt_pairs], side) if gt_pairs else None,
                            "cells": [_trained_cells(report, factor, ab) for _, _, ab in made]})
@@ -530,7 +541,9 @@ def _best_of_factors(report: Mapping[str, Any], paper: Mapping[str, float], side
     return _finding("pnsvqa_best", f"P-NSVQA's RD the lowest on {need} of the 4 factors", ours, intervals, +1,
                     "paired RD bootstrap of P-NSVQA against each other model, per factor", level=True,
                     missing="every factor's training variants", rests_on=side,
-                    basis={"non_modular": None if side == "—" else list(non_modular), "seeds": 1, "counts": True})
+                    basis={"non_modular": None if side == "—" else list(non_modular),
+                           "seeds": min((_seeds(report, f, ("pnsvqa", *others)) for f in factors), default=1),
+                           "counts": True})
 
 
 def _tail_finding(cells: Cells) -> dict[str, Any]:

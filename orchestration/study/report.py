@@ -24,9 +24,11 @@
 The systematic splits' and the fallback's sections (JSON, Markdown, plot) and the comparison with
 the in-domain generalization paper come from :mod:`orchestration.study.systematic`.
 
-Tables 1-2 use seed 0 of every model, as the paper does; the default variant's further seeds are
-reported apart. An alias of the study (``co-0`` is ``mid``, ``bal`` is ``hard``) reads its
-target's predictions under its own name in its factor's table. :func:`write_study_report` writes
+Tables 1-2 use seed 0 of every model, as the paper does, except where a model ran further
+training seeds on every training variant of a factor (:attr:`StudyConfig.seed_pieces`): that
+factor reads it over those seeds (:func:`seeded_factor_cells`). The default variant's in-domain
+seeds are reported apart. An alias of the study (``co-0`` is ``mid``, ``bal`` is ``hard``) reads
+its target's predictions under its own name in its factor's table. :func:`write_study_report` writes
 the files; :func:`check_study_report` rebuilds them in memory and lists the text files (JSON,
 Markdown, LaTeX) whose bytes differ from those on disk: the shipped tables are reproducible from
 the committed predictions without retraining.
@@ -126,6 +128,24 @@ def factor_cells(cells: Mapping[tuple[str, str, str, int], list[Prediction]], fa
                 if canonical(vs, cfg) == test:
                     out[CellKey(model, vt, vs)] = [preds]
     return out
+
+
+def seeded_factor_cells(cells: Mapping[tuple[str, str, str, int], list[Prediction]], factor: str,
+                        cfg: StudyConfig = STUDY) -> tuple[dict[CellKey, list[list[Prediction]]], dict[str, list[int]]]:
+    """The cells of ``factor``'s table (as :func:`factor_cells`'s) over every training seed each model
+    has on the whole factor, and model -> those seeds. A seed counts for a model when its cells at
+    that seed cover every cell it has at seed 0: every training variant of the factor ran it, tested
+    on the same variants. Each cell holds one run per such seed, in seed order (seed 0 first), so
+    that :func:`~nsvqa.evaluation.comparison.rd_bootstrap` draws seeds, then images, and the matrix
+    is the mean over them (:func:`~nsvqa.evaluation.evaluate`). A model with a training variant at
+    seed 0 only has seed 0 alone: its cells are :func:`factor_cells`' at seed 0."""
+    at = {s: factor_cells(cells, factor, cfg, s) for s in sorted({k[3] for k in cells})}
+    base = at.get(0, {})
+    seeds: dict[str, list[int]] = {}
+    for model in dict.fromkeys(k.model for k in base):
+        mine = [k for k in base if k.model == model]
+        seeds[model] = [s for s in at if all(k in at[s] for k in mine)]
+    return {k: [at[s][k][0] for s in seeds[k.model]] for k in base}, seeds
 
 
 def _mean(xs) -> float | None:
@@ -241,7 +261,7 @@ def build_study_report(results: str | os.PathLike, cfg: StudyConfig = STUDY, *, 
     # Table 1 / Table 2, one evaluation per factor
     factors: dict[str, Any] = {}
     for f in cfg.factors:
-        fc = factor_cells(cells, f, cfg)
+        fc, seeds_of = seeded_factor_cells(cells, f, cfg)
         if not fc:
             continue
         trains, tests = factor_layout(f)
@@ -272,7 +292,9 @@ def build_study_report(results: str | os.PathLike, cfg: StudyConfig = STUDY, *, 
                                      "ece_in_domain": ece.get(m, {}),
                                      "accuracy_mean": _mean(x for row in v["matrix"] for x in row),
                                      "ece_mean": _mean(ece_all.get(m, [])),
-                                     "cells": sum(x is not None for row in v["matrix"] for x in row)}
+                                     "cells": sum(x is not None for row in v["matrix"] for x in row),
+                                     # the training seeds pooled, where more than seed 0
+                                     **({"seeds": seeds_of[m]} if len(seeds_of.get(m, [0])) > 1 else {})}
                                  for m, v in rep["factors"][f]["models"].items()}}
 
     parts = _part_section(results, collect(results, parts=True, done=done)[0], cfg, files, plots)
@@ -485,11 +507,14 @@ def study_markdown(report: Mapping[str, Any]) -> str:
             lines += ["Reliability diagrams in domain (accuracy per confidence bin): " + ", ".join(rel) + ".", ""]
     if report["factors"]:
         models = _models_in_order(report)
+        seeded = any(m.get("seeds") for fac in report["factors"].values() for m in fac["models"].values())
         lines += ["## Table 2: Relative Degrade (%)", "",
                   "Lower is more robust; — where a cell is missing. In brackets the 95% bootstrap interval over "
                   "the test questions (one draw per replicate for every model; test variants that ask the same "
-                  "questions are drawn together, so a question counts on each of them; it does not cover "
-                  "training seeds).", ""]
+                  "questions are drawn together, so a question counts on each of them; " +
+                  ("it draws the training seeds too, then the images, where a model ran several on every "
+                   "training variant of the factor: its RD and matrix are then over the seeds Table 1 names)."
+                   if seeded else "it does not cover training seeds)."), ""]
         fs = list(report["factors"])
         margin = _margins(report)
         lines += ["The last column is each model's image margin in domain (its accuracy on "
@@ -511,7 +536,9 @@ def study_markdown(report: Mapping[str, Any]) -> str:
             for m in models:
                 if m not in fac["models"]:
                     continue
-                lines += [f"`{m}` (RD {_rd_cell(fac['models'][m])}; [heatmap]({f}/heatmaps/{m}.png))", ""]
+                over = fac["models"][m].get("seeds")
+                lines += [f"`{m}` (RD {_rd_cell(fac['models'][m])}; [heatmap]({f}/heatmaps/{m}.png)"
+                          + (f"; mean of seeds {', '.join(map(str, over))}" if over else "") + ")", ""]
                 lines += _table(["train \\ test", *fac["test_variants"]],
                                 [[t, *(pct(x) for x in row)] for t, row in zip(fac["train_variants"],
                                                                                  fac["models"][m]["matrix"])])
@@ -648,4 +675,5 @@ def study_latex(report: Mapping[str, Any]) -> str:
 
 
 __all__ = ["TEXT_SUFFIXES", "family", "question_only_reference", "collect", "done_pieces",
-           "question_kinds", "factor_cells", "build_study_report", "seeds_table", "study_markdown", "study_latex"]
+           "question_kinds", "factor_cells", "seeded_factor_cells", "build_study_report", "seeds_table", "study_markdown",
+           "study_latex"]

@@ -1,0 +1,148 @@
+"""Further training seeds of the study's pieces (``StudyConfig.seed_pieces``): in the plan, in the
+reruns' budget, and in the factor tables, which read every seed each model ran on every training
+variant of the factor."""
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+
+from nsvqa.artifacts.predictions import CellKey, Prediction
+from orchestration.study import STUDY, StudyConfig, StudyError, budget, budget_markdown, over_cap, study_pieces
+from orchestration.study.findings import findings, qualifiers
+from orchestration.study.launch import past_cap
+
+SEEDED = dataclasses.replace(STUDY, seed_pieces=("easy-seed1-modular", "rd--seed2-film"))
+
+
+def test_seed_pieces_come_last_in_their_order_as_their_seed_0_pieces_at_another_seed():
+    plan = study_pieces(SEEDED)
+    assert [p.name for p in plan[-2:]] == ["easy-seed1-modular", "rd--seed2-film"]
+    assert [p.name for p in plan[:-2]] == [p.name for p in study_pieces(STUDY)]
+    zero = {p.name: p for p in study_pieces(STUDY)}
+    for p in plan[-2:]:
+        z = zero[p.name.replace(f"-seed{p.seed}-", "-seed0-")]
+        assert (p.variant, p.group, p.models, p.tests) == (z.variant, z.group, z.models, z.tests) and p.seed != 0
+
+
+@pytest.mark.parametrize("name, says", [
+    ("mid-seed1-modular", "is already a piece of the plan"),   # the default variant's further seeds
+    ("easy-seed0-modular", "is already a piece of the plan"),
+    ("easy-seed01-modular", "is not <variant>-seed<N>-<group>"),
+    ("easy-seed1-mdetr", "is not <variant>-seed<N>-<group>"),  # dropped: no seed-0 piece to reseed
+    ("easy-modular", "is not <variant>-seed<N>-<group>"),
+])
+def test_a_seed_piece_that_is_no_seed_0_piece_at_another_seed_is_refused_by_name(name, says):
+    with pytest.raises(StudyError, match=rf"StudyConfig.seed_pieces: '{name}' {says}"):
+        study_pieces(dataclasses.replace(STUDY, seed_pieces=(name,)))
+    with pytest.raises(StudyError, match=r"'easy-seed1-modular' is named twice"):
+        study_pieces(dataclasses.replace(STUDY, seed_pieces=("easy-seed1-modular",) * 2))
+
+
+def test_an_empty_seed_pieces_is_left_out_of_the_record():
+    assert "seed_pieces" not in STUDY.to_json()  # the shipped records stay those of the same config
+    assert SEEDED.to_json()["seed_pieces"] == ["easy-seed1-modular", "rd--seed2-film"]
+    assert StudyConfig.from_json(SEEDED.to_json()) == SEEDED and StudyConfig.from_json(STUDY.to_json()) == STUDY
+
+
+def _commit(results, name, group, steps, seed=0):
+    d = results / "pieces" / name
+    d.mkdir(parents=True)
+    variant = name.split(f"-seed{seed}-")[0]
+    (d / "piece.json").write_text(json.dumps({
+        "format": 1, "piece": {"variant": variant, "seed": seed, "group": group},
+        "seconds": {"total": sum(steps.values()), "attempts": [{"steps": steps}]}}))
+
+
+def test_a_seed_piece_counts_under_the_reruns_cap_not_the_studys(tmp_path):
+    steps = {"scene_parser": 1800.0, "question_parser": 600.0, "model_nscl": 600.0, "tune_nsvqa": 60.0,
+             **{f"test_{v}": 120.0 for v in ("easy", "mid", "hard")}}
+    _commit(tmp_path, "easy-seed0-modular", "modular", steps)
+    b = budget(tmp_path, SEEDED)
+    rows = b["reruns"]["pending"]
+    assert [r["piece"] for r in rows] == ["easy-seed1-modular", "rd--seed2-film"]
+    assert "easy-seed1-modular" not in [p["piece"] for p in b["pending"]]
+    assert rows[0]["minutes"] == round(sum(steps.values()) / 60, 1) and rows[0]["within_cap"]
+    assert rows[0]["cumulative_hours"] == round(sum(steps.values()) / 3600, 2)  # from the reruns' 0 hours
+    assert "| pending seed piece |" in budget_markdown(b)
+    # the study past its cap does not stop a seed piece; the reruns' cap does
+    small = dataclasses.replace(SEEDED, budget_hours=0.5)
+    easy1 = next(p for p in study_pieces(SEEDED) if p.name == "easy-seed1-modular")
+    hard = next(p for p in study_pieces(SEEDED) if p.name == "hard-seed0-modular")
+    assert over_cap(tmp_path, hard, small) and over_cap(tmp_path, easy1, small) is None
+    assert past_cap([easy1], tmp_path, small) is None and past_cap([hard, easy1], tmp_path, small)
+    # committed, its hours are one row of the reruns', not the study's
+    _commit(tmp_path, "easy-seed1-modular", "modular", steps, seed=1)
+    b = budget(tmp_path, SEEDED)
+    assert b["done"] == 1 and b["spent_hours"] == round(sum(steps.values()) / 3600, 2)
+    assert b["reruns"]["pieces"] == {"easy-seed1-modular": round(sum(steps.values()) / 3600, 2)}
+    assert [r["piece"] for r in b["reruns"]["pending"]] == ["rd--seed2-film"]
+    # the step medians read it too; past the reruns' cap it is refused there
+    assert b["step_minutes"]["modular"]["model_nscl"] == 10.0
+    rec = tmp_path / "pieces" / "easy-seed1-modular" / "piece.json"
+    rec.write_text(json.dumps({**json.loads(rec.read_text()), "seconds": {"total": 25 * 3600.0}}))
+    film2 = next(p for p in study_pieces(SEEDED) if p.name == "rd--seed2-film")
+    assert "the reruns' (issue 64) 24-hour cap" in over_cap(tmp_path, film2, SEEDED)
+    assert "their 24-hour cap" in past_cap([film2], tmp_path, SEEDED)
+
+
+def P(i, ok):
+    return Prediction(question_index=i, question_type="exist", answer="yes", prediction="yes" if ok else "no")
+
+
+def _cells(model, trains, tests, seeds, n=60):
+    return {(model, t, s, seed): [P(i, i < 0.8 * n) for i in range(n)]
+            for seed in seeds for t in trains for s in tests}
+
+
+def test_a_factor_reads_the_seeds_every_training_variant_of_a_model_ran():
+    from orchestration.study.report import factor_cells, seeded_factor_cells
+
+    visual = ("easy", "mid", "hard")
+    cells = {**_cells("nsvqa", visual, visual, (0, 1, 2)),
+             **_cells("film", visual, visual, (0,)), **_cells("film", ("easy", "hard"), visual, (1,)),
+             ("film", "mid", "mid", 1): [P(0, True)]}  # mid at seed 1 tested on mid alone: no whole row
+    got, seeds = seeded_factor_cells(cells, "visual", STUDY)
+    assert seeds == {"nsvqa": [0, 1, 2], "film": [0]}
+    assert [len(v) for k, v in got.items() if k.model == "nsvqa"] == [3] * 9
+    assert got[CellKey("nsvqa", "easy", "hard")][2] is cells[("nsvqa", "easy", "hard", 2)]
+    assert {k: v for k, v in got.items() if k.model == "film"} == {
+        k: v for k, v in factor_cells(cells, "visual", STUDY).items() if k.model == "film"}
+    # an alias reads its target's seeds: compositionality's co-0 is mid
+    comp = ("mid", "co-1", "co-2")
+    cells = _cells("nsvqa", comp, comp, (0, 1))
+    assert seeded_factor_cells(cells, "compositionality", STUDY)[1] == {"nsvqa": [0, 1]}
+
+
+def test_a_finding_on_pooled_seeds_is_no_longer_one_seeds(tmp_path):
+    from nsvqa.artifacts.predictions import write_predictions
+    from orchestration.study.report import build_study_report
+
+    levels, n = ("rd-", "mid", "rd+"), 60
+    own = {"film": (0.5, 0.5), "pnsvqa": (0.8, 0.6), "nsvqa": (0.8, 0.6)}
+    for seed in (0, 1, 2):
+        for t in levels:
+            for group, models in (("modular", ("pnsvqa", "nsvqa")), ("film", ("film",))):
+                d = tmp_path / "pieces" / f"{t}-seed{seed}-{group}"
+                for m in models:
+                    for s in levels:
+                        right = own[m][0] if s == t else own[m][1]
+                        write_predictions(d / "predictions" / f"{m}__train-{t}__test-{s}.jsonl.gz",
+                                          [P(i, i < right * n) for i in range(n)])
+                (d / "piece.json").write_text(json.dumps({
+                    "format": 1, "piece": {"variant": t, "seed": seed, "group": group, "models": list(models),
+                                           "tests": list(levels)},
+                    "commit": None, "machine": None, "seconds": {"total": 60.0}}))
+    files = build_study_report(tmp_path, plots=False)
+    report = json.loads(files["report.json"])
+    red = report["factors"]["redundancy"]["models"]
+    assert red["pnsvqa"]["seeds"] == red["film"]["seeds"] == [0, 1, 2] and red["pnsvqa"]["rd"] == pytest.approx(0.25)
+    finding = next(f for f in report["findings"] if f["key"] == "redundancy")
+    assert finding["basis"]["seeds"] == 3 and "one training seed" not in finding["qualifier"]
+    md = files["report.md"].decode()
+    assert "mean of seeds 0, 1, 2" in md and "it draws the training seeds too" in md
+    # one model of the comparison at one seed: the finding rests on one seed again
+    report["factors"]["redundancy"]["models"]["film"].pop("seeds")
+    again = next(f for f in findings(report, {}) if f["key"] == "redundancy")
+    assert again["basis"]["seeds"] == 1 and "one training seed" in qualifiers(again)
