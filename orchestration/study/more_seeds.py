@@ -70,10 +70,22 @@ def more_seeds(rows: Sequence[Mapping[str, Any]], seeing: Sequence[Mapping[str, 
     """The listed findings (``rows``: judged against the paper-recipe models; ``seeing``: against
     the models that see; both before :func:`~orchestration.study.findings.decide_all` merges them)
     and the pieces to run: ``{"near_zero", "seeds", "findings": [...], "pieces": [{"piece",
-    "seed_0", "intervals", "findings", "done"}]}`` (``done``: the piece is committed)."""
+    "seed_0", "intervals", "findings", "done"}]}`` (``done``: ``run``, the piece is committed with
+    its seed-0 piece's models and tests; ``partly``, committed with fewer, as the default variant's
+    further seeds of the executors tested in domain only; ``no``)."""
+    rows_of = {p["name"]: p for p in pieces}
+
+    def status(seed_0: str, name: str) -> str:
+        """``run`` (committed with the seed-0 piece's models and tests), ``partly`` (committed with
+        fewer: it cannot stand for the seed-0 piece in a factor), or ``no``."""
+        if name not in rows_of:
+            return "no"
+        a, b = rows_of[seed_0], rows_of[name]
+        return "run" if set(a.get("models", ())) <= set(b.get("models", ())) and \
+            set(a.get("tests", ())) <= set(b.get("tests", ())) else "partly"
+
     found = [x for x in (*(listed(r, k) for r in rows),
                          *(listed(r, k, "seeing") for r in seeing if r.get("rests_on", "—") != "—")) if x]
-    have = {p["name"] for p in pieces}
     count: dict[str, dict[str, Any]] = {}
     for f in found:
         for iv in f["intervals"]:
@@ -87,7 +99,7 @@ def more_seeds(rows: Sequence[Mapping[str, Any]], seeing: Sequence[Mapping[str, 
     order = sorted(count, key=lambda n: (-count[n]["intervals"], n))
     return {"near_zero": NEAR_ZERO, "seeds": list(MORE_SEEDS), "findings": found,
             "pieces": [{"piece": _reseeded(n, s), "seed_0": n, "intervals": count[n]["intervals"],
-                        "findings": count[n]["findings"], "done": _reseeded(n, s) in have}
+                        "findings": count[n]["findings"], "done": status(n, _reseeded(n, s))}
                        for n in order for s in MORE_SEEDS]}
 
 
@@ -102,7 +114,7 @@ def more_seeds_markdown(record: Mapping[str, Any]) -> list[str]:
             out.append(f"| {f['key']} | {f['against']} | {f['status']} | [{100 * lo:+.1f}, {100 * hi:+.1f}] "
                        f"| {'; '.join(iv['why'])} |")
     out += ["", "| piece | intervals it decides | findings | run |", "|---|---|---|---|"]
-    out += [f"| {p['piece']} | {p['intervals']} | {', '.join(p['findings'])} | {'yes' if p['done'] else 'no'} |"
+    out += [f"| {p['piece']} | {p['intervals']} | {', '.join(p['findings'])} | {p['done']} |"
             for p in record["pieces"]]
     return out
 
