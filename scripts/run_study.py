@@ -40,8 +40,8 @@ from pathlib import Path
 import torch
 
 from orchestration.study import (SCALE_RESULTS, StudyConfig, StudyError, budget, budget_markdown, is_done,
-                                 pending_pieces, piece_dir, out_of_time, over_cap, read_scale_record, results_config,
-                                 scale_runs, study_pieces)
+                                 is_reduced, pending_pieces, piece_dir, out_of_time, over_cap, read_scale_record,
+                                 results_config, scale_runs, study_pieces)
 from orchestration.study.parses import PARSES, export_parses, reexecute
 from orchestration.study.publish import check_study_report, write_study_report
 from orchestration.study.demo import (DEMO_BLOCK, DEMO_PICTURE, demo_block_reproduces, demo_comparison, demo_figure,
@@ -269,9 +269,9 @@ def main(argv: list[str] | None = None) -> int:
                 raise StudyError(f"{args.config}: cannot read the study config ({e})") from e
         cfg = results_config(args.results, given)
         if args.list:
-            for p in study_pieces(cfg):
-                print(f"{'done' if is_done(args.results, p) else '    '}  {p.name:<34} {','.join(p.models)}  "
-                      f"-> {','.join(p.tests)}")
+            for p in study_pieces(cfg):  # part: committed with fewer models or tests (a widened seed piece)
+                mark = ('part' if is_reduced(args.results, p) else 'done') if is_done(args.results, p) else '    '
+                print(f"{mark}  {p.name:<34} {','.join(p.models)}  -> {','.join(p.tests)}")
             scale = read_scale_record(args.results)  # the scale check: one line per scale
             ran = scale_runs(scale)
             trains, tests = scale_variants(cfg)

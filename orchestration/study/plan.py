@@ -21,7 +21,10 @@ through :func:`orchestration.experiment.train_variant`. A finished piece leaves,
 
 :func:`pending_pieces` skips the pieces whose ``piece.json`` exists, so rerunning the one command
 resumes the study where the committed results stop; an interrupted piece resumes from the
-checkpoints in its run folder (outside git) when they are still there, else it starts again.
+checkpoints in its run folder (outside git) when they are still there, else it starts again. A
+piece committed with fewer models or tests than the plan now gives it (a seed piece widened by
+:attr:`StudyConfig.seed_pieces`: :func:`is_reduced`) is never run into the same folder: its
+widened run goes to a results folder of its own and is promoted in its place (docs/study.md).
 :func:`orchestration.study.report.build_study_report` rebuilds every table from the committed predictions alone.
 
 Every size and schedule of the study is in :data:`~orchestration.study.study_config.STUDY` (one
@@ -40,11 +43,12 @@ runs roots, and the report scores part and object questions apart.
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from nsvqa.generation.variants import FACTORS, SCENE_KEYS, load_variant
 from orchestration import models as registry
@@ -129,12 +133,15 @@ def study_pieces(cfg: StudyConfig = STUDY) -> list[Piece]:
     (modular models: the in-domain comparison), the other systematic splits (modular models), the
     part-question extension, the default variant's :attr:`StudyConfig.shuffle_groups` at
     :attr:`StudyConfig.shuffle_seed`, the pieces of :attr:`StudyConfig.late_groups` on the other
-    training variants, and last the pieces of :attr:`StudyConfig.seed_pieces`, in their order
-    (:func:`seed_pieces`).
+    training variants, and last the pieces of :attr:`StudyConfig.seed_pieces` the rest does not hold,
+    in their order (:func:`seed_pieces`). A name of :attr:`StudyConfig.seed_pieces` the rest holds
+    with fewer models or tests than its seed-0 piece (``mid-seed1-modular``: the executors, tested
+    on ``mid`` alone) stays in its place, widened to the seed-0 piece's models and tests.
 
     Raises:
         StudyError: an alias whose variants differ (:func:`check_aliases`), or a name of
-            :attr:`StudyConfig.seed_pieces` that is no seed-0 piece at another seed (:func:`seed_pieces`).
+            :attr:`StudyConfig.seed_pieces` that is neither a seed-0 piece at another seed nor a
+            piece to widen (:func:`seed_pieces`).
     """
     check_aliases(cfg)
     out, late = [], []
@@ -158,29 +165,41 @@ def study_pieces(cfg: StudyConfig = STUDY) -> list[Piece]:
     d = cfg.default_variant
     out += [Piece(d, cfg.shuffle_seed, g, tuple(cfg.groups[g]), (d,)) for g in cfg.shuffle_groups if g in cfg.groups]
     base = [p for p in out + late if p.name not in cfg.dropped]
-    return base + seed_pieces(base, cfg)
+    declared = seed_pieces(base, cfg)
+    widened = {p.name: p for p in declared}
+    names = {p.name for p in base}
+    return [widened.get(p.name, p) for p in base] + [p for p in declared if p.name not in names]
+
+
+def covers(have: Piece, want: Piece) -> bool:
+    """Whether ``have`` holds every model and test of ``want`` (in any order, maybe more)."""
+    return set(want.models) <= set(have.models) and set(want.tests) <= set(have.tests)
 
 
 def seed_pieces(base: Sequence[Piece], cfg: StudyConfig = STUDY) -> list[Piece]:
     """The pieces :attr:`StudyConfig.seed_pieces` names, in its order: each ``<variant>-seed<N>-<group>``
     (N not 0, written without leading zeros) is the piece ``<variant>-seed0-<group>`` of ``base``
-    (the rest of the plan) at seed N, with its models and tests.
+    (the rest of the plan) at seed N, with its models and tests. A name ``base`` already holds at
+    seed N with fewer models or tests than its seed-0 piece (the default variant's further seeds,
+    :attr:`StudyConfig.shuffle_groups`', tested on it alone) is that piece widened: the same name,
+    the seed-0 piece's models and tests (:func:`study_pieces` puts it in its place).
 
     Raises:
-        StudyError: a name that is not so, that is already a piece of ``base`` (the default
-            variant's further seeds, :attr:`StudyConfig.shuffle_groups`'), or that is given twice
-            (the field and the name said).
+        StudyError: a name that is not so, that ``base`` holds at seed 0 or already with its seed-0
+            piece's models and tests, or that is given twice (the field and the name said).
     """
     plan = {p.name: p for p in base}
     out: list[Piece] = []
     for name in cfg.seed_pieces:
         where = f"StudyConfig.seed_pieces: {name!r}"
-        if name in plan:
-            raise StudyError(f"{where} is already a piece of the plan")
         if name in [p.name for p in out]:
             raise StudyError(f"{where} is named twice")
         m = re.fullmatch(r"(.+)-seed([0-9]+)-(.+)", name)
         zero = plan.get(f"{m[1]}-seed0-{m[3]}") if m else None
+        have = plan.get(name)
+        if have is not None and (have.seed == 0 or zero is None or covers(have, zero)):
+            raise StudyError(f"{where} is already a piece of the plan" +
+                             ("" if have.seed == 0 or zero is None else " with its seed-0 piece's models and tests"))
         if zero is None or int(m[2]) == 0 or name != f"{m[1]}-seed{int(m[2])}-{m[3]}":
             seeded = sorted(p.name for p in base if p.seed == 0)
             raise StudyError(f"{where} is not <variant>-seed<N>-<group> with N other than 0 of a seed-0 piece of the "
@@ -236,7 +255,35 @@ def piece_dir(results: str | os.PathLike, piece: Piece) -> Path:
 
 
 def is_done(results: str | os.PathLike, piece: Piece) -> bool:
+    """Whether ``piece`` has a ``piece.json`` under ``results``: what the runner skips, whatever
+    models and tests it holds (:func:`is_reduced`)."""
     return (piece_dir(results, piece) / "piece.json").exists()
+
+
+def record_holds(record: Mapping[str, Any], piece: Piece) -> bool:
+    """Whether a ``piece.json`` record (``{"piece": {"models", "tests"}, ...}``) holds every model
+    and test of ``piece``; a record that names neither (written by hand or by a test) is taken to."""
+    rec = record.get("piece") or {}
+    return covers(Piece(piece.variant, piece.seed, piece.group, tuple(rec.get("models", piece.models)),
+                        tuple(rec.get("tests", piece.tests))), piece)
+
+
+def is_reduced(results: str | os.PathLike, piece: Piece) -> bool:
+    """Whether ``piece`` is committed under ``results`` with fewer models or tests than the plan
+    gives it (:func:`record_holds`): a seed piece :attr:`StudyConfig.seed_pieces` widens, its
+    widened run not promoted in its place yet. The runner skips it (:func:`is_done`); the budget
+    projects it (:func:`~orchestration.study.cost.budget`).
+
+    Raises:
+        StudyError: its ``piece.json`` is not JSON (the file named).
+    """
+    path = piece_dir(results, piece) / "piece.json"
+    if not path.is_file():
+        return False
+    try:
+        return not record_holds(json.loads(path.read_text()), piece)
+    except ValueError as e:
+        raise StudyError(f"{path}: not JSON ({e})") from e
 
 
 def pending_pieces(results: str | os.PathLike, cfg: StudyConfig = STUDY, *,
@@ -245,7 +292,10 @@ def pending_pieces(results: str | os.PathLike, cfg: StudyConfig = STUDY, *,
     order).
 
     Raises:
-        StudyError: a name of ``only`` that is not a piece of the study (the valid ones listed).
+        StudyError: a name of ``only`` that is not a piece of the study (the valid ones listed), or
+            one committed under ``results`` with fewer models or tests than the plan's
+            (:func:`is_reduced`: nothing replaces a committed piece in place; its widened run goes
+            to a results folder of its own, then is promoted).
     """
     plan = study_pieces(cfg)
     if only:
@@ -254,9 +304,15 @@ def pending_pieces(results: str | os.PathLike, cfg: StudyConfig = STUDY, *,
         if bad:
             raise StudyError(f"unknown piece(s) {bad}; the study's pieces: {', '.join(names)}")
         plan = [p for p in plan if p.name in only]
+        reduced = [p.name for p in plan if is_reduced(results, p)]
+        if reduced:
+            raise StudyError(f"{', '.join(reduced)}: committed under {results} with fewer models or tests than the "
+                             f"plan gives (widened by StudyConfig.seed_pieces), and a committed piece is never "
+                             f"replaced in place; run it into a results folder of its own (--results, --runs), "
+                             f"stage it and promote it (docs/study.md, 'Widening a reduced seed piece')")
     return [p for p in plan if not is_done(results, p)]
 
 
 __all__ = ["PART_GROUP", "Piece", "PieceSetup", "check_aliases", "canonical", "training_variants", "variants_tested",
-           "scene_source", "study_pieces", "seed_pieces", "piece_setup", "uses_scene_parser", "trains_scene_parser",
-           "piece_dir", "is_done", "pending_pieces"]
+           "scene_source", "study_pieces", "covers", "seed_pieces", "piece_setup", "uses_scene_parser",
+           "trains_scene_parser", "piece_dir", "is_done", "record_holds", "is_reduced", "pending_pieces"]

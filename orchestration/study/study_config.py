@@ -111,8 +111,10 @@ class StudyConfig:
             the same variant, group, models and tests; its own parsers trained at seed N, a borrowed
             scene parser the same seed's). :func:`~orchestration.study.plan.study_pieces` appends them
             last, in this order; their hours count under issue 64's reruns' cap
-            (:func:`~orchestration.study.cost.rerun_hours`), not :attr:`budget_hours`. Left out of
-            :meth:`to_json` while empty.
+            (:func:`~orchestration.study.cost.rerun_hours`), not :attr:`budget_hours`. A name the
+            plan already holds with fewer models or tests than its seed-0 piece (the default
+            variant's further seeds, tested on it alone) widens that piece in its place to the
+            seed-0 piece's models and tests. Left out of :meth:`to_json` while empty.
     """
 
     sizes: SuiteProfile = SuiteProfile(2000, 150, 300)

@@ -26,9 +26,25 @@ def test_seed_pieces_come_last_in_their_order_as_their_seed_0_pieces_at_another_
         assert (p.variant, p.group, p.models, p.tests) == (z.variant, z.group, z.models, z.tests) and p.seed != 0
 
 
+def test_a_reduced_seed_piece_named_is_widened_in_its_place_to_its_seed_0_pieces_models_and_tests():
+    base = study_pieces(STUDY)
+    plan = study_pieces(dataclasses.replace(STUDY, seed_pieces=("mid-seed1-modular",)))
+    assert [p.name for p in plan] == [p.name for p in base]  # in its place, nothing appended
+    zero, old = (next(p for p in base if p.name == n) for n in ("mid-seed0-modular", "mid-seed1-modular"))
+    wide = next(p for p in plan if p.name == "mid-seed1-modular")
+    assert "nscl" not in old.models and old.tests == ("mid",)  # the executors, tested in domain alone
+    assert (wide.variant, wide.seed, wide.group, wide.models, wide.tests) == ("mid", 1, "modular", zero.models,
+                                                                             zero.tests)
+    assert [p for p in plan if p.name != "mid-seed1-modular"] == [p for p in base if p.name != "mid-seed1-modular"]
+    # one that already has them is refused: a config whose mid is tested on mid alone
+    alone = dataclasses.replace(STUDY, factors=(), seed_pieces=("mid-seed2-film",))
+    with pytest.raises(StudyError, match=r"'mid-seed2-film' is already a piece of the plan with its seed-0 piece's"):
+        study_pieces(alone)
+
+
 @pytest.mark.parametrize("name, says", [
-    ("mid-seed1-modular", "is already a piece of the plan"),   # the default variant's further seeds
     ("easy-seed0-modular", "is already a piece of the plan"),
+    ("mid-seed0-modular", "is already a piece of the plan"),
     ("easy-seed01-modular", "is not <variant>-seed<N>-<group>"),
     ("easy-seed1-mdetr", "is not <variant>-seed<N>-<group>"),  # dropped: no seed-0 piece to reseed
     ("easy-modular", "is not <variant>-seed<N>-<group>"),
