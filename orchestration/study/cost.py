@@ -18,8 +18,8 @@ from nsvqa.generation.variants import FACTORS
 from orchestration.study.attempts import stopped_in_training
 from orchestration.study.perception_record import (PERCEPTION_BUDGET_GROUP, perception_record_path,
                                                    perception_seconds, read_perception_record)
-from orchestration.study.plan import (PART_GROUP, Piece, piece_dir, study_pieces, trains_scene_parser,
-                                     uses_scene_parser)
+from orchestration.study.plan import (PART_GROUP, Piece, is_reduced, piece_dir, record_holds, study_pieces,
+                                     trains_scene_parser, uses_scene_parser)
 from orchestration.study.scale_record import SCALE_BUDGET_GROUP, read_scale_record, scale_record_path, scale_seconds
 from orchestration.study.study_config import STUDY, StudyConfig, StudyError
 
@@ -104,6 +104,13 @@ def budget(results: str | os.PathLike, cfg: StudyConfig = STUDY) -> dict[str, An
     pieces alone (:func:`pending_rows`: both). ``reruns`` is there once a rerun or a check has spent
     hours or the config names seed pieces.
 
+    A piece committed with fewer models or tests than the plan gives it (:func:`is_reduced`: a seed
+    piece the config widens) is pending: projected whole, under ``reruns.pending`` when the config
+    names it, while its committed hours stay the study's (``spent_hours``, ``done``: the study ran
+    it). Its widened run staged under ``RESULTS/reruns/pieces/`` with the plan's models and tests
+    is not pending (its hours count under the reruns). Promoted in its place, the study keeps the
+    replaced piece's hours (``promoted.json``'s ``old_seconds``) as for every promoted rerun.
+
     Raises:
         StudyError: a committed ``piece.json`` without a readable ``seconds.total``, or a
             ``scale.json`` :func:`scale_seconds` cannot count (the file named).
@@ -111,7 +118,7 @@ def budget(results: str | os.PathLike, cfg: StudyConfig = STUDY) -> dict[str, An
     plan = study_pieces(cfg)
     seeded = set(cfg.seed_pieces)  # issue 64's: counted under the reruns' cap
     promoted = {name: rec["old_seconds"] for name, rec in read_promoted(results).get("pieces", {}).items()}
-    spent, done, seen = 0.0, set(), {}
+    spent, done, counted, seen = 0.0, set(), 0, {}  # counted: the committed pieces whose hours the study keeps
     by_group: dict[str, float] = {}
     for piece in plan:
         path = piece_dir(results, piece) / "piece.json"
@@ -122,10 +129,16 @@ def budget(results: str | os.PathLike, cfg: StudyConfig = STUDY) -> dict[str, An
             total = float(rec["seconds"]["total"])
         except (ValueError, KeyError, TypeError) as e:
             raise StudyError(f"{path}: no readable field seconds.total ({type(e).__name__}: {e})") from e
-        done.add(piece.name)
-        if piece.name not in seeded:
+        whole = record_holds(rec, piece)
+        if whole or _staged_whole(results, piece):
+            done.add(piece.name)  # a reduced piece is projected whole, unless its widened run is staged
+        if not whole:
+            study_total = total  # the study ran the reduced piece; the widened one is issue 64's
+        else:
             # a promoted rerun's own hours count under the reruns; the study spent the piece it replaced
-            study_total = promoted.get(piece.name, total)
+            study_total = promoted.get(piece.name, None if piece.name in seeded else total)
+        if study_total is not None:
+            counted += 1
             spent += study_total
             group = budget_group(piece)
             by_group[group] = by_group.get(group, 0.0) + study_total
@@ -170,7 +183,7 @@ def budget(results: str | os.PathLike, cfg: StudyConfig = STUDY) -> dict[str, An
                      "cumulative_hours": round(cumulative / 3600, 2) if seconds is not None else None,
                      "within_cap": None if seconds is None else cumulative <= cap * 3600})
         projected["reruns" if piece.name in seeded else "study"] = (rows, cumulative, cap)
-    out = {"cap_hours": cfg.budget_hours, "done": len(done - seeded), "spent_hours": round(spent / 3600, 2),
+    out = {"cap_hours": cfg.budget_hours, "done": counted, "spent_hours": round(spent / 3600, 2),
            "spent_hours_by_group": {g: round(v / 3600, 2) for g, v in sorted(by_group.items())},
            "step_minutes": {g: {k: round(v / 60, 1) for k, v in ks.items()} for g, ks in medians.items()},
            "pending": projected["study"][0]}
@@ -179,6 +192,15 @@ def budget(results: str | os.PathLike, cfg: StudyConfig = STUDY) -> dict[str, An
     if reruns["pieces"] or reruns.get("checks") or seeded:
         out["reruns"] = reruns
     return out
+
+
+def _staged_whole(results: str | os.PathLike, piece: Piece) -> bool:
+    """Whether ``RESULTS/reruns/pieces/<piece>/piece.json`` is there with ``piece``'s models and tests."""
+    path = Path(results, RERUNS, "pieces", piece.name, "piece.json")
+    try:
+        return path.is_file() and record_holds(json.loads(path.read_text()), piece)
+    except ValueError as e:
+        raise StudyError(f"{path}: not JSON ({e})") from e
 
 
 def pending_rows(b: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -221,7 +243,9 @@ def read_promoted(results: str | os.PathLike) -> dict[str, Any]:
 def rerun_hours(results: str | os.PathLike, cfg: StudyConfig = STUDY) -> dict[str, Any]:
     """The hours each rerun piece took (its ``piece.json`` total: staged, or promoted into
     ``RESULTS/pieces/``) and each committed piece of ``cfg``'s :attr:`StudyConfig.seed_pieces` (a
-    further training seed, under ``RESULTS/pieces/``), one row each, and the perception schedule
+    further training seed, under ``RESULTS/pieces/``; one the config widens counts once its widened
+    run is staged or promoted, never the reduced piece committed before it, whose hours are the
+    study's: :func:`~orchestration.study.plan.is_reduced`), one row each, and the perception schedule
     check's (its record,
     :func:`~orchestration.study.perception_record.perception_seconds`), against
     :data:`RERUN_CAP_HOURS`: ``{"cap_hours", "spent_hours", "pieces": {piece: hours}}``, and
@@ -233,9 +257,11 @@ def rerun_hours(results: str | os.PathLike, cfg: StudyConfig = STUDY) -> dict[st
             whose seconds do not count (named).
     """
     pieces = {}
+    seeds = [p for p in study_pieces(cfg) if p.name in cfg.seed_pieces] if cfg.seed_pieces else []
     paths = [*(Path(results, "pieces", name, "piece.json") for name in read_promoted(results).get("pieces", {})),
              *Path(results, RERUNS, "pieces").glob("*/piece.json"),
-             *(p for name in cfg.seed_pieces if (p := Path(results, "pieces", name, "piece.json")).is_file())]
+             *(piece_dir(results, p) / "piece.json" for p in seeds
+               if (piece_dir(results, p) / "piece.json").is_file() and not is_reduced(results, p))]
     for path in sorted(paths, key=lambda p: p.parent.name):
         try:
             pieces[path.parent.name] = round(float(json.loads(path.read_text())["seconds"]["total"]) / 3600, 2)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import shutil
 
 import pytest
 
@@ -101,6 +102,69 @@ def test_a_seed_piece_counts_under_the_reruns_cap_not_the_studys(tmp_path):
     film2 = next(p for p in study_pieces(SEEDED) if p.name == "rd--seed2-film")
     assert "the reruns' (issue 64) 24-hour cap" in over_cap(tmp_path, film2, SEEDED)
     assert "their 24-hour cap" in past_cap([film2], tmp_path, SEEDED)
+
+
+WIDE = dataclasses.replace(STUDY, seed_pieces=("mid-seed1-modular",))
+
+
+def _commit_piece(results, piece, seconds):
+    """``piece`` committed under ``results`` as it ran (its models and tests), NSCL's training its hours."""
+    d = results / "pieces" / piece.name
+    d.mkdir(parents=True)
+    (d / "piece.json").write_text(json.dumps({
+        "format": 1, "piece": {"variant": piece.variant, "seed": piece.seed, "group": piece.group,
+                               "models": list(piece.models), "tests": list(piece.tests)},
+        "seconds": {"total": seconds, "attempts": [{"steps": {"model_nscl": seconds} if "nscl" in piece.models
+                                                    else {}}]}}))
+    return d
+
+
+def test_a_committed_reduced_piece_named_in_seed_pieces_is_pending_under_the_reruns(tmp_path):
+    from orchestration.study import is_done, is_reduced, pending_pieces, rerun_hours
+
+    plan = {p.name: p for p in study_pieces(WIDE)}
+    wide, zero = plan["mid-seed1-modular"], plan["mid-seed0-modular"]
+    reduced = dataclasses.replace(wide, models=STUDY.executor_models, tests=("mid",))
+    _commit_piece(tmp_path, zero, 3600.0)
+    _commit_piece(tmp_path, reduced, 1800.0)
+    assert budget(tmp_path, STUDY)["done"] == 2 and "mid-seed1-modular" not in str(budget(tmp_path, STUDY)["pending"])
+    b = budget(tmp_path, WIDE)
+    # the reduced piece's hours stay the study's; the widened one is projected under the reruns
+    assert b["done"] == 2 and b["spent_hours"] == 1.5 and b["spent_hours_by_group"] == {"modular": 1.0, "seeds": 0.5}
+    assert [r["piece"] for r in b["reruns"]["pending"]] == ["mid-seed1-modular"]
+    assert b["reruns"]["pending"][0]["minutes"] == 60.0 and b["reruns"]["pieces"] == {}
+    assert "mid-seed1-modular" not in [r["piece"] for r in b["pending"]]
+    assert over_cap(tmp_path, wide, dataclasses.replace(WIDE, budget_hours=1.0)) is None  # the reruns' cap holds it
+    # the runner skips it and refuses to run it into the same folder
+    assert is_done(tmp_path, wide) and is_reduced(tmp_path, wide) and not is_reduced(tmp_path, zero)
+    assert wide not in pending_pieces(tmp_path, WIDE)
+    with pytest.raises(StudyError, match=r"mid-seed1-modular: committed under .* with fewer models or tests"):
+        pending_pieces(tmp_path, WIDE, only=["mid-seed1-modular"])
+    # staged whole under reruns/: its hours are the reruns', nothing pending
+    staged = _commit_piece(tmp_path / "reruns", wide, 4500.0)
+    b = budget(tmp_path, WIDE)
+    assert b["reruns"]["pieces"] == {"mid-seed1-modular": 1.25} and b["reruns"]["pending"] == []
+    assert b["spent_hours"] == 1.5 and b["done"] == 2
+    # promoted in place of the reduced one: the study keeps the reduced piece's hours, as for every rerun
+    shutil.rmtree(tmp_path / "pieces" / "mid-seed1-modular")
+    shutil.move(str(staged), str(tmp_path / "pieces" / "mid-seed1-modular"))
+    (tmp_path / "reruns" / "promoted.json").write_text(json.dumps(
+        {"commit": "0" * 40, "pieces": {"mid-seed1-modular": {"old_seconds": 1800.0}}}))
+    b = budget(tmp_path, WIDE)
+    assert b["spent_hours"] == 1.5 and b["done"] == 2 and b["spent_hours_by_group"]["seeds"] == 0.5
+    assert b["reruns"]["pieces"] == {"mid-seed1-modular": 1.25} == rerun_hours(tmp_path, WIDE)["pieces"]
+    assert b["reruns"]["pending"] == [] and not is_reduced(tmp_path, wide)
+
+
+def test_more_seeds_marks_a_widened_piece_run_once_the_widened_one_is_committed():
+    from orchestration.study.more_seeds import more_seeds
+
+    zero = {"name": "mid-seed0-modular", "models": ["nsvqa", "nscl"], "tests": ["mid", "rd-", "rd+"]}
+    row = {"key": "redundancy", "status": "reproduced", "intervals": [[0.001, 0.05]],
+           "basis": {"seeds": 1, "cells": [[["mid", "nscl"]]]}}
+    for seed_1, done in (({"models": ["nsvqa"], "tests": ["mid"]}, "partly"), (zero, "run")):
+        got = more_seeds([row], [], [zero, {**seed_1, "name": "mid-seed1-modular"}], 1)
+        assert {p["piece"]: p["done"] for p in got["pieces"]}["mid-seed1-modular"] == done
 
 
 def P(i, ok):
