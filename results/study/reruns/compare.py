@@ -1,6 +1,9 @@
 """The study's reruns (issue 64) beside the pieces they replace: the in-domain accuracies and every
 factor's RDs of the committed report, and of the report rebuilt with each staged piece of
-``results/study/reruns/pieces/`` in place of its namesake (the rest as committed). A factor whose
+``results/study/reruns/pieces/`` in place of its namesake (the rest as committed), and each model's
+in-domain accuracy per training seed (what a staged seed piece, ``mid-seed1-modular`` widened by
+``StudyConfig.seed_pieces``, moves: its factors read seed 0 until every training variant of theirs
+ran that seed). A staged piece without a namesake is added. A factor whose
 training variants borrow a rerun piece's scene parser while their own pieces have not run again is
 marked: its new RDs mix the two scene parsers.
 
@@ -45,6 +48,7 @@ def borrowers(study: Path, reran: set[str]) -> dict[str, str]:
 
 def summary(report: dict) -> dict:
     return {"in_domain": {r["model"]: r["accuracy"] for r in report["in_domain"]},
+            "seeds": {m: v["per_seed"] for m, v in (report.get("seeds") or {}).items()},
             "rd": {f: {m: v["rd"] for m, v in fac["models"].items()} for f, fac in report["factors"].items()}}
 
 
@@ -58,7 +62,7 @@ def main() -> int:
         copy = Path(tmp) / "study"
         shutil.copytree(STUDY, copy, ignore=shutil.ignore_patterns("reruns", "*.png"))
         for name in staged:
-            shutil.rmtree(copy / "pieces" / name)
+            shutil.rmtree(copy / "pieces" / name, ignore_errors=True)  # none: a new piece
             shutil.copytree(HERE / "pieces" / name, copy / "pieces" / name, ignore=shutil.ignore_patterns("parses"))
         new = summary(json.loads(build_study_report(copy, plots=False)["report.json"]))
         mixed = borrowers(copy, set(staged))
@@ -78,6 +82,16 @@ def main() -> int:
         b = new["in_domain"].get(m)
         lines.append(f"| {m} | {100 * a:.1f} | {'—' if b is None else f'{100 * b:.1f}'} | "
                      f"{'—' if b is None else f'{100 * (b - a):+.1f}'} |")
+    seeds = sorted({s for rows in (old["seeds"], new["seeds"]) for v in rows.values() for s in v}, key=int)
+    lines += ["", "## In domain per training seed (train and test `mid`)", "",
+              "| model | " + " | ".join(f"seed {s}" for s in seeds) + " |", "|---|" + "---|" * len(seeds)]
+    for m in dict.fromkeys([*old["seeds"], *new["seeds"]]):
+        cells = []
+        for s in seeds:
+            a, b = old["seeds"].get(m, {}).get(s), new["seeds"].get(m, {}).get(s)
+            cells.append("—" if a is None and b is None else f"{'—' if a is None else f'{100 * a:.1f}'} → "
+                         f"{'—' if b is None else f'{100 * b:.1f}'}")
+        lines.append(f"| {m} | " + " | ".join(cells) + " |")
     for f, rds in old["rd"].items():
         note = (f" (mixed for {', '.join(mixed_factors[f])}: a row of theirs reads the old scene parser)"
                 if f in mixed_factors else "")

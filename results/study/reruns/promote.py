@@ -2,9 +2,14 @@
 once every borrower of their scene parsers has run again (``compare.json`` lists none left).
 
 Each staged piece (with its ``parses/``) is moved with ``git mv``; the piece it replaces is removed
-with ``git rm`` and stays in the history at the commit ``promoted.json`` names, with its
-``seconds.total`` (the study's budget keeps those hours; the rerun's count under the reruns' cap:
-``orchestration.study.cost``). Run ``compare.py`` first; rebuild the report after.
+with ``git rm`` and stays in the history at the commit ``promoted.json`` names (its top-level
+``commit`` for the first swap; a piece promoted later records its own ``commit``, the HEAD it was
+promoted from), with its ``seconds.total`` (the study's budget keeps those hours; the rerun's count
+under the reruns' cap: ``orchestration.study.cost``). A seed piece the study config widens
+(``StudyConfig.seed_pieces``: ``mid-seed1-modular`` with NSCL and every test) replaces its reduced
+namesake the same way; a staged piece without a namesake is moved in and recorded nowhere (a new
+seed piece: its hours count under the reruns' cap by name). Run ``compare.py`` first; rebuild the
+report after.
 
     .venv/bin/python results/study/reruns/promote.py
 """
@@ -39,13 +44,20 @@ def main() -> int:
     if git("status", "--porcelain", "--", str(STUDY / "pieces"), str(HERE)):
         print(f"{STUDY / 'pieces'} or {HERE}: uncommitted changes; commit them first", file=sys.stderr)
         return 2
-    record = read_promoted(STUDY) or {"issue": 64, "commit": git("rev-parse", "HEAD"), "pieces": {}}
+    head = git("rev-parse", "HEAD")  # holds the pieces replaced now: the tree is clean
+    record = read_promoted(STUDY) or {"issue": 64, "commit": head, "pieces": {}}
     for name in staged:
         old = STUDY / "pieces" / name
-        record["pieces"][name] = {"old_seconds": float(json.loads((old / "piece.json").read_text())["seconds"]["total"])}
+        if not (old / "piece.json").is_file():  # a new seed piece: nothing replaced
+            old.parent.mkdir(parents=True, exist_ok=True)
+            git("mv", str(HERE / "pieces" / name), str(old))
+            print(f"{name}: promoted (a new piece, nothing replaced)")
+            continue
+        seconds = float(json.loads((old / "piece.json").read_text())["seconds"]["total"])
+        record["pieces"][name] = {"old_seconds": seconds, **({"commit": head} if head != record["commit"] else {})}
         git("rm", "-r", "-q", str(old))
         git("mv", str(HERE / "pieces" / name), str(old))
-        print(f"{name}: promoted (replaced {record['pieces'][name]['old_seconds'] / 3600:.2f} h)")
+        print(f"{name}: promoted (replaced {seconds / 3600:.2f} h)")
     write_json_atomic(HERE / PROMOTED, record, indent=1)
     git("add", str(HERE / PROMOTED))
     return 0
