@@ -130,14 +130,14 @@ def perception_markdown(report: Mapping[str, Any]) -> list[str]:
     s = report.get("perception_schedule")
     if not s:
         return []
-    order = [s["base_epochs"], *s["tried"]]
+    order = sorted({int(e) for r in s["variants"].values() for e in r["val"]} | {s["base_epochs"]})
     ended = {"plateau": "stopped at a plateau", "cap": "stopped at the last schedule"}
     lines = ["## Perception schedule check: the attribute heads trained longer", "",
              f"The visual factor's attribute heads trained again from scratch on the study runs' detectors, "
              f"schedule after schedule ({', '.join(map(str, s['schedules']))} epochs), until no head's val "
              f"{s['metric']} rose by {100 * s['rise']:g} points or more; the schedule of the highest mean val "
              f"{s['metric']} executes the modular models (the finding on the visual level with longer heads above). "
-             f"Search: {ended.get(s['stopped'], 'not over')} after {', '.join(map(str, s['tried'])) or 'no'} epochs; "
+             f"Search: {ended.get(s['stopped'], 'not over')} after {', '.join(map(str, order[1:])) or 'no longer'} epochs; "
              f"chosen: {s['chosen'] or '—'} epochs; {s['hours']:.1f} hours (`perception_schedule/`).", "",
              "| scene parser | " + " | ".join(f"val {s['metric']} % at {e}" for e in order)
              + " | val object.shape % (study → chosen) | plateau | hours |",

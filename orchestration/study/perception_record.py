@@ -168,7 +168,9 @@ def perception_summary(record: Mapping[str, Any]) -> dict[str, Any] | None:
     if not record:
         return None
     search = record.get("search") or {}
-    order = [int(record["base_epochs"]), *(search.get("tried") or [])] if "base_epochs" in record else []
+    # every schedule whose heads are recorded: the search's so far while it runs
+    seen = {int(e) for heads in (record.get("heads") or {}).values() for e in heads}
+    order = sorted(seen | ({int(record["base_epochs"])} if "base_epochs" in record else set()))
     metric = record.get("metric", PERCEPTION_METRIC)
     variants = {}
     for v, heads in (record.get("heads") or {}).items():
