@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from nsvqa.fileio import read_json_record
+from orchestration.study.scale_record import sum_seconds
 from orchestration.study.study_config import StudyError
 
 #: The factor of the check: its training variants' attribute heads are trained on longer schedules.
@@ -151,14 +152,7 @@ def perception_seconds(record: Mapping[str, Any], path: str = "perception_schedu
     items = [(f"heads.{v}.{e}", h) for v, hs in (record.get("heads") or {}).items() for e, h in hs.items()
              if h.get("seconds") is not None]
     items += [(f"runs.{e}.{v}", r) for e, rs in (record.get("runs") or {}).items() for v, r in rs.items()]
-    items += [(f"other_seconds[{i}]", o) for i, o in enumerate(record.get("other_seconds") or [])]
-    total = 0.0
-    for where, item in items:
-        try:
-            total += float(item["seconds"])
-        except (KeyError, TypeError, ValueError) as e:
-            raise StudyError(f"{path}: {where}: no number in field seconds ({type(e).__name__}: {e})") from e
-    return total
+    return sum_seconds(items, record, path)
 
 
 def perception_summary(record: Mapping[str, Any]) -> dict[str, Any] | None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from nsvqa.fileio import read_json_record
 from orchestration.study.study_config import StudyError
@@ -54,7 +54,17 @@ def scale_seconds(record: Mapping[str, Any], path: str = "scale.json") -> float:
         StudyError: a run or an entry without a number in ``seconds`` (``path`` and the item named).
     """
     items = [(f"scales.{k}.runs.{v}", r) for k, runs in scale_runs(record).items() for v, r in runs.items()]
-    items += [(f"other_seconds[{i}]", o) for i, o in enumerate(record.get("other_seconds") or [])]
+    return sum_seconds(items, record, path)
+
+
+def sum_seconds(items: Sequence[tuple[str, Mapping[str, Any]]], record: Mapping[str, Any], path: str) -> float:
+    """The ``seconds`` of a check record's ``items`` ((where, entry) pairs) and of every entry of
+    its ``other_seconds``, summed.
+
+    Raises:
+        StudyError: an entry without a number in ``seconds`` (``path`` and ``where`` named).
+    """
+    items = [*items, *((f"other_seconds[{i}]", o) for i, o in enumerate(record.get("other_seconds") or []))]
     total = 0.0
     for where, item in items:
         try:
@@ -77,5 +87,5 @@ def parse_scale_label(label: str) -> tuple[str, int] | None:
     return model, int(k[:-1])
 
 
-__all__ = ["SCALE_FACTOR", "SCALE_RESULTS", "SCALE_RUNS", "SCALE_BUDGET_GROUP", "scale_record_path",
+__all__ = ["sum_seconds", "SCALE_FACTOR", "SCALE_RESULTS", "SCALE_RUNS", "SCALE_BUDGET_GROUP", "scale_record_path",
            "read_scale_record", "scale_runs", "scale_seconds", "scale_label", "parse_scale_label"]

@@ -16,7 +16,7 @@ REPO = Path(__file__).resolve().parents[2]
 ORCHESTRATION = REPO / "orchestration"
 STUDY = ORCHESTRATION / "study"
 #: a module may import the study's modules of a lower floor only
-FLOORS = {"study_config": 0, "plan": 1, "attempts": 1, "scale_record": 1, "perception_record": 1, "cost": 2,
+FLOORS = {"study_config": 0, "plan": 1, "attempts": 1, "scale_record": 1, "perception_record": 1.5, "cost": 2,
           "systematic": 4, "findings": 4, "more_seeds": 4, "parses": 4, "perception_finding": 4.5, "report": 5,
           "run": 5, "publish": 6, "scale": 6, "perception_schedule": 6, "launch": 6, "demo": 7}
 #: what the plan and the report never import themselves: training runs, the experiment driver, torch
