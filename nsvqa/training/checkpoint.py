@@ -107,3 +107,33 @@ def load_checkpoint(path: str | Path, kind: str | None = None, map_location: str
     payload.setdefault("train_state", {})
     payload.setdefault("extra", {})
     return payload
+
+
+def weights_digest(path: str | Path, kind: str | None = None) -> str:
+    """The sha256 of a checkpoint's weights alone: every tensor of its ``state_dict`` (name, dtype,
+    shape and bytes, in name order), not its training clock or state, so two runs that learned the
+    same weights give the same digest whatever else their files hold.
+
+    Raises:
+        CheckpointError: as :func:`load_checkpoint`.
+    """
+    import hashlib
+
+    import torch  # heavy (seconds): loads the checkpoint
+
+    h = hashlib.sha256()
+
+    def walk(prefix: str, tree: Any) -> None:
+        if isinstance(tree, Mapping):
+            for k in sorted(tree, key=str):
+                walk(f"{prefix}{k}.", tree[k])
+        elif isinstance(tree, torch.Tensor):
+            t = tree.detach().contiguous().cpu()
+            h.update(f"{prefix}{t.dtype}{tuple(t.shape)}".encode())
+            h.update(t.reshape(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b"")
+        else:
+            h.update(f"{prefix}{tree!r}".encode())
+
+    walk("", load_checkpoint(path, kind=kind)["state_dict"])
+    return h.hexdigest()
+

@@ -15,7 +15,8 @@ base), question parser and NSCL. The check
    run's detector (``SceneParserConfig.detector``; stage ``attributes``, the study's scene-parser
    settings otherwise, the same seed) and the base run's crop caches (linked, never rebuilt), into
    ``RUNS/perception-schedule/heads/<E>ep/<run>/scene_parser/``, in the order and until the rule of
-   :func:`~orchestration.study.perception_record.schedule_search` stops (val metric only);
+   :func:`~orchestration.study.perception_record.schedule_search` stops (val metric only); with
+   ``jobs`` 2, two heads at a time, each in a process of one torch thread;
 3. executes the models with the chosen schedule's head: a variant run
    ``RUNS/perception-schedule/<E>ep/<run>/`` whose scene parser is that head beside the base detector
    (:attr:`TrainSpec.scene_runs`) and whose question parser is the base run's (linked: found
@@ -25,11 +26,19 @@ So the two schedules' predictions differ in the attribute head alone. Under
 ``RESULTS/perception_schedule/`` it writes the predictions, gzipped, labelled with their schedule
 (:func:`~orchestration.study.perception_record.perception_label`: ``pnsvqa.3ep``, ``pnsvqa.24ep``),
 and ``perception_schedule.json`` (docs/formats.md): per scene parser the heads of every schedule
-tried (per-epoch val metrics from the head's log, the final ones from its checkpoint, its
-seconds), the search, per schedule and training variant the run executed (its commit, checkpoints
-and seconds), and ``other_seconds``. Every step is written as it ends; a (schedule, variant) whose
-predictions are all there is skipped, a finished head is found finished, and a stopped run resumes
-from its checkpoints. The report reads the predictions
+tried (per-epoch val metrics from the head's log, the final ones from its checkpoint, its weights
+digest, its seconds), the search, per schedule and training variant the run executed (its commit,
+checkpoints, weights digests, torch threads and seconds), and ``other_seconds``. Every step is
+written as it ends; a (schedule, variant) whose predictions are all there is skipped, a head
+recorded is not trained again for its value, a finished head is found finished, and a stopped run
+resumes from its checkpoints.
+
+The record, not the runs root, carries the check from one working period to the next: where the
+runs root lost a base run (a new machine), ``train_base`` trains what the step needs again (the
+scene parser before heads, the question parser before the chosen schedule executes; its seconds
+in ``other_seconds``) with the torch threads the record gives, and the check goes on only if it
+learned the weights the record holds (:func:`nsvqa.training.checkpoint.weights_digest`); a chosen
+head trained again must match its record the same way. The report reads the predictions
 (:func:`orchestration.study.perception_finding.perception_finding`) and the record.
 """
 from __future__ import annotations
@@ -44,10 +53,11 @@ from typing import Any, Callable, Mapping, Sequence
 from nsvqa.artifacts.predictions import CellKey, read_predictions, write_predictions
 from nsvqa.fileio import sha256_file, write_json_atomic
 from nsvqa.generation.variants import FACTORS, load_variant
-from nsvqa.training.checkpoint import CheckpointError, load_checkpoint, sidecar_path
-from nsvqa.training.loading import DETECTOR_CHECKPOINT, HEAD_CHECKPOINT, HEAD_KIND, QUESTION_CHECKPOINT
+from nsvqa.training.checkpoint import CheckpointError, load_checkpoint, sidecar_path, weights_digest
+from nsvqa.training.loading import (DETECTOR_CHECKPOINT, DETECTOR_KIND, HEAD_CHECKPOINT, HEAD_KIND, QUESTION_CHECKPOINT,
+                                    QUESTION_KIND)
 from nsvqa.training.scene_config import SceneParserConfig
-from orchestration.experiment import TrainSpec, VariantRun, train_variant
+from orchestration.experiment import TrainSpec, VariantRun, train_parsers, train_variant
 import orchestration.study.run as study_run
 from orchestration.study.perception_record import (LONG_SCHEDULES, PERCEPTION_FACTOR, PERCEPTION_METRIC,
                                                    PERCEPTION_RESULTS, PERCEPTION_RUNS, PLATEAU_RISE, check_schedules,
@@ -98,7 +108,9 @@ def _head(scene_dir: Path, seconds: bool = True) -> dict[str, Any]:
     epochs = int(ck["train_state"].get("epoch", 0))
     extra = ck.get("extra") or {}
     return {"epochs": epochs, "scene_parser": str(scene_dir), "detector": ck["config"].get("detector"),
-            "attributes_sha256": sha256_file(scene_dir / HEAD_CHECKPOINT), "final": dict(extra.get("val") or {}),
+            "attributes_sha256": sha256_file(scene_dir / HEAD_CHECKPOINT),
+            "attributes_weights": weights_digest(scene_dir / HEAD_CHECKPOINT, HEAD_KIND),
+            "final": dict(extra.get("val") or {}),
             "val": epoch_metrics(scene_dir / "train.log", epochs),
             "seconds": float(extra.get("seconds", 0.0)) if seconds else None}
 
@@ -145,6 +157,70 @@ def train_head(data: Path, base_scene: Path, out: Path, epochs: int, cfg: StudyC
     return True
 
 
+def _head_job(data: Path, base_scene: Path, out: Path, epochs: int, cfg: StudyConfig, seed: int, device: str,
+              log_path: Path) -> bool:
+    """A head trained in a process of its own (:func:`train_heads`): one torch thread, its output to
+    ``log_path``."""
+    import torch  # heavy: torch, only in the training process
+
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "ab") as f:
+        os.dup2(f.fileno(), 1)
+        os.dup2(f.fileno(), 2)
+    torch.set_num_threads(1)
+    return train_head(data, base_scene, out, epochs, cfg, seed=seed, device=device, progress=False)
+
+
+def train_heads(todo: Sequence[tuple[Path, Path, Path]], epochs: int, cfg: StudyConfig, *, seed: int,
+                jobs: int = 1, device: str = "cpu", progress: bool = True,
+                done: Callable[[int, bool], None] = lambda i, trained: None) -> None:
+    """Train the heads ``todo`` ((data, base scene parser, out) each, as :func:`train_head`) of
+    ``epochs`` epochs: one after the other in this process with ``jobs`` 1, else ``jobs`` at a time,
+    each in a process of its own with one torch thread (its output in ``<out>.log``), so that a head
+    learns the same weights either way where this process has one thread too. ``done(i, trained)``
+    is called in this process as head ``i`` ends, in the order they end.
+
+    Raises:
+        StudyError: a head's process failed (its log named); the others run to their end first.
+    """
+    if jobs <= 1 or len(todo) <= 1:
+        for i, (data, base_scene, out) in enumerate(todo):
+            done(i, train_head(data, base_scene, out, epochs, cfg, seed=seed, device=device, progress=progress))
+        return
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    failed = []
+    with ProcessPoolExecutor(max_workers=min(jobs, len(todo)), mp_context=multiprocessing.get_context("spawn")) as ex:
+        futures = {ex.submit(_head_job, data, base_scene, out, epochs, cfg, seed, device,
+                             out.with_name(out.name + ".log")): i for i, (data, base_scene, out) in enumerate(todo)}
+        for f in as_completed(futures):
+            i = futures[f]
+            try:
+                trained = f.result()
+            except Exception as e:  # noqa: BLE001  reported after the others end
+                failed.append(f"{todo[i][2]} ({type(e).__name__}: {e}; see {todo[i][2]}.log)")
+                continue
+            done(i, trained)
+    if failed:
+        raise StudyError(f"the perception check's heads of {epochs} epochs: {len(failed)} failed: {'; '.join(failed)}")
+
+
+def _threads() -> int:
+    import torch  # heavy: the process's thread count, only where the check runs
+
+    return torch.get_num_threads()
+
+
+def weights(run: VariantRun) -> dict[str, str]:
+    """The weights digests (:func:`nsvqa.training.checkpoint.weights_digest`) of a run's detector,
+    attribute head and question parser, those it holds."""
+    parts = (("detector", run.scene_dir / DETECTOR_CHECKPOINT, DETECTOR_KIND),
+             ("attributes", run.scene_dir / HEAD_CHECKPOINT, HEAD_KIND),
+             ("question_parser", run.question_dir / QUESTION_CHECKPOINT, QUESTION_KIND))
+    return {k: weights_digest(path, kind) for k, path, kind in parts if path.is_file()}
+
+
 def _spec(cfg: StudyConfig, variant: str, *, jobs: int, device: str, progress: bool,
           scene_runs: Path | None = None) -> TrainSpec:
     """The study's settings for a modular run of ``variant`` (as :func:`orchestration.study.run.run_piece`
@@ -161,7 +237,8 @@ def _run_entry(run: VariantRun, summary: Mapping[str, Any], models: Sequence[str
     return {"commit": study_run._commit(), "run": str(run.path), "scene_parser": str(run.scene_dir),
             "detector_sha256": sha256_file(run.scene_dir / DETECTOR_CHECKPOINT),
             "attributes_sha256": sha256_file(run.scene_dir / HEAD_CHECKPOINT),
-            "question_parser_sha256": sha256_file(run.question_dir / QUESTION_CHECKPOINT), "seconds": seconds,
+            "question_parser_sha256": sha256_file(run.question_dir / QUESTION_CHECKPOINT),
+            "weights": weights(run), "threads": _threads(), "seconds": seconds,
             "accuracy": {m: {t: summary["accuracy"][m][t]["accuracy"] for t in tests} for m in models}}
 
 
@@ -183,13 +260,15 @@ def run_perception_check(data: str | os.PathLike, runs: str | os.PathLike, resul
         train_base: train what a base run lacks (its scene parser, question parser, NSCL) here,
             with the study's settings, as its modular piece would; without it a base run without
             trained parsers is an error.
-        jobs: 2 trains a base run's question parser beside its scene parser.
+        jobs: 2 trains a base run's question parser beside its scene parser, and two heads at a
+            time (:func:`train_heads`).
 
     Raises:
         StudyError: before any work: schedules that do not rise above the study's, without
             ``train_base`` a base run without trained parsers (named, with the commands that
             train it), a record there of another seed, rule or models, or a base head of another
-            schedule than the study's.
+            schedule than the study's; later: a base run or head trained again to other weights
+            than the record's, or one to be trained again with other torch threads.
     """
     cfg = results_config(results, cfg)
     data, runs, results = Path(data), Path(runs), Path(results)
@@ -249,20 +328,48 @@ def run_perception_check(data: str | os.PathLike, runs: str | os.PathLike, resul
               "other_seconds": list(old.get("other_seconds") or [])}
     save = lambda: write_json_atomic(record_path, record, indent=1)  # noqa: E731  after every step
 
-    def require(path: Path, what: str) -> None:
-        if not path.is_file():
-            raise StudyError(f"{path}: missing; the perception check needs {what} (its base run gone? run the "
-                             f"check where the study's runs are, or with --perception-base)")
-
-    def head(src: str, epochs: int) -> None:
-        """The head of ``src`` of ``epochs`` epochs trained (or found finished) and recorded."""
-        scene = VariantRun(heads(epochs), src, seed).scene_dir
-        require(base[src].scene_dir / DETECTOR_CHECKPOINT, f"the detector of the study's run of {src}")
-        echo(f"perception check: the attribute head of {src} seed {seed}, {epochs} epochs, in {scene}")
-        trained = train_head(data / src, base[src].scene_dir, scene, epochs, cfg, seed=seed, device=device,
-                             progress=progress)
-        entry = {**record["heads"].setdefault(src, {}).get(str(epochs), {}), **_head(scene)}
-        record["heads"][src][str(epochs)] = entry | ({"commit": study_run._commit()} if trained else {})
+    def restore(v: str, question: bool) -> None:
+        """The base run of ``v`` complete (its scene parser; its question parser too with
+        ``question``): what the runs root lost trained again with the study's settings where
+        ``train_base``, and its weights checked against the digests the record holds (those it
+        lacks recorded from what is there)."""
+        entry = record["runs"][str(base_epochs)][v]
+        run, want = base[v], dict(entry.get("weights") or {})
+        parts = [p for p, lost in (("scene parser", not all((run.scene_dir / n).is_file() for n in
+                                                             (DETECTOR_CHECKPOINT, HEAD_CHECKPOINT))),
+                                   ("question parser", question and not (run.question_dir / QUESTION_CHECKPOINT)
+                                    .is_file())) if lost]
+        if parts:
+            what = " and ".join(parts)
+            if not train_base:
+                raise StudyError(f"{run.path}: the base run of {v} lacks its {what}; run the check where the study's "
+                                 f"runs are, or add --perception-base to train them again here (their weights are "
+                                 f"checked against the record's)")
+            if not want:
+                raise StudyError(f"{record_path}: runs.{base_epochs}.{v} records no weights digests, so its {what} "
+                                 f"trained again could not be checked against the one the check ran on; train the "
+                                 f"run again by hand (scripts/run_study.py --only {v}-seed{seed}-modular --results "
+                                 f"<folder> --config {results / STUDY_FILE}), compare its predictions with the check's "
+                                 f"{base_epochs}-epoch ones, then run the check again")
+            if entry.get("threads") not in (None, _threads()):
+                raise StudyError(f"{record_path}: runs.{base_epochs}.{v} trained with {entry['threads']} torch "
+                                 f"threads, this process has {_threads()}: give --threads {entry['threads']} (another "
+                                 f"count learns other weights)")
+            echo(f"perception check: the base run of {v} seed {seed} lost its {what}; trained again in {run.path}")
+            t0 = time.perf_counter()
+            train_parsers(data / v, run, _spec(cfg, v, jobs=jobs, device=device, progress=progress),
+                          "scene parser" in parts, "question parser" in parts, scene_data=data / sources[v])
+            record["other_seconds"].append({"what": f"the base run of {v}: its {what} trained again (the runs "
+                                                    f"root lost them)", "commit": study_run._commit(),
+                                            "seconds": time.perf_counter() - t0})
+        got = weights(run)
+        differ = [k for k in want if k in got and got[k] != want[k]]
+        if differ:
+            raise StudyError(f"{run.path}: the base run of {v} holds other weights than the check ran on ({', '.join(differ)}: "
+                             f"{', '.join(f'{got[k][:12]}, recorded {want[k][:12]}' for k in differ)}): trained on "
+                             f"another CPU or with other threads; the check cannot go on with it (another results "
+                             f"folder starts it over)")
+        entry["weights"] = {**got, **want}
         save()
 
     def execute(epochs: int, v: str, run_root: Path, spec: TrainSpec) -> None:
@@ -278,6 +385,34 @@ def run_perception_check(data: str | os.PathLike, runs: str | os.PathLike, resul
         record["runs"].setdefault(str(epochs), {})[v] = _run_entry(run, summary, models, tests, seconds)
         save()
 
+    def train(epochs: int, srcs: Sequence[str]) -> None:
+        """The heads of ``srcs`` of ``epochs`` epochs trained (or found finished) and recorded, ``jobs``
+        at a time; a head that was recorded before and is trained again must learn the weights the
+        record holds."""
+        for src in srcs:
+            echo(f"perception check: the attribute head of {src} seed {seed}, {epochs} epochs, in "
+                 f"{VariantRun(heads(epochs), src, seed).scene_dir}")
+        todo = [(data / src, base[src].scene_dir, VariantRun(heads(epochs), src, seed).scene_dir) for src in srcs]
+
+        def ended(i: int, trained: bool) -> None:
+            src, scene = srcs[i], todo[i][2]
+            old = record["heads"].setdefault(src, {}).get(str(epochs), {})
+            got = _head(scene)
+            if old.get("attributes_weights") not in (None, got["attributes_weights"]):
+                raise StudyError(f"{scene}: the head of {src} of {epochs} epochs trained again learned other weights "
+                                 f"than the record's ({got['attributes_weights'][:12]}, recorded "
+                                 f"{old['attributes_weights'][:12]}): the check cannot go on with it")
+            if old and trained:  # trained again where its folder was lost: its seconds count beside the first's
+                record["other_seconds"].append({"what": f"the head of {src} of {epochs} epochs trained again (the "
+                                                        f"runs root lost it)", "commit": study_run._commit(),
+                                                "seconds": got["seconds"]})
+                got["seconds"] = old.get("seconds", got["seconds"])
+            record["heads"][src][str(epochs)] = {**old, **got} | ({"commit": study_run._commit()}
+                                                                 if trained and not old else {})
+            save()
+
+        train_heads(todo, epochs, cfg, seed=seed, jobs=jobs, device=device, progress=progress, done=ended)
+
     for v in trains:  # the factor's data with the study's sizes
         study_run.generate_piece_data(data, Piece(v, seed, "modular", models, tuple(tests)), cfg, workers=workers,
                                       progress=progress, echo=echo)
@@ -289,18 +424,20 @@ def run_perception_check(data: str | os.PathLike, runs: str | os.PathLike, resul
         execute(base_epochs, v, runs, _spec(cfg, v, jobs=jobs, device=device, progress=progress))
         record["heads"].setdefault(sources[v], {})[str(base_epochs)] = _head(base[v].scene_dir, seconds=False)
         save()
-    # 2. the longer heads, schedule after schedule, until the rule stops (every head of a schedule first)
+    # 2. the longer heads, schedule after schedule, until the rule stops (every head of a schedule
+    # first); a head recorded is not trained again for its value
     values: dict[int, dict[str, float]] = {}
     for src, hs in record["heads"].items():
         for e, h in hs.items():
             values.setdefault(int(e), {})[src] = h["final"][PERCEPTION_METRIC]
     srcs = list(dict.fromkeys(sources.values()))
-    values = {e: vs for e, vs in values.items() if e in (base_epochs, *schedules) and all(s in vs for s in srcs)}
-    while (search := schedule_search(values, base_epochs, schedules, rise))["next"] is not None:
+    while (search := schedule_search({e: vs for e, vs in values.items() if e in (base_epochs, *schedules)
+                                      and all(s in vs for s in srcs)}, base_epochs, schedules, rise))["next"] is not None:
+        e = search["next"]
         for src in srcs:
-            head(src, search["next"])
-        values[search["next"]] = {src: record["heads"][src][str(search["next"])]["final"][PERCEPTION_METRIC]
-                                  for src in srcs}
+            restore(src, question=False)
+        train(e, [src for src in srcs if src not in values.get(e, {})])
+        values[e] = {src: record["heads"][src][str(e)]["final"][PERCEPTION_METRIC] for src in srcs}
     record["search"] = {**{k: search[k] for k in ("tried", "stopped", "chosen")},
                         "mean": {str(e): m for e, m in search["mean"].items()}}
     save()
@@ -309,14 +446,18 @@ def run_perception_check(data: str | os.PathLike, runs: str | os.PathLike, resul
          f"{chosen} epochs (mean val {PERCEPTION_METRIC} {100 * search['mean'][chosen]:.1f}%, "
          f"{100 * search['mean'][base_epochs]:.1f}% at {base_epochs})")
     # 3. the chosen schedule: the base runs' detector and question parser, the chosen head
+    left = [v for v in trains if not done(chosen, v)]
     for v in trains:
-        if done(chosen, v):
+        if v in left:
+            restore(v, question=True)
+        else:
             echo(f"perception check {chosen}ep {v}: done, skipped")
-            continue
-        if not _finished(VariantRun(heads(chosen), sources[v], seed).scene_dir / HEAD_CHECKPOINT, chosen):
-            head(sources[v], chosen)  # its folder gone since it was recorded
+    lost = list(dict.fromkeys(sources[v] for v in left if not _finished(
+        VariantRun(heads(chosen), sources[v], seed).scene_dir / HEAD_CHECKPOINT, chosen)))
+    if lost:  # their folders gone since they were recorded
+        train(chosen, lost)
+    for v in left:
         run = VariantRun(check_root / f"{chosen}ep", v, seed)
-        require(base[v].question_dir / QUESTION_CHECKPOINT, f"the question parser of the study's run of {v}")
         _link(base[v].question_dir / QUESTION_CHECKPOINT, run.question_dir / QUESTION_CHECKPOINT)
         execute(chosen, v, run.runs, _spec(cfg, v, jobs=jobs, device=device, progress=progress,
                                            scene_runs=heads(chosen)))
@@ -324,4 +465,4 @@ def run_perception_check(data: str | os.PathLike, runs: str | os.PathLike, resul
 
 
 __all__ = ["CROP_CACHES", "PERCEPTION_FORMAT", "epoch_metrics", "perception_variants", "run_perception_check",
-           "study_epochs", "train_head"]
+           "study_epochs", "train_head", "train_heads", "weights"]

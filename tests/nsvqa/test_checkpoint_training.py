@@ -6,7 +6,7 @@ import json
 import pytest
 import torch
 
-from nsvqa.training.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from nsvqa.training.checkpoint import CheckpointError, load_checkpoint, save_checkpoint, weights_digest
 from nsvqa.training import NonFiniteLoss, RunDir, check_finite
 
 
@@ -106,3 +106,22 @@ def test_a_folders_digest_follows_its_files_not_its_place(tmp_path):
     (tmp_path / "b" / "sub" / "y.png").write_bytes(b"two")
     (tmp_path / "b" / "x.png").rename(tmp_path / "b" / "z.png")  # same bytes, another name
     assert sha256_folder(tmp_path / "b") != before
+
+
+def test_the_weights_digest_follows_the_weights_not_the_clock(tmp_path):
+    from nsvqa.fileio import sha256_file
+
+    weights = {"w": torch.arange(6.0).reshape(2, 3), "s": torch.tensor(3.0), "inner": {"b": torch.zeros(0)}}
+    a = save_checkpoint(tmp_path / "a.pt", kind="m", config={}, state_dict=weights, vocabularies={},
+                        extra={"seconds": 1.0})
+    b = save_checkpoint(tmp_path / "b.pt", kind="m", config={"x": 1}, state_dict=dict(weights), vocabularies={},
+                        extra={"seconds": 2.0}, train_state={"step": 5}, finished=True)
+    assert sha256_file(a) != sha256_file(b) and weights_digest(a) == weights_digest(b, kind="m")
+    nudged = {**weights, "w": torch.nextafter(weights["w"], torch.tensor(10.0))}  # one ulp
+    c = save_checkpoint(tmp_path / "c.pt", kind="m", config={}, state_dict=nudged, vocabularies={})
+    assert weights_digest(c) != weights_digest(a)
+    d = save_checkpoint(tmp_path / "d.pt", kind="m", config={}, state_dict={**weights, "w": weights["w"].double()},
+                        vocabularies={})
+    assert weights_digest(d) != weights_digest(a)  # the dtype counts
+    with pytest.raises(CheckpointError, match=r"a.pt, field 'kind': 'm', expected 'other'"):
+        weights_digest(a, kind="other")

@@ -206,6 +206,34 @@ def test_the_check_trains_longer_heads_on_the_study_runs_detectors(tmp_path, req
     # another rule is another check
     with pytest.raises(StudyError, match=r"ran with another rise \(rise -1.0, now 0.005\); give another results"):
         run_perception_check(data, runs, results, cfg, schedules=(2, 4), jobs=1, workers=1, progress=False)
+    # the runs root lost (a new session) with the search not over: the base runs' scene parsers are
+    # trained again and must learn the weights the record holds, and the heads not recorded are
+    # trained two at a time, each in a process of one thread, to the weights one process learned
+    import shutil
+
+    first = {v: rec["heads"][v]["4"]["attributes_weights"] for v in trains}
+    saved = json.loads((out / "perception_schedule.json").read_text())
+    for v in trains:
+        del saved["heads"][v]["4"]
+    (out / "perception_schedule.json").write_text(json.dumps(saved))
+    shutil.rmtree(runs)
+    with pytest.raises(StudyError, match=r"easy: the base run of easy lacks its scene parser; .* --perception-base"):
+        run_perception_check(data, runs, results, cfg, echo=lambda s: None, **kw)
+    again = run_perception_check(data, runs, results, cfg, train_base=True, echo=lambda s: None, **{**kw, "jobs": 2})
+    assert {v: again["heads"][v]["4"]["attributes_weights"] for v in trains} == first
+    assert all(again["runs"]["1"][v]["weights"] == rec["runs"]["1"][v]["weights"] for v in trains)
+    assert [o["what"] for o in again["other_seconds"]] == [
+        f"the base run of {v}: its scene parser trained again (the runs root lost them)" for v in trains]
+    assert again["search"] == search
+    # a base run trained again to other weights stops the check
+    saved = json.loads((out / "perception_schedule.json").read_text())
+    saved["runs"]["1"]["easy"]["weights"]["detector"] = "0" * 64
+    del saved["heads"]["easy"]["4"]
+    (out / "perception_schedule.json").write_text(json.dumps(saved))
+    shutil.rmtree(runs / "easy" / "scene_parser")
+    with pytest.raises(StudyError, match=r"easy: the base run of easy holds other weights than the check ran on "
+                                         r"\(detector: [0-9a-f]{12}, recorded 000000000000\)"):
+        run_perception_check(data, runs, results, cfg, train_base=True, echo=lambda s: None, **kw)
     # the finding reads the committed predictions
     f = perception_finding(perception_cells(results), 0.12, n_boot=200)
     if f["status"] == "pending":  # tiny parsers may answer nothing right in domain: no RD to decide on
