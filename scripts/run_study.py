@@ -51,7 +51,7 @@ from orchestration.study.launch import (LAUNCHERS, LaunchOptions, estimate_line,
                                         past_cap, require_submitit, run_git, scaled_estimate, train_piece_parsers)
 from orchestration.study.scale import run_scale_check, scale_variants
 from orchestration.study.perception_record import LONG_SCHEDULES, PERCEPTION_RESULTS, read_perception_record
-from orchestration.study.perception_schedule import run_perception_check
+from orchestration.study.perception_schedule import OutOfTime, run_perception_check
 from nsvqa.config import HelpFormatter
 from nsvqa.fileio import write_atomic, write_json_atomic
 
@@ -123,7 +123,8 @@ def get_args_parser() -> argparse.ArgumentParser:
                         "piece is not started and the exit status is 3)")
     p.add_argument("--time-left", type=float, default=None, metavar="MINUTES",
                    help="wall time this call may use (a session's or a batch job's end): a piece projected to "
-                        "end after it is not started (exit 4); projections leave out data generation, minutes per piece")
+                        "end after it is not started (exit 4); projections leave out data generation, minutes per piece; "
+                        "with --perception-check, heads projected to end after it")
     p.add_argument("--jobs", type=int, default=2, help="2: the question parser trains beside the scene parser")
     p.add_argument("--workers", type=int, default=2, help="rendering processes")
     p.add_argument("--device", default="cpu", help="torch device of the training (cpu, cuda)")
@@ -356,9 +357,15 @@ def main(argv: list[str] | None = None) -> int:
                   f"{args.results / SCALE_RESULTS}", file=sys.stderr)
             return 0
         if args.perception_check:
-            rec = run_perception_check(args.data, args.runs, args.results, cfg, train_base=args.perception_base,
-                                       jobs=args.jobs, workers=args.workers, device=args.device,
-                                       progress=not args.no_progress)
+            try:
+                rec = run_perception_check(args.data, args.runs, args.results, cfg, train_base=args.perception_base,
+                                           jobs=args.jobs, workers=args.workers, device=args.device,
+                                           progress=not args.no_progress,
+                                           deadline=None if args.time_left is None else
+                                           time.monotonic() + 60 * args.time_left)
+            except OutOfTime as e:
+                print(f"{PROG}: perception check: {e} (--time-left)", file=sys.stderr)
+                return 4
             s = rec["search"]
             print(f"{PROG}: perception check: {s['stopped']} after {', '.join(map(str, s['tried']))} epochs, the "
                   f"heads of {s['chosen']} epochs -> {args.results / PERCEPTION_RESULTS}", file=sys.stderr)

@@ -73,6 +73,20 @@ CROP_CACHES = ("crops_train_gt", "crops_train_det", "crops_val_gt")
 _EPOCH_LINE = re.compile(r"attributes epoch (\d+) val (\S.*)$")
 
 
+class OutOfTime(StudyError):
+    """The check's next step is projected to end after its deadline: it is not started."""
+
+
+def head_projection(record: Mapping[str, Any], epochs: int, heads: int, jobs: int = 1) -> float | None:
+    """Seconds that ``heads`` heads of ``epochs`` epochs are projected to take, ``jobs`` at a time,
+    at the slowest seconds per epoch of the heads ``record`` holds (None where it holds none)."""
+    rates = [float(h["seconds"]) / int(h["epochs"]) for hs in (record.get("heads") or {}).values()
+             for h in hs.values() if h.get("seconds") and int(h.get("epochs") or 0) > 0]
+    if not rates or heads <= 0:
+        return None if heads > 0 else 0.0
+    return max(rates) * epochs * -(-heads // max(1, jobs))
+
+
 def perception_variants(cfg: StudyConfig = STUDY) -> tuple[list[str], list[str]]:
     """(training variants, test variants) of the check's factor, aliases resolved."""
     variants = FACTORS[PERCEPTION_FACTOR]
@@ -246,7 +260,7 @@ def run_perception_check(data: str | os.PathLike, runs: str | os.PathLike, resul
                          cfg: StudyConfig = STUDY, *, seed: int = 0, schedules: Sequence[int] = LONG_SCHEDULES,
                          rise: float = PLATEAU_RISE, models: Sequence[str] | None = None, train_base: bool = False,
                          jobs: int = 2, workers: int = 2, device: str = "cpu", progress: bool = True,
-                         echo: Callable[[str], None] = print) -> dict[str, Any]:
+                         deadline: float | None = None, echo: Callable[[str], None] = print) -> dict[str, Any]:
     """Run the perception schedule check (module docstring) and return what
     ``perception_schedule.json`` holds.
 
@@ -262,13 +276,17 @@ def run_perception_check(data: str | os.PathLike, runs: str | os.PathLike, resul
             trained parsers is an error.
         jobs: 2 trains a base run's question parser beside its scene parser, and two heads at a
             time (:func:`train_heads`).
+        deadline: a :func:`time.monotonic` time: heads projected to end after it
+            (:func:`head_projection`) are not started (:class:`OutOfTime`), so that a working
+            period ends between steps, with what it did recorded.
 
     Raises:
         StudyError: before any work: schedules that do not rise above the study's, without
             ``train_base`` a base run without trained parsers (named, with the commands that
             train it), a record there of another seed, rule or models, or a base head of another
             schedule than the study's; later: a base run or head trained again to other weights
-            than the record's, or one to be trained again with other torch threads.
+            than the record's, or one to be trained again with other torch threads;
+            :class:`OutOfTime` before heads that would end after ``deadline``.
     """
     cfg = results_config(results, cfg)
     data, runs, results = Path(data), Path(runs), Path(results)
@@ -393,6 +411,11 @@ def run_perception_check(data: str | os.PathLike, runs: str | os.PathLike, resul
             echo(f"perception check: the attribute head of {src} seed {seed}, {epochs} epochs, in "
                  f"{VariantRun(heads(epochs), src, seed).scene_dir}")
         todo = [(data / src, base[src].scene_dir, VariantRun(heads(epochs), src, seed).scene_dir) for src in srcs]
+        need = head_projection(record, epochs, len(todo), jobs)
+        if deadline is not None and need is not None and time.monotonic() + need > deadline:
+            raise OutOfTime(f"the heads of {epochs} epochs of {', '.join(srcs)} not started: projected "
+                            f"{need / 60:.0f} min, {max(0.0, deadline - time.monotonic()) / 60:.0f} min left; "
+                            f"what is done is in {record_path}")
 
         def ended(i: int, trained: bool) -> None:
             src, scene = srcs[i], todo[i][2]
@@ -464,5 +487,5 @@ def run_perception_check(data: str | os.PathLike, runs: str | os.PathLike, resul
     return record
 
 
-__all__ = ["CROP_CACHES", "PERCEPTION_FORMAT", "epoch_metrics", "perception_variants", "run_perception_check",
+__all__ = ["CROP_CACHES", "PERCEPTION_FORMAT", "OutOfTime", "epoch_metrics", "head_projection", "perception_variants", "run_perception_check",
            "study_epochs", "train_head", "train_heads", "weights"]

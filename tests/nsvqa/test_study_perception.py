@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 
 import pytest
 
@@ -139,6 +140,17 @@ def test_the_finding_sets_the_two_schedules_side_by_side():
     assert perception_markdown({}) == []
 
 
+def test_heads_are_projected_at_the_slowest_recorded_rate():
+    from orchestration.study.perception_schedule import head_projection
+
+    record = {"heads": {"easy": {"3": {"epochs": 3, "seconds": None}, "6": {"epochs": 6, "seconds": 600.0}},
+                        "hard": {"6": {"epochs": 6, "seconds": 720.0}}}}
+    assert head_projection(record, 12, 3, jobs=2) == 120.0 * 12 * 2  # 3 heads, 2 at a time: two rounds
+    assert head_projection(record, 12, 2, jobs=2) == 120.0 * 12
+    assert head_projection(record, 12, 0) == 0.0
+    assert head_projection({"heads": {"easy": {"3": {"epochs": 3, "seconds": None}}}}, 12, 1) is None
+
+
 def test_the_check_trains_longer_heads_on_the_study_runs_detectors(tmp_path, require_renderer):
     import torch
 
@@ -146,7 +158,7 @@ def test_the_check_trains_longer_heads_on_the_study_runs_detectors(tmp_path, req
     from nsvqa.fileio import sha256_file
     from orchestration.experiment import VariantRun
     from orchestration.study.perception_finding import perception_cells, perception_finding
-    from orchestration.study.perception_schedule import run_perception_check
+    from orchestration.study.perception_schedule import OutOfTime, run_perception_check
 
     torch.set_num_threads(1)
     torch.manual_seed(0)
@@ -219,6 +231,10 @@ def test_the_check_trains_longer_heads_on_the_study_runs_detectors(tmp_path, req
     shutil.rmtree(runs)
     with pytest.raises(StudyError, match=r"easy: the base run of easy lacks its scene parser; .* --perception-base"):
         run_perception_check(data, runs, results, cfg, echo=lambda s: None, **kw)
+    with pytest.raises(OutOfTime, match=r"the heads of 4 epochs of easy, mid, hard not started: projected \d+ min, "
+                                        r"0 min left"):  # the base runs first, then no time for the heads
+        run_perception_check(data, runs, results, cfg, train_base=True, echo=lambda s: None,
+                             deadline=time.monotonic(), **{**kw, "jobs": 2})
     again = run_perception_check(data, runs, results, cfg, train_base=True, echo=lambda s: None, **{**kw, "jobs": 2})
     assert {v: again["heads"][v]["4"]["attributes_weights"] for v in trains} == first
     assert all(again["runs"]["1"][v]["weights"] == rec["runs"]["1"][v]["weights"] for v in trains)
