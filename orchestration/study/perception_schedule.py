@@ -16,7 +16,7 @@ base), question parser and NSCL. The check
    settings otherwise, the same seed) and the base run's crop caches (linked, never rebuilt), into
    ``RUNS/perception-schedule/heads/<E>ep/<run>/scene_parser/``, in the order and until the rule of
    :func:`~orchestration.study.perception_record.schedule_search` stops (val metric only); with
-   ``jobs`` 2, two heads at a time, each in a process of one torch thread;
+   ``jobs`` 2, every head of a schedule at once, each in a process of one torch thread;
 3. executes the models with the chosen schedule's head: a variant run
    ``RUNS/perception-schedule/<E>ep/<run>/`` whose scene parser is that head beside the base detector
    (:attr:`TrainSpec.scene_runs`) and whose question parser is the base run's (linked: found
@@ -77,14 +77,15 @@ class OutOfTime(StudyError):
     """The check's next step is projected to end after its deadline: it is not started."""
 
 
-def head_projection(record: Mapping[str, Any], epochs: int, heads: int, jobs: int = 1) -> float | None:
-    """Seconds that ``heads`` heads of ``epochs`` epochs are projected to take, ``jobs`` at a time,
-    at the slowest seconds per epoch of the heads ``record`` holds (None where it holds none)."""
+def head_projection(record: Mapping[str, Any], epochs: int, heads: int, cores: int = 1) -> float | None:
+    """Seconds that ``heads`` heads of ``epochs`` epochs are projected to take, sharing ``cores``
+    cores (one each at most), at the slowest seconds per epoch of the heads ``record`` holds (None
+    where it holds none)."""
     rates = [float(h["seconds"]) / int(h["epochs"]) for hs in (record.get("heads") or {}).values()
              for h in hs.values() if h.get("seconds") and int(h.get("epochs") or 0) > 0]
     if not rates or heads <= 0:
         return None if heads > 0 else 0.0
-    return max(rates) * epochs * -(-heads // max(1, jobs))
+    return max(rates) * epochs * max(1.0, heads / max(1, cores))
 
 
 def perception_variants(cfg: StudyConfig = STUDY) -> tuple[list[str], list[str]]:
@@ -151,7 +152,7 @@ def _link(src: Path, dst: Path) -> None:
             shutil.copy2(a, b)
 
 
-def train_head(data: Path, base_scene: Path, out: Path, epochs: int, cfg: StudyConfig, *, seed: int,
+def train_head(data: Path, base_scene: Path, out: Path, epochs: int, cfg: StudyConfig, seed: int,
                device: str = "cpu", progress: bool = True) -> bool:
     """Train an attribute head of ``epochs`` epochs from scratch into the scene-parser folder
     ``out`` on ``data`` (a variant folder), for the detector of ``base_scene`` (linked into ``out``
@@ -171,10 +172,9 @@ def train_head(data: Path, base_scene: Path, out: Path, epochs: int, cfg: StudyC
     return True
 
 
-def _head_job(data: Path, base_scene: Path, out: Path, epochs: int, cfg: StudyConfig, seed: int, device: str,
-              log_path: Path) -> bool:
-    """A head trained in a process of its own (:func:`train_heads`): one torch thread, its output to
-    ``log_path``."""
+def _one_thread(log_path: Path, fn: Callable[..., Any], *args: Any) -> Any:
+    """``fn(*args)`` in a process of the check's own (:func:`in_processes`): one torch thread, its
+    output to ``log_path``."""
     import torch  # heavy: torch, only in the training process
 
     log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -182,42 +182,64 @@ def _head_job(data: Path, base_scene: Path, out: Path, epochs: int, cfg: StudyCo
         os.dup2(f.fileno(), 1)
         os.dup2(f.fileno(), 2)
     torch.set_num_threads(1)
-    return train_head(data, base_scene, out, epochs, cfg, seed=seed, device=device, progress=False)
+    return fn(*args)
+
+
+def in_processes(calls: Sequence[tuple[Callable[..., Any], tuple, Path]], *, parallel: bool,
+                 done: Callable[[int, Any], None], what: str) -> None:
+    """Run ``calls`` ((a picklable function, its arguments, a log path) each): one after the other
+    in this process, or, with ``parallel`` and more than one, all at once, each in a spawned process
+    of one torch thread (:func:`_one_thread`; the processes share the machine's cores), which learns
+    what one process with one thread learns. ``done(i, result)`` is called in this process as call
+    ``i`` ends, in the order they end.
+
+    Raises:
+        StudyError: a call's process failed (``what`` and its log named); the others run to their
+            end first.
+    """
+    if not parallel or len(calls) <= 1:
+        for i, (fn, args, _) in enumerate(calls):
+            done(i, fn(*args))
+        return
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    failed = []
+    with ProcessPoolExecutor(max_workers=len(calls), mp_context=multiprocessing.get_context("spawn")) as ex:
+        futures = {ex.submit(_one_thread, log, fn, *args): i for i, (fn, args, log) in enumerate(calls)}
+        for f in as_completed(futures):
+            i = futures[f]
+            try:
+                result = f.result()
+            except Exception as e:  # noqa: BLE001  reported after the others end
+                failed.append(f"{type(e).__name__}: {e}; see {calls[i][2]}")
+                continue
+            done(i, result)
+    if failed:
+        raise StudyError(f"the perception check's {what}: {len(failed)} failed: {'; '.join(failed)}")
+
+
+def _train_base(data: Path, run: VariantRun, spec: TrainSpec, scene: bool, question: bool, scene_data: Path) -> float:
+    """A base run's lost parsers trained again (:func:`orchestration.experiment.train_parsers`); its seconds."""
+    t0 = time.perf_counter()
+    train_parsers(data, run, spec, scene, question, scene_data=scene_data)
+    return time.perf_counter() - t0
 
 
 def train_heads(todo: Sequence[tuple[Path, Path, Path]], epochs: int, cfg: StudyConfig, *, seed: int,
                 jobs: int = 1, device: str = "cpu", progress: bool = True,
                 done: Callable[[int, bool], None] = lambda i, trained: None) -> None:
     """Train the heads ``todo`` ((data, base scene parser, out) each, as :func:`train_head`) of
-    ``epochs`` epochs: one after the other in this process with ``jobs`` 1, else ``jobs`` at a time,
-    each in a process of its own with one torch thread (its output in ``<out>.log``), so that a head
-    learns the same weights either way where this process has one thread too. ``done(i, trained)``
-    is called in this process as head ``i`` ends, in the order they end.
+    ``epochs`` epochs: one after the other in this process with ``jobs`` 1, else all at once, each
+    in a process of one torch thread (its output in ``<out>.log``; :func:`in_processes`).
+    ``done(i, trained)`` is called in this process as head ``i`` ends.
 
     Raises:
         StudyError: a head's process failed (its log named); the others run to their end first.
     """
-    if jobs <= 1 or len(todo) <= 1:
-        for i, (data, base_scene, out) in enumerate(todo):
-            done(i, train_head(data, base_scene, out, epochs, cfg, seed=seed, device=device, progress=progress))
-        return
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor, as_completed
-
-    failed = []
-    with ProcessPoolExecutor(max_workers=min(jobs, len(todo)), mp_context=multiprocessing.get_context("spawn")) as ex:
-        futures = {ex.submit(_head_job, data, base_scene, out, epochs, cfg, seed, device,
-                             out.with_name(out.name + ".log")): i for i, (data, base_scene, out) in enumerate(todo)}
-        for f in as_completed(futures):
-            i = futures[f]
-            try:
-                trained = f.result()
-            except Exception as e:  # noqa: BLE001  reported after the others end
-                failed.append(f"{todo[i][2]} ({type(e).__name__}: {e}; see {todo[i][2]}.log)")
-                continue
-            done(i, trained)
-    if failed:
-        raise StudyError(f"the perception check's heads of {epochs} epochs: {len(failed)} failed: {'; '.join(failed)}")
+    calls = [(train_head, (data, base_scene, out, epochs, cfg, seed, device, progress and jobs <= 1),
+              out.with_name(out.name + ".log")) for data, base_scene, out in todo]
+    in_processes(calls, parallel=jobs > 1, done=done, what=f"heads of {epochs} epochs")
 
 
 def _threads() -> int:
@@ -274,8 +296,8 @@ def run_perception_check(data: str | os.PathLike, runs: str | os.PathLike, resul
         train_base: train what a base run lacks (its scene parser, question parser, NSCL) here,
             with the study's settings, as its modular piece would; without it a base run without
             trained parsers is an error.
-        jobs: 2 trains a base run's question parser beside its scene parser, and two heads at a
-            time (:func:`train_heads`).
+        jobs: 2 trains a base run's question parser beside its scene parser, and the heads of a
+            schedule, and the base runs trained again, all at once (:func:`in_processes`).
         deadline: a :func:`time.monotonic` time: heads projected to end after it
             (:func:`head_projection`) are not started (:class:`OutOfTime`), so that a working
             period ends between steps, with what it did recorded.
@@ -346,24 +368,26 @@ def run_perception_check(data: str | os.PathLike, runs: str | os.PathLike, resul
               "other_seconds": list(old.get("other_seconds") or [])}
     save = lambda: write_json_atomic(record_path, record, indent=1)  # noqa: E731  after every step
 
-    def restore(v: str, question: bool) -> None:
-        """The base run of ``v`` complete (its scene parser; its question parser too with
+    def restore(vs: Sequence[str], question: bool) -> None:
+        """The base runs of ``vs`` complete (their scene parsers; their question parsers too with
         ``question``): what the runs root lost trained again with the study's settings where
-        ``train_base``, and its weights checked against the digests the record holds (those it
-        lacks recorded from what is there)."""
-        entry = record["runs"][str(base_epochs)][v]
-        run, want = base[v], dict(entry.get("weights") or {})
-        parts = [p for p, lost in (("scene parser", not all((run.scene_dir / n).is_file() for n in
-                                                             (DETECTOR_CHECKPOINT, HEAD_CHECKPOINT))),
-                                   ("question parser", question and not (run.question_dir / QUESTION_CHECKPOINT)
-                                    .is_file())) if lost]
-        if parts:
+        ``train_base`` (all at once with ``jobs`` 2, :func:`in_processes`), and their weights checked
+        against the digests the record holds (those it lacks recorded from what is there)."""
+        lost = {}
+        for v in vs:  # every refusal before any work
+            entry, run = record["runs"][str(base_epochs)][v], base[v]
+            parts = [p for p, gone in (("scene parser", not all((run.scene_dir / n).is_file() for n in
+                                                                (DETECTOR_CHECKPOINT, HEAD_CHECKPOINT))),
+                                       ("question parser", question and not (run.question_dir / QUESTION_CHECKPOINT)
+                                        .is_file())) if gone]
+            if not parts:
+                continue
             what = " and ".join(parts)
             if not train_base:
                 raise StudyError(f"{run.path}: the base run of {v} lacks its {what}; run the check where the study's "
                                  f"runs are, or add --perception-base to train them again here (their weights are "
                                  f"checked against the record's)")
-            if not want:
+            if not entry.get("weights"):
                 raise StudyError(f"{record_path}: runs.{base_epochs}.{v} records no weights digests, so its {what} "
                                  f"trained again could not be checked against the one the check ran on; train the "
                                  f"run again by hand (scripts/run_study.py --only {v}-seed{seed}-modular --results "
@@ -373,21 +397,33 @@ def run_perception_check(data: str | os.PathLike, runs: str | os.PathLike, resul
                 raise StudyError(f"{record_path}: runs.{base_epochs}.{v} trained with {entry['threads']} torch "
                                  f"threads, this process has {_threads()}: give --threads {entry['threads']} (another "
                                  f"count learns other weights)")
-            echo(f"perception check: the base run of {v} seed {seed} lost its {what}; trained again in {run.path}")
-            t0 = time.perf_counter()
-            train_parsers(data / v, run, _spec(cfg, v, jobs=jobs, device=device, progress=progress),
-                          "scene parser" in parts, "question parser" in parts, scene_data=data / sources[v])
-            record["other_seconds"].append({"what": f"the base run of {v}: its {what} trained again (the runs "
-                                                    f"root lost them)", "commit": study_run._commit(),
-                                            "seconds": time.perf_counter() - t0})
-        got = weights(run)
-        differ = [k for k in want if k in got and got[k] != want[k]]
-        if differ:
-            raise StudyError(f"{run.path}: the base run of {v} holds other weights than the check ran on ({', '.join(differ)}: "
-                             f"{', '.join(f'{got[k][:12]}, recorded {want[k][:12]}' for k in differ)}): trained on "
-                             f"another CPU or with other threads; the check cannot go on with it (another results "
-                             f"folder starts it over)")
-        entry["weights"] = {**got, **want}
+            lost[v] = parts
+        order = list(lost)
+        for v in order:
+            echo(f"perception check: the base run of {v} seed {seed} lost its {' and '.join(lost[v])}; trained again "
+                 f"in {base[v].path}")
+        calls = [(_train_base, (data / v, base[v], _spec(cfg, v, jobs=1 if len(order) > 1 else jobs, device=device,
+                                                          progress=progress and len(order) == 1),
+                                "scene parser" in lost[v], "question parser" in lost[v], data / sources[v]),
+                  base[v].path / "perception_restore.log") for v in order]
+
+        def ended(i: int, seconds: float) -> None:
+            record["other_seconds"].append({"what": f"the base run of {order[i]}: its {' and '.join(lost[order[i]])} "
+                                                    f"trained again (the runs root lost them)",
+                                            "commit": study_run._commit(), "seconds": seconds})
+            save()
+
+        in_processes(calls, parallel=jobs > 1, done=ended, what="base runs trained again")
+        for v in vs:
+            entry, run = record["runs"][str(base_epochs)][v], base[v]
+            got, want = weights(run), dict(entry.get("weights") or {})
+            differ = [k for k in want if k in got and got[k] != want[k]]
+            if differ:
+                raise StudyError(f"{run.path}: the base run of {v} holds other weights than the check ran on "
+                                 f"({', '.join(differ)}: {', '.join(f'{got[k][:12]}, recorded {want[k][:12]}' for k in differ)}"
+                                 f"): trained on another CPU or with other threads; the check cannot go on with it "
+                                 f"(another results folder starts it over)")
+            entry["weights"] = {**got, **want}
         save()
 
     def execute(epochs: int, v: str, run_root: Path, spec: TrainSpec) -> None:
@@ -457,8 +493,7 @@ def run_perception_check(data: str | os.PathLike, runs: str | os.PathLike, resul
     while (search := schedule_search({e: vs for e, vs in values.items() if e in (base_epochs, *schedules)
                                       and all(s in vs for s in srcs)}, base_epochs, schedules, rise))["next"] is not None:
         e = search["next"]
-        for src in srcs:
-            restore(src, question=False)
+        restore(srcs, question=False)
         train(e, [src for src in srcs if src not in values.get(e, {})])
         values[e] = {src: record["heads"][src][str(e)]["final"][PERCEPTION_METRIC] for src in srcs}
     record["search"] = {**{k: search[k] for k in ("tried", "stopped", "chosen")},
@@ -471,10 +506,9 @@ def run_perception_check(data: str | os.PathLike, runs: str | os.PathLike, resul
     # 3. the chosen schedule: the base runs' detector and question parser, the chosen head
     left = [v for v in trains if not done(chosen, v)]
     for v in trains:
-        if v in left:
-            restore(v, question=True)
-        else:
+        if v not in left:
             echo(f"perception check {chosen}ep {v}: done, skipped")
+    restore(left, question=True)
     lost = list(dict.fromkeys(sources[v] for v in left if not _finished(
         VariantRun(heads(chosen), sources[v], seed).scene_dir / HEAD_CHECKPOINT, chosen)))
     if lost:  # their folders gone since they were recorded
