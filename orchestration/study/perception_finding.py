@@ -38,10 +38,12 @@ def _point_rd(cells: Mapping[CellKey, Sequence[Sequence[Prediction]]], label: st
 
 def perception_finding(cells: Mapping[CellKey, Sequence[Sequence[Prediction]]], figure: float,
                        study: Mapping[tuple[str, str, str, int], Sequence[Prediction]] | None = None, *,
+                       chosen: int | None = None, searching: Sequence[int] | None = None,
                        non_modular: Sequence[str] = NON_MODULAR, n_boot: int = N_BOOT) -> dict[str, Any]:
     """The modular models' visual RD with the study's attribute heads and with the heads of the
-    check's chosen schedule (``cells``: :func:`perception_cells`; the smallest and the largest
-    schedule among its labels), each with its bootstrap interval and the paired difference of the
+    check's chosen schedule (``cells``: :func:`perception_cells`; the smallest schedule among its
+    labels and ``chosen``, by default the largest; pending while ``searching``, the schedules
+    tried by a search not over), each with its bootstrap interval and the paired difference of the
     two (one :func:`~nsvqa.evaluation.comparison.rd_bootstrap` draw of the test images for every
     label and for the non-modular models of ``study``, the study's predictions keyed (model,
     train, test, seed): seed 0). Its line says, at each schedule, the status of the paper's level
@@ -51,7 +53,7 @@ def perception_finding(cells: Mapping[CellKey, Sequence[Sequence[Prediction]]], 
     pending (saying what is missing) until the check has predictions above the study's schedule."""
     trains, tests = factor_layout(PERCEPTION_FACTOR)
     schedules = sorted({p[1] for k in cells if (p := parse_perception_label(k.model)) is not None})
-    low, high = (schedules[0], schedules[-1]) if schedules else (None, None)
+    low, high = (schedules[0], schedules[-1] if chosen is None else chosen) if schedules else (None, None)
     paper = (f"visual: NSCL, NS-VQA, P-NSVQA RD > {100 * figure:g}% with the attribute heads trained to their "
              f"plateau" + (f" ({high} epochs; the study's {low})" if high != low else ""))
     decided_by = f"each modular RD's bootstrap interval with the longer heads against the paper's {100 * figure:g}%"
@@ -63,8 +65,11 @@ def perception_finding(cells: Mapping[CellKey, Sequence[Sequence[Prediction]]], 
                 rds[perception_label(m, s)] = rd.value
             elif rd is not None and s == high:
                 why = rd.reason
-    if high is None or high == low or not any(perception_label(m, high) in rds for m in MODULAR):
-        missing = ("the perception schedule check (scripts/run_study.py --perception-check; not run yet)"
+    if searching is not None or high is None or high == low or not any(perception_label(m, high) in rds
+                                                                        for m in MODULAR):
+        missing = (f"the perception schedule check's search, not over (heads tried: "
+                   f"{', '.join(map(str, searching)) or 'none'} epochs)" if searching is not None else
+                   "the perception schedule check (scripts/run_study.py --perception-check; not run yet)"
                    if high is None else f"the perception schedule check's longer heads (only {low} epochs run)"
                    if high == low else f"the modular models' visual RD at {high} epochs, which the check's "
                                        f"predictions do not give ({why})")
@@ -115,10 +120,15 @@ def perception_check(report: dict[str, Any], results: str | Path,
     predictions, the study's ``study``) after the visual modular level's row (else last); where the
     check has a record, also its summary in ``report["perception_schedule"]``
     (:func:`~orchestration.study.perception_record.perception_summary`)."""
-    summary = perception_summary(read_perception_record(results))
+    record = read_perception_record(results)
+    summary = perception_summary(record)
     if summary is not None:
         report["perception_schedule"] = summary
-    row = perception_finding(perception_cells(results), paper_figures()["visual_modular_min"] / 100, study)
+    search = record.get("search") or {}
+    tried = sorted({int(e) for hs in (record.get("heads") or {}).values() for e in hs} - {record.get("base_epochs")})
+    row = perception_finding(perception_cells(results), paper_figures()["visual_modular_min"] / 100, study,
+                             chosen=search.get("chosen"),
+                             searching=tried if record and not search.get("stopped") else None)
     out = [dict(r) for r in rows]
     at = next((i + 1 for i, r in enumerate(out) if r["key"] == "visual_modular_level"), len(out))
     return [*out[:at], row, *out[at:]]

@@ -17,7 +17,9 @@ base), question parser and NSCL. The check
    ``RUNS/perception-schedule/heads/<E>ep/<run>/scene_parser/``, in the order and until the rule of
    :func:`~orchestration.study.perception_record.schedule_search` stops (val metric only); with
    ``jobs`` 2, every head of a schedule at once, each in a process of one torch thread;
-3. executes the models with the chosen schedule's head: a variant run
+3. executes the models with a schedule's heads, each schedule's in the call that trained them
+   where the deadline allows (so that the chosen ones need not be trained again in a later call),
+   and the chosen schedule's in any case: a variant run
    ``RUNS/perception-schedule/<E>ep/<run>/`` whose scene parser is that head beside the base detector
    (:attr:`TrainSpec.scene_runs`) and whose question parser is the base run's (linked: found
    finished); NSCL trains again on that run's parses with the study's config and seed.
@@ -43,6 +45,7 @@ head trained again must match its record the same way. The report reads the pred
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -224,6 +227,41 @@ def _train_base(data: Path, run: VariantRun, spec: TrainSpec, scene: bool, quest
     t0 = time.perf_counter()
     train_parsers(data, run, spec, scene, question, scene_data=scene_data)
     return time.perf_counter() - t0
+
+
+def _execute_job(data: Path, v: str, run_root: Path, models: Sequence[str], spec: TrainSpec, seed: int,
+                 tests: Sequence[str]) -> tuple[dict[str, Any], float]:
+    """The models of the run of ``v`` under ``run_root`` trained and tested
+    (:func:`orchestration.experiment.train_variant`); its summary and seconds."""
+    t0 = time.perf_counter()
+    summary = train_variant(data, v, run_root, models=list(models), spec=spec, seed=seed, tests=list(tests))
+    return summary, time.perf_counter() - t0
+
+
+#: Steps of a run that train its parsers: not part of executing a schedule's heads.
+_PARSER_STEPS = ("scene_parser", "question_parser", "total")
+
+
+def execution_projection(record: Mapping[str, Any], results: str | os.PathLike, variants: Sequence[str],
+                         tests: Sequence[str], seed: int, cores: int = 1) -> float | None:
+    """Seconds that executing the models with a schedule's heads (NSCL trained again, tuning,
+    tests) for ``variants`` is projected to take, sharing ``cores`` cores: per variant, the slowest
+    such steps of its runs at longer schedules that ``record`` holds (``runs.<E>.<v>.steps``), else
+    those of the study's committed modular piece of it (``RESULTS/pieces/<v>-seed<seed>-modular``,
+    its tests among ``tests``); None where neither gives a number."""
+    per = []
+    for v in variants:
+        steps = [r[v]["steps"] for e, r in (record.get("runs") or {}).items()
+                 if int(e) != int(record.get("base_epochs", -1)) and v in r and r[v].get("steps")]
+        if not steps:
+            try:
+                piece = json.loads((Path(results) / "pieces" / f"{v}-seed{seed}-modular" / "piece.json").read_text())
+                steps = [piece["seconds"]["attempts"][-1]["steps"]]
+            except (OSError, ValueError, KeyError, IndexError, TypeError):
+                continue
+        per.append(max(sum(float(x) for k, x in st.items() if k not in _PARSER_STEPS
+                           and (not k.startswith("test_") or k[5:] in tests)) for st in steps))
+    return max(per) * max(1.0, len(variants) / max(1, cores)) if per else None
 
 
 def train_heads(todo: Sequence[tuple[Path, Path, Path]], epochs: int, cfg: StudyConfig, *, seed: int,
@@ -426,18 +464,59 @@ def run_perception_check(data: str | os.PathLike, runs: str | os.PathLike, resul
             entry["weights"] = {**got, **want}
         save()
 
-    def execute(epochs: int, v: str, run_root: Path, spec: TrainSpec) -> None:
-        """The models of the run of ``v`` under ``run_root``, their predictions labelled ``epochs``."""
-        echo(f"perception check {epochs}ep {v}: {', '.join(models)} in {run_root}")
-        t0 = time.perf_counter()
-        summary = train_variant(data, v, run_root, models=list(models), spec=spec, seed=seed, tests=tests, echo=echo)
-        seconds = time.perf_counter() - t0
-        run = VariantRun(run_root, v, seed, scene_variant=spec.scene_variant if spec.scene_variant != v else None,
-                         scene_runs=None if spec.scene_runs is None else Path(spec.scene_runs))
-        for (m, t), path in wanted(epochs, v).items():
-            write_predictions(path, read_predictions(run.predictions(m, t)))
-        record["runs"].setdefault(str(epochs), {})[v] = _run_entry(run, summary, models, tests, seconds)
-        save()
+    def execute(epochs: int, vs: Sequence[str], root: Callable[[str], Path],
+                spec: Callable[[str, int], TrainSpec]) -> None:
+        """The models of the runs of ``vs`` (under ``root(v)``, settings ``spec(v, jobs)``), their
+        predictions labelled ``epochs``: all at once with ``jobs`` 2 (:func:`in_processes`; each
+        run's output in ``RUNS/perception-schedule/logs/``)."""
+        parallel = jobs > 1 and len(vs) > 1
+        for v in vs:
+            echo(f"perception check {epochs}ep {v}: {', '.join(models)} in {root(v)}")
+        calls = [(_execute_job, (data, v, root(v), models, spec(v, 1 if parallel else jobs), seed, tests),
+                  check_root / "logs" / f"{epochs}ep_{v}.log") for v in vs]
+
+        def ended(i: int, result: tuple[dict[str, Any], float]) -> None:
+            v, (summary, seconds) = vs[i], result
+            sp = spec(v, jobs)
+            run = VariantRun(root(v), v, seed, scene_variant=sp.scene_variant if sp.scene_variant != v else None,
+                             scene_runs=None if sp.scene_runs is None else Path(sp.scene_runs))
+            for (m, t), path in wanted(epochs, v).items():
+                write_predictions(path, read_predictions(run.predictions(m, t)))
+            record["runs"].setdefault(str(epochs), {})[v] = {**_run_entry(run, summary, models, tests, seconds),
+                                                             "steps": dict(summary.get("seconds") or {})}
+            save()
+
+        in_processes(calls, parallel=parallel, done=ended, what=f"runs of {epochs} epochs")
+
+    def run_schedule(e: int, required: bool) -> None:
+        """Step 3 for the heads of ``e`` epochs: the models executed with them for the training
+        variants not done at ``e``, on the base runs' detectors and question parsers (trained again
+        where lost), the heads trained again where lost. Not started where projected to end after
+        the deadline: :class:`OutOfTime` when ``required``, else said and skipped."""
+        left = [v for v in trains if not done(e, v)]
+        for v in trains:
+            if v not in left:
+                echo(f"perception check {e}ep {v}: done, skipped")
+        if not left:
+            return
+        need = execution_projection(record, results, left, tests, seed, jobs)
+        if deadline is not None and need is not None and time.monotonic() + need > deadline:
+            why = (f"the models with the heads of {e} epochs on {', '.join(left)} not executed: projected "
+                   f"{need / 60:.0f} min, {max(0.0, deadline - time.monotonic()) / 60:.0f} min left")
+            if required:
+                raise OutOfTime(f"{why}; what is done is in {record_path}")
+            echo(f"perception check: {why}; they run when the search has chosen them")
+            return
+        restore(left, question=True)
+        lost = list(dict.fromkeys(sources[v] for v in left if not _finished(
+            VariantRun(heads(e), sources[v], seed).scene_dir / HEAD_CHECKPOINT, e)))
+        if lost:  # their folders gone since they were recorded
+            train(e, lost)
+        for v in left:
+            run = VariantRun(check_root / f"{e}ep", v, seed)
+            _link(base[v].question_dir / QUESTION_CHECKPOINT, run.question_dir / QUESTION_CHECKPOINT)
+        execute(e, left, lambda v: check_root / f"{e}ep",
+                lambda v, j: _spec(cfg, v, jobs=j, device=device, progress=progress, scene_runs=heads(e)))
 
     def train(epochs: int, srcs: Sequence[str]) -> None:
         """The heads of ``srcs`` of ``epochs`` epochs trained (or found finished) and recorded, ``jobs``
@@ -479,10 +558,11 @@ def run_perception_check(data: str | os.PathLike, runs: str | os.PathLike, resul
     for v in trains:
         if done(base_epochs, v):
             echo(f"perception check {base_epochs}ep {v}: done, skipped")
-            continue
-        execute(base_epochs, v, runs, _spec(cfg, v, jobs=jobs, device=device, progress=progress))
+    firsts = [v for v in trains if not done(base_epochs, v)]
+    execute(base_epochs, firsts, lambda v: runs, lambda v, j: _spec(cfg, v, jobs=j, device=device, progress=progress))
+    for v in firsts:
         record["heads"].setdefault(sources[v], {})[str(base_epochs)] = _head(base[v].scene_dir, seconds=False)
-        save()
+    save()
     # 2. the longer heads, schedule after schedule, until the rule stops (every head of a schedule
     # first); a head recorded is not trained again for its value
     values: dict[int, dict[str, float]] = {}
@@ -494,8 +574,11 @@ def run_perception_check(data: str | os.PathLike, runs: str | os.PathLike, resul
                                       and all(s in vs for s in srcs)}, base_epochs, schedules, rise))["next"] is not None:
         e = search["next"]
         restore(srcs, question=False)
-        train(e, [src for src in srcs if src not in values.get(e, {})])
+        trained = [src for src in srcs if src not in values.get(e, {})]
+        train(e, trained)
         values[e] = {src: record["heads"][src][str(e)]["final"][PERCEPTION_METRIC] for src in srcs}
+        if trained:  # executed while this call has the heads: the chosen ones are then not trained again
+            run_schedule(e, required=False)
     record["search"] = {**{k: search[k] for k in ("tried", "stopped", "chosen")},
                         "mean": {str(e): m for e, m in search["mean"].items()}}
     save()
@@ -504,22 +587,10 @@ def run_perception_check(data: str | os.PathLike, runs: str | os.PathLike, resul
          f"{chosen} epochs (mean val {PERCEPTION_METRIC} {100 * search['mean'][chosen]:.1f}%, "
          f"{100 * search['mean'][base_epochs]:.1f}% at {base_epochs})")
     # 3. the chosen schedule: the base runs' detector and question parser, the chosen head
-    left = [v for v in trains if not done(chosen, v)]
-    for v in trains:
-        if v not in left:
-            echo(f"perception check {chosen}ep {v}: done, skipped")
-    restore(left, question=True)
-    lost = list(dict.fromkeys(sources[v] for v in left if not _finished(
-        VariantRun(heads(chosen), sources[v], seed).scene_dir / HEAD_CHECKPOINT, chosen)))
-    if lost:  # their folders gone since they were recorded
-        train(chosen, lost)
-    for v in left:
-        run = VariantRun(check_root / f"{chosen}ep", v, seed)
-        _link(base[v].question_dir / QUESTION_CHECKPOINT, run.question_dir / QUESTION_CHECKPOINT)
-        execute(chosen, v, run.runs, _spec(cfg, v, jobs=jobs, device=device, progress=progress,
-                                           scene_runs=heads(chosen)))
+    run_schedule(chosen, required=True)
     return record
 
 
-__all__ = ["CROP_CACHES", "PERCEPTION_FORMAT", "OutOfTime", "epoch_metrics", "head_projection", "perception_variants", "run_perception_check",
-           "study_epochs", "train_head", "train_heads", "weights"]
+__all__ = ["CROP_CACHES", "PERCEPTION_FORMAT", "OutOfTime", "epoch_metrics", "execution_projection", "head_projection",
+           "in_processes", "perception_variants", "run_perception_check", "study_epochs", "train_head", "train_heads",
+           "weights"]

@@ -134,6 +134,13 @@ def test_the_finding_sets_the_two_schedules_side_by_side():
     assert "non-modular more robust (against film): reproduced at 3 epochs, " in got["ours"]
     assert "pnsvqa-exact RD 5.6 [" in got["ours"] and ", 37.5 [" in got["ours"] and "24 − 3 -31.9 [" in got["ours"]
     assert len(got["intervals"]) == 3  # NSCL's, NS-VQA's and P-NSVQA's RD at 24 epochs against 12%
+    # a longer schedule executed but not chosen is not the one judged; a search not over decides nothing
+    for m in ("nscl", "nsvqa", "pnsvqa", "pnsvqa-exact"):
+        cells |= {CellKey(*k): [p] for k, p in _cells(perception_label(m, 48), 0.8, 0.5).items()}
+    assert perception_finding(cells, 0.12, study, chosen=24, n_boot=500)["ours"] == got["ours"]
+    open_search = perception_finding(cells, 0.12, study, searching=[6, 12], n_boot=200)
+    assert open_search["status"] == "pending" and open_search["ours"] == (
+        "pending: needs the perception schedule check's search, not over (heads tried: 6, 12 epochs)")
     # the report: the row after the visual level's, and the record's section
     rows = perception_check({}, "/nonexistent", {}, [{"key": "visual"}, {"key": "visual_modular_level"}, {"key": "x"}])
     assert [r["key"] for r in rows] == ["visual", "visual_modular_level", "visual_perception_schedule", "x"]
@@ -252,7 +259,7 @@ def test_the_check_trains_longer_heads_on_the_study_runs_detectors(tmp_path, req
                                          r"\(detector: [0-9a-f]{12}, recorded 000000000000\)"):
         run_perception_check(data, runs, results, cfg, train_base=True, echo=lambda s: None, **kw)
     # the finding reads the committed predictions
-    f = perception_finding(perception_cells(results), 0.12, n_boot=200)
+    f = perception_finding(perception_cells(results), 0.12, chosen=chosen, n_boot=200)
     if f["status"] == "pending":  # tiny parsers may answer nothing right in domain: no RD to decide on
         assert f"visual RD at {chosen} epochs, which the check's predictions do not give (" in f["ours"]
     else:
