@@ -129,8 +129,10 @@ def plateau_text(record: Mapping[str, Any], variant: str) -> str:
     (24 adds +0.2 points)"``), or ``"still rising at 48 epochs"``; ``"—"`` before any was tried."""
     heads = record.get("heads", {}).get(variant, {})
     metric, rise = record.get("metric", PERCEPTION_METRIC), float(record.get("rise", PLATEAU_RISE))
-    tried = (record.get("search") or {}).get("tried") or []
-    order = [int(record["base_epochs"]), *tried] if "base_epochs" in record else []
+    base = int(record["base_epochs"]) if "base_epochs" in record else None
+    # the search's schedules, or while it runs those of this variant's heads recorded so far
+    tried = (record.get("search") or {}).get("tried") or sorted(int(e) for e in heads if int(e) != base)
+    order = [base, *tried] if base is not None else []
     got = [(e, heads[str(e)]["final"].get(metric)) for e in order if str(e) in heads]
     if len(got) < 2 or any(v is None for _, v in got):
         return "—"

@@ -65,6 +65,9 @@ def test_the_record_states_each_plateau_and_counts_the_checks_hours(tmp_path):
               "other_seconds": [{"seconds": 600, "what": "a stopped attempt"}]}
     assert plateau_text(record, "easy") == "at 6 epochs (12 adds +0.2 points)"
     assert plateau_text(record, "hard") == "still rising at 12 epochs"
+    running = {**record, "search": {}, "heads": {**record["heads"], "hard": {"3": _head(0.70), "6": _head(0.75, 600)}}}
+    assert plateau_text(running, "easy") == "at 6 epochs (12 adds +0.2 points)"  # while the search runs
+    assert plateau_text(running, "hard") == "still rising at 6 epochs"
     assert perception_seconds(record) == 600 + 1200 + 600 + 1200 + 300 + 900 + 600  # the study's heads: none
     s = perception_summary(record)
     assert s["variants"]["easy"]["val"]["12"] == {"object.material": 0.852, "object.shape": 0.9}
