@@ -29,7 +29,8 @@ from orchestration.study.study_config import STUDY, StudyConfig, StudyError
 BUDGET_ANALOG = {PART_GROUP: "modular", "seeing": "modular"}
 
 
-_PARSER_STEPS = ("scene_parser", "question_parser")
+#: The steps of a piece that train its parsers (``piece.json``'s step names).
+PARSER_STEPS = ("scene_parser", "question_parser")
 
 
 def _step_kind(key: str, own_parser: bool) -> str | None:
@@ -50,10 +51,10 @@ def _parser_phase(steps: Mapping[str, float]) -> float:
     process beside the scene parser (``jobs`` 2): both steps then record the same span, and the
     phase is what the attempt's ``total`` leaves after its other steps; trained one after the other
     (or without a ``total``), it is their sum."""
-    own = [float(steps[k]) for k in _PARSER_STEPS if k in steps]
+    own = [float(steps[k]) for k in PARSER_STEPS if k in steps]
     if "total" not in steps:
         return sum(own)
-    rest = sum(float(v) for k, v in steps.items() if k not in (*_PARSER_STEPS, "total"))
+    rest = sum(float(v) for k, v in steps.items() if k not in (*PARSER_STEPS, "total"))
     return min(sum(own), max(float(steps["total"]) - rest, *own))
 
 
@@ -151,10 +152,10 @@ def budget(results: str | os.PathLike, cfg: StudyConfig = STUDY) -> dict[str, An
         totals: dict[str, float] = {}  # step -> seconds over every attempt
         for attempt in attempts:
             steps = attempt.get("steps", {})
-            if any(k in steps for k in _PARSER_STEPS):
+            if any(k in steps for k in PARSER_STEPS):
                 totals["parsers"] = totals.get("parsers", 0.0) + _parser_phase(steps)
             for key, sec in steps.items():
-                if key not in _PARSER_STEPS:
+                if key not in PARSER_STEPS:
                     totals[key] = totals.get(key, 0.0) + float(sec)
         for key, sec in totals.items():
             kind = _step_kind(key, own)
@@ -360,5 +361,5 @@ def _pending_table(rows: Sequence[Mapping[str, Any]], piece: str, cap: str) -> l
     return lines
 
 
-__all__ = ["PROMOTED", "RERUNS", "RERUN_CAP_HOURS", "budget", "budget_group", "budget_markdown", "over_cap", "out_of_time",
+__all__ = ["PARSER_STEPS", "PROMOTED", "RERUNS", "RERUN_CAP_HOURS", "budget", "budget_group", "budget_markdown", "over_cap", "out_of_time",
            "pending_rows", "read_promoted", "rerun_hours"]

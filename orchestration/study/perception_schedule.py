@@ -66,7 +66,8 @@ from orchestration.study.perception_record import (LONG_SCHEDULES, PERCEPTION_FA
                                                    PERCEPTION_RESULTS, PERCEPTION_RUNS, PLATEAU_RISE, check_schedules,
                                                    perception_label, perception_record_path, read_perception_record,
                                                    schedule_search)
-from orchestration.study.plan import Piece, canonical, scene_source
+from orchestration.study.cost import PARSER_STEPS
+from orchestration.study.plan import Piece, canonical, piece_dir, scene_source
 from orchestration.study.study_config import STUDY, STUDY_FILE, StudyConfig, StudyError, results_config
 
 #: Format version of ``perception_schedule.json``.
@@ -238,10 +239,6 @@ def _execute_job(data: Path, v: str, run_root: Path, models: Sequence[str], spec
     return summary, time.perf_counter() - t0
 
 
-#: Steps of a run that train its parsers: not part of executing a schedule's heads.
-_PARSER_STEPS = ("scene_parser", "question_parser", "total")
-
-
 def execution_projection(record: Mapping[str, Any], results: str | os.PathLike, variants: Sequence[str],
                          tests: Sequence[str], seed: int, cores: int = 1) -> float | None:
     """Seconds that executing the models with a schedule's heads (NSCL trained again, tuning,
@@ -255,11 +252,11 @@ def execution_projection(record: Mapping[str, Any], results: str | os.PathLike, 
                  if int(e) != int(record.get("base_epochs", -1)) and v in r and r[v].get("steps")]
         if not steps:
             try:
-                piece = json.loads((Path(results) / "pieces" / f"{v}-seed{seed}-modular" / "piece.json").read_text())
+                piece = json.loads((piece_dir(results, Piece(v, seed, "modular", (), ())) / "piece.json").read_text())
                 steps = [piece["seconds"]["attempts"][-1]["steps"]]
             except (OSError, ValueError, KeyError, IndexError, TypeError):
                 continue
-        per.append(max(sum(float(x) for k, x in st.items() if k not in _PARSER_STEPS
+        per.append(max(sum(float(x) for k, x in st.items() if k not in (*PARSER_STEPS, "total")
                            and (not k.startswith("test_") or k[5:] in tests)) for st in steps))
     return max(per) * max(1.0, len(variants) / max(1, cores)) if per else None
 
