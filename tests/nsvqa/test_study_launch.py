@@ -66,7 +66,7 @@ def test_the_paper_config_has_the_papers_sizes_and_a_gpu_schedule_for_every_netw
     assert (cfg.sizes.train, cfg.sizes.val, cfg.sizes.test) == (20000, 5000, 5000)
     assert cfg.questions == "object" and cfg.image_profile == "full" and cfg.profile == "full"
     pieces = study_pieces(cfg)
-    assert len({p.name for p in pieces}) == len(pieces) > len(study_pieces(STUDY))  # nothing dropped
+    assert len({p.name for p in pieces}) == len(pieces) > len(study_pieces(StudyConfig()))  # nothing dropped
     sc = SceneParserConfig.from_profile("D", cfg.profile, **cfg.scene_overrides)
     assert (sc.det_iterations, sc.det_batch, sc.attr_epochs, sc.mode) == (30000, 16, 100, "agnostic")
     assert QuestionParserConfig.from_profile("D", cfg.profile, **cfg.question_overrides).steps == 20000

@@ -14,22 +14,24 @@ from orchestration.study import STUDY, StudyConfig, StudyError, budget, budget_m
 from orchestration.study.findings import findings, qualifiers
 from orchestration.study.launch import past_cap
 
-SEEDED = dataclasses.replace(STUDY, seed_pieces=("easy-seed1-modular", "rd--seed2-film"))
+#: the study without the further seeds it declares, the base the tests declare their own on
+BASE = StudyConfig()
+SEEDED = dataclasses.replace(BASE, seed_pieces=("easy-seed1-modular", "rd--seed2-film"))
 
 
 def test_seed_pieces_come_last_in_their_order_as_their_seed_0_pieces_at_another_seed():
     plan = study_pieces(SEEDED)
     assert [p.name for p in plan[-2:]] == ["easy-seed1-modular", "rd--seed2-film"]
-    assert [p.name for p in plan[:-2]] == [p.name for p in study_pieces(STUDY)]
-    zero = {p.name: p for p in study_pieces(STUDY)}
+    assert [p.name for p in plan[:-2]] == [p.name for p in study_pieces(BASE)]
+    zero = {p.name: p for p in study_pieces(BASE)}
     for p in plan[-2:]:
         z = zero[p.name.replace(f"-seed{p.seed}-", "-seed0-")]
         assert (p.variant, p.group, p.models, p.tests) == (z.variant, z.group, z.models, z.tests) and p.seed != 0
 
 
 def test_a_reduced_seed_piece_named_is_widened_in_its_place_to_its_seed_0_pieces_models_and_tests():
-    base = study_pieces(STUDY)
-    plan = study_pieces(dataclasses.replace(STUDY, seed_pieces=("mid-seed1-modular",)))
+    base = study_pieces(BASE)
+    plan = study_pieces(dataclasses.replace(BASE, seed_pieces=("mid-seed1-modular",)))
     assert [p.name for p in plan] == [p.name for p in base]  # in its place, nothing appended
     zero, old = (next(p for p in base if p.name == n) for n in ("mid-seed0-modular", "mid-seed1-modular"))
     wide = next(p for p in plan if p.name == "mid-seed1-modular")
@@ -38,7 +40,7 @@ def test_a_reduced_seed_piece_named_is_widened_in_its_place_to_its_seed_0_pieces
                                                                              zero.tests)
     assert [p for p in plan if p.name != "mid-seed1-modular"] == [p for p in base if p.name != "mid-seed1-modular"]
     # one that already has them is refused: a config whose mid is tested on mid alone
-    alone = dataclasses.replace(STUDY, factors=(), seed_pieces=("mid-seed2-film",))
+    alone = dataclasses.replace(BASE, factors=(), seed_pieces=("mid-seed2-film",))
     with pytest.raises(StudyError, match=r"'mid-seed2-film' is already a piece of the plan with its seed-0 piece's"):
         study_pieces(alone)
 
@@ -52,15 +54,16 @@ def test_a_reduced_seed_piece_named_is_widened_in_its_place_to_its_seed_0_pieces
 ])
 def test_a_seed_piece_that_is_no_seed_0_piece_at_another_seed_is_refused_by_name(name, says):
     with pytest.raises(StudyError, match=rf"StudyConfig.seed_pieces: '{name}' {says}"):
-        study_pieces(dataclasses.replace(STUDY, seed_pieces=(name,)))
+        study_pieces(dataclasses.replace(BASE, seed_pieces=(name,)))
     with pytest.raises(StudyError, match=r"'easy-seed1-modular' is named twice"):
-        study_pieces(dataclasses.replace(STUDY, seed_pieces=("easy-seed1-modular",) * 2))
+        study_pieces(dataclasses.replace(BASE, seed_pieces=("easy-seed1-modular",) * 2))
 
 
 def test_an_empty_seed_pieces_is_left_out_of_the_record():
-    assert "seed_pieces" not in STUDY.to_json()  # the shipped records stay those of the same config
+    assert "seed_pieces" not in BASE.to_json()  # the records written before the field read the same
     assert SEEDED.to_json()["seed_pieces"] == ["easy-seed1-modular", "rd--seed2-film"]
-    assert StudyConfig.from_json(SEEDED.to_json()) == SEEDED and StudyConfig.from_json(STUDY.to_json()) == STUDY
+    assert StudyConfig.from_json(SEEDED.to_json()) == SEEDED and StudyConfig.from_json(BASE.to_json()) == BASE
+    assert StudyConfig.from_json(STUDY.to_json()) == STUDY  # the declared ones too
 
 
 def _commit(results, name, group, steps, seed=0):
@@ -104,7 +107,7 @@ def test_a_seed_piece_counts_under_the_reruns_cap_not_the_studys(tmp_path):
     assert "their 24-hour cap" in past_cap([film2], tmp_path, SEEDED)
 
 
-WIDE = dataclasses.replace(STUDY, seed_pieces=("mid-seed1-modular",))
+WIDE = dataclasses.replace(BASE, seed_pieces=("mid-seed1-modular",))
 
 
 def _commit_piece(results, piece, seconds):
@@ -127,7 +130,7 @@ def test_a_committed_reduced_piece_named_in_seed_pieces_is_pending_under_the_rer
     reduced = dataclasses.replace(wide, models=STUDY.executor_models, tests=("mid",))
     _commit_piece(tmp_path, zero, 3600.0)
     _commit_piece(tmp_path, reduced, 1800.0)
-    assert budget(tmp_path, STUDY)["done"] == 2 and "mid-seed1-modular" not in str(budget(tmp_path, STUDY)["pending"])
+    assert budget(tmp_path, BASE)["done"] == 2 and "mid-seed1-modular" not in str(budget(tmp_path, BASE)["pending"])
     b = budget(tmp_path, WIDE)
     # the reduced piece's hours stay the study's; the widened one is projected under the reruns
     assert b["done"] == 2 and b["spent_hours"] == 1.5 and b["spent_hours_by_group"] == {"modular": 1.0, "seeds": 0.5}
