@@ -17,9 +17,12 @@ base), question parser and NSCL. The check
    ``RUNS/perception-schedule/heads/<E>ep/<run>/scene_parser/``, in the order and until the rule of
    :func:`~orchestration.study.perception_record.schedule_search` stops (val metric only); with
    ``jobs`` 2, every head of a schedule at once, each in a process of one torch thread;
-3. executes the models with a schedule's heads, each schedule's in the call that trained them
-   where the deadline allows (so that the chosen ones need not be trained again in a later call),
-   and the chosen schedule's in any case: a variant run
+3. executes the models with a schedule's heads: before each longer schedule, those of the schedule
+   the search would choose so far, where its heads are on this machine and the deadline allows
+   (so that the chosen ones need not be trained again in a later call); part of a schedule trained
+   when the deadline left time for no more, in that call; the chosen schedule's in any case. The
+   heads of a schedule train all in one call where the time left allows, else the first that fit
+   with their execution (:func:`heads_that_fit`), the others in the next call. Each is a variant run
    ``RUNS/perception-schedule/<E>ep/<run>/`` whose scene parser is that head beside the base detector
    (:attr:`TrainSpec.scene_runs`) and whose question parser is the base run's (linked: found
    finished); NSCL trains again on that run's parses with the study's config and seed.
@@ -83,13 +86,32 @@ class OutOfTime(StudyError):
 
 def head_projection(record: Mapping[str, Any], epochs: int, heads: int, cores: int = 1) -> float | None:
     """Seconds that ``heads`` heads of ``epochs`` epochs are projected to take, sharing ``cores``
-    cores (one each at most), at the slowest seconds per epoch of the heads ``record`` holds (None
-    where it holds none)."""
-    rates = [float(h["seconds"]) / int(h["epochs"]) for hs in (record.get("heads") or {}).values()
-             for h in hs.values() if h.get("seconds") and int(h.get("epochs") or 0) > 0]
+    cores (one each at most), at the slowest seconds per epoch on a core of its own of the heads
+    ``record`` holds: a head's seconds over its ``sharing`` (the heads that trained at once per
+    core, 1 where not recorded). None where it holds none."""
+    rates = [float(h["seconds"]) / int(h["epochs"]) / max(1.0, float(h.get("sharing") or 1.0))
+             for hs in (record.get("heads") or {}).values() for h in hs.values()
+             if h.get("seconds") and int(h.get("epochs") or 0) > 0]
     if not rates or heads <= 0:
         return None if heads > 0 else 0.0
     return max(rates) * epochs * max(1.0, heads / max(1, cores))
+
+
+def heads_that_fit(n: int, left: float | None, heads_need: Callable[[int], float | None],
+                   runs_need: Callable[[int], float | None]) -> int:
+    """How many of ``n`` heads to train now, with ``left`` seconds (None: no limit): all of them
+    where they fit with the runs that execute them after (``heads_need(k)``, ``runs_need(k)``: the
+    projected seconds of the first ``k``; None: no projection, taken as 0); else the most that fit
+    with theirs, so that what is trained is executed in the same call; else the most that fit
+    alone; 0 where not one does."""
+    if left is None:
+        return n
+    need = lambda k, *fs: sum(f(k) or 0.0 for f in fs)  # noqa: E731
+    for fs in ((heads_need, runs_need), (heads_need,)):
+        fit = [k for k in range(n, 0, -1) if need(k, *fs) <= left]
+        if fit:
+            return fit[0]
+    return 0
 
 
 def perception_variants(cfg: StudyConfig = STUDY) -> tuple[list[str], list[str]]:
@@ -485,14 +507,15 @@ def run_perception_check(data: str | os.PathLike, runs: str | os.PathLike, resul
 
         in_processes(calls, parallel=parallel, done=ended, what=f"runs of {epochs} epochs")
 
-    def run_schedule(e: int, required: bool) -> None:
+    def run_schedule(e: int, required: bool, only: Sequence[str] | None = None) -> None:
         """Step 3 for the heads of ``e`` epochs: the models executed with them for the training
         variants not done at ``e``, on the base runs' detectors and question parsers (trained again
         where lost), the heads trained again where lost. Not started where projected to end after
-        the deadline: :class:`OutOfTime` when ``required``, else said and skipped."""
-        left = [v for v in trains if not done(e, v)]
+        the deadline: :class:`OutOfTime` when ``required``, else said and skipped. ``only``: those
+        training variants alone."""
+        left = [v for v in trains if not done(e, v) and (only is None or v in only)]
         for v in trains:
-            if v not in left:
+            if done(e, v):
                 echo(f"perception check {e}ep {v}: done, skipped")
         if not left:
             return
@@ -515,24 +538,36 @@ def run_perception_check(data: str | os.PathLike, runs: str | os.PathLike, resul
         execute(e, left, lambda v: check_root / f"{e}ep",
                 lambda v, j: _spec(cfg, v, jobs=j, device=device, progress=progress, scene_runs=heads(e)))
 
-    def train(epochs: int, srcs: Sequence[str]) -> None:
+    def train(epochs: int, srcs: Sequence[str]) -> list[str]:
         """The heads of ``srcs`` of ``epochs`` epochs trained (or found finished) and recorded, ``jobs``
         at a time; a head that was recorded before and is trained again must learn the weights the
-        record holds."""
+        record holds. Where the deadline leaves time for some of them only, the first that fit
+        (:func:`heads_that_fit`); returns those trained. :class:`OutOfTime` where none fits."""
+        if not srcs:
+            return []
+        left = None if deadline is None else deadline - time.monotonic()
+        k = heads_that_fit(len(srcs), left, lambda k: head_projection(record, epochs, k, jobs),
+                           lambda k: execution_projection(record, results, [v for v in trains if sources[v] in srcs[:k]],
+                                                          tests, seed, jobs))
+        if k == 0:
+            need = head_projection(record, epochs, len(srcs), jobs) or 0.0
+            raise OutOfTime(f"the heads of {epochs} epochs of {', '.join(srcs)} not started: projected "
+                            f"{need / 60:.0f} min, {max(0.0, left or 0.0) / 60:.0f} min left; "
+                            f"what is done is in {record_path}")
+        if k < len(srcs):
+            echo(f"perception check: the heads of {epochs} epochs of {', '.join(srcs[:k])} now, of "
+                 f"{', '.join(srcs[k:])} in a later call: all of them are projected to end after the time left")
+        srcs = list(srcs[:k])
         for src in srcs:
             echo(f"perception check: the attribute head of {src} seed {seed}, {epochs} epochs, in "
                  f"{VariantRun(heads(epochs), src, seed).scene_dir}")
         todo = [(data / src, base[src].scene_dir, VariantRun(heads(epochs), src, seed).scene_dir) for src in srcs]
-        need = head_projection(record, epochs, len(todo), jobs)
-        if deadline is not None and need is not None and time.monotonic() + need > deadline:
-            raise OutOfTime(f"the heads of {epochs} epochs of {', '.join(srcs)} not started: projected "
-                            f"{need / 60:.0f} min, {max(0.0, deadline - time.monotonic()) / 60:.0f} min left; "
-                            f"what is done is in {record_path}")
+        sharing = max(1.0, (len(todo) if jobs > 1 else 1) / max(1, jobs))  # heads at once per core
 
         def ended(i: int, trained: bool) -> None:
             src, scene = srcs[i], todo[i][2]
             old = record["heads"].setdefault(src, {}).get(str(epochs), {})
-            got = _head(scene)
+            got = _head(scene) | ({"sharing": sharing} if trained else {})
             if old.get("attributes_weights") not in (None, got["attributes_weights"]):
                 raise StudyError(f"{scene}: the head of {src} of {epochs} epochs trained again learned other weights "
                                  f"than the record's ({got['attributes_weights'][:12]}, recorded "
@@ -542,11 +577,13 @@ def run_perception_check(data: str | os.PathLike, runs: str | os.PathLike, resul
                                                         f"runs root lost it)", "commit": study_run._commit(),
                                                 "seconds": got["seconds"]})
                 got["seconds"] = old.get("seconds", got["seconds"])
+                got.pop("sharing", None)  # the first training's, with its seconds
             record["heads"][src][str(epochs)] = {**old, **got} | ({"commit": study_run._commit()}
                                                                  if trained and not old else {})
             save()
 
         train_heads(todo, epochs, cfg, seed=seed, jobs=jobs, device=device, progress=progress, done=ended)
+        return srcs
 
     for v in trains:  # the factor's data with the study's sizes
         study_run.generate_piece_data(data, Piece(v, seed, "modular", models, tuple(tests)), cfg, workers=workers,
@@ -569,13 +606,21 @@ def run_perception_check(data: str | os.PathLike, runs: str | os.PathLike, resul
     srcs = list(dict.fromkeys(sources.values()))
     while (search := schedule_search({e: vs for e, vs in values.items() if e in (base_epochs, *schedules)
                                       and all(s in vs for s in srcs)}, base_epochs, schedules, rise))["next"] is not None:
-        e = search["next"]
+        e, mean = search["next"], search["mean"]
+        if search["tried"]:  # the schedule the search would choose now, executed while its heads are here
+            lead = max(search["tried"], key=lambda t: (mean[t], -t))
+            run_schedule(lead, required=False, only=[v for v in trains if _finished(
+                VariantRun(heads(lead), sources[v], seed).scene_dir / HEAD_CHECKPOINT, lead)])
         restore(srcs, question=False)
-        trained = [src for src in srcs if src not in values.get(e, {})]
-        train(e, trained)
-        values[e] = {src: record["heads"][src][str(e)]["final"][PERCEPTION_METRIC] for src in srcs}
-        if trained:  # executed while this call has the heads: the chosen ones are then not trained again
-            run_schedule(e, required=False)
+        trained = train(e, [src for src in srcs if src not in values.get(e, {})])
+        values[e] = {src: record["heads"][src][str(e)]["final"][PERCEPTION_METRIC] for src in srcs
+                     if str(e) in record["heads"].get(src, {})}
+        rest = [src for src in srcs if src not in values[e]]
+        if rest:
+            if trained:  # part of a schedule, executed while this call has its heads
+                run_schedule(e, required=False, only=[v for v in trains if sources[v] in trained])
+            raise OutOfTime(f"the heads of {e} epochs of {', '.join(rest)} not started: no time left for them "
+                            f"after those of {', '.join(trained)}; what is done is in {record_path}")
     record["search"] = {**{k: search[k] for k in ("tried", "stopped", "chosen")},
                         "mean": {str(e): m for e, m in search["mean"].items()}}
     save()
@@ -589,5 +634,5 @@ def run_perception_check(data: str | os.PathLike, runs: str | os.PathLike, resul
 
 
 __all__ = ["CROP_CACHES", "PERCEPTION_FORMAT", "OutOfTime", "epoch_metrics", "execution_projection", "head_projection",
-           "in_processes", "perception_variants", "run_perception_check", "study_epochs", "train_head", "train_heads",
+           "heads_that_fit", "in_processes", "perception_variants", "run_perception_check", "study_epochs", "train_head", "train_heads",
            "weights"]

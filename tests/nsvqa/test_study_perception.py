@@ -159,9 +159,25 @@ def test_heads_are_projected_at_the_slowest_recorded_rate():
     assert head_projection(record, 12, 2, cores=2) == head_projection(record, 12, 1) == 120.0 * 12
     assert head_projection(record, 12, 0) == 0.0
     assert head_projection({"heads": {"easy": {"3": {"epochs": 3, "seconds": None}}}}, 12, 1) is None
+    # a head trained three at once on two cores ran at two thirds of its own core's rate
+    shared = {"heads": {"easy": {"6": {"epochs": 6, "seconds": 900.0, "sharing": 1.5}},
+                        "hard": {"6": {"epochs": 6, "seconds": 480.0}}}}
+    assert head_projection(shared, 12, 1) == 100.0 * 12
 
 
-def test_the_check_trains_longer_heads_on_the_study_runs_detectors(tmp_path, require_renderer):
+def test_the_heads_that_fit_are_those_that_can_be_executed_in_the_same_call():
+    from orchestration.study.perception_schedule import heads_that_fit
+
+    heads, runs = (lambda k: 100.0 * k), (lambda k: 10.0 * k)
+    assert heads_that_fit(3, None, heads, runs) == 3  # no deadline
+    assert heads_that_fit(3, 330.0, heads, runs) == 3
+    assert heads_that_fit(3, 329.0, heads, runs) == 2  # all three fit, not with their runs
+    assert heads_that_fit(3, 105.0, heads, runs) == 1  # one fits, not with its run: trained alone
+    assert heads_that_fit(3, 99.0, heads, runs) == 0
+    assert heads_that_fit(2, 100.0, heads, lambda k: None) == 1  # no projection of the runs: taken as none
+
+
+def test_the_check_trains_longer_heads_on_the_study_runs_detectors(tmp_path, require_renderer, monkeypatch):
     import torch
 
     from nsvqa.artifacts.predictions import read_predictions
@@ -252,6 +268,30 @@ def test_the_check_trains_longer_heads_on_the_study_runs_detectors(tmp_path, req
     assert sorted(o["what"] for o in again["other_seconds"]) == sorted(
         f"the base run of {v}: its scene parser trained again (the runs root lost them)" for v in trains)
     assert again["search"] == search
+    # time for one head of a schedule and its run only: that one now, executed, the others in the next call
+    import orchestration.study.perception_schedule as ps
+
+    saved = json.loads((out / "perception_schedule.json").read_text())
+    for v in trains:
+        del saved["heads"][v]["4"]
+    saved["runs"].pop("4", None)
+    (out / "perception_schedule.json").write_text(json.dumps(saved))
+    shutil.rmtree(runs / "perception-schedule" / "heads" / "4ep")
+    monkeypatch.setattr(ps, "head_projection", lambda record, epochs, k, cores=1: 100.0 * k)
+    monkeypatch.setattr(ps, "execution_projection", lambda record, results, vs, tests, seed, cores=1: 10.0 * len(vs))
+    with pytest.raises(OutOfTime, match=r"the heads of 4 epochs of mid, hard not started: no time left for them after "
+                                        r"those of easy"):
+        run_perception_check(data, runs, results, cfg, train_base=True, echo=lambda s: None,
+                             deadline=time.monotonic() + 150, **kw)
+    part = json.loads((out / "perception_schedule.json").read_text())
+    assert [v for v in trains if "4" in part["heads"][v]] == ["easy"] and list(part["runs"]["4"]) == ["easy"]
+    assert part["heads"]["easy"]["4"]["sharing"] == 1.0 and part["search"] == search
+    monkeypatch.undo()
+    again = run_perception_check(data, runs, results, cfg, train_base=True, echo=lambda s: None, **kw)
+    assert all("4" in again["heads"][v] for v in trains)
+    # the others executed only where the search chose their schedule
+    assert sorted(again["runs"]["4"]) == (sorted(trains) if chosen == 4 else ["easy"])
+    assert again["search"] == search  # the same weights: the same search
     # a base run trained again to other weights stops the check
     saved = json.loads((out / "perception_schedule.json").read_text())
     saved["runs"]["1"]["easy"]["weights"]["detector"] = "0" * 64
