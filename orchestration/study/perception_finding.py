@@ -55,7 +55,7 @@ def perception_finding(cells: Mapping[CellKey, Sequence[Sequence[Prediction]]], 
     schedules = sorted({p[1] for k in cells if (p := parse_perception_label(k.model)) is not None})
     low, high = (schedules[0], schedules[-1] if chosen is None else chosen) if schedules else (None, None)
     paper = (f"visual: NSCL, NS-VQA, P-NSVQA RD > {100 * figure:g}% with the attribute heads trained to their "
-             f"plateau" + (f" ({high} epochs; the study's {low})" if high != low else ""))
+             f"plateau" + (f" ({high} epochs; the study's {low})" if high != low and searching is None else ""))
     decided_by = f"each modular RD's bootstrap interval with the longer heads against the paper's {100 * figure:g}%"
     rds, why = {}, "no predictions"
     for m in REPORTED:

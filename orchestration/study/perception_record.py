@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from nsvqa.fileio import read_json_record
-from orchestration.study.scale_record import sum_seconds
+from orchestration.study.scale_record import machine_seconds, sum_seconds
 from orchestration.study.study_config import StudyError
 
 #: The factor of the check: its training variants' attribute heads are trained on longer schedules.
@@ -124,9 +124,10 @@ def schedule_search(values: Mapping[int, Mapping[str, float]], base: int, schedu
 
 
 def plateau_text(record: Mapping[str, Any], variant: str) -> str:
-    """Where ``variant``'s head stopped rising, in the record's words: the first schedule tried
-    whose val metric rose by less than the record's ``rise`` over the one before (``"at 12 epochs
-    (24 adds +0.2 points)"``), or ``"still rising at 48 epochs"``; ``"—"`` before any was tried."""
+    """Where ``variant``'s head stopped rising, in the record's words: after the last schedule tried
+    that rose by the record's ``rise`` or more over the one before, where the one after it rose by
+    less (``"at 12 epochs (24 adds +0.2 points)"``; a rise that stops and resumes is no plateau),
+    or ``"still rising at 48 epochs"``; ``"—"`` before any was tried."""
     heads = record.get("heads", {}).get(variant, {})
     metric, rise = record.get("metric", PERCEPTION_METRIC), float(record.get("rise", PLATEAU_RISE))
     base = int(record["base_epochs"]) if "base_epochs" in record else None
@@ -136,10 +137,12 @@ def plateau_text(record: Mapping[str, Any], variant: str) -> str:
     got = [(e, heads[str(e)]["final"].get(metric)) for e in order if str(e) in heads]
     if len(got) < 2 or any(v is None for _, v in got):
         return "—"
-    for (a, va), (b, vb) in zip(got, got[1:]):
-        if vb - va < rise:
-            return f"at {a} epochs ({b} adds {100 * (vb - va):+.1f} points)"
-    return f"still rising at {got[-1][0]} epochs"
+    steps = list(zip(got, got[1:]))
+    last = max((i for i, ((_, va), (_, vb)) in enumerate(steps) if vb - va >= rise), default=-1)
+    if last == len(steps) - 1:
+        return f"still rising at {got[-1][0]} epochs"
+    (a, va), (b, vb) = steps[last + 1]
+    return f"at {a} epochs ({b} adds {100 * (vb - va):+.1f} points)"
 
 
 def perception_seconds(record: Mapping[str, Any], path: str = "perception_schedule.json") -> float:
@@ -174,8 +177,8 @@ def perception_summary(record: Mapping[str, Any]) -> dict[str, Any] | None:
                                for e in order if str(e) in heads},
                        "epochs_logged": {str(e): len(heads[str(e)].get("val") or []) for e in order if str(e) in heads},
                        "plateau": plateau_text(record, v),
-                       "hours": round(sum(float(h["seconds"]) for h in heads.values() if h.get("seconds") is not None)
-                                      / 3600 + sum(float(r[v]["seconds"]) for r in (record.get("runs") or {}).values()
+                       "hours": round(sum(machine_seconds(h) for h in heads.values() if h.get("seconds") is not None)
+                                      / 3600 + sum(machine_seconds(r[v]) for r in (record.get("runs") or {}).values()
                                                    if v in r) / 3600, 2)}
     return {"metric": metric, "rise": record.get("rise"), "base_epochs": record.get("base_epochs"),
             "schedules": record.get("schedules"), "tried": search.get("tried") or [], "stopped": search.get("stopped"),

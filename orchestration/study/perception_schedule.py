@@ -87,9 +87,10 @@ class OutOfTime(StudyError):
 def head_projection(record: Mapping[str, Any], epochs: int, heads: int, cores: int = 1) -> float | None:
     """Seconds that ``heads`` heads of ``epochs`` epochs are projected to take, sharing ``cores``
     cores (one each at most), at the slowest seconds per epoch on a core of its own of the heads
-    ``record`` holds: a head's seconds over its ``sharing`` (the heads that trained at once per
-    core, 1 where not recorded). None where it holds none."""
-    rates = [float(h["seconds"]) / int(h["epochs"]) / max(1.0, float(h.get("sharing") or 1.0))
+    ``record`` holds: a head's seconds over the heads that trained at once per core (its
+    ``at_once`` over its ``cores``, 1 where not recorded). None where it holds none."""
+    rates = [float(h["seconds"]) / int(h["epochs"])
+             / max(1.0, int(h.get("at_once") or 1) / max(1, int(h.get("cores") or 1)))
              for hs in (record.get("heads") or {}).values() for h in hs.values()
              if h.get("seconds") and int(h.get("epochs") or 0) > 0]
     if not rates or heads <= 0:
@@ -270,7 +271,8 @@ def execution_projection(record: Mapping[str, Any], results: str | os.PathLike, 
     its tests among ``tests``); None where neither gives a number."""
     per = []
     for v in variants:
-        steps = [r[v]["steps"] for e, r in (record.get("runs") or {}).items()
+        steps = [{k: float(x) / max(1.0, int(r[v].get("at_once") or 1) / max(1, int(r[v].get("cores") or 1)))
+                  for k, x in r[v]["steps"].items()} for e, r in (record.get("runs") or {}).items()
                  if int(e) != int(record.get("base_epochs", -1)) and v in r and r[v].get("steps")]
         if not steps:
             try:
@@ -467,7 +469,8 @@ def run_perception_check(data: str | os.PathLike, runs: str | os.PathLike, resul
         def ended(i: int, seconds: float) -> None:
             record["other_seconds"].append({"what": f"the base run of {order[i]}: its {' and '.join(lost[order[i]])} "
                                                     f"trained again (the runs root lost them)",
-                                            "commit": study_run._commit(), "seconds": seconds})
+                                            "commit": study_run._commit(), "seconds": seconds,
+                                            "at_once": len(order) if jobs > 1 else 1})
             save()
 
         in_processes(calls, parallel=jobs > 1, done=ended, what="base runs trained again")
@@ -502,7 +505,8 @@ def run_perception_check(data: str | os.PathLike, runs: str | os.PathLike, resul
             for (m, t), path in wanted(epochs, v).items():
                 write_predictions(path, read_predictions(run.predictions(m, t)))
             record["runs"].setdefault(str(epochs), {})[v] = {**_run_entry(run, summary, models, tests, seconds),
-                                                             "steps": dict(summary.get("seconds") or {})}
+                                                             "steps": dict(summary.get("seconds") or {}),
+                                                             "at_once": len(vs) if parallel else 1, "cores": jobs}
             save()
 
         in_processes(calls, parallel=parallel, done=ended, what=f"runs of {epochs} epochs")
@@ -562,12 +566,12 @@ def run_perception_check(data: str | os.PathLike, runs: str | os.PathLike, resul
             echo(f"perception check: the attribute head of {src} seed {seed}, {epochs} epochs, in "
                  f"{VariantRun(heads(epochs), src, seed).scene_dir}")
         todo = [(data / src, base[src].scene_dir, VariantRun(heads(epochs), src, seed).scene_dir) for src in srcs]
-        sharing = max(1.0, (len(todo) if jobs > 1 else 1) / max(1, jobs))  # heads at once per core
+        at_once = {"at_once": len(todo) if jobs > 1 else 1, "cores": jobs}  # the machine time and rate they had
 
         def ended(i: int, trained: bool) -> None:
             src, scene = srcs[i], todo[i][2]
             old = record["heads"].setdefault(src, {}).get(str(epochs), {})
-            got = _head(scene) | ({"sharing": sharing} if trained else {})
+            got = _head(scene) | (at_once if trained else {})
             if old.get("attributes_weights") not in (None, got["attributes_weights"]):
                 raise StudyError(f"{scene}: the head of {src} of {epochs} epochs trained again learned other weights "
                                  f"than the record's ({got['attributes_weights'][:12]}, recorded "
@@ -575,9 +579,10 @@ def run_perception_check(data: str | os.PathLike, runs: str | os.PathLike, resul
             if old and trained:  # trained again where its folder was lost: its seconds count beside the first's
                 record["other_seconds"].append({"what": f"the head of {src} of {epochs} epochs trained again (the "
                                                         f"runs root lost it)", "commit": study_run._commit(),
-                                                "seconds": got["seconds"]})
+                                                "seconds": got["seconds"], "at_once": at_once["at_once"]})
                 got["seconds"] = old.get("seconds", got["seconds"])
-                got.pop("sharing", None)  # the first training's, with its seconds
+                for k in at_once:  # the first training's, with its seconds
+                    got.pop(k, None)
             record["heads"][src][str(epochs)] = {**old, **got} | ({"commit": study_run._commit()}
                                                                  if trained and not old else {})
             save()

@@ -57,9 +57,15 @@ def scale_seconds(record: Mapping[str, Any], path: str = "scale.json") -> float:
     return sum_seconds(items, record, path)
 
 
+def machine_seconds(entry: Mapping[str, Any]) -> float:
+    """An entry's ``seconds`` of the machine: its own over its ``at_once`` (the processes that ran at
+    once in its batch, sharing the machine; 1 where not recorded)."""
+    return float(entry["seconds"]) / max(1, int(entry.get("at_once") or 1))
+
+
 def sum_seconds(items: Sequence[tuple[str, Mapping[str, Any]]], record: Mapping[str, Any], path: str) -> float:
-    """The ``seconds`` of a check record's ``items`` ((where, entry) pairs) and of every entry of
-    its ``other_seconds``, summed.
+    """The machine time of a check record's ``items`` ((where, entry) pairs) and of every entry of
+    its ``other_seconds``: their :func:`machine_seconds` summed.
 
     Raises:
         StudyError: an entry without a number in ``seconds`` (``path`` and ``where`` named).
@@ -68,7 +74,7 @@ def sum_seconds(items: Sequence[tuple[str, Mapping[str, Any]]], record: Mapping[
     total = 0.0
     for where, item in items:
         try:
-            total += float(item["seconds"])
+            total += machine_seconds(item)
         except (KeyError, TypeError, ValueError) as e:
             raise StudyError(f"{path}: {where}: no number in field seconds ({type(e).__name__}: {e})") from e
     return total
@@ -87,5 +93,5 @@ def parse_scale_label(label: str) -> tuple[str, int] | None:
     return model, int(k[:-1])
 
 
-__all__ = ["sum_seconds", "SCALE_FACTOR", "SCALE_RESULTS", "SCALE_RUNS", "SCALE_BUDGET_GROUP", "scale_record_path",
+__all__ = ["machine_seconds", "sum_seconds", "SCALE_FACTOR", "SCALE_RESULTS", "SCALE_RUNS", "SCALE_BUDGET_GROUP", "scale_record_path",
            "read_scale_record", "scale_runs", "scale_seconds", "scale_label", "parse_scale_label"]

@@ -68,7 +68,16 @@ def test_the_record_states_each_plateau_and_counts_the_checks_hours(tmp_path):
     running = {**record, "search": {}, "heads": {**record["heads"], "hard": {"3": _head(0.70), "6": _head(0.75, 600)}}}
     assert plateau_text(running, "easy") == "at 6 epochs (12 adds +0.2 points)"  # while the search runs
     assert plateau_text(running, "hard") == "still rising at 6 epochs"
+    # a rise that stops and resumes is no plateau; a head that falls back after its last rise has one
+    resumed = {**running, "heads": {
+        "mid": {"3": _head(0.895), "6": _head(0.929, 600), "12": _head(0.931, 1200), "24": _head(0.9395, 2400)},
+        "easy": {"3": _head(0.95), "6": _head(0.970, 600), "12": _head(0.976, 1200), "24": _head(0.968, 2400)}}}
+    assert plateau_text(resumed, "mid") == "still rising at 24 epochs"
+    assert plateau_text(resumed, "easy") == "at 12 epochs (24 adds -0.8 points)"
     assert perception_seconds(record) == 600 + 1200 + 600 + 1200 + 300 + 900 + 600  # the study's heads: none
+    # what ran at once shares the machine: its time counted once
+    both = {**record, "heads": {v: {**hs, "12": {**hs["12"], "at_once": 2}} for v, hs in record["heads"].items()}}
+    assert perception_seconds(both) == perception_seconds(record) - 1200
     s = perception_summary(record)
     assert s["variants"]["easy"]["val"]["12"] == {"object.material": 0.852, "object.shape": 0.9}
     assert s["variants"]["easy"]["hours"] == 0.83 and s["chosen"] == 12
@@ -144,6 +153,7 @@ def test_the_finding_sets_the_two_schedules_side_by_side():
     open_search = perception_finding(cells, 0.12, study, searching=[6, 12], n_boot=200)
     assert open_search["status"] == "pending" and open_search["ours"] == (
         "pending: needs the perception schedule check's search, not over (heads tried: 6, 12 epochs)")
+    assert open_search["paper"].endswith("trained to their plateau")  # no schedule named before the choice
     # the report: the row after the visual level's, and the record's section
     rows = perception_check({}, "/nonexistent", {}, [{"key": "visual"}, {"key": "visual_modular_level"}, {"key": "x"}])
     assert [r["key"] for r in rows] == ["visual", "visual_modular_level", "visual_perception_schedule", "x"]
@@ -160,7 +170,7 @@ def test_heads_are_projected_at_the_slowest_recorded_rate():
     assert head_projection(record, 12, 0) == 0.0
     assert head_projection({"heads": {"easy": {"3": {"epochs": 3, "seconds": None}}}}, 12, 1) is None
     # a head trained three at once on two cores ran at two thirds of its own core's rate
-    shared = {"heads": {"easy": {"6": {"epochs": 6, "seconds": 900.0, "sharing": 1.5}},
+    shared = {"heads": {"easy": {"6": {"epochs": 6, "seconds": 900.0, "at_once": 3, "cores": 2}},
                         "hard": {"6": {"epochs": 6, "seconds": 480.0}}}}
     assert head_projection(shared, 12, 1) == 100.0 * 12
 
@@ -285,7 +295,8 @@ def test_the_check_trains_longer_heads_on_the_study_runs_detectors(tmp_path, req
                              deadline=time.monotonic() + 150, **kw)
     part = json.loads((out / "perception_schedule.json").read_text())
     assert [v for v in trains if "4" in part["heads"][v]] == ["easy"] and list(part["runs"]["4"]) == ["easy"]
-    assert part["heads"]["easy"]["4"]["sharing"] == 1.0 and part["search"] == search
+    assert (part["heads"]["easy"]["4"]["at_once"], part["runs"]["4"]["easy"]["at_once"]) == (1, 1)
+    assert part["search"] == search
     monkeypatch.undo()
     again = run_perception_check(data, runs, results, cfg, train_base=True, echo=lambda s: None, **kw)
     assert all("4" in again["heads"][v] for v in trains)
