@@ -93,7 +93,8 @@ def schedule_search(values: Mapping[int, Mapping[str, float]], base: int, schedu
     Returns:
         ``{"next": the schedule to train next, or None when the search is over; "tried": the
         schedules of the search so far; "stopped": "plateau" | "cap" | None (not over);
-        "chosen": the chosen schedule, None until the search is over; "mean": epochs -> the
+        "leader": the schedule the search would choose now (None before any was tried);
+        "chosen": the leader once the search is over, None until then; "mean": epochs -> the
         metric averaged over the variants, for ``base`` and ``tried``}``.
 
     Raises:
@@ -119,8 +120,9 @@ def schedule_search(values: Mapping[int, Mapping[str, float]], base: int, schedu
     else:
         stopped = "cap"
     mean = {e: statistics.fmean(values[e][v] for v in variants) for e in (base, *tried)}
-    chosen = max(tried, key=lambda e: (mean[e], -e)) if stopped else None
-    return {"next": nxt if not stopped else None, "tried": tried, "stopped": stopped, "chosen": chosen, "mean": mean}
+    leader = max(tried, key=lambda e: (mean[e], -e)) if tried else None
+    return {"next": nxt if not stopped else None, "tried": tried, "stopped": stopped, "leader": leader,
+            "chosen": leader if stopped else None, "mean": mean}
 
 
 def plateau_text(record: Mapping[str, Any], variant: str) -> str:

@@ -84,15 +84,19 @@ class OutOfTime(StudyError):
     """The check's next step is projected to end after its deadline: it is not started."""
 
 
+def _per_core(entry: Mapping[str, Any]) -> float:
+    """How many processes shared each core while ``entry`` (a head or run of the record) ran: its
+    ``at_once`` over its ``cores``, at least 1 (1 where not recorded)."""
+    return max(1.0, int(entry.get("at_once") or 1) / max(1, int(entry.get("cores") or 1)))
+
+
 def head_projection(record: Mapping[str, Any], epochs: int, heads: int, cores: int = 1) -> float | None:
     """Seconds that ``heads`` heads of ``epochs`` epochs are projected to take, sharing ``cores``
     cores (one each at most), at the slowest seconds per epoch on a core of its own of the heads
     ``record`` holds: a head's seconds over the heads that trained at once per core (its
     ``at_once`` over its ``cores``, 1 where not recorded). None where it holds none."""
-    rates = [float(h["seconds"]) / int(h["epochs"])
-             / max(1.0, int(h.get("at_once") or 1) / max(1, int(h.get("cores") or 1)))
-             for hs in (record.get("heads") or {}).values() for h in hs.values()
-             if h.get("seconds") and int(h.get("epochs") or 0) > 0]
+    rates = [float(h["seconds"]) / int(h["epochs"]) / _per_core(h) for hs in (record.get("heads") or {}).values()
+             for h in hs.values() if h.get("seconds") and int(h.get("epochs") or 0) > 0]
     if not rates or heads <= 0:
         return None if heads > 0 else 0.0
     return max(rates) * epochs * max(1.0, heads / max(1, cores))
@@ -271,8 +275,7 @@ def execution_projection(record: Mapping[str, Any], results: str | os.PathLike, 
     its tests among ``tests``); None where neither gives a number."""
     per = []
     for v in variants:
-        steps = [{k: float(x) / max(1.0, int(r[v].get("at_once") or 1) / max(1, int(r[v].get("cores") or 1)))
-                  for k, x in r[v]["steps"].items()} for e, r in (record.get("runs") or {}).items()
+        steps = [{k: float(x) / _per_core(r[v]) for k, x in r[v]["steps"].items()} for e, r in (record.get("runs") or {}).items()
                  if int(e) != int(record.get("base_epochs", -1)) and v in r and r[v].get("steps")]
         if not steps:
             try:
@@ -611,9 +614,8 @@ def run_perception_check(data: str | os.PathLike, runs: str | os.PathLike, resul
     srcs = list(dict.fromkeys(sources.values()))
     while (search := schedule_search({e: vs for e, vs in values.items() if e in (base_epochs, *schedules)
                                       and all(s in vs for s in srcs)}, base_epochs, schedules, rise))["next"] is not None:
-        e, mean = search["next"], search["mean"]
-        if search["tried"]:  # the schedule the search would choose now, executed while its heads are here
-            lead = max(search["tried"], key=lambda t: (mean[t], -t))
+        e, lead = search["next"], search["leader"]
+        if lead is not None:  # the schedule the search would choose now, executed while its heads are here
             run_schedule(lead, required=False, only=[v for v in trains if _finished(
                 VariantRun(heads(lead), sources[v], seed).scene_dir / HEAD_CHECKPOINT, lead)])
         restore(srcs, question=False)
