@@ -13,6 +13,9 @@ from orchestration.study import (budget_markdown, PART_GROUP, STUDY, Piece, Stud
 from orchestration.study.run import run_piece
 from nsvqa.artifacts.predictions import find_prediction_files, read_predictions
 
+#: the study without the further seeds it declares (the plan as committed before them)
+BASE = StudyConfig()
+
 
 def test_aliases_share_their_targets_data():
     check_aliases(STUDY)
@@ -66,8 +69,7 @@ def test_the_plan_runs_the_default_variant_first_and_each_piece_once():
 
 
 def test_the_seeds_and_systematic_splits_skip_nscl_and_the_part_extension_has_its_own_data(tmp_path):
-    base = StudyConfig()  # the plan as committed, before the widened and further seeds
-    plan = {p.name: p for p in study_pieces(base)}
+    plan = {p.name: p for p in study_pieces(BASE)}
     for name in ("mid-seed1-modular", "mid-seed2-modular", "sys-random-seed0-modular"):
         assert "nscl" not in plan[name].models and {"nsvqa", "pnsvqa", "pnsvqa-exact"} <= set(plan[name].models)
     assert "nscl" in plan["easy-seed0-modular"].models  # Tables 1-2 keep it
@@ -79,7 +81,7 @@ def test_the_seeds_and_systematic_splits_skip_nscl_and_the_part_extension_has_it
             < names.index("mid-seed2-modular") < names.index("sys-random-seed0-modular")
             < names.index("sys-interpolation-seed0-modular")
             < min(names.index(f"{v}-seed0-parts") for v in ("easy", "mid", "hard")))
-    assert [p.variant for p in study_pieces(dataclasses.replace(base, systematic_first=())) if p.group == "modular"][-4:] \
+    assert [p.variant for p in study_pieces(dataclasses.replace(BASE, systematic_first=())) if p.group == "modular"][-4:] \
         == ["sys-random", "sys-composition", "sys-interpolation", "sys-extrapolation"]
     # mDETR off the default variant comes last: what the budget leaves out if it ends first
     assert names[-2:] == [f"{v}-seed0-mdetr" for v in ("rd-", "rd+")]
@@ -89,10 +91,10 @@ def test_the_seeds_and_systematic_splits_skip_nscl_and_the_part_extension_has_it
     assert plan["mid-seed0-seeing"].models == ("objmac-trace",)
     # the groups committed before the image-shuffle test run again in domain at seed 2, after the parts
     assert names[-4:-2] == ["mid-seed2-film", "mid-seed2-mdetr"]
-    assert plan["mid-seed2-film"].models == base.groups["film"] and plan["mid-seed2-mdetr"].tests == ("mid",)
-    assert not [p for p in study_pieces(dataclasses.replace(base, shuffle_groups=())) if p.seed == 2
+    assert plan["mid-seed2-film"].models == BASE.groups["film"] and plan["mid-seed2-mdetr"].tests == ("mid",)
+    assert not [p for p in study_pieces(dataclasses.replace(BASE, shuffle_groups=())) if p.seed == 2
                 and p.group != "modular"]
-    assert study_pieces(dataclasses.replace(base, late_groups=(), dropped=()))[6].name == "easy-seed0-mdetr"
+    assert study_pieces(dataclasses.replace(BASE, late_groups=(), dropped=()))[6].name == "easy-seed0-mdetr"
     setup = piece_setup(plan["easy-seed0-parts"], tmp_path / "data", tmp_path / "runs")
     assert (setup.data, setup.runs, setup.questions) == (tmp_path / "data" / "parts", tmp_path / "runs" / "parts",
                                                          "object+part")
@@ -100,7 +102,7 @@ def test_the_seeds_and_systematic_splits_skip_nscl_and_the_part_extension_has_it
     assert "mode" not in setup.scene_overrides  # the profile's part-aware detector
     rd = piece_setup(plan["rd+-seed0-modular"], tmp_path / "data", tmp_path / "runs")
     assert (rd.data, rd.questions, rd.scene_variant) == (tmp_path / "data", "object", "mid")
-    assert not [p for p in study_pieces(dataclasses.replace(base, part_factor=None)) if p.group == PART_GROUP]
+    assert not [p for p in study_pieces(dataclasses.replace(BASE, part_factor=None)) if p.group == PART_GROUP]
 
 
 def _write_piece(results, name, variant, group, models, preds_by_model, test=None):

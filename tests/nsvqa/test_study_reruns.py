@@ -10,15 +10,15 @@ from orchestration.study.cost import RERUN_CAP_HOURS, budget, budget_markdown, r
 from orchestration.study.study_config import StudyError
 
 #: the study without the further seeds it declares (those are pending under the reruns)
-SEED0 = StudyConfig()
+BASE = StudyConfig()
 
 
 def test_a_staged_rerun_counts_under_its_own_heading(tmp_path):
-    assert budget(tmp_path, SEED0).get("reruns") is None  # nothing staged: no heading
+    assert budget(tmp_path, BASE).get("reruns") is None  # nothing staged: no heading
     piece = tmp_path / "reruns" / "pieces" / "mid-seed0-modular"
     piece.mkdir(parents=True)
     (piece / "piece.json").write_text(json.dumps({"seconds": {"total": 5400.0}}))
-    b = budget(tmp_path, SEED0)
+    b = budget(tmp_path, BASE)
     assert b["spent_hours"] == 0 and b["reruns"] == {"cap_hours": RERUN_CAP_HOURS, "spent_hours": 1.5,
                                                       "pieces": {"mid-seed0-modular": 1.5}}
     text = budget_markdown(b)
@@ -32,13 +32,13 @@ def test_a_promoted_rerun_counts_as_a_rerun_and_the_study_keeps_the_replaced_hou
     piece = tmp_path / "pieces" / "mid-seed0-modular"
     piece.mkdir(parents=True)
     (piece / "piece.json").write_text(json.dumps({"seconds": {"total": 5400.0}}))
-    assert budget(tmp_path, SEED0)["spent_hours"] == 1.5  # not promoted: a study piece
+    assert budget(tmp_path, BASE)["spent_hours"] == 1.5  # not promoted: a study piece
     (tmp_path / "reruns").mkdir()
     (tmp_path / "reruns" / "promoted.json").write_text(json.dumps(
         {"commit": "0" * 40, "pieces": {"mid-seed0-modular": {"old_seconds": 7200.0}}}))
-    b = budget(tmp_path, SEED0)
+    b = budget(tmp_path, BASE)
     assert b["spent_hours"] == 2.0 and b["spent_hours_by_group"] == {"modular": 2.0}
     assert b["reruns"]["pieces"] == {"mid-seed0-modular": 1.5} and b["done"] == 1
     (tmp_path / "reruns" / "promoted.json").write_text(json.dumps({"pieces": {"mid-seed0-modular": {}}}))
     with pytest.raises(StudyError, match=r"promoted.json: not a record of promoted reruns"):
-        budget(tmp_path, SEED0)
+        budget(tmp_path, BASE)
