@@ -21,8 +21,9 @@ base), question parser and NSCL. The check
    the search would choose so far, where its heads are on this machine and the deadline allows
    (so that the chosen ones need not be trained again in a later call); part of a schedule trained
    when the deadline left time for no more, in that call; the chosen schedule's in any case. The
-   heads of a schedule train all in one call where the time left allows, else the first that fit
-   with their execution (:func:`heads_that_fit`), the others in the next call. Each is a variant run
+   heads of a schedule train all in one call where the time left allows them (with their
+   execution, else alone), else the first that fit with their execution (:func:`heads_that_fit`),
+   the others in the next call. Each is a variant run
    ``RUNS/perception-schedule/<E>ep/<run>/`` whose scene parser is that head beside the base detector
    (:attr:`TrainSpec.scene_runs`) and whose question parser is the base run's (linked: found
    finished); NSCL trains again on that run's parses with the study's config and seed.
@@ -106,14 +107,17 @@ def heads_that_fit(n: int, left: float | None, heads_need: Callable[[int], float
                    runs_need: Callable[[int], float | None]) -> int:
     """How many of ``n`` heads to train now, with ``left`` seconds (None: no limit): all of them
     where they fit with the runs that execute them after (``heads_need(k)``, ``runs_need(k)``: the
-    projected seconds of the first ``k``; None: no projection, taken as 0); else the most that fit
-    with theirs, so that what is trained is executed in the same call; else the most that fit
-    alone; 0 where not one does."""
+    projected seconds of the first ``k``; None: no projection, taken as 0); else all of them where
+    they fit alone (a schedule's heads all trained give the search its next step; their runs wait
+    until it chooses them); else the most that fit with theirs, so that what is trained is executed
+    in the same call; else the most that fit alone; 0 where not one does."""
     if left is None:
         return n
     need = lambda k, *fs: sum(f(k) or 0.0 for f in fs)  # noqa: E731
+    if need(n, heads_need, runs_need) <= left or need(n, heads_need) <= left:
+        return n
     for fs in ((heads_need, runs_need), (heads_need,)):
-        fit = [k for k in range(n, 0, -1) if need(k, *fs) <= left]
+        fit = [k for k in range(n - 1, 0, -1) if need(k, *fs) <= left]
         if fit:
             return fit[0]
     return 0

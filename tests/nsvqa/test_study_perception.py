@@ -175,13 +175,15 @@ def test_heads_are_projected_at_the_slowest_recorded_rate():
     assert head_projection(shared, 12, 1) == 100.0 * 12
 
 
-def test_the_heads_that_fit_are_those_that_can_be_executed_in_the_same_call():
+def test_the_heads_that_fit_are_a_whole_schedule_else_those_that_can_be_executed_in_the_same_call():
     from orchestration.study.perception_schedule import heads_that_fit
 
     heads, runs = (lambda k: 100.0 * k), (lambda k: 10.0 * k)
     assert heads_that_fit(3, None, heads, runs) == 3  # no deadline
     assert heads_that_fit(3, 330.0, heads, runs) == 3
-    assert heads_that_fit(3, 329.0, heads, runs) == 2  # all three fit, not with their runs
+    assert heads_that_fit(3, 300.0, heads, runs) == 3  # all three fit, not with their runs: the search's next step
+    assert heads_that_fit(3, 299.0, heads, runs) == 2  # two fit with their runs
+    assert heads_that_fit(3, 205.0, heads, runs) == 1  # two fit alone, one with its run: that one, executed
     assert heads_that_fit(3, 105.0, heads, runs) == 1  # one fits, not with its run: trained alone
     assert heads_that_fit(3, 99.0, heads, runs) == 0
     assert heads_that_fit(2, 100.0, heads, lambda k: None) == 1  # no projection of the runs: taken as none
