@@ -113,14 +113,9 @@ def heads_that_fit(n: int, left: float | None, heads_need: Callable[[int], float
     in the same call; else the most that fit alone; 0 where not one does."""
     if left is None:
         return n
-    need = lambda k, *fs: sum(f(k) or 0.0 for f in fs)  # noqa: E731
-    if need(n, heads_need, runs_need) <= left or need(n, heads_need) <= left:
-        return n
-    for fs in ((heads_need, runs_need), (heads_need,)):
-        fit = [k for k in range(n - 1, 0, -1) if need(k, *fs) <= left]
-        if fit:
-            return fit[0]
-    return 0
+    with_runs, alone = (heads_need, runs_need), (heads_need,)
+    tries = [(n, with_runs), (n, alone)] + [(k, fs) for fs in (with_runs, alone) for k in range(n - 1, 0, -1)]
+    return next((k for k, fs in tries if sum(f(k) or 0.0 for f in fs) <= left), 0)
 
 
 def perception_variants(cfg: StudyConfig = STUDY) -> tuple[list[str], list[str]]:
