@@ -39,11 +39,12 @@ def _point_rd(cells: Mapping[CellKey, Sequence[Sequence[Prediction]]], label: st
 def perception_finding(cells: Mapping[CellKey, Sequence[Sequence[Prediction]]], figure: float,
                        study: Mapping[tuple[str, str, str, int], Sequence[Prediction]] | None = None, *,
                        chosen: int | None = None, searching: Sequence[int] | None = None,
-                       non_modular: Sequence[str] = NON_MODULAR, n_boot: int = N_BOOT) -> dict[str, Any]:
+                       stopped: str | None = None, non_modular: Sequence[str] = NON_MODULAR, n_boot: int = N_BOOT) -> dict[str, Any]:
     """The modular models' visual RD with the study's attribute heads and with the heads of the
     check's chosen schedule (``cells``: :func:`perception_cells`; the smallest schedule among its
     labels and ``chosen``, by default the largest; pending while ``searching``, the schedules
-    tried by a search not over), each with its bootstrap interval and the paired difference of the
+    tried by a search not over; ``stopped`` "cap" when the search ended at its last schedule, where
+    the claim says the heads were trained to the cap rather than to their plateau), each with its bootstrap interval and the paired difference of the
     two (one :func:`~nsvqa.evaluation.comparison.rd_bootstrap` draw of the test images for every
     label and for the non-modular models of ``study``, the study's predictions keyed (model,
     train, test, seed): seed 0). Its line says, at each schedule, the status of the paper's level
@@ -54,8 +55,9 @@ def perception_finding(cells: Mapping[CellKey, Sequence[Sequence[Prediction]]], 
     trains, tests = factor_layout(PERCEPTION_FACTOR)
     schedules = sorted({p[1] for k in cells if (p := parse_perception_label(k.model)) is not None})
     low, high = (schedules[0], schedules[-1] if chosen is None else chosen) if schedules else (None, None)
-    paper = (f"visual: NSCL, NS-VQA, P-NSVQA RD > {100 * figure:g}% with the attribute heads trained to their "
-             f"plateau" + (f" ({high} epochs; the study's {low})" if high != low and searching is None else ""))
+    trained = "to the search's last schedule, not all at a plateau" if stopped == "cap" else "to their plateau"
+    paper = (f"visual: NSCL, NS-VQA, P-NSVQA RD > {100 * figure:g}% with the attribute heads trained {trained}"
+             + (f" ({high} epochs; the study's {low})" if high != low and searching is None else ""))
     decided_by = f"each modular RD's bootstrap interval with the longer heads against the paper's {100 * figure:g}%"
     rds, why = {}, "no predictions"
     for m in REPORTED:
@@ -127,7 +129,7 @@ def perception_check(report: dict[str, Any], results: str | Path,
     search = record.get("search") or {}
     tried = sorted({int(e) for hs in (record.get("heads") or {}).values() for e in hs} - {record.get("base_epochs")})
     row = perception_finding(perception_cells(results), paper_figures()["visual_modular_min"] / 100, study,
-                             chosen=search.get("chosen"),
+                             chosen=search.get("chosen"), stopped=search.get("stopped"),
                              searching=tried if record and not search.get("stopped") else None)
     out = [dict(r) for r in rows]
     at = next((i + 1 for i, r in enumerate(out) if r["key"] == "visual_modular_level"), len(out))

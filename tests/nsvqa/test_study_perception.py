@@ -154,6 +154,9 @@ def test_the_finding_sets_the_two_schedules_side_by_side():
     assert open_search["status"] == "pending" and open_search["ours"] == (
         "pending: needs the perception schedule check's search, not over (heads tried: 6, 12 epochs)")
     assert open_search["paper"].endswith("trained to their plateau")  # no schedule named before the choice
+    at_cap = perception_finding(cells, 0.12, study, chosen=24, stopped="cap", n_boot=200)
+    assert at_cap["paper"] == ("visual: NSCL, NS-VQA, P-NSVQA RD > 12% with the attribute heads trained to the "
+                               "search's last schedule, not all at a plateau (24 epochs; the study's 3)")
     # the report: the row after the visual level's, and the record's section
     rows = perception_check({}, "/nonexistent", {}, [{"key": "visual"}, {"key": "visual_modular_level"}, {"key": "x"}])
     assert [r["key"] for r in rows] == ["visual", "visual_modular_level", "visual_perception_schedule", "x"]
