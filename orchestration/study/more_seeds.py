@@ -104,15 +104,18 @@ def more_seeds(rows: Sequence[Mapping[str, Any]], seeing: Sequence[Mapping[str, 
 
 
 def more_seeds_markdown(record: Mapping[str, Any]) -> list[str]:
-    """The record of :func:`more_seeds` as Markdown lines: the listed findings, then the pieces."""
+    """The record of :func:`more_seeds` as Markdown lines: the listed findings, each interval with the
+    seed-0 pieces it rests on ("no study piece" for one no study piece's cells give, as a check's
+    own runs), then the pieces."""
     if not record.get("findings"):
         return ["No finding rests on one seed at a knife edge or at 95% only."]
-    out = ["| finding | judged against | status | interval (points) | why |", "|---|---|---|---|---|"]
+    out = ["| finding | judged against | status | interval (points) | why | pieces it rests on |",
+           "|---|---|---|---|---|---|"]
     for f in record["findings"]:
         for iv in f["intervals"]:
             lo, hi = iv["interval"]
             out.append(f"| {f['key']} | {f['against']} | {f['status']} | [{100 * lo:+.1f}, {100 * hi:+.1f}] "
-                       f"| {'; '.join(iv['why'])} |")
+                       f"| {'; '.join(iv['why'])} | {', '.join(iv.get('pieces') or []) or 'no study piece'} |")
     out += ["", "| piece | intervals it decides | findings | run |", "|---|---|---|---|"]
     out += [f"| {p['piece']} | {p['intervals']} | {', '.join(p['findings'])} | {p['done']} |"
             for p in record["pieces"]]

@@ -62,4 +62,9 @@ def test_piece_of_and_markdown():
     assert piece_of(PIECES, "mid", "film") is None
     md = more_seeds_markdown(more_seeds([row("a", [[0.001, 0.02]])], [], PIECES, k=1))
     assert any(line.startswith("| a | paper-recipe | reproduced | [+0.1, +2.0]") for line in md)
+    assert [line for line in md if line.startswith("| a |")][0].endswith(
+        "| easy-seed0-film, easy-seed0-modular, hard-seed0-film, hard-seed0-modular |")
+    bare = row("b", [[0.001, 0.02]], cells=[[]])  # an interval without cells, as a check's own runs give
+    assert [line for line in more_seeds_markdown(more_seeds([bare], [], PIECES, k=1))
+            if line.startswith("| b |")][0].endswith("| no study piece |")
     assert more_seeds_markdown({"findings": []})[0].startswith("No finding")
