@@ -69,8 +69,10 @@ def more_seeds(rows: Sequence[Mapping[str, Any]], seeing: Sequence[Mapping[str, 
                pieces: Sequence[Mapping[str, Any]], k: int) -> dict[str, Any]:
     """The listed findings (``rows``: judged against the paper-recipe models; ``seeing``: against
     the models that see; both before :func:`~orchestration.study.findings.decide_all` merges them)
-    and the pieces to run: ``{"near_zero", "seeds", "findings": [...], "pieces": [{"piece",
-    "seed_0", "intervals", "findings", "done"}]}`` (``done``: ``run``, the piece is committed with
+    and the pieces to run, seed by seed (every listed piece at the first further seed before any at
+    the next: a factor pools a seed only once each of its training variants has it), within a seed
+    the pieces most listed intervals rest on first: ``{"near_zero", "seeds", "findings": [...],
+    "pieces": [{"piece", "seed_0", "intervals", "findings", "done"}]}`` (``done``: ``run``, the piece is committed with
     its seed-0 piece's models and tests; ``partly``, committed with fewer, as the default variant's
     further seeds of the executors tested in domain only; ``no``)."""
     rows_of = {p["name"]: p for p in pieces}
@@ -100,7 +102,7 @@ def more_seeds(rows: Sequence[Mapping[str, Any]], seeing: Sequence[Mapping[str, 
     return {"near_zero": NEAR_ZERO, "seeds": list(MORE_SEEDS), "findings": found,
             "pieces": [{"piece": _reseeded(n, s), "seed_0": n, "intervals": count[n]["intervals"],
                         "findings": count[n]["findings"], "done": status(n, _reseeded(n, s))}
-                       for n in order for s in MORE_SEEDS]}
+                       for s in MORE_SEEDS for n in order]}
 
 
 def more_seeds_markdown(record: Mapping[str, Any]) -> list[str]:

@@ -628,7 +628,8 @@ def study_markdown(report: Mapping[str, Any]) -> str:
                           f"training seed with a deciding interval whose bound lies within "
                           f"{100 * ms['near_zero']:g} points of 0, or that holds at 95% but not after the "
                           f"correction. Each interval's pieces run again at seeds "
-                          f"{', '.join(map(str, ms['seeds']))}, the pieces most intervals rest on first.",
+                          f"{', '.join(map(str, ms['seeds']))}, seed by seed (a factor pools a seed only once each of its "
+                          f"training variants has it), within a seed the pieces most intervals rest on first.",
                           more_seeds_markdown(ms))
     if report.get("budget"):
         lines += ["## Budget", "", "Hours of 2-core compute the committed pieces took (every attempt), and the "

@@ -41,9 +41,12 @@ def test_pieces_most_decisive_first_and_done_marked():
             row("b", [[0.002, 0.03]], cells=[[["easy", "nsvqa"], ["easy", "film"]]])]
     rec = more_seeds(rows, [], PIECES, k=4)
     names = [p["piece"] for p in rec["pieces"]]
-    # easy's pieces serve two intervals, hard's one: easy first, seeds 1 then 2 of each
-    assert names[:4] == ["easy-seed1-film", "easy-seed2-film", "easy-seed1-modular", "easy-seed2-modular"]
-    assert set(names[4:]) == {"hard-seed1-film", "hard-seed2-film", "hard-seed1-modular", "hard-seed2-modular"}
+    # seed 1 of every piece before seed 2 of any (a factor pools a seed only once every training
+    # variant has it); within a seed easy's pieces (two intervals) before hard's (one)
+    assert names[:2] == ["easy-seed1-film", "easy-seed1-modular"]
+    assert set(names[2:4]) == {"hard-seed1-film", "hard-seed1-modular"}
+    assert names[4:6] == ["easy-seed2-film", "easy-seed2-modular"]
+    assert set(names[6:]) == {"hard-seed2-film", "hard-seed2-modular"}
     done = {p["piece"]: p["done"] for p in rec["pieces"]}
     assert (done["easy-seed1-modular"], done["easy-seed2-modular"]) == ("run", "no")
     assert done["hard-seed1-modular"] == "partly"  # committed without pnsvqa: it cannot stand in
