@@ -72,9 +72,9 @@ def more_seeds(rows: Sequence[Mapping[str, Any]], seeing: Sequence[Mapping[str, 
     and the pieces to run, seed by seed (every listed piece at the first further seed before any at
     the next: a factor pools a seed only once each of its training variants has it), within a seed
     the pieces most listed intervals rest on first: ``{"near_zero", "seeds", "findings": [...],
-    "pieces": [{"piece", "seed_0", "intervals", "findings", "done"}]}`` (``done``: ``run``, the piece is committed with
-    its seed-0 piece's models and tests; ``partly``, committed with fewer, as the default variant's
-    further seeds of the executors tested in domain only; ``no``)."""
+    "pieces": [{"piece", "seed_0", "intervals", "findings", "done"}]}`` (``done``: ``run``, the
+    piece is committed with its seed-0 piece's models and tests; ``partly``, committed with fewer,
+    as the default variant's further seeds of the executors tested in domain only; ``no``)."""
     rows_of = {p["name"]: p for p in pieces}
 
     def status(seed_0: str, name: str) -> str:

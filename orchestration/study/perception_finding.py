@@ -39,15 +39,17 @@ def _point_rd(cells: Mapping[CellKey, Sequence[Sequence[Prediction]]], label: st
 def perception_finding(cells: Mapping[CellKey, Sequence[Sequence[Prediction]]], figure: float,
                        study: Mapping[tuple[str, str, str, int], Sequence[Prediction]] | None = None, *,
                        chosen: int | None = None, searching: Sequence[int] | None = None,
-                       stopped: str | None = None, non_modular: Sequence[str] = NON_MODULAR, n_boot: int = N_BOOT) -> dict[str, Any]:
+                       stopped: str | None = None, non_modular: Sequence[str] = NON_MODULAR,
+                       n_boot: int = N_BOOT) -> dict[str, Any]:
     """The modular models' visual RD with the study's attribute heads and with the heads of the
     check's chosen schedule (``cells``: :func:`perception_cells`; the smallest schedule among its
     labels and ``chosen``, by default the largest; pending while ``searching``, the schedules
     tried by a search not over; ``stopped`` "cap" when the search ended at its last schedule, where
-    the claim says the heads were trained to the cap rather than to their plateau), each with its bootstrap interval and the paired difference of the
-    two (one :func:`~nsvqa.evaluation.comparison.rd_bootstrap` draw of the test images for every
-    label and for the non-modular models of ``study``, the study's predictions keyed (model,
-    train, test, seed): seed 0). Its line says, at each schedule, the status of the paper's level
+    the claim says the heads were trained to the cap rather than to their plateau), each with its
+    bootstrap interval and the paired difference of the two (one
+    :func:`~nsvqa.evaluation.comparison.rd_bootstrap` draw of the test images for every label and
+    for the non-modular models of ``study``, the study's predictions keyed (model, train, test,
+    seed): seed 0). Its line says, at each schedule, the status of the paper's level
     "modular RD > ``figure``" (a fraction; :func:`level_verdict` on NSCL's, NS-VQA's and P-NSVQA's
     RD intervals) and of "non-modular more robust" (:func:`verdict` on each modular − non-modular
     RD difference), and whether either changes. Decided as that level at the chosen schedule;
