@@ -117,7 +117,7 @@ def more_seeds_markdown(record: Mapping[str, Any]) -> list[str]:
         for iv in f["intervals"]:
             lo, hi = iv["interval"]
             out.append(f"| {f['key']} | {f['against']} | {f['status']} | [{100 * lo:+.1f}, {100 * hi:+.1f}] "
-                       f"| {'; '.join(iv['why'])} | {', '.join(iv.get('pieces') or []) or 'no study piece'} |")
+                       f"| {'; '.join(iv['why'])} | {', '.join(iv['pieces']) or 'no study piece'} |")
     out += ["", "| piece | intervals it decides | findings | run |", "|---|---|---|---|"]
     out += [f"| {p['piece']} | {p['intervals']} | {', '.join(p['findings'])} | {p['done']} |"
             for p in record["pieces"]]
