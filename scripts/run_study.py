@@ -391,12 +391,13 @@ def main(argv: list[str] | None = None) -> int:
         deadline = None if args.time_left is None else time.monotonic() + 60 * args.time_left
         for piece in todo[:args.pieces or 1]:
             b = budget(args.results, cfg)  # read once per piece: the cap and the time left both use it
-            why = None if args.over_cap else over_cap(args.results, piece, cfg, b)
+            why = None if args.over_cap else over_cap(args.results, piece, cfg, b, args.runs)
             if why:
                 print(f"{PROG}: piece {piece.name} not started: {why} (--budget shows the projection; "
                       f"--over-cap runs it anyway)", file=sys.stderr)
                 return 3
-            why = None if deadline is None else out_of_time(args.results, piece, deadline - time.monotonic(), cfg, b)
+            why = None if deadline is None else out_of_time(args.results, piece, deadline - time.monotonic(), cfg, b,
+                                                                args.runs)
             if why:
                 print(f"{PROG}: piece {piece.name} not started: {why} (--time-left)", file=sys.stderr)
                 return 4

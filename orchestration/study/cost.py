@@ -18,8 +18,8 @@ from nsvqa.generation.variants import FACTORS
 from orchestration.study.attempts import stopped_in_training
 from orchestration.study.perception_record import (PERCEPTION_BUDGET_GROUP, perception_record_path,
                                                    perception_seconds, read_perception_record)
-from orchestration.study.plan import (PART_GROUP, Piece, is_reduced, piece_dir, record_holds, study_pieces,
-                                     trains_scene_parser, uses_scene_parser)
+from orchestration.study.plan import (PART_GROUP, Piece, is_reduced, piece_dir, piece_setup, record_holds,
+                                     scene_parser_folder, study_pieces, trains_scene_parser, uses_scene_parser)
 from orchestration.study.scale_record import SCALE_BUDGET_GROUP, read_scale_record, scale_record_path, scale_seconds
 from orchestration.study.study_config import STUDY, StudyConfig, StudyError
 
@@ -281,11 +281,57 @@ def rerun_hours(results: str | os.PathLike, cfg: StudyConfig = STUDY) -> dict[st
             "pieces": pieces, **({"checks": checks} if checks else {})}
 
 
+#: The checkpoints of a trained scene parser, under its run folder's ``scene_parser/``.
+SCENE_PARSER_FILES = ("detector.pt", "attributes.pt")
+
+
+def lender_minutes(results: str | os.PathLike, piece: Piece, runs: str | os.PathLike, cfg: StudyConfig = STUDY,
+                   b: Mapping[str, Any] | None = None) -> tuple[float, str] | None:
+    """What ``piece`` adds to its projection on this machine when it borrows an earlier piece's
+    scene parser (not :func:`~orchestration.study.plan.trains_scene_parser`) and ``runs`` lacks
+    it (:data:`SCENE_PARSER_FILES`), so that the lender's scene parser trains again first: the
+    minutes and the lender's run folder, None where nothing trains again. The minutes are what the
+    lender's committed piece recorded for that scene parser (its ``seconds.checkpoints``), else the
+    group's parser phase less its shared one (:func:`budget`'s ``step_minutes``)."""
+    folder = scene_parser_folder(piece, runs, cfg)
+    if folder is None or trains_scene_parser(piece, cfg) or all((folder / "scene_parser" / f).is_file()
+                                                                for f in SCENE_PARSER_FILES):
+        return None
+    lender = piece_setup(piece, ".", ".", cfg).scene_variant
+    recorded = []
+    for p in study_pieces(cfg):
+        path = piece_dir(results, p) / "piece.json"
+        if (p.variant, p.seed) != (lender, piece.seed) or not trains_scene_parser(p, cfg) or not path.is_file():
+            continue
+        marks = json.loads(path.read_text()).get("seconds", {}).get("checkpoints", {})
+        sec = [marks.get(f"scene_parser/{f}", {}).get("seconds") for f in SCENE_PARSER_FILES]
+        if all(isinstance(x, (int, float)) for x in sec):
+            recorded.append(sum(sec) / 60)
+    if recorded:
+        return max(recorded), str(folder)
+    steps = (budget(results, cfg) if b is None else b)["step_minutes"].get(piece.group, {})
+    if "parsers" in steps:
+        return max(steps["parsers"] - steps.get("parsers (shared scene parser)", 0.0), 0.0), str(folder)
+    return None
+
+
+def _here(results: str | os.PathLike, piece: Piece, cfg: StudyConfig, b: Mapping[str, Any],
+          runs: str | os.PathLike | None) -> tuple[float | None, str]:
+    """``piece``'s projected minutes (:func:`budget`) with :func:`lender_minutes` on ``runs``
+    (where given), and the words that say so."""
+    minutes = _projected_minutes(b, piece)
+    extra = None if runs is None or minutes is None else lender_minutes(results, piece, runs, cfg, b)
+    if extra is None:
+        return minutes, ""
+    return minutes + extra[0], f" ({extra[0]:.0f} of them to train again the scene parser it borrows: {extra[1]} lacks it)"
+
+
 def over_cap(results: str | os.PathLike, piece: Piece, cfg: StudyConfig = STUDY,
-             b: Mapping[str, Any] | None = None) -> str | None:
+             b: Mapping[str, Any] | None = None, runs: str | os.PathLike | None = None) -> str | None:
     """Why running ``piece`` now would take the study past :attr:`StudyConfig.budget_hours`
     (None when it would not): the committed pieces' hours already reach the cap, or they and the
-    piece's own projection (:func:`budget`; pieces before it left pending do not count) pass it.
+    piece's own projection (:func:`budget`; pieces before it left pending do not count; with
+    ``runs``, this machine's run folders, :func:`lender_minutes` too) pass it.
     A piece of :attr:`StudyConfig.seed_pieces` is held to the reruns' cap instead
     (:data:`RERUN_CAP_HOURS`, on :func:`rerun_hours`' spent hours), never to the study's.
     A piece no committed piece of its kind projects is let through until the cap is spent."""
@@ -298,9 +344,9 @@ def over_cap(results: str | os.PathLike, piece: Piece, cfg: StudyConfig = STUDY,
         spent, cap, whose = b["spent_hours"], cfg.budget_hours, "the study's"
         if spent >= cap:
             return f"the committed pieces took {spent:.1f} h, the study's {cap:g}-hour cap"
-    minutes = _projected_minutes(b, piece)
+    minutes, why = _here(results, piece, cfg, b, runs)
     if minutes is not None and spent + minutes / 60 > cap:
-        return (f"{piece.name} is projected at {minutes:.0f} min: {spent:.1f} h spent + {minutes / 60:.1f} h "
+        return (f"{piece.name} is projected at {minutes:.0f} min{why}: {spent:.1f} h spent + {minutes / 60:.1f} h "
                 f"passes {whose} {cap:g}-hour cap")
     return None
 
@@ -310,14 +356,15 @@ def _projected_minutes(b: Mapping[str, Any], piece: Piece) -> float | None:
 
 
 def out_of_time(results: str | os.PathLike, piece: Piece, seconds_left: float, cfg: StudyConfig = STUDY,
-                b: Mapping[str, Any] | None = None) -> str | None:
+                b: Mapping[str, Any] | None = None, runs: str | os.PathLike | None = None) -> str | None:
     """Why ``piece`` should not start with ``seconds_left`` of wall time to go (a session's or a
-    batch job's end), None when its projection (:func:`budget`; data generation not counted) fits
-    or there is none. A piece cut short resumes from its run folder, but a machine that goes with
-    the session takes that folder with it."""
-    minutes = _projected_minutes(budget(results, cfg) if b is None else b, piece)
+    batch job's end), None when its projection (:func:`budget`; data generation not counted; with
+    ``runs``, this machine's run folders, :func:`lender_minutes` too) fits or there is none. A
+    piece cut short resumes from its run folder, but a machine that goes with the session takes
+    that folder with it."""
+    minutes, why = _here(results, piece, cfg, budget(results, cfg) if b is None else b, runs)
     if minutes is not None and minutes * 60 > seconds_left:
-        return f"{piece.name} is projected at {minutes:.0f} min and {max(seconds_left, 0) / 60:.0f} min are left"
+        return f"{piece.name} is projected at {minutes:.0f} min{why} and {max(seconds_left, 0) / 60:.0f} min are left"
     return None
 
 
@@ -361,5 +408,5 @@ def _pending_table(rows: Sequence[Mapping[str, Any]], piece: str, cap: str) -> l
     return lines
 
 
-__all__ = ["PARSER_STEPS", "PROMOTED", "RERUNS", "RERUN_CAP_HOURS", "budget", "budget_group", "budget_markdown", "over_cap", "out_of_time",
+__all__ = ["PARSER_STEPS", "PROMOTED", "RERUNS", "RERUN_CAP_HOURS", "SCENE_PARSER_FILES", "budget", "budget_group", "budget_markdown", "lender_minutes", "over_cap", "out_of_time",
            "pending_rows", "read_promoted", "rerun_hours"]

@@ -46,7 +46,8 @@ from nsvqa.generation.suite import generate_suite
 from nsvqa.generation.variants import load_variant
 from orchestration.models import needs as model_needs, parse_specs
 from orchestration.study.cost import BUDGET_ANALOG, budget, pending_rows
-from orchestration.study.plan import Piece, piece_setup, study_pieces, trains_scene_parser, uses_scene_parser
+from orchestration.study.plan import (Piece, piece_setup, run_folder, scene_parser_folder, study_pieces,
+                                     trains_scene_parser, uses_scene_parser)
 from orchestration.study.study_config import STUDY, STUDY_FILE, StudyConfig, StudyError, results_config
 
 #: The launchers ``run_study.py --launcher`` offers; ``sequential`` runs in the calling process.
@@ -134,27 +135,6 @@ class Job:
 
 
 # ---------------------------------------------------------------------------- the plan of a launch
-def run_folder(piece: Piece, runs: str | os.PathLike, cfg: StudyConfig = STUDY) -> Path:
-    """The run folder the piece trains into (``RUNS[/parts]/<variant>[-seed<N>]``), shared with the
-    other groups of its (variant, seed)."""
-    setup = piece_setup(piece, ".", runs, cfg)
-    return _run_path(setup.runs, piece.variant, piece.seed)
-
-
-def _run_path(runs: Path, variant: str, seed: int) -> Path:
-    """``RUNS/<variant>[-seed<N>]``, as :attr:`orchestration.experiment.VariantRun.path` lays it out."""
-    return Path(runs) / (variant if seed == 0 else f"{variant}-seed{seed}")
-
-
-def scene_parser_folder(piece: Piece, runs: str | os.PathLike, cfg: StudyConfig = STUDY) -> Path | None:
-    """The run folder holding the scene parser the piece uses (its own or its scene variant's,
-    :func:`orchestration.study.plan.scene_source`), None for a piece whose models use none."""
-    if not uses_scene_parser(piece):
-        return None
-    setup = piece_setup(piece, ".", runs, cfg)
-    return _run_path(setup.runs, setup.scene_variant, piece.seed)
-
-
 def data_needs(pieces: Sequence[Piece], data: str | os.PathLike,
                cfg: StudyConfig = STUDY) -> dict[str, dict[str, Any]]:
     """The data the pieces read, by variant folder relative to ``data`` (``mid``, ``parts/mid``):

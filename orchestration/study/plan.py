@@ -250,6 +250,27 @@ def trains_scene_parser(piece: Piece, cfg: StudyConfig = STUDY) -> bool:
     return uses_scene_parser(piece) and piece_setup(piece, ".", ".", cfg).scene_variant == piece.variant
 
 
+def run_folder(piece: Piece, runs: str | os.PathLike, cfg: StudyConfig = STUDY) -> Path:
+    """The run folder the piece trains into (``RUNS[/parts]/<variant>[-seed<N>]``), shared with the
+    other groups of its (variant, seed)."""
+    setup = piece_setup(piece, ".", runs, cfg)
+    return _run_path(setup.runs, piece.variant, piece.seed)
+
+
+def _run_path(runs: Path, variant: str, seed: int) -> Path:
+    """``RUNS/<variant>[-seed<N>]``, as :attr:`orchestration.experiment.VariantRun.path` lays it out."""
+    return Path(runs) / (variant if seed == 0 else f"{variant}-seed{seed}")
+
+
+def scene_parser_folder(piece: Piece, runs: str | os.PathLike, cfg: StudyConfig = STUDY) -> Path | None:
+    """The run folder holding the scene parser the piece uses (its own or its scene variant's,
+    :func:`scene_source`), None for a piece whose models use none."""
+    if not uses_scene_parser(piece):
+        return None
+    setup = piece_setup(piece, ".", runs, cfg)
+    return _run_path(setup.runs, setup.scene_variant, piece.seed)
+
+
 def piece_dir(results: str | os.PathLike, piece: Piece) -> Path:
     return Path(results) / "pieces" / piece.name
 
@@ -315,4 +336,4 @@ def pending_pieces(results: str | os.PathLike, cfg: StudyConfig = STUDY, *,
 
 __all__ = ["PART_GROUP", "Piece", "PieceSetup", "check_aliases", "canonical", "training_variants", "variants_tested",
            "scene_source", "study_pieces", "covers", "seed_pieces", "piece_setup", "uses_scene_parser",
-           "trains_scene_parser", "piece_dir", "is_done", "record_holds", "is_reduced", "pending_pieces"]
+           "trains_scene_parser", "run_folder", "scene_parser_folder", "piece_dir", "is_done", "record_holds", "is_reduced", "pending_pieces"]

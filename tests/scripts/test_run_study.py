@@ -92,6 +92,39 @@ def test_a_piece_projected_past_the_time_left_is_not_started(tmp_path, load_scri
     assert out_of_time(results, mdetr, 60.0) is None
 
 
+def test_a_borrowed_scene_parser_this_machine_lacks_counts_in_the_time_left_and_the_cap(tmp_path, load_script,
+                                                                                        capsys):
+    from orchestration.study import (StudyConfig, budget, lender_minutes, out_of_time, over_cap, pending_rows,
+                                     study_pieces)
+
+    main = load_script("run_study").main
+    results, data, runs = _one_piece_committed(tmp_path)
+    record = json.loads((results / "pieces" / "mid-seed0-modular" / "piece.json").read_text())
+    record["seconds"]["checkpoints"] = {"scene_parser/detector.pt": {"seconds": 1200.0},
+                                        "scene_parser/attributes.pt": {"seconds": 300.0}}
+    (results / "pieces" / "mid-seed0-modular" / "piece.json").write_text(json.dumps(record))
+    rd = next(p for p in study_pieces() if p.name == "rd+-seed0-modular")  # borrows mid's scene parser
+    minutes = next(r["minutes"] for r in pending_rows(budget(results)) if r["piece"] == rd.name)  # as --budget has it
+    # no run folder here: mid's scene parser trains again first, for the 25 minutes mid's piece recorded
+    assert lender_minutes(results, rd, runs) == (25.0, str(runs / "mid"))
+    assert out_of_time(results, rd, (minutes + 1) * 60) is None
+    why = out_of_time(results, rd, (minutes + 1) * 60, runs=runs)
+    assert why.startswith(f"rd+-seed0-modular is projected at {minutes + 25:.0f} min (25 of them to train again the "
+                          f"scene parser it borrows: {runs / 'mid'} lacks it)")
+    assert main(["--results", str(results), "--data", str(data), "--runs", str(runs), "--only", rd.name,
+                 "--time-left", str(int(minutes) + 2)]) == 4
+    assert "the scene parser it borrows" in capsys.readouterr().err and not data.exists()
+    cap = StudyConfig(budget_hours=(1800 + (minutes + 10) * 60) / 3600)
+    assert over_cap(results, rd, cap) is None and "lacks it" in over_cap(results, rd, cap, runs=runs)
+    # once this machine holds it, nothing is added; a piece training its own scene parser never adds
+    (runs / "mid" / "scene_parser").mkdir(parents=True)
+    for f in ("detector.pt", "attributes.pt"):
+        (runs / "mid" / "scene_parser" / f).write_bytes(b"")
+    assert lender_minutes(results, rd, runs) is None and over_cap(results, rd, cap, runs=runs) is None
+    easy = next(p for p in study_pieces() if p.name == "easy-seed0-modular")
+    assert lender_minutes(results, easy, tmp_path / "elsewhere") is None
+
+
 def test_frozen_code_is_a_worktree_of_head_reused_and_swept(load_script, tmp_path):
     import subprocess
 
