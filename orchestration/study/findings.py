@@ -114,9 +114,13 @@ def _finding(key: str, paper: str, ours: Sequence[str], intervals, side: int, de
             "side": side, "level": level, "basis": dict(basis or {})}
 
 
+_NUMBER = {1: "one", 2: "two", 3: "three", 4: "four", 5: "five"}
+
+
 def qualifiers(row: Mapping[str, Any], corrected: str | None = None) -> str:
     """Every qualifier of a finding, by one rule on what it rests on (``row["basis"]``): one model
-    on its non-modular side; one training seed per compared cell; parsed programs, where the same
+    on its non-modular side; the training seeds its compared cells pool (the fewest, where they
+    differ: "one training seed", "two training seeds", ...); parsed programs, where the same
     comparison with ground-truth programs reads otherwise; and a status that holds at 95% but not
     after the multiple-comparison correction (``corrected``: the status on the widened intervals).
     Empty for a pending finding."""
@@ -126,8 +130,9 @@ def qualifiers(row: Mapping[str, Any], corrected: str | None = None) -> str:
     side = b.get("non_modular") or []
     if len(side) == 1:
         out.append(f"rests on {side[0]} alone")
-    if b.get("seeds") == 1:
-        out.append("one training seed")
+    if b.get("seeds"):
+        n = int(b["seeds"])
+        out.append(f"{_NUMBER.get(n, str(n))} training seed{'s' if n > 1 else ''}")
     if b.get("programs") == "parsed" and b.get("gt_status") not in (None, row["status"]):
         out.append(f"with parsed programs; with ground-truth programs {b['gt_status']}")
     if corrected is not None and corrected != row["status"]:

@@ -75,8 +75,8 @@ def readme_results(report: Mapping[str, Any]) -> str:
     docs/study.md's), from the study's report JSON alone."""
     lines = [f"Generated from `results/study/report.json` (`scripts/run_study.py --report`; `--check` fails when "
              f"this table differs). Object questions, {report['study']['sizes']['train']:,} training images per "
-             f"variant; one training seed per cell unless a line says otherwise (in domain, every seed the default "
-             f"variant has, in a two-level bootstrap: seeds, then images); 95% intervals over the test images. "
+             f"variant; a verdict names the training seeds its cells pool (the fewest, where they differ); 95% "
+             f"intervals over the seeds, where a cell pools several, then the test images. "
              f"Details: [results/study/report.md](results/study/report.md).", ""]
     return "\n".join(lines + findings_table(report) + ["", "Every model in domain, with its image dependence "
                                                         "(the check that a model looks): docs/study.md, \"In domain\"."])

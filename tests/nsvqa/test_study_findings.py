@@ -314,10 +314,11 @@ def test_one_rule_writes_every_qualifier_and_marks_a_status_that_holds_at_95_onl
     (got,) = decide([row], 60)
     assert got["corrected"] == "inconclusive"
     assert got["qualifier"].endswith("at 95% only: inconclusive after the multiple-comparison correction")
-    # far from 0 it survives the correction, and two models on a side and three seeds say nothing
+    # far from 0 it survives the correction; two models on a side say nothing, and three seeds say so
     far = {**row, "intervals": [[0.04, 0.06]], "basis": {"non_modular": ["film", "mdetr"], "seeds": 3}}
     (got,) = decide([far], 60)
-    assert got["corrected"] == "reproduced" and got["qualifier"] == ""
+    assert got["corrected"] == "reproduced" and got["qualifier"] == "three training seeds"
+    assert qualifiers({**far, "basis": {"seeds": 2}}) == "two training seeds"
     assert qualifiers({**row, "status": "pending"}) == ""
 
 

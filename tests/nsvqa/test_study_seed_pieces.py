@@ -222,7 +222,8 @@ def test_a_finding_on_pooled_seeds_is_no_longer_one_seeds(tmp_path):
     red = report["factors"]["redundancy"]["models"]
     assert red["pnsvqa"]["seeds"] == red["film"]["seeds"] == [0, 1, 2] and red["pnsvqa"]["rd"] == pytest.approx(0.25)
     finding = next(f for f in report["findings"] if f["key"] == "redundancy")
-    assert finding["basis"]["seeds"] == 3 and "one training seed" not in finding["qualifier"]
+    assert finding["basis"]["seeds"] == 3 and "three training seeds" in finding["qualifier"]
+    assert "one training seed" not in finding["qualifier"]
     md = files["report.md"].decode()
     assert "mean of seeds 0, 1, 2" in md and "it draws the training seeds too" in md
     # one model of the comparison at one seed: the finding rests on one seed again
