@@ -46,7 +46,7 @@ from orchestration.study.parses import PARSES, export_parses, reexecute
 from orchestration.study.publish import check_study_report, write_study_report
 from orchestration.study.demo import (DEMO_BLOCK, DEMO_PICTURE, demo_block_reproduces, demo_comparison, demo_figure,
                                       demo_table, write_demo_block)
-from orchestration.study.run import run_piece, write_perception
+from orchestration.study.run import lender_elsewhere, run_piece, write_perception
 from orchestration.study.launch import (LAUNCHERS, LaunchOptions, estimate_line, frozen_tree, generate_data, launch,
                                         past_cap, require_submitit, run_git, scaled_estimate, train_piece_parsers)
 from orchestration.study.scale import run_scale_check, scale_variants
@@ -121,6 +121,10 @@ def get_args_parser() -> argparse.ArgumentParser:
     p.add_argument("--over-cap", action="store_true",
                    help="run a piece even if it takes the study past its budget_hours cap (otherwise such a "
                         "piece is not started and the exit status is 3)")
+    p.add_argument("--retrain-lender", action="store_true",
+                   help="run a piece whose borrowed scene parser this machine lacks even where its lender piece "
+                        "trained it on another CPU or torch thread count (its parses then differ from the lender's; "
+                        "otherwise such a piece is not started and the exit status is 5)")
     p.add_argument("--time-left", type=float, default=None, metavar="MINUTES",
                    help="wall time this call may use (a session's or a batch job's end): a piece projected to "
                         "end after it is not started (exit 4); projections leave out data generation, minutes per piece; "
@@ -401,6 +405,11 @@ def main(argv: list[str] | None = None) -> int:
             if why:
                 print(f"{PROG}: piece {piece.name} not started: {why} (--time-left)", file=sys.stderr)
                 return 4
+            why = None if args.retrain_lender else lender_elsewhere(piece, args.runs, args.results, cfg)
+            if why:
+                print(f"{PROG}: piece {piece.name} not started: {why} (bring the lender's run folder here, or "
+                      f"--retrain-lender)", file=sys.stderr)
+                return 5
             print(f"{PROG}: piece {piece.name}: {', '.join(piece.models)} on {piece.variant} "
                   f"(seed {piece.seed}), tested on {', '.join(piece.tests)}", file=sys.stderr)
             rec = run_piece(piece, args.data, args.runs, args.results, cfg, jobs=args.jobs, workers=args.workers,

@@ -18,7 +18,7 @@ from nsvqa.generation.variants import FACTORS
 from orchestration.study.attempts import stopped_in_training
 from orchestration.study.perception_record import (PERCEPTION_BUDGET_GROUP, perception_record_path,
                                                    perception_seconds, read_perception_record)
-from orchestration.study.plan import (PART_GROUP, Piece, is_reduced, piece_dir, piece_setup, record_holds,
+from orchestration.study.plan import (PART_GROUP, Piece, is_reduced, lenders, piece_dir, record_holds,
                                      scene_parser_folder, study_pieces, trains_scene_parser, uses_scene_parser)
 from orchestration.study.scale_record import SCALE_BUDGET_GROUP, read_scale_record, scale_record_path, scale_seconds
 from orchestration.study.study_config import STUDY, StudyConfig, StudyError
@@ -285,6 +285,16 @@ def rerun_hours(results: str | os.PathLike, cfg: StudyConfig = STUDY) -> dict[st
 SCENE_PARSER_FILES = ("detector.pt", "attributes.pt")
 
 
+def borrowed_and_missing(piece: Piece, runs: str | os.PathLike, cfg: StudyConfig = STUDY) -> Path | None:
+    """The run folder of the scene parser ``piece`` borrows (:func:`~orchestration.study.plan.lenders`)
+    where ``runs`` lacks it (:data:`SCENE_PARSER_FILES`), so that the piece trains it again first;
+    None where it holds it, or the piece trains its own or uses none."""
+    if not lenders(piece, cfg):
+        return None
+    folder = scene_parser_folder(piece, runs, cfg)
+    return None if all((folder / "scene_parser" / f).is_file() for f in SCENE_PARSER_FILES) else folder
+
+
 def lender_minutes(results: str | os.PathLike, piece: Piece, runs: str | os.PathLike, cfg: StudyConfig = STUDY,
                    b: Mapping[str, Any] | None = None) -> tuple[float, str] | None:
     """What ``piece`` adds to its projection on this machine when it borrows an earlier piece's
@@ -293,15 +303,13 @@ def lender_minutes(results: str | os.PathLike, piece: Piece, runs: str | os.Path
     minutes and the lender's run folder, None where nothing trains again. The minutes are what the
     lender's committed piece recorded for that scene parser (its ``seconds.checkpoints``), else the
     group's parser phase less its shared one (:func:`budget`'s ``step_minutes``)."""
-    folder = scene_parser_folder(piece, runs, cfg)
-    if folder is None or trains_scene_parser(piece, cfg) or all((folder / "scene_parser" / f).is_file()
-                                                                for f in SCENE_PARSER_FILES):
+    folder = borrowed_and_missing(piece, runs, cfg)
+    if folder is None:
         return None
-    lender = piece_setup(piece, ".", ".", cfg).scene_variant
     recorded = []
-    for p in study_pieces(cfg):
+    for p in lenders(piece, cfg):
         path = piece_dir(results, p) / "piece.json"
-        if (p.variant, p.seed) != (lender, piece.seed) or not trains_scene_parser(p, cfg) or not path.is_file():
+        if not path.is_file():
             continue
         marks = json.loads(path.read_text()).get("seconds", {}).get("checkpoints", {})
         sec = [marks.get(f"scene_parser/{f}", {}).get("seconds") for f in SCENE_PARSER_FILES]
@@ -408,5 +416,5 @@ def _pending_table(rows: Sequence[Mapping[str, Any]], piece: str, cap: str) -> l
     return lines
 
 
-__all__ = ["PARSER_STEPS", "PROMOTED", "RERUNS", "RERUN_CAP_HOURS", "SCENE_PARSER_FILES", "budget", "budget_group", "budget_markdown", "lender_minutes", "over_cap", "out_of_time",
+__all__ = ["PARSER_STEPS", "PROMOTED", "RERUNS", "RERUN_CAP_HOURS", "SCENE_PARSER_FILES", "budget", "budget_group", "borrowed_and_missing", "budget_markdown", "lender_minutes", "over_cap", "out_of_time",
            "pending_rows", "read_promoted", "rerun_hours"]

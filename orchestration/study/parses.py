@@ -26,10 +26,9 @@ from orchestration.experiment import VariantRun
 from nsvqa.fileio import write_atomic
 from nsvqa.models import TUNED, ModelSpec, PredictInputs
 from orchestration.models import get as get_model
-from orchestration.study.plan import Piece, piece_dir, piece_setup
+from orchestration.study.plan import PARSES, Piece, piece_dir, piece_setup
 from orchestration.study.study_config import STUDY, StudyConfig
 
-PARSES = "parses"
 
 
 def executor_labels(piece: Piece) -> list[str]:

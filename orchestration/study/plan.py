@@ -271,6 +271,20 @@ def scene_parser_folder(piece: Piece, runs: str | os.PathLike, cfg: StudyConfig 
     return _run_path(setup.runs, setup.scene_variant, piece.seed)
 
 
+def lenders(piece: Piece, cfg: StudyConfig = STUDY) -> list[Piece]:
+    """The pieces of the plan that train the scene parser ``piece`` borrows (their variant is its
+    :func:`scene_source`, at its seed, and they train their own); empty for a piece that trains its
+    own or uses none."""
+    if not uses_scene_parser(piece) or trains_scene_parser(piece, cfg):
+        return []
+    source = piece_setup(piece, ".", ".", cfg).scene_variant
+    return [p for p in study_pieces(cfg) if (p.variant, p.seed) == (source, piece.seed) and trains_scene_parser(p, cfg)]
+
+
+#: A piece's committed parses, under its results folder (``orchestration.study.parses``).
+PARSES = "parses"
+
+
 def piece_dir(results: str | os.PathLike, piece: Piece) -> Path:
     return Path(results) / "pieces" / piece.name
 
@@ -336,4 +350,4 @@ def pending_pieces(results: str | os.PathLike, cfg: StudyConfig = STUDY, *,
 
 __all__ = ["PART_GROUP", "Piece", "PieceSetup", "check_aliases", "canonical", "training_variants", "variants_tested",
            "scene_source", "study_pieces", "covers", "seed_pieces", "piece_setup", "uses_scene_parser",
-           "trains_scene_parser", "run_folder", "scene_parser_folder", "piece_dir", "is_done", "record_holds", "is_reduced", "pending_pieces"]
+           "trains_scene_parser", "run_folder", "scene_parser_folder", "lenders", "PARSES", "piece_dir", "is_done", "record_holds", "is_reduced", "pending_pieces"]

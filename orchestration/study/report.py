@@ -35,6 +35,7 @@ the committed predictions without retraining.
 """
 from __future__ import annotations
 
+import gzip
 import io
 import json
 import os
@@ -55,8 +56,8 @@ from nsvqa.generation.variants import FACTORS, get_factor, load_variant
 from nsvqa.models import ModelSpec
 from orchestration.models import get as get_model
 from orchestration.study.cost import budget, budget_markdown
-from orchestration.study.plan import PART_GROUP, canonical
-from orchestration.study.study_config import STUDY, StudyConfig
+from orchestration.study.plan import PARSES, PART_GROUP, canonical, lenders, piece_dir, study_pieces
+from orchestration.study.study_config import STUDY, StudyConfig, StudyError
 from orchestration.study.more_seeds import more_seeds, more_seeds_markdown
 from orchestration.study.perception_finding import perception_check, perception_markdown
 from orchestration.study.findings import (decide_all, findings, findings_markdown, perception_of, scale_cells,
@@ -70,6 +71,38 @@ TEXT_SUFFIXES = (".json", ".md", ".tex")
 def done_pieces(results: str | os.PathLike) -> list[tuple[Path, dict[str, Any]]]:
     """Each finished piece's folder and its ``piece.json``, in piece-name order."""
     return [(pj.parent, json.loads(pj.read_text())) for pj in sorted(Path(results).glob("pieces/*/piece.json"))]
+
+
+def _parsed_scenes(path: Path) -> list:
+    """The ``scenes`` of a committed, gzipped ``likelihoods.json`` as stored: what two runs of one
+    scene parser write alike (the header names the checkpoint files, whose bytes differ)."""
+    return json.loads(gzip.decompress(path.read_bytes()))["scenes"]
+
+
+def check_shared_scene_parsers(results: str | os.PathLike, cfg: StudyConfig = STUDY) -> int:
+    """That every committed piece borrowing a scene parser (:func:`~orchestration.study.plan.lenders`)
+    parsed each test split exactly as its committed lender did (their ``parses/<test>/
+    likelihoods.json.gz``' scenes): a factor's RD reads the borrower's and the lender's rows as one
+    perception. Returns how many splits were compared.
+
+    Raises:
+        StudyError: a split whose parses differ, naming both files.
+    """
+    compared = 0
+    for piece in study_pieces(cfg):
+        mine = piece_dir(results, piece) / PARSES
+        for lender in lenders(piece, cfg) if mine.is_dir() else ():
+            theirs = piece_dir(results, lender) / PARSES
+            for split in sorted(p.parent.name for p in mine.glob("*/likelihoods.json.gz")):
+                a, b = mine / split / "likelihoods.json.gz", theirs / split / "likelihoods.json.gz"
+                if not b.is_file():
+                    continue
+                if _parsed_scenes(a) != _parsed_scenes(b):
+                    raise StudyError(f"{a}: {piece.name} borrows the scene parser of {lender.name}, but its parses of "
+                                     f"{split} differ from {b}: it trained that scene parser again elsewhere "
+                                     f"(run_study.py --retrain-lender), so the two pieces do not share a perception")
+                compared += 1
+    return compared
 
 
 def collect(results: str | os.PathLike, *, parts: bool = False,
@@ -249,9 +282,12 @@ def build_study_report(results: str | os.PathLike, cfg: StudyConfig = STUDY, *, 
 
     Raises:
         FileNotFoundError: no finished piece under ``results``.
+        StudyError: a piece that borrows a scene parser parsed otherwise than its lender
+            (:func:`check_shared_scene_parsers`).
     """
     results = Path(results)
     done = done_pieces(results)
+    check_shared_scene_parsers(results, cfg)
     cells, pieces = collect(results, done=done)
     if not pieces:
         raise FileNotFoundError(f"{results}: no finished piece (pieces/<piece>/piece.json)")

@@ -5,6 +5,7 @@ and budget, data and arithmetic) that generates a piece's data, trains and tests
 from __future__ import annotations
 
 import functools
+import json
 import os
 import platform
 import subprocess
@@ -23,7 +24,8 @@ from nsvqa.fileio import write_json_atomic
 from nsvqa.generation.suite import generate_suite
 from nsvqa.generation.variants import load_variant
 from orchestration.study.attempts import PIECE_FORMAT, attempt_seconds, attempt_starts, close_stopped_attempts, read_ledger
-from orchestration.study.plan import Piece, PieceSetup, piece_dir, piece_setup, uses_scene_parser
+from orchestration.study.cost import borrowed_and_missing
+from orchestration.study.plan import Piece, PieceSetup, lenders, piece_dir, piece_setup, uses_scene_parser
 from orchestration.study.study_config import STUDY, STUDY_FILE, StudyConfig, StudyError, results_config
 from orchestration.study.parses import export_parses
 from nsvqa.training.checkpoint import CheckpointError, load_checkpoint
@@ -73,6 +75,31 @@ def machine() -> dict[str, Any]:
         pass
     return {"cpu": cpu, "cores": os.cpu_count(), "torch_threads": torch.get_num_threads(),
             "native_bf16": native_bf16("cpu"), "torch": torch.__version__, "python": platform.python_version()}
+
+
+def lender_elsewhere(piece: Piece, runs: str | os.PathLike, results: str | os.PathLike,
+                     cfg: StudyConfig = STUDY) -> str | None:
+    """Why ``piece`` should not run on this machine: it borrows a scene parser that ``runs`` lacks
+    (:func:`~orchestration.study.cost.borrowed_and_missing`), so it would train that scene parser again
+    first, and a committed lender piece (:func:`~orchestration.study.plan.lenders`) trained it on
+    another CPU or torch thread count (its ``piece.json``'s ``machine``), where training learns
+    other weights: the piece's parses would differ from its lender's, and a factor's RD would mix
+    two perceptions. None where ``runs`` holds the scene parser or the lender ran here alike."""
+    folder = borrowed_and_missing(piece, runs, cfg)
+    if folder is None:
+        return None
+    here = machine()
+    for lender in lenders(piece, cfg):
+        path = piece_dir(results, lender) / "piece.json"
+        if not path.is_file():
+            continue
+        there = json.loads(path.read_text()).get("machine") or {}
+        if (there.get("cpu"), there.get("torch_threads")) != (here["cpu"], here["torch_threads"]):
+            return (f"it borrows the scene parser of {lender.name}, which {folder} "
+                    f"lacks, so it would train it again here ({here['cpu']}, {here['torch_threads']} torch "
+                    f"thread(s)); {path} trained it on {there.get('cpu')} with {there.get('torch_threads')}, where "
+                    f"training learns other weights, so this piece's parses would differ from its lender's")
+    return None
 
 
 def checkpoint_seconds(run: str | os.PathLike) -> dict[str, dict[str, float]]:
@@ -212,4 +239,4 @@ def run_piece(piece: Piece, data: str | os.PathLike, runs: str | os.PathLike, re
     return record
 
 
-__all__ = ["checkpoint_seconds", "generate_piece_data", "machine", "run_piece", "write_perception"]
+__all__ = ["checkpoint_seconds", "generate_piece_data", "lender_elsewhere", "machine", "run_piece", "write_perception"]

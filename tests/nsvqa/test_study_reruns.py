@@ -42,3 +42,30 @@ def test_a_promoted_rerun_counts_as_a_rerun_and_the_study_keeps_the_replaced_hou
     (tmp_path / "reruns" / "promoted.json").write_text(json.dumps({"pieces": {"mid-seed0-modular": {}}}))
     with pytest.raises(StudyError, match=r"promoted.json: not a record of promoted reruns"):
         budget(tmp_path, BASE)
+
+
+def test_a_piece_that_parsed_otherwise_than_the_scene_parser_it_borrows_is_refused(tmp_path):
+    import gzip
+    import re
+
+    from orchestration.study.report import build_study_report, check_shared_scene_parsers
+
+    def parses(piece, split, scenes, header):
+        path = tmp_path / "pieces" / piece / "parses" / split / "likelihoods.json.gz"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(gzip.compress(json.dumps({"version": 1, **header, "scenes": scenes}).encode()))
+        return path
+
+    # rd+ borrows mid's scene parser; its parses of mid and rd+ equal mid's, though the headers differ
+    for split in ("mid", "rd+"):
+        parses("mid-seed0-modular", split, [{"image_index": 0, "x": 1}], {"provenance": "a"})
+        parses("rd+-seed0-modular", split, [{"image_index": 0, "x": 1}], {"provenance": "b"})
+    parses("rd+-seed0-modular", "rd-", [{"image_index": 0, "x": 2}], {})  # the lender never parsed it
+    parses("mid-seed1-modular", "mid", [{"image_index": 0, "x": 3}], {})  # another seed lends nothing
+    assert check_shared_scene_parsers(tmp_path) == 2
+    mine = parses("rd+-seed0-modular", "rd+", [{"image_index": 0, "x": 1.5}], {})
+    with pytest.raises(StudyError, match=re.escape(f"{mine}: rd+-seed0-modular borrows the scene parser of "
+                                                   f"mid-seed0-modular, but its parses of rd+ differ from ")):
+        check_shared_scene_parsers(tmp_path)
+    with pytest.raises(StudyError, match="do not share a perception"):
+        build_study_report(tmp_path, plots=False)  # before any work

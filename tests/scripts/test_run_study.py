@@ -125,6 +125,38 @@ def test_a_borrowed_scene_parser_this_machine_lacks_counts_in_the_time_left_and_
     assert lender_minutes(results, easy, tmp_path / "elsewhere") is None
 
 
+def test_a_borrowed_scene_parser_is_not_trained_again_on_another_cpu_than_its_lender(tmp_path, load_script,
+                                                                                      capsys):
+    from orchestration.study import study_pieces
+    from orchestration.study.run import lender_elsewhere, machine
+
+    main = load_script("run_study").main
+    results, data, runs = _one_piece_committed(tmp_path)
+    lender = results / "pieces" / "mid-seed0-modular" / "piece.json"
+    record = json.loads(lender.read_text())
+    here = machine()
+    rd = next(p for p in study_pieces() if p.name == "rd+-seed0-modular")  # borrows mid's scene parser
+    lender.write_text(json.dumps({**record, "machine": {**here, "cpu": "another CPU"}}))
+    why = lender_elsewhere(rd, runs, results)
+    assert f"borrows the scene parser of mid-seed0-modular, which {runs / 'mid'} lacks" in why
+    assert f"{lender} trained it on another CPU with {here['torch_threads']}" in why
+    assert main(["--results", str(results), "--data", str(data), "--runs", str(runs), "--only", rd.name]) == 5
+    assert "--retrain-lender" in capsys.readouterr().err and not data.exists() and not runs.exists()
+    # another thread count learns other weights too; the same CPU and threads learn the same ones
+    lender.write_text(json.dumps({**record, "machine": {**here, "torch_threads": here["torch_threads"] + 1}}))
+    assert lender_elsewhere(rd, runs, results) is not None
+    lender.write_text(json.dumps({**record, "machine": here}))
+    assert lender_elsewhere(rd, runs, results) is None
+    # where this machine holds the lender's scene parser, nothing trains again, whatever ran it
+    lender.write_text(json.dumps({**record, "machine": {**here, "cpu": "another CPU"}}))
+    (runs / "mid" / "scene_parser").mkdir(parents=True)
+    for f in ("detector.pt", "attributes.pt"):
+        (runs / "mid" / "scene_parser" / f).write_bytes(b"")
+    assert lender_elsewhere(rd, runs, results) is None
+    easy = next(p for p in study_pieces() if p.name == "easy-seed0-modular")  # trains its own
+    assert lender_elsewhere(easy, tmp_path / "elsewhere", results) is None
+
+
 def test_frozen_code_is_a_worktree_of_head_reused_and_swept(load_script, tmp_path):
     import subprocess
 
