@@ -297,10 +297,9 @@ def borrowed_and_missing(piece: Piece, runs: str | os.PathLike, cfg: StudyConfig
 
 def lender_minutes(results: str | os.PathLike, piece: Piece, runs: str | os.PathLike, cfg: StudyConfig = STUDY,
                    b: Mapping[str, Any] | None = None) -> tuple[float, str] | None:
-    """What ``piece`` adds to its projection on this machine when it borrows an earlier piece's
-    scene parser (not :func:`~orchestration.study.plan.trains_scene_parser`) and ``runs`` lacks
-    it (:data:`SCENE_PARSER_FILES`), so that the lender's scene parser trains again first: the
-    minutes and the lender's run folder, None where nothing trains again. The minutes are what the
+    """What ``piece`` adds to its projection on this machine when ``runs`` lacks the scene parser
+    it borrows (:func:`borrowed_and_missing`), so that it trains that scene parser again first:
+    the minutes and the lender's run folder, None where nothing trains again. The minutes are what the
     lender's committed piece recorded for that scene parser (its ``seconds.checkpoints``), else the
     group's parser phase less its shared one (:func:`budget`'s ``step_minutes``)."""
     folder = borrowed_and_missing(piece, runs, cfg)
@@ -416,5 +415,6 @@ def _pending_table(rows: Sequence[Mapping[str, Any]], piece: str, cap: str) -> l
     return lines
 
 
-__all__ = ["PARSER_STEPS", "PROMOTED", "RERUNS", "RERUN_CAP_HOURS", "SCENE_PARSER_FILES", "budget", "budget_group", "borrowed_and_missing", "budget_markdown", "lender_minutes", "over_cap", "out_of_time",
-           "pending_rows", "read_promoted", "rerun_hours"]
+__all__ = ["PARSER_STEPS", "PROMOTED", "RERUNS", "RERUN_CAP_HOURS", "SCENE_PARSER_FILES", "borrowed_and_missing",
+           "budget", "budget_group", "budget_markdown", "lender_minutes", "over_cap", "out_of_time", "pending_rows",
+           "read_promoted", "rerun_hours"]

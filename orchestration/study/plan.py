@@ -272,13 +272,13 @@ def scene_parser_folder(piece: Piece, runs: str | os.PathLike, cfg: StudyConfig 
 
 
 def lenders(piece: Piece, cfg: StudyConfig = STUDY) -> list[Piece]:
-    """The pieces of the plan that train the scene parser ``piece`` borrows (their variant is its
-    :func:`scene_source`, at its seed, and they train their own); empty for a piece that trains its
-    own or uses none."""
+    """The pieces of the plan that train the scene parser ``piece`` borrows: those that train their
+    own into the run folder it reads (:func:`scene_parser_folder`: its :func:`scene_source` at its
+    seed; a part-extension piece's lies apart); empty for a piece that trains its own or uses none."""
     if not uses_scene_parser(piece) or trains_scene_parser(piece, cfg):
         return []
-    source = piece_setup(piece, ".", ".", cfg).scene_variant
-    return [p for p in study_pieces(cfg) if (p.variant, p.seed) == (source, piece.seed) and trains_scene_parser(p, cfg)]
+    folder = scene_parser_folder(piece, ".", cfg)
+    return [p for p in study_pieces(cfg) if trains_scene_parser(p, cfg) and scene_parser_folder(p, ".", cfg) == folder]
 
 
 #: A piece's committed parses, under its results folder (``orchestration.study.parses``).

@@ -94,8 +94,8 @@ def test_a_piece_projected_past_the_time_left_is_not_started(tmp_path, load_scri
 
 def test_a_borrowed_scene_parser_this_machine_lacks_counts_in_the_time_left_and_the_cap(tmp_path, load_script,
                                                                                         capsys):
-    from orchestration.study import (StudyConfig, budget, lender_minutes, out_of_time, over_cap, pending_rows,
-                                     study_pieces)
+    from orchestration.study import (StudyConfig, budget, lender_minutes, lenders, out_of_time, over_cap,
+                                     pending_rows, study_pieces)
 
     main = load_script("run_study").main
     results, data, runs = _one_piece_committed(tmp_path)
@@ -104,6 +104,8 @@ def test_a_borrowed_scene_parser_this_machine_lacks_counts_in_the_time_left_and_
                                         "scene_parser/attributes.pt": {"seconds": 300.0}}
     (results / "pieces" / "mid-seed0-modular" / "piece.json").write_text(json.dumps(record))
     rd = next(p for p in study_pieces() if p.name == "rd+-seed0-modular")  # borrows mid's scene parser
+    # the pieces training into mid's run folder lend it; the part extension's scene parser lies apart
+    assert [p.name for p in lenders(rd)] == ["mid-seed0-modular", "mid-seed0-seeing"]
     minutes = next(r["minutes"] for r in pending_rows(budget(results)) if r["piece"] == rd.name)  # as --budget has it
     # no run folder here: mid's scene parser trains again first, for the 25 minutes mid's piece recorded
     assert lender_minutes(results, rd, runs) == (25.0, str(runs / "mid"))
