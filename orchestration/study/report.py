@@ -88,7 +88,7 @@ def check_shared_scene_parsers(results: str | os.PathLike, cfg: StudyConfig = ST
     Raises:
         StudyError: a split whose parses differ, naming both files.
     """
-    compared = 0
+    compared, lent = 0, {}  # a lender's parses, read once for all its borrowers
     for piece in study_pieces(cfg):
         mine = piece_dir(results, piece) / PARSES
         for lender in lenders(piece, cfg) if mine.is_dir() else ():
@@ -97,7 +97,9 @@ def check_shared_scene_parsers(results: str | os.PathLike, cfg: StudyConfig = ST
                 a, b = mine / split / "likelihoods.json.gz", theirs / split / "likelihoods.json.gz"
                 if not b.is_file():
                     continue
-                if _parsed_scenes(a) != _parsed_scenes(b):
+                if b not in lent:
+                    lent[b] = _parsed_scenes(b)
+                if _parsed_scenes(a) != lent[b]:
                     raise StudyError(f"{a}: {piece.name} borrows the scene parser of {lender.name}, but its parses of "
                                      f"{split} differ from {b}: it trained that scene parser again elsewhere "
                                      f"(run_study.py --retrain-lender), so the two pieces do not share a perception")
