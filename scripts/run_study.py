@@ -122,9 +122,10 @@ def get_args_parser() -> argparse.ArgumentParser:
                    help="run a piece even if it takes the study past its budget_hours cap (otherwise such a "
                         "piece is not started and the exit status is 3)")
     p.add_argument("--retrain-lender", action="store_true",
-                   help="run a piece whose borrowed scene parser this machine lacks even where its lender piece "
-                        "trained it on another CPU or torch thread count (its parses then differ from the lender's; "
-                        "otherwise such a piece is not started and the exit status is 5)")
+                   help="run a piece whose scene parser (borrowed, or shared with another group of its run folder) "
+                        "this machine lacks even where a committed piece trained it on another CPU or torch thread "
+                        "count (the two then read different perceptions; otherwise such a piece is not started and "
+                        "the exit status is 5; with --launcher, each piece job)")
     p.add_argument("--time-left", type=float, default=None, metavar="MINUTES",
                    help="wall time this call may use (a session's or a batch job's end): a piece projected to "
                         "end after it is not started (exit 4); projections leave out data generation, minutes per piece; "
@@ -228,7 +229,7 @@ def _launch(args: argparse.Namespace, todo: list, cfg: StudyConfig) -> int:
                          unprojected_minutes=args.time_unprojected, requeues=args.requeues,
                          folder=(args.launch_folder or args.runs / "launch" / "jobs").resolve(),
                          estimate_from=ESTIMATE_FROM if args.results.resolve() != ESTIMATE_FROM.resolve() else None,
-                         gpu_speedup=args.gpu_speedup)
+                         gpu_speedup=args.gpu_speedup, retrain_lender=args.retrain_lender)
     out = launch(todo, args.data, args.runs, args.results, cfg, opts, Path(code).resolve(),
                  echo=lambda s: print(f"{PROG}: {s}", file=sys.stderr))
     if args.launcher == "slurm":
@@ -407,7 +408,7 @@ def main(argv: list[str] | None = None) -> int:
                 return 4
             why = None if args.retrain_lender else lender_elsewhere(piece, args.runs, args.results, cfg)
             if why:
-                print(f"{PROG}: piece {piece.name} not started: {why} (bring the lender's run folder here, or "
+                print(f"{PROG}: piece {piece.name} not started: {why} (bring that run folder here, or "
                       f"--retrain-lender)", file=sys.stderr)
                 return 5
             print(f"{PROG}: piece {piece.name}: {', '.join(piece.models)} on {piece.variant} "

@@ -95,6 +95,8 @@ class LaunchOptions:
             (a new folder at another scale); None: such pieces get ``unprojected_minutes``.
         gpu_speedup: the assumed throughput of one GPU over the machine ``estimate_from`` was
             measured on, for pieces on a CUDA device (1 on a CPU).
+        retrain_lender: each piece job runs even where it would train again a scene parser that a
+            committed piece trained on another CPU (``run_study.py --retrain-lender``).
     """
 
     launcher: str = "local"
@@ -116,6 +118,7 @@ class LaunchOptions:
     folder: Path = Path("runs/study/launch")
     estimate_from: Path | None = None
     gpu_speedup: float = 100.0
+    retrain_lender: bool = False
 
 
 @dataclass(frozen=True)
@@ -237,7 +240,8 @@ def plan_jobs(todo: Sequence[Piece], data: str | os.PathLike, runs: str | os.Pat
             after_ok, after_any = [pname], ()
         jobs.append(Job(piece.name, "piece", (*common, "--only", piece.name, "--pieces", "1", "--over-cap",
                                               "--device", opts.device, "--jobs", str(opts.jobs),
-                                              "--workers", str(opts.workers)),
+                                              "--workers", str(opts.workers),
+                                              *(("--retrain-lender",) if opts.retrain_lender else ())),
                         tuple(dict.fromkeys(after_ok)), after_any, time_limit(minutes, opts), gpus_per_node=gpus))
         last_in_folder[folder] = piece.name
     return jobs

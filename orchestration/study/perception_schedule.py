@@ -61,8 +61,7 @@ from nsvqa.artifacts.predictions import CellKey, read_predictions, write_predict
 from nsvqa.fileio import sha256_file, write_json_atomic
 from nsvqa.generation.variants import FACTORS, load_variant
 from nsvqa.training.checkpoint import CheckpointError, load_checkpoint, sidecar_path, weights_digest
-from nsvqa.training.loading import (DETECTOR_CHECKPOINT, DETECTOR_KIND, HEAD_CHECKPOINT, HEAD_KIND, QUESTION_CHECKPOINT,
-                                    QUESTION_KIND)
+from nsvqa.training.loading import DETECTOR_CHECKPOINT, HEAD_CHECKPOINT, HEAD_KIND, QUESTION_CHECKPOINT
 from nsvqa.training.scene_config import SceneParserConfig
 from orchestration.experiment import TrainSpec, VariantRun, train_parsers, train_variant
 import orchestration.study.run as study_run
@@ -312,10 +311,7 @@ def _threads() -> int:
 def weights(run: VariantRun) -> dict[str, str]:
     """The weights digests (:func:`nsvqa.training.checkpoint.weights_digest`) of a run's detector,
     attribute head and question parser, those it holds."""
-    parts = (("detector", run.scene_dir / DETECTOR_CHECKPOINT, DETECTOR_KIND),
-             ("attributes", run.scene_dir / HEAD_CHECKPOINT, HEAD_KIND),
-             ("question_parser", run.question_dir / QUESTION_CHECKPOINT, QUESTION_KIND))
-    return {k: weights_digest(path, kind) for k, path, kind in parts if path.is_file()}
+    return study_run.parser_weights(run.scene_dir, run.question_dir)
 
 
 def _spec(cfg: StudyConfig, variant: str, *, jobs: int, device: str, progress: bool,

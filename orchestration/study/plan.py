@@ -271,14 +271,24 @@ def scene_parser_folder(piece: Piece, runs: str | os.PathLike, cfg: StudyConfig 
     return _run_path(setup.runs, setup.scene_variant, piece.seed)
 
 
+def sharers(piece: Piece, cfg: StudyConfig = STUDY) -> list[Piece]:
+    """The other pieces of the plan that train their own scene parser into the run folder ``piece``
+    reads its from (:func:`scene_parser_folder`): a borrower's lenders (:func:`lenders`); for a piece
+    that trains its own, the other groups of its variant and seed that train it too (``mid-seed1-seeing``
+    and ``mid-seed1-modular``: whichever runs first trains it, the other reads it). Empty for a piece
+    that uses none."""
+    folder = scene_parser_folder(piece, ".", cfg)
+    if folder is None:
+        return []
+    return [p for p in study_pieces(cfg)
+            if p != piece and trains_scene_parser(p, cfg) and scene_parser_folder(p, ".", cfg) == folder]
+
+
 def lenders(piece: Piece, cfg: StudyConfig = STUDY) -> list[Piece]:
     """The pieces of the plan that train the scene parser ``piece`` borrows: those that train their
     own into the run folder it reads (:func:`scene_parser_folder`: its :func:`scene_source` at its
     seed; a part-extension piece's lies apart); empty for a piece that trains its own or uses none."""
-    if not uses_scene_parser(piece) or trains_scene_parser(piece, cfg):
-        return []
-    folder = scene_parser_folder(piece, ".", cfg)
-    return [p for p in study_pieces(cfg) if trains_scene_parser(p, cfg) and scene_parser_folder(p, ".", cfg) == folder]
+    return [] if trains_scene_parser(piece, cfg) else sharers(piece, cfg)
 
 
 #: A piece's committed parses, under its results folder (``orchestration.study.parses``).
@@ -349,5 +359,6 @@ def pending_pieces(results: str | os.PathLike, cfg: StudyConfig = STUDY, *,
 
 
 __all__ = ["PART_GROUP", "Piece", "PieceSetup", "check_aliases", "canonical", "training_variants", "variants_tested",
-           "scene_source", "study_pieces", "covers", "seed_pieces", "piece_setup", "uses_scene_parser",
-           "trains_scene_parser", "run_folder", "scene_parser_folder", "lenders", "PARSES", "piece_dir", "is_done", "record_holds", "is_reduced", "pending_pieces"]
+           "scene_source", "study_pieces", "covers", "seed_pieces", "piece_setup", "uses_scene_parser", "sharers",
+           "trains_scene_parser", "run_folder", "scene_parser_folder", "lenders", "PARSES", "piece_dir", "is_done",
+           "record_holds", "is_reduced", "pending_pieces"]

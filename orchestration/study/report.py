@@ -56,7 +56,8 @@ from nsvqa.generation.variants import FACTORS, get_factor, load_variant
 from nsvqa.models import ModelSpec
 from orchestration.models import get as get_model
 from orchestration.study.cost import budget, budget_markdown
-from orchestration.study.plan import PARSES, PART_GROUP, canonical, lenders, piece_dir, study_pieces
+from orchestration.study.plan import (PARSES, PART_GROUP, canonical, lenders, piece_dir, scene_parser_folder,
+                                      study_pieces)
 from orchestration.study.study_config import STUDY, StudyConfig, StudyError
 from orchestration.study.more_seeds import more_seeds, more_seeds_markdown
 from orchestration.study.perception_finding import perception_check, perception_markdown
@@ -80,16 +81,32 @@ def _parsed_scenes(path: Path) -> list:
 
 
 def check_shared_scene_parsers(results: str | os.PathLike, cfg: StudyConfig = STUDY) -> int:
-    """That every committed piece borrowing a scene parser (:func:`~orchestration.study.plan.lenders`)
-    parsed each test split exactly as its committed lender did (their ``parses/<test>/
-    likelihoods.json.gz``' scenes): a factor's RD reads the borrower's and the lender's rows as one
-    perception. Returns how many splits were compared.
+    """That the committed pieces reading one run folder's scene parser read one perception: every
+    borrower (:func:`~orchestration.study.plan.lenders`) parsed each test split exactly as its
+    committed lender did (their ``parses/<test>/likelihoods.json.gz``' scenes), and every two pieces
+    that read the same folder (:func:`~orchestration.study.plan.scene_parser_folder`: a lender and
+    its borrowers, the groups of one variant and seed) and whose ``piece.json`` records the weights
+    of that scene parser (``scene_parser_weights``, written since 2026-12-06) record the same
+    weights. A factor's RD reads a borrower's and its lender's rows as one perception; the seeing
+    model is compared with the modular models of its own run folder as sharing theirs. Returns how
+    many splits and pairs of records were compared.
 
     Raises:
-        StudyError: a split whose parses differ, naming both files.
+        StudyError: a split whose parses differ, or two records whose weights differ, naming both
+            files.
     """
-    compared, lent = 0, {}  # a lender's parses, read once for all its borrowers
+    compared, lent, first = 0, {}, {}  # a lender's parses, read once; the first record of each folder
     for piece in study_pieces(cfg):
+        record = piece_dir(results, piece) / "piece.json"
+        weights = json.loads(record.read_text()).get("scene_parser_weights") if record.is_file() else None
+        if weights is not None:
+            folder = scene_parser_folder(piece, ".", cfg)
+            if folder in first and first[folder][1] != weights:
+                raise StudyError(f"{record}: {piece.name} read the scene parser of {folder.name} with other weights than "
+                                 f"{first[folder][0]} records: it trained that scene parser again elsewhere "
+                                 f"(run_study.py --retrain-lender), so the two pieces do not share a perception")
+            compared += folder in first
+            first.setdefault(folder, (record, weights))
         mine = piece_dir(results, piece) / PARSES
         for lender in lenders(piece, cfg) if mine.is_dir() else ():
             theirs = piece_dir(results, lender) / PARSES

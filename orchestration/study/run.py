@@ -24,11 +24,14 @@ from nsvqa.fileio import write_json_atomic
 from nsvqa.generation.suite import generate_suite
 from nsvqa.generation.variants import load_variant
 from orchestration.study.attempts import PIECE_FORMAT, attempt_seconds, attempt_starts, close_stopped_attempts, read_ledger
-from orchestration.study.cost import borrowed_and_missing
-from orchestration.study.plan import Piece, PieceSetup, lenders, piece_dir, piece_setup, uses_scene_parser
+from orchestration.study.cost import SCENE_PARSER_FILES
+from orchestration.study.plan import (Piece, PieceSetup, lenders, piece_dir, piece_setup, scene_parser_folder, sharers,
+                                      uses_scene_parser)
 from orchestration.study.study_config import STUDY, STUDY_FILE, StudyConfig, StudyError, results_config
 from orchestration.study.parses import export_parses
-from nsvqa.training.checkpoint import CheckpointError, load_checkpoint
+from nsvqa.training.checkpoint import CheckpointError, load_checkpoint, weights_digest
+from nsvqa.training.loading import (DETECTOR_CHECKPOINT, DETECTOR_KIND, HEAD_CHECKPOINT, HEAD_KIND, QUESTION_CHECKPOINT,
+                                    QUESTION_KIND)
 from nsvqa.training.engine import native_bf16
 
 
@@ -77,28 +80,49 @@ def machine() -> dict[str, Any]:
             "native_bf16": native_bf16("cpu"), "torch": torch.__version__, "python": platform.python_version()}
 
 
+def scene_parser_weights(piece: Piece, runs: str | os.PathLike, cfg: StudyConfig = STUDY) -> dict[str, str] | None:
+    """The weights digests (:func:`nsvqa.training.checkpoint.weights_digest`) of the scene parser
+    ``piece`` reads (:func:`~orchestration.study.plan.scene_parser_folder`, its own or borrowed):
+    ``{"detector", "attributes"}``, what ``piece.json`` records so that the report can tell that the
+    pieces reading one run folder read one perception. None for a piece that uses none."""
+    folder = scene_parser_folder(piece, runs, cfg)
+    return None if folder is None else parser_weights(folder / "scene_parser")
+
+
+def parser_weights(scene_dir: Path | None = None, question_dir: Path | None = None) -> dict[str, str]:
+    """The weights digests of the parsers that ``scene_dir`` (detector, attribute head) and
+    ``question_dir`` (question parser) hold, by name, those present."""
+    parts = [*(() if scene_dir is None else (("detector", scene_dir / DETECTOR_CHECKPOINT, DETECTOR_KIND),
+                                              ("attributes", scene_dir / HEAD_CHECKPOINT, HEAD_KIND))),
+             *(() if question_dir is None else (("question_parser", question_dir / QUESTION_CHECKPOINT, QUESTION_KIND),))]
+    return {k: weights_digest(path, kind) for k, path, kind in parts if path.is_file()}
+
+
 def lender_elsewhere(piece: Piece, runs: str | os.PathLike, results: str | os.PathLike,
                      cfg: StudyConfig = STUDY) -> str | None:
-    """Why ``piece`` should not run on this machine: it borrows a scene parser that ``runs`` lacks
-    (:func:`~orchestration.study.cost.borrowed_and_missing`), so it would train that scene parser again
-    first, and a committed lender piece (:func:`~orchestration.study.plan.lenders`) trained it on
-    another CPU or torch thread count (its ``piece.json``'s ``machine``), where training learns
-    other weights: the piece's parses would differ from its lender's, and a factor's RD would mix
-    two perceptions. None where ``runs`` holds the scene parser or the lender ran here alike."""
-    folder = borrowed_and_missing(piece, runs, cfg)
-    if folder is None:
+    """Why ``piece`` should not run on this machine: the run folder whose scene parser it reads
+    (:func:`~orchestration.study.plan.scene_parser_folder`: a lender's, or its own, shared with the
+    other groups of its variant and seed) lacks it here, so the piece would train it first, and a
+    committed piece that trains into that folder (:func:`~orchestration.study.plan.sharers`) ran on
+    another CPU or torch thread count (its ``piece.json``'s ``machine``), where training learns other
+    weights: the two pieces would read two perceptions, and a factor's RD (or a comparison of a
+    seeing model with the modular ones) would mix them. None where ``runs`` holds the scene parser,
+    no such piece is committed, or they ran here alike."""
+    folder = scene_parser_folder(piece, runs, cfg)
+    if folder is None or all((folder / "scene_parser" / f).is_file() for f in SCENE_PARSER_FILES):
         return None
     here = machine()
-    for lender in lenders(piece, cfg):
-        path = piece_dir(results, lender) / "piece.json"
+    for other in sharers(piece, cfg):
+        path = piece_dir(results, other) / "piece.json"
         if not path.is_file():
             continue
         there = json.loads(path.read_text()).get("machine") or {}
         if (there.get("cpu"), there.get("torch_threads")) != (here["cpu"], here["torch_threads"]):
-            return (f"it borrows the scene parser of {lender.name}, which {folder} "
-                    f"lacks, so it would train it again here ({here['cpu']}, {here['torch_threads']} torch "
-                    f"thread(s)); {path} trained it on {there.get('cpu')} with {there.get('torch_threads')}, where "
-                    f"training learns other weights, so this piece's parses would differ from its lender's")
+            return (f"it reads the scene parser {other.name} {'lends' if other in lenders(piece, cfg) else 'shares'}, "
+                    f"which {folder} lacks, so it would train it again here ({here['cpu']}, "
+                    f"{here['torch_threads']} torch thread(s)); {path} ran on {there.get('cpu')} with "
+                    f"{there.get('torch_threads')}, where training learns other weights, so the two pieces would "
+                    f"not read one perception")
     return None
 
 
@@ -232,6 +256,7 @@ def run_piece(piece: Piece, data: str | os.PathLike, runs: str | os.PathLike, re
     export_parses(piece, data, runs, results, cfg)  # what its executors read, for --reexecute at later commits
     record = {"format": PIECE_FORMAT, "piece": asdict(piece), "study": cfg.to_json(), "commit": commit,
               "machine": machine(), "scene_parser_of": spec.scene_variant or piece.variant, "questions": setup.questions,
+              **({} if (weights := scene_parser_weights(piece, runs, cfg)) is None else {"scene_parser_weights": weights}),
               "accuracy": accuracy,
               "seconds": {"total": sum(attempt_seconds(a) for a in ledger["attempts"]),
                           "attempts": ledger["attempts"], "checkpoints": checkpoint_seconds(run.path)}}
@@ -239,4 +264,5 @@ def run_piece(piece: Piece, data: str | os.PathLike, runs: str | os.PathLike, re
     return record
 
 
-__all__ = ["checkpoint_seconds", "generate_piece_data", "lender_elsewhere", "machine", "run_piece", "write_perception"]
+__all__ = ["checkpoint_seconds", "generate_piece_data", "lender_elsewhere", "machine", "parser_weights", "run_piece",
+           "scene_parser_weights", "write_perception"]

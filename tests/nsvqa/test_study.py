@@ -268,6 +268,12 @@ def test_a_piece_runs_commits_gzipped_predictions_and_is_then_skipped(tmp_path, 
         assert rec["accuracy"][key.model][key.test]["n"] == len(preds)
     assert rec["study"]["questions"] == "object" and rec["piece"]["variant"] == "mid" and rec["scene_parser_of"] == "mid"
     assert rec["commit"] == "started"
+    # the weights of the scene parser it read, so that the report can tell who shares its perception
+    from nsvqa.training.checkpoint import weights_digest
+
+    scene = tmp_path / "runs" / "mid" / "scene_parser"
+    assert rec["scene_parser_weights"] == {"detector": weights_digest(scene / "detector.pt"),
+                                           "attributes": weights_digest(scene / "attributes.pt")}
     # what the executors read is committed, and executes again to the same answers at this code
     from orchestration.study.parses import reexecute
 

@@ -162,6 +162,11 @@ def test_a_new_folder_at_the_papers_scale_gets_time_limits_from_the_shipped_stud
     bare = plan_jobs(todo, tmp_path / "data", tmp_path / "runs", tmp_path / "results", cfg,
                      LaunchOptions(launcher="slurm", device="cuda"))
     assert {j.minutes for j in bare if j.kind == "piece"} == {240}
+    # --retrain-lender reaches each piece job, where the gate runs (on the node that trains)
+    assert not any("--retrain-lender" in j.argv for j in bare)
+    forced = plan_jobs(todo, tmp_path / "data", tmp_path / "runs", tmp_path / "results", cfg,
+                       LaunchOptions(launcher="slurm", device="cuda", retrain_lender=True))
+    assert [j.name for j in forced if "--retrain-lender" in j.argv] == ["mid-seed0-modular", "mid-seed0-film"]
 
 
 def test_a_job_that_finds_a_folder_in_use_runs_again_and_one_that_fails_otherwise_does_not(tmp_path):

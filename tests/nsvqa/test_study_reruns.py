@@ -69,3 +69,21 @@ def test_a_piece_that_parsed_otherwise_than_the_scene_parser_it_borrows_is_refus
         check_shared_scene_parsers(tmp_path)
     with pytest.raises(StudyError, match="do not share a perception"):
         build_study_report(tmp_path, plots=False)  # before any work
+    mine.unlink()
+    # the pieces that record the weights of the scene parser they read: one folder, one set of weights
+    def record(piece, weights):
+        path = tmp_path / "pieces" / piece / "piece.json"
+        path.write_text(json.dumps({"scene_parser_weights": weights}))
+        return path
+
+    record("mid-seed0-modular", {"detector": "d", "attributes": "a"})
+    record("mid-seed1-modular", {"detector": "d1", "attributes": "a1"})  # another seed: another folder
+    record("rd+-seed0-modular", {"detector": "d", "attributes": "a"})  # borrows mid's
+    assert check_shared_scene_parsers(tmp_path) == 2
+    seeing = tmp_path / "pieces" / "mid-seed0-seeing"
+    seeing.mkdir()
+    assert check_shared_scene_parsers(tmp_path) == 2  # a piece without the record is not compared
+    theirs = record("mid-seed0-seeing", {"detector": "d", "attributes": "a2"})  # trained it again
+    with pytest.raises(StudyError, match=re.escape(f"{theirs}: mid-seed0-seeing read the scene parser of mid with other "
+                                                   f"weights than {tmp_path / 'pieces' / 'mid-seed0-modular'}")):
+        check_shared_scene_parsers(tmp_path)

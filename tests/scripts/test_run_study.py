@@ -140,15 +140,20 @@ def test_a_borrowed_scene_parser_is_not_trained_again_on_another_cpu_than_its_le
     rd = next(p for p in study_pieces() if p.name == "rd+-seed0-modular")  # borrows mid's scene parser
     lender.write_text(json.dumps({**record, "machine": {**here, "cpu": "another CPU"}}))
     why = lender_elsewhere(rd, runs, results)
-    assert f"borrows the scene parser of mid-seed0-modular, which {runs / 'mid'} lacks" in why
-    assert f"{lender} trained it on another CPU with {here['torch_threads']}" in why
+    assert f"reads the scene parser mid-seed0-modular lends, which {runs / 'mid'} lacks" in why
+    assert f"{lender} ran on another CPU with {here['torch_threads']}" in why
     assert main(["--results", str(results), "--data", str(data), "--runs", str(runs), "--only", rd.name]) == 5
     assert "--retrain-lender" in capsys.readouterr().err and not data.exists() and not runs.exists()
     # another thread count learns other weights too; the same CPU and threads learn the same ones
     lender.write_text(json.dumps({**record, "machine": {**here, "torch_threads": here["torch_threads"] + 1}}))
     assert lender_elsewhere(rd, runs, results) is not None
+    # a piece that trains its own scene parser into a run folder another group trained it in first
+    # (the seeing model on mid) is held to that group's machine the same way
+    seeing = next(p for p in study_pieces() if p.name == "mid-seed0-seeing")
+    assert f"reads the scene parser mid-seed0-modular shares, which {runs / 'mid'} lacks" in \
+        lender_elsewhere(seeing, runs, results)
     lender.write_text(json.dumps({**record, "machine": here}))
-    assert lender_elsewhere(rd, runs, results) is None
+    assert lender_elsewhere(rd, runs, results) is None and lender_elsewhere(seeing, runs, results) is None
     # where this machine holds the lender's scene parser, nothing trains again, whatever ran it
     lender.write_text(json.dumps({**record, "machine": {**here, "cpu": "another CPU"}}))
     (runs / "mid" / "scene_parser").mkdir(parents=True)
