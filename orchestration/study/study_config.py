@@ -231,8 +231,9 @@ STUDY = StudyConfig(
     seed_pieces=("mid-seed1-modular", "co-1-seed1-modular", "co-2-seed1-modular", "easy-seed1-modular",
                  "hard-seed1-modular", "mid-seed1-seeing", "rd+-seed1-modular", "rd--seed1-modular",
                  "mid-seed2-modular", "co-1-seed2-modular", "co-2-seed2-modular", "co-1-seed1-film",
-                 "co-2-seed1-film", "mid-seed1-film", "easy-seed1-film", "hard-seed1-film", "easy-seed2-modular",
-                 "hard-seed2-modular", "mid-seed2-seeing", "rd+-seed2-modular", "rd--seed2-modular"))
+                 "co-2-seed1-film", "mid-seed1-film", "easy-seed1-film", "hard-seed1-film", "rd+-seed1-film",
+                 "rd--seed1-film", "easy-seed2-modular", "hard-seed2-modular", "mid-seed2-seeing",
+                 "rd+-seed2-modular", "rd--seed2-modular"))
 
 #: The file of a results folder that holds the config its pieces were run under.
 STUDY_FILE = "study.json"
