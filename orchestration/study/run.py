@@ -111,14 +111,14 @@ def lender_elsewhere(piece: Piece, runs: str | os.PathLike, results: str | os.Pa
     folder = scene_parser_folder(piece, runs, cfg)
     if folder is None or all((folder / "scene_parser" / f).is_file() for f in SCENE_PARSER_FILES):
         return None
-    here = machine()
+    here, lent = machine(), lenders(piece, cfg)
     for other in sharers(piece, cfg):
         path = piece_dir(results, other) / "piece.json"
         if not path.is_file():
             continue
         there = json.loads(path.read_text()).get("machine") or {}
         if (there.get("cpu"), there.get("torch_threads")) != (here["cpu"], here["torch_threads"]):
-            return (f"it reads the scene parser {other.name} {'lends' if other in lenders(piece, cfg) else 'shares'}, "
+            return (f"it reads the scene parser {other.name} {'lends' if other in lent else 'shares'}, "
                     f"which {folder} lacks, so it would train it again here ({here['cpu']}, "
                     f"{here['torch_threads']} torch thread(s)); {path} ran on {there.get('cpu')} with "
                     f"{there.get('torch_threads')}, where training learns other weights, so the two pieces would "
