@@ -21,7 +21,7 @@ import numpy as np
 
 from nsvqa.artifacts.predictions import Prediction
 from nsvqa.artifacts.questions import QuestionsFile
-from nsvqa.evaluation.resampling import N_BOOT, ImageDraw, image_of, percentile_interval
+from nsvqa.evaluation.resampling import N_BOOT, paired_replicates, percentile_interval
 
 #: Seed of the derangement unless one is named (the same pairing for every model of a variant).
 SHUFFLE_SEED = 0
@@ -80,25 +80,39 @@ def image_dependence(predictions: Sequence[Prediction], shuffled: Sequence[Predi
                      n_boot: int = N_BOOT, seed: int = 0) -> dict | None:
     """Accuracy on the questions' own images minus accuracy on the shuffled images, over the
     questions both hold (matched by ``question_index``; a guess counts when it hits, as the
-    study's accuracy).
+    study's accuracy): :func:`runs_image_dependence` of one run.
 
-    Returns ``{"n", "accuracy", "shuffled_accuracy", "dependence", "ci95": [lo, hi]}``
+    Returns ``{"n", "accuracy", "shuffled_accuracy", "dependence", "ci95": [lo, hi], "runs": 1}``
     (fractions; ``ci95`` the 95% percentile interval of the paired bootstrap over the questions'
     images (:mod:`nsvqa.evaluation.resampling`), None when undefined), or None when no question is
     shared.
     """
-    by_q = {p.question_index: p.correct for p in shuffled}
-    pairs = [(p.correct, by_q[p.question_index]) for p in predictions if p.question_index in by_q]
-    if not pairs:
+    return runs_image_dependence([(predictions, shuffled)], n_boot=n_boot, seed=seed)
+
+
+def runs_image_dependence(runs: Sequence[tuple[Sequence[Prediction], Sequence[Prediction]]], *,
+                          n_boot: int = N_BOOT, seed: int = 0) -> dict | None:
+    """:func:`image_dependence` over several training runs (seeds) of one model, each given as
+    (its predictions, its shuffled predictions) on one test split: the mean over the runs, with
+    the study's two-level paired bootstrap (:func:`~nsvqa.evaluation.resampling.paired_replicates`:
+    a replicate draws the runs, then the images; run i's shuffled answers are paired with run i's
+    and counted at their question's own image, so that one image draw weighs both). Over the
+    questions that every run holds in both. Returns as :func:`image_dependence`, ``"runs"`` the
+    number of runs; None when no question is shared or ``runs`` is empty.
+    """
+    own, other = [], []
+    for predictions, shuffled in runs:
+        by_q = {p.question_index: p for p in shuffled}
+        kept = [p for p in predictions if p.question_index in by_q]
+        own.append(kept)
+        other.append([replace(by_q[p.question_index], image_index=p.image_index, question_hash=p.question_hash)
+                      for p in kept])
+    got = paired_replicates(own, other, lambda p: p.correct, n_boot=n_boot, seed=seed) if own else None
+    if got is None:
         return None
-    x = np.asarray(pairs, dtype=float)
-    d = x[:, 0] - x[:, 1]
-    kept = [p for p in predictions if p.question_index in by_q]
-    draw = ImageDraw({image_of("", p) for p in kept}, n_boot, np.random.default_rng(seed))
-    boots = (draw.rate((image_of("", p), p.correct) for p in kept)
-             - draw.rate((image_of("", p), by_q[p.question_index]) for p in kept))
-    return {"n": len(d), "accuracy": float(x[:, 0].mean()), "shuffled_accuracy": float(x[:, 1].mean()),
-            "dependence": float(d.mean()), "ci95": percentile_interval(boots)}
+    point, a, b = got
+    return {"n": point["n"], "accuracy": point["acc_a"], "shuffled_accuracy": point["acc_b"],
+            "dependence": point["acc_a"] - point["acc_b"], "ci95": percentile_interval(a - b), "runs": len(own)}
 
 
-__all__ = ["SHUFFLE_SEED", "image_derangement", "shuffled_questions", "image_dependence"]
+__all__ = ["SHUFFLE_SEED", "image_derangement", "shuffled_questions", "image_dependence", "runs_image_dependence"]

@@ -20,7 +20,7 @@ from nsvqa.evaluation.report import pct
 from nsvqa.fileio import write_atomic
 from orchestration.study.study_config import STUDY, StudyConfig
 from orchestration.study.findings import correction_line, findings_markdown
-from orchestration.study.report import TEXT_SUFFIXES, build_study_report, seeds_table
+from orchestration.study.report import TEXT_SUFFIXES, build_study_report, dependence_seeds, seeds_table
 
 #: The lines between which the README holds the generated results table (:func:`readme_results`).
 README_BEGIN, README_END = "<!-- results-table:begin -->", "<!-- results-table:end -->"
@@ -62,11 +62,10 @@ def in_domain_table(report: Mapping[str, Any]) -> list[str]:
              "", "| model | kind | image margin (points) | accuracy % [95% CI] | image dependence (points) |",
              "|---|---|---|---|---|"]
     for r in report.get("in_domain", []):
-        seed = r.get("image_dependence_seed")
         seen = f" (sees through {r['perception']})" if r.get("perception") else ""
         lines.append(f"| {r['model']}{seen} | {r['kind']} | {_points(r.get('image_margin'))} | {pct(r['accuracy'])} "
                      f"[{pct(r['ci95'][0])}, {pct(r['ci95'][1])}] | {_points(r.get('image_dependence'))}"
-                     f"{f' (seed {seed})' if seed else ''} |")
+                     f"{dependence_seeds(r)} |")
     return lines
 
 

@@ -47,7 +47,7 @@ from typing import Any, Mapping, Sequence
 from nsvqa.artifacts.predictions import CellKey, Prediction, parse_predictions_name, read_predictions
 from nsvqa.evaluation import (N_BOOT, ConceptSplit, accuracy, calibration, default_comparisons, evaluate, factor_layout,
                               wilson_interval)
-from nsvqa.evaluation.image_dependence import image_dependence
+from nsvqa.evaluation.image_dependence import runs_image_dependence
 from nsvqa.evaluation.perception import MIN_EXIST
 from nsvqa.evaluation.report import (pct, plot_heatmap, pyplot, plot_reliability, tex_escape, to_latex,
                                     to_markdown, variant_label)
@@ -152,6 +152,15 @@ def _piece_cells(folder: Path, seed: int, kind: str) -> dict[tuple[str, str, str
         k = parse_predictions_name(f)
         out[(k.model, k.train, k.test, seed)] = read_predictions(f)
     return out
+
+
+def dependence_seeds(row: Mapping[str, Any]) -> str:
+    """What an in-domain row's image dependence pools, as a table cell says it: nothing for seed 0
+    alone, else `` (seed 2)`` or `` (mean of seeds 0, 1, 2)``."""
+    seeds = row.get("image_dependence_seeds") or [0]
+    if seeds == [0]:
+        return ""
+    return f" (seed {seeds[0]})" if len(seeds) == 1 else f" (mean of seeds {', '.join(map(str, seeds))})"
 
 
 def collect_shuffled(done: Sequence[tuple[Path, Mapping[str, Any]]]) -> dict[tuple[str, str, str, int], list[Prediction]]:
@@ -377,14 +386,13 @@ def build_study_report(results: str | os.PathLike, cfg: StudyConfig = STUDY, *, 
     shuffled = collect_shuffled(done)
     for r in in_domain:
         r["image_margin"] = None if ref is None else r["accuracy"] - ref
-        # the seed-0 cell's shuffle test, else the lowest further seed that has one (said in the row)
-        seed = min((k[3] for k in shuffled if k[:3] == (r["model"], d, d) and (r["model"], d, d, k[3]) in cells),
-                   default=None)
-        dep = None if seed is None else image_dependence(cells[(r["model"], d, d, seed)],
-                                                        shuffled[(r["model"], d, d, seed)])
+        # every training seed whose cell has the shuffle test, pooled (seeds, then images; said in the
+        # row unless it is seed 0 alone): a further seed refines the number, never replaces it
+        seeds = sorted(k[3] for k in shuffled if k[:3] == (r["model"], d, d) and (r["model"], d, d, k[3]) in cells)
+        dep = runs_image_dependence([(cells[(r["model"], d, d, s)], shuffled[(r["model"], d, d, s)]) for s in seeds])
         if dep is not None:
             r["image_dependence"], r["image_dependence_ci95"] = dep["dependence"], dep["ci95"]
-            r["image_dependence_seed"] = seed
+            r["image_dependence_seeds"] = seeds
     in_domain.sort(key=lambda r: (r["kind"] == "modular", r["accuracy"]))
     if plots and in_domain:
         files["in_domain.png"] = _in_domain_plot(in_domain)
@@ -544,13 +552,13 @@ def study_markdown(report: Mapping[str, Any]) -> str:
                 return "—"
             ci = r.get("image_dependence_ci95")
             return f"{100 * r['image_dependence']:+.1f}" + ("" if ci is None else
-                                                              f" [{100 * ci[0]:+.1f}, {100 * ci[1]:+.1f}]") + (
-                f" (seed {r['image_dependence_seed']})" if r.get("image_dependence_seed") else "")
+                                                              f" [{100 * ci[0]:+.1f}, {100 * ci[1]:+.1f}]") + \
+                dependence_seeds(r)
 
         lines += [f"Image dependence: accuracy minus accuracy with every question asked of another test image of "
                   f"its split (the image-shuffle test, a seeded derangement; docs/evaluation.md), points with a "
-                  f"paired 95% interval; on the seed-0 cell, else on a further seed's (named); — for pieces committed before the "
-                  f"test existed.", ""]
+                  f"paired 95% interval; pooled over every training seed whose cell has the test (seeds, then "
+                  f"images; named unless seed 0 alone); — for pieces committed before the test existed.", ""]
         lines += _table(["model", "kind", "accuracy % (95% CI)", "image margin (points)", "image dependence (points)",
                          "guessed", "ECE %", "questions"],
                         [[r["model"], r["kind"], f"{pct(r['accuracy'])} [{pct(r['ci95'][0])}, {pct(r['ci95'][1])}]",
@@ -730,6 +738,6 @@ def study_latex(report: Mapping[str, Any]) -> str:
     return "\n".join(out)
 
 
-__all__ = ["TEXT_SUFFIXES", "family", "question_only_reference", "collect", "done_pieces",
+__all__ = ["TEXT_SUFFIXES", "family", "question_only_reference", "collect", "dependence_seeds", "done_pieces",
            "question_kinds", "factor_cells", "seeded_factor_cells", "build_study_report", "seeds_table", "study_markdown",
            "study_latex"]

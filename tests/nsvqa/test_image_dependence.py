@@ -12,7 +12,8 @@ from nsvqa.artifacts.likelihoods import Detection, LikelihoodsHeader, ParsedScen
 from nsvqa.artifacts.predictions import Prediction, read_predictions
 from nsvqa.artifacts.questions import questions_path, read_questions
 from nsvqa.artifacts.scenes import read_scenes, scenes_path
-from nsvqa.evaluation.image_dependence import image_derangement, image_dependence, shuffled_questions
+from nsvqa.evaluation.image_dependence import (image_derangement, image_dependence, runs_image_dependence,
+                                                shuffled_questions)
 
 ONTO = load_ontology("superclevr")
 
@@ -47,6 +48,31 @@ def test_dependence_pairs_questions_by_index():
     lo, hi = d["ci95"]
     assert -1.0 <= lo <= 0.25 <= hi <= 1.0
     assert image_dependence(own, [_p(7, True)]) is None
+
+
+def test_dependence_over_several_seeds_is_their_mean_with_the_seed_spread_in_its_interval():
+    from dataclasses import replace
+
+    def run(hits, shuffled_hits):  # ten images, one question each; the shuffled ones asked of image 9 - i
+        own = [replace(_p(i, h), image_index=i) for i, h in enumerate(hits)]
+        return own, [replace(_p(i, h), image_index=9 - i) for i, h in enumerate(shuffled_hits)]
+
+    looks = run([True] * 10, [False] * 10)  # dependence 1.0
+    barely = run([True] * 10, [True] * 8 + [False] * 2)  # 0.2
+    one = runs_image_dependence([looks], n_boot=2000)
+    both = runs_image_dependence([looks, barely], n_boot=2000)
+    assert one["dependence"] == pytest.approx(1.0) and one["ci95"] == [pytest.approx(1.0), pytest.approx(1.0)]
+    assert both["runs"] == 2 and both["n"] == 10 and both["dependence"] == pytest.approx(0.6)
+    # the seeds disagree: a replicate that draws one seed twice reaches either end
+    lo, hi = both["ci95"]
+    assert lo < 0.45 and hi > 0.75
+    # a run's shuffled answers are weighed at their question's own image, not the one they were asked
+    # of: a model that answers each question alike on both loses nothing in any replicate
+    hits = [True] * 5 + [False] * 5
+    blind = runs_image_dependence([run(hits, hits), run(hits[::-1], hits[::-1])], n_boot=2000)
+    assert blind["dependence"] == 0.0 and blind["ci95"] == [0.0, 0.0]
+    assert image_dependence(*looks, n_boot=2000)["dependence"] == one["dependence"]
+    assert runs_image_dependence([]) is None
 
 
 def test_shuffled_questions_keep_text_and_answer(tiny_root):

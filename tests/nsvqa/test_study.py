@@ -105,15 +105,15 @@ def test_the_seeds_and_systematic_splits_skip_nscl_and_the_part_extension_has_it
     assert not [p for p in study_pieces(dataclasses.replace(BASE, part_factor=None)) if p.group == PART_GROUP]
 
 
-def _write_piece(results, name, variant, group, models, preds_by_model, test=None):
-    """A finished piece trained on ``variant`` and tested on ``test`` (default: ``variant``)."""
+def _write_piece(results, name, variant, group, models, preds_by_model, test=None, seed=0):
+    """A finished piece trained on ``variant`` at ``seed`` and tested on ``test`` (default: ``variant``)."""
     from nsvqa.artifacts.predictions import write_predictions
 
     d, test = results / "pieces" / name, test or variant
     for model, preds in preds_by_model.items():
         write_predictions(d / "predictions" / f"{model}__train-{variant}__test-{test}.jsonl.gz", preds)
     (d / "piece.json").write_text(json.dumps({
-        "format": 1, "piece": {"variant": variant, "seed": 0, "group": group, "models": list(models),
+        "format": 1, "piece": {"variant": variant, "seed": seed, "group": group, "models": list(models),
                                "tests": [test]},
         "commit": None, "machine": None, "seconds": {"total": 60.0}}))
 
@@ -739,3 +739,14 @@ def test_the_in_domain_rows_carry_the_image_shuffle_tests_dependence(tmp_path):
     assert "| nsvqa | modular | +50.0 | 100.0 [" in table and "| +50.0 |" in table  # image margin first
     assert "| film | holistic | +12.5 | 62.5 [" in table and table.rstrip().endswith("| +50.0 |")
     assert "docs/study.md" in readme_results(report)  # the README points to it (its in-domain table is the demo's)
+    # FiLM's further seeds have the test: it pools them all (seeds, then images) and says so
+    for seed, own, other in ((1, right(5), right(5)), (2, right(6), right(2))):
+        _write_piece(tmp_path, f"mid-seed{seed}-film", "mid", "film", ["film"], {"film": own}, seed=seed)
+        write_predictions(tmp_path / "pieces" / f"mid-seed{seed}-film" / "shuffled" / "film__train-mid__test-mid.jsonl.gz",
+                          other)
+    report = json.loads(build_study_report(tmp_path, plots=False)["report.json"])
+    film = next(r for r in report["in_domain"] if r["model"] == "film")
+    assert film["image_dependence"] == 0.25 and film["image_dependence_seeds"] == [1, 2]
+    assert film["accuracy"] == 5 / 8  # the row itself stays seed 0's
+    assert "| film | holistic | +12.5 | 62.5 [" in "\n".join(in_domain_table(report))
+    assert "| +25.0 (mean of seeds 1, 2) |" in "\n".join(in_domain_table(report))
