@@ -42,3 +42,18 @@ def test_numbers_in_prose_are_named_but_names_references_and_code_are_not():
     assert stray_numbers(prose) == []
     bad = "P-NSVQA's RD is 7.3% against NS-VQA's.\nThe gap: +12.4 points.\n"
     assert stray_numbers(bad) == ["P-NSVQA's RD is 7.3% against NS-VQA's.", "The gap: +12.4 points."]
+
+
+def test_the_repositorys_own_documents_carry_no_number_outside_their_generated_blocks():
+    """What ``run_study.py --check`` also asks of them, here without rebuilding the report: a sentence
+    edited by hand that states a number (or wraps a reference such as "exit status 5" over two
+    lines) fails the suite, not only the check."""
+    from pathlib import Path
+
+    from orchestration.study.publish import doc_paths
+
+    repo = Path(__file__).resolve().parents[2]
+    docs = doc_paths(repo / "results" / "study", repo)
+    assert docs and all(p.is_file() for p in docs)
+    assert {str(p.relative_to(repo)): stray_numbers(p.read_text()) for p in docs} == {
+        str(p.relative_to(repo)): [] for p in docs}
