@@ -292,7 +292,12 @@ def borrowed_and_missing(piece: Piece, runs: str | os.PathLike, cfg: StudyConfig
     if not lenders(piece, cfg):
         return None
     folder = scene_parser_folder(piece, runs, cfg)
-    return None if all((folder / "scene_parser" / f).is_file() for f in SCENE_PARSER_FILES) else folder
+    return folder if lacks_scene_parser(folder) else None
+
+
+def lacks_scene_parser(folder: Path) -> bool:
+    """Whether the run folder ``folder`` lacks a trained scene parser (:data:`SCENE_PARSER_FILES`)."""
+    return not all((folder / "scene_parser" / f).is_file() for f in SCENE_PARSER_FILES)
 
 
 def lender_minutes(results: str | os.PathLike, piece: Piece, runs: str | os.PathLike, cfg: StudyConfig = STUDY,
@@ -416,5 +421,5 @@ def _pending_table(rows: Sequence[Mapping[str, Any]], piece: str, cap: str) -> l
 
 
 __all__ = ["PARSER_STEPS", "PROMOTED", "RERUNS", "RERUN_CAP_HOURS", "SCENE_PARSER_FILES", "borrowed_and_missing",
-           "budget", "budget_group", "budget_markdown", "lender_minutes", "over_cap", "out_of_time", "pending_rows",
+           "budget", "budget_group", "budget_markdown", "lacks_scene_parser", "lender_minutes", "over_cap", "out_of_time", "pending_rows",
            "read_promoted", "rerun_hours"]

@@ -24,7 +24,7 @@ from nsvqa.fileio import write_json_atomic
 from nsvqa.generation.suite import generate_suite
 from nsvqa.generation.variants import load_variant
 from orchestration.study.attempts import PIECE_FORMAT, attempt_seconds, attempt_starts, close_stopped_attempts, read_ledger
-from orchestration.study.cost import SCENE_PARSER_FILES
+from orchestration.study.cost import lacks_scene_parser
 from orchestration.study.plan import (Piece, PieceSetup, lenders, piece_dir, piece_setup, scene_parser_folder, sharers,
                                       uses_scene_parser)
 from orchestration.study.study_config import STUDY, STUDY_FILE, StudyConfig, StudyError, results_config
@@ -109,7 +109,7 @@ def lender_elsewhere(piece: Piece, runs: str | os.PathLike, results: str | os.Pa
     seeing model with the modular ones) would mix them. None where ``runs`` holds the scene parser,
     no such piece is committed, or they ran here alike."""
     folder = scene_parser_folder(piece, runs, cfg)
-    if folder is None or all((folder / "scene_parser" / f).is_file() for f in SCENE_PARSER_FILES):
+    if folder is None or not lacks_scene_parser(folder):
         return None
     here, lent = machine(), lenders(piece, cfg)
     for other in sharers(piece, cfg):
