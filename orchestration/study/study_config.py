@@ -226,13 +226,14 @@ def _tuples(v: Any) -> Any:
 #: The study as shipped in ``results/study`` (its ``study.json``).
 STUDY = StudyConfig(
     # issue 64, point 4: pieces of the report's "Findings more training seeds would decide", run in
-    # this order (docs/decisions.md, 2026-12-06); on the instance (a record without the field still
-    # reads as none: the class default)
+    # this order (docs/decisions.md, 2026-12-06); the last four read a scene parser trained on a
+    # Xeon and follow those any CPU may run (2026-12-06, midday); on the instance (a record without
+    # the field still reads as none: the class default)
     seed_pieces=("mid-seed1-modular", "co-1-seed1-modular", "co-2-seed1-modular", "easy-seed1-modular",
-                 "hard-seed1-modular", "mid-seed1-seeing", "rd+-seed1-modular", "rd--seed1-modular",
-                 "mid-seed2-modular", "co-1-seed2-modular", "co-2-seed2-modular", "co-1-seed1-film",
-                 "co-2-seed1-film", "mid-seed1-film", "easy-seed1-film", "hard-seed1-film", "rd+-seed1-film",
-                 "rd--seed1-film", "easy-seed2-modular", "hard-seed2-modular", "mid-seed2-seeing",
+                 "hard-seed1-modular", "rd+-seed1-modular", "rd--seed1-modular", "mid-seed2-modular",
+                 "co-1-seed2-modular", "co-2-seed2-modular", "co-1-seed1-film", "co-2-seed1-film",
+                 "mid-seed1-film", "easy-seed1-film", "hard-seed1-film", "rd+-seed1-film", "rd--seed1-film",
+                 "easy-seed2-modular", "hard-seed2-modular", "mid-seed1-seeing", "mid-seed2-seeing",
                  "rd+-seed2-modular", "rd--seed2-modular"))
 
 #: The file of a results folder that holds the config its pieces were run under.
