@@ -19,7 +19,8 @@ from orchestration.study.attempts import stopped_in_training
 from orchestration.study.perception_record import (PERCEPTION_BUDGET_GROUP, perception_record_path,
                                                    perception_seconds, read_perception_record)
 from orchestration.study.plan import (PART_GROUP, Piece, is_reduced, lenders, piece_dir, record_holds,
-                                     scene_parser_folder, study_pieces, trains_scene_parser, uses_scene_parser)
+                                     scene_parser_folder, sharers, study_pieces, trains_scene_parser,
+                                     uses_scene_parser)
 from orchestration.study.scale_record import SCALE_BUDGET_GROUP, read_scale_record, scale_record_path, scale_seconds
 from orchestration.study.study_config import STUDY, StudyConfig, StudyError
 
@@ -178,7 +179,9 @@ def budget(results: str | os.PathLike, cfg: StudyConfig = STUDY) -> dict[str, An
         seconds = sum(steps.get(k, 0.0) for k in keys) if steps else None
         if seconds is not None:
             cumulative += seconds
+        trained = sorted({machine_label(m) for _, _, m in sharer_machines(piece, results, cfg)})
         rows.append({"piece": piece.name, "minutes": None if seconds is None else round(seconds / 60, 1),
+                     "scene_parser_from": trained,
                      "basis": basis if steps else None, "lower_bound": bool(steps) and basis != piece.group,
                      "unmeasured": sorted({k for k in keys if k not in steps}) if steps else None,
                      "cumulative_hours": round(cumulative / 3600, 2) if seconds is not None else None,
@@ -300,6 +303,34 @@ def lacks_scene_parser(folder: Path) -> bool:
     return not all((folder / "scene_parser" / f).is_file() for f in SCENE_PARSER_FILES)
 
 
+def sharer_machines(piece: Piece, results: str | os.PathLike,
+                    cfg: StudyConfig = STUDY) -> list[tuple[Piece, Path, dict[str, Any]]]:
+    """The committed pieces that train into the run folder ``piece`` reads its scene parser from
+    (:func:`~orchestration.study.plan.sharers`), each with its ``piece.json`` and the ``machine`` it
+    records (empty where it records none): where that folder's scene parser was trained, in plan
+    order. Empty where no such piece is committed.
+
+    Raises:
+        StudyError: a sharer's ``piece.json`` that is not JSON (named).
+    """
+    out = []
+    for other in sharers(piece, cfg):
+        path = piece_dir(results, other) / "piece.json"
+        if path.is_file():
+            try:
+                out.append((other, path, json.loads(path.read_text()).get("machine") or {}))
+            except ValueError as e:
+                raise StudyError(f"{path}: not JSON ({e})") from e
+    return out
+
+
+def machine_label(m: Mapping[str, Any]) -> str:
+    """A ``machine`` record's CPU and torch thread count, as the tables print them."""
+    n = m.get("torch_threads")
+    threads = "" if n is None else f" ({n} torch thread{'' if n == 1 else 's'})"
+    return f"{m.get('cpu') or 'an unrecorded CPU'}{threads}"
+
+
 def lender_minutes(results: str | os.PathLike, piece: Piece, runs: str | os.PathLike, cfg: StudyConfig = STUDY,
                    b: Mapping[str, Any] | None = None) -> tuple[float, str] | None:
     """What ``piece`` adds to its projection on this machine when ``runs`` lacks the scene parser
@@ -398,8 +429,10 @@ def budget_markdown(b: Mapping[str, Any]) -> str:
         lines += [f"| **total** | **{r['spent_hours']:.1f}** of {r['cap_hours']:g} |", ""]
         if "pending" in r:
             lines += ["The further training seeds the study config names (`seed_pieces`) count here too" +
-                      ("; those pending, projected from the reruns' hours on:" if r["pending"] else
-                       "; every one is committed."), ""]
+                      ("; those pending, projected from the reruns' hours on (a piece whose scene parser a "
+                       "committed piece trained runs only on that CPU with that thread count, unless its run "
+                       "folder comes along: `run_study.py` refuses it elsewhere, exit status 5):"
+                       if r["pending"] else "; every one is committed."), ""]
             lines += _pending_table(r["pending"], "pending seed piece", "within the reruns' cap") + [""] \
                 if r["pending"] else []
     lines += _pending_table(b["pending"], "pending piece", "within cap")
@@ -408,18 +441,20 @@ def budget_markdown(b: Mapping[str, Any]) -> str:
 
 def _pending_table(rows: Sequence[Mapping[str, Any]], piece: str, cap: str) -> list[str]:
     """Pending rows of :func:`budget` as a Markdown table (lines); ``piece``, ``cap``: two headers."""
-    lines = [f"| {piece} | projected min | cumulative hours | {cap} | projected from |", "|---|---|---|---|---|"]
+    lines = [f"| {piece} | projected min | cumulative hours | {cap} | projected from | its scene parser trained on |",
+             "|---|---|---|---|---|---|"]
     for p in rows:
+        where = "; ".join(p.get("scene_parser_from") or []) or "—"
         if p["minutes"] is None:
-            lines.append(f"| {p['piece']} | — | — | — | no committed piece of its group |")
+            lines.append(f"| {p['piece']} | — | — | — | no committed piece of its group | {where} |")
             continue
         basis = p["basis"] + (", a lower bound" if p["lower_bound"] else "") + (
             f" (no {', '.join(p['unmeasured'])})" if p["unmeasured"] else "")
         lines.append(f"| {p['piece']} | {p['minutes']:.0f} | {p['cumulative_hours']:.1f} | "
-                     f"{'yes' if p['within_cap'] else 'no'} | {basis} |")
+                     f"{'yes' if p['within_cap'] else 'no'} | {basis} | {where} |")
     return lines
 
 
 __all__ = ["PARSER_STEPS", "PROMOTED", "RERUNS", "RERUN_CAP_HOURS", "SCENE_PARSER_FILES", "borrowed_and_missing",
-           "budget", "budget_group", "budget_markdown", "lacks_scene_parser", "lender_minutes", "over_cap", "out_of_time", "pending_rows",
-           "read_promoted", "rerun_hours"]
+           "budget", "budget_group", "budget_markdown", "lacks_scene_parser", "lender_minutes", "machine_label", "over_cap", "out_of_time", "pending_rows",
+           "read_promoted", "rerun_hours", "sharer_machines"]

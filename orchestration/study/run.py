@@ -24,8 +24,8 @@ from nsvqa.fileio import write_json_atomic
 from nsvqa.generation.suite import generate_suite
 from nsvqa.generation.variants import load_variant
 from orchestration.study.attempts import PIECE_FORMAT, attempt_seconds, attempt_starts, close_stopped_attempts, read_ledger
-from orchestration.study.cost import lacks_scene_parser
-from orchestration.study.plan import (Piece, PieceSetup, lenders, piece_dir, piece_setup, scene_parser_folder, sharers,
+from orchestration.study.cost import lacks_scene_parser, sharer_machines
+from orchestration.study.plan import (Piece, PieceSetup, lenders, piece_dir, piece_setup, scene_parser_folder,
                                       uses_scene_parser)
 from orchestration.study.study_config import STUDY, STUDY_FILE, StudyConfig, StudyError, results_config
 from orchestration.study.parses import export_parses
@@ -112,11 +112,7 @@ def lender_elsewhere(piece: Piece, runs: str | os.PathLike, results: str | os.Pa
     if folder is None or not lacks_scene_parser(folder):
         return None
     here, lent = machine(), lenders(piece, cfg)
-    for other in sharers(piece, cfg):
-        path = piece_dir(results, other) / "piece.json"
-        if not path.is_file():
-            continue
-        there = json.loads(path.read_text()).get("machine") or {}
+    for other, path, there in sharer_machines(piece, results, cfg):
         if (there.get("cpu"), there.get("torch_threads")) != (here["cpu"], here["torch_threads"]):
             return (f"it reads the scene parser {other.name} {'lends' if other in lent else 'shares'}, "
                     f"which {folder} lacks, so it would train it again here ({here['cpu']}, "

@@ -142,6 +142,14 @@ def test_a_borrowed_scene_parser_is_not_trained_again_on_another_cpu_than_its_le
     why = lender_elsewhere(rd, runs, results)
     assert f"reads the scene parser mid-seed0-modular lends, which {runs / 'mid'} lacks" in why
     assert f"{lender} ran on another CPU with {here['torch_threads']}" in why
+    # the budget's pending tables say so of each piece, from the committed records alone
+    from orchestration.study import budget, budget_markdown
+    b = budget(results)
+    rows = {p["piece"]: p for p in b["pending"]}
+    assert rows[rd.name]["scene_parser_from"] == rows["mid-seed0-seeing"]["scene_parser_from"] == [
+        f"another CPU ({here['torch_threads']} torch thread{'' if here['torch_threads'] == 1 else 's'})"]
+    assert rows["easy-seed0-modular"]["scene_parser_from"] == []
+    assert f"| {rows[rd.name]['scene_parser_from'][0]} |" in budget_markdown(b)
     assert main(["--results", str(results), "--data", str(data), "--runs", str(runs), "--only", rd.name]) == 5
     assert "--retrain-lender" in capsys.readouterr().err and not data.exists() and not runs.exists()
     # another thread count learns other weights too; the same CPU and threads learn the same ones
