@@ -456,5 +456,5 @@ def _pending_table(rows: Sequence[Mapping[str, Any]], piece: str, cap: str) -> l
 
 
 __all__ = ["PARSER_STEPS", "PROMOTED", "RERUNS", "RERUN_CAP_HOURS", "SCENE_PARSER_FILES", "borrowed_and_missing",
-           "budget", "budget_group", "budget_markdown", "lacks_scene_parser", "lender_minutes", "machine_label", "over_cap", "out_of_time", "pending_rows",
-           "read_promoted", "rerun_hours", "sharer_machines"]
+           "budget", "budget_group", "budget_markdown", "lacks_scene_parser", "lender_minutes", "machine_label",
+           "over_cap", "out_of_time", "pending_rows", "read_promoted", "rerun_hours", "sharer_machines"]
