@@ -5,7 +5,6 @@ and budget, data and arithmetic) that generates a piece's data, trains and tests
 from __future__ import annotations
 
 import functools
-import json
 import os
 import platform
 import subprocess
