@@ -117,8 +117,10 @@ def test_a_job_near_its_time_limit_is_interrupted_and_requeued_with_the_same_cal
     (code / "scripts" / "run_study.py").write_text(FAKE_SCRIPT)
     out = tmp_path / "calls.jsonl"
     ex = submitit.LocalExecutor(folder=tmp_path / "jobs" / "%j", max_num_timeout=3)
-    # the warning signal (USR2, as SLURM sends before the time limit or a preemption) 10 s into the job
-    ex.update_parameters(timeout_min=1, signal_delay_s=50)
+    # the warning signal (USR2, as SLURM sends before the time limit or a preemption) 25 s into the
+    # job: later than the job's own start-up (unpickling imports the package) takes on a loaded
+    # machine, where a signal before submitit's handler is installed ends the job with no result
+    ex.update_parameters(timeout_min=1, signal_delay_s=35)
     job = ex.submit(ScriptJob("fake", [str(out)], code))
     assert job.result() == 0
     calls = [json.loads(line) for line in out.read_text().splitlines()]
