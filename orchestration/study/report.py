@@ -55,7 +55,7 @@ from nsvqa.generation.questions.templates import load_templates
 from nsvqa.generation.variants import FACTORS, get_factor, load_variant
 from nsvqa.models import ModelSpec
 from orchestration.models import get as get_model
-from orchestration.study.cost import budget, budget_markdown
+from orchestration.study.cost import budget, budget_markdown, machine_label
 from orchestration.study.plan import (PARSES, PART_GROUP, canonical, lenders, piece_dir, scene_parser_folder,
                                       study_pieces)
 from orchestration.study.study_config import STUDY, StudyConfig, StudyError
@@ -706,7 +706,7 @@ def study_markdown(report: Mapping[str, Any]) -> str:
               "every attempt of the piece, stopped ones included (`piece.json`, `seconds.attempts`).", ""]
     lines += _table(["piece", "minutes", "commit", "machine"],
                     [[p["name"], f"{p['minutes']:.1f}", (p["commit"] or "—")[:10],
-                      f"{(p['machine'] or {}).get('cpu', '—')}, {(p['machine'] or {}).get('torch_threads', '—')} threads"]
+                      machine_label(p["machine"] or {})]
                      for p in report["pieces"]])
     return "\n".join(lines)
 
