@@ -19,8 +19,8 @@ from orchestration.study.attempts import stopped_in_training
 from orchestration.study.perception_record import (PERCEPTION_BUDGET_GROUP, perception_record_path,
                                                    perception_seconds, read_perception_record)
 from orchestration.study.plan import (PART_GROUP, Piece, is_reduced, lenders, piece_dir, record_holds,
-                                     scene_parser_folder, sharers, study_pieces, trains_scene_parser,
-                                     uses_scene_parser)
+                                     scene_parser_folder, scene_parser_trainers, sharers, study_pieces,
+                                     trains_scene_parser, uses_scene_parser)
 from orchestration.study.scale_record import SCALE_BUDGET_GROUP, read_scale_record, scale_record_path, scale_seconds
 from orchestration.study.study_config import STUDY, StudyConfig, StudyError
 
@@ -121,6 +121,7 @@ def budget(results: str | os.PathLike, cfg: StudyConfig = STUDY) -> dict[str, An
     seeded = set(cfg.seed_pieces)  # issue 64's: counted under the reruns' cap
     promoted = {name: rec["old_seconds"] for name, rec in read_promoted(results).get("pieces", {}).items()}
     spent, done, counted, seen = 0.0, set(), 0, {}  # counted: the committed pieces whose hours the study keeps
+    machines: dict[str, dict[str, Any]] = {}  # committed piece -> the machine its record names
     by_group: dict[str, float] = {}
     for piece in plan:
         path = piece_dir(results, piece) / "piece.json"
@@ -131,6 +132,7 @@ def budget(results: str | os.PathLike, cfg: StudyConfig = STUDY) -> dict[str, An
             total = float(rec["seconds"]["total"])
         except (ValueError, KeyError, TypeError) as e:
             raise StudyError(f"{path}: no readable field seconds.total ({type(e).__name__}: {e})") from e
+        machines[piece.name] = rec.get("machine") or {}
         whole = record_holds(rec, piece)
         if whole or _staged_whole(results, piece):
             done.add(piece.name)  # a reduced piece is projected whole, unless its widened run is staged
@@ -169,6 +171,7 @@ def budget(results: str | os.PathLike, cfg: StudyConfig = STUDY) -> dict[str, An
     medians = {g: {k: statistics.median(v) for k, v in sorted(ks.items())} for g, ks in seen.items()}
     reruns = rerun_hours(results, cfg)
     projected = {"study": ([], spent, cfg.budget_hours), "reruns": ([], reruns["spent_hours"] * 3600, RERUN_CAP_HOURS)}
+    trainers = scene_parser_trainers(cfg)
     for piece in plan:
         if piece.name in done:
             continue
@@ -179,7 +182,8 @@ def budget(results: str | os.PathLike, cfg: StudyConfig = STUDY) -> dict[str, An
         seconds = sum(steps.get(k, 0.0) for k in keys) if steps else None
         if seconds is not None:
             cumulative += seconds
-        trained = sorted({machine_label(m) for _, _, m in sharer_machines(piece, results, cfg)})
+        trained = sorted({machine_label(m) for _, _, m in sharer_machines(piece, results, cfg, trainers=trainers,
+                                                                          machines=machines)})
         rows.append({"piece": piece.name, "minutes": None if seconds is None else round(seconds / 60, 1),
                      "scene_parser_from": trained,
                      "basis": basis if steps else None, "lower_bound": bool(steps) and basis != piece.group,
@@ -303,20 +307,26 @@ def lacks_scene_parser(folder: Path) -> bool:
     return not all((folder / "scene_parser" / f).is_file() for f in SCENE_PARSER_FILES)
 
 
-def sharer_machines(piece: Piece, results: str | os.PathLike,
-                    cfg: StudyConfig = STUDY) -> list[tuple[Piece, Path, dict[str, Any]]]:
+def sharer_machines(piece: Piece, results: str | os.PathLike, cfg: StudyConfig = STUDY, *,
+                    trainers: Mapping[Path, Sequence[Piece]] | None = None,
+                    machines: Mapping[str, Mapping[str, Any]] | None = None) -> list[tuple[Piece, Path, dict[str, Any]]]:
     """The committed pieces that train into the run folder ``piece`` reads its scene parser from
     (:func:`~orchestration.study.plan.sharers`), each with its ``piece.json`` and the ``machine`` it
     records (empty where it records none): where that folder's scene parser was trained, in plan
-    order. Empty where no such piece is committed.
+    order. Empty where no such piece is committed. A caller that asks of many pieces passes what it
+    holds already: ``trainers`` (:func:`~orchestration.study.plan.scene_parser_trainers`) and
+    ``machines`` (committed piece -> its ``machine``, read from its ``piece.json``).
 
     Raises:
         StudyError: a sharer's ``piece.json`` that is not JSON (named).
     """
     out = []
-    for other in sharers(piece, cfg):
+    for other in sharers(piece, cfg, trainers):
         path = piece_dir(results, other) / "piece.json"
-        if path.is_file():
+        if machines is not None:
+            if other.name in machines:
+                out.append((other, path, dict(machines[other.name])))
+        elif path.is_file():
             try:
                 out.append((other, path, json.loads(path.read_text()).get("machine") or {}))
             except ValueError as e:

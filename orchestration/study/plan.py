@@ -271,24 +271,38 @@ def scene_parser_folder(piece: Piece, runs: str | os.PathLike, cfg: StudyConfig 
     return _run_path(setup.runs, setup.scene_variant, piece.seed)
 
 
-def sharers(piece: Piece, cfg: StudyConfig = STUDY) -> list[Piece]:
+def scene_parser_trainers(cfg: StudyConfig = STUDY) -> dict[Path, list[Piece]]:
+    """The pieces of the plan that train their own scene parser, by the run folder they train it
+    into (:func:`scene_parser_folder`, relative to the runs folder), in plan order: one pass over the
+    plan, for a caller that asks :func:`sharers` of many pieces."""
+    out: dict[Path, list[Piece]] = {}
+    for p in study_pieces(cfg):
+        if trains_scene_parser(p, cfg):
+            out.setdefault(scene_parser_folder(p, ".", cfg), []).append(p)
+    return out
+
+
+def sharers(piece: Piece, cfg: StudyConfig = STUDY,
+            trainers: Mapping[Path, Sequence[Piece]] | None = None) -> list[Piece]:
     """The other pieces of the plan that train their own scene parser into the run folder ``piece``
     reads its from (:func:`scene_parser_folder`): a borrower's lenders (:func:`lenders`); for a piece
     that trains its own, the other groups of its variant and seed that train it too (``mid-seed1-seeing``
     and ``mid-seed1-modular``: whichever runs first trains it, the other reads it). Empty for a piece
-    that uses none."""
+    that uses none. ``trainers``: :func:`scene_parser_trainers`' of ``cfg``, where the caller has it."""
     folder = scene_parser_folder(piece, ".", cfg)
     if folder is None:
         return []
-    return [p for p in study_pieces(cfg)
-            if p != piece and trains_scene_parser(p, cfg) and scene_parser_folder(p, ".", cfg) == folder]
+    trainers = scene_parser_trainers(cfg) if trainers is None else trainers
+    return [p for p in trainers.get(folder, []) if p != piece]
 
 
-def lenders(piece: Piece, cfg: StudyConfig = STUDY) -> list[Piece]:
+def lenders(piece: Piece, cfg: StudyConfig = STUDY,
+            trainers: Mapping[Path, Sequence[Piece]] | None = None) -> list[Piece]:
     """The pieces of the plan that train the scene parser ``piece`` borrows: those that train their
     own into the run folder it reads (:func:`scene_parser_folder`: its :func:`scene_source` at its
-    seed; a part-extension piece's lies apart); empty for a piece that trains its own or uses none."""
-    return [] if trains_scene_parser(piece, cfg) else sharers(piece, cfg)
+    seed; a part-extension piece's lies apart); empty for a piece that trains its own or uses none.
+    ``trainers``: as :func:`sharers`'."""
+    return [] if trains_scene_parser(piece, cfg) else sharers(piece, cfg, trainers)
 
 
 #: A piece's committed parses, under its results folder (``orchestration.study.parses``).
@@ -359,6 +373,6 @@ def pending_pieces(results: str | os.PathLike, cfg: StudyConfig = STUDY, *,
 
 
 __all__ = ["PART_GROUP", "Piece", "PieceSetup", "check_aliases", "canonical", "training_variants", "variants_tested",
-           "scene_source", "study_pieces", "covers", "seed_pieces", "piece_setup", "uses_scene_parser", "sharers",
+           "scene_source", "study_pieces", "covers", "seed_pieces", "piece_setup", "uses_scene_parser", "scene_parser_trainers", "sharers",
            "trains_scene_parser", "run_folder", "scene_parser_folder", "lenders", "PARSES", "piece_dir", "is_done",
            "record_holds", "is_reduced", "pending_pieces"]

@@ -57,7 +57,7 @@ from nsvqa.models import ModelSpec
 from orchestration.models import get as get_model
 from orchestration.study.cost import budget, budget_markdown, machine_label
 from orchestration.study.plan import (PARSES, PART_GROUP, canonical, lenders, piece_dir, scene_parser_folder,
-                                      study_pieces)
+                                      scene_parser_trainers, study_pieces)
 from orchestration.study.study_config import STUDY, StudyConfig, StudyError
 from orchestration.study.more_seeds import more_seeds, more_seeds_markdown
 from orchestration.study.perception_finding import perception_check, perception_markdown
@@ -96,6 +96,7 @@ def check_shared_scene_parsers(results: str | os.PathLike, cfg: StudyConfig = ST
             files.
     """
     compared, lent, first = 0, {}, {}  # a lender's parses, read once; the first record of each folder
+    trainers = scene_parser_trainers(cfg)
     for piece in study_pieces(cfg):
         record = piece_dir(results, piece) / "piece.json"
         weights = json.loads(record.read_text()).get("scene_parser_weights") if record.is_file() else None
@@ -108,7 +109,7 @@ def check_shared_scene_parsers(results: str | os.PathLike, cfg: StudyConfig = ST
             compared += folder in first
             first.setdefault(folder, (record, weights))
         mine = piece_dir(results, piece) / PARSES
-        for lender in lenders(piece, cfg) if mine.is_dir() else ():
+        for lender in lenders(piece, cfg, trainers) if mine.is_dir() else ():
             theirs = piece_dir(results, lender) / PARSES
             for split in sorted(p.parent.name for p in mine.glob("*/likelihoods.json.gz")):
                 a, b = mine / split / "likelihoods.json.gz", theirs / split / "likelihoods.json.gz"
