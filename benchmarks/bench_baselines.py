@@ -23,6 +23,7 @@ from pathlib import Path
 import torch
 
 import baselines
+from nsvqa.config import resolve_device
 from nsvqa.fileio import write_json_atomic
 from nsvqa.generation.dataset import generate_split, job_for
 from nsvqa.training.checkpoint import load_checkpoint
@@ -36,7 +37,7 @@ def get_args_parser() -> argparse.ArgumentParser:
     p.add_argument("--models", nargs="+", default=list(LEARNED))
     p.add_argument("--profiles", nargs="+", default=["tiny", "mini"])
     p.add_argument("--steps", type=int, default=20, help="training steps timed per (model, profile)")
-    p.add_argument("--device", default="cpu")
+    p.add_argument("--device", default="auto", type=resolve_device, help="auto: CUDA when present, else the CPU")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--data", type=Path, default=None, help="a variant folder with a train split (default: render one)")
     p.add_argument("--out", type=Path, default=REPO / "runs" / "bench" / "bench_baselines.json")

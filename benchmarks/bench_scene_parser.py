@@ -23,6 +23,7 @@ from pathlib import Path
 
 import torch
 
+from nsvqa.config import resolve_device
 from nsvqa.fileio import write_json_atomic
 from nsvqa.training.scene_config import SceneParserConfig
 from nsvqa.training.scene_parser import attribute_vocabulary
@@ -38,7 +39,7 @@ def get_args_parser() -> argparse.ArgumentParser:
     p.add_argument("--backbones", nargs="+", default=["profile", "lite0"],
                    help="detector backbones per profile ('profile': the profile's own)")
     p.add_argument("--iterations", type=int, default=5)
-    p.add_argument("--device", default="cpu")
+    p.add_argument("--device", default="auto", type=resolve_device, help="auto: CUDA when present, else the CPU")
     p.add_argument("--threads", type=int, default=None)
     p.add_argument("--out", type=Path, default=REPO / "runs" / "bench" / "bench_scene_parser.json")
     return p

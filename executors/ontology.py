@@ -1,6 +1,6 @@
 """Attribute vocabularies, the shape hierarchy and part lists of a dataset.
 
-An :class:`Ontology` is loaded from ``data/ontology/<name>.json`` (see
+An :class:`Ontology` is loaded from ``executors/data/ontologies/<name>.json`` (see
 ``scripts/build_ontology.py`` for where the facts come from) or from any JSON file or dict of the
 same schema. It answers three kinds of questions for the executors and validators:
 
@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from dataclasses import dataclass, field
 from functools import lru_cache
+from importlib import resources
 from pathlib import Path
 from typing import Iterable, Mapping
 
@@ -28,8 +28,9 @@ from .errors import FormatError
 #: Attributes in their canonical order; an ontology uses the ones it defines.
 ATTRIBUTE_ORDER = ("shape", "color", "material", "size", "texture")
 
-_REPO_DIR = Path(__file__).resolve().parent.parent / "data" / "ontology"
-_INSTALLED_DIR = Path(sys.prefix) / "share" / "nsvqa" / "ontology"  # pyproject data-files
+#: Where the built-in ontologies ship inside this package (``executors/data/ontologies/<name>.json``),
+#: read through :mod:`importlib.resources`: found after any install and in a copy of ``executors/``.
+_BUILTIN = ("data", "ontologies")
 
 
 @dataclass(frozen=True)
@@ -72,7 +73,7 @@ class Ontology:
     # ------------------------------------------------------------------ construction
     @classmethod
     def from_dict(cls, d: Mapping, source: str = "<dict>") -> "Ontology":
-        """Build from the JSON schema of ``data/ontology/*.json``; errors name ``source``."""
+        """Build from the JSON schema of ``executors/data/ontologies/*.json``; errors name ``source``."""
         try:
             attrs = d["attributes"]
             attributes = {a: tuple(attrs[a]["values"]) for a in ATTRIBUTE_ORDER if a in attrs}
@@ -232,11 +233,16 @@ class Ontology:
 
 
 def ontology_dir() -> Path:
-    """Folder of the built-in ontologies: ``$NSVQA_ONTOLOGY_DIR``, else the repository's
-    ``data/ontology``, else the copy a regular ``pip install`` places under the prefix."""
+    """Folder of the built-in ontologies: ``$NSVQA_ONTOLOGY_DIR``, else ``data/ontologies`` inside
+    this package, found through :mod:`importlib.resources` (after a regular, editable, ``--target``
+    or ``--user`` install, and in a copy of ``executors/`` placed in another project)."""
     if "NSVQA_ONTOLOGY_DIR" in os.environ:
         return Path(os.environ["NSVQA_ONTOLOGY_DIR"])
-    return _REPO_DIR if _REPO_DIR.is_dir() else _INSTALLED_DIR
+    folder = resources.files(__package__).joinpath(*_BUILTIN)
+    if not isinstance(folder, Path):  # a zip import: the package's files are not on disk
+        raise FileNotFoundError(f"the built-in ontologies need {__package__} installed as files, not "
+                                f"imported from {folder}; set NSVQA_ONTOLOGY_DIR to a folder of them")
+    return folder
 
 
 @lru_cache(maxsize=16)

@@ -41,7 +41,7 @@ import typing
 from dataclasses import MISSING, fields
 from typing import Any, ClassVar, Iterable, Mapping, Sequence, TypeVar
 
-from nsvqa.fileio import OutputNotWritable, check_writable
+from nsvqa.fileio import OutputNotWritable, check_outside_data, check_writable
 
 C = TypeVar("C", bound="Config")
 
@@ -50,6 +50,23 @@ IDENTITY = ("data", "profile")
 _TRUE = ("true", "yes", "on", "1")
 _FALSE = ("false", "no", "off", "0")
 _NONE = ("none", "null")
+
+#: The device that every ``--device`` and config ``device`` field defaults to: this machine's own.
+AUTO_DEVICE = "auto"
+
+
+def resolve_device(device: str = AUTO_DEVICE) -> str:
+    """The torch device string to use for ``device``: ``"auto"`` is ``"cuda"`` where torch sees a
+    CUDA device and ``"cpu"`` elsewhere (also where torch is not installed); any other value
+    (``"cpu"``, ``"cuda:1"``, ...) is returned as it is. The one place where "auto" is resolved:
+    :class:`Config` does it for its ``device`` field, and the commands for their ``--device``."""
+    if device != AUTO_DEVICE:
+        return device
+    try:
+        import torch  # heavy, and only in the [full] extra: asked only when "auto" must be resolved
+    except ModuleNotFoundError:
+        return "cpu"
+    return "cuda" if torch.cuda.is_available() else "cpu"
 
 
 # ---------------------------------------------------------------------------- field types
@@ -193,6 +210,12 @@ class Config:
     #: fields that were removed, with the value that meant the behaviour that stayed: a saved
     #: config holding one with that value loads (the field is dropped); another value cannot
     RETIRED: ClassVar[Mapping[str, Any]] = {}
+
+    def __post_init__(self) -> None:
+        """A ``device`` field of ``"auto"`` becomes the device it names on this machine
+        (:func:`resolve_device`), so that the run and its saved config name the device it ran on."""
+        if getattr(self, "device", None) == AUTO_DEVICE:
+            object.__setattr__(self, "device", resolve_device(AUTO_DEVICE))
 
     # ------------------------------------------------------------------ profiles
     @classmethod
@@ -392,6 +415,17 @@ def check_outputs(parser: argparse.ArgumentParser, *paths: Any) -> None:
         parser.exit(2, f"{parser.prog}: error: {e}\n")
 
 
+def check_run_outside_data(parser: argparse.ArgumentParser, out: Any, data: Any, *, option: str = "--out",
+                           variant_folder: bool = False) -> None:
+    """The training scripts' preflight of a runs root or run folder ``out`` against ``--data``
+    (:func:`nsvqa.fileio.check_outside_data`): inside a dataset, the script exits with status 2 and
+    one line naming both, before any work."""
+    try:
+        check_outside_data(out, data, option=option, variant_folder=variant_folder)
+    except OutputNotWritable as e:
+        parser.exit(2, f"{parser.prog}: error: {e}\n")
+
+
 def parse_checked(parser: argparse.ArgumentParser, argv: Sequence[str] | None, *outputs: str) -> argparse.Namespace:
     """``parser.parse_args(argv)``, then :func:`check_outputs` of the options whose ``dest`` is in
     ``outputs`` (e.g. ``"out"``): how a script's ``main`` starts."""
@@ -445,5 +479,5 @@ def config_overrides(args: argparse.Namespace, cls: type, *, exclude: Sequence[s
     return out
 
 
-__all__ = ["Config", "ConfigError", "HelpFormatter", "check_outputs", "parse_checked", "IDENTITY", "resolve_fields", "field_types", "type_name", "parse_value", "parse_overrides",
+__all__ = ["AUTO_DEVICE", "resolve_device", "Config", "ConfigError", "HelpFormatter", "check_outputs", "check_run_outside_data", "parse_checked", "IDENTITY", "resolve_fields", "field_types", "type_name", "parse_value", "parse_overrides",
            "add_config_args", "config_overrides"]

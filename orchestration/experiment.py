@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from nsvqa.fileio import check_writable, sha256_file, sha256_folder, temporary_folder
+from nsvqa.fileio import check_outside_data, check_writable, sha256_file, sha256_folder, temporary_folder
 from nsvqa.generation.suite import SUITE_PROFILES
 from nsvqa.generation.variants import FACTORS, get_factor, load_variant
 from nsvqa.models import ModelSpec, PredictInputs, UnknownModel
@@ -59,6 +59,7 @@ from nsvqa.artifacts.likelihoods import PARSE_MIN_SCORE
 from nsvqa.artifacts.predictions import SHUFFLED, Prediction, predictions_path, read_predictions, write_predictions
 from nsvqa.artifacts.questions import QuestionsFile, questions_path, read_questions, write_questions
 from nsvqa.artifacts.summary import merged_summary, read_summary, summary_path, write_summary
+from nsvqa.config import AUTO_DEVICE, resolve_device
 from nsvqa.evaluation import accuracy
 from nsvqa.evaluation.image_dependence import image_dependence, shuffled_questions
 from nsvqa.evaluation.report import failures_per_model, invalid_program_warning
@@ -207,7 +208,8 @@ class TrainSpec:
             28.2% to 31.2% in-domain and left NS-VQA at 27.9%.
         jobs: 2 or more trains the question parser in a second process (1 thread) beside the scene
             parser (the other threads), which halves the wall time on a 2-core machine.
-        device: torch device of the parsers and the models.
+        device: torch device of the parsers and the models; ``auto`` (the default): CUDA when present,
+            else the CPU.
         pretrained: trained parsers to use instead of training them: ``pretrained:<name>`` (a
             set shipped in ``pretrained/``, sha256-checked; :mod:`nsvqa.pretrained`) or a folder
             holding ``scene_parser/`` and ``question_parser/``. Nothing is trained then: a
@@ -232,7 +234,7 @@ class TrainSpec:
     question_overrides: dict = field(default_factory=dict)
     model_overrides: dict = field(default_factory=dict)
     jobs: int = 1
-    device: str = "cpu"
+    device: str = AUTO_DEVICE
     progress: bool = True
     parse_min_score: float | None = PARSE_MIN_SCORE
     pretrained: str | None = None
@@ -240,6 +242,9 @@ class TrainSpec:
     scene_runs: str | os.PathLike | None = None
     image_shuffle: bool = False
     shuffle_seed: int = 0
+
+    def __post_init__(self) -> None:
+        self.device = resolve_device(self.device)  # "auto": CUDA when present, else the CPU
 
 
 def _train_question_parser(data: Path, run: VariantRun, spec: TrainSpec, progress: bool) -> float:
@@ -545,11 +550,13 @@ def train_variant(root: str | os.PathLike, variant: str, runs: str | os.PathLike
         ExperimentError: an unknown model, missing or empty training data, or a missing test variant
         without ``skip_missing``.
         FormatError: a malformed input file (every input is read before the first step).
-        OutputNotWritable: ``runs`` cannot be written (before any work).
+        OutputNotWritable: ``runs`` cannot be written, or is in the data (a variant folder, a data
+            root, inside ``root``: :func:`nsvqa.fileio.check_outside_data`), before any work.
     """
     spec = spec or TrainSpec()
     root = Path(root)
     check_writable(Path(runs))
+    check_outside_data(runs, root)  # a runs root inside the data: refused before any work
     specs = model_specs(models)
     need = registry.needs(specs)
     if load_variant(variant).test_only:

@@ -28,7 +28,8 @@ def add_training_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--split", default="test", help="split of the test variants")
     p.add_argument("--jobs", type=int, default=1,
                    help="2+: train the question parser in a second process beside the scene parser")
-    p.add_argument("--device", default="cpu", help="torch device of training and prediction (cpu, cuda)")
+    p.add_argument("--device", default="auto",
+                   help="torch device of training and prediction: auto (CUDA when present, else the CPU), cpu, cuda")
     p.add_argument("--scene-set", action="append", metavar="NAME=VALUE",
                    help="scene-parser config override (e.g. det_iterations=400); repeatable")
     p.add_argument("--question-set", action="append", metavar="NAME=VALUE",

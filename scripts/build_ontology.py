@@ -1,4 +1,4 @@
-"""Write ``data/ontology/{clevr,superclevr}.json`` from the facts of the reference releases.
+"""Write ``executors/data/ontologies/{clevr,superclevr}.json`` from the facts of the reference releases.
 
 The Super-CLEVR ontology is read from the generator's property and part files
 (``properties_cgpart.json``, ``part_dict.json``) and, where present, cross-checked against the
@@ -7,7 +7,7 @@ question generator's ``metadata_part.json``; the CLEVR one from the CLEVR v1.0 f
 regenerates it when the reference files change (a copy of those files is committed in
 tests/fixtures/reference/superclevr, see tests/fixtures/README.md; the checked-in output is all a user needs)::
 
-    python scripts/build_ontology.py --superclevr tests/fixtures/reference/superclevr --out data/ontology
+    python scripts/build_ontology.py --superclevr tests/fixtures/reference/superclevr --out executors/data/ontologies
 """
 from __future__ import annotations
 
@@ -139,7 +139,8 @@ def get_args_parser() -> argparse.ArgumentParser:
     p.add_argument("--superclevr", type=Path, default=Path("tests/fixtures/reference/superclevr"),
                    help="folder of the Super-CLEVR generator's properties_cgpart.json, part_dict.json and "
                         "metadata_part.json (default: tests/fixtures/reference/superclevr, the committed copy)")
-    p.add_argument("--out", type=Path, default=Path("data/ontology"), help="folder of the ontology JSON files to write")
+    p.add_argument("--out", type=Path, default=Path("executors/data/ontologies"),
+                   help="folder of the ontology JSON files to write")
     return p
 
 

@@ -1,4 +1,4 @@
-"""Write the variant catalogue ``data/variants/*.json``.
+"""Write the variant catalogue ``nsvqa/generation/data/variants/*.json``.
 
 The specs, the factors and the aliases, and where their figures come from, are
 :mod:`nsvqa.generation.catalogue`; this script writes them with the catalogue's index,
@@ -6,7 +6,7 @@ The specs, the factors and the aliases, and where their figures come from, are
 the tables back from the committed variants, so a clone regenerates the catalogue byte for byte
 (tests/generation/test_variants.py checks it; see docs/variants.md)::
 
-    python scripts/build_variants.py --dist tests/fixtures/reference/superclevr/dist --out data/variants
+    python scripts/build_variants.py --dist tests/fixtures/reference/superclevr/dist --out nsvqa/generation/data/variants
     python scripts/build_variants.py --dist none --out /tmp/variants     # from what a clone has
 """
 from __future__ import annotations
@@ -27,10 +27,12 @@ def get_args_parser() -> argparse.ArgumentParser:
                    help="folder of the Super-CLEVR generator's dist/*.npz tables (default: "
                         "tests/fixtures/reference/superclevr/dist, the committed copy); when it is "
                         "absent, the tables are read back from the committed variants in --from")
-    p.add_argument("--from", dest="committed", type=Path, default=Path("data/variants"),
+    p.add_argument("--from", dest="committed", type=Path, default=Path("nsvqa/generation/data/variants"),
                    help="the committed catalogue the tables are read from without --dist")
-    p.add_argument("--ontology", type=Path, default=Path("data/ontology/superclevr.json"), help="the ontology JSON the variants' values are checked against")
-    p.add_argument("--out", type=Path, default=Path("data/variants"), help="folder of the variant JSON files to write")
+    p.add_argument("--ontology", type=Path, default=Path("executors/data/ontologies/superclevr.json"),
+                   help="the ontology JSON the variants' values are checked against")
+    p.add_argument("--out", type=Path, default=Path("nsvqa/generation/data/variants"),
+                   help="folder of the variant JSON files to write")
     return p
 
 

@@ -33,7 +33,7 @@ from nsvqa.fileio import EmptyOutput, OutputFile, keep_unless_filled, write_json
 from nsvqa.evaluation.question_parser import read_question_items, score_parses
 from nsvqa.training.loading import load_question_parser
 from nsvqa.pretrained import PretrainedError, resolve_checkpoint
-from nsvqa.config import HelpFormatter, check_outputs
+from nsvqa.config import HelpFormatter, check_outputs, resolve_device
 
 PROG = "parse_questions.py"
 
@@ -52,7 +52,8 @@ def get_args_parser() -> argparse.ArgumentParser:
     p.add_argument("--beam", type=int, default=1, help="beam size (1: greedy)")
     p.add_argument("--batch-size", type=int, default=256, help="questions decoded per batch")
     p.add_argument("--limit", type=int, default=None, help="only the first N questions")
-    p.add_argument("--device", default="cpu", help="torch device (cpu, cuda)")
+    p.add_argument("--device", default="auto", type=resolve_device,
+                   help="torch device: auto (CUDA when present, else the CPU), cpu, cuda")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     return p
 

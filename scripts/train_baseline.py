@@ -15,7 +15,6 @@ which scripts/evaluate_rd.py --runs RUN_DIR reads. Config fields are overridden 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -23,8 +22,10 @@ import torch
 
 import baselines
 from executors.errors import FormatError
+from executors.io import read_json
 from nsvqa.artifacts.predictions import predictions_path, write_predictions
-from nsvqa.config import ConfigError, HelpFormatter, parse_checked, parse_overrides
+from nsvqa.config import (ConfigError, HelpFormatter, check_run_outside_data, parse_checked, parse_overrides,
+                          resolve_device)
 from nsvqa.evaluation import accuracy
 from nsvqa.models import UnknownModel
 from nsvqa.training.checkpoint import CheckpointError
@@ -43,7 +44,8 @@ def get_args_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", type=OutputFolder, required=True, help="run directory")
     p.add_argument("--profile", choices=baselines.PROFILE_NAMES, default="mini", help="the training profile")
     p.add_argument("--seed", type=int, default=0, help="training seed")
-    p.add_argument("--device", default="cpu", help="torch device (cpu, cuda)")
+    p.add_argument("--device", default="auto", type=resolve_device,
+                   help="torch device: auto (CUDA when present, else the CPU), cpu, cuda")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     p.add_argument("--resume", action="store_true", help="continue from the checkpoint in --out")
     p.add_argument("--set", action="append", metavar="NAME=VALUE", dest="overrides",
@@ -57,7 +59,9 @@ def get_args_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parse_checked(get_args_parser(), argv, "out")
+    parser = get_args_parser()
+    args = parse_checked(parser, argv, "out")
+    check_run_outside_data(parser, args.out, args.data, variant_folder=True)  # a run inside the data: refused
     if args.threads:
         torch.set_num_threads(args.threads)
 
@@ -74,7 +78,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"run directory: {args.out}")
             else:  # the predictions file names the training variant: it must be the run's
                 cfg_path = Path(args.out) / "config.json"
-                trained = json.loads(cfg_path.read_text()).get("config", {}).get("data") if cfg_path.is_file() else None
+                trained = (read_json(cfg_path, allow_nan=True).get("config", {}).get("data") if cfg_path.is_file()
+                           else None)
                 if trained is not None and Path(trained).name != data.name:
                     raise ConfigError(f"{cfg_path}, field 'data': the run was trained on {trained}, not on --data {data}")
             for target in args.predict:

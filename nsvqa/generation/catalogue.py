@@ -1,4 +1,4 @@
-"""Building the variant catalogue ``data/variants/`` (what ``scripts/build_variants.py`` writes).
+"""Building the variant catalogue ``nsvqa/generation/data/variants/`` (what ``scripts/build_variants.py`` writes).
 
 The concept-distribution weights and the shape -> color matrices are the figures of the
 Super-CLEVR generator (Li et al., CVPR 2023; ``dist/*.npz`` of Lizw14/Super-CLEVR, a copy
@@ -34,9 +34,9 @@ WEIGHT_VARIANTS = {"a1": "slt", "orig": "long", "head": "head", "tail": "tail", 
 MATRIX_VARIANTS = {"sub": "co-1", "super": "co-2"}
 COLORS = ["gray", "red", "blue", "green", "brown", "purple", "cyan", "yellow"]
 
-#: The catalogue's index (data/variants/catalogue.json): the factors, their variants in table order,
+#: The catalogue's index (nsvqa/generation/data/variants/catalogue.json): the factors, their variants in table order,
 #: report titles, RD rules (docs/evaluation.md) and table labels.
-CATALOGUE_ABOUT = ("The domain-shift factors: each lists its variants in table order (data/variants/<name>.json). "
+CATALOGUE_ABOUT = ("The domain-shift factors: each lists its variants in table order (<name>.json in this folder). "
                    "title: how reports name the factor; rd: how its Relative Degrade is computed "
                    "(docs/evaluation.md): plain, head_tail (with the variants playing each role) or null (none "
                    "defined); labels: a variant's name in this factor's tables; tested_on_itself: each variant is "
@@ -155,7 +155,7 @@ def composition(ontology: dict) -> dict:
 
 
 def catalogue(tables: Tables, ontology: dict) -> dict[str, dict]:
-    """Every variant's spec, name -> the JSON written to ``data/variants/<name>.json``, in the
+    """Every variant's spec, name -> the JSON written to ``<out>/<name>.json``, in the
     catalogue's order; ``tables`` gives the concept weights and matrices, ``ontology`` (the parsed
     ontology JSON) the colors and shape categories of the composition split."""
     v: dict[str, dict] = {}
@@ -215,6 +215,6 @@ def catalogue(tables: Tables, ontology: dict) -> dict[str, dict]:
 
 
 def catalogue_index() -> dict[str, Any]:
-    """The catalogue's index as written to ``data/variants/catalogue.json`` (read back by
+    """The catalogue's index as written to ``catalogue.json`` beside the variants (read back by
     :func:`nsvqa.generation.variants.factors` and :func:`~nsvqa.generation.variants.aliases`)."""
     return {"about": CATALOGUE_ABOUT, "factors": FACTOR_TABLE, "aliases": ALIASES}

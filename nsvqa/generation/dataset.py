@@ -39,6 +39,7 @@ import numpy as np
 from PIL import Image
 
 from executors import load_ontology
+from executors.io import read_json
 
 from nsvqa.fileio import FolderLock, sha256_file, sweep_temporaries, write_atomic, write_json_atomic
 
@@ -55,8 +56,8 @@ SPLITS = ("train", "val", "test")
 PREFIX = "nsvqa"
 #: Question sets: (object questions, part questions) asked per image. ``object`` is the paper's
 #: question set: the official Super-CLEVR release asks 10 questions per image from the CLEVR 1.0
-#: templates (``data/templates`` without ``part.json``); ``object+part`` adds 10 questions of the
-#: part templates, an extension no published study has (docs/variants.md).
+#: templates (``nsvqa/generation/data/question_templates`` without ``part.json``); ``object+part``
+#: adds 10 questions of the part templates, an extension no published study has (docs/variants.md).
 QUESTION_SETS: Mapping[str, tuple[int, int]] = {"object": (10, 0), "object+part": (10, 10)}
 @dataclass(frozen=True)
 class GenerationProfile:
@@ -167,7 +168,7 @@ def is_complete(job: SplitJob) -> bool:
     path = job.folder / "manifest.json"
     if not merged_path(job).exists() or not path.exists():
         return False
-    done = json.loads(path.read_text()).get("splits", {}).get(job.split, {})
+    done = read_json(path).get("splits", {}).get(job.split, {})
     return done.get("config") == job.config()
 
 
@@ -221,7 +222,7 @@ def _made_with(job: SplitJob) -> tuple[Path, dict] | None:
     if entry is not None and "config" in entry:
         return job.folder / "manifest.json", settings(entry["config"])
     if settings_path(job).is_file():
-        return settings_path(job), json.loads(settings_path(job).read_text())
+        return settings_path(job), read_json(settings_path(job))
     return None
 
 
@@ -256,7 +257,7 @@ def _manifest_entry(job: SplitJob) -> dict | None:
     path = job.folder / "manifest.json"
     if not merged_path(job).exists() or not path.exists():
         return None
-    return json.loads(path.read_text()).get("splits", {}).get(job.split)
+    return read_json(path).get("splits", {}).get(job.split)
 
 
 def _reuse_merged(job: SplitJob) -> int:
@@ -475,7 +476,7 @@ def questions_path(job: SplitJob) -> Path:
 def update_manifest(job: SplitJob, n_questions: int) -> dict:
     """Record this split (config, counts, sha256 of its files) in ``manifest.json``."""
     path = job.folder / "manifest.json"
-    manifest = json.loads(path.read_text()) if path.exists() else {}
+    manifest = read_json(path) if path.exists() else {}  # strict: a damaged manifest is named, not merged into
     files = [job.image_path(k) for k in range(job.num_images)]
     files += [merged_path(job), questions_path(job), job.folder / "annotations" / f"{job.split}_coco.json"]
     manifest.update({"generator": "nsvqa", "generator_version": GENERATOR_VERSION, "variant": job.variant})

@@ -1,4 +1,5 @@
-"""The variant catalogue: one frozen spec per name in ``data/variants/<name>.json``.
+"""The variant catalogue: one frozen spec per name in
+``nsvqa/generation/data/variants/<name>.json``.
 
 A spec names its domain-shift factor, the scene parameters (visual complexity, concept weights,
 shape -> color matrix), the question redundancy level, optional per-split overrides (the
@@ -11,8 +12,8 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -23,8 +24,9 @@ from executors import Ontology
 from nsvqa.generation.looks import DEFAULT_LOOK
 from nsvqa.generation.sampler import COMPLEXITIES, ConceptWeights, SceneParams
 
-VARIANT_DIR = Path(__file__).resolve().parents[2] / "data" / "variants"
-_INSTALLED_VARIANT_DIR = Path(sys.prefix) / "share" / "nsvqa" / "variants"  # pyproject data-files
+#: The built-in catalogue: ``nsvqa/generation/data/variants/*.json``, shipped inside the package and
+#: found through :mod:`importlib.resources` (after any install).
+VARIANT_DIR = Path(resources.files(__package__) / "data" / "variants")
 REDUNDANCY = ("rd-", "rd", "rd+")
 SPLITS = ("train", "val", "test")
 
@@ -38,7 +40,7 @@ RD_RULES = ("plain", "head_tail", None)
 
 @dataclass(frozen=True)
 class Factor:
-    """One domain-shift factor of the catalogue (``data/variants/catalogue.json``).
+    """One domain-shift factor of the catalogue (``nsvqa/generation/data/variants/catalogue.json``).
 
     Attributes:
         name, title: the factor's key and how reports name it.
@@ -277,11 +279,10 @@ def _matrix(table: Mapping[str, list] | None, onto: Ontology, where: str) -> np.
 
 
 def variant_dir() -> Path:
-    """``$NSVQA_VARIANT_DIR``, else the repository's ``data/variants``, else an installed copy under
-    ``<prefix>/share/nsvqa/variants``."""
+    """``$NSVQA_VARIANT_DIR``, else the built-in catalogue (:data:`VARIANT_DIR`)."""
     if "NSVQA_VARIANT_DIR" in os.environ:
         return Path(os.environ["NSVQA_VARIANT_DIR"])
-    return VARIANT_DIR if VARIANT_DIR.is_dir() else _INSTALLED_VARIANT_DIR
+    return VARIANT_DIR
 
 
 def list_variants() -> list[str]:

@@ -20,8 +20,8 @@ from typing import Any, Callable, Sequence
 import torch
 
 from executors.errors import FormatError
-from nsvqa.config import add_config_args, config_overrides, parse_checked
-from nsvqa.fileio import FolderInUse, OutputFolder
+from nsvqa.config import add_config_args, check_run_outside_data, config_overrides, parse_checked
+from nsvqa.fileio import DiskFull, FolderInUse, OutputFolder
 from nsvqa.training import RunMismatch
 from nsvqa.training.engine import Interrupted
 
@@ -48,6 +48,7 @@ def train_main(parser: argparse.ArgumentParser, argv: Sequence[str] | None, cls:
     ``train(cfg, out, resume=, progress=)`` (it returns the run directory, a ``RunDir``) and print
     where it is. Returns the exit status, 0."""
     args = parse_checked(parser, argv, "out")
+    check_run_outside_data(parser, args.out, args.data, variant_folder=True)  # a run inside the data: refused
     if args.threads:
         torch.set_num_threads(args.threads)
     cfg = cls.from_profile(args.data, args.profile, **config_overrides(args, cls))
@@ -69,13 +70,18 @@ def interruptible(prog: str, work: Callable[[], int], rerun: str = "rerun the sa
     """``work()`` (a script's work, returning its exit status) with Ctrl-C and SIGTERM turned into
     one line on stderr, ``<prog>: interrupted (SIGTERM) [at step S of T of WHAT, checkpoint saved]:
     <rerun>``, and the exit status 128 + the signal's number. Training checkpoints at the signal
-    (:func:`nsvqa.training.engine.train_steps`); elsewhere SIGTERM stops like Ctrl-C."""
+    (:func:`nsvqa.training.engine.train_steps`); elsewhere SIGTERM stops like Ctrl-C. A full disk
+    (:class:`nsvqa.fileio.DiskFull`: the file, the bytes it needs, the bytes free) is one line
+    ``<prog>: error: ...: free space, then <rerun>`` and the exit status 1."""
     def on_term(signum, _frame):
         raise Interrupted(signum)
 
     old = signal.signal(signal.SIGTERM, on_term) if threading.current_thread() is threading.main_thread() else None
     try:
         return work()
+    except DiskFull as e:  # a checkpoint, a parse, a record: the file it would replace is kept
+        print(f"{prog}: error: {e}: free space, then {rerun}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt as e:
         stop = e if isinstance(e, Interrupted) else Interrupted(signal.SIGINT)
         print(f"{prog}: {stop}: {rerun}", file=sys.stderr)

@@ -38,7 +38,7 @@ class QuestionParserConfig(Config):
     data: str
     profile: str = "mini"
     seed: int = 0
-    device: str = "cpu"
+    device: str = "auto"       # CUDA when present, else the CPU (nsvqa.config.resolve_device)
     ontology: str = "superclevr"
     word_dim: int = 64
     hidden: int = 96
@@ -76,6 +76,7 @@ class QuestionParserConfig(Config):
     #: a config saved before the field existed trained on the train file's questions alone
     ABSENT: ClassVar[Mapping[str, Any]] = {"extra_questions_per_image": 0}
     HELP: ClassVar = {
+        "device": "torch device: auto (CUDA when present, else the CPU), cpu, cuda",
         "ontology": "superclevr (default) or clevr",
         "reinforce": "after the supervised steps, fine-tune with REINFORCE (reward: correct answer on the "
                      "ground-truth train scene)",

@@ -47,7 +47,7 @@ class SceneParserConfig(Config):
     mode: str = "agnostic+parts"       # detector classes: datasets.MODES (parts: the listed ones)
     stage: str = "all"
     seed: int = 0
-    device: str = "cpu"
+    device: str = "auto"              # CUDA when present, else the CPU (nsvqa.config.resolve_device)
     # schedule: detector ~24 min (bf16 autocast on a CPU with AMX; float32 where bf16 is emulated),
     # crops ~4 min, head 3 epochs ~13 min (channels-last), the learning-curve evaluations ~3 min
     det_iterations: int = 1300
@@ -123,6 +123,7 @@ class SceneParserConfig(Config):
     CHOICES: ClassVar = {"mode": MODES, "stage": STAGES, "det_backbone": BACKBONES, "head_depth": HEAD_DEPTHS, "det_min_stride": MIN_STRIDES,
                "head_backbone": HEAD_BACKBONES, "part_crop": PART_CROPS, "head_pool": HEAD_POOLS}
     HELP: ClassVar = {
+        "device": "torch device: auto (CUDA when present, else the CPU), cpu, cuda",
         "mode": "detector classes: the 21 shapes; shapes and part names; one 'object' class (the attribute "
                 "head tells the shape); or 'object' and 'part' (the head tells shape and part name). The parts "
                 "modes detect the parts the scenes list",

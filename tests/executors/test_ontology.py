@@ -187,8 +187,8 @@ def test_checked_in_ontologies_equal_build_script_output(tmp_path, reference_fix
     mod.main(["--out", str(tmp_path), "--superclevr", str(reference_fixtures / "superclevr")])
     for name in ("clevr", "superclevr"):
         built = json.loads((tmp_path / f"{name}.json").read_text())
-        checked_in = json.loads((REPO / "data" / "ontology" / f"{name}.json").read_text())
-        assert built == checked_in, f"data/ontology/{name}.json is out of date: rerun scripts/build_ontology.py"
+        checked_in = json.loads((REPO / "executors" / "data" / "ontologies" / f"{name}.json").read_text())
+        assert built == checked_in, f"executors/data/ontologies/{name}.json is out of date: rerun build_ontology.py"
 
 
 def test_part_lists_equal_the_release_part_dict(superclevr, reference_fixtures):

@@ -2,14 +2,13 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from executors import load_ontology
 from nsvqa.generation.sampler import sample_attributes, sample_layout
-from nsvqa.generation.variants import VariantError, Variant, list_variants, load_variant
+from nsvqa.generation.variants import VARIANT_DIR, VariantError, Variant, list_variants, load_variant
 
 ONTO = load_ontology("superclevr")
 EXPECTED = {"easy", "mid", "hard", "rd-", "rd+", "bal", "slt", "long", "head", "tail", "oppo",
@@ -35,7 +34,7 @@ def test_catalogue_loads():
 def test_catalogue_is_what_build_variants_writes(reference_fixtures, load_script, tmp_path):
     build = load_script("build_variants")
     assert build.main(["--dist", str(reference_fixtures / "superclevr" / "dist"), "--out", str(tmp_path)]) == 0
-    repo = Path(__file__).resolve().parents[2] / "data" / "variants"
+    repo = VARIANT_DIR
     for p in tmp_path.glob("*.json"):
         assert json.loads(p.read_text()) == json.loads((repo / p.name).read_text()), p.name
 
@@ -45,7 +44,7 @@ def test_a_clone_rebuilds_the_catalogue_byte_for_byte(load_script, tmp_path):
     committed variants: the same bytes, the catalogue's index included."""
     build = load_script("build_variants")
     assert build.main(["--dist", str(tmp_path / "absent"), "--out", str(tmp_path / "out")]) == 0
-    repo = Path(__file__).resolve().parents[2] / "data" / "variants"
+    repo = VARIANT_DIR
     written = sorted(p.name for p in (tmp_path / "out").glob("*.json"))
     assert written == sorted(p.name for p in repo.glob("*.json"))
     for name in written:
@@ -133,7 +132,7 @@ def test_systematic_factor_splits(name):
 def test_bad_specs_name_the_field(tmp_path):
     with pytest.raises(VariantError, match=r"unknown variant 'wide'; valid: \['bal'"):
         load_variant("wide")
-    base = json.loads((Path(__file__).resolve().parents[2] / "data" / "variants" / "long.json").read_text())
+    base = json.loads((VARIANT_DIR / "long.json").read_text())
     bad = dict(base, scene=dict(base["scene"], weights=dict(base["scene"]["weights"], color={"red": 1.0})))
     with pytest.raises(VariantError, match=r"x.json, field 'scene.weights.color': expected a weight for each"):
         Variant.from_dict(bad, "x.json").scene_params("train", ONTO)

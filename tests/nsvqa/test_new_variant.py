@@ -1,15 +1,16 @@
 """A new variant and a new factor are data only: a JSON per variant and an entry in the catalogue's
-index (data/variants/catalogue.json). This toy factor (two camera distances) is generated, trained
+index (nsvqa/generation/data/variants/catalogue.json). This toy factor (two camera distances) is generated, trained
 on, tested and reported like the paper's factors, with no code changed."""
 from __future__ import annotations
 
 import json
 import shutil
-from pathlib import Path
 
 import pytest
 
-REPO_VARIANTS = Path(__file__).resolve().parents[2] / "data" / "variants"
+from nsvqa.generation.variants import VARIANT_DIR
+
+REPO_VARIANTS = VARIANT_DIR
 
 
 @pytest.fixture

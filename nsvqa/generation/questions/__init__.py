@@ -1,9 +1,9 @@
 """Question engine: instantiates question templates on a scene, answers with the deterministic executor.
 
-Templates (``data/templates/*.json``, written for this project) give the program structures of the
-90 CLEVR question families (zero/one/two/three hop, single and/or, same-relate, comparison,
-compare-integer) and the 9 Super-CLEVR part families, over the Super-CLEVR ontology. A question
-record follows the release schema (docs/formats.md) and adds ``question_hash``, ``obj_map`` and
+Templates (``nsvqa/generation/data/question_templates/*.json``, written for this project) give the
+program structures of the 90 CLEVR question families (zero/one/two/three hop, single and/or,
+same-relate, comparison, compare-integer) and the 9 Super-CLEVR part families, over the Super-CLEVR
+ontology. A question record follows the release schema (docs/formats.md) and adds ``question_hash``, ``obj_map`` and
 ``redundancy``.
 
 Modules (everything public is re-exported here; import it from ``nsvqa.generation.questions``):

@@ -181,7 +181,7 @@ class QuestionGenerator(_LevelsMixin, _TextMixin):
 
     @classmethod
     def default(cls, **kw) -> "QuestionGenerator":
-        """The Super-CLEVR ontology with the templates of ``data/templates``."""
+        """The Super-CLEVR ontology with the built-in templates (:func:`template_dir`)."""
         onto = load_ontology("superclevr")
         return cls(onto, load_templates(ontology=onto), **kw)
 

@@ -33,24 +33,24 @@ from __future__ import annotations
 import json
 import os
 import re
-import sys
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 from typing import Any, Mapping
 
 from executors import ExecutionError, Node, Ontology, Program, load_ontology
 from executors.dsl import SIGNATURES
 
-DEFAULT_TEMPLATE_DIR = Path(__file__).resolve().parents[3] / "data" / "templates"
-_INSTALLED_TEMPLATE_DIR = Path(sys.prefix) / "share" / "nsvqa" / "templates"
+#: The built-in question templates: ``nsvqa/generation/data/question_templates/*.json``, shipped
+#: inside the package and found through :mod:`importlib.resources` (after any install).
+DEFAULT_TEMPLATE_DIR = Path(resources.files("nsvqa.generation") / "data" / "question_templates")
 
 
 def template_dir() -> Path:
-    """``$NSVQA_TEMPLATE_DIR``, else the repository's ``data/templates``, else an installed copy
-    under ``<prefix>/share/nsvqa/templates``."""
+    """``$NSVQA_TEMPLATE_DIR``, else the built-in templates (:data:`DEFAULT_TEMPLATE_DIR`)."""
     if "NSVQA_TEMPLATE_DIR" in os.environ:
         return Path(os.environ["NSVQA_TEMPLATE_DIR"])
-    return DEFAULT_TEMPLATE_DIR if DEFAULT_TEMPLATE_DIR.is_dir() else _INSTALLED_TEMPLATE_DIR
+    return DEFAULT_TEMPLATE_DIR
 
 
 OBJECT_ATTRS = ("size", "color", "material", "texture", "shape")  # filter order in programs
