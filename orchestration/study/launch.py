@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
+from nsvqa.config import AUTO_DEVICE, resolve_device
 from nsvqa.fileio import write_json_atomic
 from nsvqa.generation.dataset import PROFILES, is_complete, job_for
 from nsvqa.generation.suite import generate_suite
@@ -80,7 +81,9 @@ class LaunchOptions:
         launcher: ``local`` or ``slurm``.
         parallel: jobs side by side (``local``).
         threads: torch CPU threads of each job (None: torch's default).
-        device, jobs, workers: the pieces' ``--device``, ``--jobs``, ``--workers``.
+        device, jobs, workers: the pieces' ``--device``, ``--jobs``, ``--workers``. A ``device`` of
+            ``auto`` is resolved where the jobs run: with ``slurm``, ``cuda`` when ``gpus_per_node``
+            asks for GPUs, else ``cpu``; with ``local``, this machine's (:func:`resolve_device`).
         nodes, gpus_per_node: the shape of a parsers job (data-parallel over ``nodes *
             gpus_per_node`` processes); a piece job has one node and ``min(gpus_per_node, 1)`` GPU.
         partition, account, cpus_per_task, slurm: SLURM's (``slurm``: more ``#SBATCH`` flags).
@@ -102,7 +105,7 @@ class LaunchOptions:
     launcher: str = "local"
     parallel: int = 2
     threads: int | None = None
-    device: str = "cpu"
+    device: str = AUTO_DEVICE
     jobs: int = 2
     workers: int = 2
     nodes: int = 1
@@ -119,6 +122,11 @@ class LaunchOptions:
     estimate_from: Path | None = None
     gpu_speedup: float = 100.0
     retrain_lender: bool = False
+
+    def __post_init__(self) -> None:
+        if self.device == AUTO_DEVICE:
+            where = ("cuda" if self.gpus_per_node > 0 else "cpu") if self.launcher == "slurm" else resolve_device()
+            object.__setattr__(self, "device", where)
 
 
 @dataclass(frozen=True)
@@ -409,7 +417,9 @@ def run_git(repo: str | os.PathLike, *args: str, needs: str) -> str:
 def frozen_tree(runs: str | os.PathLike, repo: str | os.PathLike | None = None) -> tuple[Path, str]:
     """A git worktree of ``repo``'s HEAD (default: this checkout) at ``RUNS/launch/code-<commit>``
     (made once, reused; never removed by a launch or a job: remove it when its jobs are done), and
-    the uncommitted changes to tracked files it leaves out.
+    the uncommitted changes to tracked files it leaves out. Every call prunes git's records of the
+    worktrees whose folders are gone (``git worktree prune``), so a code tree removed by hand
+    leaves no stale entry once the next launch runs.
 
     Raises:
         StudyError: not a git checkout, or git fails (its message).
@@ -421,9 +431,9 @@ def frozen_tree(runs: str | os.PathLike, repo: str | os.PathLike | None = None) 
 
     sha = git("rev-parse", "--short=12", "HEAD").strip()
     where = (Path(runs) / "launch" / f"code-{sha}").resolve()
+    git("worktree", "prune")  # the records of code trees removed since (by hand, or a folder lost)
     if not (where / SCRIPT).is_file():
         where.parent.mkdir(parents=True, exist_ok=True)
-        git("worktree", "prune")
         git("worktree", "add", "--detach", str(where), sha)
     return where, git("status", "--porcelain", "--untracked-files=no")
 

@@ -49,8 +49,8 @@ def test_a_rerun_sweeps_the_temporaries_of_a_killed_run_everywhere_under_its_fol
     dead = _dead_pid()
     run = tmp_path / "run"
     where = [run, run / "predictions", run / "parsed" / "hard", run / "question_parser", run / "baselines" / "film"]
-    stale = [w / f".x.json.{_host()}-{dead}.abcdefgh.tmp" for w in where]
-    live = run / "parsed" / "hard" / f".y.json.{_host()}-{os.getppid()}.abcdefgh.tmp"
+    stale = [w / f".x.json.nsvqa-{_host()}-{dead}.abcdefgh.tmp" for w in where]
+    live = run / "parsed" / "hard" / f".y.json.nsvqa-{_host()}-{os.getppid()}.abcdefgh.tmp"
     for p in [*stale, live]:
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text("half")
@@ -93,7 +93,7 @@ def test_a_killed_runs_scratch_folder_is_swept_without_following_its_links(tmp_p
     data = tmp_path / "data" / "mid"
     data.mkdir(parents=True)
     (data / "keep.json").write_text("{}")
-    scratch = tmp_path / "run" / f".shuffle.{_host()}-{_dead_pid()}.abcdefgh.tmp"
+    scratch = tmp_path / "run" / f".shuffle.nsvqa-{_host()}-{_dead_pid()}.abcdefgh.tmp"
     (scratch / "mid").mkdir(parents=True)
     (scratch / "mid" / "images").symlink_to(data)
     RunDir(tmp_path / "run", {"seed": 0}).close()

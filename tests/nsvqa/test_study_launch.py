@@ -220,3 +220,32 @@ def test_a_launchs_code_tree_is_a_worktree_of_head_reused_and_never_swept(tmp_pa
     assert (runs / "launch" / "code-000000000000").is_dir()
     stamp = (where / "scripts" / "run_study.py").stat().st_mtime_ns
     assert frozen_tree(runs, repo)[0] == where and (where / "scripts" / "run_study.py").stat().st_mtime_ns == stamp
+
+
+def test_a_code_tree_removed_by_hand_leaves_no_stale_worktree_once_the_next_launch_runs(tmp_path):
+    import shutil
+    import subprocess
+
+    from orchestration.study.launch import frozen_tree
+
+    repo = tmp_path / "repo"
+    (repo / "scripts").mkdir(parents=True)
+
+    def git(*a: str) -> str:
+        return subprocess.run(["git", "-C", str(repo), *a], check=True, capture_output=True, text=True).stdout
+
+    def commit(text: str) -> None:
+        (repo / "scripts" / "run_study.py").write_text(text)
+        git("add", "scripts")
+        git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", text)
+
+    git("init", "-q")
+    commit("print('v1')\n")
+    runs = tmp_path / "runs"
+    old, _ = frozen_tree(runs, repo)  # a first launch
+    commit("print('v2')\n")
+    new, _ = frozen_tree(runs, repo)  # a launch of a later commit: a second tree
+    shutil.rmtree(old)  # its jobs done, removed as docs/cluster.md says
+    assert frozen_tree(runs, repo)[0] == new  # the next launch, reusing its tree
+    listed = git("worktree", "list", "--porcelain")
+    assert str(old) not in listed and "prunable" not in listed and str(new) in listed

@@ -91,11 +91,11 @@ def test_a_rerun_sweeps_the_temporaries_a_killed_run_left(gen, tmp_path, capsys)
     dead.wait()
     images = tmp_path / "easy" / "images" / "test"
     images.mkdir(parents=True)
-    stale = [images / f".nsvqa_test_000001.png.{_host()}-{dead.pid}.x1y2z3w4.tmp",
-             tmp_path / "easy" / f".manifest.json.{_host()}-{dead.pid}.a1b2c3d4.tmp"]
+    stale = [images / f".nsvqa_test_000001.png.nsvqa-{_host()}-{dead.pid}.x1y2z3w4.tmp",
+             tmp_path / "easy" / f".manifest.json.nsvqa-{_host()}-{dead.pid}.a1b2c3d4.tmp"]
     for p in stale:
         p.write_bytes(b"half a file")
-    live = images / f".other.png.{_host()}-{os.getpid()}.q1w2e3r4.tmp"
+    live = images / f".other.png.nsvqa-{_host()}-{os.getpid()}.q1w2e3r4.tmp"
     live.write_bytes(b"being written")
     assert gen.main(argv) == 0
     assert not any(p.exists() for p in stale) and live.exists()

@@ -20,19 +20,24 @@ from orchestration.study import StudyConfig, piece_dir, study_pieces
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "scripts" / "run_study.py"
 
-#: The paper config (data/study/paper.json) at tiny scale: one variant, two pieces in two run folders
+#: The shipped tiny study (data/study/tiny.json, docs/cluster.md tries the launcher on it): the paper
+#: config (data/study/paper.json) at tiny scale, one variant, two pieces in two run folders
 #: (``mid-seed0-film`` and its shuffle-seed repeat ``mid-seed1-film``), a question-only LSTM that
 #: checkpoints every 50 of its 300 steps.
-TINY = {"sizes": {"train": 4, "val": 2, "test": 2}, "image_profile": "tiny", "profile": "tiny", "factors": [],
-        "groups": {"film": ["lstm", "majority"]}, "seeds": [0], "part_factor": None, "shuffle_groups": ["film"],
-        "shuffle_seed": 1, "late_groups": [], "systematic_first": [],
-        "model_overrides": {"lstm": {"steps": 300, "eval_every": 50}}}
+TINY = REPO / "data" / "study" / "tiny.json"
 PIECES = ["mid-seed0-film", "mid-seed1-film"]
 
 
 def _tiny_config() -> StudyConfig:
-    paper = json.loads((REPO / "data" / "study" / "paper.json").read_text())
-    return StudyConfig.from_json({**paper, **TINY})
+    return StudyConfig.from_json(json.loads(TINY.read_text()), source=str(TINY))
+
+
+def test_the_shipped_tiny_study_is_the_paper_config_at_tiny_scale_in_two_pieces():
+    paper = StudyConfig.from_json(json.loads((REPO / "data" / "study" / "paper.json").read_text()))
+    tiny = _tiny_config()
+    assert [p.name for p in study_pieces(tiny)] == PIECES
+    assert (tiny.scene_overrides, tiny.budget_hours) == (paper.scene_overrides, paper.budget_hours)
+    assert (tiny.profile, tiny.image_profile, list(tiny.groups)) == ("tiny", "tiny", ["film"])
 
 
 def _args(root: Path, *more: str) -> list[str]:
