@@ -305,6 +305,8 @@ class RegionMACTraceBaseline(ObjMACTraceBaseline):
     config_class = RegionMACConfig
     family = "holistic"
     perception = "a box-supervised detector's region features (no attribute head); trained with program traces"
+    shares_modular_perception = False  # its tokens are the detector's regions, never the attribute head's output
+    reads_attribute_head = False
 
     def build_model(self, cfg: RegionMACConfig, num_words: int, num_answers: int,
                     answer_words: torch.Tensor | None = None) -> "RegionMACNet":

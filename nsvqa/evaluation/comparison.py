@@ -66,11 +66,10 @@ def rd_bootstrap(cells: Mapping[CellKey, Sequence[Sequence[Prediction]]], factor
 
     A replicate draws the test images with replacement, once: every cell (every model, every
     training variant) is scored on the same draw (:mod:`nsvqa.evaluation.resampling`). Test
-    variants that ask the same questions (the same :attr:`Prediction.question_hash`: one question
-    intent on one layout, as the variants of a factor share them) are one group, whose images are
-    drawn together, so each drawn image counts on every variant that shows it: the accuracy drops
-    an RD averages are paired. Variants whose questions are other ones (no shared hash) are drawn
-    apart. A cell of several runs (training seeds) also draws its runs (one seed draw for every cell
+    variants linked by at least one shared :attr:`Prediction.question_hash`, directly or through
+    another variant, are one group, whose image indices are drawn together (one unit on every
+    variant of the group), so the accuracy drops an RD averages are paired. Only variants linked by
+    no shared hash are drawn apart (docs/evaluation.md, "Intervals"). A cell of several runs (training seeds) also draws its runs (one seed draw for every cell
     of as many runs); a cell of one run covers the test images only. The RDs of two models are
     paired, so the percentiles of their replicates' difference give the difference's interval.
     """

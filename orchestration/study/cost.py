@@ -18,7 +18,7 @@ from nsvqa.generation.variants import FACTORS
 from orchestration.study.attempts import stopped_in_training
 from orchestration.study.perception_record import (PERCEPTION_BUDGET_GROUP, perception_record_path,
                                                    perception_seconds, read_perception_record)
-from orchestration.study.plan import (PART_GROUP, Piece, is_reduced, lenders, piece_dir, record_holds,
+from orchestration.study.plan import (PART_GROUP, Piece, design_only, is_reduced, lenders, piece_dir, record_holds,
                                      scene_parser_folder, scene_parser_trainers, sharers, study_pieces,
                                      trains_scene_parser, uses_scene_parser)
 from orchestration.study.scale_record import SCALE_BUDGET_GROUP, read_scale_record, scale_record_path, scale_seconds
@@ -27,7 +27,24 @@ from orchestration.study.study_config import STUDY, StudyConfig, StudyError
 
 #: Groups never run yet are projected with the steps of the group named here (the part extension
 #: trains a larger parser: its projection is a lower bound).
-BUDGET_ANALOG = {PART_GROUP: "modular", "seeing": "modular"}
+BUDGET_ANALOG = {PART_GROUP: "modular", "seeing": "modular", "regionmac": "seeing"}
+#: A model no committed piece has trained is projected with the training step of the model named here
+#: (the same reasoner and schedule; regionmac-trace also pools its detector's maps once per variant).
+MODEL_ANALOG = {"regionmac-trace": "objmac-trace"}
+
+
+def heading_of(piece: Piece, cfg: StudyConfig = STUDY, design: Sequence[str] | None = None) -> str:
+    """The cap a piece's hours count under: the first of :attr:`StudyConfig.headings` that claims it
+    (its ``groups`` hold the piece's group, or it is ``design`` and the piece is one only
+    :attr:`StudyConfig.design` adds: ``design``, :func:`~orchestration.study.plan.design_only`'s,
+    when the caller holds it), else ``"reruns"`` (issue 64's: a name of
+    :attr:`StudyConfig.seed_pieces`), else ``"study"`` (:attr:`StudyConfig.budget_hours`)."""
+    for name, h in cfg.headings.items():
+        if piece.group in h.get("groups", ()):
+            return name
+        if h.get("design") and piece.name in (design_only(cfg) if design is None else design):
+            return name
+    return "reruns" if piece.name in cfg.seed_pieces else "study"
 
 
 #: The steps of a piece that train its parsers (``piece.json``'s step names).
@@ -64,7 +81,8 @@ def _expected_steps(piece: Piece, cfg: StudyConfig, measured: Sequence[str]) -> 
     steps of its models among those ``measured`` (executors train nothing), its parsers, a test per
     test variant."""
     own = trains_scene_parser(piece, cfg)
-    keys = [k for k in measured if k.split("_", 1)[0] in ("model", "tune") and k.split("_", 1)[1] in piece.models]
+    models = {MODEL_ANALOG.get(m, m) if f"model_{m}" not in measured else m for m in piece.models}
+    keys = [k for k in measured if k.split("_", 1)[0] in ("model", "tune") and k.split("_", 1)[1] in models]
     if uses_scene_parser(piece):
         keys.append(_step_kind("parsers", own))
     return keys + [_step_kind("test_", own)] * len(piece.tests)
@@ -118,7 +136,10 @@ def budget(results: str | os.PathLike, cfg: StudyConfig = STUDY) -> dict[str, An
             ``scale.json`` :func:`scale_seconds` cannot count (the file named).
     """
     plan = study_pieces(cfg)
+    design = design_only(cfg)
+    heading = {p.name: heading_of(p, cfg, design) for p in plan}
     seeded = set(cfg.seed_pieces)  # issue 64's: counted under the reruns' cap
+    headed: dict[str, dict[str, float]] = {h: {} for h in cfg.headings}  # heading -> committed piece -> seconds
     promoted = {name: rec["old_seconds"] for name, rec in read_promoted(results).get("pieces", {}).items()}
     spent, done, counted, seen = 0.0, set(), 0, {}  # counted: the committed pieces whose hours the study keeps
     machines: dict[str, dict[str, Any]] = {}  # committed piece -> the machine its record names
@@ -138,6 +159,9 @@ def budget(results: str | os.PathLike, cfg: StudyConfig = STUDY) -> dict[str, An
             done.add(piece.name)  # a reduced piece is projected whole, unless its widened run is staged
         if not whole:
             study_total = total  # the study ran the reduced piece; the widened one is issue 64's
+        elif heading[piece.name] in headed:
+            headed[heading[piece.name]][piece.name] = promoted.get(piece.name, total)
+            study_total = None
         else:
             # a promoted rerun's own hours count under the reruns; the study spent the piece it replaced
             study_total = promoted.get(piece.name, None if piece.name in seeded else total)
@@ -170,12 +194,13 @@ def budget(results: str | os.PathLike, cfg: StudyConfig = STUDY) -> dict[str, An
         by_group[SCALE_BUDGET_GROUP] = scale
     medians = {g: {k: statistics.median(v) for k, v in sorted(ks.items())} for g, ks in seen.items()}
     reruns = rerun_hours(results, cfg)
-    projected = {"study": ([], spent, cfg.budget_hours), "reruns": ([], reruns["spent_hours"] * 3600, RERUN_CAP_HOURS)}
+    projected = {"study": ([], spent, cfg.budget_hours), "reruns": ([], reruns["spent_hours"] * 3600, RERUN_CAP_HOURS),
+                 **{h: ([], sum(headed[h].values()), float(cfg.headings[h]["cap_hours"])) for h in cfg.headings}}
     trainers = scene_parser_trainers(cfg)
     for piece in plan:
         if piece.name in done:
             continue
-        rows, cumulative, cap = projected["reruns" if piece.name in seeded else "study"]
+        rows, cumulative, cap = projected[heading[piece.name]]
         basis = piece.group if piece.group in medians else BUDGET_ANALOG.get(piece.group)
         steps = medians.get(basis, {}) if basis else {}
         keys = _expected_steps(piece, cfg, list(steps))
@@ -190,7 +215,7 @@ def budget(results: str | os.PathLike, cfg: StudyConfig = STUDY) -> dict[str, An
                      "unmeasured": sorted({k for k in keys if k not in steps}) if steps else None,
                      "cumulative_hours": round(cumulative / 3600, 2) if seconds is not None else None,
                      "within_cap": None if seconds is None else cumulative <= cap * 3600})
-        projected["reruns" if piece.name in seeded else "study"] = (rows, cumulative, cap)
+        projected[heading[piece.name]] = (rows, cumulative, cap)
     out = {"cap_hours": cfg.budget_hours, "done": counted, "spent_hours": round(spent / 3600, 2),
            "spent_hours_by_group": {g: round(v / 3600, 2) for g, v in sorted(by_group.items())},
            "step_minutes": {g: {k: round(v / 60, 1) for k, v in ks.items()} for g, ks in medians.items()},
@@ -199,6 +224,11 @@ def budget(results: str | os.PathLike, cfg: StudyConfig = STUDY) -> dict[str, An
         reruns["pending"] = projected["reruns"][0]
     if reruns["pieces"] or reruns.get("checks") or seeded:
         out["reruns"] = reruns
+    if cfg.headings:
+        out["headings"] = {h: {"cap_hours": float(cfg.headings[h]["cap_hours"]),
+                               "spent_hours": round(sum(headed[h].values()) / 3600, 2),
+                               "pieces": {n: round(v / 3600, 2) for n, v in headed[h].items()},
+                               "pending": projected[h][0]} for h in cfg.headings}
     return out
 
 
@@ -213,8 +243,9 @@ def _staged_whole(results: str | os.PathLike, piece: Piece) -> bool:
 
 def pending_rows(b: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Every pending piece's projection in :func:`budget`'s ``b``: the study's (``pending``), then
-    the seed pieces' (``reruns.pending``)."""
-    return [*b["pending"], *(b.get("reruns") or {}).get("pending", [])]
+    the seed pieces' (``reruns.pending``), then each heading's (``headings.<h>.pending``)."""
+    return [*b["pending"], *(b.get("reruns") or {}).get("pending", []),
+            *(r for h in (b.get("headings") or {}).values() for r in h["pending"])]
 
 
 #: The reruns (issue 64): staged under ``RESULTS/reruns/pieces/``, then promoted into
@@ -385,11 +416,17 @@ def over_cap(results: str | os.PathLike, piece: Piece, cfg: StudyConfig = STUDY,
     (None when it would not): the committed pieces' hours already reach the cap, or they and the
     piece's own projection (:func:`budget`; pieces before it left pending do not count; with
     ``runs``, this machine's run folders, :func:`lender_minutes` too) pass it.
-    A piece of :attr:`StudyConfig.seed_pieces` is held to the reruns' cap instead
+    A piece a heading of :attr:`StudyConfig.headings` claims (:func:`heading_of`) is held to that
+    heading's cap; a piece of :attr:`StudyConfig.seed_pieces` to the reruns' cap
     (:data:`RERUN_CAP_HOURS`, on :func:`rerun_hours`' spent hours), never to the study's.
     A piece no committed piece of its kind projects is let through until the cap is spent."""
     b = budget(results, cfg) if b is None else b  # ``b``: :func:`budget`'s, when the caller has it
-    if piece.name in cfg.seed_pieces:
+    h = heading_of(piece, cfg)
+    if h in cfg.headings:
+        spent, cap, whose = b["headings"][h]["spent_hours"], b["headings"][h]["cap_hours"], f"{h}'s"
+        if spent >= cap:
+            return f"{h}'s pieces took {spent:.1f} h, its {cap:g}-hour cap"
+    elif piece.name in cfg.seed_pieces:
         spent, cap, whose = b["reruns"]["spent_hours"], b["reruns"]["cap_hours"], "the reruns' (issue 64)"
         if spent >= cap:
             return f"issue 64's reruns and seed pieces took {spent:.1f} h, {whose} {cap:g}-hour cap"
@@ -445,6 +482,13 @@ def budget_markdown(b: Mapping[str, Any]) -> str:
                        if r["pending"] else "; every one is committed."), ""]
             lines += _pending_table(r["pending"], "pending seed piece", "within the reruns' cap") + [""] \
                 if r["pending"] else []
+    for name, h in (b.get("headings") or {}).items():
+        lines += [f"{name}: its own cap of {h['cap_hours']:g} hours, {h['spent_hours']:.1f} spent"
+                  + (":" if h["pieces"] else "; nothing committed yet."), ""]
+        if h["pieces"]:
+            lines += ["| piece | hours |", "|---|---|", *(f"| {p} | {v:.1f} |" for p, v in h["pieces"].items()), ""]
+        if h["pending"]:
+            lines += _pending_table(h["pending"], f"pending piece ({name})", "within its cap") + [""]
     lines += _pending_table(b["pending"], "pending piece", "within cap")
     return "\n".join(lines) + "\n"
 
@@ -466,5 +510,5 @@ def _pending_table(rows: Sequence[Mapping[str, Any]], piece: str, cap: str) -> l
 
 
 __all__ = ["PARSER_STEPS", "PROMOTED", "RERUNS", "RERUN_CAP_HOURS", "SCENE_PARSER_FILES", "borrowed_and_missing",
-           "budget", "budget_group", "budget_markdown", "lacks_scene_parser", "lender_minutes", "machine_label",
-           "over_cap", "out_of_time", "pending_rows", "read_promoted", "rerun_hours", "sharer_machines"]
+           "budget", "budget_group", "budget_markdown", "heading_of", "lacks_scene_parser", "lender_minutes",
+           "machine_label", "over_cap", "out_of_time", "pending_rows", "read_promoted", "rerun_hours", "sharer_machines"]

@@ -629,30 +629,51 @@ def _systematic_finding(report: Mapping[str, Any], cells: Cells) -> dict[str, An
                         "frequencies\" below)" if (report.get("fallback") or {}).get("tests") else ""))
 
 
-def with_seeing(rows: Sequence[Mapping[str, Any]], seeing: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def seeing_groups(groups: Mapping[str, Sequence[str]]) -> list[str]:
+    """The groups of non-modular models that see, in the config's order: those whose every model's
+    class declares what it sees the image through (:func:`perception_of`). Each is judged in a
+    column of its own."""
+    return [g for g, models in groups.items() if models and all(perception_of(m) for m in models)]
+
+
+def seeing_sides(groups: Mapping[str, Sequence[str]]) -> list[dict[str, Any]]:
+    """Each group of :func:`seeing_groups`: ``{"group", "models", "perception": {model: what it sees
+    through}, "shares_modular_perception"}`` (every model reads the modular scene parser)."""
+    return [{"group": g, "models": list(groups[g]), "perception": {m: perception_of(m) for m in groups[g]},
+             "shares_modular_perception": all(map(shares_modular_perception, groups[g]))}
+            for g in seeing_groups(groups)]
+
+
+def with_seeing(rows: Sequence[Mapping[str, Any]],
+                seeing: Mapping[str, Sequence[Mapping[str, Any]]]) -> list[dict[str, Any]]:
     """``rows`` (the findings judged against the paper-recipe models), each finding that is judged
-    against a non-modular side given ``"seeing"``: the same finding of ``seeing`` (:func:`findings`
-    with the models that see as ``non_modular``), its ``status``, ``qualifier``, ``ours``,
-    ``headline`` and ``rests_on``."""
-    by = {r["key"]: r for r in seeing}
+    against a non-modular side given ``"seeing"``: per group that sees (``seeing``: group -> its
+    :func:`findings` with the group's models as ``non_modular``), the same finding's ``status``,
+    ``qualifier``, ``ours``, ``headline`` and ``rests_on``, under ``row["seeing"][group]``."""
+    by = {g: {r["key"]: r for r in found} for g, found in seeing.items()}
     out = []
     for r in rows:
         r = dict(r)
-        s = by.get(r["key"])
-        if s is None or r.get("rests_on", "—") == s.get("rests_on", "—") == "—":
-            pass  # judged against no non-modular model on either side
-        elif s.get("rests_on", "—") != "—":
-            r["seeing"] = {k: s[k] for k in ("status", "qualifier", "ours", "headline", "rests_on", "corrected")
-                           if k in s}
-        else:  # no model that sees has run where it is decided
-            r["seeing"] = {"status": "pending", "qualifier": "", "ours": "pending: needs the models that see on the "
-                           "training variants it is decided on", "headline": "pending", "rests_on": "—"}
+        cells = {}
+        for g, of_group in by.items():
+            s = of_group.get(r["key"])
+            if s is None or r.get("rests_on", "—") == s.get("rests_on", "—") == "—":
+                continue  # judged against no non-modular model on either side
+            if s.get("rests_on", "—") != "—":
+                cells[g] = {k: s[k] for k in ("status", "qualifier", "ours", "headline", "rests_on", "corrected")
+                            if k in s}
+            else:  # no model of the group has run where it is decided
+                cells[g] = {"status": "pending", "qualifier": "", "ours": "pending: needs the models that see on "
+                            "the training variants it is decided on", "headline": "pending", "rests_on": "—"}
+        if cells:
+            r["seeing"] = cells
         out.append(r)
     return out
 
 
-def _seeing_cell(r: Mapping[str, Any], full: bool) -> str:
-    s = r.get("seeing")
+def seeing_cell(r: Mapping[str, Any], group: str, full: bool) -> str:
+    """The verdict of finding ``r`` against the seeing ``group`` (with its figures when ``full``)."""
+    s = (r.get("seeing") or {}).get(group)
     if s is None:
         return "—"
     text = f"**{s['status']}**" + (f" ({s['qualifier']})" if s.get("qualifier") else "")
@@ -661,14 +682,33 @@ def _seeing_cell(r: Mapping[str, Any], full: bool) -> str:
     return text
 
 
-def findings_markdown(rows: Sequence[Mapping[str, Any]]) -> list[str]:
-    """The findings as a Markdown table (lines), and one line on how many intervals decide them."""
-    lines = ["| finding (paper) | ours (95% intervals) | status | judged against | against the models that see "
-             "| decided by |", "|---|---|---|---|---|---|"]
+def seeing_header(side: Mapping[str, Any]) -> str:
+    """A column's header: the group's models and whose perception they see with."""
+    whose = "the modular scene parser's" if side["shares_modular_perception"] else "their own"
+    return f"against {', '.join(side['models'])} ({whose} perception)"
+
+
+def seeing_sentence(sides: Sequence[Mapping[str, Any]]) -> str:
+    """Which non-modular models see, and with whose perception (one sentence; empty: none)."""
+    if not sides:
+        return ""
+    bits = [f"{', '.join(s['models'])} (" + "; ".join(dict.fromkeys(s["perception"].values())) + ")"
+            + (", which reads the modular models' own scene parser: its column does not separate reasoning from "
+               "perception" if s["shares_modular_perception"] else ", a perception of its own")
+            for s in sides]
+    return "The non-modular models that see, each judged in a column of its own: " + "; ".join(bits) + "."
+
+
+def findings_markdown(rows: Sequence[Mapping[str, Any]], sides: Sequence[Mapping[str, Any]] = ()) -> list[str]:
+    """The findings as a Markdown table (lines), a column per group that sees (``sides``:
+    :func:`seeing_sides`), and one line on how many intervals decide them."""
+    lines = ["| finding (paper) | ours (95% intervals) | status | judged against | "
+             + "".join(f"{seeing_header(s)} | " for s in sides) + "decided by |",
+             "|---|---|---|---|" + "---|" * len(sides) + "---|"]
     for r in rows:
         status = f"**{r['status']}**" + (f" ({r['qualifier']})" if r.get("qualifier") else "")
-        lines.append(f"| {r['paper']} | {r['ours']} | {status} | {r.get('rests_on', '—')} | {_seeing_cell(r, True)} "
-                     f"| {r['decided_by']} |")
+        lines.append(f"| {r['paper']} | {r['ours']} | {status} | {r.get('rests_on', '—')} | "
+                     + "".join(f"{seeing_cell(r, s['group'], True)} | " for s in sides) + f"{r['decided_by']} |")
     lines += ["", correction_line(rows)]
     return lines
 
@@ -688,18 +728,19 @@ def correction_line(rows: Sequence[Mapping[str, Any]]) -> str:
                                              f"; every bound lies within {100 * c['precision']:.2f} point of its limit."))
 
 
-def decide_all(rows: Sequence[Mapping[str, Any]], seeing: Sequence[Mapping[str, Any]], *, n_boot: int,
-               precision: float | None) -> list[dict[str, Any]]:
-    """The findings ``rows`` and their judgements against the models that see (``seeing``; empty:
-    none) decided together: one correction over every interval that decides either, then merged
-    (:func:`with_seeing`). ``n_boot`` and ``precision`` (the largest Monte-Carlo error of a bound)
-    are recorded in each row's ``correction``."""
-    judged = [r for r in seeing if r.get("rests_on", "—") != "—"]
-    k = deciding_intervals([r for r in rows if not r.get("basis", {}).get("counts")]) + \
-        deciding_intervals([r for r in judged if not r.get("basis", {}).get("counts")])
+def decide_all(rows: Sequence[Mapping[str, Any]], seeing: Mapping[str, Sequence[Mapping[str, Any]]], *,
+               n_boot: int, precision: float | None) -> list[dict[str, Any]]:
+    """The findings ``rows`` and their judgements against each group that sees (``seeing``: group ->
+    its findings; empty: none) decided together: one correction over every interval that decides
+    any, then merged (:func:`with_seeing`). ``n_boot`` and ``precision`` (the largest Monte-Carlo
+    error of a bound) are recorded in each row's ``correction``."""
+    k = deciding_intervals([r for r in rows if not r.get("basis", {}).get("counts")])
+    for found in seeing.values():
+        k += deciding_intervals([r for r in found if r.get("rests_on", "—") != "—"
+                                 and not r.get("basis", {}).get("counts")])
     k = max(k, 1)
     main = [_decided(r, k) for r in rows]
-    merged = with_seeing(main, [_decided(r, k) for r in seeing]) if seeing else main
+    merged = with_seeing(main, {g: [_decided(r, k) for r in found] for g, found in seeing.items()})
     decided = sum(r["status"] != "pending" for r in main)
     for r in merged:
         r["correction"] = {"k": k, "findings": decided, "n_boot": n_boot, "precision": precision}
@@ -712,5 +753,7 @@ def _decided(r: Mapping[str, Any], k: int) -> dict[str, Any]:
 
 
 __all__ = ["PAPER_FILE", "STATUSES", "correction_line", "decide", "decide_all", "deciding_intervals", "findings",
-           "deciding", "findings_markdown", "perception_of", "qualifiers", "shares_modular_perception", "with_seeing", "level_verdict", "non_modular_side",
+           "deciding", "findings_markdown", "perception_of", "qualifiers", "shares_modular_perception", "with_seeing",
+           "seeing_groups", "seeing_sides", "seeing_cell", "seeing_header", "seeing_sentence", "level_verdict",
+           "non_modular_side",
            "paper_figures", "scale_cells", "scale_finding", "verdict"]

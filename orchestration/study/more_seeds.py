@@ -65,11 +65,11 @@ def listed(row: Mapping[str, Any], k: int, against: str = "paper-recipe") -> dic
     return {"key": row["key"], "against": against, "status": row["status"], "intervals": picked}
 
 
-def more_seeds(rows: Sequence[Mapping[str, Any]], seeing: Sequence[Mapping[str, Any]],
+def more_seeds(rows: Sequence[Mapping[str, Any]], seeing: Mapping[str, Sequence[Mapping[str, Any]]],
                pieces: Sequence[Mapping[str, Any]], k: int) -> dict[str, Any]:
-    """The listed findings (``rows``: judged against the paper-recipe models; ``seeing``: against
-    the models that see; both before :func:`~orchestration.study.findings.decide_all` merges them)
-    and the pieces to run, seed by seed (every listed piece at the first further seed before any at
+    """The listed findings (``rows``: judged against the paper-recipe models; ``seeing``: group ->
+    the findings judged against that group of models that see; both before
+    :func:`~orchestration.study.findings.decide_all` merges them) and the pieces to run, seed by seed (every listed piece at the first further seed before any at
     the next: a factor pools a seed only once each of its training variants has it), within a seed
     the pieces most listed intervals rest on first: ``{"near_zero", "seeds", "findings": [...],
     "pieces": [{"piece", "seed_0", "intervals", "findings", "done"}]}`` (``done``: ``run``, the
@@ -87,7 +87,8 @@ def more_seeds(rows: Sequence[Mapping[str, Any]], seeing: Sequence[Mapping[str, 
             set(a.get("tests", ())) <= set(b.get("tests", ())) else "partly"
 
     found = [x for x in (*(listed(r, k) for r in rows),
-                         *(listed(r, k, "seeing") for r in seeing if r.get("rests_on", "—") != "—")) if x]
+                         *(listed(r, k, g) for g, found in seeing.items() for r in found
+                           if r.get("rests_on", "—") != "—")) if x]
     count: dict[str, dict[str, Any]] = {}
     for f in found:
         for iv in f["intervals"]:
@@ -111,7 +112,9 @@ def more_seeds_markdown(record: Mapping[str, Any]) -> list[str]:
     own runs), then the pieces."""
     if not record.get("findings"):
         return ["No finding rests on one seed at a knife edge or at 95% only."]
-    out = ["| finding | judged against | status | interval (points) | why | pieces it rests on |",
+    out = ["Each interval as it decides the status: the 95% interval of the findings table widened by the "
+           "Monte-Carlo error of its bounds (`findings.deciding`), so a bound may read 0.1 point wider here.", "",
+           "| finding | judged against | status | deciding interval (points) | why | pieces it rests on |",
            "|---|---|---|---|---|---|"]
     for f in record["findings"]:
         for iv in f["intervals"]:

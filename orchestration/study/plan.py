@@ -133,8 +133,9 @@ def study_pieces(cfg: StudyConfig = STUDY) -> list[Piece]:
     (modular models: the in-domain comparison), the other systematic splits (modular models), the
     part-question extension, the default variant's :attr:`StudyConfig.shuffle_groups` at
     :attr:`StudyConfig.shuffle_seed`, the pieces of :attr:`StudyConfig.late_groups` on the other
-    training variants, and last the pieces of :attr:`StudyConfig.seed_pieces` the rest does not hold,
-    in their order (:func:`seed_pieces`). A name of :attr:`StudyConfig.seed_pieces` the rest holds
+    training variants, then the pieces of :attr:`StudyConfig.seed_pieces` the rest does not hold,
+    in their order (:func:`seed_pieces`), and last those only :attr:`StudyConfig.design` adds
+    (:func:`design_names`). A name of either the rest holds
     with fewer models or tests than its seed-0 piece (``mid-seed1-modular``: the executors, tested
     on ``mid`` alone) stays in its place, widened to the seed-0 piece's models and tests.
 
@@ -143,6 +144,20 @@ def study_pieces(cfg: StudyConfig = STUDY) -> list[Piece]:
             :attr:`StudyConfig.seed_pieces` that is neither a seed-0 piece at another seed nor a
             piece to widen (:func:`seed_pieces`).
     """
+    base = _base_pieces(cfg)
+    declared = seed_pieces(base, cfg, (*cfg.seed_pieces, *design_names(base, cfg)))
+    widened = {p.name: p for p in declared}
+    names = {p.name for p in base}
+    return [widened.get(p.name, p) for p in base] + [p for p in declared if p.name not in names]
+
+
+def design_only(cfg: StudyConfig = STUDY) -> list[str]:
+    """The pieces only :attr:`StudyConfig.design` adds to the plan (:func:`design_names`), in plan order."""
+    return design_names(_base_pieces(cfg), cfg)
+
+
+def _base_pieces(cfg: StudyConfig) -> list[Piece]:
+    """The plan of :func:`study_pieces` before its declared seed and design pieces."""
     check_aliases(cfg)
     out, late = [], []
     for v in training_variants(cfg):
@@ -164,11 +179,43 @@ def study_pieces(cfg: StudyConfig = STUDY) -> list[Piece]:
                 out.append(Piece(v, 0, PART_GROUP, tuple(cfg.part_models), (v, *(t for t in vs if t != v))))
     d = cfg.default_variant
     out += [Piece(d, cfg.shuffle_seed, g, tuple(cfg.groups[g]), (d,)) for g in cfg.shuffle_groups if g in cfg.groups]
-    base = [p for p in out + late if p.name not in cfg.dropped]
-    declared = seed_pieces(base, cfg)
-    widened = {p.name: p for p in declared}
-    names = {p.name for p in base}
-    return [widened.get(p.name, p) for p in base] + [p for p in declared if p.name not in names]
+    return [p for p in out + late if p.name not in cfg.dropped]
+
+
+def design_names(base: Sequence[Piece], cfg: StudyConfig = STUDY) -> list[str]:
+    """The pieces :attr:`StudyConfig.design` adds to ``base`` (the plan before its seed pieces)
+    beyond :attr:`StudyConfig.seed_pieces`: for each seed of the design in increasing order, each
+    group in the design's order, each of its variants (default :func:`training_variants`), the piece
+    ``<variant>-seed<N>-<group>`` unless ``base`` holds it with its seed-0 piece's models and tests
+    or the seed pieces name it. Seed 0 adds nothing: the plan holds those pieces already.
+
+    Raises:
+        StudyError: a design entry that is not ``{"seeds": [...], "variants": [...]}``, or names a
+            (group, variant) whose seed-0 piece the plan lacks (dropped, or not a group).
+    """
+    plan = {p.name: p for p in base}
+    entries = []
+    for group, d in cfg.design.items():
+        where = f"StudyConfig.design[{group!r}]"
+        if not isinstance(d, Mapping) or set(d) - {"seeds", "variants"} or "seeds" not in d:
+            raise StudyError(f"{where} must be {{\"seeds\": [...], \"variants\": [...]}} (variants optional), "
+                             f"not {d!r}")
+        variants = [canonical(v, cfg) for v in d.get("variants") or training_variants(cfg)]
+        missing = [v for v in variants if f"{v}-seed0-{group}" not in plan]
+        if missing:
+            raise StudyError(f"{where}: the plan has no seed-0 piece of group {group!r} on {', '.join(missing)}")
+        entries.append((group, [int(s) for s in d["seeds"]], variants))
+    out = []
+    for seed in sorted({s for _, seeds, _ in entries for s in seeds if s != 0}):
+        for group, seeds, variants in entries:
+            for v in variants if seed in seeds else ():
+                name = f"{v}-seed{seed}-{group}"
+                have = plan.get(name)
+                if name in cfg.seed_pieces or name in out or (have is not None and
+                                                              covers(have, plan[f"{v}-seed0-{group}"])):
+                    continue
+                out.append(name)
+    return out
 
 
 def covers(have: Piece, want: Piece) -> bool:
@@ -176,8 +223,9 @@ def covers(have: Piece, want: Piece) -> bool:
     return set(want.models) <= set(have.models) and set(want.tests) <= set(have.tests)
 
 
-def seed_pieces(base: Sequence[Piece], cfg: StudyConfig = STUDY) -> list[Piece]:
-    """The pieces :attr:`StudyConfig.seed_pieces` names, in its order: each ``<variant>-seed<N>-<group>``
+def seed_pieces(base: Sequence[Piece], cfg: StudyConfig = STUDY,
+                names: Sequence[str] | None = None) -> list[Piece]:
+    """The pieces ``names`` (default :attr:`StudyConfig.seed_pieces`) names, in its order: each ``<variant>-seed<N>-<group>``
     (N not 0, written without leading zeros) is the piece ``<variant>-seed0-<group>`` of ``base``
     (the rest of the plan) at seed N, with its models and tests. A name ``base`` already holds at
     seed N with fewer models or tests than its seed-0 piece (the default variant's further seeds,
@@ -190,7 +238,7 @@ def seed_pieces(base: Sequence[Piece], cfg: StudyConfig = STUDY) -> list[Piece]:
     """
     plan = {p.name: p for p in base}
     out: list[Piece] = []
-    for name in cfg.seed_pieces:
+    for name in cfg.seed_pieces if names is None else names:
         where = f"StudyConfig.seed_pieces: {name!r}"
         if name in [p.name for p in out]:
             raise StudyError(f"{where} is named twice")
@@ -375,4 +423,4 @@ def pending_pieces(results: str | os.PathLike, cfg: StudyConfig = STUDY, *,
 __all__ = ["PART_GROUP", "Piece", "PieceSetup", "check_aliases", "canonical", "training_variants", "variants_tested",
            "scene_source", "study_pieces", "covers", "seed_pieces", "piece_setup", "uses_scene_parser", "scene_parser_trainers", "sharers",
            "trains_scene_parser", "run_folder", "scene_parser_folder", "lenders", "PARSES", "piece_dir", "is_done",
-           "record_holds", "is_reduced", "pending_pieces"]
+           "record_holds", "is_reduced", "pending_pieces", "design_names", "design_only"]

@@ -19,8 +19,9 @@ from typing import Any, Callable, Mapping, Sequence
 from nsvqa.evaluation.report import pct
 from nsvqa.fileio import write_atomic
 from orchestration.study.study_config import STUDY, StudyConfig
-from orchestration.study.findings import correction_line, findings_markdown
-from orchestration.study.report import TEXT_SUFFIXES, build_study_report, dependence_seeds, seeds_table
+from orchestration.study.findings import correction_line, findings_markdown, seeing_cell, seeing_header, seeing_sentence
+from orchestration.study.report import (TEXT_SUFFIXES, build_study_report, dependence_seeds, design_sentence,
+                                       seeds_table)
 
 #: The lines between which the README holds the generated results table (:func:`readme_results`).
 README_BEGIN, README_END = "<!-- results-table:begin -->", "<!-- results-table:end -->"
@@ -32,20 +33,17 @@ def _points(x: float | None) -> str:
 
 def findings_table(report: Mapping[str, Any]) -> list[str]:
     """One line per finding: the paper's claim, ours with its interval (the headline), the verdict
-    with its qualifiers, the non-modular side it is judged against and the verdict against the
-    models that see; then the multiple-comparison line (Markdown lines)."""
-    lines = ["| finding (paper) | ours | verdict | judged against | against the models that see |",
-             "|---|---|---|---|---|"]
+    with its qualifiers, the non-modular side it is judged against and the verdict against each
+    group of models that see (a column each); then the multiple-comparison line and which
+    non-modular models see, with whose perception (Markdown lines)."""
+    sides = report.get("seeing", ())
+    lines = ["| finding (paper) | ours | verdict | judged against | " + "".join(f"{seeing_header(s)} | " for s in sides),
+             "|---|---|---|---|" + "---|" * len(sides)]
     for f in report.get("findings", []):
         verdict_ = f"**{f['status']}**" + (f" ({f['qualifier']})" if f.get("qualifier") else "")
-        s = f.get("seeing")
-        seeing = "—" if not s else f"**{s['status']}**" + (f" ({s['qualifier']})" if s.get("qualifier") else "")
-        lines.append(f"| {f['paper']} | {f.get('headline', f['ours'])} | {verdict_} | {f.get('rests_on', '—')} "
-                     f"| {seeing} |")
-    line = correction_line(report.get("findings", []))
-    if report.get("seeing_share_modular_perception"):
-        line += (" The models that see (" + ", ".join(report["study"]["groups"]["seeing"]) + ") read the modular "
-                 "models' own scene parser: their column does not separate reasoning from perception.")
+        lines.append(f"| {f['paper']} | {f.get('headline', f['ours'])} | {verdict_} | {f.get('rests_on', '—')} | "
+                     + "".join(f"{seeing_cell(f, s['group'], False)} | " for s in sides))
+    line = " ".join(x for x in (correction_line(report.get("findings", [])), seeing_sentence(sides)) if x)
     return lines + (["", line.strip()] if line.strip() else [])
 
 
@@ -76,7 +74,8 @@ def readme_results(report: Mapping[str, Any]) -> str:
              f"this table differs). Object questions, {report['study']['sizes']['train']:,} training images per "
              f"variant; a verdict names the training seeds its cells pool (the fewest, where they differ); 95% "
              f"intervals over the seeds, where a cell pools several, then the test images. "
-             f"Details: [results/study/report.md](results/study/report.md).", ""]
+             f"Details: [results/study/report.md](results/study/report.md). {plan_sentence(report)} "
+             f"{design_sentence(report)}".rstrip(), ""]
     return "\n".join(lines + findings_table(report) + ["", "Every model in domain, with its image dependence "
                                                         "(the check that a model looks): docs/study.md, \"In domain\"."])
 
@@ -90,12 +89,46 @@ def _config_block(report: Mapping[str, Any]) -> list[str]:
             f"(image profile `{st['image_profile']}`), `{st['questions']}` questions, data seed {st['data_seed']}.",
             f"- Every model at the `{st['profile']}` profile; the scene parser with {scene}; the question parser "
             f"with {question}; detections parsed at score ≥ {st['parse_min_score']}.",
-            f"- Training seeds {', '.join(map(str, st['seeds']))} (the further seeds on `{st['default_variant']}` "
-            f"only); the cap {st.get('budget_hours', '—')} hours of 2-core compute."]
+            f"- Training seeds {', '.join(map(str, st['seeds']))} declared; the cap {st.get('budget_hours', '—')} "
+            f"hours of 2-core compute.",
+            *factor_seeds_lines(report), f"- {plan_sentence(report)}"]
+
+
+def _seeds_text(seeds: Sequence[int]) -> str:
+    s = sorted(seeds)
+    return f"seeds {s[0]}–{s[-1]}" if len(s) > 2 and s == list(range(s[0], s[-1] + 1)) else \
+        ("seed " if len(s) == 1 else "seeds ") + ", ".join(map(str, s))
+
+
+def factor_seeds_lines(report: Mapping[str, Any]) -> list[str]:
+    """One line per factor: the training seeds each model's RD pools there (a model pools a seed
+    only where every training variant of the factor ran it), from the report's factors."""
+    out = []
+    for name, f in report.get("factors", {}).items():
+        by_seeds: dict[tuple[int, ...], list[str]] = {}
+        for m, row in f.get("models", {}).items():
+            if row.get("rd") is not None and row.get("seeds"):
+                by_seeds.setdefault(tuple(row["seeds"]), []).append(m)
+        if by_seeds:
+            parts = [f"{', '.join(ms)} {_seeds_text(seeds)}" for seeds, ms in
+                     sorted(by_seeds.items(), key=lambda kv: (-len(kv[0]), kv[0]))]
+            out.append(f"- The {name} factor's RDs pool: {'; '.join(parts)}.")
+    return out
+
+
+def plan_sentence(report: Mapping[str, Any]) -> str:
+    """Whether every declared piece is committed, and which are not (from the report's budget)."""
+    b = report.get("budget") or {}
+    pending = [r["piece"] for r in (*b.get("pending", ()), *(b.get("reruns") or {}).get("pending", ()))]
+    done = len(report.get("pieces", ()))
+    if not pending:
+        return f"Every declared piece of the plan is committed ({done} pieces)."
+    return (f"{done} pieces committed; {len(pending)} declared piece{'s' if len(pending) > 1 else ''} not run yet: "
+            + ", ".join(f"`{x}`" for x in pending) + ".")
 
 
 def _findings_block(report: Mapping[str, Any]) -> list[str]:
-    return findings_markdown(report.get("findings", []))
+    return findings_markdown(report.get("findings", []), report.get("seeing", ()))
 
 
 #: The generated blocks of each document that quotes the report: path (relative to the repository

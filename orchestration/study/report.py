@@ -55,14 +55,14 @@ from nsvqa.generation.questions.templates import load_templates
 from nsvqa.generation.variants import FACTORS, get_factor, load_variant
 from nsvqa.models import ModelSpec
 from orchestration.models import get as get_model
-from orchestration.study.cost import budget, budget_markdown, machine_label
-from orchestration.study.plan import (PARSES, PART_GROUP, canonical, lenders, piece_dir, scene_parser_folder,
-                                      scene_parser_trainers, study_pieces)
+from orchestration.study.cost import budget, budget_markdown, machine_label, pending_rows
+from orchestration.study.plan import (PARSES, PART_GROUP, canonical, design_only, lenders, piece_dir,
+                                      scene_parser_folder, scene_parser_trainers, study_pieces)
 from orchestration.study.study_config import STUDY, StudyConfig, StudyError
 from orchestration.study.more_seeds import more_seeds, more_seeds_markdown
 from orchestration.study.perception_finding import perception_check, perception_markdown
 from orchestration.study.findings import (decide_all, findings, findings_markdown, perception_of, scale_cells,
-                                  shares_modular_perception)
+                                  seeing_sentence, seeing_sides)
 from orchestration.study.systematic import (fallback_figure, fallback_markdown, fallback_section, generalization_markdown,
                                     generalization_points, systematic_markdown, systematic_section)
 
@@ -294,12 +294,12 @@ def rd_pairs(cfg: StudyConfig = STUDY) -> list[tuple[str, str]]:
     mDETR), NS-VQA and P-NSVQA against NSCL (the distribution factor's "NS-VQA best of the prior
     models", "P-NSVQA best on 3 of 4 factors"), and NS-VQA and P-NSVQA with ground-truth programs
     against NSCL and the non-modular models (whether a verdict holds without the question parser)."""
-    modular = [m for m in cfg.groups["modular"] if not ModelSpec.from_label(m).gt_programs]
-    gt = [m for m in cfg.groups["modular"]
+    modular = [m for m in cfg.groups.get("modular", ()) if not ModelSpec.from_label(m).gt_programs]
+    gt = [m for m in cfg.groups.get("modular", ())
           if ModelSpec.from_label(m).gt_programs and ModelSpec.from_label(m).name in ("nsvqa", "pnsvqa")]
     holistic = [m for g, ms in cfg.groups.items() if g != "modular" for m in ms
                 if m not in cfg.default_only and family(m) == "holistic"]
-    pairs = default_comparisons(list(cfg.groups["modular"])) + [(a, b) for a in modular for b in holistic]
+    pairs = default_comparisons(list(cfg.groups.get("modular", ()))) + [(a, b) for a in modular for b in holistic]
     pairs += ([("nsvqa", "nscl"), ("pnsvqa", "nscl")] if {"nsvqa", "pnsvqa", "nscl"} <= set(modular) else [])
     pairs += [(a, "nscl") for a in gt if "nscl" in modular]
     return pairs + [(a, b) for a in gt for b in holistic]
@@ -321,7 +321,7 @@ def build_study_report(results: str | os.PathLike, cfg: StudyConfig = STUDY, *, 
     if not pieces:
         raise FileNotFoundError(f"{results}: no finished piece (pieces/<piece>/piece.json)")
     files: dict[str, bytes] = {}
-    modular = set(cfg.groups["modular"])
+    modular = set(cfg.groups.get("modular", ()))
 
     # Table 1 / Table 2, one evaluation per factor
     factors: dict[str, Any] = {}
@@ -408,22 +408,25 @@ def build_study_report(results: str | os.PathLike, cfg: StudyConfig = STUDY, *, 
         s["mean"] = statistics.fmean(v)
         s["std"] = statistics.stdev(v) if len(v) > 1 else None
 
-    seeing_group = list(cfg.groups.get("seeing", ()))
     report = {"format_version": 1, "study": cfg.to_json(), "pieces": pieces, "question_only": question_only,
-              "seeing_share_modular_perception": bool(seeing_group) and all(map(shares_modular_perception,
-                                                                                  seeing_group)),
+              "seeing": seeing_sides(cfg.groups),
               "in_domain": in_domain, "seeds": seeds, "factors": factors, "parts": parts,
               "perception": perception, "perception_min_exist": MIN_EXIST, "systematic": systematic,
               "fallback": fallback}
     report["budget"] = budget(results, cfg)
     scale = scale_cells(results)
     rows = perception_check(report, results, cells, findings(report, cells, d, scale=scale))
-    seeing = findings(report, cells, d, scale=None, non_modular=cfg.groups["seeing"],  # judged a second time, against
-                      label="seeing") if cfg.groups.get("seeing") else []        # the models that see (no scale)
+    seeing = {side["group"]: findings(report, cells, d, scale=None, non_modular=side["models"], label=side["group"])
+              for side in report["seeing"]}  # judged again against each group that sees (no scale)
     precision = [m.get("rd_precision") for f in factors.values() for m in f["models"].values()]
     precision += [c.get("precision") for f in factors.values() for c in f["rd_comparisons"]]
-    precision += [r["basis"].get("precision") for r in (*rows, *seeing)]
+    precision += [r["basis"].get("precision") for r in (*rows, *(r for found in seeing.values() for r in found))]
     report["findings"] = decide_all(rows, seeing, n_boot=N_BOOT, precision=max((x for x in precision if x is not None), default=None))
+    report["design"] = design_record(report["budget"], cfg)
+    if not report["design"]["complete"]:  # a verdict is decided once the declared design is complete
+        for r in report["findings"]:
+            if r["status"] != "pending":
+                r["qualifier"] = "; ".join(x for x in ("provisional", r.get("qualifier")) if x)
     k = max((r.get("correction", {}).get("k", 1) for r in report["findings"]), default=1)
     report["more_seeds"] = more_seeds(rows, seeing, report["pieces"], k)
     report["generalization"] = generalization_points(report, cells)
@@ -431,6 +434,36 @@ def build_study_report(results: str | os.PathLike, cfg: StudyConfig = STUDY, *, 
     files["report.md"] = (study_markdown(report) + "\n").encode()
     files["report.tex"] = (study_latex(report) + "\n").encode()
     return files
+
+
+def design_record(b: Mapping[str, Any], cfg: StudyConfig) -> dict[str, Any]:
+    """Whether the declared design (every piece of the plan: :attr:`StudyConfig.design` and the
+    pieces declared before it) is complete, from the budget ``b``: ``{"complete", "pending": [piece
+    names], "seed_pieces": how many further-seed pieces issue 64 declared by interval distance,
+    "design_pieces": how many :attr:`StudyConfig.design` adds by its rule}``."""
+    pending = [r["piece"] for r in pending_rows(b)]
+    return {"complete": not pending, "pending": pending, "seed_pieces": len(cfg.seed_pieces),
+            "design_pieces": len(design_only(cfg)) if cfg.design else 0}
+
+
+def design_sentence(report: Mapping[str, Any]) -> str:
+    """How the pieces were chosen and whether the verdicts are final (one paragraph; empty without
+    a design record)."""
+    d = report.get("design")
+    if not d:
+        return ""
+    out = []
+    if d["seed_pieces"]:
+        out.append(f"The {d['seed_pieces']} further-seed pieces declared first (`seed_pieces`, issue 64) were chosen "
+                   f"by how near their findings' intervals lay to 0, after the verdicts had been read (the rule of "
+                   f"\"Findings more training seeds would decide\", now a diagnostic).")
+    if d["design_pieces"]:
+        out.append(f"The declared design (`design`, docs/study.md) adds {d['design_pieces']} pieces by a rule that "
+                   f"reads no result.")
+    out.append("Every verdict is final: the declared design is complete." if d["complete"] else
+               f"Every verdict is provisional until the declared design is complete: {len(d['pending'])} declared "
+               f"piece{'s' if len(d['pending']) > 1 else ''} not run yet.")
+    return " ".join(out)
 
 
 def question_kinds() -> dict[str, str]:
@@ -539,11 +572,9 @@ def study_markdown(report: Mapping[str, Any]) -> str:
                           "finding compares with and how much they use the image. Intervals draw the test images, "
                           "and the training seeds where a cell has several (docs/evaluation.md, \"Intervals\"); the "
                           "paper's figures: `data/paper/super_clevr.json`."
-                          + (" Every non-modular model that sees (the column \"against the models that see\": "
-                             f"{', '.join(report['study']['groups']['seeing'])}) reads the modular models' own scene "
-                             "parser: those judgements do not separate reasoning from perception."
-                             if report.get("seeing_share_modular_perception") else ""),
-                          findings_markdown(report["findings"]))
+                          + (" " + seeing_sentence(report.get("seeing", ())) if report.get("seeing") else "")
+                          + (" " + design_sentence(report) if report.get("design") else ""),
+                          findings_markdown(report["findings"], report.get("seeing", ())))
     if report["in_domain"]:
         lines += ["## In domain (Fig. 3): train and test `" + report["study"]["default_variant"] + "`", "",
                   f"Image margin: in-domain accuracy minus the question-only `{report['question_only']}`'s "
@@ -741,4 +772,4 @@ def study_latex(report: Mapping[str, Any]) -> str:
 
 __all__ = ["TEXT_SUFFIXES", "family", "question_only_reference", "collect", "dependence_seeds", "done_pieces",
            "question_kinds", "factor_cells", "seeded_factor_cells", "build_study_report", "seeds_table", "study_markdown",
-           "study_latex"]
+           "study_latex", "design_record", "design_sentence"]

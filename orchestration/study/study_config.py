@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Mapping
 
+from executors.io import loads_json
 from nsvqa.generation.suite import SuiteProfile
 from nsvqa.generation.variants import aliases as catalogue_aliases
 
@@ -24,7 +25,7 @@ SCENE_SCHEDULE = ("det_iterations", "det_eval_every")
 #: Fields added after ``results/study`` was first written: :meth:`StudyConfig.to_json` leaves each out
 #: while it is empty, so the records written before it (``study.json``, ``report.json``) stay those of
 #: the same config; :meth:`StudyConfig.from_json` reads a missing one as its default.
-LATER_FIELDS = ("seed_pieces",)
+LATER_FIELDS = ("seed_pieces", "design", "headings")
 
 
 class StudyError(RuntimeError):
@@ -115,6 +116,18 @@ class StudyConfig:
             plan already holds with fewer models or tests than its seed-0 piece (the default
             variant's further seeds, tested on it alone) widens that piece in its place to the
             seed-0 piece's models and tests. Left out of :meth:`to_json` while empty.
+        design: the declared final design (docs/study.md, "The declared design"): group ->
+            ``{"seeds": [...], "variants": [...]}`` (without ``variants``: every training variant of
+            :attr:`factors`, :func:`~orchestration.study.plan.training_variants`). Every (group, variant, seed) it names is a piece of the plan; those the
+            rest lacks (or holds with fewer models or tests than their seed-0 piece) come after
+            :attr:`seed_pieces`, seed by seed, then in the design's group order, then in the
+            training variants' order (:func:`~orchestration.study.plan.design_names`). Set by a
+            rule before its pieces run, never from an interval. Left out of :meth:`to_json` while empty.
+        headings: later issues' compute caps, each a heading of ``--budget``: name -> ``{"cap_hours":
+            H, "groups": [...]}`` (the pieces of those groups) or ``{"cap_hours": H, "design": true}``
+            (the pieces only :attr:`design` adds). A piece counts under the first heading that claims
+            it (:func:`~orchestration.study.cost.heading_of`), else under issue 64's reruns (a name of
+            :attr:`seed_pieces`), else under :attr:`budget_hours`. Left out of :meth:`to_json` while empty.
     """
 
     sizes: SuiteProfile = SuiteProfile(2000, 150, 300)
@@ -157,6 +170,8 @@ class StudyConfig:
     dropped: tuple[str, ...] = ("easy-seed0-mdetr", "hard-seed0-mdetr", "slt-seed0-mdetr", "long-seed0-mdetr",
                                 "co-1-seed0-mdetr", "co-2-seed0-mdetr")
     seed_pieces: tuple[str, ...] = ()
+    design: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    headings: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     def object_scene_parser(self) -> dict[str, Any]:
         """The study's scene parser for object questions without its schedule: :attr:`scene_overrides`
@@ -234,7 +249,16 @@ STUDY = StudyConfig(
                  "co-1-seed2-modular", "co-2-seed2-modular", "co-1-seed1-film", "co-2-seed1-film",
                  "mid-seed1-film", "easy-seed1-film", "hard-seed1-film", "rd+-seed1-film", "rd--seed1-film",
                  "easy-seed2-modular", "hard-seed2-modular", "mid-seed1-seeing", "mid-seed2-seeing",
-                 "rd+-seed2-modular", "rd--seed2-modular"))
+                 "rd+-seed2-modular", "rd--seed2-modular"),
+    # issue 77, point 1: the final design, by the rule of docs/study.md ("The declared design"), and
+    # the caps of the issues whose pieces it and the later groups add
+    design={"modular": {"seeds": (0, 1, 2)}, "film": {"seeds": (0, 1, 2)},
+            "mdetr": {"seeds": (0, 1), "variants": ("mid", "rd-", "rd+")}},
+    headings={"issue 77: the declared design": {"cap_hours": 12.0, "design": True},
+              "issue 76: regionmac-trace": {"cap_hours": 18.0, "groups": ("regionmac",)}},
+    # issue 76: the non-modular model that sees with a perception of its own, on every training
+    # variant at seed 0 (its settings: regionmac-trace's mini profile until chosen on val)
+    groups={**StudyConfig().groups, "regionmac": ("regionmac-trace",)})
 
 #: The file of a results folder that holds the config its pieces were run under.
 STUDY_FILE = "study.json"
@@ -255,7 +279,7 @@ def results_config(results: str | os.PathLike, cfg: StudyConfig | None = None) -
     except FileNotFoundError:
         return cfg if cfg is not None else STUDY
     try:
-        recorded = StudyConfig.from_json(json.loads(text), source=str(path))
+        recorded = StudyConfig.from_json(loads_json(text, str(path)), source=str(path))  # strict: a key twice
     except ValueError as e:
         raise StudyError(f"{path}: not JSON ({e})") from e
     a, b = (cfg or recorded).to_json(), recorded.to_json()

@@ -259,7 +259,7 @@ def test_without_the_scale_check_its_finding_is_pending_and_says_so():
 
 
 def test_each_judged_finding_is_judged_again_against_the_models_that_see():
-    from orchestration.study.findings import findings_markdown, with_seeing
+    from orchestration.study.findings import findings_markdown, seeing_sides, with_seeing
 
     def comp(a, b, lo, hi):
         return {"a": a, "b": b, "diff": (lo + hi) / 2, "ci95": [lo, hi]}
@@ -271,22 +271,53 @@ def test_each_judged_finding_is_judged_again_against_the_models_that_see():
     report["in_domain"].append({"model": "objmac-trace", "image_margin": 0.238, "image_dependence": 0.222})
     paper = findings(report, {})
     seeing = findings(report, {}, non_modular=("objmac-trace",), label="seeing")
-    rows = {r["key"]: r for r in with_seeing(paper, seeing)}
+    rows = {r["key"]: r for r in with_seeing(paper, {"seeing": seeing})}
     red = rows["redundancy"]
-    assert red["status"] == "reversed" and red["seeing"]["status"] == "reproduced"
-    assert red["seeing"]["rests_on"] == ("seeing objmac-trace [the modular scene parser's attribute distributions; "
-                                         "trained with program traces and 5x the questions] (image margin +23.8, "
-                                         "image dependence +22.2)")  # what it sees through, as its class declares
-    assert "nsvqa − objmac-trace -5.5 [-9.0, -2.0]" in red["seeing"]["ours"]
+    assert red["status"] == "reversed" and red["seeing"]["seeing"]["status"] == "reproduced"
+    assert red["seeing"]["seeing"]["rests_on"] == (
+        "seeing objmac-trace [the modular scene parser's attribute distributions; trained with program traces and "
+        "5x the questions] (image margin +23.8, image dependence +22.2)")  # what it sees through, as declared
+    assert "nsvqa − objmac-trace -5.5 [-9.0, -2.0]" in red["seeing"]["seeing"]["ours"]
     assert "seeing" not in rows["visual_pnsvqa"]  # judged against no non-modular model: nothing to redo
     # a factor the seeing model has not run on is pending on its side, whatever the paper-recipe side says
     report["factors"]["visual"] = {"models": {m: {"rd": 0.1, "rd_ci95": [0.08, 0.12]} for m in ("nsvqa", "film")},
                                    "rd_comparisons": [comp("nsvqa", "film", 0.02, 0.09)]}
-    rows = {r["key"]: r for r in with_seeing(findings(report, {}), findings(
-        report, {}, non_modular=("objmac-trace",), label="seeing"))}
-    assert rows["visual"]["status"] == "reproduced" and rows["visual"]["seeing"]["status"] == "pending"
-    table = "\n".join(findings_markdown(list(rows.values())))
-    assert "| against the models that see |" in table and "**reproduced**: RD " in table
+    rows = {r["key"]: r for r in with_seeing(findings(report, {}), {"seeing": findings(
+        report, {}, non_modular=("objmac-trace",), label="seeing")})}
+    assert rows["visual"]["status"] == "reproduced" and rows["visual"]["seeing"]["seeing"]["status"] == "pending"
+    sides = seeing_sides({"film": ("film",), "seeing": ("objmac-trace",)})
+    table = "\n".join(findings_markdown(list(rows.values()), sides))
+    assert "| against objmac-trace (the modular scene parser's perception) |" in table
+    assert "**reproduced**: RD " in table
+
+
+def test_each_group_that_sees_is_judged_in_a_column_of_its_own():
+    from orchestration.study.findings import findings_markdown, seeing_groups, seeing_sentence, seeing_sides, with_seeing
+
+    def comp(a, b, lo, hi):
+        return {"a": a, "b": b, "diff": (lo + hi) / 2, "ci95": [lo, hi]}
+
+    groups = {"modular": ("nsvqa", "pnsvqa", "nscl"), "film": ("lstm", "film"), "seeing": ("objmac-trace",),
+              "regionmac": ("regionmac-trace",)}
+    # declared by the models' classes, not by the groups' names
+    assert seeing_groups(groups) == ["seeing", "regionmac"]
+    assert seeing_groups({"sees": ("regionmac-trace",), "seeing": ("film",)}) == ["sees"]
+    sides = seeing_sides(groups)
+    assert [s["shares_modular_perception"] for s in sides] == [True, False]
+    # the modular RDs below objmac-trace's (reproduced), above regionmac-trace's (reversed)
+    cs = ([comp(a, "objmac-trace", -0.09, -0.02) for a in ("nscl", "nsvqa", "pnsvqa")]
+          + [comp(a, "regionmac-trace", 0.02, 0.09) for a in ("nscl", "nsvqa", "pnsvqa")])
+    report = _rd_report({"redundancy": cs}, models=("nscl", "nsvqa", "pnsvqa", "objmac-trace", "regionmac-trace"))
+    report["in_domain"].append({"model": "regionmac-trace", "image_margin": 0.148, "image_dependence": 0.119})
+    seeing = {s["group"]: findings(report, {}, non_modular=s["models"], label=s["group"]) for s in sides}
+    red = {r["key"]: r for r in with_seeing(findings(report, {}), seeing)}["redundancy"]
+    assert red["seeing"]["seeing"]["status"] == "reproduced" and red["seeing"]["regionmac"]["status"] == "reversed"
+    assert red["seeing"]["regionmac"]["rests_on"].startswith("regionmac regionmac-trace [a box-supervised detector")
+    header = findings_markdown([red], sides)[0]
+    assert header.count("| against ") == 2 and "against regionmac-trace (their own perception)" in header
+    sentence = seeing_sentence(sides)
+    assert "objmac-trace (" in sentence and "regionmac-trace (a box-supervised detector's region features" in sentence
+    assert sentence.count("does not separate reasoning from perception") == 1
 
 
 def test_a_finding_the_models_that_see_have_not_run_on_is_pending_on_their_side():
@@ -298,11 +329,11 @@ def test_a_finding_the_models_that_see_have_not_run_on_is_pending_on_their_side(
     # NS-VQA against NSCL decides the distribution claim on the paper-recipe side; the seeing side has no RD
     report = _rd_report({"distribution": [comp("nsvqa", "film", 0.02, 0.09), comp("nsvqa", "nscl", 0.02, 0.09)]},
                         models=("nscl", "nsvqa", "pnsvqa", "film", "mdetr"))
-    rows = {r["key"]: r for r in with_seeing(findings(report, {}), findings(
-        report, {}, non_modular=("objmac-trace",), label="seeing"))}
+    rows = {r["key"]: r for r in with_seeing(findings(report, {}), {"seeing": findings(
+        report, {}, non_modular=("objmac-trace",), label="seeing")})}
     assert rows["distribution_nsvqa"]["status"] == "reversed"
-    assert rows["distribution_nsvqa"]["seeing"]["status"] == "pending"
-    assert rows["pnsvqa_best"]["seeing"]["status"] == "pending"
+    assert rows["distribution_nsvqa"]["seeing"]["seeing"]["status"] == "pending"
+    assert rows["pnsvqa_best"]["seeing"]["seeing"]["status"] == "pending"
 
 
 def test_one_rule_writes_every_qualifier_and_marks_a_status_that_holds_at_95_only():

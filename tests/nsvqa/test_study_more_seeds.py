@@ -39,7 +39,7 @@ def test_holding_at_95_only_is_listed_even_far_from_zero():
 def test_pieces_most_decisive_first_and_done_marked():
     rows = [row("a", [[0.001, 0.02]]),
             row("b", [[0.002, 0.03]], cells=[[["easy", "nsvqa"], ["easy", "film"]]])]
-    rec = more_seeds(rows, [], PIECES, k=4)
+    rec = more_seeds(rows, {}, PIECES, k=4)
     names = [p["piece"] for p in rec["pieces"]]
     # seed 1 of every piece before seed 2 of any (a factor pools a seed only once every training
     # variant has it); within a seed easy's pieces (two intervals) before hard's (one)
@@ -56,18 +56,18 @@ def test_pieces_most_decisive_first_and_done_marked():
 def test_seeing_rows_count_only_when_judged():
     judged = {**row("v", [[0.001, 0.02]]), "rests_on": "seeing objmac-trace"}
     unjudged = {**row("w", [[0.001, 0.02]]), "rests_on": "—"}
-    rec = more_seeds([], [judged, unjudged], PIECES, k=2)
+    rec = more_seeds([], {"seeing": [judged, unjudged]}, PIECES, k=2)
     assert [(f["key"], f["against"]) for f in rec["findings"]] == [("v", "seeing")]
 
 
 def test_piece_of_and_markdown():
     assert piece_of(PIECES, "hard", "film") == "hard-seed0-film"
     assert piece_of(PIECES, "mid", "film") is None
-    md = more_seeds_markdown(more_seeds([row("a", [[0.001, 0.02]])], [], PIECES, k=1))
+    md = more_seeds_markdown(more_seeds([row("a", [[0.001, 0.02]])], {}, PIECES, k=1))
     assert any(line.startswith("| a | paper-recipe | reproduced | [+0.1, +2.0]") for line in md)
     assert [line for line in md if line.startswith("| a |")][0].endswith(
         "| easy-seed0-film, easy-seed0-modular, hard-seed0-film, hard-seed0-modular |")
     bare = row("b", [[0.001, 0.02]], cells=[[]])  # an interval without cells, as a check's own runs give
-    assert [line for line in more_seeds_markdown(more_seeds([bare], [], PIECES, k=1))
+    assert [line for line in more_seeds_markdown(more_seeds([bare], {}, PIECES, k=1))
             if line.startswith("| b |")][0].endswith("| no study piece |")
     assert more_seeds_markdown({"findings": []})[0].startswith("No finding")

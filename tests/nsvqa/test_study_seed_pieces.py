@@ -166,7 +166,7 @@ def test_more_seeds_marks_a_widened_piece_run_once_the_widened_one_is_committed(
     row = {"key": "redundancy", "status": "reproduced", "intervals": [[0.001, 0.05]],
            "basis": {"seeds": 1, "cells": [[["mid", "nscl"]]]}}
     for seed_1, done in (({"models": ["nsvqa"], "tests": ["mid"]}, "partly"), (zero, "run")):
-        got = more_seeds([row], [], [zero, {**seed_1, "name": "mid-seed1-modular"}], 1)
+        got = more_seeds([row], {}, [zero, {**seed_1, "name": "mid-seed1-modular"}], 1)
         assert {p["piece"]: p["done"] for p in got["pieces"]}["mid-seed1-modular"] == done
 
 

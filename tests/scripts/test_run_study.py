@@ -194,3 +194,29 @@ def test_frozen_code_is_a_worktree_of_head_reused_and_swept(load_script, tmp_pat
     finally:
         if where is not None:
             subprocess.run(["git", "-C", str(repo), "worktree", "remove", "--force", str(where)], capture_output=True)
+
+
+def test_report_and_check_take_a_study_of_any_groups_the_shipped_tiny_one_included(tmp_path, load_script, capsys):
+    """data/study/tiny.json has a film group alone (no modular one): --report and --check build and
+    check its tables (issue 80: a KeyError 'modular' before)."""
+    from nsvqa.artifacts.predictions import Prediction, write_predictions
+
+    tiny = Path(__file__).resolve().parents[2] / "data" / "study" / "tiny.json"
+    cfg = StudyConfig.from_json(json.loads(tiny.read_text()))
+    assert "modular" not in cfg.groups
+    results = tmp_path / "results"
+    results.mkdir()
+    (results / "study.json").write_text(json.dumps(cfg.to_json()))  # what the launch writes first
+    piece = results / "pieces" / "mid-seed0-film"
+    for model, right in (("lstm", 2), ("majority", 3)):
+        write_predictions(piece / "predictions" / f"{model}__train-mid__test-mid.jsonl.gz",
+                          [Prediction(i, "exist", "yes", "yes" if i < right else "no") for i in range(4)])
+    (piece / "piece.json").write_text(json.dumps({
+        "format": 1, "piece": {"variant": "mid", "seed": 0, "group": "film", "models": ["lstm", "majority"],
+                               "tests": ["mid"]}, "commit": None, "machine": None, "seconds": {"total": 60.0}}))
+    main = load_script("run_study").main
+    argv = ["--results", str(results), "--data", str(tmp_path / "data"), "--runs", str(tmp_path / "runs")]
+    assert main([*argv, "--report"]) == 0, capsys.readouterr().err
+    assert json.loads((results / "report.json").read_text())["in_domain"]
+    assert main([*argv, "--check"]) == 0, capsys.readouterr().err
+    assert "ok: every table" in capsys.readouterr().err
