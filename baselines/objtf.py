@@ -439,6 +439,7 @@ class ObjTFBaseline(MoreQuestions, NeuralBaseline):
     uses_images = True
     family = "holistic"
     trains_on_parses = True  # the run's scene parses are its object tokens, the training splits' too
+    reads_attribute_head = True  # its tokens carry the attribute head's distributions
 
     def build_model(self, cfg: ObjTFConfig, num_words: int, num_answers: int,
                     answer_words: torch.Tensor | None = None) -> ObjTFNet:

@@ -39,6 +39,7 @@ from pathlib import Path
 
 import torch
 
+from executors.io import read_json
 from orchestration.study import (SCALE_RESULTS, StudyConfig, StudyError, budget, budget_markdown, is_done,
                                  is_reduced, pending_pieces, piece_dir, out_of_time, over_cap, read_scale_record,
                                  results_config, scale_runs, study_pieces)
@@ -50,9 +51,10 @@ from orchestration.study.run import lender_elsewhere, run_piece, write_perceptio
 from orchestration.study.launch import (LAUNCHERS, LaunchOptions, estimate_line, frozen_tree, generate_data, launch,
                                         past_cap, require_submitit, run_git, scaled_estimate, train_piece_parsers)
 from orchestration.study.scale import run_scale_check, scale_variants
-from orchestration.study.perception_record import LONG_SCHEDULES, PERCEPTION_RESULTS, read_perception_record
+from orchestration.study.perception_record import (LONG_SCHEDULES, PERCEPTION_RESULTS, read_perception_record,
+                                                   record_search)
 from orchestration.study.perception_schedule import OutOfTime, run_perception_check
-from nsvqa.config import HelpFormatter
+from nsvqa.config import HelpFormatter, resolve_device
 from nsvqa.fileio import write_atomic, write_json_atomic
 
 PROG = "run_study.py"
@@ -132,7 +134,9 @@ def get_args_parser() -> argparse.ArgumentParser:
                         "with --perception-check, heads projected to end after it")
     p.add_argument("--jobs", type=int, default=2, help="2: the question parser trains beside the scene parser")
     p.add_argument("--workers", type=int, default=2, help="rendering processes")
-    p.add_argument("--device", default="cpu", help="torch device of the training (cpu, cuda)")
+    p.add_argument("--device", default="auto",
+                   help="torch device of the training: auto (CUDA when present, else the CPU; with --launcher "
+                        "slurm, cuda when --gpus-per-node asks for GPUs), cpu, cuda")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
     p.add_argument("--frozen", action="store_true",
@@ -246,6 +250,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = get_args_parser()
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parser.parse_args(argv)
+    if args.launcher != "slurm":  # slurm: LaunchOptions resolves "auto" from --gpus-per-node (the jobs' nodes)
+        args.device = resolve_device(args.device)
     if args.frozen and os.environ.get(FROZEN) is None:
         try:
             where, dirty = frozen_code(args.runs)
@@ -270,7 +276,7 @@ def main(argv: list[str] | None = None) -> int:
         given = None
         if args.config is not None:
             try:
-                given = StudyConfig.from_json(json.loads(args.config.read_text()), source=str(args.config))
+                given = StudyConfig.from_json(read_json(args.config), source=str(args.config))  # strict JSON
             except (OSError, ValueError) as e:
                 raise StudyError(f"{args.config}: cannot read the study config ({e})") from e
         cfg = results_config(args.results, given)
@@ -287,7 +293,7 @@ def main(argv: list[str] | None = None) -> int:
                       f"(seed {scale.get('seed', args.scale_seed)}) trained on {','.join(done) or 'none yet'} of "
                       f"{','.join(trains)}  -> {','.join(tests)}")
             check = read_perception_record(args.results)  # the perception check: one line
-            search = check.get("search") or {}
+            search = record_search(check) or {}  # the rule in force on its heads
             ran = set((check.get("runs") or {}).get(str(search.get("chosen")), {}))
             print(f"{'done' if search.get('chosen') and ran >= set(check['trains']) else '    '}  "
                   f"{'perception-schedule':<34} attribute heads of the visual training variants, schedules tried: "

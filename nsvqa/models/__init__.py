@@ -31,13 +31,13 @@ in predictions file names (``<name>+gtprog``); nothing else reads or writes that
 from __future__ import annotations
 
 import inspect
-import json
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Mapping, Sequence
 
 from executors.errors import FormatError
+from executors.io import read_json
 from nsvqa.artifacts.predictions import predictions_path
 from nsvqa.config import Config
 
@@ -135,7 +135,7 @@ class ModelConfig(Config):
     profile: str = "mini"
     model: str = field(kw_only=True)
     seed: int = 0
-    device: str = "cpu"
+    device: str = "auto"  # CUDA when present, else the CPU (nsvqa.config.resolve_device)
 
 
 #: The file in a model's run directory where :meth:`Model.tune` keeps the cuts it chose on val.
@@ -156,8 +156,8 @@ def read_tuned(run_dir: str | Path | None, cuts: Sequence[str] = ("min_score",))
     if not path.is_file():
         return None
     try:
-        d = json.loads(path.read_text())
-    except (OSError, ValueError) as e:
+        d = read_json(path, allow_nan=True)  # strict: a key twice, a number past a float (FormatError)
+    except OSError as e:
         raise FormatError(f"{path}: not readable JSON ({e})") from None
     for name in cuts:
         cut = d.get(name) if isinstance(d, dict) else None
@@ -206,11 +206,17 @@ class Model(ABC):
             model's name (e.g. another model's scene parser); empty when nothing needs saying.
         shares_modular_perception: it reads the modular pipeline's own scene parser, so comparing
             it with the modular models does not separate reasoning from perception.
+        reads_attribute_head: its answers read the scene parser's attribute head (its
+            distributions), not only the detector's boxes: a check that changes the head alone
+            changes what it sees (the study's perception schedule check); False for a model that
+            learns its concepts from the detections (NSCL), whose answers with two heads differ
+            by retraining alone.
     """
 
     family: ClassVar[str | None] = None
     perception: ClassVar[str] = ""
     shares_modular_perception: ClassVar[bool] = False
+    reads_attribute_head: ClassVar[bool] = False
     config_class: ClassVar[type | None] = None
     uses_parses: ClassVar[bool] = False
     trains_on_parses: ClassVar[bool] = False

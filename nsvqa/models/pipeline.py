@@ -31,8 +31,8 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from executors import (DeterministicExecutor, ExecutionError, Ontology, ProbabilisticExecutor, Program, SceneLikelihoods,
-                       load_ontology)
+from executors import (DeterministicExecutor, ExecutionError, ExecutionResult, Ontology, ProbabilisticExecutor, Program,
+                       SceneLikelihoods, load_ontology)
 from executors.probabilistic import ValueSpace
 from executors.scene import argmax_scene
 
@@ -103,6 +103,15 @@ class Reasoner(ABC):
     def _run(self, programs: list[Program], scenes: list[SceneLikelihoods]) -> list[Answer]:
         """Answers of valid programs on parsed scenes (one per question, in order)."""
 
+    @abstractmethod
+    def trace(self, program: Program, scene: SceneLikelihoods) -> ExecutionResult:
+        """One valid program on one parsed scene as this reasoner executes it, with the output of
+        every step (:attr:`executors.ExecutionResult.trace`; the answer agrees with :meth:`answer`'s).
+
+        Raises:
+            executors.ExecutionError: the execution failed (its ``trace`` holds the steps before).
+        """
+
 
 class NSVQA(Reasoner):
     """The deterministic executor on the most likely scene.
@@ -131,6 +140,11 @@ class NSVQA(Reasoner):
             except ExecutionError as e:
                 out.append(Answer(execution_error=True, error=str(e)))
         return out
+
+    def trace(self, program, scene):
+        """The deterministic executor's trace on the most likely scene (object indices of the
+        detections it kept)."""
+        return self.executor.run(program, argmax_scene(scene, self.min_part, self.min_exist), trace=True)
 
 
 class PNSVQA(Reasoner):
@@ -166,6 +180,11 @@ class PNSVQA(Reasoner):
                 p = None if dist is None else min(1.0, max(0.0, float(dist.get(ans, 0.0))))
                 out.append(Answer(ans, p))
         return out
+
+    def trace(self, program, scene):
+        """The probabilistic executor's trace: per step a probability per detected object (or part)
+        or a distribution over values (computed in float64, :meth:`ProbabilisticExecutor.run`)."""
+        return self.executor.run(program, scene, trace=True)
 
 
 def make_reasoner(name: str, ontology: Ontology, *, threshold: float = 0.7, device: Any = None,
@@ -244,6 +263,7 @@ class PipelineModel(Model):
 
     family = "modular"
     uses_parses = True
+    reads_attribute_head = True  # it executes on the attribute head's distributions
     supports_gt_programs = True
     threshold: float = 0.7
 

@@ -5,7 +5,11 @@ short their attribute heads trained? A floor of the study beside :mod:`orchestra
 For each training variant of :data:`~orchestration.study.perception_record.PERCEPTION_FACTOR`, the
 *base run* is the study's run of that variant and seed under the runs root (``RUNS/<variant>``, the
 folder the study's modular piece trains): its detector, attribute head (the study's schedule, the
-base), question parser and NSCL. The check
+base), question parser and NSCL. It is the committed piece's run only while the runs root holds
+the weights that piece learned; one trained again (``train_base``, or with other torch threads)
+learns other weights, so the check's arm at the study's schedule then answers otherwise than the
+committed cells, which the report says from the record
+(:func:`orchestration.study.perception_finding.base_runs_text`). The check
 
 1. executes the study's modular models (:attr:`StudyConfig.groups` ``"modular"``) in the base run
    again (:func:`orchestration.experiment.train_variant` with the study's settings: everything it
@@ -15,7 +19,10 @@ base), question parser and NSCL. The check
    run's detector (``SceneParserConfig.detector``; stage ``attributes``, the study's scene-parser
    settings otherwise, the same seed) and the base run's crop caches (linked, never rebuilt), into
    ``RUNS/perception-schedule/heads/<E>ep/<run>/scene_parser/``, in the order and until the rule of
-   :func:`~orchestration.study.perception_record.schedule_search` stops (val metric only); with
+   :func:`~orchestration.study.perception_record.schedule_search` stops (on the val metric; the
+   schedule chosen among those tried is the one of the highest end-to-end val accuracy,
+   :data:`~orchestration.study.perception_record.SELECT_METRIC`, which the heads log after each
+   epoch: the study's scene settings must give ``e2e_eval_images`` above 0); with
    ``jobs`` 2, every head of a schedule at once, each in a process of one torch thread;
 3. executes the models with a schedule's heads: before each longer schedule, those of the schedule
    the search would choose so far, where its heads are on this machine and the deadline allows
@@ -66,9 +73,9 @@ from nsvqa.training.scene_config import SceneParserConfig
 from orchestration.experiment import TrainSpec, VariantRun, train_parsers, train_variant
 import orchestration.study.run as study_run
 from orchestration.study.perception_record import (LONG_SCHEDULES, PERCEPTION_FACTOR, PERCEPTION_METRIC,
-                                                   PERCEPTION_RESULTS, PERCEPTION_RUNS, PLATEAU_RISE, check_schedules,
-                                                   perception_label, perception_record_path, read_perception_record,
-                                                   schedule_search)
+                                                   PERCEPTION_RESULTS, PERCEPTION_RUNS, PLATEAU_RISE, SELECT_METRIC,
+                                                   check_schedules, perception_label, perception_record_path,
+                                                   read_perception_record, schedule_search)
 from orchestration.study.cost import PARSER_STEPS
 from orchestration.study.plan import Piece, canonical, piece_dir, scene_source
 from orchestration.study.study_config import STUDY, STUDY_FILE, StudyConfig, StudyError, results_config
@@ -381,7 +388,12 @@ def run_perception_check(data: str | os.PathLike, runs: str | os.PathLike, resul
     base = {v: VariantRun(runs, v, seed, scene_variant=sources[v] if sources[v] != v else None) for v in trains}
     record_path = perception_record_path(results)
     old = read_perception_record(results)
-    rule = {"seed": seed, "metric": PERCEPTION_METRIC, "rise": rise, "schedules": schedules,
+    if SELECT_METRIC.startswith("e2e.") and SceneParserConfig.from_profile(
+            ".", cfg.profile, **dict(cfg.scene_overrides)).e2e_eval_images < 1:
+        raise StudyError(f"the perception check chooses its schedule on {SELECT_METRIC} (end-to-end val accuracy "
+                         f"after each head epoch), which the study's scene-parser settings do not measure "
+                         f"(e2e_eval_images 0 in profile {cfg.profile!r}); give e2e_eval_images in its scene overrides")
+    rule = {"seed": seed, "metric": PERCEPTION_METRIC, "select": SELECT_METRIC, "rise": rise, "schedules": schedules,
             "base_epochs": base_epochs, "models": list(models)}
     differ = [k for k, v in rule.items() if k in old and old[k] != v]
     if differ:
@@ -603,12 +615,21 @@ def run_perception_check(data: str | os.PathLike, runs: str | os.PathLike, resul
     # 2. the longer heads, schedule after schedule, until the rule stops (every head of a schedule
     # first); a head recorded is not trained again for its value
     values: dict[int, dict[str, float]] = {}
+    selects: dict[int, dict[str, float | None]] = {}  # the metric the schedule is chosen on
     for src, hs in record["heads"].items():
         for e, h in hs.items():
             values.setdefault(int(e), {})[src] = h["final"][PERCEPTION_METRIC]
+            selects.setdefault(int(e), {})[src] = h["final"].get(SELECT_METRIC)
     srcs = list(dict.fromkeys(sources.values()))
-    while (search := schedule_search({e: vs for e, vs in values.items() if e in (base_epochs, *schedules)
-                                      and all(s in vs for s in srcs)}, base_epochs, schedules, rise))["next"] is not None:
+
+    def search_now() -> dict[str, Any]:
+        kept = {e: vs for e, vs in values.items() if e in (base_epochs, *schedules) and all(s in vs for s in srcs)}
+        try:
+            return schedule_search(kept, base_epochs, schedules, rise, select={e: selects[e] for e in kept})
+        except ValueError as e:
+            raise StudyError(f"{record_path}: {e} ({SELECT_METRIC}: the heads' end-to-end val accuracy)") from None
+
+    while (search := search_now())["next"] is not None:
         e, lead = search["next"], search["leader"]
         if lead is not None:  # the schedule the search would choose now, executed while its heads are here
             run_schedule(lead, required=False, only=[v for v in trains if _finished(
@@ -617,6 +638,7 @@ def run_perception_check(data: str | os.PathLike, runs: str | os.PathLike, resul
         trained = train(e, [src for src in srcs if src not in values.get(e, {})])
         values[e] = {src: record["heads"][src][str(e)]["final"][PERCEPTION_METRIC] for src in srcs
                      if str(e) in record["heads"].get(src, {})}
+        selects[e] = {src: record["heads"][src][str(e)]["final"].get(SELECT_METRIC) for src in values[e]}
         rest = [src for src in srcs if src not in values[e]]
         if rest:
             if trained:  # part of a schedule, executed while this call has its heads
@@ -624,12 +646,14 @@ def run_perception_check(data: str | os.PathLike, runs: str | os.PathLike, resul
             raise OutOfTime(f"the heads of {e} epochs of {', '.join(rest)} not started: no time left for them "
                             f"after those of {', '.join(trained)}; what is done is in {record_path}")
     record["search"] = {**{k: search[k] for k in ("tried", "stopped", "chosen")},
-                        "mean": {str(e): m for e, m in search["mean"].items()}}
+                        "mean": {str(e): m for e, m in search["mean"].items()},
+                        "select_mean": {str(e): m for e, m in search["select_mean"].items()}}
     save()
     chosen = search["chosen"]
     echo(f"perception check: {search['stopped']} after {', '.join(map(str, search['tried']))} epochs; the heads of "
-         f"{chosen} epochs (mean val {PERCEPTION_METRIC} {100 * search['mean'][chosen]:.1f}%, "
-         f"{100 * search['mean'][base_epochs]:.1f}% at {base_epochs})")
+         f"{chosen} epochs (mean val {SELECT_METRIC} {100 * search['select_mean'][chosen]:.1f}%, "
+         f"{100 * search['select_mean'][base_epochs]:.1f}% at {base_epochs}; val {PERCEPTION_METRIC} "
+         f"{100 * search['mean'][chosen]:.1f}%, {100 * search['mean'][base_epochs]:.1f}%)")
     # 3. the chosen schedule: the base runs' detector and question parser, the chosen head
     run_schedule(chosen, required=True)
     return record
