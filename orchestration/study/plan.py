@@ -291,6 +291,15 @@ def uses_scene_parser(piece: Piece) -> bool:
     return registry.needs(registry.parse_specs(list(piece.models))).scene_parser
 
 
+def reads_detector_only(piece: Piece) -> bool:
+    """Whether the piece's models read a scene parser's detections but never its attribute head
+    (as each model's class declares, :attr:`nsvqa.models.Model.reads_attribute_head`): such a piece
+    trains the detector it reads again where its run folder lacks it, and its record says whose
+    detector it read (issue 76, point 4)."""
+    return uses_scene_parser(piece) and not any(registry.get(s.name).reads_attribute_head
+                                                for s in registry.parse_specs(list(piece.models)))
+
+
 def trains_scene_parser(piece: Piece, cfg: StudyConfig = STUDY) -> bool:
     """Whether the piece trains a scene parser of its own: its models use one
     (:func:`uses_scene_parser`) and it is the one of its own variant, not an earlier piece's
@@ -423,4 +432,5 @@ def pending_pieces(results: str | os.PathLike, cfg: StudyConfig = STUDY, *,
 __all__ = ["PART_GROUP", "Piece", "PieceSetup", "check_aliases", "canonical", "training_variants", "variants_tested",
            "scene_source", "study_pieces", "covers", "seed_pieces", "piece_setup", "uses_scene_parser", "scene_parser_trainers", "sharers",
            "trains_scene_parser", "run_folder", "scene_parser_folder", "lenders", "PARSES", "piece_dir", "is_done",
-           "record_holds", "is_reduced", "pending_pieces", "design_names", "design_only"]
+           "record_holds", "is_reduced", "pending_pieces", "design_names", "design_only",
+           "reads_detector_only"]

@@ -57,7 +57,7 @@ from nsvqa.models import ModelSpec
 from orchestration.models import get as get_model
 from orchestration.study.cost import budget, budget_markdown, machine_label, pending_rows
 from orchestration.study.plan import (PARSES, PART_GROUP, canonical, design_only, lenders, piece_dir,
-                                      scene_parser_folder, scene_parser_trainers, study_pieces)
+                                      reads_detector_only, scene_parser_folder, scene_parser_trainers, study_pieces)
 from orchestration.study.study_config import STUDY, StudyConfig, StudyError
 from orchestration.study.more_seeds import more_seeds, more_seeds_markdown
 from orchestration.study.perception_finding import perception_check, perception_markdown
@@ -88,7 +88,9 @@ def check_shared_scene_parsers(results: str | os.PathLike, cfg: StudyConfig = ST
     its borrowers, the groups of one variant and seed) and whose ``piece.json`` records the weights
     of that scene parser (``scene_parser_weights``, written since 2026-12-06) record the same
     weights. A factor's RD reads a borrower's and its lender's rows as one perception; the seeing
-    model is compared with the modular models of its own run folder as sharing theirs. Returns how
+    model is compared with the modular models of its own run folder as sharing theirs. A piece
+    that reads the detector alone and trained it again (its ``detector_read``) is left out: its
+    record says its perception is its own. Returns how
     many splits and pairs of records were compared.
 
     Raises:
@@ -99,7 +101,10 @@ def check_shared_scene_parsers(results: str | os.PathLike, cfg: StudyConfig = ST
     trainers = scene_parser_trainers(cfg)
     for piece in study_pieces(cfg):
         record = piece_dir(results, piece) / "piece.json"
-        weights = json.loads(record.read_text()).get("scene_parser_weights") if record.is_file() else None
+        rec = json.loads(record.read_text()) if record.is_file() else {}
+        weights = rec.get("scene_parser_weights")
+        if (rec.get("detector_read") or {}).get("trained_here") and reads_detector_only(piece):
+            weights = None  # it trained the detector it read again, and its record says so (issue 76)
         if weights is not None:
             folder = scene_parser_folder(piece, ".", cfg)
             if folder in first and first[folder][1] != weights:

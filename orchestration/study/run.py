@@ -5,6 +5,7 @@ and budget, data and arithmetic) that generates a piece's data, trains and tests
 from __future__ import annotations
 
 import functools
+import json
 import os
 import platform
 import subprocess
@@ -24,8 +25,8 @@ from nsvqa.generation.suite import generate_suite
 from nsvqa.generation.variants import load_variant
 from orchestration.study.attempts import PIECE_FORMAT, attempt_seconds, attempt_starts, close_stopped_attempts, read_ledger
 from orchestration.study.cost import lacks_scene_parser, sharer_machines
-from orchestration.study.plan import (Piece, PieceSetup, lenders, piece_dir, piece_setup, scene_parser_folder,
-                                      uses_scene_parser)
+from orchestration.study.plan import (Piece, PieceSetup, lenders, piece_dir, piece_setup, reads_detector_only,
+                                      scene_parser_folder, sharers, uses_scene_parser)
 from orchestration.study.study_config import STUDY, STUDY_FILE, StudyConfig, StudyError, results_config
 from orchestration.study.parses import export_parses
 from nsvqa.training.checkpoint import CheckpointError, load_checkpoint, weights_digest
@@ -97,6 +98,25 @@ def parser_weights(scene_dir: Path | None = None, question_dir: Path | None = No
     return {k: weights_digest(path, kind) for k, path, kind in parts if path.is_file()}
 
 
+def detector_read(piece: Piece, results: str | os.PathLike, weights: Mapping[str, str] | None,
+                  trained_here: bool, cfg: StudyConfig = STUDY) -> dict[str, Any] | None:
+    """Whose detector a piece that uses a scene parser read, for its ``piece.json``: ``{"weights":
+    its digest, "of": the committed pieces sharing its run folder that record the same detector
+    digest, "trained_here": whether this piece's call trained it (its run folder lacked it)}``.
+    An empty ``of`` with ``trained_here`` says the piece read a detector of its own, trained with the
+    study's settings; with neither, no committed sharer recorded its weights. None for a piece
+    that uses none."""
+    if weights is None or "detector" not in weights:
+        return None
+    of = []
+    for other in sharers(piece, cfg):
+        path = piece_dir(results, other) / "piece.json"
+        rec = json.loads(path.read_text()) if path.is_file() else {}
+        if (rec.get("scene_parser_weights") or {}).get("detector") == weights["detector"]:
+            of.append(other.name)
+    return {"weights": weights["detector"], "of": of, "trained_here": trained_here}
+
+
 def lender_elsewhere(piece: Piece, runs: str | os.PathLike, results: str | os.PathLike,
                      cfg: StudyConfig = STUDY) -> str | None:
     """Why ``piece`` should not run on this machine: the run folder whose scene parser it reads
@@ -108,8 +128,8 @@ def lender_elsewhere(piece: Piece, runs: str | os.PathLike, results: str | os.Pa
     seeing model with the modular ones) would mix them. None where ``runs`` holds the scene parser,
     no such piece is committed, or they ran here alike."""
     folder = scene_parser_folder(piece, runs, cfg)
-    if folder is None or not lacks_scene_parser(folder):
-        return None
+    if folder is None or not lacks_scene_parser(folder) or reads_detector_only(piece):
+        return None  # a detector-only piece trains the detector again and records whose it read
     here, lent = machine(), lenders(piece, cfg)
     for other, path, there in sharer_machines(piece, results, cfg):
         if (there.get("cpu"), there.get("torch_threads")) != (here["cpu"], here["torch_threads"]):
@@ -209,6 +229,8 @@ def run_piece(piece: Piece, data: str | os.PathLike, runs: str | os.PathLike, re
     attempt: dict[str, Any] = {"started": time.time()}  # open until this call ends
     ledger["attempts"].append(attempt)
     write_json_atomic(ledger_path, ledger, indent=1)
+    folder = scene_parser_folder(piece, runs, cfg)
+    trained_here = folder is not None and lacks_scene_parser(folder)  # this call trains the scene parser it reads
     spec = TrainSpec(profile=cfg.profile, scene_overrides=setup.scene_overrides,
                      question_overrides=setup.question_overrides,
                      model_overrides={k: dict(v) for k, v in cfg.model_overrides.items()},
@@ -252,6 +274,8 @@ def run_piece(piece: Piece, data: str | os.PathLike, runs: str | os.PathLike, re
     record = {"format": PIECE_FORMAT, "piece": asdict(piece), "study": cfg.to_json(), "commit": commit,
               "machine": machine(), "scene_parser_of": spec.scene_variant or piece.variant, "questions": setup.questions,
               **({} if (weights := scene_parser_weights(piece, runs, cfg)) is None else {"scene_parser_weights": weights}),
+              **({} if (det := detector_read(piece, results, weights, trained_here, cfg)) is None else
+                 {"detector_read": det}),
               "accuracy": accuracy,
               "seconds": {"total": sum(attempt_seconds(a) for a in ledger["attempts"]),
                           "attempts": ledger["attempts"], "checkpoints": checkpoint_seconds(run.path)}}
@@ -259,5 +283,5 @@ def run_piece(piece: Piece, data: str | os.PathLike, runs: str | os.PathLike, re
     return record
 
 
-__all__ = ["checkpoint_seconds", "generate_piece_data", "lender_elsewhere", "machine", "parser_weights", "run_piece",
+__all__ = ["checkpoint_seconds", "detector_read", "generate_piece_data", "lender_elsewhere", "machine", "parser_weights", "run_piece",
            "scene_parser_weights", "write_perception"]

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestration.study import StudyConfig
+from orchestration.study import StudyConfig, StudyError
 
 
 def test_the_config_comes_from_the_folder_and_a_different_one_is_refused(tmp_path, load_script, capsys):
@@ -220,3 +220,38 @@ def test_report_and_check_take_a_study_of_any_groups_the_shipped_tiny_one_includ
     assert json.loads((results / "report.json").read_text())["in_domain"]
     assert main([*argv, "--check"]) == 0, capsys.readouterr().err
     assert "ok: every table" in capsys.readouterr().err
+
+
+def test_a_piece_that_reads_the_detector_alone_trains_it_again_and_its_record_says_whose_it_read(tmp_path):
+    from orchestration.study import study_pieces
+    from orchestration.study.plan import reads_detector_only
+    from orchestration.study.report import check_shared_scene_parsers
+    from orchestration.study.run import detector_read, lender_elsewhere, machine
+
+    results, data, runs = _one_piece_committed(tmp_path)
+    lender = results / "pieces" / "mid-seed0-modular" / "piece.json"
+    record = json.loads(lender.read_text())
+    plan = {p.name: p for p in study_pieces()}
+    own, seeing = plan["mid-seed0-regionmac"], plan["mid-seed0-seeing"]
+    assert reads_detector_only(own) and not reads_detector_only(seeing)  # declared by the models' classes
+    # the modular piece trained mid's scene parser on another CPU, which this machine lacks: the model
+    # that reads the attribute head is refused; the one that reads the detector alone trains it again
+    lender.write_text(json.dumps({**record, "machine": {**machine(), "cpu": "another CPU"},
+                                  "scene_parser_weights": {"detector": "d1", "attributes": "a1"}}))
+    assert lender_elsewhere(seeing, runs, results) is not None and lender_elsewhere(own, runs, results) is None
+    # its record names the committed pieces whose detector it read, or says it trained its own
+    assert detector_read(own, results, {"detector": "d1", "attributes": "a1"}, False) == {
+        "weights": "d1", "of": ["mid-seed0-modular"], "trained_here": False}
+    assert detector_read(own, results, {"detector": "d2", "attributes": "a2"}, True) == {
+        "weights": "d2", "of": [], "trained_here": True}
+    # the one-perception check leaves out a detector-only piece that trained it again, not another piece
+    mine = results / "pieces" / own.name
+    mine.mkdir(parents=True)
+    rec = {"piece": {"models": list(own.models), "tests": list(own.tests)},
+           "scene_parser_weights": {"detector": "d2", "attributes": "a2"}}
+    (mine / "piece.json").write_text(json.dumps({**rec, "detector_read": {"weights": "d2", "of": [],
+                                                                          "trained_here": True}}))
+    check_shared_scene_parsers(results)
+    (mine / "piece.json").write_text(json.dumps(rec))
+    with pytest.raises(StudyError, match="with other weights"):
+        check_shared_scene_parsers(results)
