@@ -62,7 +62,8 @@ class Program:
 
         Raises:
             InvalidProgram: a node without ``type``/``function`` or ``inputs``, or with non-integer
-                inputs; with an ontology, everything :meth:`validate` rejects.
+                inputs, or a node whose result is an input twice (a program is a tree: shared
+                nodes are refused); with an ontology, everything :meth:`validate` rejects.
         """
         if ontology is not None:
             prog = _read_known(cls, nodes, ontology)
@@ -111,6 +112,8 @@ class Program:
                 hit = interned[key] = _Known(Node(fn, inputs, vals))
             out.append(hit.node)
             entries.append(hit)
+        if ontology is None:
+            _check_tree(out)  # with an ontology, validate checks it
         prog = cls(tuple(out))
         if ontology is not None:
             types = prog.validate(ontology)
@@ -126,7 +129,13 @@ class Program:
 
     # ------------------------------------------------------------------ prefix tokens
     def to_prefix(self) -> list[str]:
-        """Tokens of the program tree in prefix order, starting from the answer node."""
+        """Tokens of the program tree in prefix order, starting from the answer node.
+
+        Raises:
+            InvalidProgram: a node whose result is an input twice (a shared node: the tree walk
+                would repeat it, exponentially in the depth).
+        """
+        _check_tree(self.nodes)
         out: list[str] = []
         stack = [len(self.nodes) - 1]
         while stack:
@@ -138,7 +147,9 @@ class Program:
 
     def to_postfix(self) -> list[str]:
         """Tokens of the program tree in postfix order: each node after its inputs, the inputs in
-        their order, the answer node last (clevr-iep's ``list_to_postfix`` order)."""
+        their order, the answer node last (clevr-iep's ``list_to_postfix`` order). A shared node
+        is an :class:`InvalidProgram`, as in :meth:`to_prefix`."""
+        _check_tree(self.nodes)
         out: list[str] = []
         stack = [(len(self.nodes) - 1, False)]
         while stack:
@@ -282,7 +293,8 @@ class Program:
         Raises:
             InvalidProgram: unknown function, wrong arity, an input that is not an earlier node,
                 a value outside the ontology (the message lists the valid ones), an empty or
-                extra ``value_inputs``, or a final node that yields no answer.
+                extra ``value_inputs``, a node whose result is an input twice (a program is a
+                tree), or a final node that yields no answer.
             TypeMismatch: an input of a type the function does not accept.
         """
         done = self.__dict__.get("_checked")
@@ -313,6 +325,7 @@ class Program:
                 known.clear()
             known[(n.function, tuple(types[j] for j in ins), len(n.value_inputs))] = (t, SIGNATURES[n.function].value)
             types.append(t)
+        _check_tree(self.nodes)  # after each node's own checks (an arity error is the more telling)
         if types[-1] not in ANSWER_TYPES:
             raise InvalidProgram(f"the last node yields {types[-1]}, not an answer "
                                  f"({', '.join(sorted(ANSWER_TYPES))})", node=len(types) - 1,
@@ -355,6 +368,7 @@ def _read_known(cls, nodes: Any, ontology: Ontology) -> "Program | None":
     fkey = "type" if "type" in first else "function"
     vkey = "value_inputs" if "value_inputs" in first else "side_inputs"
     other = fkey != "type" or vkey != "value_inputs"
+    used: set[int] = set()  # the nodes already an input (a program is a tree)
     for n in nodes:
         if type(n) is not dict:
             return None
@@ -368,8 +382,9 @@ def _read_known(cls, nodes: Any, ontology: Ontology) -> "Program | None":
         if e is None or e.need > i or type(raw_in) is not list or type(values) is not list:
             return None
         for x in raw_in:  # True == 1 and 1.0 == 1: the lookup alone does not tell them apart
-            if type(x) is not int:
+            if type(x) is not int or x in used:  # used: a shared node, refused by the full read
                 return None
+            used.add(x)
         for v in values:
             if type(v) is not str:
                 return None
@@ -386,6 +401,24 @@ def _read_known(cls, nodes: Any, ontology: Ontology) -> "Program | None":
     prog = cls(tuple(known))
     prog.__dict__["_checked"] = (ontology, tuple(types))
     return prog
+
+
+def _check_tree(nodes: Sequence[Node]) -> None:
+    """A program is a tree: no node's result is an input twice (of two nodes, or twice of one), as
+    in every CLEVR and Super-CLEVR program (a node may be unused: :meth:`Program.canonical` drops
+    it). Shared nodes would make the tree walks (:meth:`Program.to_prefix`) exponential.
+
+    Raises:
+        InvalidProgram: naming the node that uses a result again and the node that used it first.
+    """
+    consumer: dict[int, int] = {}
+    for i, n in enumerate(nodes):
+        for j in n.inputs:
+            if j in consumer:
+                raise InvalidProgram(f"input {j} is already an input of node {consumer[j]}: a program is a tree "
+                                     f"(each node's result used once); shared nodes are refused", node=i,
+                                     function=n.function)
+            consumer[j] = i
 
 
 def _check_node(i: int, n: Node, types: list[str], ontology: Ontology) -> str:

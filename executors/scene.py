@@ -333,8 +333,10 @@ class SceneLikelihoods:
             columns (:func:`widen_columns`); any other width is a :class:`FormatError`.
         positions: (N, D) positions (D = 3 world coordinates or 2 image-plane coordinates).
         position_std: (N,) standard deviation of each position (0 = exact).
-        directions: relation -> (D,) unit direction.
-        margin: distance along a direction below which no relation holds.
+        directions: relation -> (D,) unit direction (checked: finite, and of unit length within
+            :data:`UNIT_TOLERANCE` for the ontology's relations; other entries only finite).
+        margin: distance along a direction below which no relation holds (checked: a real
+            number, not a bool or a string, finite and >= 0).
         relations: optional relation -> (N, N) probability that j is in relation to i ([i, j]);
             when given it replaces the spatial likelihood (a scene's ``relationships``).
         part_exist: optional (N, P) probability that object i has part p as a distinct part.
@@ -365,7 +367,8 @@ class SceneLikelihoods:
                                        (n, len(onto.values(a))), f"attributes.{a}", 2, dist_axis=-1)
         self.positions = np.asarray(self.positions, dtype=float)
         if self.positions.size == 0 and n == 0:  # JSON of a (0, D) array is []
-            d0 = len(next(iter(self.directions.values()))) if self.directions else 2
+            d0 = (len(np.ravel(next(iter(self.directions.values()))))
+                  if isinstance(self.directions, Mapping) and self.directions else 2)
             self.positions = self.positions.reshape(0, d0)
         if self.positions.ndim != 2 or self.positions.shape[0] != n or not np.all(np.isfinite(self.positions)):
             raise FormatError(f"likelihoods, field 'positions': expected finite ({n}, D), got {self.positions.shape}")
@@ -374,11 +377,15 @@ class SceneLikelihoods:
                              else np.asarray(self.position_std, dtype=float).reshape(n))
         if np.any(self.position_std < 0) or not np.all(np.isfinite(self.position_std)):
             raise FormatError("likelihoods, field 'position_std': must be finite and >= 0")
+        self.margin = _margin(self.margin)
         if self.directions is None:
             if d != 2:
                 raise FormatError("likelihoods, field 'directions': required for non-image (D != 2) positions")
             self.directions = {r: np.asarray(v) for r, v in IMAGE_DIRECTIONS.items()}
-        self.directions = {r: np.asarray(v, dtype=float).reshape(d) for r, v in self.directions.items()}
+        if not isinstance(self.directions, Mapping):
+            raise FormatError(f"likelihoods, field 'directions': expected an object relation -> direction, "
+                              f"got {type(self.directions).__name__}")
+        self.directions = {r: _direction(v, d, r, r in onto.relations) for r, v in self.directions.items()}
         missing = set(onto.relations) - set(self.directions)
         if missing:
             raise FormatError(f"likelihoods, field 'directions': missing {sorted(missing)}")
@@ -480,7 +487,7 @@ class SceneLikelihoods:
     def from_json(cls, d: Mapping[str, Any], ontology: Ontology, *, where: str = "likelihoods") -> "SceneLikelihoods":
         try:
             return cls(ontology, d["exist"], {a: d["attributes"][a] for a in d["attributes"]},
-                       d["positions"], d.get("position_std"), d.get("directions"), float(d.get("margin", 0.0)),
+                       d["positions"], d.get("position_std"), d.get("directions"), d.get("margin", 0.0),
                        d.get("relations"), d.get("part_exist"), d.get("part_attributes"), d.get("image_index"))
         except KeyError as e:
             raise FormatError(f"{where}: missing field {e}") from None
@@ -516,6 +523,42 @@ def widen_columns(onto: Ontology, attribute: str, x: Any, name: str = "likelihoo
     raise FormatError(f"likelihoods, field {name!r}: {a.shape[-1]} columns, expected {len(full)} (one per "
                       f"{attribute} of ontology {onto.name!r}: {list(full)}) or {len(placed)} (the same "
                       f"without the unplaced {list(onto.unplaced[attribute])})")
+
+
+#: how far from 1 the length of a relation's direction may be (directions rounded to 4 digits, float32)
+UNIT_TOLERANCE = 1e-3
+
+
+def _margin(x: Any) -> float:
+    """The likelihoods' ``margin`` as a float: a real number (not a bool or a string), finite, >= 0."""
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, float, np.integer, np.floating)):
+        raise FormatError(f"likelihoods, field 'margin': expected a number >= 0, got {type(x).__name__} {x!r}")
+    try:
+        m = float(x)
+    except OverflowError:
+        m = math.inf
+    if not math.isfinite(m) or m < 0:
+        raise FormatError(f"likelihoods, field 'margin': expected a finite number >= 0, got {x!r}")
+    return m
+
+
+def _direction(v: Any, d: int, name: str, relation: bool) -> np.ndarray:
+    """One entry of the likelihoods' ``directions`` as a (D,) float array: finite, and of unit length
+    when ``relation`` (a relation of the ontology; the others, e.g. ``above`` on a ground plane,
+    are carried along unused)."""
+    where = f"likelihoods, field 'directions.{name}'"
+    try:
+        a = np.asarray(v, dtype=float)
+    except (TypeError, ValueError, OverflowError):
+        raise FormatError(f"{where}: expected {d} numbers, got {v!r}") from None
+    if a.size != d:
+        raise FormatError(f"{where}: expected {d} numbers (the positions' dimension), got shape {a.shape}")
+    a = a.reshape(d)
+    if not np.all(np.isfinite(a)):
+        raise FormatError(f"{where}: non-finite values {a.tolist()}")
+    if relation and abs(float(np.linalg.norm(a)) - 1.0) > UNIT_TOLERANCE:
+        raise FormatError(f"{where}: expected a unit vector, got length {float(np.linalg.norm(a)):.6g}")
+    return a
 
 
 def _prob(x: Any, shape: tuple[int, ...] | None, name: str, ndim: int, dist_axis: int | None = None) -> np.ndarray:

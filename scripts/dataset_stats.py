@@ -13,11 +13,11 @@ redundant filters per question.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 from executors.errors import FormatError
+from executors.io import read_json
 from nsvqa.artifacts import read_questions, read_scenes
 from nsvqa.config import HelpFormatter, parse_checked
 from nsvqa.fileio import OutputFile, write_json_atomic
@@ -61,10 +61,13 @@ def folder_stats(folder: Path) -> dict | None:
     if not mpath.exists():
         print(f"dataset_stats.py: error: {mpath} not found (not a generated variant folder)", file=sys.stderr)
         return None
-    manifest = json.loads(mpath.read_text())
     try:
+        manifest = read_json(mpath)  # strict: a key twice, a number past a float, bytes not UTF-8: one line
         spec = manifest.get("variant_spec")
         variant = Variant.from_dict(spec, str(mpath)) if spec else load_variant(manifest["variant"])
+    except FormatError as e:
+        print(f"dataset_stats.py: error: {e}", file=sys.stderr)
+        return None
     except (VariantError, KeyError) as e:
         print(f"dataset_stats.py: error: {mpath}: {e}", file=sys.stderr)
         return None

@@ -23,7 +23,7 @@ from pathlib import Path
 import torch
 
 from executors.errors import FormatError
-from nsvqa.config import ConfigError, HelpFormatter, check_outputs
+from nsvqa.config import ConfigError, HelpFormatter, check_outputs, check_run_outside_data
 from nsvqa.pretrained import PretrainedError
 from nsvqa.training.checkpoint import CheckpointError
 from nsvqa.fileio import FolderInUse, OutputFolder
@@ -109,6 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = get_args_parser()
     args = parser.parse_args(argv)
     check_outputs(parser, args.runs, args.report, None if args.no_generate else args.data)
+    check_run_outside_data(parser, args.runs, args.data, option="--runs")  # a runs root inside the data root
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     if args.threads:
         torch.set_num_threads(args.threads)

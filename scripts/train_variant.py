@@ -20,7 +20,7 @@ import sys
 import torch
 
 from executors.errors import FormatError
-from nsvqa.config import ConfigError, HelpFormatter, parse_checked
+from nsvqa.config import ConfigError, HelpFormatter, check_run_outside_data, parse_checked
 from nsvqa.pretrained import PretrainedError
 from nsvqa.training.checkpoint import CheckpointError
 from nsvqa.fileio import FolderInUse, OutputFolder
@@ -47,7 +47,9 @@ def get_args_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parse_checked(get_args_parser(), argv, "out")
+    parser = get_args_parser()
+    args = parse_checked(parser, argv, "out")
+    check_run_outside_data(parser, args.out, args.data)  # a runs root inside the data root: refused
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     if args.threads:
         torch.set_num_threads(args.threads)

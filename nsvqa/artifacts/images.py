@@ -4,7 +4,6 @@ the image models read them, and the check of a split's images before any work re
 recorded where it records them)."""
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Iterable
@@ -14,6 +13,7 @@ import torch
 from PIL import Image
 
 from executors.errors import FormatError
+from executors.io import read_json
 
 from nsvqa.artifacts.scenes import read_scenes, scenes_path
 from nsvqa.fileio import sha256_file
@@ -61,7 +61,7 @@ def manifest_images(folder: str | os.PathLike, split: str) -> tuple[dict[str, st
     where there is no manifest or it does not record the split (an imported release)."""
     path = Path(folder) / "manifest.json"
     try:
-        entry = json.loads(path.read_text()).get("splits", {}).get(split) or {}
+        entry = read_json(path).get("splits", {}).get(split) or {}  # strict: a key twice is no record
     except (OSError, ValueError, AttributeError):
         return {}, None
     config = entry.get("config") or {}

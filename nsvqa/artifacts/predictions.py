@@ -38,7 +38,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from executors import Ontology, Program, load_ontology
 from executors.dsl import SIGNATURES
 from executors.errors import FormatError
-from executors.io import normalize_answer, read_json
+from executors.io import loads_json, normalize_answer, read_json
 
 from nsvqa.artifacts.questions import Question, QuestionsFile, questions_path, read_questions
 from nsvqa.artifacts.scenes import read_scenes, scenes_path
@@ -263,15 +263,15 @@ def read_predictions(path: str | os.PathLike) -> list[Prediction]:
     first_line: dict[int, int] = {}
     opener = gzip.open if path.suffix == ".gz" else open
     try:
-        with opener(path, "rt", encoding="utf-8") as f:
+        with opener(path, "rb") as f:
             for n, line in enumerate(f, start=1):
                 if not line.strip():
                     continue
                 where = f"{path}, line {n}"
-                try:
-                    obj = json.loads(line)
-                except json.JSONDecodeError as e:
-                    raise PredictionFormatError(f"{where}: not valid JSON ({e.msg} at column {e.colno})") from None
+                try:  # strict: UTF-8, no key twice, finite numbers (the line and the key named)
+                    obj = loads_json(line, where)
+                except FormatError as e:
+                    raise PredictionFormatError(str(e)) from None
                 p = Prediction.from_json(obj, where)
                 if p.question_index in first_line:
                     raise PredictionFormatError(f"{where}, field 'question_index': {p.question_index} already on "

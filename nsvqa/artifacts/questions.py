@@ -27,6 +27,7 @@ from executors.io import normalize_answer, question_records
 from executors.ontology import Ontology
 from executors.program import Program
 from executors.scene import check_image_filename
+from parsers.question.vocab import check_question_length
 
 from nsvqa.artifacts.records import RecordSequence, read_document, write_document
 
@@ -104,6 +105,8 @@ class Question:
         text = q.get("question")
         if (text is not None or require_text) and not isinstance(text, str):
             raise FormatError(f"{where}, field 'question': expected a string, got {type(text).__name__}")
+        if text is not None:
+            check_question_length(text, where)  # bounded work for every model that reads the text
         image_index = q.get("image_index")
         if image_index is not None and not _is_int(image_index):
             raise FormatError(f"{where}, field 'image_index': expected an integer, got {image_index!r}")

@@ -166,7 +166,7 @@ class ConceptSplit:
 
     @classmethod
     def from_catalogue(cls, head: str = "head", tail: str = "tail") -> "ConceptSplit":
-        """The split of the variant catalogue (``data/variants/head.json`` and ``tail.json``)."""
+        """The split of the variant catalogue (its ``head`` and ``tail`` variants)."""
         hv, tv = load_variant(head), load_variant(tail)
         return cls.from_weights(hv.scene.get("weights", {}), tv.scene.get("weights", {}),
                                 load_ontology("superclevr").categories)

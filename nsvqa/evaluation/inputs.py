@@ -26,7 +26,7 @@ import os
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from executors.io import normalize_answer
+from executors.io import normalize_answer, read_json
 
 from nsvqa.artifacts.predictions import CellKey, Prediction, PredictionFormatError
 from nsvqa.artifacts.questions import questions_path, read_questions
@@ -49,17 +49,23 @@ def _line_of(path: Path, question_index: int) -> str:
 
 def _split_of(path: Path, data: str | os.PathLike | None, split: str | None, test: str) -> Path | None:
     """The questions file a predictions file is about: under ``data`` when given, else under the
-    data root its run folder's ``config.json`` records (None when neither names an existing one)."""
+    data root its run folder's ``config.json`` records (None when there is no such record, or the
+    root it records is gone: the files are then checked against each other only). A data root that
+    is there without the test variant's split is an error, with ``data`` or from the record."""
     if data is None:
         try:
-            record = json.loads((path.parent.parent / "config.json").read_text())
-        except (OSError, ValueError):
+            record = read_json(path.parent.parent / "config.json", allow_nan=True)
+        except (OSError, ValueError):  # FormatError included: no run's config to follow
             return None
         config = record.get("config") if isinstance(record, dict) else None  # RunDir's {"config", "command", ...}
         if not isinstance(config, dict) or not isinstance(config.get("data"), str):
             return None
         data, split = config["data"], split or config.get("split") or "test"
         q = questions_path(Path(data) / test, split)
+        if not q.is_file() and Path(data).is_dir():  # the data root is there, without this test variant
+            raise PredictionFormatError(f"{path}: its test variant {test!r} is not in the data root {data} its run's "
+                                        f"{path.parent.parent / 'config.json'} records (no {q}): predictions are "
+                                        f"scored against their questions only; pass --data with the root that holds it")
         return q if q.is_file() else None
     q = questions_path(Path(data) / test, split or "test")
     if not q.is_file():

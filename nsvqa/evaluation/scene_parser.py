@@ -20,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import copy
 import io
-import json
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -30,7 +29,7 @@ from pycocotools.coco import COCO
 from pycocotools.cocoeval import COCOeval
 
 from executors import Ontology, SceneLikelihoods, load_ontology
-from executors.io import load_questions, parse_program
+from executors.io import load_questions, parse_program, read_json
 from nsvqa.artifacts.likelihoods import read_likelihoods
 from nsvqa.artifacts.predictions import question_meta
 from nsvqa.artifacts.scenes import read_scenes, scenes_path
@@ -98,7 +97,7 @@ def coco_results(doc: dict, parts: bool = True) -> list[dict]:
 def listed_parts_coco(gt_path: str | Path, scenes: Iterable[dict]) -> dict:
     """The COCO dict of ``gt_path`` with, among the parts, only those the scenes list (the parts a
     question can tell apart from their object; what a parts-mode detector learns). Objects stay."""
-    gt = json.loads(Path(gt_path).read_text())
+    gt = read_json(gt_path)
     listed = {(int(s["image_index"]), k, p) for s in scenes for k, o in enumerate(s["objects"])
               for p in o.get("parts", {})}
     parts = {c["id"] for c in gt["categories"] if c.get("supercategory") == "part"}
@@ -430,7 +429,7 @@ def evaluate_parsed(parsed: str | Path, data: str | Path, split: str = "val", *,
     if not gt_path.exists():  # an evaluation-only import: no masks, no COCO AP
         metrics["coco_objects"] = f"none: {gt_path} absent (scenes without masks); objects matched by box centre"
     else:
-        gt = json.loads(gt_path.read_text())
+        gt = read_json(gt_path)
         shape_ids = [c["id"] for c in gt["categories"] if c["supercategory"] == "object"]
         part_ids = [c["id"] for c in gt["categories"] if c["supercategory"] == "part"]
         results = coco_results(doc)

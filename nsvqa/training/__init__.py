@@ -25,6 +25,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from executors.io import read_json
 from nsvqa.fileio import FolderLock, sha256_file, sweep_temporaries, write_json_atomic
 
 
@@ -73,7 +74,7 @@ def data_digest(path: str | os.PathLike) -> dict[str, str]:
     out: dict[str, str] = {}
     for manifest in sorted([*path.glob("manifest.json"), *path.glob("*/manifest.json")]):
         try:
-            splits = json.loads(manifest.read_text()).get("splits") or {}
+            splits = read_json(manifest).get("splits") or {}  # strict (FormatError: a ValueError)
         except (OSError, ValueError, AttributeError):
             continue
         prefix = "" if manifest.parent == path else f"{manifest.parent.name}/"
@@ -106,6 +107,8 @@ class RunDir:
         RunMismatch: a field of ``must_match`` differs (a moved ``data`` of another digest names
             both paths).
         nsvqa.fileio.FolderInUse: another live process has the run open.
+        executors.errors.FormatError: its ``config.json`` is not readable JSON (strict: a key twice,
+            a number past a float, bytes not UTF-8), named.
     """
 
     def __init__(self, path: str | Path, config: Any, *, resume: bool = False, must_match: tuple[str, ...] = ()):
@@ -122,7 +125,7 @@ class RunDir:
         cfg = asdict(config) if is_dataclass(config) else dict(config)
         cfg_path = self.path / "config.json"
         digest = data_digest(cfg["data"]) if isinstance(cfg.get("data"), str) else {}
-        record = json.loads(cfg_path.read_text()) if cfg_path.exists() else {}
+        record = read_json(cfg_path, allow_nan=True) if cfg_path.exists() else {}  # FormatError naming it
         if resume and cfg_path.exists():
             old = record.get("config", {})
             for k in must_match:

@@ -17,7 +17,7 @@ The report's sections (each a JSON section, its Markdown, and the fallback's plo
 That paper (Schott et al., "Visual representation learning does not generalize strongly within the
 same domain", ICLR 2022) regresses generative factors (R²) on its random, composition,
 interpolation and extrapolation splits; the study answers questions on splits built the same way
-(``data/variants/sys-*.json``). Its pattern, as seven points, each compared with ours by a fixed rule
+(``nsvqa/generation/data/variants/sys-*.json``). Its pattern, as seven points, each compared with ours by a fixed rule
 on 95% intervals (Wilson for accuracies and shares, t for a mean error):
 
 1. ``random_to_composition``, ``random_to_interpolation``, ``random_to_extrapolation``: accuracy

@@ -9,7 +9,7 @@ from executors.ontology import Ontology, load_ontology
 
 from .decode import ParsedProgram, ids_to_program
 from .seq2seq import Seq2Seq, pad_sequences
-from .vocab import Vocabulary, tokenize
+from .vocab import Vocabulary, check_question_length, tokenize
 
 
 class QuestionParser:
@@ -60,7 +60,14 @@ class QuestionParser:
 
     @torch.no_grad()
     def parse(self, questions: Sequence[str], beam_size: int = 1, batch_size: int = 256) -> list[ParsedProgram]:
-        """Parse questions (greedy when ``beam_size == 1``), in batches of similar length."""
+        """Parse questions (greedy when ``beam_size == 1``), in batches of similar length.
+
+        Raises:
+            FormatError: a question longer than :data:`parsers.question.vocab.MAX_QUESTION_TOKENS`
+                tokens (its position named), before any is parsed.
+        """
+        for i, q in enumerate(questions):
+            check_question_length(q, f"question {i}")
         self.model.eval()
         order = sorted(range(len(questions)), key=lambda i: len(tokenize(questions[i])))
         out: list[ParsedProgram | None] = [None] * len(questions)

@@ -150,15 +150,16 @@ def scene_hints(scenes) -> dict[str, tuple[str, ...]]:
 
 @st.composite
 def typed_programs(draw, onto_name: str, scene: SymbolicScene | None = None, max_depth: int = 6,
-                   answer_type=None, dag: bool = True):
+                   answer_type=None, dag: bool = False):
     """(Program, output type per node): a random valid program, nodes in post-order.
 
     Type-directed: for a wanted type pick a production whose smallest subtree fits the remaining
     depth, build its inputs recursively, draw its value from the ontology. With ``scene``, values
     lean to those in the scene and an ``Object`` / ``Part`` is often built as ``unique`` of filters
-    aimed at one of its objects / parts, so that ``unique`` often succeeds. With ``dag`` an input
-    may reuse an earlier node of its type, and dead nodes may precede the answer tree. Optional
-    features are drawn as non-zero choices, so shrinking removes them.
+    aimed at one of its objects / parts, so that ``unique`` often succeeds. Dead nodes may precede
+    the answer tree. With ``dag`` an input may reuse an earlier node of its type: a shared node,
+    which validation refuses (a program is a tree; issue 80). Optional features are drawn as
+    non-zero choices, so shrinking removes them.
     """
     onto, g = load_ontology(onto_name), grammar(onto_name)
     hints = scene_hints([scene]) if scene is not None else {}
@@ -211,7 +212,7 @@ def typed_programs(draw, onto_name: str, scene: SymbolicScene | None = None, max
             value = draw(st.one_of(allv, st.sampled_from(hint)) if hint else allv)
         return emit(sig.name, kids, t, value)
 
-    if dag and draw(st.integers(0, 4)) == 4:  # dead code before the answer tree
+    if draw(st.integers(0, 4)) == 4:  # dead code before the answer tree
         dead = draw(st.sampled_from(sorted(g.productions)))
         build(dead, max(3, g.min_height[dead]), False)
     t = answer_type or draw(st.sampled_from(g.answer_types))

@@ -115,15 +115,49 @@ def test_canonical_drops_unused_nodes():
     assert p.canonical() == Program.from_json(COUNT_RED)
 
 
-def test_shared_node_is_duplicated_in_prefix_and_answers_the_same(clevr, clevr_json):
-    # node 1 feeds both branches of the union
-    p = Program.from_json([n("scene"), n("filter_color", [0], ["red"]), n("filter_shape", [1], ["cube"]),
-                           n("filter_material", [1], ["rubber"]), n("union", [2, 3]), n("count", [4])])
-    c = p.canonical()
-    assert len(c) == 8  # scene and filter_color written out once per branch
-    ex = DeterministicExecutor(clevr)
-    scene = SymbolicScene.from_json(clevr_json, clevr)
-    assert ex.run(p, scene).answer == ex.run(c, scene).answer == 2
+SHARED = [n("scene"), n("filter_color", [0], ["red"]), n("filter_shape", [1], ["cube"]),
+          n("filter_material", [1], ["rubber"]), n("union", [2, 3]), n("count", [4])]  # node 1 feeds both
+
+
+def test_a_shared_node_is_refused_naming_both_users(clevr):
+    """A program is a tree (every CLEVR and Super-CLEVR program is): a node whose result is an
+    input twice is refused when read, validated or walked (issue 80: a shared chain made
+    ``to_prefix`` exponential and parse_questions.py ran out of memory)."""
+    message = "node 3 (filter_material): input 1 is already an input of node 2: a program is a tree"
+    for read in (lambda: Program.from_json(SHARED), lambda: Program.from_json(SHARED, clevr),
+                 lambda: Program(tuple(Node(x["type"], tuple(x["inputs"]), tuple(x["value_inputs"])) for x in SHARED)
+                                 ).validate(clevr)):
+        with pytest.raises(InvalidProgram) as exc:
+            read()
+        assert str(exc.value).startswith(message), exc.value
+    twice = [n("scene"), n("union", [0, 0]), n("count", [1])]  # one node's input twice
+    with pytest.raises(InvalidProgram, match=r"^node 1 \(union\): input 0 is already an input of node 1"):
+        Program.from_json(twice, clevr)
+
+
+def test_a_shared_chain_is_refused_at_once_not_walked():
+    """60 unions, each of the previous one twice: 2^60 prefix tokens. Refused in linear time."""
+    import time
+
+    nodes = [Node("scene")] + [Node("union", (i, i)) for i in range(60)] + [Node("count", (60,))]
+    t0 = time.perf_counter()
+    for walk in (Program(tuple(nodes)).to_prefix, Program(tuple(nodes)).to_postfix):
+        with pytest.raises(InvalidProgram, match="a program is a tree"):
+            walk()
+    assert time.perf_counter() - t0 < 1.0
+
+
+def test_a_shared_node_of_known_nodes_is_refused(clevr):
+    """Every node of the shared program read before, in a tree (the ontology's cache of known
+    nodes): the shortcut read does not let it through."""
+    tree = [n("scene"), n("filter_color", [0], ["red"]), n("scene"), n("filter_color", [2], ["red"]),
+            n("union", [1, 3]), n("count", [4])]
+    Program.from_json(tree, clevr)
+    Program.from_json(tree, clevr)  # read again: through the cache
+    shared = [n("scene"), n("filter_color", [0], ["red"]), n("scene"), n("filter_color", [0], ["red"]),
+              n("union", [1, 3]), n("count", [4])]
+    with pytest.raises(InvalidProgram, match=r"^node 3 \(filter_color\): input 0 is already an input of node 1"):
+        Program.from_json(shared, clevr)
 
 
 @pytest.mark.parametrize("tokens, message", [

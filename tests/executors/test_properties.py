@@ -45,6 +45,23 @@ def test_generated_programs_validate(onto_name, data):
     assert all(program[i].inputs == () or max(program[i].inputs) < i for i in range(len(program)))
 
 
+@_property(100)
+def test_generated_programs_with_shared_nodes_are_refused(onto_name, data):
+    """A program validates exactly when no node's result is an input twice (a program is a tree)."""
+    onto = load_ontology(onto_name)
+    program, types = data.draw(typed_programs(onto_name, dag=True))
+    refs = [j for node in program for j in node.inputs]
+    shared = len(refs) != len(set(refs))
+    event(f"shared: {shared}")
+    for read in (lambda: program.validate(onto), lambda: Program.from_json(program.to_json(), onto),
+                 program.to_prefix):
+        if shared:
+            with pytest.raises(ExecutionError, match="a program is a tree"):
+                read()
+        else:
+            read()
+
+
 def test_grammar_covers_every_function():
     """Each function of the table is reachable by the generator in some ontology, and the part
     functions only in an ontology with parts."""

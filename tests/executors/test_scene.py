@@ -410,6 +410,46 @@ def test_likelihoods_from_json_names_where(clevr):
         SceneLikelihoods.from_json(d, clevr, where="lik.json, scene 2")
 
 
+@pytest.mark.parametrize("margin", [float("nan"), float("inf"), -0.1, "0.2", "abc", True, None, [0.2]])
+def test_likelihoods_bad_margin_is_refused(clevr, margin):
+    """The relation margin is checked at construction as positions are (a NaN margin answered
+    every relation question with probability 1), from the API and from JSON."""
+    _lik_error(clevr, "field 'margin'", margin=margin)
+    d = _likelihoods(clevr).to_json()
+    d["margin"] = margin
+    with pytest.raises(FormatError, match=r"^lik.json, scene 0: likelihoods, field 'margin'"):
+        SceneLikelihoods.from_json(d, clevr, where="lik.json, scene 0")
+
+
+def test_likelihoods_good_margins_are_floats(clevr):
+    assert _likelihoods(clevr, margin=0).margin == 0.0 and isinstance(_likelihoods(clevr, margin=0).margin, float)
+    assert _likelihoods(clevr, margin=np.float32(0.25)).margin == 0.25
+
+
+@pytest.mark.parametrize("bad,fragment", [
+    ([np.nan, 0.0], "non-finite"), ([np.inf, 0.0], "non-finite"), ([0.0, 0.0], "unit vector, got length 0"),
+    ([2.0, 0.0], "unit vector, got length 2"), ([1.0, 0.0, 0.0], "expected 2 numbers"), ("right", "expected 2 numbers"),
+    (["a", "b"], "expected 2 numbers")])
+def test_likelihoods_bad_directions_are_refused(clevr, bad, fragment):
+    dirs = {"left": [-1.0, 0.0], "right": bad, "front": [0.0, 1.0], "behind": [0.0, -1.0]}
+    _lik_error(clevr, "field 'directions.right'", fragment, directions=dirs)
+    d = _likelihoods(clevr).to_json()
+    d["directions"]["right"] = bad if not isinstance(bad, list) else [float(x) if not isinstance(x, str) else x
+                                                                      for x in bad]
+    with pytest.raises(FormatError, match=r"^lik.json, scene 0: likelihoods, field 'directions.right'"):
+        SceneLikelihoods.from_json(d, clevr, where="lik.json, scene 0")
+
+
+def test_likelihoods_directions_outside_the_relations_need_only_be_finite(clevr):
+    """The scene parser carries the scenes' ``above``/``below`` without their z (zero vectors):
+    kept, unused; a relation's direction of (nearly) unit length, rounded as in CLEVR, is accepted."""
+    dirs = {"left": [-0.6563, -0.7545], "right": [0.6563, 0.7545], "front": [0.7545, -0.6563],
+            "behind": [-0.7545, 0.6563], "above": [0.0, 0.0], "below": [0.0, 0.0]}
+    assert set(_likelihoods(clevr, directions=dirs).directions) == set(dirs)
+    _lik_error(clevr, "field 'directions.above'", "non-finite", directions=dirs | {"above": [np.nan, 0.0]})
+    _lik_error(clevr, "field 'directions': expected an object", directions=[[1.0, 0.0]])
+
+
 def test_from_scene_is_one_hot(superclevr, sc_json):
     s = SymbolicScene.from_json(sc_json, superclevr)
     lik = SceneLikelihoods.from_scene(s)

@@ -335,6 +335,13 @@ def _bad_lik(doc: dict, change) -> dict:
      "scene 0, field 'detections': 1 detections for the 2 objects of 'likelihoods'"),
     (lambda d: d["scenes"][0]["parts"][0].update(object=2), "scene 0, part 0, field 'object': 2 but the scene has 2"),
     (lambda d: d["scenes"][0]["likelihoods"].pop("exist"), "scene 0: missing field 'exist'"),
+    # the relation fields (issue 80: a NaN or zero margin answered relation questions wrongly, exit 0)
+    (lambda d: d["scenes"][1]["likelihoods"].update(margin="abc"),
+     "scene 1: likelihoods, field 'margin': expected a number >= 0, got str 'abc'"),
+    (lambda d: d["scenes"][1]["likelihoods"].update(margin=-0.5),
+     "scene 1: likelihoods, field 'margin': expected a finite number >= 0, got -0.5"),
+    (lambda d: d["scenes"][0]["likelihoods"]["directions"].update(left=[0.0, 0.0]),
+     "scene 0: likelihoods, field 'directions.left': expected a unit vector, got length 0"),
 ])
 def test_bad_likelihoods_name_file_scene_and_field(lik_doc, tmp_path, change, message):
     path = tmp_path / "l.json"

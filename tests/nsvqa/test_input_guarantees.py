@@ -161,3 +161,50 @@ def test_train_scene_parser_names_a_truncated_image_before_any_step(data, tmp_pa
     err = capsys.readouterr().err
     assert rc == 2 and err.count("\n") == 1 and "nsvqa_val_000001.png: not a whole image" in err, err
     assert not (tmp_path / "scene").exists()
+
+
+def _readers():
+    from executors.io import load_questions, load_scenes
+    from nsvqa.artifacts import read_likelihoods, read_predictions, read_programs
+    from nsvqa.artifacts.summary import read_summary
+
+    return {"read_questions": read_questions, "read_scenes": read_scenes, "read_likelihoods": read_likelihoods,
+            "read_programs": read_programs, "load_questions": load_questions, "load_scenes": load_scenes,
+            "read_summary": read_summary}
+
+
+@pytest.mark.parametrize("reader", sorted(_readers()))
+@pytest.mark.parametrize("text, message", [
+    (b'{"version": 1, "scenes": [{"image_index": 0}, {"image_index": 1, "answer": "2", "answer": "3"}], '
+     b'"questions": [], "programs": []}', "at scenes[1], key 'answer': given twice in one object"),
+    (b'{"version": 1, "scenes": [{"image_index": 1e999}], "questions": [], "programs": []}',
+     "at scenes[0].image_index: the number 1e999 does not fit a 64-bit float"),
+    (b'{"version": 1, "scenes": [{"margin": NaN}], "questions": [], "programs": []}',
+     "at scenes[0].margin: the number NaN is not a JSON number"),
+    (b'{"version": 1, "scenes": [{"image_filename": "caf\xe9.png"}], "questions": [], "programs": []}',
+     "not UTF-8 text (byte 0xe9 at offset"),
+])
+def test_every_json_reader_refuses_ambiguous_json_naming_file_record_and_key(tmp_path, reader, text, message):
+    """One strict loader (executors.io.loads_json) under every reader: a key twice (which value
+    holds was the parser's choice: a question's answer decided silently), a number past a float,
+    NaN, bytes not UTF-8 are each one FormatError line naming the file and the record."""
+    path = tmp_path / "doc.json"
+    path.write_bytes(text)
+    if reader == "read_summary" and "NaN" in message:  # a record this project wrote: json.dumps' NaN reads
+        assert _readers()[reader](path)["scenes"][0]["margin"] != 0
+        return
+    with pytest.raises(FormatError) as e:
+        _readers()[reader](path)
+    msg = str(e.value)
+    assert "\n" not in msg and str(path) in msg and message in msg, msg
+
+
+def test_a_duplicated_answer_key_in_a_questions_file_stops_a_run_before_any_work(data, tmp_path):
+    path = data / "hard" / "questions" / "test_questions.json"
+    text = path.read_text()
+    first = text.index('"answer":')
+    path.write_text(text[:first] + '"answer": "purple", ' + text[first:])
+    with pytest.raises(FormatError, match=r"hard/questions/test_questions\.json, at questions\[0\], key 'answer': "
+                                          r"given twice"):
+        _train(data, tmp_path / "runs")
+    assert not (tmp_path / "runs").exists()

@@ -93,3 +93,47 @@ def test_generate_suite_refuses_a_split_of_other_settings_in_one_line(load_scrip
                                                     "--seed", "4", "--no-progress"], capsys)
     assert rc == 2 and err.count("\n") == 1, err
     assert "split easy/test was made with other settings: seed 0 (this command: 4, set by --seed)" in err
+
+
+def _snapshot(root):
+    return sorted((str(p.relative_to(root)), p.is_dir() or p.read_bytes()) for p in root.rglob("*"))
+
+
+@pytest.mark.parametrize("name, argv, where", [
+    ("train_variant", ["--data", "ROOT", "--variant", "mid", "--out", "ROOT"], "a data root"),
+    ("train_variant", ["--data", "ROOT", "--variant", "mid", "--out", "ROOT/runs"], "inside the data root"),
+    ("train_variant", ["--data", "ROOT", "--variant", "mid", "--out", "ROOT/mid/runs"], "inside the dataset of a variant"),
+    ("run_factor", ["--factor", "visual", "--data", "ROOT", "--runs", "ROOT/runs", "--report", "OTHER/report"],
+     "inside the data root"),
+    ("train_question_parser", ["--data", "ROOT/mid", "--out", "ROOT/mid/run"], "inside the dataset of a variant"),
+    ("train_question_parser", ["--data", "ROOT/mid", "--out", "ROOT/run"], "inside the data root"),
+    ("train_scene_parser", ["--data", "ROOT/mid", "--out", "ROOT/scene"], "inside the data root"),
+    ("train_baseline", ["--model", "lstm", "--data", "ROOT/mid", "--out", "ROOT/lstm"], "inside the data root"),
+])
+def test_a_run_inside_the_data_is_refused_before_any_work(load_script, write_qa_split, tmp_path, capsys, name, argv,
+                                                          where):
+    """A runs root resolving into the data (the data root itself: its run folder ``mid`` would be
+    the variant's folder; a folder under it; a variant folder) is one line, exit 2, nothing written."""
+    root = tmp_path / "data"
+    write_qa_split(root / "mid", "train", 1, seed=0)
+    before = _snapshot(root)
+    argv = [a.replace("ROOT", str(root)).replace("OTHER", str(tmp_path / "other")) for a in argv]
+    rc, err = _exit(load_script, name, [*argv, "--profile", "tiny"], capsys)
+    assert rc == 2 and err.count("\n") == 1 and where in err and "Traceback" not in err, err
+    assert _snapshot(root) == before and not (tmp_path / "other").exists()
+
+
+def test_a_run_beside_the_data_is_not_refused(write_qa_split, tmp_path):
+    from nsvqa.fileio import OutputNotWritable, check_outside_data
+    from orchestration.experiment import train_variant
+
+    root = tmp_path / "data"
+    write_qa_split(root / "mid", "train", 1, seed=0)
+    check_outside_data(tmp_path / "runs", root)
+    check_outside_data(tmp_path / "runs" / "mid", root / "mid", variant_folder=True)
+    check_outside_data(tmp_path / "r", tmp_path / "empty")  # a folder holding no variant is no data root
+    (tmp_path / "empty").mkdir()
+    check_outside_data(tmp_path / "empty" / "r", tmp_path / "empty")
+    with pytest.raises(OutputNotWritable, match=r"a data root"):  # the API refuses as the script does
+        train_variant(root, "mid", root, models=["nsvqa"], echo=lambda s: None)
+    assert sorted(p.name for p in root.iterdir()) == ["mid"]

@@ -111,6 +111,37 @@ def test_data_names_the_test_split_to_check_against(load_script, data, tmp_path,
     assert rc == 2 and "(question_index 99 the first): the file was cut short" in err, err
 
 
+def test_predictions_for_a_test_variant_the_data_lacks_are_refused(load_script, data, tmp_path, capsys):
+    """The run's data root is there but holds no ``hard``: its predictions are not scored unchecked."""
+    runs = _runs(tmp_path, data)
+    (data / "hard" / "questions" / "test_questions.json").unlink()
+    rc, err = _main(load_script, runs, tmp_path / "report", capsys)
+    hard = predictions_path(runs / "mid", "nsvqa", "mid", "hard")
+    assert rc == 2 and err.count("\n") == 1, err
+    assert f"{hard}: its test variant 'hard' is not in the data root {data}" in err, err
+    assert not (tmp_path / "report").exists()
+    rc, err = _main(load_script, runs, tmp_path / "report", capsys, "--data", str(data))  # named: the same
+    assert rc == 2 and "hard/questions/test_questions.json (--data" in err, err
+
+
+def test_a_duplicated_key_in_a_prediction_line_is_refused(load_script, data, tmp_path, capsys):
+    """Which ``prediction`` counts would be the JSON parser's choice (23.3% -> 26.7% on a probe)."""
+    runs = _runs(tmp_path, data)
+    path = predictions_path(runs / "mid", "nsvqa", "mid", "mid")
+    lines = path.read_text().splitlines()
+    lines[1] = lines[1][:-1] + ', "prediction": "yes"}'
+    path.write_text("\n".join(lines) + "\n")
+    rc, err = _main(load_script, runs, tmp_path / "report", capsys)
+    assert rc == 2 and err.count("\n") == 1, err
+    assert f"{path}, line 2, at the top level, key 'prediction': given twice" in err, err
+    for bad, what in [(b'"answer": 1e999', "the number 1e999 does not fit a 64-bit float"),
+                      (b'"answer": NaN', "the number NaN is not a JSON number"),
+                      (b'"answer": "\xff"', "not UTF-8 text (byte 0xff")]:
+        path.write_bytes(b"\n".join([*(x.encode() for x in lines[:1]), b'{' + bad + b'}', b""]))
+        rc, err = _main(load_script, runs, tmp_path / "report", capsys)
+        assert rc == 2 and err.count("\n") == 1 and f"{path}, line 2" in err and what in err, err
+
+
 def test_a_runs_image_shuffle_predictions_are_no_second_seed(load_script, data, tmp_path, capsys):
     runs = _runs(tmp_path, data)
     shuffled = [Prediction(p.question_index, p.question_type, p.answer, "no", question_hash=p.question_hash)

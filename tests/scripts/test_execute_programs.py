@@ -119,6 +119,28 @@ def test_likelihoods_need_probabilistic(script, capsys, tmp_path):
     assert e.value.code == 2
 
 
+@pytest.mark.parametrize("field,value", [("margin", "abc"), ("margin", "0.2"), ("margin", -1.0), ("margin", True),
+                                         ("directions.left", [0.0, 0.0, 0.0]), ("directions.front", [2.0, 0.0, 0.0])])
+def test_bad_relation_fields_of_likelihoods_are_one_line(script, capsys, tmp_path, field, value):
+    """A likelihoods file with a string, negative or boolean margin, or a direction that is no
+    unit vector, is refused in one line naming the file, the scene and the field (a NaN margin
+    used to answer every relation question with probability 1, exit 0)."""
+    onto = load_ontology("superclevr")
+    scenes, _ = load_scenes(SCENES, onto)
+    liks = [SceneLikelihoods.from_scene(s).to_json() for s in scenes]
+    if field == "margin":
+        liks[1]["margin"] = value
+    else:
+        liks[1]["directions"][field.split(".")[1]] = value
+    path = tmp_path / "likelihoods.json"
+    path.write_text(json.dumps({"scenes": liks}))
+    rc, _, err = run(script, capsys, "--scenes", SCENES, "--questions", QUESTIONS,
+                     "--executor", "probabilistic", "--likelihoods", path)
+    errors = [line for line in err.splitlines() if "error:" in line]
+    assert rc == 2 and len(errors) == 1 and "Traceback" not in err, err
+    assert str(path) in errors[0] and "scene 1" in errors[0] and f"field '{field}'" in errors[0], err
+
+
 # ---------------------------------------------------------------------------- broken input
 def test_broken_programs_name_file_and_question(script, capsys, tmp_path):
     s, q, _, questions = _copy_examples(tmp_path)

@@ -270,8 +270,8 @@ def test_a_shipped_set_packs_verifies_parses_and_answers(suite, trained, tmp_pat
     run = VariantRun(trained, "mid")
     folder = pack_pretrained(run.path, "tiny-mid", {"profile": "tiny"})
     assert read_manifest("tiny-mid")["profile"] == "tiny"
-    ck = load_checkpoint(folder / "scene_parser" / "detector.pt", kind="detector")
-    assert ck["train_state"] == {}
+    ck = load_checkpoint(folder / "scene_parser" / "detector.pt", kind="detector")  # its shipped form, read
+    assert not (folder / "scene_parser" / "detector.pt").exists() and ck["train_state"] == {}
     assert {v.dtype for v in ck["state_dict"].values() if v.is_floating_point()} == {torch.float16}
     scene_dir = resolve_checkpoint("pretrained:tiny-mid", "scene_parser")
     assert scene_dir == folder / "scene_parser"
@@ -301,11 +301,11 @@ def test_a_shipped_set_packs_verifies_parses_and_answers(suite, trained, tmp_pat
                                             "--pretrained", "pretrained:tiny-mid", *TINY])
     assert rc == 2  # a trainable model the set does not hold would train
     # a corrupted copy is refused, the file named
-    det = folder / "scene_parser" / "detector.pt"
+    det = folder / "scene_parser" / "detector.safetensors"
     det.write_bytes(det.read_bytes()[:-10] + b"0123456789")
-    with pytest.raises(PretrainedError, match=r"detector\.pt: sha256 differs"):
+    with pytest.raises(PretrainedError, match=r"detector\.safetensors: sha256 differs"):
         resolve_checkpoint("pretrained:tiny-mid", "scene_parser")
-    with pytest.raises(PretrainedError, match=r"no pretrained set 'nope'.*shipped: tiny-mid"):
+    with pytest.raises(PretrainedError, match=r"no pretrained set 'nope'.*shipped: .*tiny-mid"):
         resolve_checkpoint("pretrained:nope", "scene_parser")
     # a run folder serves as parsers too; a folder without them is refused, the missing one named
     from nsvqa.pretrained import parsers_dir
@@ -384,8 +384,10 @@ def test_pack_pretrained_measures_both_storages_on_val(suite, trained, tmp_path,
         assert set(m["scene_parser"]["executors"]) >= {"nsvqa", "pnsvqa", "pnsvqa-exact"}
         assert 0.0 <= m["question_parser"]["exact"] <= 1.0
     assert man["scene_parser_config"]["profile"] == "tiny" and set(man["sha256"]) == {
-        "scene_parser/detector.pt", "scene_parser/attributes.pt", "question_parser/question_parser.pt",
-        "nsvqa/tuned.json"}
+        f"{c}.{ext}" for c in ("scene_parser/detector", "scene_parser/attributes", "question_parser/question_parser")
+        for ext in ("safetensors", "json")} | {"nsvqa/tuned.json"}
+    assert set(man["card"]) == {"intended_use", "training_data", "profile", "accuracy", "limits"}
+    assert man["card"]["profile"] == "tiny"
 
 
 def test_a_variant_with_mids_images_uses_mids_scene_parser_and_its_parses(suite, trained, load_script, monkeypatch,

@@ -76,3 +76,47 @@ def test_parse_questions_bad_input(load_script, trained, tmp_path, capsys):
     assert not (tmp_path / "o.json").exists()
     with pytest.raises(SystemExit):
         main(["--checkpoint", str(trained), "--questions", str(qfile), "--out", "o.json", "--beam", "0"])
+
+
+def test_parse_questions_refuses_unbounded_or_ambiguous_input_in_one_line(load_script, trained, tmp_path, capsys):
+    """Issue 80: a question past the length cap (a 100 kB question took 25 s per LSTM step), a
+    ground-truth program whose nodes are shared (to_prefix exponential: out of memory), and a key
+    given twice are each one line, exit 2, before any parse."""
+    import time
+
+    from parsers.question.vocab import MAX_QUESTION_TOKENS
+
+    main = load_script("parse_questions").main
+    qfile, out = tmp_path / "q.json", tmp_path / "o.json"
+    chain = [{"type": "scene", "inputs": [], "value_inputs": []}] + [
+        {"type": "union", "inputs": [i, i], "value_inputs": []} for i in range(60)] + [
+        {"type": "count", "inputs": [60], "value_inputs": []}]
+    cases = [
+        (json.dumps([{"question": "ok?"}, {"question": "is there a red cube? " * 10_000}]),
+         f"{qfile}, question 1, field 'question': 60000 words and marks (210000 characters), over the cap of "
+         f"{MAX_QUESTION_TOKENS}"),
+        (json.dumps([{"question": "How many?", "program": chain}]),
+         f"{qfile}, question 0, field 'program': node 1 (union): input 0 is already an input of node 1: "
+         f"a program is a tree"),
+        ('[{"question": "How many?", "answer": "2", "answer": "3"}]',
+         f"{qfile}, at [0], key 'answer': given twice in one object"),
+        ('[{"question": "How many?", "answer": 1e999}]', f"{qfile}, at [0].answer: the number 1e999 does not fit"),
+    ]
+    for text, message in cases:
+        qfile.write_text(text)
+        capsys.readouterr()
+        t0 = time.perf_counter()
+        assert main(["--checkpoint", str(trained), "--questions", str(qfile), "--out", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and message in err, err
+        assert time.perf_counter() - t0 < 20 and not out.exists()
+
+
+def test_the_question_parser_api_refuses_a_question_past_the_cap(trained):
+    from executors.errors import FormatError
+    from nsvqa.training.loading import load_question_parser
+
+    parser = load_question_parser(trained / "question_parser.pt", "cpu")
+    with pytest.raises(FormatError, match=r"^question 1, field 'question': 201 words and marks"):
+        parser.parse(["How many?", "a " * 201])
+    assert len(parser.parse(["How many " + "big " * 150 + "things?"])) == 1  # under the cap: parsed
