@@ -15,7 +15,6 @@ same schema. It answers three kinds of questions for the executors and validator
 """
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -23,6 +22,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Iterable, Mapping
 
+from .strict_json import read_json
 from .errors import FormatError
 
 #: Attributes in their canonical order; an ontology uses the ones it defines.
@@ -255,8 +255,4 @@ def load_ontology(name_or_path: str | os.PathLike = "superclevr") -> Ontology:
             names = sorted(q.stem for q in ontology_dir().glob("*.json"))
             raise FileNotFoundError(f"no ontology named {str(name_or_path)!r} in {ontology_dir()}; "
                                     f"valid names: {names}")
-    try:
-        data = json.loads(p.read_text())
-    except json.JSONDecodeError as e:
-        raise FormatError(f"{p}: not valid JSON ({e})") from None
-    return Ontology.from_dict(data, source=str(p))
+    return Ontology.from_dict(read_json(p), source=str(p))  # strict JSON: FormatError naming the file

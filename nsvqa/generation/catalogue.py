@@ -15,12 +15,12 @@ Without the generator's npz files the tables are read back from the committed va
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from executors.io import read_json
 from nsvqa.generation.variants import VariantError
 
 SOURCE = "Super-CLEVR generator dist/*.npz (Li et al., CVPR 2023; Lizw14/Super-CLEVR, BSD)"
@@ -81,7 +81,7 @@ class Tables:
         path = self.committed / f"{name}.json"
         if not path.is_file():
             raise VariantError(f"no --dist folder and no committed {path} to read the tables from")
-        return json.loads(path.read_text())["scene"]
+        return read_json(path)["scene"]
 
     def weights(self, attr: str, file_attr: str, kind: str) -> dict[str, float]:
         if self.dist is None:

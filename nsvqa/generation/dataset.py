@@ -38,8 +38,8 @@ from typing import Any, Callable, Mapping
 import numpy as np
 from PIL import Image
 
-from executors import load_ontology
 from executors.io import read_json
+from executors import load_ontology
 
 from nsvqa.fileio import FolderLock, sha256_file, sweep_temporaries, write_atomic, write_json_atomic
 
@@ -271,8 +271,8 @@ def _reuse_merged(job: SplitJob) -> int:
     n = int(entry.get("counts", {}).get("images", 0))
     if n >= job.num_images or not visual_parts_path(job).is_file():
         return 0
-    scenes = json.loads(merged_path(job).read_text())["scenes"]
-    parts = json.loads(visual_parts_path(job).read_text())
+    scenes = read_json(merged_path(job), allow_nan=True)["scenes"]
+    parts = read_json(visual_parts_path(job), allow_nan=True)
     reused = 0
     for k in range(min(n, len(scenes), len(parts))):
         image, sha = job.image_path(k), entry.get("sha256", {}).get(f"images/{job.split}/{job.image_name(k)}")
@@ -438,7 +438,7 @@ def finalize_split(job: SplitJob, progress: bool = False) -> None:
     from tqdm import tqdm  # heavy for the study plan's import (~50 modules): only while a split is made
 
     onto = load_ontology(job.ontology)
-    scenes = [json.loads(job.record_path(k).read_text()) for k in range(job.num_images)]
+    scenes = [read_json(job.record_path(k), allow_nan=True) for k in range(job.num_images)]
     info = {"generator": "nsvqa", "version": GENERATOR_VERSION, "variant": job.variant, "split": job.split,
             "redundancy": job.redundancy}
     qgen = QuestionGenerator(onto, load_templates(ontology=onto))

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
+from executors.io import read_json
 from executors import DeterministicExecutor, Program, SymbolicScene, load_ontology
 from executors.dsl import SIGNATURES
 
@@ -94,12 +95,12 @@ def variant_stats(folder: Path, variant: Variant) -> dict[str, Any]:
         sf = folder / "scenes" / f"{split}_scenes.json"
         if not sf.exists():
             continue
-        scenes = json.loads(sf.read_text())["scenes"]
+        scenes = read_json(sf)["scenes"]
         entry = {"images": len(scenes),
                  "concepts": concept_stats(scenes, variant.scene_params(split, onto).weights, onto)}
         qf = folder / "questions" / f"{split}_questions.json"
         if qf.exists():
-            entry["questions"] = question_stats(json.loads(qf.read_text())["questions"], scenes, onto)
+            entry["questions"] = question_stats(read_json(qf)["questions"], scenes, onto)
         out[split] = entry
     return out
 
@@ -114,7 +115,7 @@ def shared_question_sets(folders: list[Path], split: str) -> dict[str, Any]:
     ``easy``, ``mid``, ``hard``) are one question set: the count per folder, how many (image,
     question, program) triples every folder holds at the same position, whether the files are that
     set exactly, and how many answers differ from the first folder's."""
-    qs = [json.loads((f / "questions" / f"{split}_questions.json").read_text())["questions"] for f in folders]
+    qs = [read_json((f / "questions" / f"{split}_questions.json"))["questions"] for f in folders]
     triples = [question_triples(q) for q in qs]
     shared = sum(1 for row in zip(*triples) if all(t == row[0] for t in row))
     answers = [sum(1 for a, b in zip(qs[0], q) if str(a.get("answer")) != str(b.get("answer"))) for q in qs[1:]]

@@ -10,7 +10,6 @@ are train-only and test-only (``ood``), so the evaluator can score ID and OOD co
 """
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from importlib import resources
@@ -19,6 +18,8 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from executors.errors import FormatError
+from executors.io import read_json
 from executors import Ontology
 
 from nsvqa.generation.looks import DEFAULT_LOOK
@@ -76,7 +77,7 @@ def _index() -> tuple[dict[str, Factor], dict[str, str]]:
         raise VariantError(f"{path}: the variant catalogue's index is missing") from None
     if key not in _CACHE:
         try:
-            index = json.loads(path.read_text())
+            index = read_json(path)
             out = {}
             for name, f in index["factors"].items():
                 where = f"{path}, factor {name!r}"
@@ -89,8 +90,8 @@ def _index() -> tuple[dict[str, Factor], dict[str, str]]:
                                        f"head, tail, long, oppo and bal")
                 out[name] = fac
             aliases = {str(a): str(t) for a, t in index.get("aliases", {}).items()}
-        except json.JSONDecodeError as e:
-            raise VariantError(f"{path}: not valid JSON ({e})") from None
+        except FormatError as e:  # strict JSON (executors.io.read_json): the file and the record named
+            raise VariantError(str(e)) from None
         except (KeyError, TypeError, AttributeError) as e:
             raise VariantError(f"{path}: missing or bad field {e}") from None
         _CACHE.clear()
@@ -302,7 +303,7 @@ def load_variant(name_or_path: str | os.PathLike) -> Variant:
         if not p.exists() or p.name == CATALOGUE:
             raise VariantError(f"unknown variant {str(name_or_path)!r}; valid: {list_variants()}")
     try:
-        data = json.loads(p.read_text())
-    except json.JSONDecodeError as e:
-        raise VariantError(f"{p}: not valid JSON ({e})") from None
+        data = read_json(p)
+    except FormatError as e:  # strict JSON (executors.io.read_json): the file and the record named
+        raise VariantError(str(e)) from None
     return Variant.from_dict(data, source=str(p))

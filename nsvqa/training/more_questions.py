@@ -14,9 +14,9 @@ Used by the question parser's trainer (:class:`nsvqa.training.question_config.Qu
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
+from executors.io import read_json
 from executors.ontology import Ontology
 from nsvqa.artifacts.questions import Question, QuestionsFile, read_questions, write_questions
 from nsvqa.artifacts.scenes import read_scenes, scenes_path
@@ -52,7 +52,7 @@ def extra_questions(folder: str | Path, split: str, per_image: int, out: str | P
     qgen, records, done = QuestionGenerator.default(), [], 0
     if partial.is_file():
         try:
-            saved = json.loads(partial.read_text())
+            saved = read_json(partial, allow_nan=True)
         except (OSError, ValueError):
             saved = None  # a torn or foreign file: start over (it is replaced at the first save)
         if isinstance(saved, dict) and saved.get("key") == key:

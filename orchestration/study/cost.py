@@ -8,12 +8,12 @@ of the committed pieces' steps; whether a piece fits the cap or a session's time
 """
 from __future__ import annotations
 
-import json
 import os
 import statistics
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from executors.io import read_json
 from nsvqa.generation.variants import FACTORS
 from orchestration.study.attempts import stopped_in_training
 from orchestration.study.perception_record import (PERCEPTION_BUDGET_GROUP, perception_record_path,
@@ -149,7 +149,7 @@ def budget(results: str | os.PathLike, cfg: StudyConfig = STUDY) -> dict[str, An
         if not path.exists():
             continue
         try:
-            rec = json.loads(path.read_text())
+            rec = read_json(path, allow_nan=True)
             total = float(rec["seconds"]["total"])
         except (ValueError, KeyError, TypeError) as e:
             raise StudyError(f"{path}: no readable field seconds.total ({type(e).__name__}: {e})") from e
@@ -236,7 +236,7 @@ def _staged_whole(results: str | os.PathLike, piece: Piece) -> bool:
     """Whether ``RESULTS/reruns/pieces/<piece>/piece.json`` is there with ``piece``'s models and tests."""
     path = Path(results, RERUNS, "pieces", piece.name, "piece.json")
     try:
-        return path.is_file() and record_holds(json.loads(path.read_text()), piece)
+        return path.is_file() and record_holds(read_json(path, allow_nan=True), piece)
     except ValueError as e:
         raise StudyError(f"{path}: not JSON ({e})") from e
 
@@ -270,7 +270,7 @@ def read_promoted(results: str | os.PathLike) -> dict[str, Any]:
     if not path.is_file():
         return {}
     try:
-        rec = json.loads(path.read_text())
+        rec = read_json(path, allow_nan=True)
         for name, p in rec["pieces"].items():
             float(p["old_seconds"])
     except (ValueError, KeyError, TypeError, AttributeError) as e:
@@ -303,7 +303,7 @@ def rerun_hours(results: str | os.PathLike, cfg: StudyConfig = STUDY) -> dict[st
                if (piece_dir(results, p) / "piece.json").is_file() and not is_reduced(results, p))]
     for path in sorted(paths, key=lambda p: p.parent.name):
         try:
-            pieces[path.parent.name] = round(float(json.loads(path.read_text())["seconds"]["total"]) / 3600, 2)
+            pieces[path.parent.name] = round(float(read_json(path, allow_nan=True)["seconds"]["total"]) / 3600, 2)
         except (ValueError, KeyError, TypeError) as e:
             raise StudyError(f"{path}: no readable field seconds.total ({type(e).__name__}: {e})") from e
     check = perception_seconds(read_perception_record(results), str(perception_record_path(results)))
@@ -312,7 +312,7 @@ def rerun_hours(results: str | os.PathLike, cfg: StudyConfig = STUDY) -> dict[st
         path = Path(results, rel)
         if path.is_file():
             try:
-                checks[name] = round(float(json.loads(path.read_text())["seconds"]["total"]) / 3600, 2)
+                checks[name] = round(float(read_json(path, allow_nan=True)["seconds"]["total"]) / 3600, 2)
             except (ValueError, KeyError, TypeError) as e:
                 raise StudyError(f"{path}: no readable field seconds.total ({type(e).__name__}: {e})") from e
     return {"cap_hours": RERUN_CAP_HOURS, "spent_hours": round(sum(pieces.values()) + sum(checks.values()), 2),
@@ -359,7 +359,7 @@ def sharer_machines(piece: Piece, results: str | os.PathLike, cfg: StudyConfig =
                 out.append((other, path, dict(machines[other.name])))
         elif path.is_file():
             try:
-                out.append((other, path, json.loads(path.read_text()).get("machine") or {}))
+                out.append((other, path, read_json(path, allow_nan=True).get("machine") or {}))
             except ValueError as e:
                 raise StudyError(f"{path}: not JSON ({e})") from e
     return out
@@ -387,7 +387,7 @@ def lender_minutes(results: str | os.PathLike, piece: Piece, runs: str | os.Path
         path = piece_dir(results, p) / "piece.json"
         if not path.is_file():
             continue
-        marks = json.loads(path.read_text()).get("seconds", {}).get("checkpoints", {})
+        marks = read_json(path, allow_nan=True).get("seconds", {}).get("checkpoints", {})
         sec = [marks.get(f"scene_parser/{f}", {}).get("seconds") for f in SCENE_PARSER_FILES]
         if all(isinstance(x, (int, float)) for x in sec):
             recorded.append(sum(sec) / 60)

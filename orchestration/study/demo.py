@@ -13,12 +13,12 @@ variant's row with the run's 95% interval beside the study's value on the same q
 """
 from __future__ import annotations
 
-import json
 import os
 import textwrap
 from pathlib import Path
 from typing import Any, Mapping
 
+from executors.io import read_json
 from executors import Program
 from nsvqa.artifacts.predictions import Prediction, parse_predictions_name, read_predictions
 from nsvqa.evaluation.accuracies import accuracy, wilson_interval
@@ -35,7 +35,7 @@ def _committed(results: Path, train: str, seed: int = 0) -> dict[tuple[str, str]
     with ``seed`` (the part-question pieces left out: their questions are others)."""
     out: dict[tuple[str, str], Path] = {}
     for pj in sorted(results.glob("pieces/*/piece.json")):
-        rec = json.loads(pj.read_text())["piece"]
+        rec = read_json(pj, allow_nan=True)["piece"]
         if rec["variant"] != train or int(rec["seed"]) != seed or rec["group"] == PART_GROUP:
             continue
         for f in sorted((pj.parent / "predictions").glob("*.jsonl.gz")):
@@ -198,13 +198,13 @@ def demo_figure(path: str | os.PathLike, report: Mapping[str, Any], comparison: 
     given = _answers(report, c["train"], test)  # each predictions file read once
     q = _first_disagreement(given) if question is None else question
     run = _run_folder(report, c["train"], test)
-    data = Path(json.loads((run / "config.json").read_text())["config"]["data"])  # as the run was given it
+    data = Path(read_json((run / "config.json"), allow_nan=True)["config"]["data"])  # as the run was given it
     if not (data / test).is_dir():
         raise FileNotFoundError(f"{run / 'config.json'}, field 'data': {data / test} is not a folder "
                                 f"(run the command from where the run was made)")
-    questions = json.loads((data / test / "questions" / "test_questions.json").read_text())["questions"]
+    questions = read_json((data / test / "questions" / "test_questions.json"), allow_nan=True)["questions"]
     item = questions[q]
-    parsed = json.loads((run / "parsed" / test / "programs.json").read_text())["programs"][q]
+    parsed = read_json((run / "parsed" / test / "programs.json"), allow_nan=True)["programs"][q]
     answers = {r["model"]: given[r["model"]][q] for r in c["rows"]}
     plt = pyplot()
     fig = plt.figure(figsize=(15, 5))
@@ -275,7 +275,7 @@ def demo_block_reproduces(readme: str | os.PathLike, picture: str | os.PathLike)
     record = Path(picture).with_suffix(".json")
     if not record.is_file():
         return False
-    return write_demo_block(text, json.loads(record.read_text()), str(readme)) == text
+    return write_demo_block(text, read_json(record, allow_nan=True), str(readme)) == text
 
 
 def write_demo_block(text: str, record: Mapping[str, Any], source: str) -> str:

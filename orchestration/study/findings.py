@@ -18,10 +18,10 @@ whose cells hold one seed says so. The paper's figures come from one cited table
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from executors.io import read_json
 from nsvqa.artifacts.predictions import CellKey, Prediction, parse_predictions_name, read_predictions
 from nsvqa.evaluation.accuracies import ConceptSplit, accuracy, count_errors, head_tail_accuracy, wilson_interval
 from nsvqa.evaluation.comparison import paired_comparison, rd_bootstrap
@@ -37,7 +37,7 @@ PAPER_FILE = Path(__file__).resolve().parents[2] / "data" / "paper" / "super_cle
 
 def paper_figures(path: str | Path = PAPER_FILE) -> dict[str, float]:
     """Figure name -> value, from the cited table ``path`` (:data:`PAPER_FILE`)."""
-    return {k: float(v["value"]) for k, v in json.loads(Path(path).read_text())["figures"].items()}
+    return {k: float(v["value"]) for k, v in read_json(Path(path))["figures"].items()}
 
 STATUSES = ("reproduced", "not reproduced", "reversed", "inconclusive", "pending")
 #: The paper's modular models with parsed programs, and its non-modular ones.

@@ -26,7 +26,6 @@ and its dependencies, read from the plan:
 """
 from __future__ import annotations
 
-import json
 import math
 import os
 import shlex
@@ -40,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
+from executors.io import read_json
 from nsvqa.config import AUTO_DEVICE, resolve_device
 from nsvqa.fileio import write_json_atomic
 from nsvqa.generation.dataset import PROFILES, is_complete, job_for
@@ -476,7 +476,7 @@ def submit_slurm(jobs: Sequence[Job], code: str | os.PathLike, opts: LaunchOptio
     """
     submitit = require_submitit("slurm")
     path = Path(opts.folder) / "submitted.json"
-    old = json.loads(path.read_text()) if path.is_file() else {}
+    old = read_json(path, allow_nan=True) if path.is_file() else {}
     alive = _queued(old.values())
     if alive:
         raise LaunchError(f"jobs of an earlier launch are still queued or running ({', '.join(sorted(alive))}; "

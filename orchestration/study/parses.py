@@ -19,6 +19,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from executors.io import read_json
 from nsvqa.artifacts.predictions import predictions_path, read_predictions
 from nsvqa.artifacts.questions import questions_path
 from nsvqa.artifacts.scenes import scenes_path
@@ -91,7 +92,7 @@ def reexecute(results: str | os.PathLike) -> dict[str, Any]:
         folder = record.parent
         if not (folder / "piece.json").is_file():
             continue
-        p = json.loads((folder / "piece.json").read_text())["piece"]  # what the piece ran, as it ran
+        p = read_json(folder / "piece.json", allow_nan=True)["piece"]  # what the piece ran, as it ran
         piece = Piece(p["variant"], int(p["seed"]), p["group"], tuple(p["models"]), tuple(p["tests"]))
         parses = folder / PARSES
         pieces.append(folder.name)

@@ -56,7 +56,6 @@ head trained again must match its record the same way. The report reads the pred
 """
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
@@ -64,6 +63,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
+from executors.io import read_json
 from nsvqa.artifacts.predictions import CellKey, read_predictions, write_predictions
 from nsvqa.fileio import sha256_file, write_json_atomic
 from nsvqa.generation.variants import FACTORS, load_variant
@@ -284,7 +284,7 @@ def execution_projection(record: Mapping[str, Any], results: str | os.PathLike, 
                  if int(e) != int(record.get("base_epochs", -1)) and v in r and r[v].get("steps")]
         if not steps:
             try:
-                piece = json.loads((piece_dir(results, Piece(v, seed, "modular", (), ())) / "piece.json").read_text())
+                piece = read_json(piece_dir(results, Piece(v, seed, "modular", (), ())) / "piece.json", allow_nan=True)
                 steps = [piece["seconds"]["attempts"][-1]["steps"]]
             except (OSError, ValueError, KeyError, IndexError, TypeError):
                 continue

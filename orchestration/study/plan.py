@@ -43,13 +43,13 @@ runs roots, and the report scores part and object questions apart.
 """
 from __future__ import annotations
 
-import json
 import os
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from executors.io import read_json
 from nsvqa.generation.variants import FACTORS, SCENE_KEYS, load_variant
 from orchestration import models as registry
 from orchestration.study.study_config import STUDY, StudyConfig, StudyError
@@ -397,7 +397,7 @@ def is_reduced(results: str | os.PathLike, piece: Piece) -> bool:
     if not path.is_file():
         return False
     try:
-        return not record_holds(json.loads(path.read_text()), piece)
+        return not record_holds(read_json(path, allow_nan=True), piece)
     except ValueError as e:
         raise StudyError(f"{path}: not JSON ({e})") from e
 

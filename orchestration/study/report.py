@@ -44,6 +44,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from executors.io import loads_json, read_json
 from nsvqa.artifacts.predictions import CellKey, Prediction, parse_predictions_name, read_predictions
 from nsvqa.evaluation import (N_BOOT, ConceptSplit, accuracy, calibration, default_comparisons, evaluate, factor_layout,
                               wilson_interval)
@@ -71,13 +72,13 @@ TEXT_SUFFIXES = (".json", ".md", ".tex")
 
 def done_pieces(results: str | os.PathLike) -> list[tuple[Path, dict[str, Any]]]:
     """Each finished piece's folder and its ``piece.json``, in piece-name order."""
-    return [(pj.parent, json.loads(pj.read_text())) for pj in sorted(Path(results).glob("pieces/*/piece.json"))]
+    return [(pj.parent, read_json(pj, allow_nan=True)) for pj in sorted(Path(results).glob("pieces/*/piece.json"))]
 
 
 def _parsed_scenes(path: Path) -> list:
     """The ``scenes`` of a committed, gzipped ``likelihoods.json`` as stored: what two runs of one
     scene parser write alike (the header names the checkpoint files, whose bytes differ)."""
-    return json.loads(gzip.decompress(path.read_bytes()))["scenes"]
+    return loads_json(gzip.decompress(path.read_bytes()), str(path), allow_nan=True)["scenes"]
 
 
 def check_shared_scene_parsers(results: str | os.PathLike, cfg: StudyConfig = STUDY) -> int:
@@ -101,7 +102,7 @@ def check_shared_scene_parsers(results: str | os.PathLike, cfg: StudyConfig = ST
     trainers = scene_parser_trainers(cfg)
     for piece in study_pieces(cfg):
         record = piece_dir(results, piece) / "piece.json"
-        rec = json.loads(record.read_text()) if record.is_file() else {}
+        rec = read_json(record, allow_nan=True) if record.is_file() else {}
         weights = rec.get("scene_parser_weights")
         if (rec.get("detector_read") or {}).get("trained_here") and reads_detector_only(piece):
             weights = None  # it trained the detector it read again, and its record says so (issue 76)
@@ -527,7 +528,7 @@ def _perception_section(done: Sequence[tuple[Path, Mapping[str, Any]]]) -> dict[
     for folder, done_rec in done:
         if not (folder / "perception.json").is_file():
             continue
-        rec = json.loads((folder / "perception.json").read_text())
+        rec = read_json((folder / "perception.json"), allow_nan=True)
         piece = done_rec["piece"]
         name = rec["scene_parser_of"] + ("-parts" if piece["group"] == PART_GROUP else "") + (
             f"-seed{piece['seed']}" if int(piece["seed"]) else "")

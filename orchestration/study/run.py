@@ -5,7 +5,6 @@ and budget, data and arithmetic) that generates a piece's data, trains and tests
 from __future__ import annotations
 
 import functools
-import json
 import os
 import platform
 import subprocess
@@ -16,6 +15,7 @@ from typing import Any, Callable, Mapping
 
 import torch
 
+from executors.io import read_json
 from nsvqa.artifacts.predictions import read_predictions, write_predictions
 from nsvqa.evaluation.perception import MIN_EXIST, perception
 from nsvqa.artifacts.summary import read_summary
@@ -111,7 +111,7 @@ def detector_read(piece: Piece, results: str | os.PathLike, weights: Mapping[str
     of = []
     for other in sharers(piece, cfg):
         path = piece_dir(results, other) / "piece.json"
-        rec = json.loads(path.read_text()) if path.is_file() else {}
+        rec = read_json(path, allow_nan=True) if path.is_file() else {}
         if (rec.get("scene_parser_weights") or {}).get("detector") == weights["detector"]:
             of.append(other.name)
     return {"weights": weights["detector"], "of": of, "trained_here": trained_here}

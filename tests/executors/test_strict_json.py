@@ -50,3 +50,4 @@ def test_nan_only_where_allowed(tmp_path):
     with pytest.raises(FormatError, match=rf"^{path}, at a: the number NaN"):
         read_json(path)
     assert math.isnan(read_json(path, allow_nan=True)["a"])
+

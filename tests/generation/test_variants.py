@@ -150,3 +150,24 @@ def test_the_catalogue_declares_its_aliases_and_their_specs_agree():
     for alias, target in aliases().items():
         a, b = load_variant(alias).spec(), load_variant(target).spec()
         assert all(a.get(k) == b.get(k) for k in (*SCENE_KEYS, "questions")), (alias, target)
+
+
+def test_the_built_in_data_readers_refuse_a_key_given_twice(tmp_path):
+    """The ontology, variant and template readers go through the one strict reader too."""
+    from executors.errors import FormatError
+    from executors.ontology import load_ontology
+    from nsvqa.generation.questions.templates import TemplateError, load_templates
+    from nsvqa.generation.variants import VariantError, load_variant
+
+    onto = tmp_path / "o.json"
+    onto.write_text('{"attributes": {}, "attributes": {}}')
+    with pytest.raises(FormatError, match=r"o\.json, at the top level, key 'attributes': given twice"):
+        load_ontology(onto)
+    var = tmp_path / "v.json"
+    var.write_text('{"name": "a", "name": "b"}')
+    with pytest.raises(VariantError, match=r"v\.json, at the top level, key 'name': given twice"):
+        load_variant(var)
+    (tmp_path / "t").mkdir()
+    (tmp_path / "t" / "x.json").write_text('{"templates": [{"text": "a", "text": "b"}]}')
+    with pytest.raises(TemplateError, match=r"x\.json, at templates\[0\], key 'text': given twice"):
+        load_templates(tmp_path / "t")

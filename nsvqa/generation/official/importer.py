@@ -344,7 +344,7 @@ def import_release(release: OfficialRelease | str | os.PathLike, folder: str | o
     ranges = {n: (int(r[0]), int(r[1])) for n, r in splits.items()}
     check_split_ranges(ranges)
     manifest_path = folder / "manifest.json"
-    manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else {}
+    manifest = read_json(manifest_path, allow_nan=True) if manifest_path.exists() else {}
     if manifest and manifest.get("generator") != IMPORT_GENERATOR:
         raise ValueError(f"{folder}: made by {manifest.get('generator')!r}, not an import; import into another folder")
     result = ImportResult(folder)

@@ -30,7 +30,6 @@ Template files
 """
 from __future__ import annotations
 
-import json
 import os
 import re
 from dataclasses import dataclass
@@ -38,6 +37,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Mapping
 
+from executors.errors import FormatError
+from executors.io import read_json
 from executors import ExecutionError, Node, Ontology, Program, load_ontology
 from executors.dsl import SIGNATURES
 
@@ -243,9 +244,9 @@ def load_templates(directory: Path | str | None = None, ontology: Ontology | Non
     out: list[Template] = []
     for f in files:
         try:
-            doc = json.loads(f.read_text())
-        except json.JSONDecodeError as e:
-            raise TemplateError(f"{f.name}: not valid JSON ({e})") from None
+            doc = read_json(f)
+        except FormatError as e:  # strict JSON (executors.io.read_json): the file and the record named
+            raise TemplateError(str(e)) from None
         if not isinstance(doc, Mapping) or not isinstance(doc.get("templates"), list):
             raise TemplateError(f"{f.name}: expected an object with a list 'templates'")
         names = set()
