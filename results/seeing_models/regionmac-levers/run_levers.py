@@ -1,0 +1,56 @@
+"""regionmac-trace's levers on the study's ``mid`` at the mini profile, seed 0 (issue 76, point 1).
+
+    PYTHONPATH=<checkout> python results/seeing_models/regionmac-levers/run_levers.py LEVER [LEVER ...]
+
+First (once) the study's ``mid`` data and the study's scene parser of ``mid``, seed 0, in
+``runs/study/mid`` (the class-agnostic detector of the study's settings: boxes and masks only; trained
+here when this machine lacks it, through ``nsvqa+gtprog``, the cheapest model that needs it), then each
+LEVER (:data:`LEVERS`: config fields over regionmac-trace's mini profile) in
+``runs/seeing-regionmac/<LEVER>/mid``, image-shuffle scored; ``summarize.py`` of that folder writes the
+lever's table here."""
+import logging
+import sys
+from pathlib import Path
+
+import torch
+
+from nsvqa.generation.suite import generate_suite
+from orchestration.experiment import TrainSpec, train_variant
+from orchestration.study import STUDY
+
+#: lever name -> regionmac-trace config fields (the pilot: roi_size 4, 6,000 steps)
+LEVERS = {
+    "r7": dict(roi_size=7),
+    "r7-12k": dict(roi_size=7, steps=12000),
+    "r4-12k": dict(steps=12000),
+}
+DATA, SCENE_RUNS = "data/generated/study", "runs/study"
+
+
+def spec(**kw) -> TrainSpec:
+    """The study's declared parsers' settings (results/study/study.json)."""
+    return TrainSpec(profile=STUDY.profile, scene_overrides=dict(STUDY.scene_overrides),
+                     question_overrides=dict(STUDY.question_overrides), jobs=1, progress=False,
+                     parse_min_score=STUDY.parse_min_score, **kw)
+
+
+def main(levers: list[str]) -> None:
+    unknown = [x for x in levers if x not in LEVERS]
+    if unknown:
+        raise SystemExit(f"unknown lever(s) {unknown}; valid: {', '.join(LEVERS)}")
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    torch.set_num_threads(2)
+    generate_suite(DATA, "all", STUDY.image_profile, seed=STUDY.data_seed, workers=2, progress=False,
+                   variants=["mid"], splits={"mid": ["train", "val", "test"]}, questions=STUDY.questions,
+                   sizes=STUDY.sizes)
+    if not (Path(SCENE_RUNS) / "mid" / "scene_parser" / "attributes.pt").is_file():  # trained here once
+        print(train_variant(DATA, "mid", SCENE_RUNS, models=["nsvqa+gtprog"], spec=spec(), seed=0, tests=["mid"]))
+    for lever in levers:
+        print(lever, train_variant(DATA, "mid", f"runs/seeing-regionmac/{lever}", models=["regionmac-trace"],
+                                   spec=spec(scene_runs=SCENE_RUNS, image_shuffle=True,
+                                             model_overrides={"regionmac-trace": LEVERS[lever]}),
+                                   seed=0, tests=["mid"]), flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
