@@ -1,42 +1,57 @@
 """Trained checkpoints shipped with the repository: evaluate first, train when you need to.
 
-A shipped set is one folder ``pretrained/<name>/`` at the repository root::
+A shipped set is one folder ``<name>/`` (the repository's ``pretrained/<name>/``)::
 
-    manifest.json                        name, what it was trained on (profile, data config, study
-                                         piece, commit), its val metrics, sha256 of every file
-    scene_parser/detector.pt, attributes.pt   the scene parser (a run's scene_parser/ folder)
-    question_parser/question_parser.pt        the question parser
+    manifest.json                        the model card (``card``: intended use, training data and
+                                         profile, measured accuracy, limits), what it was trained on
+                                         (data configs, study piece, commit), its val metrics, and
+                                         the sha256 of every other file
+    scene_parser/detector.{safetensors,json}, attributes.{safetensors,json}   the scene parser
+    question_parser/question_parser.{safetensors,json}                        the question parser
     nsvqa/tuned.json                     NS-VQA's cuts, chosen on the training variant's val split
-    <model>/baseline.pt [, tuned.json]   optional: a baseline trained on the same variant and seed
-                                         (its run folder's checkpoint and cuts), listed under the
-                                         manifest's ``models``
+    <model>/baseline.{safetensors,json} [, tuned.json]   optional: a baseline trained on the same
+                                         variant and seed (its run folder's checkpoint and cuts),
+                                         listed under the manifest's ``models``
 
-The checkpoints are the training run's, without the optimizer and scheduler state a shipped copy
-does not need, floating-point tensors stored in float16 (loaded back into float32 networks; the
-accuracy of both storages is measured by :func:`pack_pretrained`'s caller and recorded in the
-manifest). Load them by name, ``pretrained:<name>``, wherever a checkpoint or run directory is
-asked for (:func:`resolve_checkpoint`); every file is checked against the manifest's sha256 before
-it is read, and a file that differs is refused with an error naming it. A run given such a set
-(``TrainSpec.pretrained``) trains none of the models the set holds: it loads them.
+Each checkpoint is the training run's ``<name>.pt`` without the optimizer and scheduler state a
+shipped copy does not need, floating-point tensors in float16 (loaded back into float32 networks;
+the accuracy of both storages is measured by :func:`pack_pretrained`'s caller and recorded in the
+manifest), in its shipped form (:func:`nsvqa.training.checkpoint.save_shipped`): the tensors in
+``<name>.safetensors``, its config and vocabularies in ``<name>.json``. Loading ``<name>.pt`` reads
+that form (:func:`nsvqa.training.checkpoint.load_checkpoint`, the one reader). A set of the older
+form (``.pt`` files) still loads; :func:`convert_set` rewrites it.
+
+A set is named ``pretrained:<name>`` wherever a checkpoint or run directory is asked for
+(:func:`resolve_checkpoint`), or given as a folder. A name resolves (:func:`locate`) to the first
+folder holding ``<name>/manifest.json`` of: ``$NSVQA_PRETRAINED_DIR``; the checkout's
+``pretrained/`` (when running from a clone); the user cache (:func:`cache_dir`:
+``$XDG_CACHE_HOME/nsvqa/pretrained``, else ``~/.cache/nsvqa/pretrained``), which
+``nsvqa-fetch-pretrained`` fills (:mod:`nsvqa.fetch`). Every file is checked against the manifest's
+sha256 before it is read, and a file that differs is refused with an error naming it. A run given
+such a set (``TrainSpec.pretrained``) trains none of the models the set holds: it loads them.
 """
 from __future__ import annotations
 
-import io
 import json
 import os
 from pathlib import Path
 from typing import Any, Mapping
 
 from nsvqa.fileio import sha256_file, write_atomic, write_json_atomic
-from nsvqa.training.checkpoint import load_checkpoint
+from nsvqa.training.checkpoint import CheckpointError, load_checkpoint, save_shipped
 
-#: Where shipped sets live (the repository's ``pretrained/``); ``NSVQA_PRETRAINED_DIR`` overrides.
+#: The checkout's shipped sets (the repository's ``pretrained/``; absent from an installed package).
 PRETRAINED_DIR = Path(__file__).resolve().parents[1] / "pretrained"
+#: The variable naming a folder of sets that comes first (:func:`search_dirs`).
+ENV = "NSVQA_PRETRAINED_DIR"
 PREFIX = "pretrained:"
 MANIFEST = "manifest.json"
-#: The parts of a shipped set: relative path -> checkpoint kind (None: not a checkpoint).
+#: The parts of a shipped set: the checkpoint as a run names it -> its kind (None: not a checkpoint).
+#: In a set a checkpoint ``X.pt`` lies in its shipped form, ``X.safetensors`` and ``X.json``.
 FILES = {"scene_parser/detector.pt": "detector", "scene_parser/attributes.pt": "attributes",
          "question_parser/question_parser.pt": "question_parser", "nsvqa/tuned.json": None}
+#: The fields of a manifest's ``card`` (the model card; docs/models.md says what each holds).
+CARD_FIELDS = ("intended_use", "training_data", "profile", "accuracy", "limits")
 #: A shipped model's checkpoint and optional cuts, in ``<model>/`` of the set and ``baselines/<model>/``
 #: of a run folder (the baselines' ``baseline.pt`` and the models' ``tuned.json``).
 MODEL_CHECKPOINT, MODEL_CUTS = "baseline.pt", "tuned.json"
@@ -47,45 +62,106 @@ class PretrainedError(ValueError):
 
 
 def pretrained_dir() -> Path:
-    return Path(os.environ.get("NSVQA_PRETRAINED_DIR", PRETRAINED_DIR))
+    """The folder sets are written to by default (:func:`pack_pretrained`): ``$NSVQA_PRETRAINED_DIR``,
+    else the checkout's ``pretrained/``."""
+    return Path(os.environ.get(ENV) or PRETRAINED_DIR)
+
+
+def cache_dir() -> Path:
+    """The user cache of sets that ``nsvqa-fetch-pretrained`` fills: ``$XDG_CACHE_HOME/nsvqa/pretrained``,
+    else ``~/.cache/nsvqa/pretrained``."""
+    root = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(root) / "nsvqa" / "pretrained"
+
+
+def search_dirs() -> list[Path]:
+    """The folders a set's name is looked for in, in order: ``$NSVQA_PRETRAINED_DIR`` (when set),
+    the checkout's ``pretrained/`` (when running from a clone), the user cache (:func:`cache_dir`)."""
+    env = [Path(os.environ[ENV])] if os.environ.get(ENV) else []
+    checkout = [PRETRAINED_DIR] if (PRETRAINED_DIR.parent / "pyproject.toml").is_file() else []  # not a wheel's
+    return env + checkout + [cache_dir()]
 
 
 def available() -> list[str]:
-    """The names of the shipped sets."""
-    root = pretrained_dir()
-    return sorted(p.parent.name for p in root.glob(f"*/{MANIFEST}")) if root.is_dir() else []
+    """The names of the sets found in :func:`search_dirs` (each once)."""
+    names = {p.parent.name for root in search_dirs() if root.is_dir() for p in root.glob(f"*/{MANIFEST}")
+             if not p.parent.name.startswith(".")}  # not a fetch's temporary
+    return sorted(names)
 
 
-def verified(name: str) -> Path:
-    """The folder of shipped set ``name`` after checking every file against its manifest.
+def is_set_path(name_or_path: str | os.PathLike) -> bool:
+    """Whether ``name_or_path`` names a folder rather than a set: a path object, or text with a
+    path separator or a leading ``.`` or ``~``."""
+    if not isinstance(name_or_path, str):
+        return True
+    return "/" in name_or_path or os.sep in name_or_path or name_or_path.startswith((".", "~"))
+
+
+def locate(name_or_path: str | os.PathLike) -> Path:
+    """The folder of a set: ``name_or_path`` itself when it is a path (:func:`is_set_path`), else
+    ``<dir>/<name>`` of the first of :func:`search_dirs` holding ``<name>/manifest.json``. Nothing
+    is checked but the manifest's presence (:func:`verified` checks every file).
+
+    Raises:
+        PretrainedError: no such set; the message lists the folders searched, the sets found and
+            how to fetch one.
+    """
+    if is_set_path(name_or_path):
+        folder = Path(name_or_path).expanduser()
+        if not (folder / MANIFEST).is_file():
+            raise PretrainedError(f"{folder / MANIFEST} is missing: {folder} is not a pretrained set")
+        return folder
+    for root in search_dirs():
+        if (root / name_or_path / MANIFEST).is_file():
+            return root / name_or_path
+    searched = ", ".join(str(d) for d in search_dirs())
+    raise PretrainedError(f"no pretrained set {name_or_path!r} (looked for {name_or_path}/{MANIFEST} in {searched}); "
+                          f"shipped: {', '.join(available()) or 'none'}; fetch one into the cache with "
+                          f"`nsvqa-fetch-pretrained {name_or_path} --url URL`, or set {ENV}")
+
+
+def safe_relative(rel: str, where: str) -> str:
+    """``rel``, a manifest's file name, when it stays inside its set (relative, no ``..``).
+
+    Raises:
+        PretrainedError: an absolute name or one that climbs out (``where`` named).
+    """
+    parts = rel.replace("\\", "/").split("/")
+    if not rel or rel.startswith("/") or ".." in parts or "" in parts or ":" in parts[0]:
+        raise PretrainedError(f"{where}, field 'sha256': file name {rel!r} is not a path inside the set")
+    return rel
+
+
+def verified(name: str | os.PathLike) -> Path:
+    """The folder of set ``name`` (a name or a folder, :func:`locate`) after checking every file
+    against its manifest.
 
     Raises:
         PretrainedError: an unknown name (the shipped ones listed), an unreadable manifest, or a
             missing file or one whose sha256 differs from the manifest's (the file named).
     """
-    folder = pretrained_dir() / name
+    folder = locate(name)
     man_path = folder / MANIFEST
-    if not man_path.is_file():
-        raise PretrainedError(f"no pretrained set {name!r} ({man_path} is missing); shipped: "
-                              f"{', '.join(available()) or 'none'}")
     try:
         manifest = json.loads(man_path.read_text())
         files = manifest["sha256"]
-    except (OSError, ValueError, KeyError, TypeError) as e:
-        raise PretrainedError(f"{man_path}: unreadable manifest ({e})") from None
+        files.items()
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+        raise PretrainedError(f"{man_path}: unreadable manifest ({type(e).__name__}: {e})") from None
     for rel, digest in files.items():
-        path = folder / rel
+        path = folder / safe_relative(rel, str(man_path))
         if not path.is_file():
             raise PretrainedError(f"{path}: missing from pretrained set {name!r}")
         if sha256_file(path) != digest:
-            raise PretrainedError(f"{path}: sha256 differs from {man_path} (a corrupted or altered copy); "
-                                  f"restore it with `git checkout -- {path}`")
+            again = (f"fetch it again: `nsvqa-fetch-pretrained {folder.name} --url URL --force`"
+                     if folder.parent == cache_dir() else f"restore it (`git checkout -- {path}` in a clone)")
+            raise PretrainedError(f"{path}: sha256 differs from {man_path} (a corrupted or altered copy); {again}")
     return folder
 
 
 def shipped_models(folder: str | os.PathLike) -> tuple[str, ...]:
-    """The models a parsers folder holds a trained copy of: a shipped set's ``<model>/baseline.pt``
-    (the manifest's ``models``), a run folder's ``baselines/<model>/baseline.pt``."""
+    """The models a parsers folder holds a trained copy of: a shipped set's ``<model>/`` (the
+    manifest's ``models``), a run folder's ``baselines/<model>/baseline.pt``."""
     folder = Path(folder)
     man = folder / MANIFEST
     if man.is_file():
@@ -93,8 +169,8 @@ def shipped_models(folder: str | os.PathLike) -> tuple[str, ...]:
     return tuple(sorted(p.parent.name for p in folder.glob(f"baselines/*/{MODEL_CHECKPOINT}")))
 
 
-def read_manifest(name: str) -> dict[str, Any]:
-    """The manifest of a shipped set (verified first)."""
+def read_manifest(name: str | os.PathLike) -> dict[str, Any]:
+    """The manifest of a set, by name or folder (verified first)."""
     return json.loads((verified(name) / MANIFEST).read_text())
 
 
@@ -194,7 +270,8 @@ def add_models(name: str, models: Mapping[str, str | os.PathLike], described: Ma
     sources = _model_sources(models)
     digests = _write_sources(folder, sources)
     manifest["models"] = {**manifest.get("models", {}), **{m: dict(described or {}).get(m, {}) for m in models}}
-    manifest["sha256"] = {**manifest["sha256"], **digests}
+    # a replaced model's files of before (another form, a tuned.json it no longer has) leave the list
+    manifest["sha256"] = {**{k: v for k, v in manifest["sha256"].items() if k.split("/")[0] not in models}, **digests}
     write_json_atomic(folder / MANIFEST, manifest, indent=1)
     return folder
 
@@ -213,22 +290,69 @@ def _model_sources(models: Mapping[str, str | os.PathLike]) -> dict[str, tuple[P
 
 
 def _write_sources(folder: Path, sources: Mapping[str, tuple[Path, str | None]]) -> dict[str, str]:
-    """Each source written to ``folder/<rel>`` (a checkpoint as :func:`_shipped_payload`), atomically;
-    rel -> sha256."""
-    import torch  # heavy: torch, only to pack a set
-
+    """Each source written to ``folder/<rel>`` atomically: a file as it is, a checkpoint ``X.pt``
+    as :func:`_shipped_payload` in its shipped form (``X.safetensors``, ``X.json``; an ``X.pt`` of
+    the older form there is removed). Returns each written file's name in the set -> sha256."""
     digests = {}
     for rel, (src, kind) in sources.items():
         if kind is None:
-            data = src.read_bytes()
+            write_atomic(folder / rel, src.read_bytes())
+            written = [folder / rel]
         else:
-            buf = io.BytesIO()
-            torch.save(_shipped_payload(load_checkpoint(src, kind=kind)), buf)
-            data = buf.getvalue()
-        write_atomic(folder / rel, data)
-        digests[rel] = sha256_file(folder / rel)
+            written = list(save_shipped(folder / rel, _shipped_payload(load_checkpoint(src, kind=kind))))
+            (folder / rel).unlink(missing_ok=True)
+        for path in written:
+            digests[path.relative_to(folder).as_posix()] = sha256_file(path)
     return digests
 
 
-__all__ = ["PRETRAINED_DIR", "PREFIX", "FILES", "MODEL_CHECKPOINT", "MODEL_CUTS", "PretrainedError", "shipped_models", "add_models", "pretrained_dir", "available", "verified",
-           "read_manifest", "resolve_checkpoint", "parsers_dir", "pack_pretrained"]
+def convert_set(name: str | os.PathLike) -> Path:
+    """Rewrite a set of the older form (each checkpoint a ``.pt`` file, read with
+    ``torch.load(weights_only=True)``) in the shipped form: per checkpoint ``X.safetensors`` and
+    ``X.json``, each read back identical to the ``.pt`` payload before anything else happens
+    (:func:`nsvqa.training.checkpoint.save_shipped`: every tensor bit for bit, the rest as JSON),
+    then the manifest's ``sha256`` updated and the ``.pt`` files removed. Returns the set's folder;
+    a set without ``.pt`` files is left as it is.
+
+    Raises:
+        PretrainedError: a file that fails its check (:func:`verified`) or a checkpoint that does not
+            read back identical (the ``.pt`` files and the manifest are then left as they were).
+    """
+    folder = verified(name)
+    manifest = json.loads((folder / MANIFEST).read_text())
+    old = [rel for rel in manifest["sha256"] if rel.endswith(".pt")]
+    digests = dict(manifest["sha256"])
+    for rel in old:
+        try:
+            written = save_shipped(folder / rel, load_checkpoint(folder / rel))
+        except CheckpointError as e:
+            raise PretrainedError(str(e)) from None
+        del digests[rel]
+        digests |= {p.relative_to(folder).as_posix(): sha256_file(p) for p in written}
+    if old:
+        manifest["sha256"] = digests
+        write_json_atomic(folder / MANIFEST, manifest, indent=1)
+        for rel in old:
+            (folder / rel).unlink()
+    return folder
+
+
+def model_card(manifest: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``card`` of a set's manifest: what it is for, what it was trained on and at which
+    profile, its measured accuracy and its limits (:data:`CARD_FIELDS`, docs/models.md).
+
+    Raises:
+        PretrainedError: no card, or one that lacks a field (named).
+    """
+    card = manifest.get("card")
+    missing = [f for f in CARD_FIELDS if not isinstance(card, Mapping) or f not in card]
+    if missing:
+        raise PretrainedError(f"set {manifest.get('name')!r}: its manifest's card lacks {missing} "
+                              f"(fields: {', '.join(CARD_FIELDS)})")
+    return dict(card)
+
+
+__all__ = ["PRETRAINED_DIR", "ENV", "PREFIX", "FILES", "CARD_FIELDS", "MODEL_CHECKPOINT", "MODEL_CUTS", "PretrainedError",
+           "shipped_models", "add_models", "pretrained_dir", "cache_dir", "search_dirs", "available", "is_set_path",
+           "locate", "safe_relative", "verified", "read_manifest", "resolve_checkpoint", "parsers_dir",
+           "pack_pretrained", "convert_set", "model_card"]

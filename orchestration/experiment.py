@@ -48,6 +48,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
+from executors.io import read_json
 from nsvqa.fileio import check_outside_data, check_writable, sha256_file, sha256_folder, temporary_folder
 from nsvqa.generation.suite import SUITE_PROFILES
 from nsvqa.generation.variants import FACTORS, get_factor, load_variant
@@ -65,6 +66,7 @@ from nsvqa.evaluation.image_dependence import image_dependence, shuffled_questio
 from nsvqa.evaluation.report import failures_per_model, invalid_program_warning
 from nsvqa.pretrained import parsers_dir, shipped_models
 from nsvqa.training import RunDir
+from nsvqa.training.checkpoint import checkpoint_sha256
 from nsvqa.training.question_config import QuestionParserConfig
 from orchestration import models as registry
 
@@ -186,9 +188,8 @@ def _fresh(path: Path, key: Mapping[str, Any]) -> bool:
     if not path.exists():
         return False
     try:
-        with open(path) as f:
-            return json.load(f).get("provenance") == dict(key)
-    except (OSError, ValueError):
+        return read_json(path, allow_nan=True).get("provenance") == dict(key)
+    except (OSError, ValueError, AttributeError):  # unreadable or not an object: not fresh, made again
         return False
 
 
@@ -385,7 +386,8 @@ def parse_scenes(run: VariantRun, data: Path, split: str, *, progress: bool = Tr
 
     out = run.parsed(data.name, "likelihoods", split if tuning else None)
     parser = load_scene_parser(run.scene_dir, min_score)
-    key = {"detector": sha256_file(parser.detector_path), "attributes": sha256_file(run.scene_dir / "attributes.pt"),
+    key = {"detector": checkpoint_sha256(parser.detector_path),
+           "attributes": checkpoint_sha256(run.scene_dir / "attributes.pt"),
            "split": split, "images": sha256_folder(data / "images" / split), "min_score": parser.min_score}
     if _fresh(out, key):
         return out
@@ -410,7 +412,8 @@ def parse_questions(run: VariantRun, data: Path, split: str, *, beam: int = 1, t
 
     out = run.parsed(data.name, "programs", split if tuning else None)
     qpath = questions_path(data, split)
-    key = {"checkpoint": sha256_file(run.question_dir / QUESTION_CHECKPOINT), "questions": sha256_file(qpath), "beam": beam}
+    key = {"checkpoint": checkpoint_sha256(run.question_dir / QUESTION_CHECKPOINT), "questions": sha256_file(qpath),
+           "beam": beam}
     if _fresh(out, key):
         return out
     parser = load_question_parser(run.question_dir)

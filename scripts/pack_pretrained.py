@@ -13,7 +13,13 @@ same val split (the scene parser's object metrics and the executors on ground-tr
 question parser's exact programs), per model the piece that trained it (the ``piece.json`` of
 ``--piece`` or ``--model-piece`` that lists it) with its test accuracy on the training variant beside
 the study's committed one and its 95% interval (``results/study/report.json``'s in-domain table),
-and the sha256 of every file. Replace a set only when the study's models change.
+and the sha256 of every file. Each checkpoint is written in its shipped form (``X.safetensors`` with its
+config and vocabularies in ``X.json``, read back identical before the set is written on;
+nsvqa.training.checkpoint.save_shipped), and the manifest carries the model card (``card``: intended
+use, training data and profile, measured accuracy, limits; docs/models.md). ``--convert NAME``
+rewrites a set of the older form (``.pt`` checkpoints) in the shipped form instead, each checkpoint
+read back identical, and adds the card when it has none. Replace a set only when the study's models
+change.
 """
 from __future__ import annotations
 
@@ -31,16 +37,23 @@ from nsvqa.config import HelpFormatter, parse_checked
 from nsvqa.evaluation.question_parser import read_question_items, score_parses
 from nsvqa.evaluation.scene_parser import evaluate_parsed
 from nsvqa.fileio import write_json_atomic
-from nsvqa.pretrained import add_models, pack_pretrained, pretrained_dir
+from nsvqa.pretrained import add_models, convert_set, pack_pretrained, pretrained_dir
 from nsvqa.training.checkpoint import load_checkpoint
 from nsvqa.training.loading import load_question_parser, load_scene_parser, parse_split
 
 
 def get_args_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(formatter_class=HelpFormatter, description=__doc__.splitlines()[0])
-    p.add_argument("--run", required=True, type=Path, help="the variant run folder (scene_parser/, question_parser/)")
+    p.add_argument("--run", type=Path, default=None,
+                   help="the variant run folder (scene_parser/, question_parser/); needed unless --convert")
     p.add_argument("--name", required=True, help="the set's name (pretrained:<name>)")
-    p.add_argument("--data", required=True, type=Path, help="the training variant's folder (its val split is measured)")
+    p.add_argument("--data", type=Path, default=None,
+                   help="the training variant's folder (its val split is measured); needed unless --convert")
+    p.add_argument("--convert", action="store_true",
+                   help="rewrite the existing set NAME (in --out, else where pretrained:NAME resolves) in the shipped "
+                        "form (.safetensors + .json per checkpoint, each read back identical) and add its card")
+    p.add_argument("--intended-use", default=INTENDED_USE, help="the card's intended use")
+    p.add_argument("--limits", default=LIMITS, help="the card's limits")
     p.add_argument("--piece", type=Path, default=None, help="the study piece's piece.json the run belongs to")
     p.add_argument("--models", default="", help="comma-separated models to ship from RUN/baselines/<model>/")
     p.add_argument("--model-run", type=Path, action="append", default=[], metavar="RUN",
@@ -75,6 +88,40 @@ def _val_metrics(scene_dir: Path, question_dir: Path, data: Path, work: Path) ->
 
 #: the models that run on the shipped parsers alone (their accuracy recorded beside the shipped models')
 EXECUTORS = ("nsvqa", "pnsvqa", "pnsvqa-exact")
+#: the card's defaults (--intended-use, --limits)
+INTENDED_USE = ("research: answering questions about rendered Super-CLEVR-style scenes (vehicles and their parts) "
+                "and measuring robustness across the study's domain variants without training first; "
+                "nsvqa.load_pretrained(NAME).answer(image, question), --pretrained pretrained:NAME")
+LIMITS = ("trained on one synthetic training variant at one profile and seed: expect lower accuracy on other "
+          "variants (the study's RD) and much lower on real photographs, other object categories or wordings the "
+          "question templates do not produce; object questions only (part questions untrained); images of the "
+          "training size (320x240 at the mini profile); float16 storage (its accuracy beside float32's in "
+          "val_float16 / val_float32); not for any decision about people or safety")
+
+
+def _card(manifest: dict, intended_use: str, limits: str) -> dict:
+    """The manifest's model card (nsvqa.pretrained.CARD_FIELDS) from what the manifest records."""
+    scene = manifest.get("scene_parser_config") or {}
+    study = (manifest.get("study_piece") or {}).get("study") or {}
+    piece = (manifest.get("study_piece") or {}).get("piece") or {}
+    tested = {m: {"test_accuracy": r.get("test_accuracy"), "n": r.get("n"),
+                  "study_ci95": (r.get("study") or {}).get("ci95")}
+              for m, r in ({**(manifest.get("executors") or {}), **(manifest.get("models") or {})}).items()
+              if r.get("test_accuracy") is not None}
+    val = manifest.get("val_float16") or {}
+    return {"intended_use": intended_use,
+            "training_data": {"variant": piece.get("variant", Path(str(scene.get("data", ""))).name),
+                              "data": scene.get("data"), "seed": piece.get("seed", scene.get("seed")),
+                              "sizes": study.get("sizes"), "questions": study.get("questions"),
+                              "image_profile": study.get("image_profile"), "data_seed": study.get("data_seed"),
+                              "generator": "nsvqa.generation (the study's generator; the images depend on seed, "
+                                           "split and index only)"},
+            "profile": scene.get("profile"),
+            "accuracy": {"test_on_training_variant": tested,
+                         "val_float16": {"pnsvqa-exact_gt_programs": (((val.get("scene_parser") or {}).get("executors")
+                                                                      or {}).get("pnsvqa-exact") or {}).get("all"),
+                                         "question_parser_exact": (val.get("question_parser") or {}).get("exact")}},
+            "limits": limits}
 
 
 def _model_records(models: list[str], pieces: list[Path], study: Path, variant: str) -> dict[str, dict]:
@@ -114,6 +161,17 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_checked(get_args_parser(), argv, "out")
     if args.threads:
         torch.set_num_threads(args.threads)
+    if args.convert:
+        folder = convert_set(args.out / args.name if args.out is not None else args.name)
+        manifest_path = folder / "manifest.json"
+        manifest = json.loads(manifest_path.read_text())
+        if "card" not in manifest:
+            manifest["card"] = _card(manifest, args.intended_use, args.limits)
+            write_json_atomic(manifest_path, manifest, indent=1)  # the sha256 cover the files, not the manifest
+        print(f"{folder}: {len(manifest['sha256'])} files in the shipped form, each checkpoint read back identical")
+        return 0
+    if args.run is None or args.data is None:
+        get_args_parser().error("--run and --data are needed (unless --convert)")
     piece = json.loads(args.piece.read_text()) if args.piece else None
     models = [m for m in args.models.split(",") if m]
     pieces = ([args.piece] if args.piece else []) + args.model_piece
@@ -123,6 +181,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.add:
         folder = add_models(args.name, {m: _model_dir(m, [args.run, *args.model_run]) for m in models}, records,
                             out=args.out)
+        manifest_path = folder / "manifest.json"
+        manifest = json.loads(manifest_path.read_text())
+        manifest["card"] = _card(manifest, manifest.get("card", {}).get("intended_use", args.intended_use),
+                                 manifest.get("card", {}).get("limits", args.limits))
+        write_json_atomic(manifest_path, manifest, indent=1)
         for m, r in records.items():
             print(_record_line(m, r, args.data.name))
         print(f"{folder}: {sum(p.stat().st_size for p in folder.rglob('*') if p.is_file()) / 2**20:.1f} MB")
@@ -144,6 +207,7 @@ def main(argv: list[str] | None = None) -> int:
     manifest_path = folder / "manifest.json"
     manifest = json.loads(manifest_path.read_text())
     manifest["val_float16"] = half
+    manifest["card"] = _card(manifest, args.intended_use, args.limits)
     write_json_atomic(manifest_path, manifest, indent=1)  # the sha256 cover the checkpoints, not the manifest
     size = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
     print(f"{folder}: {size / 2**20:.1f} MB; val P-NSVQA-exact (ground-truth programs) float32 "

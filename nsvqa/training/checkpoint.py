@@ -260,12 +260,42 @@ def save_shipped(path: str | Path, payload: Mapping[str, Any]) -> tuple[Path, Pa
     write_atomic(tensors, save_tensors({k: v.detach().cpu().contiguous() for k, v in state.items()},
                                        metadata={"format": "pt"}))
     write_json_atomic(meta, info, indent=1)
+    back = _read_shipped(tensors, meta, checked=False)  # the round trip, checked on every write
+    if (diff := _difference({**payload, "state_dict": state}, back)) is not None:
+        raise CheckpointError(f"{meta}: the shipped form does not read back as the checkpoint it was written from "
+                              f"({diff})")
     return tensors, meta
 
 
-def _shipped_bytes(path: Path) -> bytes:
+def _difference(a: Any, b: Any, where: str = "") -> str | None:
+    """Where payload ``b`` (read back from the shipped form) differs from ``a``: tensors bit for bit
+    (dtype, shape, bytes), the rest as JSON gives it back (a tuple as a list); None when alike."""
+    import torch  # heavy (seconds): only to write a shipped set
+
+    if isinstance(a, torch.Tensor):
+        def raw(t: torch.Tensor) -> torch.Tensor:  # the bytes, so that -0.0 and NaN count as themselves
+            return t.detach().cpu().contiguous().reshape(-1).view(torch.uint8)
+
+        same = (isinstance(b, torch.Tensor) and a.dtype == b.dtype and a.shape == b.shape
+                and (a.numel() == 0 or torch.equal(raw(a), raw(b))))
+        return None if same else f"tensor {where}"
+    if isinstance(a, Mapping):
+        if not isinstance(b, Mapping) or list(a) != list(b):
+            return f"the keys of {where or 'the payload'}"
+        return next((d for k in a if (d := _difference(a[k], b[k], f"{where}.{k}".lstrip("."))) is not None), None)
+    if isinstance(a, (list, tuple)):
+        if not isinstance(b, list) or len(a) != len(b):
+            return f"list {where}"
+        return next((d for i, (x, y) in enumerate(zip(a, b)) if (d := _difference(x, y, f"{where}[{i}]")) is not None),
+                    None)
+    same = type(a) is type(b) and (a == b or (a != a and b != b))  # NaN reads back as NaN
+    return None if same else f"value {where}: {a!r} read back as {b!r}"
+
+
+def _shipped_bytes(path: Path, checked: bool = True) -> bytes:
     """The bytes of one file of a shipped form, checked against the sha256 that its set's manifest
-    records (:func:`manifest_digest`); a file no manifest lists is read unchecked, after one warning line.
+    records (:func:`manifest_digest`; not ``checked``: a file just written); a file no manifest
+    lists is read unchecked, after one warning line.
 
     Raises:
         CheckpointError: a missing file, or bytes whose sha256 differs from the manifest's.
@@ -274,6 +304,8 @@ def _shipped_bytes(path: Path) -> bytes:
         raise CheckpointError(f"{path}: missing; a checkpoint's shipped form is {shipped_paths(path)[0].name} and "
                               f"{shipped_paths(path)[1].name}, side by side")
     data = path.read_bytes()
+    if not checked:
+        return data
     shipped = manifest_digest(path)
     if shipped is None:
         log.warning(f"{path}: loaded unchecked: no manifest.json of a shipped set lists it, so its bytes are not "
@@ -284,9 +316,9 @@ def _shipped_bytes(path: Path) -> bytes:
     return data
 
 
-def _read_shipped(tensors: Path, meta: Path, *, map_location: str = "cpu") -> dict[str, Any]:
+def _read_shipped(tensors: Path, meta: Path, *, map_location: str = "cpu", checked: bool = True) -> dict[str, Any]:
     """The payload of a checkpoint's shipped form (:func:`save_shipped`), fields in their order,
-    tensors on ``map_location``.
+    tensors on ``map_location``; each file checked against its set's manifest unless not ``checked``.
 
     Raises:
         CheckpointError: a missing or altered file, JSON that is not a shipped form's, safetensors
@@ -294,7 +326,7 @@ def _read_shipped(tensors: Path, meta: Path, *, map_location: str = "cpu") -> di
     """
     from safetensors.torch import load as load_tensors  # heavy (torch): the shipped form's tensors
 
-    raw_meta, raw_tensors = _shipped_bytes(meta), _shipped_bytes(tensors)
+    raw_meta, raw_tensors = _shipped_bytes(meta, checked), _shipped_bytes(tensors, checked)
     try:
         info = loads_json(raw_meta, str(meta), allow_nan=True)
     except FormatError as e:

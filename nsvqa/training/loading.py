@@ -18,7 +18,7 @@ from tqdm import tqdm
 from executors import load_ontology
 from nsvqa.artifacts.images import check_images, read_image
 from nsvqa.artifacts.scenes import read_scenes, scenes_path
-from nsvqa.training.checkpoint import CheckpointError, load_checkpoint
+from nsvqa.training.checkpoint import CheckpointError, checkpoint_files, load_checkpoint
 from nsvqa.config import Config
 from nsvqa.training.question_config import QuestionParserConfig
 from nsvqa.training.scene_config import SceneParserConfig
@@ -102,7 +102,7 @@ def load_scene_parser(run_dir: str | Path, min_score: float | None = None) -> Sc
     head_ck = load_checkpoint(head_path, kind=HEAD_KIND)
     cfg = checkpoint_config(SceneParserConfig, head_ck, str(head_path))
     det_path = run_dir / DETECTOR_CHECKPOINT
-    if not det_path.exists() and cfg.detector:
+    if not checkpoint_files(det_path) and cfg.detector:
         det_path = Path(cfg.detector)  # the head was trained for another run's detector
     det_ck = load_checkpoint(det_path, kind=DETECTOR_KIND)
     return scene_parser_from(detector_from_checkpoint(det_ck, str(det_path)), det_ck["vocabularies"],

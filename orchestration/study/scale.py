@@ -22,12 +22,12 @@ stopped (a stopped run resumes from its checkpoints). The report reads the predi
 """
 from __future__ import annotations
 
-import json
 import os
 import time
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
+from executors.io import read_json
 from nsvqa.artifacts.predictions import CellKey, read_predictions, write_predictions
 from nsvqa.artifacts.questions import questions_path, read_questions
 from nsvqa.artifacts.scenes import read_scenes, scenes_path
@@ -102,8 +102,7 @@ def _extra_count(run: VariantRun) -> int:
     path = run.question_dir / EXTRA_QUESTIONS
     if not path.is_file():
         return 0
-    with open(path) as f:
-        return len(json.load(f)["questions"])
+    return len(read_json(path)["questions"])
 
 
 def run_scale_check(data: str | os.PathLike, runs: str | os.PathLike, results: str | os.PathLike,

@@ -32,11 +32,11 @@ def test_a_corrupted_copy_of_the_shipped_parsers_is_refused(tmp_path, monkeypatc
 
     shutil.copytree(pretrained_dir() / "mid-mini", tmp_path / "mid-mini")
     monkeypatch.setenv("NSVQA_PRETRAINED_DIR", str(tmp_path))
-    head = tmp_path / "mid-mini" / "scene_parser" / "attributes.pt"
+    head = tmp_path / "mid-mini" / "scene_parser" / "attributes.safetensors"
     data = bytearray(head.read_bytes())
     data[len(data) // 2] ^= 0xFF
     head.write_bytes(bytes(data))
-    with pytest.raises(PretrainedError, match=r"attributes\.pt: sha256 differs"):
+    with pytest.raises(PretrainedError, match=r"attributes\.safetensors: sha256 differs"):
         resolve_checkpoint("pretrained:mid-mini", "scene_parser")
 
 
