@@ -31,7 +31,7 @@ from typing import Any
 
 from executors.errors import FormatError
 from executors.io import loads_json
-from nsvqa.config import HelpFormatter
+from nsvqa.cli import command_parser
 from nsvqa.fileio import atomic_open, sweep_temporaries, temporary_folder, temporary_name
 from nsvqa.pretrained import (MANIFEST, PRETRAINED_DIR, PretrainedError, cache_dir, is_set_path, safe_relative,
                               verified)
@@ -181,8 +181,7 @@ def fetch_set(name: str, url: str | None = None, *, cache: str | os.PathLike | N
 
 
 def get_args_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="nsvqa-fetch-pretrained", description=__doc__.splitlines()[0],
-                                formatter_class=HelpFormatter, epilog="\n".join(__doc__.splitlines()[1:5]))
+    p = command_parser("nsvqa-fetch-pretrained", __doc__.splitlines()[0], epilog="\n".join(__doc__.splitlines()[1:5]))
     p.add_argument("name", help="the set's name (e.g. mid-mini)")
     p.add_argument("--url", default=None,
                    help=f"the set's folder: file:///... or http(s)://... holding {MANIFEST} "

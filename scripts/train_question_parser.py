@@ -1,36 +1,5 @@
-"""Train the question parser (bi-LSTM encoder, attention decoder) on one generated variant.
-
-    python scripts/train_question_parser.py --data data/generated/mini/mid --profile mini --out runs/qp/mid
-    python scripts/train_question_parser.py ... --resume      # continue after an interruption
-    python scripts/train_question_parser.py ... --reinforce   # then REINFORCE on answers (NS-VQA)
-    python scripts/train_question_parser.py ... --steps 800 --set lr=1e-3   # any config field, typed
-
-Every field of nsvqa.training.question_config.QuestionParserConfig is an option (--field-name VALUE, or
---set NAME=VALUE) over the profile's value.
-
-RUN_DIR gets config.json (resolved config + command line), train.log, tb/ (tensorboard) and
-question_parser.pt (an atomic checkpoint with the vocabularies, that rebuilds the model alone).
-"""
-from __future__ import annotations
-
-import argparse
-import sys
-
-from nsvqa.config import HelpFormatter
-from nsvqa.training.cli import add_run_args, train_main
-from nsvqa.training.question_config import QuestionParserConfig
-from nsvqa.training.question_parser import train_question_parser
-
-
-def get_args_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(formatter_class=HelpFormatter, description=__doc__.splitlines()[0])
-    add_run_args(p, QuestionParserConfig, checkpoint="the checkpoint")
-    return p
-
-
-def main(argv: list[str] | None = None) -> int:
-    return train_main(get_args_parser(), argv, QuestionParserConfig, train_question_parser)
-
+"""``python scripts/train_question_parser.py``: the command ``nsvqa-train-question-parser`` (:mod:`orchestration.cli.train_question_parser`) from a clone."""
+from orchestration.cli.train_question_parser import main
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main())

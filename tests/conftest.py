@@ -42,7 +42,12 @@ def reference_dir() -> Path:
 
 
 def _load_script(name: str):
-    """Import ``scripts/<name>.py`` by path, as a module of its own name."""
+    """The module of command ``name``: its CLI module (``orchestration/cli/<name>.py`` or
+    ``nsvqa/cli/<name>.py``, which the shim ``scripts/<name>.py`` runs), else ``scripts/<name>.py``
+    (a developers' tool) imported by path, as a module of its own name."""
+    for package in ("orchestration.cli", "nsvqa.cli"):
+        if (REPO / package.replace(".", "/") / f"{name}.py").is_file():
+            return importlib.import_module(f"{package}.{name}")
     spec = importlib.util.spec_from_file_location(f"_script_{name}", REPO / "scripts" / f"{name}.py")
     mod = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = mod  # dataclasses in a script look their module up here

@@ -4,11 +4,11 @@ from __future__ import annotations
 from typing import Iterable, Sequence
 
 import numpy as np
-from pycocotools import mask as mask_util
 
 
 def mask_to_rle(mask: np.ndarray) -> tuple[dict, list[float]]:
     """COCO RLE (``counts`` as a string) and ``[x, y, w, h]`` box of a boolean (H, W) mask."""
+    from pycocotools import mask as mask_util  # heavy ([full]): where used; reading files needs numpy alone
     rle = mask_util.encode(np.asfortranarray(mask.astype(np.uint8)))
     bbox = [float(v) for v in mask_util.toBbox(rle)]
     return {"size": [int(rle["size"][0]), int(rle["size"][1])], "counts": rle["counts"].decode("ascii")}, bbox
@@ -52,6 +52,7 @@ def label_rles(labels: np.ndarray, wanted: Sequence[int]) -> dict[int, tuple[dic
         if tail:  # like pycocotools: no trailing empty run
             counts.append(tail)
         objs.append({"counts": counts, "size": [h, w]})
+    from pycocotools import mask as mask_util  # heavy: as above
     rles = mask_util.frPyObjects(objs, h, w)
     boxes = mask_util.toBbox(rles).tolist()
     return {lab: ({"size": [h, w], "counts": rle["counts"].decode("ascii")}, box)
@@ -67,6 +68,7 @@ def coco_rle(rle: dict) -> dict:
 
 def rle_to_mask(rle: dict) -> np.ndarray:
     """Boolean (H, W) mask of a COCO RLE dict (string or bytes counts)."""
+    from pycocotools import mask as mask_util  # heavy: as above
     return mask_util.decode(coco_rle(rle)).astype(bool)
 
 
@@ -99,6 +101,7 @@ def coco_from_scenes(scenes: Iterable[dict], shapes: Sequence[str], part_names: 
 
 
 def _ann(aid: int, iid: int, cid: int, rle: dict, bbox: list[float], obj: int, part: str | None = None) -> dict:
+    from pycocotools import mask as mask_util  # heavy: as above
     area = float(mask_util.area(coco_rle(rle)))
     a = {"id": aid, "image_id": iid, "category_id": cid, "segmentation": rle, "area": area,
          "bbox": bbox, "iscrowd": 0, "object_index": obj}

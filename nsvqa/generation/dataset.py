@@ -36,7 +36,6 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 import numpy as np
-from PIL import Image
 
 from executors.io import read_json
 from executors import load_ontology
@@ -153,6 +152,8 @@ class SplitJob:
 def png_bytes(rgb: np.ndarray) -> bytes:
     """Deterministic PNG encoding of an (H, W, 3) uint8 image: the same pixels give the same bytes
     (zlib level 1 with the run-length strategy; ``docs/formats.md`` says what the bytes promise)."""
+    from PIL import Image  # heavy ([full]): only to encode; the commands read the tables at once
+
     buf = io.BytesIO()
     Image.fromarray(rgb, "RGB").save(buf, format="PNG", compress_level=1, compress_type=zlib.Z_RLE)
     return buf.getvalue()

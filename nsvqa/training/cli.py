@@ -17,13 +17,11 @@ import sys
 import threading
 from typing import Any, Callable, Sequence
 
-import torch
-
 from executors.errors import FormatError
+from nsvqa.cli import needs_extra
 from nsvqa.config import add_config_args, check_run_outside_data, config_overrides, parse_checked
 from nsvqa.fileio import DiskFull, FolderInUse, OutputFolder
 from nsvqa.training import RunMismatch
-from nsvqa.training.engine import Interrupted
 
 
 def add_run_args(parser: argparse.ArgumentParser, cls: type, *, checkpoint: str) -> Any:
@@ -50,6 +48,9 @@ def train_main(parser: argparse.ArgumentParser, argv: Sequence[str] | None, cls:
     args = parse_checked(parser, argv, "out")
     check_run_outside_data(parser, args.out, args.data, variant_folder=True)  # a run inside the data: refused
     if args.threads:
+        with needs_extra(parser.prog):
+            import torch  # heavy: after parsing, so that the commands answer --help at once
+
         torch.set_num_threads(args.threads)
     cfg = cls.from_profile(args.data, args.profile, **config_overrides(args, cls))
 
@@ -73,6 +74,9 @@ def interruptible(prog: str, work: Callable[[], int], rerun: str = "rerun the sa
     (:func:`nsvqa.training.engine.train_steps`); elsewhere SIGTERM stops like Ctrl-C. A full disk
     (:class:`nsvqa.fileio.DiskFull`: the file, the bytes it needs, the bytes free) is one line
     ``<prog>: error: ...: free space, then <rerun>`` and the exit status 1."""
+    with needs_extra(prog):
+        from nsvqa.training.engine import Interrupted  # heavy (torch): the commands' parsers import this module
+
     def on_term(signum, _frame):
         raise Interrupted(signum)
 

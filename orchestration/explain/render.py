@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any, Mapping
 
 import numpy as np
-from PIL import Image
 
 from nsvqa.evaluation.report import pyplot
 from orchestration.explain.trace import ATTR_ORDER, TOP
@@ -93,6 +92,7 @@ def draw_explanation(explanation: Mapping[str, Any], image_path: str | os.PathLi
     objects/values as bars, NS-VQA's output. Below both, across the figure: one line per object
     (its most likely attributes) and part."""
     from matplotlib.patches import Rectangle  # heavy: matplotlib, only to draw
+    from PIL import Image  # heavy ([full]): only to draw
 
     plt = pyplot()
     ex = explanation

@@ -19,8 +19,6 @@ from executors.errors import FormatError
 from executors.io import load_questions, normalize_answer
 from executors.scene import argmax_scene, check_image_filename
 from nsvqa.artifacts.programs import read_programs
-from nsvqa.evaluation.scene_parser import load_parsed
-from orchestration.experiment import VariantRun
 
 #: Probabilistic models :func:`explain` runs (name -> executor mode).
 MODELS = {"pnsvqa": "threshold", "pnsvqa-exact": "exact"}
@@ -71,6 +69,9 @@ def explain(run_dir: str | os.PathLike, data: str | os.PathLike, split: str, ima
     """
     if model not in MODELS:
         raise ExplainError(f"unknown model {model!r}; valid: {', '.join(MODELS)}")
+    from nsvqa.evaluation.scene_parser import load_parsed  # heavy (pycocotools), as is the next (torch): nsvqa-explain's
+    from orchestration.experiment import VariantRun        # parser reads MODELS at once
+
     run_dir, data = Path(run_dir), Path(data)
     variant = data.name
     here = run_dir.resolve()

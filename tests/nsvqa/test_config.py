@@ -189,18 +189,20 @@ def test_training_scripts_take_every_config_field(load_script):
 
 
 def test_train_variant_overrides_are_typed(load_script):
+    from orchestration.experiment_cli import spec_from_args
+
     tv = load_script("train_variant")
     base = ["--data", "d", "--variant", "mid", "--out", "o"]
-    _, spec = tv.spec_from_args(tv.get_args_parser().parse_args(
+    _, spec = spec_from_args(tv.get_args_parser().parse_args(
         base + ["--scene-set", "det_iterations=400", "--scene-set", "det_lr=1", "--scene-set", "detector=none",
                 "--scene-set", "det_anchor_sizes=8,16", "--question-set", "reinforce=true", "--question-set",
                 "min_word_count=2"]))
     assert spec.scene_overrides == {"det_iterations": 400, "det_lr": 1.0, "detector": None, "det_anchor_sizes": (8, 16)}
     assert spec.question_overrides == {"reinforce": True, "min_word_count": 2}
     with pytest.raises(ValueError, match=r"--question-set steps='many': expected int, got 'many'"):
-        tv.spec_from_args(tv.get_args_parser().parse_args(base + ["--question-set", "steps=many"]))
+        spec_from_args(tv.get_args_parser().parse_args(base + ["--question-set", "steps=many"]))
     with pytest.raises(TypeError, match=r"--scene-set: unknown config fields \['hidden'\]"):
-        tv.spec_from_args(tv.get_args_parser().parse_args(base + ["--scene-set", "hidden=3"]))
+        spec_from_args(tv.get_args_parser().parse_args(base + ["--scene-set", "hidden=3"]))
 
 
 # ---------------------------------------------------------------------------- checkpoints

@@ -13,7 +13,10 @@ from nsvqa.config import resolve_device
 from orchestration.experiment_cli import add_training_args
 
 REPO = Path(__file__).resolve().parents[2]
-SCRIPTS = sorted(p.stem for p in (REPO / "scripts").glob("*.py") if "def get_args_parser" in p.read_text())
+#: every script with a parser: its own, or its command's (orchestration/cli/, nsvqa/cli/; the script a shim)
+SCRIPTS = sorted(p.stem for p in (REPO / "scripts").glob("*.py")
+                 if any("def get_args_parser" in f.read_text() for f in (p, REPO / "orchestration" / "cli" / p.name,
+                                                                         REPO / "nsvqa" / "cli" / p.name) if f.is_file()))
 
 
 def _device_option(parser: argparse.ArgumentParser) -> argparse.Action | None:

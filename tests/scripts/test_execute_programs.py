@@ -180,7 +180,7 @@ def test_broken_question_record(script, capsys, tmp_path):
     q.write_text(json.dumps(questions))
     rc, _, err = run(script, capsys, "--scenes", s, "--questions", q)
     assert rc == 2
-    assert err.strip() == f"execute_programs.py: error: {q}, question 2: missing field 'program'"
+    assert err.strip() == f"nsvqa-execute-programs: error: {q}, question 2: missing field 'program'"
 
 
 def test_question_without_scene(script, capsys, tmp_path):
@@ -208,7 +208,7 @@ def test_missing_file(script, capsys, tmp_path, which):
     args = {"scenes": SCENES, "questions": QUESTIONS, which: missing}
     rc, _, err = run(script, capsys, "--scenes", args["scenes"], "--questions", args["questions"])
     assert rc == 2
-    assert err.strip() == f"execute_programs.py: error: {which} file not found: {missing}"
+    assert err.strip() == f"nsvqa-execute-programs: error: {which} file not found: {missing}"
 
 
 def test_not_json(script, capsys, tmp_path):

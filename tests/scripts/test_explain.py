@@ -224,7 +224,7 @@ def test_bad_input_exits_2_naming_the_file_and_item(fake, load_script, capsys, t
         rc = main([*base, *argv]) if argv[0] != "--run" else main(list(argv))
         out, e = capsys.readouterr()
         assert rc == 2 and out == ""
-        assert e.startswith("explain.py: error: ")
+        assert e.startswith("nsvqa-explain: error: ")
         return e
 
     e = err("--index", "99")

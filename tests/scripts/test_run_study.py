@@ -176,7 +176,7 @@ def test_frozen_code_is_a_worktree_of_head_reused_and_swept(load_script, tmp_pat
     import subprocess
 
     rs = load_script("run_study")
-    repo = Path(rs.__file__).resolve().parents[1]
+    repo = Path(rs.__file__).resolve().parents[2]  # orchestration/cli/run_study.py
     if not (repo / ".git").exists():
         pytest.skip("not a git checkout")
     runs = tmp_path / "runs"

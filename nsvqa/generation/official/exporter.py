@@ -5,8 +5,6 @@ import os
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from PIL import Image
-
 from executors.errors import FormatError
 from executors.io import question_records, read_json, scene_records
 from executors.scene import check_image_filename
@@ -22,6 +20,7 @@ from nsvqa.generation.official.release import (EXPORT_QUESTIONS_FILE, IMPORTER_V
 def _image_size(path: Path, where: str) -> tuple[int, int]:
     if not path.is_file():
         raise OfficialFormatError(f"{where}, field 'image_filename': no image {path}")
+    from PIL import Image  # heavy ([full]): where used; the commands' parsers import this package at once
     with Image.open(path) as im:
         return im.size
 

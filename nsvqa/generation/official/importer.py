@@ -10,8 +10,6 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
-from PIL import Image
-from tqdm import tqdm
 
 from executors import load_ontology
 from executors.errors import ExecutionError, FormatError
@@ -76,6 +74,7 @@ def _convert(job: _SceneJob) -> tuple[dict, dict[str, int]]:
     sc, where, onto = job.scene, job.where, _onto()
     if not job.source.is_file():
         raise OfficialFormatError(f"{where}, field 'image_filename': no image {job.source}")
+    from PIL import Image  # heavy ([full]): where used; the commands' parsers import this package at once
     try:
         with Image.open(job.source) as im:
             src_w, src_h = im.size
@@ -440,6 +439,7 @@ def _invalid(q: Mapping[str, Any], onto: Ontology) -> bool:
 
 
 def _run(jobs: list[_SceneJob], workers: int, progress: bool, desc: str) -> list[tuple[dict, dict]]:
+    from tqdm import tqdm  # [full]: only while a release is imported
     bar = tqdm(total=len(jobs), disable=not progress, unit="img", desc=desc)
     out = []
     if workers <= 1 or len(jobs) < 2:
