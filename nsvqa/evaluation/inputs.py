@@ -61,6 +61,8 @@ def _split_of(path: Path, data: str | os.PathLike | None, split: str | None, tes
         if not isinstance(config, dict) or not isinstance(config.get("data"), str):
             return None
         data, split = config["data"], split or config.get("split") or "test"
+        if (Path(data) / "questions").is_dir():  # a variant folder (train_baseline's --data): the root is above it
+            data = str(Path(data).parent)
         q = questions_path(Path(data) / test, split)
         if not q.is_file() and Path(data).is_dir():  # the data root is there, without this test variant
             raise PredictionFormatError(f"{path}: its test variant {test!r} is not in the data root {data} its run's "
