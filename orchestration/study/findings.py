@@ -684,7 +684,8 @@ def seeing_cell(r: Mapping[str, Any], group: str, full: bool) -> str:
 
 def seeing_header(side: Mapping[str, Any]) -> str:
     """A column's header: the group's models and whose perception they see with."""
-    whose = "the modular scene parser's" if side["shares_modular_perception"] else "their own"
+    whose = "the modular scene parser's" if side["shares_modular_perception"] else \
+        ("its own" if len(side["models"]) == 1 else "their own")
     return f"against {', '.join(side['models'])} ({whose} perception)"
 
 

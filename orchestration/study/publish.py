@@ -19,6 +19,7 @@ from typing import Any, Callable, Mapping, Sequence
 from nsvqa.evaluation.report import pct
 from nsvqa.fileio import write_atomic
 from orchestration.study.study_config import STUDY, StudyConfig
+from orchestration.study.cost import pending_rows
 from orchestration.study.findings import correction_line, findings_markdown, seeing_cell, seeing_header, seeing_sentence
 from orchestration.study.report import (TEXT_SUFFIXES, build_study_report, dependence_seeds, design_sentence,
                                        seeds_table)
@@ -37,12 +38,13 @@ def findings_table(report: Mapping[str, Any]) -> list[str]:
     group of models that see (a column each); then the multiple-comparison line and which
     non-modular models see, with whose perception (Markdown lines)."""
     sides = report.get("seeing", ())
-    lines = ["| finding (paper) | ours | verdict | judged against | " + "".join(f"{seeing_header(s)} | " for s in sides),
-             "|---|---|---|---|" + "---|" * len(sides)]
+    lines = ["| " + " | ".join(["finding (paper)", "ours", "verdict", "judged against",
+                                *(seeing_header(s) for s in sides)]) + " |",
+             "|" + "---|" * (4 + len(sides))]
     for f in report.get("findings", []):
         verdict_ = f"**{f['status']}**" + (f" ({f['qualifier']})" if f.get("qualifier") else "")
-        lines.append(f"| {f['paper']} | {f.get('headline', f['ours'])} | {verdict_} | {f.get('rests_on', '—')} | "
-                     + "".join(f"{seeing_cell(f, s['group'], False)} | " for s in sides))
+        lines.append("| " + " | ".join([f["paper"], f.get("headline", f["ours"]), verdict_, f.get("rests_on", "—"),
+                                        *(seeing_cell(f, s["group"], False) for s in sides)]) + " |")
     line = " ".join(x for x in (correction_line(report.get("findings", [])), seeing_sentence(sides)) if x)
     return lines + (["", line.strip()] if line.strip() else [])
 
@@ -117,14 +119,15 @@ def factor_seeds_lines(report: Mapping[str, Any]) -> list[str]:
 
 
 def plan_sentence(report: Mapping[str, Any]) -> str:
-    """Whether every declared piece is committed, and which are not (from the report's budget)."""
-    b = report.get("budget") or {}
-    pending = [r["piece"] for r in (*b.get("pending", ()), *(b.get("reruns") or {}).get("pending", ()))]
+    """Whether every declared piece is committed, and how many are not (from the report's budget:
+    the study's, the reruns' and each heading's pending pieces; named where they are few)."""
+    pending = [r["piece"] for r in pending_rows(report.get("budget") or {"pending": []})]
     done = len(report.get("pieces", ()))
     if not pending:
-        return f"Every declared piece of the plan is committed ({done} pieces)."
-    return (f"{done} pieces committed; {len(pending)} declared piece{'s' if len(pending) > 1 else ''} not run yet: "
-            + ", ".join(f"`{x}`" for x in pending) + ".")
+        return f"Every declared piece of the plan is committed ({done} piece{'s' if done != 1 else ''})."
+    named = (": " + ", ".join(f"`{x}`" for x in pending)) if len(pending) <= 6 else \
+        " (report.md, \"Budget\", lists them)"
+    return f"{done} pieces committed; {len(pending)} declared piece{'s' if len(pending) > 1 else ''} not run yet{named}."
 
 
 def _findings_block(report: Mapping[str, Any]) -> list[str]:

@@ -467,8 +467,7 @@ def design_sentence(report: Mapping[str, Any]) -> str:
         out.append(f"The declared design (`design`, docs/study.md) adds {d['design_pieces']} pieces by a rule that "
                    f"reads no result.")
     out.append("Every verdict is final: the declared design is complete." if d["complete"] else
-               f"Every verdict is provisional until the declared design is complete: {len(d['pending'])} declared "
-               f"piece{'s' if len(d['pending']) > 1 else ''} not run yet.")
+               "Every verdict is provisional until the declared design is complete.")
     return " ".join(out)
 
 

@@ -71,7 +71,7 @@ def test_verdicts_are_provisional_while_a_declared_piece_is_pending():
     assert d == {"complete": False, "pending": ["a", "b"], "seed_pieces": 1, "design_pieces": len(design_only(DESIGN))}
     text = design_sentence({"design": d})
     assert "chosen by how near their findings' intervals lay to 0" in text
-    assert "Every verdict is provisional until the declared design is complete: 2 declared pieces not run yet." in text
+    assert "Every verdict is provisional until the declared design is complete." in text
     done = design_record({"pending": []}, BASE)
     assert done["complete"] and design_sentence({"design": done}) == ("Every verdict is final: the declared design "
                                                                        "is complete.")
@@ -86,3 +86,21 @@ def test_a_model_no_piece_has_trained_is_projected_with_its_analogs_training_ste
     keys = _expected_steps(piece, BASE, measured)
     assert "model_objmac-trace" in keys and "model_nscl" not in keys  # its analog's step, no other model's
     assert _expected_steps(piece, BASE, ["model_regionmac-trace", "model_objmac-trace"])[0] == "model_regionmac-trace"
+
+
+def test_the_readme_says_whether_every_declared_piece_is_committed_and_the_table_has_a_column_per_group_that_sees():
+    from orchestration.study.findings import seeing_sides
+    from orchestration.study.publish import findings_table, plan_sentence
+
+    few = {"pieces": [{}] * 3, "budget": {"pending": [{"piece": "a"}], "headings": {HEADING: {"pending": [
+        {"piece": "b"}]}}}}
+    assert plan_sentence(few) == "3 pieces committed; 2 declared pieces not run yet: `a`, `b`."
+    many = {"pieces": [], "budget": {"pending": [{"piece": str(i)} for i in range(7)]}}
+    assert plan_sentence(many) == '0 pieces committed; 7 declared pieces not run yet (report.md, "Budget", lists them).'
+    assert plan_sentence({"pieces": [{}], "budget": {"pending": []}}) == \
+        "Every declared piece of the plan is committed (1 piece)."
+    sides = seeing_sides({"seeing": ("objmac-trace",), "regionmac": ("regionmac-trace",)})
+    row = {"paper": "p", "ours": "o", "status": "reproduced", "qualifier": "", "rests_on": "r",
+           "seeing": {"regionmac": {"status": "pending", "qualifier": ""}}}
+    table = findings_table({"findings": [row], "seeing": sides})
+    assert table[0].count("|") == 7 and table[2] == "| p | o | **reproduced** | r | — | **pending** |"

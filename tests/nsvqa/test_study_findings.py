@@ -314,7 +314,7 @@ def test_each_group_that_sees_is_judged_in_a_column_of_its_own():
     assert red["seeing"]["seeing"]["status"] == "reproduced" and red["seeing"]["regionmac"]["status"] == "reversed"
     assert red["seeing"]["regionmac"]["rests_on"].startswith("regionmac regionmac-trace [a box-supervised detector")
     header = findings_markdown([red], sides)[0]
-    assert header.count("| against ") == 2 and "against regionmac-trace (their own perception)" in header
+    assert header.count("| against ") == 2 and "against regionmac-trace (its own perception)" in header
     sentence = seeing_sentence(sides)
     assert "objmac-trace (" in sentence and "regionmac-trace (a box-supervised detector's region features" in sentence
     assert sentence.count("does not separate reasoning from perception") == 1
