@@ -40,7 +40,7 @@ from typing import Any, Mapping, NamedTuple
 import numpy as np
 
 from executors import ExecutionError, Program
-from executors.io import normalize_answer
+from executors.io import normalize_answer, read_json
 from nsvqa.artifacts import LikelihoodsHeader, ParsedPrograms, ParsedSceneRecord, write_likelihoods, write_programs
 from nsvqa.artifacts.likelihoods import PARSE_MIN_SCORE
 from nsvqa.config import resolve_device
@@ -290,7 +290,7 @@ def load_pretrained(name_or_path: str | os.PathLike, model: str = DEFAULT_MODEL,
     """
     text = os.fspath(name_or_path)
     folder = verified(text.removeprefix("pretrained:"))
-    manifest = json.loads((folder / MANIFEST).read_text())
+    manifest = read_json((folder / MANIFEST))
     held = list((manifest.get("models") or {}))
     valid = [*PIPELINE_MODELS, *held]
     if model not in valid:

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import os
 import shutil
 import sys
@@ -30,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from executors.errors import FormatError
-from executors.io import loads_json
+from executors.io import loads_json, read_json
 from nsvqa.cli import command_parser
 from nsvqa.fileio import atomic_open, sweep_temporaries, temporary_folder, temporary_name
 from nsvqa.pretrained import (MANIFEST, PRETRAINED_DIR, PretrainedError, cache_dir, is_set_path, safe_relative,
@@ -200,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
     except PretrainedError as e:
         print(f"nsvqa-fetch-pretrained: {e}", file=sys.stderr)
         return 2
-    manifest = json.loads((folder / MANIFEST).read_text())
+    manifest = read_json((folder / MANIFEST))
     print(f"{folder}: set {args.name!r}, {len(manifest['sha256'])} files checked against its manifest's sha256")
     return 0
 

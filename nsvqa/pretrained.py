@@ -32,11 +32,11 @@ such a set (``TrainSpec.pretrained``) trains none of the models the set holds: i
 """
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any, Mapping
 
+from executors.io import read_json
 from nsvqa.fileio import sha256_file, write_atomic, write_json_atomic
 from nsvqa.training.checkpoint import CheckpointError, load_checkpoint, save_shipped
 
@@ -143,7 +143,7 @@ def verified(name: str | os.PathLike) -> Path:
     folder = locate(name)
     man_path = folder / MANIFEST
     try:
-        manifest = json.loads(man_path.read_text())
+        manifest = read_json(man_path)
         files = manifest["sha256"]
         files.items()
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
@@ -165,13 +165,13 @@ def shipped_models(folder: str | os.PathLike) -> tuple[str, ...]:
     folder = Path(folder)
     man = folder / MANIFEST
     if man.is_file():
-        return tuple(json.loads(man.read_text()).get("models", {}))
+        return tuple(read_json(man).get("models", {}))
     return tuple(sorted(p.parent.name for p in folder.glob(f"baselines/*/{MODEL_CHECKPOINT}")))
 
 
 def read_manifest(name: str | os.PathLike) -> dict[str, Any]:
     """The manifest of a set, by name or folder (verified first)."""
-    return json.loads((verified(name) / MANIFEST).read_text())
+    return read_json((verified(name) / MANIFEST))
 
 
 def resolve_checkpoint(spec: str | os.PathLike, part: str) -> Path:
@@ -264,7 +264,7 @@ def add_models(name: str, models: Mapping[str, str | os.PathLike], described: Ma
     """
     folder = Path(out or pretrained_dir()) / name
     try:
-        manifest = json.loads((folder / MANIFEST).read_text())
+        manifest = read_json((folder / MANIFEST))
     except (OSError, ValueError) as e:
         raise PretrainedError(f"{folder / MANIFEST}: no readable manifest to add models to ({e})") from None
     sources = _model_sources(models)
@@ -319,7 +319,7 @@ def convert_set(name: str | os.PathLike) -> Path:
             read back identical (the ``.pt`` files and the manifest are then left as they were).
     """
     folder = verified(name)
-    manifest = json.loads((folder / MANIFEST).read_text())
+    manifest = read_json((folder / MANIFEST))
     old = [rel for rel in manifest["sha256"] if rel.endswith(".pt")]
     digests = dict(manifest["sha256"])
     for rel in old:

@@ -27,13 +27,12 @@ files loaded with ``weights_only=True``.
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 from pathlib import Path
 from typing import Any, Mapping
 
 from executors.errors import FormatError
-from executors.io import loads_json
+from executors.io import loads_json, read_json
 from nsvqa.fileio import atomic_open, sha256_file, sweep_temporaries, write_atomic, write_json_atomic
 
 log = logging.getLogger(__name__)
@@ -67,7 +66,7 @@ def manifest_digest(path: str | Path) -> tuple[str, Path] | None:
         if not manifest.is_file():
             continue
         try:
-            files = json.loads(manifest.read_text()).get("sha256")
+            files = read_json(manifest).get("sha256")
         except (OSError, ValueError, AttributeError):  # not a shipped set's manifest
             continue
         digest = files.get(path.relative_to(folder).as_posix()) if isinstance(files, dict) else None

@@ -29,7 +29,6 @@ allow (:mod:`orchestration.study.launch`, docs/cluster.md).
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
 import shutil
@@ -310,7 +309,7 @@ def main(argv: list[str] | None = None) -> int:
             print(budget_markdown(budget(args.results, cfg)), end="")
             return 0
         if args.compare:
-            run_report = json.loads(args.compare.read_text())
+            run_report = read_json(args.compare)
             comparison = demo_comparison(run_report, args.results)
             print(demo_table(comparison))
             if args.picture:
