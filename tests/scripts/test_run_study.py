@@ -105,7 +105,7 @@ def test_a_borrowed_scene_parser_this_machine_lacks_counts_in_the_time_left_and_
     (results / "pieces" / "mid-seed0-modular" / "piece.json").write_text(json.dumps(record))
     rd = next(p for p in study_pieces() if p.name == "rd+-seed0-modular")  # borrows mid's scene parser
     # the pieces training into mid's run folder lend it; the part extension's scene parser lies apart
-    assert [p.name for p in lenders(rd)] == ["mid-seed0-modular", "mid-seed0-seeing"]
+    assert [p.name for p in lenders(rd)] == ["mid-seed0-modular", "mid-seed0-seeing", "mid-seed0-regionmac"]
     minutes = next(r["minutes"] for r in pending_rows(budget(results)) if r["piece"] == rd.name)  # as --budget has it
     # no run folder here: mid's scene parser trains again first, for the 25 minutes mid's piece recorded
     assert lender_minutes(results, rd, runs) == (25.0, str(runs / "mid"))
