@@ -104,13 +104,14 @@ def _seeds_text(seeds: Sequence[int]) -> str:
 
 def factor_seeds_lines(report: Mapping[str, Any]) -> list[str]:
     """One line per factor: the training seeds each model's RD pools there (a model pools a seed
-    only where every training variant of the factor ran it), from the report's factors."""
+    only where every training variant of the factor ran it; a row without ``seeds`` holds seed 0
+    alone), from the report's factors."""
     out = []
     for name, f in report.get("factors", {}).items():
         by_seeds: dict[tuple[int, ...], list[str]] = {}
         for m, row in f.get("models", {}).items():
-            if row.get("rd") is not None and row.get("seeds"):
-                by_seeds.setdefault(tuple(row["seeds"]), []).append(m)
+            if row.get("rd") is not None:
+                by_seeds.setdefault(tuple(row.get("seeds") or (0,)), []).append(m)
         if by_seeds:
             parts = [f"{', '.join(ms)} {_seeds_text(seeds)}" for seeds, ms in
                      sorted(by_seeds.items(), key=lambda kv: (-len(kv[0]), kv[0]))]

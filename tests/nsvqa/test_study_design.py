@@ -104,3 +104,15 @@ def test_the_readme_says_whether_every_declared_piece_is_committed_and_the_table
            "seeing": {"regionmac": {"status": "pending", "qualifier": ""}}}
     table = findings_table({"findings": [row], "seeing": sides})
     assert table[0].count("|") == 7 and table[2] == "| p | o | **reproduced** | r | — | **pending** |"
+
+
+def test_the_seeds_each_factor_pools_are_generated_from_the_report():
+    from orchestration.study.publish import factor_seeds_lines
+
+    report = {"factors": {"visual": {"models": {"nscl": {"rd": 0.1, "seeds": [0, 1, 2]}, "film": {"rd": 0.1,
+                                                                                                   "seeds": [0, 1]},
+                                                "mdetr": {"rd": None}, "objmac-trace": {"rd": 0.1}}},
+                          "distribution": {"models": {"nsvqa": {"rd": 0.3}}}}}
+    assert factor_seeds_lines(report) == [
+        "- The visual factor's RDs pool: nscl seeds 0–2; film seeds 0, 1; objmac-trace seed 0.",
+        "- The distribution factor's RDs pool: nsvqa seed 0."]
