@@ -33,6 +33,7 @@ import json
 import os
 import shutil
 import tempfile
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, NamedTuple
@@ -153,7 +154,7 @@ class _Parsers:
         return self.question.parse([question])[0]
 
 
-class PretrainedModel:
+class PretrainedModel(ABC):
     """A model of a pretrained set, ready to answer (:func:`load_pretrained` builds one).
 
     Attributes:
@@ -184,9 +185,9 @@ class PretrainedModel:
         """
         return self.ask(image, question).reply
 
+    @abstractmethod
     def ask(self, image: Any, question: str) -> Detail:
         """:meth:`answer` with the probability, the error and the parser's tokens (:class:`Detail`)."""
-        raise NotImplementedError
 
 
 class ModularModel(PretrainedModel):
