@@ -21,8 +21,7 @@ from nsvqa.fileio import write_atomic
 from orchestration.study.study_config import STUDY, StudyConfig
 from orchestration.study.cost import pending_rows
 from orchestration.study.findings import correction_line, findings_markdown, seeing_cell, seeing_header, seeing_sentence
-from orchestration.study.report import (TEXT_SUFFIXES, build_study_report, dependence_seeds, design_sentence,
-                                       seeds_table)
+from orchestration.study.report import TEXT_SUFFIXES, build_study_report, dependence_seeds, seeds_table
 
 #: The lines between which the README holds the generated results table (:func:`readme_results`).
 README_BEGIN, README_END = "<!-- results-table:begin -->", "<!-- results-table:end -->"
@@ -77,9 +76,19 @@ def readme_results(report: Mapping[str, Any]) -> str:
              f"variant; a verdict names the training seeds its cells pool (the fewest, where they differ); 95% "
              f"intervals over the seeds, where a cell pools several, then the test images. "
              f"Details: [results/study/report.md](results/study/report.md). {plan_sentence(report)} "
-             f"{design_sentence(report)}".rstrip(), ""]
+             f"{_design_brief(report)}".rstrip(), ""]
     return "\n".join(lines + findings_table(report) + ["", "Every model in domain, with its image dependence "
                                                         "(the check that a model looks): docs/study.md, \"In domain\"."])
+
+
+def _design_brief(report: Mapping[str, Any]) -> str:
+    """The README's short form of :func:`~orchestration.study.report.design_sentence` (report.md has it whole)."""
+    d = report.get("design")
+    if not d:
+        return ""
+    return ("Every verdict is final: the declared design is complete." if d["complete"] else
+            "Every verdict is provisional until the declared design is complete (how its pieces were chosen: "
+            "report.md, \"Findings\").")
 
 
 def _config_block(report: Mapping[str, Any]) -> list[str]:
