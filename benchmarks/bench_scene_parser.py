@@ -63,6 +63,24 @@ def _targets(batch: int, h: int, w: int, num_classes: int, device):
     return images, targets
 
 
+def attribute_head_step(cfg: SceneParserConfig, vocab: dict, dev):
+    """One training step of ``cfg``'s attribute head on a synthetic batch of its size (crops of
+    ``crop_size``, random labels of ``vocab``), as a closure; the head and its optimizer built once."""
+    head = cfg.build_attribute_head({a: len(v) for a, v in vocab.items()}, pretrained=False).to(dev).train()
+    opt = torch.optim.AdamW(head.parameters(), lr=1e-3)
+    b = cfg.attr_batch
+    x, geo = torch.rand(b, 4, cfg.crop_size, cfg.crop_size, device=dev), torch.rand(b, 4, device=dev)
+    labels = {a: torch.randint(0, len(v), (b,), device=dev) for a, v in vocab.items()}
+    labels |= {"kind": torch.zeros(b, dtype=torch.long, device=dev), "position": torch.rand(b, 2, device=dev)}
+
+    def step() -> None:
+        loss = attribute_loss(head(x, geo), labels)["total"]
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    return step
+
+
 def _median_time(step, n: int, device: str) -> float:
     step()  # warm-up
     times = []
@@ -114,19 +132,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"{', bf16' if bcfg.det_amp else ''}; "
                   f"{cfg.det_iterations} its = {rows[-1]['det_schedule_hours']:.2f} h)  inference {infer_s:.3f} s/img",
                   flush=True)
-        head = cfg.build_attribute_head({a: len(v) for a, v in vocab.items()}, pretrained=False).to(dev).train()
-        hopt = torch.optim.AdamW(head.parameters(), lr=1e-3)
-        b = cfg.attr_batch
-        x, geo = torch.rand(b, 4, cfg.crop_size, cfg.crop_size, device=dev), torch.rand(b, 4, device=dev)
-        labels = {a: torch.randint(0, len(v), (b,), device=dev) for a, v in vocab.items()}
-        labels |= {"kind": torch.zeros(b, dtype=torch.long, device=dev), "position": torch.rand(b, 2, device=dev)}
-
-        def head_step():
-            loss = attribute_loss(head(x, geo), labels)["total"]
-            hopt.zero_grad()
-            loss.backward()
-            hopt.step()
-
+        head_step, b = attribute_head_step(cfg, vocab, dev), cfg.attr_batch
         head_s = _median_time(head_step, args.iterations, args.device)
         rows.append({"profile": prof, "head_backbone": cfg.head_backbone, "head_batch": b, "crop": cfg.crop_size,
                      "head_s_per_step": head_s})

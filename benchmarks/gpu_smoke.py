@@ -131,22 +131,11 @@ def detector_step(prof: str, dev: torch.device):
 
 def attribute_head_step(prof: str, dev: torch.device):
     """One attribute-head step of the profile (its trunk, batch and crop size)."""
+    from bench_scene_parser import attribute_head_step as head_step
     from nsvqa.training.scene_config import SceneParserConfig
     from nsvqa.training.scene_parser import attribute_vocabulary
-    from parsers.scene.attribute_head import attribute_loss
-    cfg, vocab = SceneParserConfig.from_profile("-", prof), attribute_vocabulary()
-    head = cfg.build_attribute_head({a: len(v) for a, v in vocab.items()}, pretrained=False).to(dev).train()
-    opt = torch.optim.AdamW(head.parameters(), lr=1e-3)
-    b = cfg.attr_batch
-    x, geo = torch.rand(b, 4, cfg.crop_size, cfg.crop_size, device=dev), torch.rand(b, 4, device=dev)
-    labels = {a: torch.randint(0, len(v), (b,), device=dev) for a, v in vocab.items()}
-    labels |= {"kind": torch.zeros(b, dtype=torch.long, device=dev), "position": torch.rand(b, 2, device=dev)}
-
-    def step():
-        loss = attribute_loss(head(x, geo), labels)["total"]
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
+    cfg = SceneParserConfig.from_profile("-", prof)
+    step, b = head_step(cfg, attribute_vocabulary(), dev), cfg.attr_batch
     return step, {"batch": b, "input": f"{cfg.crop_size}px crops", "backbone": cfg.head_backbone}
 
 
