@@ -30,6 +30,7 @@ from executors.io import normalize_answer, read_json
 
 from nsvqa.artifacts.predictions import CellKey, Prediction, PredictionFormatError
 from nsvqa.artifacts.questions import questions_path, read_questions
+from nsvqa.fileio import is_variant_folder
 
 
 def _line_of(path: Path, question_index: int) -> str:
@@ -61,7 +62,7 @@ def _split_of(path: Path, data: str | os.PathLike | None, split: str | None, tes
         if not isinstance(config, dict) or not isinstance(config.get("data"), str):
             return None
         data, split = config["data"], split or config.get("split") or "test"
-        if (Path(data) / "questions").is_dir():  # a variant folder (train_baseline's --data): the root is above it
+        if is_variant_folder(data):  # a variant folder (train_baseline's --data): the root is above it
             data = str(Path(data).parent)
         q = questions_path(Path(data) / test, split)
         if not q.is_file() and Path(data).is_dir():  # the data root is there, without this test variant
