@@ -421,8 +421,9 @@ def over_cap(results: str | os.PathLike, piece: Piece, cfg: StudyConfig = STUDY,
     (:data:`RERUN_CAP_HOURS`, on :func:`rerun_hours`' spent hours), never to the study's.
     A piece no committed piece of its kind projects is let through until the cap is spent."""
     b = budget(results, cfg) if b is None else b  # ``b``: :func:`budget`'s, when the caller has it
-    h = heading_of(piece, cfg)
-    if h in cfg.headings:
+    h = next((n for n, x in (b.get("headings") or {}).items()  # the heading the budget put it under
+              if piece.name in x["pieces"] or any(r["piece"] == piece.name for r in x["pending"])), None)
+    if h is not None:
         spent, cap, whose = b["headings"][h]["spent_hours"], b["headings"][h]["cap_hours"], f"{h}'s"
         if spent >= cap:
             return f"{h}'s pieces took {spent:.1f} h, its {cap:g}-hour cap"
