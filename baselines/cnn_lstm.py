@@ -16,8 +16,10 @@ from typing import ClassVar
 import torch
 from torch import nn
 
-from .common import ImageEncoder, ImageQuestionModelConfig, NeuralBaseline, QuestionEncoder, mlp
-from .neural_config import SmallQuestionModelConfig
+from nsvqa.models import ModelConfig
+
+from .common import ImageEncoder, NeuralBaseline, QuestionEncoder, mlp
+from .neural_config import QUESTION_MUST_MATCH, QUESTION_TINY, check_backbone, check_question
 
 
 class CNNLSTMNet(nn.Module):
@@ -34,7 +36,7 @@ class CNNLSTMNet(nn.Module):
 
     def __init__(self, num_words: int, num_answers: int, *, word_dim: int, hidden: int, layers: int,
                  backbone: str, cnn_width: int, image_dim: int, mlp_hidden: int, dropout: float,
-                 feature_stride: int = 16):
+                 feature_stride: int):
         super().__init__()
         self.question = QuestionEncoder(num_words, word_dim, hidden, layers, dropout)
         self.image = ImageEncoder(backbone, cnn_width, image_dim, feature_stride)
@@ -47,23 +49,48 @@ class CNNLSTMNet(nn.Module):
 
 
 @dataclass(frozen=True)
-class CNNLSTMConfig(SmallQuestionModelConfig, ImageQuestionModelConfig):
-    """cnn_lstm's config (:class:`baselines.neural_config.ImageQuestionModelConfig`'s fields, the
-    question side :class:`~baselines.neural_config.SmallQuestionModelConfig`'s); the defaults are
-    the ``mini`` profile, :attr:`PROFILES` the fields the other profiles change."""
+class CNNLSTMConfig(ModelConfig):
+    """cnn_lstm's config: the run fields and the schedule (:mod:`baselines.config`), the question
+    fields (:mod:`baselines.neural_config`: word embeddings of ``word_dim``, an LSTM of ``layers`` x
+    ``hidden``, a classifier of ``mlp_hidden`` with ``dropout``), then the image side: images
+    resized to ``image_width`` x ``image_height``; ``backbone`` ``small`` (four stride-2
+    conv-BN-ReLU blocks of ``cnn_width``, 2x, 4x, 8x channels) or ``resnet18`` (torchvision,
+    ``weights=None``: trained from scratch), or the ImageNet Lite0: ``lite0`` (frozen, its maps at
+    ``feature_stride`` cached per image; the mini and full profiles) or ``lite0-ft`` (fine-tuned on
+    the pixels); its feature map is average-pooled to a 3 x 4 grid and projected to ``image_dim``
+    features (:class:`~baselines.networks.ImageEncoder`). ``cache_images`` keeps the resized
+    train/val images in ``RUN/cache/``. The defaults are the ``mini`` profile, :attr:`PROFILES` the
+    fields the other profiles change."""
 
     model: str = "cnn_lstm"
+    ontology: str = "superclevr"
+    max_train_questions: int | None = None
     steps: int = 10000
     lr: float = 2e-3
+    weight_decay: float = 0.0
+    warmup: int = 100
     eval_every: int = 2000
+    val_questions: int = 1000
+    grad_clip: float = 5.0
+    batch: int = 64
+    min_word_count: int = 1
+    word_dim: int = 64
+    hidden: int = 128
+    layers: int = 1
+    mlp_hidden: int = 256
+    dropout: float = 0.1
     image_width: int = 320
     image_height: int = 240
     backbone: str = "lite0"
     cnn_width: int = 8
     image_dim: int = 256
+    cache_images: bool = True
+    feature_stride: int = 16
 
+    MUST_MATCH: ClassVar[tuple[str, ...]] = QUESTION_MUST_MATCH + (
+        "image_width", "image_height", "backbone", "cnn_width", "image_dim", "feature_stride")
     PROFILES: ClassVar = {
-        "tiny": dict(SmallQuestionModelConfig.TINY, image_width=64, image_height=48, backbone="small", image_dim=64),
+        "tiny": dict(QUESTION_TINY, image_width=64, image_height=48, backbone="small", image_dim=64),
         "demo": dict(steps=1000, eval_every=500, val_questions=500),  # mini, shorter
         # the frozen Lite0's cached stride-16 maps of the full 320x240 images: test 40.1% on mid after
         # 10,000 steps (16 min at 1 thread) where the question-only LSTM has 36.2% and the from-scratch
@@ -75,6 +102,14 @@ class CNNLSTMConfig(SmallQuestionModelConfig, ImageQuestionModelConfig):
     }
     #: configs saved before the frozen Lite0 existed trained the small CNN from scratch
     ABSENT: ClassVar = {"backbone": "small"}
+
+    def check(self) -> None:
+        super().check()
+        check_question(self)
+        for k in ("image_width", "image_height", "cnn_width", "image_dim"):
+            if getattr(self, k) < 1:
+                raise ValueError(f"{k} must be >= 1, got {getattr(self, k)}")
+        check_backbone(self.backbone, self.feature_stride)
 
 
 class CNNLSTMBaseline(NeuralBaseline):

@@ -3,8 +3,8 @@
 ``config_from_dict``), :mod:`baselines.images` (image inputs: ``load_images``, ``image_cache``,
 ``normalise_images``, the frozen backbone's cached features, ``image_inputs``),
 :mod:`baselines.qa_encoding` (the answer vocabulary, reading and encoding the questions,
-``EncodedQA``, ``collate_qa``), :mod:`baselines.neural_config` (the question and image model
-configs, the backbone names), :mod:`baselines.networks` (question and image encoders, ``mlp``) and
+``EncodedQA``, ``collate_qa``), :mod:`baselines.neural_config` (the backbone names a config can
+name), :mod:`baselines.networks` (question and image encoders, ``mlp``) and
 :mod:`baselines.classifier` (``NeuralBaseline``, the training loop ``train_classifier`` and
 ``accuracy``).
 """
@@ -14,8 +14,7 @@ from .classifier import NeuralBaseline, accuracy, train_classifier
 from .images import (FEATURE_BACKBONES, backbone_features, feature_cache_dir, image_cache, image_inputs, load_images,
                      normalise_images)
 from .networks import ImageEncoder, QuestionEncoder, mlp
-from .neural_config import (BACKBONES, PIXEL_BACKBONES, ImageQuestionModelConfig, QuestionModelConfig,
-                            check_backbone)
+from .neural_config import BACKBONES, PIXEL_BACKBONES, check_backbone
 from .qa_encoding import (EncodedQA, QARecord, answer_vocabulary, collate_qa, encode_questions, pad_words,
                           read_qa)
 from .runs import CHECKPOINT, checkpoint_kind, checkpoint_path, config_from_dict, open_run
@@ -26,6 +25,6 @@ from .networks import Lite0Trunk  # noqa: F401
 __all__ = ["CHECKPOINT", "checkpoint_kind", "checkpoint_path", "answer_vocabulary", "QARecord", "read_qa",
            "encode_questions", "pad_words", "load_images", "image_cache", "normalise_images", "EncodedQA",
            "collate_qa",
-           "QuestionModelConfig", "ImageQuestionModelConfig", "BACKBONES", "PIXEL_BACKBONES", "check_backbone",
+           "BACKBONES", "PIXEL_BACKBONES", "check_backbone",
            "FEATURE_BACKBONES", "backbone_features", "feature_cache_dir", "image_inputs", "config_from_dict", "QuestionEncoder",
            "ImageEncoder", "mlp", "NeuralBaseline", "accuracy", "open_run", "train_classifier"]

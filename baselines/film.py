@@ -36,19 +36,20 @@ from torch import nn
 from torch.nn import functional as F
 from torchvision.models import resnet18
 
+from nsvqa.models import ModelConfig
 from parsers.backbones import TAP_CHANNELS
 from parsers.question.vocab import NULL_ID
 
 from .common import BACKBONES, Lite0Trunk, NeuralBaseline, check_backbone, mlp
-from .neural_config import SmallQuestionModelConfig
+from .neural_config import QUESTION_MUST_MATCH, QUESTION_TINY, check_question
 
 
 @dataclass(frozen=True)
-class FiLMConfig(SmallQuestionModelConfig):
-    """A :class:`baselines.neural_config.QuestionModelConfig` (``word_dim``, ``hidden``, ``layers``: the
-    GRU; ``mlp_hidden``, ``dropout``: the classifier MLP; their values
-    :class:`~baselines.neural_config.SmallQuestionModelConfig`'s) plus the image side and the
-    FiLMed network.
+class FiLMConfig(ModelConfig):
+    """film's config, and the config of its family (``film-dense``, ``film-trace`` derive from it):
+    the run fields and the schedule (:mod:`baselines.config`), the question fields
+    (:mod:`baselines.neural_config`: ``word_dim``, ``hidden``, ``layers``: the GRU; ``mlp_hidden``,
+    ``dropout``: the classifier MLP), then the image side and the FiLMed network.
 
     Images are resized to ``image_width`` x ``image_height`` (``cache_images`` keeps the resized
     train/val images in ``RUN/cache/``); ``backbone`` ``small`` (``cnn_layers`` stride-2 blocks of
@@ -62,10 +63,22 @@ class FiLMConfig(SmallQuestionModelConfig):
     """
 
     model: str = "film"
+    ontology: str = "superclevr"
+    max_train_questions: int | None = None
     steps: int = 6000
     lr: float = 1e-3
-    eval_every: int = 2000
     weight_decay: float = 1e-5  # the paper's
+    warmup: int = 100
+    eval_every: int = 2000
+    val_questions: int = 1000
+    grad_clip: float = 5.0
+    batch: int = 64
+    min_word_count: int = 1
+    word_dim: int = 64
+    hidden: int = 128
+    layers: int = 1
+    mlp_hidden: int = 256
+    dropout: float = 0.1
     image_width: int = 320
     image_height: int = 240
     backbone: str = "lite0"
@@ -78,7 +91,7 @@ class FiLMConfig(SmallQuestionModelConfig):
     feature_stride: int = 16
 
     PROFILES: ClassVar = {
-        "tiny": dict(SmallQuestionModelConfig.TINY, image_width=64, image_height=48, backbone="small",
+        "tiny": dict(QUESTION_TINY, image_width=64, image_height=48, backbone="small",
                      classifier_proj=64),
         "demo": dict(steps=1000, eval_every=500, val_questions=500),  # mini, shorter
         # lr 1e-3 rather than the paper's 3e-4: a short schedule on a small network. On the frozen
@@ -98,12 +111,13 @@ class FiLMConfig(SmallQuestionModelConfig):
     #: configs saved before the frozen Lite0 existed trained the small CNN from scratch
     ABSENT: ClassVar = {"backbone": "small"}
 
-    MUST_MATCH: ClassVar[tuple[str, ...]] = SmallQuestionModelConfig.MUST_MATCH + (
+    MUST_MATCH: ClassVar[tuple[str, ...]] = QUESTION_MUST_MATCH + (
         "image_width", "image_height", "backbone", "cnn_width", "cnn_layers", "num_blocks", "module_dim",
         "classifier_proj", "feature_stride")
 
     def check(self) -> None:
         super().check()
+        check_question(self)
         for k in ("image_width", "image_height", "cnn_width", "cnn_layers", "num_blocks", "module_dim",
                   "classifier_proj"):
             if getattr(self, k) < 1:
@@ -212,7 +226,7 @@ class FiLMNet(nn.Module):
 
     def __init__(self, num_words: int, num_answers: int, *, word_dim: int, hidden: int, layers: int,
                  backbone: str, cnn_width: int, cnn_layers: int, num_blocks: int, module_dim: int,
-                 classifier_proj: int, mlp_hidden: int, dropout: float, feature_stride: int = 16):
+                 classifier_proj: int, mlp_hidden: int, dropout: float, feature_stride: int):
         super().__init__()
         self.num_blocks, self.module_dim = num_blocks, module_dim
         self.question = GRUEncoder(num_words, word_dim, hidden, layers)

@@ -23,8 +23,8 @@ from .more_questions import MoreQuestions
 
 @dataclass(frozen=True)
 class FiLMDenseConfig(FiLMConfig):
-    """A :class:`baselines.film.FiLMConfig` plus ``extra_questions_per_image`` (0: the train file's
-    questions only). The defaults are the ``mini`` profile: film's, on stride-8 frozen maps (4x the
+    """film-dense's config: a :class:`baselines.film.FiLMConfig` plus ``extra_questions_per_image``
+    (0: the train file's questions only). The defaults are the ``mini`` profile: film's, on stride-8 frozen maps (4x the
     cells of film's stride 16), 30 more object questions per training image (40 in all), 6,000 steps
     of 32 questions: ~22 min on 2 threads by arithmetic from film's measured mini (19 min at 1
     thread), not yet measured on mid. :attr:`PROFILES` holds the fields the other profiles change."""

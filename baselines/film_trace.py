@@ -29,7 +29,7 @@ from torch.nn import functional as F
 
 from executors.ontology import load_ontology
 
-from .film import FiLMNet, build_cnn
+from .film import FiLMConfig, FiLMNet, build_cnn
 from .film_dense import FiLMDenseBaseline, FiLMDenseConfig
 from .trace_targets import cell_loss, cell_targets
 
@@ -38,21 +38,29 @@ TRACE_BLOCKS = ("all", "last")
 
 
 @dataclass(frozen=True)
-class FiLMTraceConfig(FiLMDenseConfig):
-    """film-trace's config: :class:`baselines.film_dense.FiLMDenseConfig` (its defaults are the
-    ``mini`` profile, its :attr:`PROFILES` film-dense's) plus ``trace_weight`` (the weight of the
-    grounding loss, >= 0; 0: film-dense's loss) and ``trace_blocks`` (``"all"``: one cell head per
-    FiLMed block, the program's object steps spread over them; ``"last"``: the last block only,
-    which reads the last step's set)."""
+class FiLMTraceConfig(FiLMConfig):
+    """film-trace's config: a :class:`baselines.film.FiLMConfig` with film-dense's values (stride-8
+    maps, batches of 32, ``extra_questions_per_image``: :class:`baselines.film_dense.FiLMDenseConfig`;
+    the defaults are the ``mini`` profile, the :attr:`PROFILES` film-dense's) plus ``trace_weight``
+    (the weight of the grounding loss, >= 0; 0: film-dense's loss) and ``trace_blocks`` (``"all"``:
+    one cell head per FiLMed block, the program's object steps spread over them; ``"last"``: the
+    last block only, which reads the last step's set)."""
 
     model: str = "film-trace"
+    warmup: int = 200
+    batch: int = 32
+    feature_stride: int = 8
+    extra_questions_per_image: int = 30
     trace_weight: float = 1.0
     trace_blocks: str = "all"
 
     MUST_MATCH: ClassVar[tuple[str, ...]] = FiLMDenseConfig.MUST_MATCH + ("trace_weight", "trace_blocks")
+    PROFILES: ClassVar = FiLMDenseConfig.PROFILES
 
     def check(self) -> None:
         super().check()
+        if self.extra_questions_per_image < 0:
+            raise ValueError(f"extra_questions_per_image must be >= 0, got {self.extra_questions_per_image}")
         if not self.trace_weight >= 0:
             raise ValueError(f"trace_weight must be >= 0, got {self.trace_weight}")
         if self.trace_blocks not in TRACE_BLOCKS:

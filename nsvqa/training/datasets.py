@@ -25,11 +25,9 @@ from executors import load_ontology
 from nsvqa.artifacts.images import read_image
 from nsvqa.artifacts.scenes import read_scenes
 from nsvqa.generation.annotations import rle_to_mask
+from nsvqa.training.scene_config import MODES, PART_MODES
 from parsers.scene.crops import check_part_crop, crop_instance
 
-MODES = ("objects", "objects+parts", "agnostic", "agnostic+parts")
-#: the modes whose detector finds parts too
-PART_MODES = ("objects+parts", "agnostic+parts")
 OBJECT_ATTRIBUTES = ("shape", "color", "material", "size", "texture")
 PART_ATTRIBUTES = ("partname", "color", "material")
 
@@ -173,7 +171,7 @@ class AttributeCropDataset(Dataset):
     and 1 for parts.
     """
 
-    def __init__(self, root: str | Path, split: str, crop_size: int = 64, parts: bool = False,
+    def __init__(self, root: str | Path, split: str, crop_size: int, parts: bool = False,
                  margin: float = 0.15, part_crop: str = "part"):
         check_part_crop(part_crop)
         self.root, self.split, self.crop_size, self.margin = Path(root), split, int(crop_size), float(margin)

@@ -23,6 +23,7 @@ from nsvqa.config import Config
 from nsvqa.training.question_config import QuestionParserConfig
 from nsvqa.training.scene_config import SceneParserConfig
 from parsers.question.question_parser import QuestionParser
+import parsers.scene.detector
 from parsers.scene.attribute_head import AttributeHead
 from parsers.scene.scene_parser import SceneParser
 
@@ -70,8 +71,8 @@ def detector_from_checkpoint(ckpt: Mapping[str, Any], where: str = "detector che
     v = ckpt["vocabularies"]
     h, w = v["image_size"]
     # every weight comes from the checkpoint: the pretrained backbone's file is not read
-    model = checkpoint_config(SceneParserConfig, ckpt, where).build_detector(v["num_classes"], h, w,
-                                                                             pretrained=False)
+    model = parsers.scene.detector.from_config(checkpoint_config(SceneParserConfig, ckpt, where), v["num_classes"],
+                                               h, w, pretrained=False)
     model.load_state_dict(ckpt["state_dict"])
     return model.eval()
 
@@ -80,8 +81,8 @@ def head_from_checkpoint(ckpt: Mapping[str, Any], where: str = "attributes check
     """The attribute head (eval mode) of a loaded ``attributes.pt`` payload, built from its config."""
     vocab = ckpt["vocabularies"]["attributes"]
     # every weight comes from the checkpoint: the pretrained trunk's file is not read
-    head = checkpoint_config(SceneParserConfig, ckpt, where).build_attribute_head({a: len(v) for a, v in vocab.items()},
-                                                                                  pretrained=False)
+    head = AttributeHead.from_config(checkpoint_config(SceneParserConfig, ckpt, where),
+                                     {a: len(v) for a, v in vocab.items()}, pretrained=False)
     head.load_state_dict(ckpt["state_dict"])
     return head.eval()
 

@@ -1,28 +1,29 @@
-"""The scene parser's run config: its defaults and profiles, and the map from the config to its networks.
+"""The scene parser's run config: its defaults and profiles (no torch: the networks build themselves from it).
 
 :class:`SceneParserConfig` is one frozen config (:class:`nsvqa.config.Config`) holding the run's
 identity, its schedule and its two networks: the detector (``det_*`` fields) and the attribute head
 (``head_*`` fields, ``crop_size``, ``part_crop``). Its defaults are the ``mini`` profile and
 :attr:`SceneParserConfig.PROFILES` the fields the other profiles change. Checkpoints store the
-resolved fields and :meth:`SceneParserConfig.build_detector` /
-:meth:`SceneParserConfig.build_attribute_head` build from the fields alone, so a checkpoint rebuilds
-the networks it was trained with.
+resolved fields and the networks build from the fields alone
+(:func:`parsers.scene.detector.from_config`, :meth:`parsers.scene.attribute_head.AttributeHead.from_config`),
+so a checkpoint rebuilds the networks it was trained with. The networks' choices come from
+:mod:`parsers.choices`, which loads no torch either.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, ClassVar, Mapping
 
-from torch import nn
-
 from nsvqa.config import Config
-from nsvqa.training.datasets import MODES
-from parsers.scene.attribute_head import HEAD_BACKBONES, HEAD_POOLS, PART_CROPS, AttributeHead
-from parsers.backbones import MIN_STRIDES
-from parsers.scene.detector import BACKBONES, TORCHVISION_BOX_HEAD, TORCHVISION_MASK_CHANNELS, build_detector
+from parsers.choices import (BACKBONES, HEAD_BACKBONES, HEAD_DEPTHS, HEAD_POOLS, MIN_STRIDES, PART_CROPS,
+                             TORCHVISION_BOX_HEAD, TORCHVISION_MASK_CHANNELS)
 
 STAGES = ("detector", "attributes", "all")
-HEAD_DEPTHS = (18, 34)
+#: the detector's classes (:class:`nsvqa.training.datasets.DetectionDataset`): the 21 shapes, the
+#: shapes and the part names, one ``object`` class, or ``object`` and ``part``
+MODES = ("objects", "objects+parts", "agnostic", "agnostic+parts")
+#: the modes whose detector finds parts too
+PART_MODES = ("objects+parts", "agnostic+parts")
 
 
 @dataclass(frozen=True)
@@ -31,11 +32,11 @@ class SceneParserConfig(Config):
     checkpoints). The defaults are the ``mini`` profile: sized to train on 2,000 mid images in
     <= 45 minutes on 2 CPU cores.
 
-    Detector network (:func:`parsers.scene.detector.build_detector`; images are never resized):
+    Detector network (:func:`parsers.scene.detector.from_config`; images are never resized):
     ``det_backbone``, ``det_anchor_sizes``, ``det_trainable_layers``, ``det_rpn_post_nms_train``,
     ``det_rpn_post_nms_test``, ``det_rois_per_image``, ``det_min_stride``, ``det_box_head_size``,
     ``det_mask_head_channels``. Attribute head
-    (:class:`parsers.scene.attribute_head.AttributeHead`): ``head_backbone`` (and for the
+    (:meth:`parsers.scene.attribute_head.AttributeHead.from_config`): ``head_backbone`` (and for the
     ResNet ``head_depth``, ``head_width``), on square crops of ``crop_size``. The other fields: the
     schedule of both stages (``det_crop_images``: training images whose matched detector crops join
     the attribute set; ``checkpoint_every``: detector iterations between checkpoints) and what the
@@ -44,7 +45,7 @@ class SceneParserConfig(Config):
 
     data: str
     profile: str = "mini"
-    mode: str = "agnostic+parts"       # detector classes: datasets.MODES (parts: the listed ones)
+    mode: str = "agnostic+parts"       # detector classes: MODES (parts: the listed ones)
     stage: str = "all"
     seed: int = 0
     device: str = "auto"              # CUDA when present, else the CPU (nsvqa.config.resolve_device)
@@ -169,29 +170,5 @@ class SceneParserConfig(Config):
         if self.max_train_images is not None and self.max_train_images < 1:
             raise ValueError(f"max_train_images must be >= 1 or None, got {self.max_train_images}")
 
-    # ------------------------------------------------------------------ networks
-    def detector_args(self) -> dict[str, Any]:
-        """The keyword arguments of :func:`parsers.scene.detector.build_detector` (the network)."""
-        return {"backbone": self.det_backbone, "anchor_sizes": tuple(self.det_anchor_sizes),
-                "trainable_layers": self.det_trainable_layers, "rpn_post_nms_train": self.det_rpn_post_nms_train,
-                "rpn_post_nms_test": self.det_rpn_post_nms_test, "rois_per_image": self.det_rois_per_image,
-                "min_stride": self.det_min_stride, "box_head_size": self.det_box_head_size,
-                "mask_head_channels": self.det_mask_head_channels}
 
-    def build_detector(self, num_classes: int, height: int, width: int, pretrained: bool = True) -> nn.Module:
-        """The (untrained) Mask R-CNN of this config for ``num_classes`` classes (background
-        included) on ``height x width`` images. ``pretrained=False``: the same network without
-        reading the ``lite0`` backbone's ImageNet weights (a checkpoint's state dict replaces them
-        all)."""
-        return build_detector(num_classes, height, width, **self.detector_args(),
-                              weights="imagenet" if pretrained else None)
-
-    def build_attribute_head(self, num_values: Mapping[str, int], pretrained: bool = True) -> AttributeHead:
-        """The (untrained) attribute head of this config; ``num_values``: attribute -> classes.
-        ``pretrained=False``: without reading the ``lite0`` trunk's ImageNet weights (a
-        checkpoint's state dict replaces them all)."""
-        return AttributeHead(num_values, self.head_depth, self.head_width, self.head_backbone,
-                             weights="imagenet" if pretrained else None, pool=self.head_pool)
-
-
-__all__ = ["STAGES", "MODES", "SceneParserConfig"]
+__all__ = ["STAGES", "MODES", "PART_MODES", "SceneParserConfig"]

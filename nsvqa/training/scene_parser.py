@@ -46,6 +46,7 @@ from nsvqa.training.engine import (Progress, StepResult, native_bf16, restore_tr
 from nsvqa.training.loading import detector_from_checkpoint, parse_split, scene_parser_from
 from nsvqa.training.sampling import PermutationBatches, SequentialBatches
 from nsvqa.training.scene_config import SceneParserConfig
+import parsers.scene.detector
 from parsers.scene.attribute_head import AttributeHead, attribute_loss
 from parsers.scene.crops import box_geometry, crop_instance
 from parsers.scene.scene_parser import merge_classes
@@ -93,7 +94,7 @@ def train_detector(cfg: SceneParserConfig, run: RunDir, *, resume: bool = False,
     vocab = detector_vocabulary(ds)
     h, w = vocab["image_size"]
     dev = torch.device(dist.device)
-    model = cfg.build_detector(ds.num_classes, h, w).to(dev)
+    model = parsers.scene.detector.from_config(cfg, ds.num_classes, h, w).to(dev)
     params = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=cfg.det_lr, weight_decay=1e-4)
     warmup = min(500, max(1, cfg.det_iterations // 10))
@@ -441,7 +442,7 @@ def train_attributes(cfg: SceneParserConfig, run: RunDir, *, resume: bool = Fals
         raise ValueError(f"{cfg.data}: {len(train_set)} training crops, fewer than attr_batch={cfg.attr_batch}: "
                          f"too few to train data-parallel")
     dev = torch.device(dist.device)
-    head = cfg.build_attribute_head({a: len(v) for a, v in vocab.items()}).to(dev)
+    head = AttributeHead.from_config(cfg, {a: len(v) for a, v in vocab.items()}).to(dev)
     opt = torch.optim.AdamW(head.parameters(), lr=cfg.attr_lr, weight_decay=1e-4)
     # the incomplete last batch is dropped (a batch of one breaks BatchNorm); every epoch reshuffles
     sampler = PermutationBatches(len(train_set), cfg.attr_batch, cfg.seed, stride=ATTRIBUTE_STRIDE, drop_last=True)

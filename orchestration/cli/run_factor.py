@@ -33,6 +33,7 @@ from nsvqa.generation.suite import SUITE_PROFILES, generate_suite
 from nsvqa.generation.variants import FACTORS, VariantError, load_variant
 from nsvqa.artifacts.predictions import PredictionFormatError
 from nsvqa.evaluation.report import failures_per_model, invalid_program_warning, report_from_runs
+from orchestration.training_args import add_training_args
 
 PROG = "nsvqa-run-factor"
 
@@ -59,51 +60,50 @@ def get_args_parser() -> argparse.ArgumentParser:
                    help="the study's scene parser for object questions (objects only, no part crops, no stride-4 "
                         "level: orchestration.study.STUDY.object_scene_parser()), on the profile's detector schedule; "
                         "--scene-set values go over it")
-    with needs_extra(PROG):
-        from orchestration.experiment_cli import add_training_args  # heavy (torch): --models lists the registry's models
     add_training_args(p)
     return p
 
 
-def run_one(args: argparse.Namespace, factor: str) -> int:
-    from orchestration.experiment import ExperimentError, train_variant  # heavy (torch), as are the next two;
-    from orchestration.experiment_cli import spec_from_args              # main imports them first, inside
-    from orchestration.study.study_config import STUDY                   # needs_extra
+def trained_variants(args: argparse.Namespace, factor: str) -> list[str]:
+    """The variants of ``factor`` to train on: ``--train-variants``, else every trainable one.
 
-    t0 = time.perf_counter()
-    variants = list(FACTORS[factor])
-    trainable = [v for v in variants if not load_variant(v).test_only]
+    Raises:
+        ConfigError: a ``--train-variants`` name that is no trainable variant of the factor.
+    """
+    trainable = [v for v in FACTORS[factor] if not load_variant(v).test_only]
     chosen = args.train_variants.split(",") if args.train_variants else trainable
     bad = [v for v in chosen if v not in trainable]
     if bad:
-        raise ExperimentError(f"--train-variants {bad}: not trainable variants of {factor} ({', '.join(trainable)})")
-    if not args.no_generate:
-        profile = args.data_profile or args.profile
-        if profile not in SUITE_PROFILES:
-            raise ExperimentError(f"no split sizes for profile {profile!r}; pass --data-profile "
-                                  f"({', '.join(SUITE_PROFILES)})")
-        # train and val splits only of the variants trained on (none with --pretrained parsers);
-        # test splits of every variant
-        need = {v: (["train", "val", args.split] if v in chosen and not args.pretrained else [args.split])
-                for v in variants}
-        generate_suite(args.data, factor, profile, seed=args.data_seed, workers=args.workers,
-                       progress=not args.no_progress, splits=need, questions=args.questions)
-    models, spec = spec_from_args(args)
-    if args.study_scene_parser:
-        spec = replace(spec, scene_overrides={**STUDY.object_scene_parser(), **spec.scene_overrides})
-    runs = args.runs / factor
-    for v in chosen:
-        for seed in args.seed:
-            train_variant(args.data, v, runs, models=models, spec=spec, seed=seed, factor=factor, split=args.split,
-                          skip_missing=args.skip_missing)
+        raise ConfigError(f"--train-variants {bad}: not trainable variants of {factor} ({', '.join(trainable)})")
+    return chosen
+
+
+def generate(args: argparse.Namespace, factor: str, chosen: list[str]) -> None:
+    """Generate the splits of ``factor``'s variants that the run reads (what exists is kept): train
+    and val of the variants trained on (none with ``--pretrained`` parsers), the test split of every one.
+
+    Raises:
+        ConfigError: a profile without split sizes (``--data-profile`` names them).
+    """
+    profile = args.data_profile or args.profile
+    if profile not in SUITE_PROFILES:
+        raise ConfigError(f"no split sizes for profile {profile!r}; pass --data-profile ({', '.join(SUITE_PROFILES)})")
+    need = {v: (["train", "val", args.split] if v in chosen and not args.pretrained else [args.split])
+            for v in FACTORS[factor]}
+    generate_suite(args.data, factor, profile, seed=args.data_seed, workers=args.workers,
+                   progress=not args.no_progress, splits=need, questions=args.questions)
+
+
+def report(args: argparse.Namespace, factor: str, t0: float) -> None:
+    """Write ``REPORT/<factor>`` from ``RUNS/<factor>`` and print it (its time counted from ``t0``)."""
     out = args.report / factor
-    report, written = report_from_runs([runs], out, plots=not args.no_plots, allow_partial=args.allow_partial_rd)
+    rd, written = report_from_runs([args.runs / factor], out, plots=not args.no_plots,
+                                   allow_partial=args.allow_partial_rd)
     print((out / "report.md").read_text())
-    warning = invalid_program_warning(failures_per_model((c["model"], c["overall"]) for c in report["cells"]))
+    warning = invalid_program_warning(failures_per_model((c["model"], c["overall"]) for c in rd["cells"]))
     if warning:
         print(warning, file=sys.stderr)
     print(f"{factor}: {len(written)} report files in {out} ({time.perf_counter() - t0:.0f} s)", file=sys.stderr)
-    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -113,19 +113,30 @@ def main(argv: list[str] | None = None) -> int:
     check_run_outside_data(parser, args.runs, args.data, option="--runs")  # a runs root inside the data root
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     with needs_extra(PROG):
-        import torch  # heavy, as are the three below: after parsing
+        import torch  # heavy, as are the three below (the registry's models and the study's stack): after parsing
 
-        from orchestration.experiment import ExperimentError
-        from orchestration.experiment_cli import spec_from_args  # noqa: F401  (run_one's)
-        from orchestration.study.study_config import STUDY  # noqa: F401  (run_one's)
+        from orchestration.experiment import ExperimentError, train_variant
+        from orchestration.experiment_cli import spec_from_args
+        from orchestration.study.study_config import STUDY
     if args.threads:
         torch.set_num_threads(args.threads)
     factors = list(FACTORS) if args.factor == "all" else [args.factor]
 
     def work() -> int:
         try:
-            for f in factors:
-                run_one(args, f)
+            for factor in factors:
+                t0 = time.perf_counter()
+                chosen = trained_variants(args, factor)
+                if not args.no_generate:
+                    generate(args, factor, chosen)
+                models, spec = spec_from_args(args)
+                if args.study_scene_parser:
+                    spec = replace(spec, scene_overrides={**STUDY.object_scene_parser(), **spec.scene_overrides})
+                for v in chosen:
+                    for seed in args.seed:
+                        train_variant(args.data, v, args.runs / factor, models=models, spec=spec, seed=seed,
+                                      factor=factor, split=args.split, skip_missing=args.skip_missing)
+                report(args, factor, t0)
         except (RunMismatch, FolderInUse, SplitWouldShrink, SplitSettingsDiffer, ExperimentError, VariantError,
                 FormatError, CheckpointError, PredictionFormatError, ConfigError, PretrainedError,
                 FileNotFoundError) as e:  # the project's input errors; a bug keeps its traceback

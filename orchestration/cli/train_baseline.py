@@ -24,7 +24,7 @@ from nsvqa.artifacts.predictions import predictions_path, write_predictions
 from nsvqa.cli import command_parser, needs_extra
 from nsvqa.config import ConfigError, check_run_outside_data, parse_checked, parse_overrides, resolve_device
 from nsvqa.evaluation import accuracy
-from nsvqa.models import UnknownModel
+from nsvqa.models import PROFILE_NAMES, UnknownModel
 from nsvqa.training.checkpoint import CheckpointError
 from nsvqa.fileio import FolderInUse, OutputFolder
 from nsvqa.training import RunMismatch
@@ -35,12 +35,12 @@ PROG = "nsvqa-train-baseline"
 
 def get_args_parser() -> argparse.ArgumentParser:
     p = command_parser(PROG, __doc__.split("\n\n")[0])
-    with needs_extra(PROG):
-        import baselines  # heavy (torch): --model lists the baselines, whose modules import torch
-    p.add_argument("--model", required=True, help=f"baseline name: {', '.join(baselines.names())}")
+    # not choices: the baselines' table imports torch, which --help does not wait for; an unknown
+    # name is one error line listing the valid ones (baselines.get, after parsing)
+    p.add_argument("--model", required=True, help="baseline name: one of baselines.MODELS (e.g. lstm, film)")
     p.add_argument("--data", required=True, help="the training variant folder ROOT/VARIANT")
     p.add_argument("--out", type=OutputFolder, required=True, help="run directory")
-    p.add_argument("--profile", choices=baselines.PROFILE_NAMES, default="mini", help="the training profile")
+    p.add_argument("--profile", choices=PROFILE_NAMES, default="mini", help="the training profile")
     p.add_argument("--seed", type=int, default=0, help="training seed")
     p.add_argument("--device", default="auto", type=resolve_device,
                    help="torch device: auto (CUDA when present, else the CPU), cpu, cuda")
@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_checked(parser, argv, "out")
     check_run_outside_data(parser, args.out, args.data, variant_folder=True)  # a run inside the data: refused
     with needs_extra(PROG):
-        import torch  # heavy, as is the next: after parsing
+        import torch  # heavy, as is the next (the baselines' modules import torch): after parsing
 
         import baselines
     if args.threads:

@@ -37,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
 def train(cfg: QuestionParserConfig, out: Any, **kwargs: Any) -> Any:
     """:func:`nsvqa.training.question_parser.train_question_parser`, imported once the arguments are parsed."""
     with needs_extra(PROG):
-        from nsvqa.training.question_parser import train_question_parser  # heavy (torch): after parsing
+        from nsvqa.training.question_parser import train_question_parser  # heavy (the trainer, torch): after parsing
     return train_question_parser(cfg, out, **kwargs)
 
 

@@ -19,33 +19,27 @@ from typing import Any
 
 from nsvqa.cli import command_parser, needs_extra
 from nsvqa.training.cli import add_run_args, train_main
+from nsvqa.training.scene_config import SceneParserConfig
 
 
 PROG = "nsvqa-train-scene-parser"
 
 def get_args_parser() -> argparse.ArgumentParser:
     p = command_parser(PROG, __doc__.splitlines()[0])
-    g = add_run_args(p, config_class(), checkpoint="the checkpoints")
+    g = add_run_args(p, SceneParserConfig, checkpoint="the checkpoints")
     g.add_argument("--no-part-crops", dest="attr_parts", action="store_false", default=None,
                    help="train the head on object crops only (= --no-attr-parts)")
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
-    return train_main(get_args_parser(), argv, config_class(), train)
+    return train_main(get_args_parser(), argv, SceneParserConfig, train)
 
 
-def config_class() -> type:
-    """:class:`nsvqa.training.scene_config.SceneParserConfig`, whose fields the options are."""
-    with needs_extra(PROG):
-        from nsvqa.training.scene_config import SceneParserConfig  # heavy (torch): its tables live in the parsers
-    return SceneParserConfig
-
-
-def train(cfg: Any, out: Any, **kwargs: Any) -> Any:
+def train(cfg: SceneParserConfig, out: Any, **kwargs: Any) -> Any:
     """:func:`nsvqa.training.scene_parser.train_scene_parser`, imported once the arguments are parsed."""
     with needs_extra(PROG):
-        from nsvqa.training.scene_parser import train_scene_parser  # heavy (torch): after parsing
+        from nsvqa.training.scene_parser import train_scene_parser  # heavy (the trainer, torch): after parsing
     return train_scene_parser(cfg, out, **kwargs)
 
 

@@ -26,6 +26,7 @@ from nsvqa.fileio import FolderInUse, OutputFolder
 from nsvqa.training import RunMismatch
 from nsvqa.training.cli import interruptible
 from nsvqa.generation.variants import FACTORS, VariantError
+from orchestration.training_args import add_training_args
 
 PROG = "nsvqa-train-variant"
 
@@ -38,8 +39,6 @@ def get_args_parser() -> argparse.ArgumentParser:
     p.add_argument("--factor", choices=sorted(FACTORS), default=None,
                    help="test on this factor's variants (default: every factor the variant belongs to)")
     p.add_argument("--tests", default=None, help="comma-separated test variants instead of the factor's")
-    with needs_extra(PROG):
-        from orchestration.experiment_cli import add_training_args  # heavy (torch): --models lists the registry's models
     add_training_args(p)
     return p
 
@@ -50,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     check_run_outside_data(parser, args.out, args.data)  # a runs root inside the data root: refused
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     with needs_extra(PROG):
-        import torch  # heavy, as are the two below: after parsing
+        import torch  # heavy, as are the two below (the registry's models import torch): after parsing
 
         from orchestration.experiment import ExperimentError, train_variant
         from orchestration.experiment_cli import spec_from_args

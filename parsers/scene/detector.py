@@ -18,7 +18,7 @@ normalising; for the others torchvision's ImageNet defaults.
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
 
 import torch
 from torch import nn
@@ -31,12 +31,10 @@ from torchvision.ops import FeaturePyramidNetwork, MultiScaleRoIAlign
 from torchvision.ops.feature_pyramid_network import LastLevelMaxPool
 
 from parsers.backbones import IMAGE_MEAN, IMAGE_STD, EfficientNetLite0
+from parsers.choices import BACKBONES, TORCHVISION_BOX_HEAD, TORCHVISION_MASK_CHANNELS
 
-BACKBONES = ("mobilenet_v3", "resnet50", "lite0", "lite0_scratch")
 #: FPN channels on the Lite0 backbones
 LITE0_FPN_CHANNELS = 64
-#: torchvision's Mask R-CNN heads: the box head's two-layer MLP width, the mask head's conv channels
-TORCHVISION_BOX_HEAD, TORCHVISION_MASK_CHANNELS = 1024, 256
 
 
 class BackboneWithFPN(nn.Module):
@@ -101,7 +99,7 @@ def build_detector(num_classes: int, height: int, width: int, *, backbone: str, 
         backbone, anchor_sizes, trainable_layers, rpn_post_nms_train, rpn_post_nms_test,
             rois_per_image, min_stride, box_head_size, mask_head_channels: the network (a
             profile's values: the ``det_*`` fields of
-            :class:`nsvqa.training.scene_config.SceneParserConfig`, ``cfg.detector_args()``);
+            :class:`nsvqa.training.scene_config.SceneParserConfig`, :func:`detector_args`);
             ``resnet50`` takes torchvision's head sizes only.
         detections_per_image, score_thresh: what the model returns at test time.
         weights: ``lite0`` only: ``"imagenet"`` loads the pretrained backbone, None builds the same
@@ -162,5 +160,24 @@ def build_detector(num_classes: int, height: int, width: int, *, backbone: str, 
                                                      mask_head_channels)))
 
 
+def detector_args(cfg: Any) -> dict[str, Any]:
+    """The network arguments of :func:`build_detector` that a scene-parser config's ``det_*``
+    fields give (``cfg``: a :class:`nsvqa.training.scene_config.SceneParserConfig`, or any object
+    with those fields): the one map from the config to the detector."""
+    return {"backbone": cfg.det_backbone, "anchor_sizes": tuple(cfg.det_anchor_sizes),
+            "trainable_layers": cfg.det_trainable_layers, "rpn_post_nms_train": cfg.det_rpn_post_nms_train,
+            "rpn_post_nms_test": cfg.det_rpn_post_nms_test, "rois_per_image": cfg.det_rois_per_image,
+            "min_stride": cfg.det_min_stride, "box_head_size": cfg.det_box_head_size,
+            "mask_head_channels": cfg.det_mask_head_channels}
+
+
+def from_config(cfg: Any, num_classes: int, height: int, width: int, pretrained: bool = True) -> nn.Module:
+    """The (untrained) Mask R-CNN of scene-parser config ``cfg`` (:func:`detector_args`) for
+    ``num_classes`` classes (background included) on ``height x width`` images.
+    ``pretrained=False``: the same network without reading the ``lite0`` backbone's ImageNet
+    weights (a checkpoint's state dict replaces them all)."""
+    return build_detector(num_classes, height, width, **detector_args(cfg), weights="imagenet" if pretrained else None)
+
+
 __all__ = ["BACKBONES", "BackboneWithFPN", "box_math_in_float32", "LITE0_FPN_CHANNELS", "TORCHVISION_BOX_HEAD",
-           "TORCHVISION_MASK_CHANNELS", "build_detector"]
+           "TORCHVISION_MASK_CHANNELS", "build_detector", "detector_args", "from_config"]

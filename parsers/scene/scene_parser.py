@@ -107,7 +107,7 @@ class SceneParser(nn.Module):
     """
 
     def __init__(self, detector: nn.Module, attribute_head: nn.Module, ontology: Ontology,
-                 directions: dict[str, Sequence[float]], crop_size: int = 64, min_score: float = 0.5,
+                 directions: dict[str, Sequence[float]], crop_size: int, min_score: float,
                  part_classes: dict[int, str] | None = None, min_containment: float = 0.5,
                  merge_iou: float | None = 0.7, *, detector_classes: dict[str, str] | None = None,
                  shape_label_ids: Sequence[int] | np.ndarray | None = None,

@@ -16,6 +16,7 @@ from baselines.film import FiLMedResBlock, FiLMNet, coord_maps, film
 from executors import load_ontology
 from nsvqa.training.checkpoint import load_checkpoint
 from parsers.question.vocab import Vocabulary, tokenize
+from orchestration import models as registry
 
 ONTO = load_ontology("superclevr")
 
@@ -44,7 +45,7 @@ def test_coordinate_maps_film_and_block_shapes():
 
 
 def test_profiles_and_the_full_network():
-    model = baselines.get("film")
+    model = registry.get("film")
     full = model.config("ROOT/mid", "full")
     assert (full.num_blocks, full.module_dim, full.hidden, full.word_dim, full.classifier_proj, full.mlp_hidden) == (
         4, 128, 4096, 200, 512, 1024)
@@ -56,7 +57,7 @@ def test_profiles_and_the_full_network():
         model.config("ROOT/mid", "tiny", backbone="vgg")
     # the full network's layout at small widths (resnet18 with weights=None up to layer3)
     net = FiLMNet(20, 7, word_dim=8, hidden=16, layers=1, backbone="resnet18", cnn_width=0, cnn_layers=0,
-                  num_blocks=4, module_dim=8, classifier_proj=8, mlp_hidden=8, dropout=0.0)
+                  num_blocks=4, module_dim=8, classifier_proj=8, mlp_hidden=8, dropout=0.0, feature_stride=16)
     assert net.stem[0].in_channels == 256 + 2 and len(net.blocks) == 4
     words, lengths = common.pad_words([[3, 4, 5], [6]])
     gammas, betas = net.film_params(words, lengths)
@@ -69,7 +70,7 @@ def test_profiles_and_the_full_network():
 # ---------------------------------------------------------------------------- learning
 def test_one_step_lowers_the_loss_on_a_repeated_batch(root):
     torch.manual_seed(0)
-    model = baselines.get("film")
+    model = registry.get("film")
     _, data, vocab, answers = _encoded(root, 16)
     net = model.build_model(model.config(str(root / "mid"), "tiny"), len(vocab), len(answers))
     opt = torch.optim.Adam(net.parameters(), lr=1e-3)
@@ -92,7 +93,7 @@ OVERFIT_STEPS = 100
 def overfit(root, tmp_path_factory):
     """A run trained on the first 8 training questions only."""
     out = tmp_path_factory.mktemp("film_overfit")
-    model = baselines.get("film")
+    model = registry.get("film")
     torch.manual_seed(0)
     model.train(model.config(str(root / "mid"), "tiny", max_train_questions=8, batch=8, steps=OVERFIT_STEPS, lr=3e-3,
                              warmup=1, eval_every=OVERFIT_STEPS, val_questions=0), out, progress=False)
@@ -100,7 +101,7 @@ def overfit(root, tmp_path_factory):
 
 
 def test_overfits_eight_questions(root, overfit):
-    preds = baselines.get("film").predict(overfit, root, "mid", "train")
+    preds = registry.get("film").predict(overfit, root, "mid", "train")
     assert [p.correct for p in preds[:8]] == [True] * 8
     assert all(0.0 <= p.probability <= 1.0 for p in preds)
 
@@ -114,7 +115,7 @@ def test_the_question_acts_through_film_alone(root, overfit):
     assert pairs, "the 8 training questions hold no two on one image with different answers"
     qa, qb = pairs[0]
     other_image = next(r for r in records if r.image_filename != qa.image_filename)
-    net, _, vocab, answers = baselines.get("film").load(overfit)
+    net, _, vocab, answers = registry.get("film").load(overfit)
     data = common.EncodedQA.build(records, vocab, answers, common.load_images(
         root / "mid", "train", [r.image_filename for r in records], 64, 48))
     pos = {r.index: i for i, r in enumerate(records)}

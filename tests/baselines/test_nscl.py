@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 import torch
 
-import baselines
 from baselines import nscl
 from baselines.nscl import training as nscl_training
 from executors import load_ontology
@@ -21,6 +20,7 @@ from executors.program import Program
 from executors.scene import SceneLikelihoods, SymbolicScene
 from nsvqa.training.checkpoint import load_checkpoint
 from nsvqa.models import PredictInputs
+from orchestration import models as registry
 
 ONTO = load_ontology("superclevr")
 CPU = torch.device("cpu")
@@ -58,7 +58,7 @@ def _one_hot_scene(record: dict) -> dict:
 def test_soft_executor_answers_like_the_question_engine_on_certain_concepts(root):
     scenes = json.loads((root / "mid" / "scenes" / "train_scenes.json").read_text())["scenes"]
     questions = json.loads((root / "mid" / "questions" / "train_questions.json").read_text())["questions"]
-    ex = nscl.SoftExecutor(ONTO)
+    ex = nscl.SoftExecutor(ONTO, count_sigma=0.5)
     kinds, right = Counter(), 0
     for q in questions:
         program = Program.from_json(q["program"], ONTO)
@@ -72,7 +72,7 @@ def test_soft_executor_answers_like_the_question_engine_on_certain_concepts(root
 
 
 def test_soft_rules_on_a_hand_made_scene():
-    ex = nscl.SoftExecutor(ONTO)
+    ex = nscl.SoftExecutor(ONTO, count_sigma=0.5)
     colors = ONTO.values("color")
     attrs = {a: torch.full((3, len(ONTO.scene_values(a))), -BIG) for a in ONTO.attribute_names}
     for i, c in enumerate(("red", "red", "blue")):
@@ -114,8 +114,8 @@ def test_curriculum_parsing_and_stages(root):
         with pytest.raises(ValueError, match="curriculum stage"):
             nscl.parse_curriculum(bad)
     with pytest.raises(ValueError, match="curriculum stage"):
-        baselines.get("nscl").config(str(root / "mid"), "tiny", curriculum="x")
-    cfg = baselines.get("nscl").config(str(root / "mid"), "tiny", steps=100, curriculum="0.5:5:100")
+        registry.get("nscl").config(str(root / "mid"), "tiny", curriculum="x")
+    cfg = registry.get("nscl").config(str(root / "mid"), "tiny", steps=100, curriculum="0.5:5:100")
     data = nscl.load_split(root / "mid", "train", ONTO, cfg, require_answer=True)
     sampler = nscl.CurriculumSampler(data, cfg)
     assert [int(end) for end, _ in sampler.stages] == [50, 100]
@@ -130,7 +130,7 @@ def test_curriculum_parsing_and_stages(root):
 
 
 def test_boxes_are_scaled_to_the_resized_image(root):
-    cfg = baselines.get("nscl").config(str(root / "mid"), "tiny", image_width=32, image_height=24)
+    cfg = registry.get("nscl").config(str(root / "mid"), "tiny", image_width=32, image_height=24)
     data = nscl.load_split(root / "mid", "train", ONTO, cfg, require_answer=True)
     raw = nscl.scene_boxes(root / "mid", "train")
     name = data.files[0]
@@ -149,12 +149,12 @@ def test_a_bad_bbox_names_file_scene_object_and_field(root, tmp_path):
 
 
 def test_concept_accuracy_pairs_each_box_with_its_object(root):
-    cfg = baselines.get("nscl").config(str(root / "mid"), "tiny")
+    cfg = registry.get("nscl").config(str(root / "mid"), "tiny")
     data = nscl.load_split(root / "mid", "train", ONTO, cfg, require_answer=True)
     records = json.loads((root / "mid" / "scenes" / "train_scenes.json").read_text())["scenes"]
     scenes = {r["image_filename"]: SymbolicScene.from_json(r, ONTO) for r in records}
     by_file = {r["image_filename"]: _one_hot_scene(r) for r in records}
-    net = baselines.get("nscl").build_model(cfg, ONTO)
+    net = registry.get("nscl").build_model(cfg, ONTO)
     net.forward = lambda images, boxes: [by_file[f] for f in data.files[:len(boxes)]]  # one batch: all images
     assert nscl.concept_accuracy(net, data, scenes, ONTO, CPU) == {a: 1.0 for a in ONTO.attribute_names}
     # the same concepts one object off: most objects are named wrongly
@@ -167,10 +167,10 @@ def test_concept_accuracy_pairs_each_box_with_its_object(root):
 # ---------------------------------------------------------------------------- learning
 def test_one_step_lowers_the_loss_on_a_repeated_batch(root):
     torch.manual_seed(0)
-    model = baselines.get("nscl")
+    model = registry.get("nscl")
     cfg = model.config(str(root / "mid"), "tiny")
     data = nscl.load_split(root / "mid", "train", ONTO, cfg, require_answer=True, limit=16)
-    net, ex = model.build_model(cfg, ONTO), nscl.SoftExecutor(ONTO)
+    net, ex = model.build_model(cfg, ONTO), nscl.SoftExecutor(ONTO, cfg.count_sigma)
     opt = torch.optim.Adam(net.parameters(), lr=1e-4)  # a small step: sharp min/max masks and τ = 0.1
 
     def loss():
@@ -185,7 +185,7 @@ def test_one_step_lowers_the_loss_on_a_repeated_batch(root):
 
 
 def test_overfits_eight_questions(root, tmp_path):
-    model = baselines.get("nscl")
+    model = registry.get("nscl")
     torch.manual_seed(0)
     cfg = model.config(str(root / "mid"), "tiny", max_train_questions=8, images_per_batch=4, questions_per_image=8,
                        steps=100, lr=3e-3, warmup=1, eval_every=100, val_questions=0, curriculum="")
@@ -197,7 +197,7 @@ def test_overfits_eight_questions(root, tmp_path):
 
 # ---------------------------------------------------------------------------- prediction from parses
 def test_predicts_from_detections_and_parsed_programs(root, tmp_path):
-    model = baselines.get("nscl")
+    model = registry.get("nscl")
     run = tmp_path / "run"
     model.train(model.config(str(root / "mid"), "tiny", steps=2, eval_every=2, val_questions=0), run, progress=False)
     scenes = json.loads((root / "mid" / "scenes" / "test_scenes.json").read_text())["scenes"]
@@ -273,7 +273,7 @@ def test_the_score_cut_is_chosen_on_val_and_used_at_test(root, tmp_path):
     ``tuned.json`` (reused while its inputs are the same), and ``predict`` then cuts there."""
     from nsvqa.evaluation import accuracy
 
-    model = baselines.get("nscl")
+    model = registry.get("nscl")
     run = tmp_path / "run"
     model.train(model.config(str(root / "mid"), "tiny", steps=30, eval_every=30, val_questions=0), run, progress=False)
     lik = tmp_path / "val_likelihoods.json"
@@ -316,7 +316,7 @@ def test_learns_on_the_cached_backbone_maps(root, tmp_path, require_backbone_wei
 
     data = tmp_path / "data"
     shutil.copytree(root / "mid", data / "mid")
-    model = baselines.get("nscl")
+    model = registry.get("nscl")
     torch.manual_seed(0)
     cfg = model.config(str(data / "mid"), "tiny", backbone="lite0", feature_stride=16, image_width=96, image_height=64,
                        max_train_questions=8, images_per_batch=4, questions_per_image=8, steps=100, lr=3e-3,

@@ -12,7 +12,6 @@ import numpy as np
 import pytest
 import torch
 
-import baselines
 from baselines.objtf import HEAD_FEATURES
 from baselines.regionmac import (BACKBONE, RegionMACNet, RegionMACTraceBaseline, load_detector, region_tokens,
                                  split_maps)
@@ -26,6 +25,8 @@ from nsvqa.fileio import sha256_file, write_json_atomic
 from nsvqa.generation.questions.synthetic import synthetic_scene
 from nsvqa.training.checkpoint import load_checkpoint, save_checkpoint
 from nsvqa.training.scene_config import SceneParserConfig
+import parsers.scene.detector
+from orchestration import models as registry
 
 ONTO = load_ontology("superclevr")
 RGB = {"red": (200, 30, 30), "blue": (30, 60, 220), "green": (30, 150, 30), "yellow": (220, 210, 40)}
@@ -76,7 +77,7 @@ def _detector(path, seed=0):
     stride 8 first; random weights, ``weights=None``) for 64x48 images."""
     torch.manual_seed(seed)
     cfg = SceneParserConfig.from_profile("x", "tiny", mode="agnostic", det_backbone="lite0", det_min_stride=8)
-    net = cfg.build_detector(2, H, W, pretrained=False)
+    net = parsers.scene.detector.from_config(cfg, 2, H, W, pretrained=False)
     vocab = {"classes": {"1": "object"}, "part_class_ids": [], "num_classes": 2, "image_size": [H, W],
              "mode": "agnostic", "shape_ids": {}, "part_ids": {}}
     save_checkpoint(path, kind="detector", config=dataclasses.asdict(cfg), state_dict=net.state_dict(),
@@ -98,7 +99,7 @@ def _truth_parse(data, split, path, detector, score=0.9):
 
 
 def test_registered_holistic_needing_the_scene_parsers_parses_and_checked():
-    m = baselines.get("regionmac-trace")
+    m = registry.get("regionmac-trace")
     assert isinstance(m, RegionMACTraceBaseline) and m.family == "holistic" and m.uses_images
     need = m.needs()
     assert need.scene_parser and need.train_parses and not need.question_parser
@@ -153,7 +154,7 @@ def test_trains_predicts_and_round_trips_its_checkpoint(tmp_path):
 
     data = _variant(tmp_path / "data", n_train=8, n_val=4, n_test=4)
     det_path = _detector(tmp_path / "detector.pt")
-    m = baselines.get("regionmac-trace")
+    m = registry.get("regionmac-trace")
     with pytest.raises(ValueError, match="no detector"):
         m.train(m.config(str(data), "tiny", steps=2), tmp_path / "nodet", progress=False)
     parses = tmp_path / "parses"
@@ -199,7 +200,7 @@ def test_depends_on_the_image_where_the_lstm_does_not(tmp_path):
     for split in ("train", "val"):
         _truth_parse(data, split, parses / f"{split}_likelihoods.json", det_path)
     _truth_parse(data, "test", run.parsed("mid", "likelihoods"), det_path)
-    rm, lstm = baselines.get("regionmac-trace"), baselines.get("lstm")
+    rm, lstm = registry.get("regionmac-trace"), registry.get("lstm")
     rm.train(rm.config(str(data), "tiny", steps=300, eval_every=300, val_questions=0, train_tokens="parsed",
                        parses=str(parses)), run.model_dir("regionmac-trace"), progress=False)
     lstm.train(lstm.config(str(data), "tiny", steps=100, val_questions=0), run.model_dir("lstm"), progress=False)

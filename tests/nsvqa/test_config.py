@@ -17,6 +17,8 @@ from nsvqa.training.loading import (detector_from_checkpoint, head_from_checkpoi
                                     load_scene_parser)
 from nsvqa.training.question_config import QuestionParserConfig
 from nsvqa.training.scene_config import SceneParserConfig
+from parsers.scene import detector
+from parsers.scene.attribute_head import AttributeHead
 
 
 @dataclass(frozen=True)
@@ -79,7 +81,7 @@ def test_parser_configs_default_to_mini_and_profiles_change_fields_by_name():
             cfg = cls.from_profile("d", name)
             assert {k: getattr(cfg, k) for k in changes} == dict(changes)
     s = SceneParserConfig.from_profile("d", "tiny")
-    assert s.detector_args()["backbone"] == "mobilenet_v3" and s.detector_args()["anchor_sizes"] == (8, 16, 32)
+    assert detector.detector_args(s)["backbone"] == "mobilenet_v3" and detector.detector_args(s)["anchor_sizes"] == (8, 16, 32)
     assert (s.head_depth, s.head_width, s.crop_size) == (18, 16, 32)
     assert (s.det_iterations, s.attr_batch) == (4, 16)  # the schedule
     q = QuestionParserConfig.from_profile("d", "mini", hidden=40)
@@ -243,8 +245,8 @@ def _scene_checkpoints(folder, cfg_dict: dict, cfg: SceneParserConfig, pretraine
     det_vocab = {"classes": {"1": "suv", "2": "wagon"}, "part_class_ids": [], "num_classes": 3,
                  "image_size": [48, 64], "mode": "objects", "shape_ids": {"suv": 1, "wagon": 2}}
     save_checkpoint(folder / "detector.pt", kind="detector", config=cfg_dict,
-                    state_dict=cfg.build_detector(3, 48, 64, pretrained).state_dict(), vocabularies=det_vocab)
-    head = cfg.build_attribute_head({a: len(v) for a, v in vocab.items()})
+                    state_dict=detector.from_config(cfg, 3, 48, 64, pretrained).state_dict(), vocabularies=det_vocab)
+    head = AttributeHead.from_config(cfg, {a: len(v) for a, v in vocab.items()})
     dirs = {"right": [1.0, 0.0], "left": [-1.0, 0.0], "front": [0.0, -1.0], "behind": [0.0, 1.0]}
     save_checkpoint(folder / "attributes.pt", kind="attributes", config=cfg_dict, state_dict=head.state_dict(),
                     vocabularies={"attributes": vocab, "directions": dirs})

@@ -26,7 +26,7 @@ def _batch(n=8, size=32, seed=0):
 def test_outputs(profile):
     torch.manual_seed(0)
     p = SceneParserConfig.from_profile("d", profile)  # the profile's ResNet sizes
-    net = AttributeHead(NUM, p.head_depth, p.head_width).eval()
+    net = AttributeHead(NUM, p.head_depth, p.head_width, "resnet", pool="mean").eval()
     x, _ = _batch(size=p.crop_size)
     with torch.no_grad():
         out = net(x)
@@ -37,7 +37,7 @@ def test_outputs(profile):
 
 def test_loss_uses_the_right_items():
     torch.manual_seed(0)
-    net = AttributeHead(NUM, 18, 16)
+    net = AttributeHead(NUM, 18, 16, "resnet", pool="mean")
     x, labels = _batch()
     out = net(x)
     losses = attribute_loss(out, labels)
@@ -69,7 +69,7 @@ def _fit(net, x, labels, steps: int) -> tuple[float, float]:
 def test_one_training_step_lowers_the_loss_on_a_repeated_batch():
     torch.manual_seed(0)
     torch.set_num_threads(1)
-    first, last = _fit(AttributeHead(NUM, 18, 16), *_batch(), steps=8)
+    first, last = _fit(AttributeHead(NUM, 18, 16, "resnet", pool="mean"), *_batch(), steps=8)
     assert math.isfinite(last) and last < first
 
 
@@ -78,7 +78,7 @@ def test_position_is_read_from_the_box_geometry():
     input can explain them, and without it the prediction is far off."""
     torch.manual_seed(0)
     torch.set_num_threads(1)
-    net = AttributeHead({"shape": 3}, 18, 8)
+    net = AttributeHead({"shape": 3}, 18, 8, "resnet", pool="mean")
     opt = torch.optim.Adam(net.parameters(), lr=3e-3)
 
     def batch(n):
@@ -106,7 +106,7 @@ def test_lite0_trunk_outputs_and_learns():
     """The EfficientNet-Lite0 trunk from scratch (trainable BatchNorm; the ImageNet weights' own
     tests are in test_backbones) gives every output and lowers the loss on a repeated batch."""
     torch.manual_seed(0)
-    net = AttributeHead(NUM, backbone="lite0_scratch")
+    net = AttributeHead(NUM, 18, 64, "lite0_scratch", pool="mean")
     assert net.trunk.out_features == 112 + 320
     x, labels = _batch(size=48)
     first, last = _fit(net, x, labels, steps=15)
@@ -116,11 +116,11 @@ def test_lite0_trunk_outputs_and_learns():
         out = net(x)
     assert all(out[a].shape == (8, k) for a, k in NUM.items())
     with pytest.raises(ValueError, match="unknown attribute-head backbone 'vgg'"):
-        AttributeHead(NUM, backbone="vgg")
+        AttributeHead(NUM, 18, 64, "vgg", pool="mean")
 
 
 def test_pretrained_lite0_trunk_takes_the_mask_channel(require_backbone_weights):
-    net = AttributeHead(NUM, backbone="lite0").eval()
+    net = AttributeHead(NUM, 18, 64, "lite0", pool="mean").eval()
     from torchvision.ops import FrozenBatchNorm2d
 
     assert net.trunk.body._conv_stem.weight.shape[1] == 4
@@ -136,7 +136,7 @@ def test_mask_pooling_sees_what_lies_under_the_mask():
     fixed image changes those features and leaves the crop-wide ones alone (the stem's mask weights
     set to zero, so the mask reaches the features only through the pooling)."""
     torch.manual_seed(0)
-    net = AttributeHead(NUM, backbone="lite0_scratch", pool="mean+mask").eval()
+    net = AttributeHead(NUM, 18, 64, "lite0_scratch", pool="mean+mask").eval()
     assert net.trunk.out_features == 2 * (112 + 320)
     with torch.no_grad():
         net.trunk.body._conv_stem.weight[:, 3:] = 0
@@ -151,7 +151,7 @@ def test_mask_pooling_sees_what_lies_under_the_mask():
     torch.testing.assert_close(wide[0], wide[1])
     assert (under[0] - under[1]).norm() > 0.1 * under[0].norm()
     with pytest.raises(ValueError, match="unknown attribute-head pool 'max'"):
-        AttributeHead(NUM, backbone="lite0_scratch", pool="max")
+        AttributeHead(NUM, 18, 64, "lite0_scratch", pool="max")
 
 
 def test_channels_last_trunk_matches_the_contiguous_computation():
@@ -160,7 +160,7 @@ def test_channels_last_trunk_matches_the_contiguous_computation():
     from parsers.backbones import EfficientNetLite0
 
     torch.manual_seed(0)
-    net = AttributeHead(NUM, backbone="lite0_scratch").eval()
+    net = AttributeHead(NUM, 18, 64, "lite0_scratch", pool="mean").eval()
     x = torch.rand((3, 4, 48, 48), generator=torch.Generator().manual_seed(2))
     body = net.trunk.body
     ref = EfficientNetLite0.forward(body, x.contiguous())

@@ -5,9 +5,9 @@ import pytest
 import torch
 
 from nsvqa.training.scene_config import SceneParserConfig
-from parsers.scene.detector import build_detector
+from parsers.scene.detector import build_detector, detector_args
 
-TINY = SceneParserConfig.from_profile("d", "tiny").detector_args()  # the tiny profile's network
+TINY = detector_args(SceneParserConfig.from_profile("d", "tiny"))  # the tiny profile's network
 
 
 def _sample(h=48, w=64):
@@ -84,7 +84,7 @@ def test_head_sizes_reach_the_model_and_keep_the_tiny_detector_small():
 
 
 def test_full_profile_is_lite0_fpn_at_the_real_size():
-    model = build_detector(num_classes=22, height=480, width=640, **SceneParserConfig.from_profile("d", "full").detector_args(),
+    model = build_detector(num_classes=22, height=480, width=640, **detector_args(SceneParserConfig.from_profile("d", "full")),
                            weights=None)
     assert type(model.backbone.body).__name__ == "EfficientNetLite0"
     assert model.rpn.anchor_generator.sizes == ((16,), (32,), (64,), (128,), (256,))

@@ -11,10 +11,10 @@ from executors import (DeterministicExecutor, ProbabilisticExecutor, Program, Sc
                        load_ontology)
 from parsers.scene.attribute_head import AttributeHead
 from nsvqa.training.scene_config import SceneParserConfig
-from parsers.scene.detector import build_detector
+from parsers.scene.detector import build_detector, detector_args
 from parsers.scene.scene_parser import SceneParser, argmax_scene, head_distribution
 
-TINY_DETECTOR = SceneParserConfig.from_profile("d", "tiny").detector_args()  # the tiny profile's network
+TINY_DETECTOR = detector_args(SceneParserConfig.from_profile("d", "tiny"))  # the tiny profile's network
 
 ONTO = load_ontology("superclevr")
 DIRS = {"right": [0.66, 0.75], "left": [-0.66, -0.75], "behind": [-0.75, 0.66], "front": [0.75, -0.66]}
@@ -25,7 +25,8 @@ def _parser(score_thresh: float) -> SceneParser:
     torch.set_num_threads(1)
     det = build_detector(22, 48, 64, **TINY_DETECTOR, detections_per_image=5,
                          score_thresh=score_thresh)
-    head = AttributeHead({a: len(ONTO.scene_values(a)) for a in ONTO.attributes}, 18, 16)  # 21 shapes
+    head = AttributeHead({a: len(ONTO.scene_values(a)) for a in ONTO.attributes}, 18, 16, "resnet",
+                         pool="mean")  # 21 shapes
     return SceneParser(det, head, ONTO, DIRS, crop_size=32, min_score=0.0)
 
 
@@ -87,17 +88,18 @@ def test_head_values_that_do_not_line_up_are_refused(width, names, message):
 
 def test_parser_checks_head_values_and_shape_ids_against_the_ontology():
     det = build_detector(22, 48, 64, **TINY_DETECTOR)
-    head = AttributeHead({a: len(ONTO.scene_values(a)) for a in ONTO.attributes}, 18, 16)
+    head = AttributeHead({a: len(ONTO.scene_values(a)) for a in ONTO.attributes}, 18, 16, "resnet",
+                         pool="mean")
     vocab = {a: list(ONTO.scene_values(a)) for a in ONTO.attributes} | {"partname": list(ONTO.part_names)}
-    p = SceneParser(det, head, ONTO, DIRS, head_values=vocab, shape_label_ids=list(range(1, 22)))
+    p = SceneParser(det, head, ONTO, DIRS, 32, 0.0, head_values=vocab, shape_label_ids=list(range(1, 22)))
     assert list(p.shape_label_ids) == list(range(1, 22)) + [-1]  # no detector class for addi
     with pytest.raises(ValueError, match="attribute head 'shape': 21 outputs but 22 head_values"):
-        SceneParser(det, head, ONTO, DIRS, head_values={"shape": list(ONTO.values("shape"))})
+        SceneParser(det, head, ONTO, DIRS, 32, 0.0, head_values={"shape": list(ONTO.values("shape"))})
     with pytest.raises(ValueError, match=r"missing \['tandem'\]"):
-        SceneParser(det, head, ONTO, DIRS, head_values={"shape": list(ONTO.values("shape")[:20])})
+        SceneParser(det, head, ONTO, DIRS, 32, 0.0, head_values={"shape": list(ONTO.values("shape")[:20])})
     with pytest.raises(ValueError, match=r"shape_label_ids: 20 ids, expected one per shape of the ontology \(22\) "
                                          r"or per placed shape \(21\)"):
-        SceneParser(det, head, ONTO, DIRS, shape_label_ids=list(range(20)))
+        SceneParser(det, head, ONTO, DIRS, 32, 0.0, shape_label_ids=list(range(20)))
 
 
 def test_argmax_scene_and_both_executors_run(parsed):
@@ -247,7 +249,7 @@ def test_class_agnostic_parts_are_named_by_the_head():
     assert p.part_labels[0] == 100 + k_wheel and p.part_labels[2] == 100 + k_wheel
     assert p.part_labels[1] in (100 + k_fl, 100 + k_bl)
     with pytest.raises(ValueError, match="part_label_ids: 3 ids"):
-        SceneParser(det, _FixedHead(logits), ONTO, DIRS, part_classes={2: None}, part_label_ids=[1, 2, 3])
+        SceneParser(det, _FixedHead(logits), ONTO, DIRS, 16, 0.5, part_classes={2: None}, part_label_ids=[1, 2, 3])
 
 
 def test_object_part_crops_show_the_part_on_its_whole_object():
@@ -282,4 +284,4 @@ def test_object_part_crops_show_the_part_on_its_whole_object():
         x0, y0, x1, y1 = boxes[2]  # no owner: its own box
         torch.testing.assert_close(seen["x"][2], crop_instance(img, stray[None].float(), [x0, y0, x1 - x0, y1 - y0], 16))
     with pytest.raises(ValueError, match="part_crop"):
-        SceneParser(det, _FixedHead(logits), ONTO, DIRS, part_crop="scene")
+        SceneParser(det, _FixedHead(logits), ONTO, DIRS, 16, 0.5, part_crop="scene")

@@ -10,7 +10,7 @@ import torch
 
 from benchmarks import bench_baselines, bench_scene_parser
 from nsvqa.config import resolve_device
-from orchestration.experiment_cli import add_training_args
+from orchestration.training_args import add_training_args
 
 REPO = Path(__file__).resolve().parents[2]
 #: every script with a parser: its own, or its command's (orchestration/cli/, nsvqa/cli/; the script a shim)
@@ -30,7 +30,7 @@ def _parsers(load_script):
         yield mod.__name__, mod.get_args_parser()
     p = argparse.ArgumentParser()
     add_training_args(p)
-    yield "orchestration.experiment_cli", p
+    yield "orchestration.training_args", p
 
 
 def test_every_device_option_defaults_to_auto(load_script, monkeypatch):
@@ -49,7 +49,7 @@ def test_every_device_option_defaults_to_auto(load_script, monkeypatch):
             assert action.type is resolve_device, where
     assert {"scripts/train_baseline.py", "scripts/parse_questions.py", "scripts/run_study.py",
             "scripts/train_scene_parser.py", "scripts/train_question_parser.py",
-            "orchestration.experiment_cli"} <= set(found)
+            "orchestration.training_args"} <= set(found)
 
 
 @pytest.mark.parametrize("cuda, want", [(False, "cpu"), (True, "cuda")])
