@@ -1,16 +1,20 @@
 """Baselines: one model per file, each a :class:`nsvqa.models.Model`, named in :data:`MODELS`.
 
     >>> import baselines
-    >>> {"random", "majority", "lstm", "cnn_lstm", "film", "mdetr", "nscl"} <= set(baselines.names())
+    >>> {"random", "majority", "lstm", "cnn_lstm", "film", "mdetr", "nscl"} <= set(baselines.MODELS)
     True
-    >>> model = baselines.get("lstm")
+    >>> from orchestration import models                     # the registry, one floor above
+    >>> model = models.get("lstm")
     >>> cfg = model.config("data/generated/mini/mid", "mini", seed=0)
     >>> model.train(cfg, "runs/lstm/mid", resume=True)          # doctest: +SKIP
     >>> preds = model.predict("runs/lstm/mid", "data/generated/mini", "hard", "test")  # doctest: +SKIP
 
 :data:`MODELS` is this package's table of models, one line per model: the registry of the
-orchestration (:mod:`orchestration.models`, the floor above) reads it beside NS-VQA's and
-P-NSVQA's (:data:`nsvqa.models.pipeline.MODELS`), and :func:`get` / :func:`names` read it here.
+orchestration (:mod:`orchestration.models`, the floor above, the one place that finds a model by
+name) reads it beside NS-VQA's and P-NSVQA's (:data:`nsvqa.models.pipeline.MODELS`). Code of this
+package that needs a baseline by name reads :data:`MODELS` itself (it cannot import the floor
+above); none does today. :func:`get` / :func:`names` are left for ``nsvqa-train-baseline``
+(``orchestration/cli/train_baseline.py``) until it asks the registry, and go then.
 Every baseline is a :class:`~baselines.base.Baseline`: ``config`` resolves its frozen config
 dataclass from a profile (``tiny`` | ``demo`` | ``mini`` | ``full``) and overrides, ``train`` fills a
 run directory (``config.json``, ``train.log``, ``tb/``, the checkpoint ``baseline.pt``; resumable),

@@ -22,11 +22,11 @@ from pathlib import Path
 
 import torch
 
-import baselines
 from nsvqa.config import resolve_device
 from nsvqa.fileio import write_json_atomic
 from nsvqa.generation.dataset import generate_split, job_for
 from nsvqa.training.checkpoint import load_checkpoint
+from orchestration import models as registry
 
 REPO = Path(__file__).resolve().parents[1]
 LEARNED = ("lstm", "cnn_lstm", "film", "mdetr", "nscl")
@@ -57,15 +57,16 @@ def _schedule(cfg) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = get_args_parser().parse_args(argv)
     torch.set_num_threads(args.threads)
-    unknown = [m for m in args.models if m not in baselines.names()]
+    trainable = [n for n in registry.names() if registry.get(n).trainable]
+    unknown = [m for m in args.models if m not in trainable]
     if unknown:
-        print(f"unknown model(s) {unknown}; valid: {', '.join(baselines.names())}", file=sys.stderr)
+        print(f"unknown model(s) {unknown}; valid: {', '.join(trainable)}", file=sys.stderr)
         return 2
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench_baselines_") as tmp:
         data = args.data or _render(Path(tmp) / "data")
         for name in args.models:
-            model = baselines.get(name)
+            model = registry.get(name)
             for prof in args.profiles:
                 full = model.config(str(data), prof)
                 names = {f.name for f in fields(full)}

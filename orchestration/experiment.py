@@ -38,13 +38,14 @@ factor.
 """
 from __future__ import annotations
 
-import json
 import logging
 import multiprocessing
 import os
 import shutil
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+
+import torch
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
@@ -56,22 +57,24 @@ from nsvqa.models import ModelSpec, PredictInputs, UnknownModel
 from nsvqa.artifacts import (LikelihoodsHeader, ParsedPrograms, ParsedSceneRecord, read_likelihoods, read_scenes,
                              scenes_path, write_likelihoods, write_programs)
 from nsvqa.artifacts.images import check_images
-from nsvqa.artifacts.likelihoods import PARSE_MIN_SCORE
 from nsvqa.artifacts.predictions import SHUFFLED, Prediction, predictions_path, read_predictions, write_predictions
 from nsvqa.artifacts.questions import QuestionsFile, questions_path, read_questions, write_questions
 from nsvqa.artifacts.summary import merged_summary, read_summary, summary_path, write_summary
-from nsvqa.config import AUTO_DEVICE, resolve_device
 from nsvqa.evaluation import accuracy
 from nsvqa.evaluation.image_dependence import image_dependence, shuffled_questions
 from nsvqa.evaluation.report import failures_per_model, invalid_program_warning
 from nsvqa.pretrained import parsers_dir, shipped_models
 from nsvqa.training import RunDir
 from nsvqa.training.checkpoint import checkpoint_sha256
+from nsvqa.training.engine import more_threads_when
+from nsvqa.training.loading import QUESTION_CHECKPOINT, load_question_parser, load_scene_parser, parse_split
+from nsvqa.training.scene_config import SceneParserConfig
 from nsvqa.training.question_config import QuestionParserConfig
 from orchestration import models as registry
+from orchestration.train_spec import TrainSpec
 
 #: The models :func:`train_variant` runs when none are named.
-DEFAULT_MODELS = ("nsvqa", "pnsvqa", "pnsvqa-exact")
+DEFAULT_MODELS = registry.executors(gt_programs=False)  # every model that executes programs on parsed scenes
 #: What the summary of a ``tiny`` run says under its table (measured: docs/perception.md).
 SMOKE_NOTE = ("note: --profile tiny is a smoke profile: it checks that every step runs end to end and does not learn "
               "(accuracies near 0 are expected). The smallest profile that learns is demo: make demo-train, about "
@@ -194,63 +197,9 @@ def _fresh(path: Path, key: Mapping[str, Any]) -> bool:
 
 
 # ---------------------------------------------------------------------------- training
-@dataclass
-class TrainSpec:
-    """How to train the parsers and models of a variant run.
-
-    Attributes:
-        profile: the profile of the parsers and of every model (``tiny``, ``demo``, ``mini``, ``full``).
-        scene_overrides, question_overrides: config fields over the parser profiles'.
-        model_overrides: model name -> config fields over its profile's.
-        parse_min_score: detection score above which the scene parser keeps a detection when
-            parsing the test splits (None: the scene-parser config's, 0.5). The default 0.05 keeps
-            uncertain detections: P-NSVQA weighs them by their scores, NS-VQA drops those < 0.5.
-            On the visual factor (mini, a detector of 600 iterations) this raised P-NSVQA from
-            28.2% to 31.2% in-domain and left NS-VQA at 27.9%.
-        jobs: 2 or more trains the question parser in a second process (1 thread) beside the scene
-            parser (the other threads), which halves the wall time on a 2-core machine.
-        device: torch device of the parsers and the models; ``auto`` (the default): CUDA when present,
-            else the CPU.
-        pretrained: trained parsers to use instead of training them: ``pretrained:<name>`` (a
-            set shipped in ``pretrained/``, sha256-checked; :mod:`nsvqa.pretrained`) or a folder
-            holding ``scene_parser/`` and ``question_parser/``. Nothing is trained then: a
-            trainable model runs only when the set holds it (``<model>/`` of a shipped set,
-            ``baselines/<model>/`` of a run folder), and every model keeps the cuts shipped with it.
-        image_shuffle: also write each model's predictions with every test question paired with
-            another image of its split (:func:`write_shuffled_predictions`, derangement seed
-            ``shuffle_seed``) and put its image dependence in the summary.
-        scene_variant: a variant with the same scenes and images as the one trained
-            (:meth:`~nsvqa.generation.variants.Variant.same_scenes`: ``mid`` for ``rd-`` and
-            ``rd+``): the run uses the scene parser of that variant's run with the same seed,
-            training it there, on that variant's data, if it is not yet trained. It is the parser
-            the run would train on its own images; training it once saves the most expensive step.
-        scene_runs: another runs root whose run of ``scene_variant`` (default: the variant trained),
-            with the same seed, holds a trained scene parser: the run uses that parser and copies
-            that run's parses of the same images, and never trains or writes there (a missing
-            parser is an error).
-    """
-
-    profile: str = "mini"
-    scene_overrides: dict = field(default_factory=dict)
-    question_overrides: dict = field(default_factory=dict)
-    model_overrides: dict = field(default_factory=dict)
-    jobs: int = 1
-    device: str = AUTO_DEVICE
-    progress: bool = True
-    parse_min_score: float | None = PARSE_MIN_SCORE
-    pretrained: str | None = None
-    scene_variant: str | None = None
-    scene_runs: str | os.PathLike | None = None
-    image_shuffle: bool = False
-    shuffle_seed: int = 0
-
-    def __post_init__(self) -> None:
-        self.device = resolve_device(self.device)  # "auto": CUDA when present, else the CPU
-
-
 def _train_question_parser(data: Path, run: VariantRun, spec: TrainSpec, progress: bool) -> float:
     """Train (or resume, or find finished) the run's question parser; returns its seconds."""
-    from nsvqa.training.question_parser import train_question_parser  # heavy: loads torch, only to train
+    from nsvqa.training.question_parser import train_question_parser  # the question parser's training stack, only to train
 
     t0 = time.perf_counter()
     cfg = QuestionParserConfig.from_profile(str(data), spec.profile, seed=run.seed, device=spec.device,
@@ -261,8 +210,6 @@ def _train_question_parser(data: Path, run: VariantRun, spec: TrainSpec, progres
 
 def _question_parser_job(data: Path, run: VariantRun, spec: TrainSpec, log_path: Path) -> None:
     """The second process of :func:`train_parsers`: one torch thread, its output to ``log_path``."""
-    import torch  # heavy: torch, only in the training process
-
     with open(log_path, "ab") as f:
         os.dup2(f.fileno(), 1)
         os.dup2(f.fileno(), 2)
@@ -280,11 +227,7 @@ def train_parsers(data: Path, run: VariantRun, spec: TrainSpec, scene: bool, que
     this one trains the scene parser on the other threads, and on every thread from the first step
     after that process ends (:func:`nsvqa.training.engine.more_threads_when`).
     """
-    import torch  # heavy: torch, only to train
-
-    from nsvqa.training.engine import more_threads_when  # heavy: loads torch, only to train
-    from nsvqa.training.scene_config import SceneParserConfig  # heavy: loads torch, only to train
-    from nsvqa.training.scene_parser import train_scene_parser  # heavy: loads torch, only to train
+    from nsvqa.training.scene_parser import train_scene_parser  # the detector's training stack, only to train
 
     seconds: dict[str, float] = {}
     child = None
@@ -382,8 +325,6 @@ def parse_scenes(run: VariantRun, data: Path, split: str, *, progress: bool = Tr
     digest of its images' bytes, ``min_score``); a parse with that provenance of another variant's
     images, in this run or in :attr:`VariantRun.scene_run`, is copied under this variant's name
     (the same images: ``rd-`` / ``rd+`` / ``mid``)."""
-    from nsvqa.training.loading import load_scene_parser, parse_split  # heavy: loads torch and the parsers, only to parse
-
     out = run.parsed(data.name, "likelihoods", split if tuning else None)
     parser = load_scene_parser(run.scene_dir, min_score)
     key = {"detector": checkpoint_sha256(parser.detector_path),
@@ -408,8 +349,6 @@ def parse_questions(run: VariantRun, data: Path, split: str, *, beam: int = 1, t
     """``parsed/<test>/programs.json``: the run's question parser on ``data``'s questions of
     ``split``, one record per question, in file order (reused when its provenance matches;
     ``tuning`` as in :func:`parse_scenes`)."""
-    from nsvqa.training.loading import QUESTION_CHECKPOINT, load_question_parser  # heavy: as in parse_scenes
-
     out = run.parsed(data.name, "programs", split if tuning else None)
     qpath = questions_path(data, split)
     key = {"checkpoint": checkpoint_sha256(run.question_dir / QUESTION_CHECKPOINT), "questions": sha256_file(qpath),
@@ -696,7 +635,7 @@ def summary_table(summary: Mapping[str, Any]) -> str:
     return "\n".join(lines + ([warning] if warning else []) + ([SMOKE_NOTE] if summary["profile"] == "tiny" else []))
 
 
-__all__ = ["DEFAULT_MODELS", "ExperimentError", "VariantRun", "TrainSpec", "factors_of", "variants_to_test",
+__all__ = ["DEFAULT_MODELS", "ExperimentError", "VariantRun", "factors_of", "variants_to_test",
            "model_specs", "train_parsers", "train_models", "parse_scenes", "parse_questions",
            "write_model_predictions", "shuffled_view", "write_shuffled_predictions", "check_variant_data", "train_variant",
            "summary_table"]

@@ -18,8 +18,14 @@ Two tables name every model, one line per model in the package that holds it:
 :func:`names`, :func:`parse_spec` / :func:`parse_specs` (labels with their options) and
 :func:`needs` (what a set of models takes from a variant run: the scene parser, the question
 parser, parses of the training splits, the images). What a model is (its family, what it sees the
-image through) is declared on its class and read from the model :func:`get` returns. The tables are
-read at each call, so a model added to one is known at once.
+image through) is declared on its class and read from the model :func:`get` returns, and the lists
+of models that share a trait are read from those declarations: :func:`executors` (the models that
+execute programs on parsed scenes, with both program sources) and :func:`executing` (those of a list
+of labels). The tables are read at each call, so a model added to one is known at once.
+
+This is the one front door: callers above ``baselines`` ask it, never ``baselines.MODELS`` or
+``nsvqa.models.pipeline.MODELS`` (only what must not load the baselines reads the pipeline's table
+itself: ``nsvqa-explain``'s parser, :data:`orchestration.explain.MODELS`).
 
 A new model is one module with a :class:`nsvqa.models.Model` subclass (its family and needs
 declared on the class) and one line in its package's ``MODELS``: ``"name": module.Class``.
@@ -114,6 +120,28 @@ def _parse(text: str, models: Mapping[str, type[Model]]) -> ModelSpec:
     return spec
 
 
+def executors(*, gt_programs: bool = True) -> tuple[str, ...]:
+    """The labels of every model that executes programs on parsed scenes (its class declares
+    :attr:`~nsvqa.models.Model.executes_programs`): each by name, in :func:`names` order, then (with
+    ``gt_programs``) each on ground-truth programs (``<name>+gtprog``) where its class supports them."""
+    models = table()
+    mine = [n for n in names() if models[n].executes_programs]
+    gt = [ModelSpec(n, gt_programs=True).label for n in mine if gt_programs and models[n].supports_gt_programs]
+    return tuple(mine + gt)
+
+
+def executing(labels: Sequence[str]) -> tuple[str, ...]:
+    """The labels of ``labels`` whose model executes programs on parsed scenes
+    (:attr:`~nsvqa.models.Model.executes_programs`), in their order.
+
+    Raises:
+        UnknownModel: an unknown name (the valid ones listed); ValueError: a label the model does
+            not take (:func:`parse_specs`).
+    """
+    models = table()
+    return tuple(s.label for s in parse_specs(labels) if models[s.name].executes_programs)
+
+
 def needs(specs: Sequence[ModelSpec]) -> Needs:
     """What the variant run must provide for all of ``specs`` together (each model's
     :meth:`~nsvqa.models.Model.needs`, as its class declares them)."""
@@ -126,4 +154,4 @@ def needs(specs: Sequence[ModelSpec]) -> Needs:
     return out
 
 
-__all__ = ["TABLES", "table", "names", "get", "parse_spec", "parse_specs", "needs"]
+__all__ = ["TABLES", "table", "names", "get", "parse_spec", "parse_specs", "executors", "executing", "needs"]

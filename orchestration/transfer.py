@@ -29,11 +29,15 @@ from nsvqa.artifacts.predictions import read_predictions
 from nsvqa.evaluation.question_parser import read_question_items, score_parses
 from nsvqa.evaluation.report import pct
 from nsvqa.evaluation.scene_parser import evaluate_parsed
-from orchestration.experiment import TrainSpec, VariantRun, train_variant
+from orchestration import models as registry
+from orchestration.experiment import VariantRun, train_variant
+from orchestration.train_spec import TrainSpec
 from nsvqa.pretrained import parsers_dir
+from nsvqa.training.loading import load_question_parser
 
-#: The models a transfer report runs: the modular ones, which take the parsers as they are.
-TRANSFER_MODELS = ("nsvqa", "pnsvqa", "pnsvqa-exact", "nsvqa+gtprog", "pnsvqa+gtprog", "pnsvqa-exact+gtprog")
+#: The models a transfer report runs: those that execute programs on parsed scenes, which take the
+#: parsers as they are, on parsed and on ground-truth programs (as their classes declare them).
+TRANSFER_MODELS = registry.executors()
 KINDS = ("object", "part")
 
 
@@ -61,7 +65,6 @@ def accuracy_by_kind(predictions: Sequence[Any], kinds: Sequence[str]) -> dict[s
 def question_parser_by_kind(parsers: str, data: Path, split: str, kinds: Sequence[str]) -> dict[str, dict[str, Any]]:
     """The question parser of ``parsers`` on ``data``'s ``split`` questions, per kind: the share of
     exact programs and of right answers on the ground-truth scenes."""
-    from nsvqa.training.loading import load_question_parser  # heavy: loads torch and the parsers, only here
 
     parser = load_question_parser(parsers_dir(parsers) / "question_parser")
     path = data / "questions" / f"{split}_questions.json"

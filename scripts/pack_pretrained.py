@@ -40,6 +40,7 @@ from nsvqa.fileio import write_json_atomic
 from nsvqa.pretrained import add_models, convert_set, pack_pretrained, pretrained_dir
 from nsvqa.training.checkpoint import load_checkpoint
 from nsvqa.training.loading import load_question_parser, load_scene_parser, parse_split
+from orchestration import models as registry
 
 
 def get_args_parser() -> argparse.ArgumentParser:
@@ -86,8 +87,9 @@ def _val_metrics(scene_dir: Path, question_dir: Path, data: Path, work: Path) ->
             "question_parser": scores.summary()}
 
 
-#: the models that run on the shipped parsers alone (their accuracy recorded beside the shipped models')
-EXECUTORS = ("nsvqa", "pnsvqa", "pnsvqa-exact")
+#: the models that run on the shipped parsers alone (their accuracy recorded beside the shipped models'):
+#: those that execute programs on parsed scenes, as their classes declare
+EXECUTORS = registry.executors(gt_programs=False)
 #: the card's defaults (--intended-use, --limits)
 INTENDED_USE = ("research: answering questions about rendered Super-CLEVR-style scenes (vehicles and their parts) "
                 "and measuring robustness across the study's domain variants without training first; "

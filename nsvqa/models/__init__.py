@@ -211,6 +211,11 @@ class Model(ABC):
             changes what it sees (the study's perception schedule check); False for a model that
             learns its concepts from the detections (NSCL), whose answers with two heads differ
             by retraining alone.
+        executes_programs: it answers by executing the program (the question parser's, or the
+            ground truth) on the run's parsed scenes with a reasoner its class declares, and trains
+            nothing of its own: it runs on any trained parsers (a transfer report, a pretrained set)
+            and on part programs (the study's executor and part models,
+            :func:`orchestration.models.executors`).
     """
 
     family: ClassVar[str | None] = None
@@ -221,6 +226,7 @@ class Model(ABC):
     uses_parses: ClassVar[bool] = False
     trains_on_parses: ClassVar[bool] = False
     supports_gt_programs: ClassVar[bool] = False
+    executes_programs: ClassVar[bool] = False
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -309,7 +315,8 @@ def check_model(name: str, cls: Any) -> None:
             name (letters, digits, ``_ . -``; it must fit a predictions file name and carry no ``+``,
             which spells options), the family is not one of :data:`FAMILIES` (or is not declared),
             a trainable model's config does not derive from :class:`ModelConfig`, or its
-            ``PROFILES`` lack a profile of :data:`PROFILE_NAMES`.
+            ``PROFILES`` lack a profile of :data:`PROFILE_NAMES`, or a model that
+            :attr:`~Model.executes_programs` trains or reads no parses.
     """
     if not (isinstance(cls, type) and issubclass(cls, Model)) or inspect.isabstract(cls):
         raise ValueError(f"model {name!r}: {cls!r} is not a concrete subclass of nsvqa.models.Model")
@@ -325,6 +332,9 @@ def check_model(name: str, cls: Any) -> None:
         if missing:
             raise ValueError(f"model {name!r}: no profile {missing}; every trainable model has "
                              f"{list(PROFILE_NAMES)}")
+    if cls.executes_programs and (cls.config_class is not None or not cls.uses_parses):
+        raise ValueError(f"model {name!r}: a model that executes programs trains nothing and answers from the "
+                         f"run's parses (config_class None, uses_parses True)")
     if cls.family not in FAMILIES:
         raise ValueError(f"model {name!r}: family {cls.family!r}; valid: {', '.join(FAMILIES)} (a model declares "
                          f"its family on its class)")

@@ -13,7 +13,12 @@ Each runs on programs from the question parser (the real system) or on the groun
 (the ``gt_programs`` option of a :class:`~nsvqa.models.ModelSpec`, labelled ``<model>+gtprog``,
 which isolates the scene parser and the executor). The three are models of the registry
 (:class:`PipelineModel`, one line each in :data:`MODELS`): they train nothing of their own, and
-answer from the variant run's parses. When a program is invalid or
+answer from the variant run's parses. Each model's class declares the reasoner it runs
+(:attr:`PipelineModel.reasoner_cls`, and :attr:`PipelineModel.mode` for P-NSVQA's executor) and
+builds it (:meth:`PipelineModel.make_reasoner`); nothing chooses a reasoner by its name. A new
+program-executing reasoner is this file alone: a :class:`Reasoner` subclass (or a new mode of one),
+a :class:`PipelineModel` subclass declaring it, and its line in :data:`MODELS`; the orchestration
+reads the rest from the class (:func:`orchestration.models.executors`). When a program is invalid or
 its execution fails, NS-VQA's habit is a random guess: :func:`predict` draws one among the answers
 of the program's answer type (all answers when the program is invalid), seeded per question, and
 flags it (``guessed`` with ``invalid_program`` or ``execution_error``), so that the evaluator reports
@@ -27,7 +32,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, ClassVar, Mapping, Sequence
 
 import numpy as np
 
@@ -43,8 +48,6 @@ from nsvqa.artifacts.records import index_by_image
 from nsvqa.fileio import sha256_file, write_json_atomic
 from nsvqa.models import TUNED, Model, ModelSpec, PredictInputs, read_tuned
 
-#: Reasoner names (registered models, :data:`MODELS`; the ``<model>`` of predictions files).
-REASONERS = ("nsvqa", "pnsvqa", "pnsvqa-exact")
 #: Largest count a guess may draw (scenes hold at most 10 objects).
 MAX_COUNT = 10
 
@@ -99,6 +102,18 @@ class Reasoner(ABC):
             out[i] = a
         return out  # type: ignore[return-value]
 
+    @classmethod
+    @abstractmethod
+    def build(cls, ontology: Ontology, mode: str | None = None, *, threshold: float = 0.7, device: Any = None,
+              min_exist: float = 0.5, min_part: float = 0.5) -> "Reasoner":
+        """This reasoner in ``mode`` (what a :class:`PipelineModel` declares), taking the settings it
+        reads of the others (P-NSVQA's ``threshold`` and ``device``, NS-VQA's ``min_exist`` and
+        ``min_part``).
+
+        Raises:
+            ValueError: a mode this reasoner does not have.
+        """
+
     @abstractmethod
     def _run(self, programs: list[Program], scenes: list[SceneLikelihoods]) -> list[Answer]:
         """Answers of valid programs on parsed scenes (one per question, in order)."""
@@ -127,6 +142,12 @@ class NSVQA(Reasoner):
         super().__init__(ontology)
         self.executor = DeterministicExecutor(ontology)
         self.min_exist, self.min_part = float(min_exist), float(min_part)
+
+    @classmethod
+    def build(cls, ontology, mode=None, *, threshold=0.7, device=None, min_exist=0.5, min_part=0.5):
+        if mode is not None:
+            raise ValueError(f"NS-VQA has one mode, not {mode!r}")
+        return cls(ontology, min_exist, min_part)
 
     def _run(self, programs, scenes):
         out = []
@@ -161,6 +182,12 @@ class PNSVQA(Reasoner):
         self.executor = ProbabilisticExecutor(ontology, mode=mode, threshold=threshold, device=device)
         self.name = "pnsvqa" if mode == "threshold" else f"pnsvqa-{mode}"
 
+    @classmethod
+    def build(cls, ontology, mode=None, *, threshold=0.7, device=None, min_exist=0.5, min_part=0.5):
+        if mode is None:
+            raise ValueError("P-NSVQA needs its executor's mode (threshold, exact)")
+        return cls(ontology, mode, threshold, device)
+
     def _run(self, programs, scenes):
         if not programs:
             return []
@@ -185,18 +212,6 @@ class PNSVQA(Reasoner):
         """The probabilistic executor's trace: per step a probability per detected object (or part)
         or a distribution over values (computed in float64, :meth:`ProbabilisticExecutor.run`)."""
         return self.executor.run(program, scene, trace=True)
-
-
-def make_reasoner(name: str, ontology: Ontology, *, threshold: float = 0.7, device: Any = None,
-                  min_exist: float = 0.5, min_part: float = 0.5) -> Reasoner:
-    """The reasoner of a name of :data:`REASONERS`."""
-    if name == "nsvqa":
-        return NSVQA(ontology, min_exist, min_part)
-    if name == "pnsvqa":
-        return PNSVQA(ontology, "threshold", threshold, device)
-    if name == "pnsvqa-exact":
-        return PNSVQA(ontology, "exact", threshold, device)
-    raise ValueError(f"unknown reasoner {name!r}; valid: {', '.join(REASONERS)}")
 
 
 def unanswerable(ontology: Ontology) -> frozenset:
@@ -254,10 +269,14 @@ def predict(reasoner: Reasoner, metas: Sequence[QuestionMeta], programs: Sequenc
 
 # ---------------------------------------------------------------------------- registered models
 class PipelineModel(Model):
-    """A reasoner of :data:`REASONERS` as a registered model: nothing of its own to train; it
-    answers from the variant run's scene parses and (unless ``gt_programs``) question parses.
+    """A :class:`Reasoner` as a registered model: nothing of its own to train; it answers from the
+    variant run's scene parses and (unless ``gt_programs``) question parses. A subclass declares its
+    reasoner, and the model builds it (:meth:`make_reasoner`).
 
     Attributes:
+        reasoner_cls: the :class:`Reasoner` subclass the model runs.
+        mode: the reasoner's mode (P-NSVQA's executor: ``threshold`` or ``exact``); None for a
+            reasoner with one way to run (NS-VQA).
         threshold: P-NSVQA's selection threshold in threshold mode (0.7, the paper's).
     """
 
@@ -265,12 +284,21 @@ class PipelineModel(Model):
     uses_parses = True
     reads_attribute_head = True  # it executes on the attribute head's distributions
     supports_gt_programs = True
+    executes_programs = True
+    reasoner_cls: ClassVar[type[Reasoner]]
+    mode: ClassVar[str | None] = None
     threshold: float = 0.7
+
+    @classmethod
+    def make_reasoner(cls, ontology: Ontology, **settings: Any) -> Reasoner:
+        """The class's :attr:`reasoner_cls` in its :attr:`mode` (:meth:`Reasoner.build`; ``settings``:
+        ``threshold`` (default :attr:`threshold`), ``device``, ``min_exist``, ``min_part``)."""
+        return cls.reasoner_cls.build(ontology, cls.mode, **({"threshold": cls.threshold} | settings))
 
     def reasoner(self, ontology: Ontology, run_dir: str | Path | None = None) -> Reasoner:
         """The model's :class:`Reasoner` (NS-VQA keeps detections with existence >= 0.5, or the cuts
         its :meth:`tune` chose on val, kept in ``run_dir``)."""
-        return make_reasoner(self.name, ontology, threshold=self.threshold)
+        return self.make_reasoner(ontology)
 
     def _read_inputs(self, root, variant: str, split: str, spec: ModelSpec | None,
                      inputs: PredictInputs) -> tuple[Ontology, list[QuestionMeta], list, dict]:
@@ -318,11 +346,13 @@ class NSVQAModel(PipelineModel):
     two cuts (``min_exist``, ``min_part``: which detections and parts the scene keeps) are
     hyper-parameters: :meth:`tune` chooses them on the training variant's val split."""
 
+    reasoner_cls = NSVQA
+
     def reasoner(self, ontology: Ontology, run_dir: str | Path | None = None) -> Reasoner:
         tuned = read_tuned(run_dir, ("min_exist", "min_part"))
         if tuned is None:
-            return make_reasoner(self.name, ontology)
-        return make_reasoner(self.name, ontology, min_exist=tuned["min_exist"], min_part=tuned["min_part"])
+            return self.make_reasoner(ontology)
+        return self.make_reasoner(ontology, min_exist=tuned["min_exist"], min_part=tuned["min_part"])
 
     def tune(self, run_dir, root, variant, split="val", *, spec: ModelSpec | None = None,
              inputs: PredictInputs = PredictInputs(), device: str = "cpu") -> dict:
@@ -343,7 +373,7 @@ class NSVQAModel(PipelineModel):
         if old is not None and old.get("key") == key:
             return old
         onto, metas, programs, scenes = self._read_inputs(root, variant, split, spec, inputs)
-        acc = {(e, p): accuracy(predict(make_reasoner(self.name, onto, min_exist=e, min_part=p), metas, programs,
+        acc = {(e, p): accuracy(predict(self.make_reasoner(onto, min_exist=e, min_part=p), metas, programs,
                                         scenes, seed=inputs.seed))
                for e in MIN_EXIST_CANDIDATES for p in MIN_PART_CANDIDATES}
         best = max(acc, key=lambda c: (acc[c], c))
@@ -356,9 +386,15 @@ class NSVQAModel(PipelineModel):
 class PNSVQAModel(PipelineModel):
     """P-NSVQA: the probabilistic executor on the likelihoods, the paper's 0.7 threshold mode."""
 
+    reasoner_cls = PNSVQA
+    mode = "threshold"
+
 
 class PNSVQAExactModel(PipelineModel):
     """P-NSVQA with exact inference (Poisson-binomial count, exist = 1 - prod(1 - p))."""
+
+    reasoner_cls = PNSVQA
+    mode = "exact"
 
 
 #: The pipeline's models by name, one line each: the table the registry (:mod:`orchestration.models`)
@@ -368,6 +404,23 @@ MODELS: dict[str, type[PipelineModel]] = {
     "pnsvqa": PNSVQAModel,
     "pnsvqa-exact": PNSVQAExactModel,
 }
+#: Reasoner names (the models of :data:`MODELS`; the ``<model>`` of predictions files).
+REASONERS = tuple(MODELS)
+
+
+def make_reasoner(name: str, ontology: Ontology, **settings: Any) -> Reasoner:
+    """The reasoner of the model ``name`` of :data:`MODELS`, as its class declares it
+    (:meth:`PipelineModel.make_reasoner`, ``settings`` as there): for a caller that runs every
+    reasoner on ground-truth programs by name (:func:`nsvqa.evaluation.scene_parser.executor_accuracy`).
+
+    Raises:
+        ValueError: no model of that name in :data:`MODELS` (the valid ones listed).
+    """
+    cls = MODELS.get(name)
+    if cls is None:
+        raise ValueError(f"unknown reasoner {name!r}; valid: {', '.join(REASONERS)}")
+    return cls.make_reasoner(ontology, **settings)
+
 
 __all__ = ["REASONERS", "MODELS", "MIN_EXIST_CANDIDATES", "MIN_PART_CANDIDATES", "PipelineModel", "NSVQAModel",
            "PNSVQAModel", "PNSVQAExactModel", "Answer", "Reasoner", "NSVQA", "PNSVQA", "make_reasoner", "unanswerable",

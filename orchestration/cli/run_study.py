@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import shutil
 import sys
 import time
 from pathlib import Path
@@ -51,9 +50,6 @@ ESTIMATE_FROM = Path(__file__).resolve().parents[2] / "results" / "study"
 
 def get_args_parser() -> argparse.ArgumentParser:
     p = command_parser(PROG, __doc__.split("\n\n")[0])
-    with needs_extra(PROG):
-        from orchestration.study.launch import LAUNCHERS  # heavy (torch): the study package's import; so is the next
-        from orchestration.study.perception_record import LONG_SCHEDULES
     p.add_argument("--data", type=Path, default=Path("data/generated/study"), help="dataset root")
     p.add_argument("--runs", type=Path, default=Path("runs/study"), help="runs root (checkpoints; not committed)")
     p.add_argument("--results", type=Path, default=Path("results/study"), help="committed results")
@@ -95,7 +91,7 @@ def get_args_parser() -> argparse.ArgumentParser:
                    help="seed of the scale check's runs and of the mid run whose scene parser they use")
     p.add_argument("--perception-check", action="store_true",
                    help="the perception schedule check (issue 64): the visual training variants' attribute heads "
-                        f"trained again on longer schedules ({', '.join(map(str, LONG_SCHEDULES))} epochs) on the "
+                        "trained again on longer schedules (orchestration.study's LONG_SCHEDULES epochs) on the "
                         "detectors of their study "
                         "runs (RUNS/<variant>) until val object material stops rising; the modular models executed "
                         "with the study's heads and the chosen ones; predictions and perception_schedule.json in "
@@ -130,7 +126,9 @@ def get_args_parser() -> argparse.ArgumentParser:
                         "RUNS/code-<commit>), so that editing the checkout while a piece runs cannot change or "
                         "break it; uncommitted changes are not in the copy; older copies are removed")
     g = p.add_argument_group("launching pieces as jobs (docs/cluster.md; local and slurm need the cluster extra)")
-    g.add_argument("--launcher", choices=LAUNCHERS, default="sequential",
+    # not choices: orchestration.study.launch.LAUNCHERS, checked after parsing (the study package
+    # imports torch, which --help does not wait for)
+    g.add_argument("--launcher", default="sequential",
                    help="sequential: one piece after another in this process; local: PARALLEL jobs side by side "
                         "on this machine; slurm: one job per piece submitted with sbatch, with dependencies")
     g.add_argument("--parallel", type=int, default=2, help="local: jobs side by side")
@@ -168,39 +166,11 @@ def get_args_parser() -> argparse.ArgumentParser:
     return p
 
 
-def frozen_code(runs: Path) -> tuple[Path, str]:
-    """A git worktree of this checkout's HEAD at ``RUNS/code-<commit>`` (made once, reused), and the
-    uncommitted changes to tracked files it leaves out (``git status --porcelain``). Other
-    ``RUNS/code-*`` worktrees are removed.
-
-    Raises:
-        StudyError: not a git checkout, or git fails (its message).
-    """
-    from orchestration.study.launch import run_git  # heavy (torch): the study package's import
-
-    repo = Path(__file__).resolve().parents[2]
-
-    def git(*a: str) -> str:
-        return run_git(repo, *a, needs="--frozen needs a git checkout")
-
-    sha = git("rev-parse", "--short=12", "HEAD").strip()
-    where = (runs / f"code-{sha}").resolve()
-    for old in runs.glob("code-*"):
-        if old.resolve() != where:  # a copy of another commit, a worktree or a leftover folder
-            shutil.rmtree(old, ignore_errors=True)
-    git("worktree", "prune")
-    if not (where / "scripts" / "run_study.py").is_file():
-        shutil.rmtree(where, ignore_errors=True)
-        runs.mkdir(parents=True, exist_ok=True)
-        git("worktree", "add", "--detach", str(where), sha)
-    return where, git("status", "--porcelain", "--untracked-files=no")
-
-
 def _launch(args: argparse.Namespace, todo: list, cfg: StudyConfig) -> int:
     """--launcher local|slurm: the first --pieces pending pieces (every one by default) that the cap
     allows, as jobs from a frozen code tree."""
-    from orchestration.study.launch import (LaunchOptions, frozen_tree, launch, past_cap,  # heavy (torch): the
-                                            require_submitit)  # study package's import
+    from orchestration.study.code_tree import frozen_tree  # main has loaded the study (torch) by now; not at
+    from orchestration.study.launch import LaunchOptions, launch, past_cap, require_submitit  # the top: --help
 
     require_submitit(args.launcher)  # one line, before any work, without the cluster extra
     todo = todo[:args.pieces] if args.pieces else todo
@@ -214,7 +184,7 @@ def _launch(args: argparse.Namespace, todo: list, cfg: StudyConfig) -> int:
         return 0
     code = args.code
     if code is None:
-        code, dirty = frozen_tree(args.runs)
+        code, dirty = frozen_tree(args.runs / "launch")
         if dirty:
             print(f"{PROG}: the jobs run the committed code of {code}; left out, uncommitted:\n{dirty}", file=sys.stderr)
     opts = LaunchOptions(launcher=args.launcher, parallel=args.parallel, threads=args.threads, device=args.device,
@@ -245,22 +215,27 @@ def main(argv: list[str] | None = None) -> int:
         import torch  # heavy, as is the study's stack below (torch, PIL, pycocotools, scipy): after parsing
 
         from orchestration.study import (SCALE_RESULTS, StudyConfig, StudyError, budget, budget_markdown, is_done,
-                                         is_reduced, out_of_time, over_cap, pending_pieces, piece_dir,
+                                         is_reduced, out_of_time, over_cap, pending_pieces, piece_dir, piece_setup,
                                          read_scale_record, results_config, scale_runs, study_pieces)
         from orchestration.study.demo import (DEMO_BLOCK, DEMO_PICTURE, demo_block_reproduces, demo_comparison,
                                               demo_figure, demo_table, write_demo_block)
-        from orchestration.study.launch import estimate_line, generate_data, scaled_estimate, train_piece_parsers
+        from orchestration.study.launch import (LAUNCHERS, estimate_line, generate_data, scaled_estimate,
+                                                train_piece_parsers)
         from orchestration.study.parses import PARSES, export_parses, reexecute
         from orchestration.study.perception_record import PERCEPTION_RESULTS, read_perception_record, record_search
         from orchestration.study.perception_schedule import OutOfTime, run_perception_check
         from orchestration.study.publish import check_study_report, write_study_report
         from orchestration.study.run import lender_elsewhere, run_piece, write_perception
         from orchestration.study.scale import run_scale_check, scale_variants
+    if args.launcher not in LAUNCHERS:
+        parser.error(f"argument --launcher: invalid choice: {args.launcher!r} (choose from {', '.join(LAUNCHERS)})")
     if args.launcher != "slurm":  # slurm: LaunchOptions resolves "auto" from --gpus-per-node (the jobs' nodes)
         args.device = resolve_device(args.device)
     if args.frozen and os.environ.get(FROZEN) is None:
         try:
-            where, dirty = frozen_code(args.runs)
+            from orchestration.study.code_tree import frozen_tree  # not at the top: --help loads no study
+
+            where, dirty = frozen_tree(args.runs, sweep=True)
         except StudyError as e:
             print(f"{PROG}: error: {e}", file=sys.stderr)
             return 2
@@ -343,7 +318,7 @@ def main(argv: list[str] | None = None) -> int:
             for piece in study_pieces(cfg):
                 if is_done(args.results, piece) and not (piece_dir(args.results, piece) / PARSES).is_dir():
                     try:
-                        out = export_parses(piece, args.data, args.runs, args.results, cfg)
+                        out = export_parses(piece_setup(piece, args.data, args.runs, cfg), args.results)
                     except FileNotFoundError as e:
                         print(f"{PROG}: {piece.name}: not exported ({e})", file=sys.stderr)
                         continue
@@ -362,7 +337,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.perception:
             for piece in study_pieces(cfg):
                 if is_done(args.results, piece) and not (piece_dir(args.results, piece) / "perception.json").exists():
-                    out = write_perception(piece, args.data, args.runs, args.results, cfg)
+                    out = write_perception(piece_setup(piece, args.data, args.runs, cfg), args.results)
                     if out is not None:
                         print(f"{PROG}: {out}", file=sys.stderr)
             return 0

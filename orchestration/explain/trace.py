@@ -19,9 +19,13 @@ from executors.errors import FormatError
 from executors.io import load_questions, normalize_answer
 from executors.scene import argmax_scene, check_image_filename
 from nsvqa.artifacts.programs import read_programs
+from nsvqa.models import pipeline
 
-#: Probabilistic models :func:`explain` runs (name -> executor mode).
-MODELS = {"pnsvqa": "threshold", "pnsvqa-exact": "exact"}
+#: Probabilistic models :func:`explain` runs (name -> executor mode): the models whose class declares
+#: P-NSVQA's reasoner, in their table's order. Read from the table of the models with a reasoner
+#: (:data:`nsvqa.models.pipeline.MODELS`), not through :mod:`orchestration.models`, which loads every
+#: baseline (torch): ``nsvqa-explain``'s parser reads MODELS at once, and runs without the [full] extra.
+MODELS = {name: cls.mode for name, cls in pipeline.MODELS.items() if issubclass(cls.reasoner_cls, pipeline.PNSVQA)}
 #: Entries shown per step in the figure.
 TOP = 4
 #: The order in which an object's attributes are said ("large red metal car").
@@ -140,8 +144,8 @@ def explain(run_dir: str | os.PathLike, data: str | os.PathLike, split: str, ima
                              "distribution": None, "error": program_error, "error_node": None, "correct": None}
     d_ans: dict[str, Any] = {"answer": None, "error": program_error, "error_node": None, "correct": None}
     if program is not None and types is not None:
-        p_trace, p_conf, p_res, p_err = _run_probabilistic(ProbabilisticExecutor(onto, mode=mode, threshold=threshold),
-                                                           program, lik)
+        reasoner = pipeline.MODELS[model].make_reasoner(onto, threshold=threshold)  # the model's own (a PNSVQA)
+        p_trace, p_conf, p_res, p_err = _run_probabilistic(reasoner.executor, program, lik)
         scene = argmax_scene(lik, min_part=min_part, min_exist=min_exist)
         d_trace, d_res, d_err = _run_deterministic(DeterministicExecutor(onto), program, scene)
         gt = normalize_answer(q.get("answer"))

@@ -18,6 +18,8 @@ import textwrap
 from pathlib import Path
 from typing import Any, Mapping
 
+from PIL import Image
+
 from executors.io import read_json
 from executors import Program
 from nsvqa.artifacts.predictions import Prediction, parse_predictions_name, read_predictions
@@ -191,8 +193,6 @@ def demo_figure(path: str | os.PathLike, report: Mapping[str, Any], comparison: 
     question parser gave it and every model's answer; beside it each model's accuracy on every test
     variant, the modular models (solid) against the others. The run folder, its data and parsed
     programs are the ones the report's predictions files name. Returns what it shows."""
-    from PIL import Image  # heavy: only to draw
-
     c = comparison
     test = test or c["train"]
     given = _answers(report, c["train"], test)  # each predictions file read once

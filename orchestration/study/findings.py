@@ -28,7 +28,7 @@ from nsvqa.evaluation.comparison import paired_comparison, rd_bootstrap
 from nsvqa.evaluation.resampling import N_BOOT, bound_precision, percentile_interval, widen
 from nsvqa.evaluation.degrade import factor_layout, factor_relative_degrade
 from nsvqa.models import ModelSpec
-from orchestration.models import get as get_model
+from orchestration.models import executors, get as get_model
 from orchestration.study.scale_record import SCALE_FACTOR, SCALE_RESULTS, parse_scale_label, scale_label
 
 #: The paper's figures the findings test, with where each is printed (one cited table).
@@ -186,7 +186,7 @@ def _rd_ci(report: Mapping[str, Any], factor: str, model: str) -> Sequence[float
 
 
 #: The modular models that execute programs, and their ground-truth-program twins.
-GT_TWIN = {"nsvqa": "nsvqa+gtprog", "pnsvqa": "pnsvqa+gtprog", "pnsvqa-exact": "pnsvqa-exact+gtprog"}
+GT_TWIN = {m: ModelSpec(m, gt_programs=True).label for m in executors(gt_programs=False)}
 
 
 def _level_rds(report, key, paper, factor, models, figure, side, judged: "_Side | None" = None) -> dict[str, Any]:

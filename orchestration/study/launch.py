@@ -5,7 +5,7 @@ another in the calling process) stays in ``scripts/run_study.py``; this module i
 :mod:`orchestration.study.run` (docs/cluster.md; why it is built this way: docs/decisions.md, 2026-12-05).
 
 A launch is a list of :class:`Job` (:func:`plan_jobs`), each a call of ``scripts/run_study.py``
-from one code tree (a frozen git worktree of HEAD, :func:`frozen_tree`) with absolute data, runs and
+from one code tree (a frozen git worktree of HEAD, :func:`orchestration.study.code_tree.frozen_tree`) with absolute data, runs and
 results folders, so that every job writes where the submitting checkout reads:
 
     data-<variant>        generate the splits the launched pieces read of one variant (once, before
@@ -45,9 +45,12 @@ from nsvqa.fileio import write_json_atomic
 from nsvqa.generation.dataset import PROFILES, is_complete, job_for
 from nsvqa.generation.suite import generate_suite
 from nsvqa.generation.variants import load_variant
+from nsvqa.training.question_config import QuestionParserConfig
+from nsvqa.training.scene_config import SceneParserConfig
 from orchestration.models import needs as model_needs, parse_specs
 from orchestration.study.cost import BUDGET_ANALOG, budget, pending_rows
-from orchestration.study.plan import (Piece, piece_setup, run_folder, scene_parser_folder, study_pieces,
+from orchestration.study.code_tree import SCRIPT
+from orchestration.study.plan import (Piece, PieceSetup, piece_setup, run_folder, scene_parser_folder, study_pieces,
                                      trains_scene_parser, uses_scene_parser)
 from orchestration.study.study_config import STUDY, STUDY_FILE, StudyConfig, StudyError, results_config
 
@@ -57,9 +60,6 @@ LAUNCHERS = ("sequential", "local", "slurm")
 #: The one line a launcher other than ``sequential`` fails with when submitit is not installed.
 NEEDS_EXTRA = ('the {launcher} launcher needs submitit, the "cluster" extra: pip install ".[cluster]" '
                '(or .venv/bin/python -m pip install submitit)')
-
-#: The script every job runs, relative to the code tree.
-SCRIPT = Path("scripts") / "run_study.py"
 
 #: Set in a job's environment: the code tree it runs (``run_study.py --frozen`` then runs it as is).
 FROZEN_ENV = "NSVQA_FROZEN_CODE"
@@ -155,14 +155,11 @@ def data_needs(pieces: Sequence[Piece], data: str | os.PathLike,
     out: dict[str, dict[str, Any]] = {}
     for piece in pieces:
         setup = piece_setup(piece, data, ".", cfg)
-        want = {t: {"test"} for t in piece.tests}
-        for v in (setup.scene_variant, piece.variant):
-            want[v] = {"train", "val", "test"}
-        for v, splits in want.items():
+        for v, splits in setup.splits.items():
             key = (Path(setup.data).relative_to(data) / v).as_posix()
             entry = out.setdefault(key, {"root": Path(setup.data), "variant": v, "questions": setup.questions,
                                          "splits": set()})
-            entry["splits"] |= splits
+            entry["splits"] |= set(splits)
     for entry in out.values():
         order = load_variant(entry["variant"]).available_splits
         entry["splits"] = [s for s in order if s in entry["splits"]]
@@ -184,11 +181,9 @@ def time_limit(projected_minutes: float | None, opts: LaunchOptions) -> int:
     return max(opts.floor_minutes, int(math.ceil(projected_minutes * (1 + opts.margin))))
 
 
-def _piece_parsers(piece: Piece, cfg: StudyConfig) -> tuple[bool, bool]:
+def _piece_parsers(setup: PieceSetup) -> tuple[bool, bool]:
     """(scene parser, question parser) the piece's models need and the piece trains itself."""
-    need = model_needs(parse_specs(list(piece.models)))
-    own = piece_setup(piece, ".", ".", cfg).scene_variant == piece.variant
-    return need.scene_parser and own, need.question_parser
+    return setup.trains_scene_parser, model_needs(parse_specs(list(setup.piece.models))).question_parser
 
 
 def plan_jobs(todo: Sequence[Piece], data: str | os.PathLike, runs: str | os.PathLike, results: str | os.PathLike,
@@ -227,19 +222,20 @@ def plan_jobs(todo: Sequence[Piece], data: str | os.PathLike, runs: str | os.Pat
     world = opts.nodes * max(opts.gpus_per_node, 1)
     gpus = 1 if opts.device.startswith("cuda") else 0  # a piece trains on one device
     for piece in todo:
-        mine = data_needs([piece], data, cfg)
+        setup = piece_setup(piece, data, runs, cfg)
+        mine = {(setup.data.relative_to(data) / v).as_posix() for v in setup.splits}
         reads = [name for k, name in data_job.items() if k in mine]  # in the order the data jobs were made
-        folder = run_folder(piece, runs, cfg)
+        folder = setup.run
         after_any = (last_in_folder[folder],) if folder in last_in_folder else ()
         after_ok = list(reads)
-        scene = scene_parser_folder(piece, runs, cfg)
+        scene = setup.scene_parser
         if scene is not None:
             if scene in scene_trainer:
                 after_ok.append(scene_trainer[scene])
             else:
                 scene_trainer[scene] = piece.name
         minutes = projected.get(piece.name)
-        if world > 1 and uses_scene_parser(piece) and any(_piece_parsers(piece, cfg)):
+        if world > 1 and scene is not None and any(_piece_parsers(setup)):
             pname = f"parsers-{piece.name}"
             jobs.append(Job(pname, "parsers", (*common, "--only", piece.name, "--parsers-of", piece.name,
                                                "--device", opts.device),
@@ -274,33 +270,20 @@ def generate_data(key: str, pieces: Sequence[Piece], data: str | os.PathLike, cf
                    sizes=cfg.sizes, echo=echo)
 
 
-def piece_spec(piece: Piece, data: str | os.PathLike, runs: str | os.PathLike, cfg: StudyConfig = STUDY, *,
-               jobs: int = 2, device: str = "cpu", progress: bool = True) -> Any:
-    """The :class:`~orchestration.experiment.TrainSpec` :func:`orchestration.study.run.run_piece` trains the piece
-    with (the parsers job must resolve the same parser configs, or the piece's resume refuses them)."""
-    from orchestration.experiment import TrainSpec  # heavy: loads torch; a job's wrapper unpickles this module without it
-
-    setup = piece_setup(piece, data, runs, cfg)
-    return TrainSpec(profile=cfg.profile, scene_overrides=setup.scene_overrides,
-                     question_overrides=setup.question_overrides,
-                     model_overrides={k: dict(v) for k, v in cfg.model_overrides.items()},
-                     jobs=jobs, device=device, progress=progress, parse_min_score=cfg.parse_min_score,
-                     scene_variant=setup.scene_variant, image_shuffle=True)
-
-
 def train_piece_parsers(piece: Piece, data: str | os.PathLike, runs: str | os.PathLike, cfg: StudyConfig = STUDY,
                         *, device: str = "cpu", progress: bool = True) -> dict[str, float]:
     """A parsers job: train (or resume, or find finished) the scene parser the piece owns and its
-    question parser into its run folder, one after the other; under ``WORLD_SIZE`` > 1 (set by the
-    job from submitit's task environment) every process calls this and they train data-parallel
-    (:mod:`nsvqa.training.distributed`; rank 0 writes). Returns seconds per parser."""
-    from orchestration.experiment import VariantRun, train_parsers  # heavy: loads torch, only in a parsers job
+    question parser into its run folder, one after the other, with the piece's own
+    :attr:`~orchestration.study.plan.PieceSetup.spec` (so its piece job resumes them); under
+    ``WORLD_SIZE`` > 1 (set by the job from submitit's task environment) every process calls this
+    and they train data-parallel (:mod:`nsvqa.training.distributed`; rank 0 writes). Returns seconds
+    per parser."""
+    from orchestration.experiment import VariantRun, train_parsers  # the training stack, only in a parsers job
 
-    scene, question = _piece_parsers(piece, cfg)
-    setup = piece_setup(piece, data, runs, cfg)
-    spec = piece_spec(piece, data, runs, cfg, jobs=1, device=device, progress=progress)
+    setup = piece_setup(piece, data, runs, cfg, jobs=1, device=device, progress=progress)
+    scene, question = _piece_parsers(setup)
     run = VariantRun(setup.runs, piece.variant, piece.seed, scene_variant=setup.scene_variant)
-    return train_parsers(setup.data / piece.variant, run, spec, scene, question,
+    return train_parsers(setup.data / piece.variant, run, setup.spec, scene, question,
                          scene_data=setup.data / setup.scene_variant)
 
 
@@ -398,44 +381,6 @@ class ScriptJob:
                 pass  # already gone
         return DelayedSubmission(ScriptJob(self.name, self.argv, self.code, self.tasks,
                                            busy_wait_s=self.busy_wait_s, busy_tries=self.busy_tries))
-
-
-# ---------------------------------------------------------------------------- the code tree
-def run_git(repo: str | os.PathLike, *args: str, needs: str) -> str:
-    """``git -C REPO ARGS``'s output.
-
-    Raises:
-        StudyError: git fails or is missing: ``needs`` (why a checkout is needed), the command and
-            git's message.
-    """
-    try:
-        return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True).stdout
-    except (OSError, subprocess.CalledProcessError) as e:
-        raise StudyError(f"{needs}: git {' '.join(args)}: {getattr(e, 'stderr', '') or e}".strip()) from None
-
-
-def frozen_tree(runs: str | os.PathLike, repo: str | os.PathLike | None = None) -> tuple[Path, str]:
-    """A git worktree of ``repo``'s HEAD (default: this checkout) at ``RUNS/launch/code-<commit>``
-    (made once, reused; never removed by a launch or a job: remove it when its jobs are done), and
-    the uncommitted changes to tracked files it leaves out. Every call prunes git's records of the
-    worktrees whose folders are gone (``git worktree prune``), so a code tree removed by hand
-    leaves no stale entry once the next launch runs.
-
-    Raises:
-        StudyError: not a git checkout, or git fails (its message).
-    """
-    repo = Path(repo) if repo is not None else Path(__file__).resolve().parents[2]
-
-    def git(*a: str) -> str:
-        return run_git(repo, *a, needs="a launch runs a frozen copy of the committed code and needs a git checkout")
-
-    sha = git("rev-parse", "--short=12", "HEAD").strip()
-    where = (Path(runs) / "launch" / f"code-{sha}").resolve()
-    git("worktree", "prune")  # the records of code trees removed since (by hand, or a folder lost)
-    if not (where / SCRIPT).is_file():
-        where.parent.mkdir(parents=True, exist_ok=True)
-        git("worktree", "add", "--detach", str(where), sha)
-    return where, git("status", "--porcelain", "--untracked-files=no")
 
 
 # ---------------------------------------------------------------------------- submitting
@@ -635,9 +580,6 @@ def scaled_estimate(measured: str | os.PathLike, measured_cfg: StudyConfig, targ
     machine's seconds at the target's scale; divided by ``gpu_speedup`` (an assumed throughput
     of one GPU over that machine, not measured) it is GPU-hours.
     """
-    from nsvqa.training.question_config import QuestionParserConfig  # heavy: loads torch, only to estimate
-    from nsvqa.training.scene_config import SceneParserConfig  # heavy: loads torch, only to estimate
-
     def work(cfg: StudyConfig) -> dict[str, float]:
         img = PROFILES[cfg.image_profile]
         px = img.width * img.height
@@ -679,6 +621,6 @@ def estimate_line(est: Mapping[str, Any], measured: str | os.PathLike) -> str:
 
 
 __all__ = ["LAUNCHERS", "NEEDS_EXTRA", "LaunchError", "LaunchOptions", "Job", "run_folder", "scene_parser_folder",
-           "data_needs", "data_complete", "time_limit", "plan_jobs", "generate_data", "piece_spec",
-           "train_piece_parsers", "ScriptJob", "frozen_tree", "run_git", "require_submitit", "submit_slurm", "run_local", "launch",
+           "data_needs", "data_complete", "time_limit", "plan_jobs", "generate_data",
+           "train_piece_parsers", "ScriptJob", "require_submitit", "submit_slurm", "run_local", "launch",
            "past_cap", "scaled_estimate", "estimate_line"]

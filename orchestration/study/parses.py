@@ -12,7 +12,6 @@ predictions (``run_study.py --reexecute``). The data and run folders are not nee
 from __future__ import annotations
 
 import gzip
-import json
 import os
 import shutil
 import tempfile
@@ -27,9 +26,7 @@ from orchestration.experiment import VariantRun
 from nsvqa.fileio import write_atomic
 from nsvqa.models import TUNED, ModelSpec, PredictInputs
 from orchestration.models import get as get_model
-from orchestration.study.plan import PARSES, Piece, piece_dir, piece_setup
-from orchestration.study.study_config import STUDY, StudyConfig
-
+from orchestration.study.plan import PARSES, Piece, PieceSetup, piece_dir
 
 
 def executor_labels(piece: Piece) -> list[str]:
@@ -48,8 +45,7 @@ def _gz(src: Path, dst: Path) -> None:
     write_atomic(dst, gzip.compress(src.read_bytes(), mtime=0))
 
 
-def export_parses(piece: Piece, data: str | os.PathLike, runs: str | os.PathLike, results: str | os.PathLike,
-                  cfg: StudyConfig = STUDY) -> Path | None:
+def export_parses(setup: PieceSetup, results: str | os.PathLike) -> Path | None:
     """Copy what the piece's executors read (module docstring) from its run and data folders into
     ``RESULTS/pieces/<piece>/parses/``; returns that folder, None when the piece has no executor.
 
@@ -57,10 +53,10 @@ def export_parses(piece: Piece, data: str | os.PathLike, runs: str | os.PathLike
         FileNotFoundError: a parse, questions file or val cut the piece's executors read is not
             there (named).
     """
+    piece = setup.piece
     labels = executor_labels(piece)
     if not labels:
         return None
-    setup = piece_setup(piece, data, runs, cfg)
     run = VariantRun(setup.runs, piece.variant, piece.seed)
     out = piece_dir(results, piece) / PARSES
     needs_programs = any(not ModelSpec.from_label(m).gt_programs for m in labels)

@@ -56,12 +56,16 @@ head trained again must match its record the same way. The report reads the pred
 """
 from __future__ import annotations
 
+import multiprocessing
 import os
 import re
 import shutil
 import time
 from pathlib import Path
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Any, Callable, Mapping, Sequence
+
+import torch
 
 from executors.io import read_json
 from nsvqa.artifacts.predictions import CellKey, read_predictions, write_predictions
@@ -70,14 +74,15 @@ from nsvqa.generation.variants import FACTORS, load_variant
 from nsvqa.training.checkpoint import CheckpointError, load_checkpoint, sidecar_path, weights_digest
 from nsvqa.training.loading import DETECTOR_CHECKPOINT, HEAD_CHECKPOINT, HEAD_KIND, QUESTION_CHECKPOINT
 from nsvqa.training.scene_config import SceneParserConfig
-from orchestration.experiment import TrainSpec, VariantRun, train_parsers, train_variant
+from orchestration.experiment import VariantRun, train_parsers, train_variant
+from orchestration.train_spec import TrainSpec
 import orchestration.study.run as study_run
 from orchestration.study.perception_record import (LONG_SCHEDULES, PERCEPTION_FACTOR, PERCEPTION_METRIC,
                                                    PERCEPTION_RESULTS, PERCEPTION_RUNS, PLATEAU_RISE, SELECT_METRIC,
                                                    check_schedules, perception_label, perception_record_path,
                                                    read_perception_record, schedule_search)
 from orchestration.study.cost import PARSER_STEPS
-from orchestration.study.plan import Piece, canonical, piece_dir, scene_source
+from orchestration.study.plan import Piece, canonical, piece_dir, piece_setup, scene_source, study_spec
 from orchestration.study.study_config import STUDY, STUDY_FILE, StudyConfig, StudyError, results_config
 
 #: Format version of ``perception_schedule.json``.
@@ -211,8 +216,6 @@ def train_head(data: Path, base_scene: Path, out: Path, epochs: int, cfg: StudyC
 def _one_thread(log_path: Path, fn: Callable[..., Any], *args: Any) -> Any:
     """``fn(*args)`` in a process of the check's own (:func:`in_processes`): one torch thread, its
     output to ``log_path``."""
-    import torch  # heavy: torch, only in the training process
-
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "ab") as f:
         os.dup2(f.fileno(), 1)
@@ -237,9 +240,6 @@ def in_processes(calls: Sequence[tuple[Callable[..., Any], tuple, Path]], *, par
         for i, (fn, args, _) in enumerate(calls):
             done(i, fn(*args))
         return
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor, as_completed
-
     failed = []
     with ProcessPoolExecutor(max_workers=len(calls), mp_context=multiprocessing.get_context("spawn")) as ex:
         futures = {ex.submit(_one_thread, log, fn, *args): i for i, (fn, args, log) in enumerate(calls)}
@@ -310,8 +310,6 @@ def train_heads(todo: Sequence[tuple[Path, Path, Path]], epochs: int, cfg: Study
 
 
 def _threads() -> int:
-    import torch  # heavy: the process's thread count, only where the check runs
-
     return torch.get_num_threads()
 
 
@@ -325,11 +323,8 @@ def _spec(cfg: StudyConfig, variant: str, *, jobs: int, device: str, progress: b
           scene_runs: Path | None = None) -> TrainSpec:
     """The study's settings for a modular run of ``variant`` (as :func:`orchestration.study.run.run_piece`
     gives them), its scene parser under ``scene_runs`` when given."""
-    return TrainSpec(profile=cfg.profile, scene_overrides=dict(cfg.scene_overrides),
-                     question_overrides=dict(cfg.question_overrides),
-                     model_overrides={m: dict(o) for m, o in cfg.model_overrides.items()}, jobs=jobs, device=device,
-                     progress=progress, parse_min_score=cfg.parse_min_score,
-                     scene_variant=scene_source(variant, cfg), scene_runs=scene_runs)
+    return study_spec(cfg, scene_variant=scene_source(variant, cfg), scene_runs=scene_runs, jobs=jobs, device=device,
+                      progress=progress)
 
 
 def _run_entry(run: VariantRun, summary: Mapping[str, Any], models: Sequence[str], tests: Sequence[str],
@@ -601,8 +596,8 @@ def run_perception_check(data: str | os.PathLike, runs: str | os.PathLike, resul
         return srcs
 
     for v in trains:  # the factor's data with the study's sizes
-        study_run.generate_piece_data(data, Piece(v, seed, "modular", models, tuple(tests)), cfg, workers=workers,
-                                      progress=progress, echo=echo)
+        study_run.generate_piece_data(piece_setup(Piece(v, seed, "modular", models, tuple(tests)), data, runs, cfg), cfg,
+                                      workers=workers, progress=progress, echo=echo)
     # 1. the study's schedule, in the base runs (what they lack trained with the study's settings)
     for v in trains:
         if done(base_epochs, v):

@@ -53,6 +53,7 @@ from executors.io import read_json
 from nsvqa.generation.variants import FACTORS, SCENE_KEYS, load_variant
 from orchestration import models as registry
 from orchestration.study.study_config import STUDY, StudyConfig, StudyError
+from orchestration.train_spec import TrainSpec
 
 
 #: Group of the part-question extension's pieces. Their data and runs live under ``<root>/parts/``
@@ -258,27 +259,85 @@ def seed_pieces(base: Sequence[Piece], cfg: StudyConfig = STUDY,
 
 @dataclass(frozen=True)
 class PieceSetup:
-    """Where a piece's data and runs live and how its parsers are trained."""
+    """Everything about how one piece runs, computed once (:func:`piece_setup`): where its data and
+    runs live, the data it reads, the run folders it trains into and reads from, and the
+    :class:`~orchestration.train_spec.TrainSpec` it trains with. Running (:mod:`orchestration.study.run`),
+    the launcher and the one-off checks read it; none builds its own."""
 
+    piece: Piece
     data: Path
     runs: Path
     questions: str
     scene_overrides: dict[str, Any]
     question_overrides: dict[str, Any]
     scene_variant: str
+    #: variant -> the splits the piece reads of it, in the catalogue's order: train, val and test of
+    #: its own variant and of the one whose scene parser it uses, the test split of each test variant
+    splits: dict[str, list[str]]
+    #: ``RUNS[/parts]/<variant>[-seed<N>]``: the run folder it trains into, shared with the other
+    #: groups of its (variant, seed)
+    run: Path
+    #: the run folder holding the scene parser it reads (its own or its scene variant's), None for a
+    #: piece whose models use none
+    scene_parser: Path | None
+    #: its models read a scene parser's detections but never its attribute head (:func:`reads_detector_only`)
+    detector_only: bool
+    spec: TrainSpec
+
+    @property
+    def trains_scene_parser(self) -> bool:
+        """It trains a scene parser of its own: its models use one, and it is its own variant's."""
+        return self.scene_parser is not None and self.scene_variant == self.piece.variant
 
 
-def piece_setup(piece: Piece, data: str | os.PathLike, runs: str | os.PathLike,
-                cfg: StudyConfig = STUDY) -> PieceSetup:
-    """The piece's data root, runs root, question set, parser overrides and the variant whose
-    scene parser it uses. A part-extension piece (:data:`PART_GROUP`) has its own dataset (object
-    and part questions) and runs under ``parts/``, and trains its own part-aware scene parser."""
-    if piece.group == PART_GROUP:
-        return PieceSetup(Path(data) / PART_GROUP, Path(runs) / PART_GROUP, cfg.part_questions,
-                          dict(cfg.part_scene_overrides), dict(cfg.part_question_overrides), piece.variant)
-    return PieceSetup(Path(data), Path(runs), cfg.questions, dict(cfg.scene_overrides),
-                      dict(cfg.question_overrides), scene_source(piece.variant, cfg))
+def study_spec(cfg: StudyConfig = STUDY, *, scene_overrides: Mapping[str, Any] | None = None,
+               question_overrides: Mapping[str, Any] | None = None,
+               model_overrides: Mapping[str, Mapping[str, Any]] | None = None, scene_variant: str | None = None,
+               scene_runs: str | os.PathLike | None = None, image_shuffle: bool = False, jobs: int = 1,
+               device: str = "cpu", progress: bool = True) -> TrainSpec:
+    """The :class:`~orchestration.train_spec.TrainSpec` of the study's declared settings (profile,
+    parser and model overrides, parse score): the one place the study builds one, for a piece
+    (:func:`piece_setup`), the one-off checks and the ``results/`` scripts. ``scene_overrides`` and
+    ``question_overrides`` replace the study's (a part piece's; a scale's question-parser steps);
+    ``model_overrides`` go over the study's, model by model (a lever tried on one model)."""
+    return TrainSpec(profile=cfg.profile,
+                     scene_overrides=dict(cfg.scene_overrides if scene_overrides is None else scene_overrides),
+                     question_overrides=dict(cfg.question_overrides if question_overrides is None
+                                             else question_overrides),
+                     model_overrides={k: {**cfg.model_overrides.get(k, {}), **(model_overrides or {}).get(k, {})}
+                                      for k in {**cfg.model_overrides, **(model_overrides or {})}},
+                     jobs=jobs, device=device,
+                     progress=progress, parse_min_score=cfg.parse_min_score, scene_variant=scene_variant,
+                     scene_runs=scene_runs, image_shuffle=image_shuffle)
 
+
+def piece_setup(piece: Piece, data: str | os.PathLike, runs: str | os.PathLike, cfg: StudyConfig = STUDY, *,
+                jobs: int = 1, device: str = "cpu", progress: bool = True) -> PieceSetup:
+    """The piece's :class:`PieceSetup`. A part-extension piece (:data:`PART_GROUP`) has its own
+    dataset (object and part questions) and runs under ``parts/``, and trains its own part-aware
+    scene parser; the others read the scene parser of their :func:`scene_source`. ``jobs``,
+    ``device`` and ``progress`` go to its ``spec`` (the image-shuffle test always on).
+
+    Raises:
+        UnknownModel: a model of the piece that is not registered (the valid names listed).
+    """
+    parts = piece.group == PART_GROUP
+    root, run_root = (Path(data) / PART_GROUP, Path(runs) / PART_GROUP) if parts else (Path(data), Path(runs))
+    scene_variant = piece.variant if parts else scene_source(piece.variant, cfg)
+    scene_overrides = dict(cfg.part_scene_overrides if parts else cfg.scene_overrides)
+    question_overrides = dict(cfg.part_question_overrides if parts else cfg.question_overrides)
+    want = {t: {"test"} for t in piece.tests}
+    for v in (scene_variant, piece.variant):
+        want[v] = {"train", "val", "test"}
+    splits = {v: [s for s in load_variant(v).available_splits if s in got] for v, got in want.items()}
+    uses = uses_scene_parser(piece)
+    return PieceSetup(piece, root, run_root, cfg.part_questions if parts else cfg.questions, scene_overrides,
+                      question_overrides, scene_variant, splits, _run_path(run_root, piece.variant, piece.seed),
+                      _run_path(run_root, scene_variant, piece.seed) if uses else None,
+                      uses and reads_detector_only(piece),
+                      study_spec(cfg, scene_overrides=scene_overrides, question_overrides=question_overrides,
+                                 scene_variant=scene_variant, image_shuffle=True, jobs=jobs, device=device,
+                                 progress=progress))
 
 def uses_scene_parser(piece: Piece) -> bool:
     """Whether a model of the piece answers from a scene parser's parses (what the registry says its
@@ -301,17 +360,13 @@ def reads_detector_only(piece: Piece) -> bool:
 
 
 def trains_scene_parser(piece: Piece, cfg: StudyConfig = STUDY) -> bool:
-    """Whether the piece trains a scene parser of its own: its models use one
-    (:func:`uses_scene_parser`) and it is the one of its own variant, not an earlier piece's
-    (:func:`piece_setup`'s ``scene_variant``)."""
-    return uses_scene_parser(piece) and piece_setup(piece, ".", ".", cfg).scene_variant == piece.variant
+    """Whether the piece trains a scene parser of its own (:attr:`PieceSetup.trains_scene_parser`)."""
+    return piece_setup(piece, ".", ".", cfg).trains_scene_parser
 
 
 def run_folder(piece: Piece, runs: str | os.PathLike, cfg: StudyConfig = STUDY) -> Path:
-    """The run folder the piece trains into (``RUNS[/parts]/<variant>[-seed<N>]``), shared with the
-    other groups of its (variant, seed)."""
-    setup = piece_setup(piece, ".", runs, cfg)
-    return _run_path(setup.runs, piece.variant, piece.seed)
+    """The run folder the piece trains into (:attr:`PieceSetup.run`)."""
+    return piece_setup(piece, ".", runs, cfg).run
 
 
 def _run_path(runs: Path, variant: str, seed: int) -> Path:
@@ -320,12 +375,8 @@ def _run_path(runs: Path, variant: str, seed: int) -> Path:
 
 
 def scene_parser_folder(piece: Piece, runs: str | os.PathLike, cfg: StudyConfig = STUDY) -> Path | None:
-    """The run folder holding the scene parser the piece uses (its own or its scene variant's,
-    :func:`scene_source`), None for a piece whose models use none."""
-    if not uses_scene_parser(piece):
-        return None
-    setup = piece_setup(piece, ".", runs, cfg)
-    return _run_path(setup.runs, setup.scene_variant, piece.seed)
+    """The run folder holding the scene parser the piece uses (:attr:`PieceSetup.scene_parser`)."""
+    return piece_setup(piece, ".", runs, cfg).scene_parser
 
 
 def scene_parser_trainers(cfg: StudyConfig = STUDY) -> dict[Path, list[Piece]]:
@@ -334,8 +385,9 @@ def scene_parser_trainers(cfg: StudyConfig = STUDY) -> dict[Path, list[Piece]]:
     plan, for a caller that asks :func:`sharers` of many pieces."""
     out: dict[Path, list[Piece]] = {}
     for p in study_pieces(cfg):
-        if trains_scene_parser(p, cfg):
-            out.setdefault(scene_parser_folder(p, ".", cfg), []).append(p)
+        setup = piece_setup(p, ".", ".", cfg)
+        if setup.trains_scene_parser:
+            out.setdefault(setup.scene_parser, []).append(p)
     return out
 
 
@@ -430,7 +482,7 @@ def pending_pieces(results: str | os.PathLike, cfg: StudyConfig = STUDY, *,
 
 
 __all__ = ["PART_GROUP", "Piece", "PieceSetup", "check_aliases", "canonical", "training_variants", "variants_tested",
-           "scene_source", "study_pieces", "covers", "seed_pieces", "piece_setup", "uses_scene_parser", "scene_parser_trainers", "sharers",
+           "scene_source", "study_pieces", "covers", "seed_pieces", "study_spec", "piece_setup", "uses_scene_parser", "scene_parser_trainers", "sharers",
            "trains_scene_parser", "run_folder", "scene_parser_folder", "lenders", "PARSES", "piece_dir", "is_done",
            "record_holds", "is_reduced", "pending_pieces", "design_names", "design_only",
            "reads_detector_only"]

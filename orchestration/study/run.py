@@ -19,14 +19,13 @@ from executors.io import read_json
 from nsvqa.artifacts.predictions import read_predictions, write_predictions
 from nsvqa.evaluation.perception import MIN_EXIST, perception
 from nsvqa.artifacts.summary import read_summary
-from orchestration.experiment import TrainSpec, VariantRun, train_variant
+from orchestration.experiment import VariantRun, train_variant
 from nsvqa.fileio import write_json_atomic
 from nsvqa.generation.suite import generate_suite
 from nsvqa.generation.variants import load_variant
 from orchestration.study.attempts import PIECE_FORMAT, attempt_seconds, attempt_starts, close_stopped_attempts, read_ledger
 from orchestration.study.cost import lacks_scene_parser, sharer_machines
-from orchestration.study.plan import (Piece, PieceSetup, lenders, piece_dir, piece_setup, reads_detector_only,
-                                      scene_parser_folder, sharers, uses_scene_parser)
+from orchestration.study.plan import (Piece, PieceSetup, lenders, piece_dir, piece_setup, sharers)
 from orchestration.study.study_config import STUDY, STUDY_FILE, StudyConfig, StudyError, results_config
 from orchestration.study.parses import export_parses
 from nsvqa.training.checkpoint import CheckpointError, load_checkpoint, weights_digest
@@ -35,24 +34,13 @@ from nsvqa.training.loading import (DETECTOR_CHECKPOINT, DETECTOR_KIND, HEAD_CHE
 from nsvqa.training.engine import native_bf16
 
 
-def _data_splits(piece: Piece, setup: PieceSetup) -> dict[str, list[str]]:
-    """Variant -> the splits the piece needs of it: train, val and test of its own variant and of
-    the one whose scene parser it uses, the test split of each test variant."""
-    splits = {t: ["test"] for t in piece.tests}
-    splits[setup.scene_variant] = ["train", "val", "test"]  # its scene parser's training data
-    splits[piece.variant] = ["train", "val", "test"]
-    return splits
-
-
-def generate_piece_data(data: str | os.PathLike, piece: Piece, cfg: StudyConfig = STUDY, *, workers: int = 1,
-                        progress: bool = True, echo: Callable[[str], None] = print) -> None:
-    """Generate (or find) the train and val splits of the piece's variant and the test split of
-    each of its test variants, with the study's sizes, seed and question set."""
-
-    setup = piece_setup(piece, data, ".", cfg)
-    splits = _data_splits(piece, setup)
+def generate_piece_data(setup: PieceSetup, cfg: StudyConfig = STUDY, *, workers: int = 1, progress: bool = True,
+                        echo: Callable[[str], None] = print) -> None:
+    """Generate (or find) the splits the piece reads (:attr:`PieceSetup.splits`), with the study's
+    sizes, seed and the piece's question set."""
     generate_suite(setup.data, "all", cfg.image_profile, seed=cfg.data_seed, workers=workers, progress=progress,
-                   variants=list(splits), splits=splits, questions=setup.questions, sizes=cfg.sizes, echo=echo)
+                   variants=list(setup.splits), splits=setup.splits, questions=setup.questions, sizes=cfg.sizes,
+                   echo=echo)
 
 
 @functools.lru_cache(maxsize=None)
@@ -80,13 +68,12 @@ def machine() -> dict[str, Any]:
             "native_bf16": native_bf16("cpu"), "torch": torch.__version__, "python": platform.python_version()}
 
 
-def scene_parser_weights(piece: Piece, runs: str | os.PathLike, cfg: StudyConfig = STUDY) -> dict[str, str] | None:
-    """The weights digests (:func:`nsvqa.training.checkpoint.weights_digest`) of the scene parser
-    ``piece`` reads (:func:`~orchestration.study.plan.scene_parser_folder`, its own or borrowed):
-    ``{"detector", "attributes"}``, what ``piece.json`` records so that the report can tell that the
-    pieces reading one run folder read one perception. None for a piece that uses none."""
-    folder = scene_parser_folder(piece, runs, cfg)
-    return None if folder is None else parser_weights(folder / "scene_parser")
+def scene_parser_weights(setup: PieceSetup) -> dict[str, str] | None:
+    """The weights digests (:func:`nsvqa.training.checkpoint.weights_digest`) of the scene parser the
+    piece reads (:attr:`PieceSetup.scene_parser`, its own or borrowed): ``{"detector",
+    "attributes"}``, what ``piece.json`` records so that the report can tell that the pieces reading
+    one run folder read one perception. None for a piece that uses none."""
+    return None if setup.scene_parser is None else parser_weights(setup.scene_parser / "scene_parser")
 
 
 def parser_weights(scene_dir: Path | None = None, question_dir: Path | None = None) -> dict[str, str]:
@@ -98,7 +85,7 @@ def parser_weights(scene_dir: Path | None = None, question_dir: Path | None = No
     return {k: weights_digest(path, kind) for k, path, kind in parts if path.is_file()}
 
 
-def detector_read(piece: Piece, results: str | os.PathLike, weights: Mapping[str, str] | None,
+def detector_read(setup: PieceSetup, results: str | os.PathLike, weights: Mapping[str, str] | None,
                   trained_here: bool, cfg: StudyConfig = STUDY) -> dict[str, Any] | None:
     """Whose detector a piece that uses a scene parser read, for its ``piece.json``: ``{"weights":
     its digest, "of": the committed pieces sharing its run folder that record the same detector
@@ -109,7 +96,7 @@ def detector_read(piece: Piece, results: str | os.PathLike, weights: Mapping[str
     if weights is None or "detector" not in weights:
         return None
     of = []
-    for other in sharers(piece, cfg):
+    for other in sharers(setup.piece, cfg):
         path = piece_dir(results, other) / "piece.json"
         rec = read_json(path, allow_nan=True) if path.is_file() else {}
         if (rec.get("scene_parser_weights") or {}).get("detector") == weights["detector"]:
@@ -127,8 +114,9 @@ def lender_elsewhere(piece: Piece, runs: str | os.PathLike, results: str | os.Pa
     weights: the two pieces would read two perceptions, and a factor's RD (or a comparison of a
     seeing model with the modular ones) would mix them. None where ``runs`` holds the scene parser,
     no such piece is committed, or they ran here alike."""
-    folder = scene_parser_folder(piece, runs, cfg)
-    if folder is None or not lacks_scene_parser(folder) or reads_detector_only(piece):
+    setup = piece_setup(piece, ".", runs, cfg)
+    folder = setup.scene_parser
+    if folder is None or not lacks_scene_parser(folder) or setup.detector_only:
         return None  # a detector-only piece trains the detector again and records whose it read
     here, lent = machine(), lenders(piece, cfg)
     for other, path, there in sharer_machines(piece, results, cfg):
@@ -162,8 +150,7 @@ def checkpoint_seconds(run: str | os.PathLike) -> dict[str, dict[str, float]]:
     return out
 
 
-def write_perception(piece: Piece, data: str | os.PathLike, runs: str | os.PathLike, results: str | os.PathLike,
-                     cfg: StudyConfig = STUDY) -> Path | None:
+def write_perception(setup: PieceSetup, results: str | os.PathLike) -> Path | None:
     """``RESULTS/pieces/<piece>/perception.json``: the piece's scene parser on each of its test
     variants' test split (:func:`nsvqa.evaluation.perception.perception`: recall, attribute
     accuracy and object counts, ID / OOD on a systematic split), from the parses in its run
@@ -177,9 +164,9 @@ def write_perception(piece: Piece, data: str | os.PathLike, runs: str | os.PathL
             here, or its run folder is gone).
     """
 
-    if not uses_scene_parser(piece):
+    if setup.scene_parser is None:
         return None
-    setup = piece_setup(piece, data, runs, cfg)
+    piece = setup.piece
     run = VariantRun(setup.runs, piece.variant, piece.seed)
 
     def measure(variant: str, split: str, spec: Mapping[str, Any]) -> dict[str, Any]:
@@ -220,31 +207,26 @@ def run_piece(piece: Piece, data: str | os.PathLike, runs: str | os.PathLike, re
     results_config(results, cfg)  # refuses a folder whose pieces ran under another config
     if not (Path(results) / STUDY_FILE).exists():
         write_json_atomic(Path(results) / STUDY_FILE, cfg.to_json(), indent=1)
-    setup = piece_setup(piece, data, runs, cfg)
+    setup = piece_setup(piece, data, runs, cfg, jobs=jobs, device=device, progress=progress)  # once, here
     run = VariantRun(setup.runs, piece.variant, piece.seed)
     ledger_path = run.path / f"study_{piece.group}.json"
     ledger = read_ledger(ledger_path)
-    written = [run.path] + [setup.data / v for v in _data_splits(piece, setup)]
+    written = [run.path] + [setup.data / v for v in setup.splits]
     ledger = close_stopped_attempts(ledger, written, later=attempt_starts(run.path, ledger_path))
     attempt: dict[str, Any] = {"started": time.time()}  # open until this call ends
     ledger["attempts"].append(attempt)
     write_json_atomic(ledger_path, ledger, indent=1)
-    folder = scene_parser_folder(piece, runs, cfg)
-    trained_here = folder is not None and lacks_scene_parser(folder)  # this call trains the scene parser it reads
-    spec = TrainSpec(profile=cfg.profile, scene_overrides=setup.scene_overrides,
-                     question_overrides=setup.question_overrides,
-                     model_overrides={k: dict(v) for k, v in cfg.model_overrides.items()},
-                     jobs=jobs, device=device, progress=progress, parse_min_score=cfg.parse_min_score,
-                     scene_variant=setup.scene_variant, image_shuffle=True)
+    # this call trains the scene parser it reads
+    trained_here = setup.scene_parser is not None and lacks_scene_parser(setup.scene_parser)
     try:
         t0 = time.perf_counter()
-        generate_piece_data(data, piece, cfg, workers=workers, progress=progress, echo=echo)
+        generate_piece_data(setup, cfg, workers=workers, progress=progress, echo=echo)
         attempt["generate"] = time.perf_counter() - t0  # training starts: a stop from here on cuts a step
         write_json_atomic(ledger_path, ledger, indent=1)
         # the run's summary adds up every call's seconds: this call's are the difference
         before = (read_summary(run.path / "summary.json") or {}).get("seconds", {})
         t1 = time.perf_counter()
-        summary = train_variant(setup.data, piece.variant, setup.runs, models=piece.models, spec=spec,
+        summary = train_variant(setup.data, piece.variant, setup.runs, models=piece.models, spec=setup.spec,
                                 seed=piece.seed, tests=piece.tests, echo=echo)
     except BaseException as e:  # an error or an interrupt: the attempt ends here, and says why
         attempt.update(stopped=True, seconds=time.time() - attempt["started"],
@@ -269,12 +251,12 @@ def run_piece(piece: Piece, data: str | os.PathLike, runs: str | os.PathLike, re
             shuffled = run.shuffled_predictions(label, t)  # the image-shuffle test's (image dependence)
             if shuffled.is_file():
                 write_predictions(out / "shuffled" / (shuffled.name + ".gz"), read_predictions(shuffled))
-    write_perception(piece, data, runs, results, cfg)
-    export_parses(piece, data, runs, results, cfg)  # what its executors read, for --reexecute at later commits
+    write_perception(setup, results)
+    export_parses(setup, results)  # what its executors read, for --reexecute at later commits
     record = {"format": PIECE_FORMAT, "piece": asdict(piece), "study": cfg.to_json(), "commit": commit,
-              "machine": machine(), "scene_parser_of": spec.scene_variant or piece.variant, "questions": setup.questions,
-              **({} if (weights := scene_parser_weights(piece, runs, cfg)) is None else {"scene_parser_weights": weights}),
-              **({} if (det := detector_read(piece, results, weights, trained_here, cfg)) is None else
+              "machine": machine(), "scene_parser_of": setup.scene_variant, "questions": setup.questions,
+              **({} if (weights := scene_parser_weights(setup)) is None else {"scene_parser_weights": weights}),
+              **({} if (det := detector_read(setup, results, weights, trained_here, cfg)) is None else
                  {"detector_read": det}),
               "accuracy": accuracy,
               "seconds": {"total": sum(attempt_seconds(a) for a in ledger["attempts"]),

@@ -9,7 +9,7 @@ training questions and ``(k - 1)`` times as many more of the same training scene
 (``extra_questions_per_image``: nothing rendered), with its own number of steps, and tests the
 models on every variant of the factor. Every run uses one scene parser and its parses: the one of
 the study's default-variant run with the same seed (``RUNS/<default>-seed<S>``;
-:attr:`orchestration.experiment.TrainSpec.scene_runs`), so the scales differ in the question parser alone.
+:attr:`orchestration.train_spec.TrainSpec.scene_runs`), so the scales differ in the question parser alone.
 
 Under ``RESULTS/redundancy_scale/`` it writes the predictions, gzipped, labelled with their scale
 (:func:`orchestration.study.scale_record.scale_label`: ``pnsvqa.10x``), and ``scale.json``: per scale the parser's steps
@@ -31,11 +31,11 @@ from executors.io import read_json
 from nsvqa.artifacts.predictions import CellKey, read_predictions, write_predictions
 from nsvqa.artifacts.questions import questions_path, read_questions
 from nsvqa.artifacts.scenes import read_scenes, scenes_path
-from orchestration.experiment import TrainSpec, VariantRun, train_parsers, train_variant
+from orchestration.experiment import VariantRun, train_parsers, train_variant
 from nsvqa.fileio import sha256_file, write_json_atomic
 from nsvqa.generation.variants import FACTORS, load_variant
 import orchestration.study.run as study_run
-from orchestration.study.plan import Piece, canonical, scene_source
+from orchestration.study.plan import Piece, canonical, piece_setup, scene_source, study_spec
 from orchestration.study.scale_record import (SCALE_FACTOR, SCALE_RESULTS, SCALE_RUNS, read_scale_record, scale_label,
                                       scale_record_path)
 from orchestration.study.study_config import STUDY, STUDY_FILE, StudyConfig, StudyError, results_config
@@ -159,16 +159,14 @@ def run_scale_check(data: str | os.PathLike, runs: str | os.PathLike, results: s
               "other_seconds": list(record.get("other_seconds") or [])}
 
     for v in trains:  # the factor's data with the study's sizes (rd- / rd+ render mid's images again)
-        study_run.generate_piece_data(data, Piece(v, seed, "modular", tuple(models), tuple(tests)), cfg, workers=workers,
-                            progress=progress, echo=echo)
+        study_run.generate_piece_data(piece_setup(Piece(v, seed, "modular", tuple(models), tuple(tests)), data, runs, cfg),
+                                      cfg, workers=workers, progress=progress, echo=echo)
     for r in missing:  # what the run's modular piece would train first: the scene parser alone
-        study_run.generate_piece_data(data, Piece(r.variant, seed, "modular", tuple(models), (r.variant,)), cfg,
-                                      workers=workers, progress=progress, echo=echo)
+        study_run.generate_piece_data(piece_setup(Piece(r.variant, seed, "modular", tuple(models), (r.variant,)), data,
+                                                  runs, cfg), cfg, workers=workers, progress=progress, echo=echo)
         echo(f"scale check: training the scene parser of {r.variant} seed {seed} into {r.scene_dir}")
         t0 = time.perf_counter()
-        train_parsers(data / r.variant, r, TrainSpec(profile=cfg.profile, scene_overrides=dict(cfg.scene_overrides),
-                                                      jobs=1, device=device, progress=progress),
-                      scene=True, question=False)
+        train_parsers(data / r.variant, r, study_spec(cfg, device=device, progress=progress), scene=True, question=False)
         record["other_seconds"].append({"seconds": time.perf_counter() - t0, "commit": study_run._commit(),
                                         "what": f"the scene parser of {r.variant} seed {seed} ({r.scene_dir})"})
         write_json_atomic(record_path, record, indent=1)
@@ -189,12 +187,9 @@ def run_scale_check(data: str | os.PathLike, runs: str | os.PathLike, results: s
             extra = (int(k) - 1) * per_image[v]
             echo(f"scale check {k}x {v}: the question parser on {per_image[v]} + {extra} questions per training "
                  f"image, {steps[k]} steps; the scene parser of {runs / sources[v]}-seed{seed}")
-            spec = TrainSpec(profile=cfg.profile, scene_overrides=dict(cfg.scene_overrides),
-                             question_overrides={**cfg.question_overrides, "steps": steps[k],
-                                                 "extra_questions_per_image": extra},
-                             model_overrides={m: dict(o) for m, o in cfg.model_overrides.items()}, jobs=1,
-                             device=device, progress=progress, parse_min_score=cfg.parse_min_score,
-                             scene_variant=sources[v], scene_runs=runs)
+            spec = study_spec(cfg, question_overrides={**cfg.question_overrides, "steps": steps[k],
+                                                       "extra_questions_per_image": extra},
+                              scene_variant=sources[v], scene_runs=runs, device=device, progress=progress)
             t0 = time.perf_counter()
             summary = train_variant(data, v, runs / SCALE_RUNS / f"{k}x", models=list(models), spec=spec, seed=seed,
                                     tests=tests, echo=echo)

@@ -1,8 +1,8 @@
 """The robustness study's settings: :class:`StudyConfig` (everything its numbers depend on besides
 the code), :data:`STUDY` (the study as shipped in ``results/study``), the results folder's record
 of it (``study.json``: :func:`results_config`) and :class:`StudyError`. Data only: it imports the
-variant catalogue (the aliases' default) and the suite's sizes, nothing of training, evaluation or
-models. The plan built from it is :mod:`orchestration.study.plan`.
+variant catalogue (the aliases' default), the suite's sizes and the registry (:mod:`orchestration.models`:
+which models execute programs), nothing of training or evaluation. The plan built from it is :mod:`orchestration.study.plan`.
 """
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from typing import Any, Mapping
 from executors.io import loads_json
 from nsvqa.generation.suite import SuiteProfile
 from nsvqa.generation.variants import aliases as catalogue_aliases
+from orchestration import models as registry
 
 
 #: The fields of :attr:`StudyConfig.scene_overrides` that set how long its detector trains (sized for
@@ -51,7 +52,7 @@ class StudyConfig:
             parser's object box AP50 was 0.96 after 45% of its 1,300 iterations).
             The fields other than :data:`SCENE_SCHEDULE` say which parser object questions get, and
             a run at another profile takes those alone (:meth:`object_scene_parser`).
-        question_overrides, model_overrides: as :class:`orchestration.experiment.TrainSpec`'s. The question
+        question_overrides, model_overrides: as :class:`orchestration.train_spec.TrainSpec`'s. The question
             parser stops at 1,600 steps: on object questions alone it parsed 99.5% of mid's val
             questions exactly there (96.5% at 800), where the mini profile's schedule
             (``QuestionParserConfig.steps``, its one home) is sized for object and part questions.
@@ -76,14 +77,17 @@ class StudyConfig:
             trained their own, as every piece whose images are its own still does.
         factors: the factors of Tables 1-2 (the systematic splits come after them).
         executor_models: the models of the default variant's further seeds and of the systematic
-            splits, whose questions are NS-VQA against P-NSVQA: the modular group without NSCL
-            (its ~30 minutes a piece are spent on Tables 1-2 instead).
+            splits, whose questions are NS-VQA against P-NSVQA: the default modular group's models
+            that execute programs on parsed scenes, as their classes declare
+            (:func:`orchestration.models.executing`), so without NSCL, which trains (its ~30
+            minutes a piece are spent on Tables 1-2 instead).
         part_factor: the factor of the part-question extension (None: no extension). Part
             attributes are what its variants change.
         part_questions: the extension's question set: its question parser learns object and part
             questions (10 + 10 per image), and its models are scored on each kind apart.
-        part_models: the models of the extension (modular: the others cannot run a part program
-            through a scene).
+        part_models: the models of the extension: the default modular group's models that execute
+            programs on parsed scenes (:func:`orchestration.models.executing`; the others cannot run
+            a part program through a scene).
         late_groups: groups whose pieces on training variants other than the default run after
             every other piece (the seeds, the extension and the systematic splits included): the
             study's 24-hour budget does not hold every piece on two cores, and mDETR's rows tell
@@ -153,12 +157,11 @@ class StudyConfig:
     aliases: Mapping[str, str] = field(default_factory=catalogue_aliases)
     share_scene_parsers: bool = True
     factors: tuple[str, ...] = ("visual", "redundancy", "distribution", "compositionality")
-    executor_models: tuple[str, ...] = ("nsvqa", "pnsvqa", "pnsvqa-exact", "nsvqa+gtprog", "pnsvqa+gtprog",
-                                        "pnsvqa-exact+gtprog")
+    # (the default modular group's models that execute programs: ``groups`` is still its field here)
+    executor_models: tuple[str, ...] = registry.executing(groups.default_factory()["modular"])
     part_factor: str | None = "visual"
     part_questions: str = "object+part"
-    part_models: tuple[str, ...] = ("nsvqa", "pnsvqa", "pnsvqa-exact", "nsvqa+gtprog", "pnsvqa+gtprog",
-                                    "pnsvqa-exact+gtprog")
+    part_models: tuple[str, ...] = registry.executing(groups.default_factory()["modular"])
     part_scene_overrides: Mapping[str, Any] = field(default_factory=lambda: {
         "det_iterations": 600, "det_eval_every": 300})
     part_question_overrides: Mapping[str, Any] = field(default_factory=dict)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from dataclasses import field, fields, make_dataclass
+from dataclasses import fields
 from types import SimpleNamespace
 
 import pytest
@@ -17,13 +17,14 @@ import torch
 import baselines
 from baselines import common
 from baselines.classifier import network_from_config
-from baselines.config import RunConfig, TrainConfig
-from baselines.neural_config import ImageQuestionModelConfig, QuestionModelConfig
-from nsvqa.models import check_model
+from baselines.neural_config import QUESTION_MUST_MATCH
+from nsvqa.config import Config
+from nsvqa.models import ModelConfig, UnknownModel, check_model
 from executors import load_ontology
 from executors.io import load_questions
 from nsvqa.training.checkpoint import load_checkpoint
 from nsvqa.artifacts.predictions import QUESTION_TYPES, load_question_meta, read_predictions
+from orchestration import models as registry
 from parsers.question.vocab import Vocabulary, tokenize
 
 ONTO = load_ontology("superclevr")
@@ -31,7 +32,7 @@ LEARNED = ("lstm", "cnn_lstm")
 
 
 def _train(name, root, out, **over):
-    model = baselines.get(name)
+    model = registry.get(name)
     cfg = model.config(str(root / "mid"), "tiny", **over)
     model.train(cfg, out, progress=False)
     return model
@@ -39,17 +40,19 @@ def _train(name, root, out, **over):
 
 # ---------------------------------------------------------------------------- registry and configs
 def test_registry_names_lookup_and_profiles():
-    assert set(baselines.names()) >= {"random", "majority", "lstm", "cnn_lstm", "film", "mdetr", "nscl"}
-    with pytest.raises(baselines.UnknownBaseline, match=r"unknown baseline 'nope'; valid: cnn_lstm, film, film-dense, film-trace, lstm, "):
-        baselines.get("nope")
-    for name in baselines.names():
-        model = baselines.get(name)
+    assert set(baselines.MODELS) >= {"random", "majority", "lstm", "cnn_lstm", "film", "mdetr", "nscl"}
+    # the one front door, orchestration.models: the pipeline's models first, then the baselines sorted
+    with pytest.raises(UnknownModel, match=r"unknown model 'nope'; valid: nsvqa, pnsvqa, pnsvqa-exact, cnn_lstm, "
+                                           r"film, film-dense, film-trace, lstm, "):
+        registry.get("nope")
+    for name in baselines.MODELS:
+        model = registry.get(name)
         assert model.name == name and set(model.profiles) >= set(baselines.PROFILE_NAMES)
         assert model.config("ROOT/mid", "mini").model == name
-    assert baselines.names() == tuple(sorted(baselines.MODELS))  # the table is the one list
+    assert registry.names()[3:] == tuple(sorted(baselines.MODELS))  # the table is the one list
     with pytest.raises(ValueError, match="model 'a__b'"):
         check_model("a__b", type("X", (baselines.LSTMBaseline,), {}))
-    lstm = baselines.get("lstm")
+    lstm = registry.get("lstm")
     with pytest.raises(KeyError, match="unknown profile 'huge'"):
         lstm.config("ROOT/mid", "huge")
     with pytest.raises(TypeError, match=r"unknown config fields \['image_width'\]"):
@@ -57,51 +60,43 @@ def test_registry_names_lookup_and_profiles():
     with pytest.raises(ValueError, match="batch must be >= 1, got 0"):
         lstm.config("ROOT/mid", "tiny", batch=0)
     with pytest.raises(ValueError, match="backbone 'vgg'"):
-        baselines.get("cnn_lstm").config("ROOT/mid", "tiny", backbone="vgg")
-    assert baselines.get("cnn_lstm").config("ROOT/mid", "full").backbone == "lite0"  # the paper: ImageNet features
+        registry.get("cnn_lstm").config("ROOT/mid", "tiny", backbone="vgg")
+    assert registry.get("cnn_lstm").config("ROOT/mid", "full").backbone == "lite0"  # the paper: ImageNet features
 
 
-def test_a_model_config_is_its_defaults_and_the_shared_bases_have_no_placeholders():
-    for name in baselines.names():
-        cls = baselines.get(name).config_class
+#: the fields of a question model's config.json, in their order (a saved config reads the same)
+QUESTION_FIELDS = ["data", "profile", "model", "seed", "device", "ontology", "max_train_questions", "steps", "lr",
+                   "weight_decay", "warmup", "eval_every", "val_questions", "grad_clip", "batch", "min_word_count",
+                   "word_dim", "hidden", "layers", "mlp_hidden", "dropout"]
+
+
+def test_a_model_config_is_its_defaults_at_most_four_classes_deep():
+    """Each model's config declares its own fields with their values (no placeholder): it derives
+    from ModelConfig, or from its family's config, and nothing deeper (issue 79)."""
+    for name in baselines.MODELS:
+        cls = registry.get(name).config_class
         if cls is None:
             continue
         assert cls.PROFILES["mini"] == {}
         defaults = cls(data="ROOT/mid")  # the identity field alone: every other field has a default
         assert defaults == cls.from_profile("ROOT/mid", "mini"), name
         assert not [f.name for f in fields(cls) if f.kw_only], name  # none left without a default
-    with pytest.raises(TypeError, match="missing 1 required keyword-only argument: 'model'"):
-        RunConfig(data="d")  # the registered name: Model.config passes it
-    RunConfig(data="d", model="m")  # its other fields (ontology, max_train_questions) are everyone's
-    schedule = "'model', 'steps', 'lr', 'warmup', 'eval_every', and 'val_questions'"
-    with pytest.raises(TypeError, match=f"missing 6 required keyword-only arguments: {schedule}"):
-        TrainConfig(data="d")
-    question = "'batch', 'word_dim', 'hidden', 'layers', 'mlp_hidden', and 'dropout'"
-    with pytest.raises(TypeError, match=f"missing 12 required keyword-only arguments: .*'val_questions', {question}"):
-        QuestionModelConfig(data="d")
-    with pytest.raises(TypeError, match="missing 17 required .*'dropout', 'image_width', 'image_height', 'backbone', "
-                                        "'cnn_width', and 'image_dim'"):
-        ImageQuestionModelConfig(data="d")
-
-    stated = dict(model="forgetful", steps=10, lr=1e-3, warmup=1, eval_every=5, val_questions=8, batch=4,
-                  word_dim=8, layers=1, mlp_hidden=8, dropout=0.0)  # all but hidden
-    Forgetful = make_dataclass("Forgetful", [(k, type(v), field(default=v)) for k, v in stated.items()],
-                               bases=(QuestionModelConfig,), frozen=True, namespace={"PROFILES": {"mini": {}}})
-    with pytest.raises(TypeError, match="missing 1 required keyword-only argument: 'hidden'"):
-        Forgetful.from_profile("d", "mini")
-    assert Forgetful.from_profile("d", "mini", hidden=16).hidden == 16
-    assert [f.name for f in fields(Forgetful)] == [f.name for f in fields(QuestionModelConfig)]  # order kept
+        chain = [k for k in cls.__mro__ if issubclass(k, Config)]
+        assert len(chain) <= 4 and chain[-2:] == [ModelConfig, Config], (name, chain)
 
 
-def test_a_shared_question_side_keeps_the_field_order_and_a_network_is_built_from_the_config_fields():
-    lstm, cnn_lstm = (baselines.get(n).config_class for n in ("lstm", "cnn_lstm"))
-    assert [f.name for f in fields(lstm)] == [f.name for f in fields(QuestionModelConfig)]  # config.json unchanged
-    assert [f.name for f in fields(cnn_lstm)] == [f.name for f in fields(ImageQuestionModelConfig)]
-    assert lstm.MUST_MATCH == QuestionModelConfig.MUST_MATCH
-    assert cnn_lstm.MUST_MATCH == ImageQuestionModelConfig.MUST_MATCH
-    cfg = baselines.get("cnn_lstm").config("ROOT/mid", "tiny")
+def test_the_question_models_keep_the_field_order_and_a_network_is_built_from_the_config_fields():
+    lstm, cnn_lstm = (registry.get(n).config_class for n in ("lstm", "cnn_lstm"))
+    assert [f.name for f in fields(lstm)] == QUESTION_FIELDS  # config.json unchanged
+    assert [f.name for f in fields(cnn_lstm)] == QUESTION_FIELDS + ["image_width", "image_height", "backbone",
+                                                                    "cnn_width", "image_dim", "cache_images",
+                                                                    "feature_stride"]
+    assert lstm.MUST_MATCH == QUESTION_MUST_MATCH
+    assert cnn_lstm.MUST_MATCH == QUESTION_MUST_MATCH + ("image_width", "image_height", "backbone", "cnn_width",
+                                                         "image_dim", "feature_stride")
+    cfg = registry.get("cnn_lstm").config("ROOT/mid", "tiny")
     assert (cfg.batch, cfg.hidden, cfg.image_dim) == (16, 64, 64)
-    net = baselines.get("cnn_lstm").build_model(cfg, 7, 5)
+    net = registry.get("cnn_lstm").build_model(cfg, 7, 5)
     assert net.classifier[-1].out_features == 5 and net.question.embed.num_embeddings == 7
 
     class NeedsDepth(torch.nn.Module):
@@ -110,7 +105,7 @@ def test_a_shared_question_side_keeps_the_field_order_and_a_network_is_built_fro
             self.sizes = (num_words, num_answers, hidden, depth, width)
 
     with pytest.raises(TypeError, match="NeedsDepth: parameter 'depth' is no field of LSTMConfig"):
-        network_from_config(NeedsDepth, baselines.get("lstm").config("d"), 7, 5)
+        network_from_config(NeedsDepth, registry.get("lstm").config("d"), 7, 5)
     assert network_from_config(NeedsDepth, SimpleNamespace(hidden=4, depth=2), 7, 5).sizes == (7, 5, 4, 2, 3)
 
 def test_answer_vocabulary_covers_the_ontology_then_extra_training_answers():
@@ -129,7 +124,7 @@ def test_image_encoders_give_the_feature_size():
 @pytest.mark.parametrize("name", LEARNED)
 def test_one_step_lowers_the_loss_on_a_repeated_batch(root, name):
     torch.manual_seed(0)
-    model = baselines.get(name)
+    model = registry.get(name)
     cfg = model.config(str(root / "mid"), "tiny", dropout=0.0)
     records = common.read_qa(root / "mid", "train", ONTO, require_answer=True, require_image=True, limit=16)
     vocab = Vocabulary.build(tokenize(r.question) for r in records)
@@ -178,7 +173,7 @@ def test_run_directory_checkpoint_and_exact_resume(root, tmp_path, stop_after_sa
     interrupted = tmp_path / "interrupted"
     with stop_after_save():
         _train("cnn_lstm", root, interrupted, **kw)
-    model = baselines.get("cnn_lstm")
+    model = registry.get("cnn_lstm")
     model.train(model.config(str(root / "mid"), "tiny", **kw), interrupted, resume=True, progress=False)
     a = load_checkpoint(straight / common.CHECKPOINT)["state_dict"]
     b = load_checkpoint(interrupted / common.CHECKPOINT)["state_dict"]
@@ -294,7 +289,7 @@ def test_needs_and_models_know_the_baselines():
     from orchestration import experiment, models
     from nsvqa.models import Needs
 
-    assert set(baselines.names()) < set(models.names()) and "nsvqa" in models.names()
+    assert set(baselines.MODELS) < set(models.names()) and "nsvqa" in models.names()
     need = lambda labels: models.needs(experiment.model_specs(labels))  # noqa: E731
     assert need(["lstm", "random"]) == Needs()  # question-only: not even the images
     assert need(["lstm", "nsvqa+gtprog"]) == Needs(True, False, images=True)
@@ -307,7 +302,8 @@ def test_needs_and_models_know_the_baselines():
 
 
 def test_train_variant_trains_baselines_alone_and_evaluate_rd_reads_them(root, tmp_path, load_script):
-    from orchestration.experiment import TrainSpec, VariantRun, train_variant
+    from orchestration.experiment import VariantRun, train_variant
+    from orchestration.train_spec import TrainSpec
 
     models = ["random", "majority", "lstm", "cnn_lstm"]
     spec = TrainSpec(profile="tiny", progress=False,

@@ -121,11 +121,11 @@ def test_image_baselines_learn_on_the_cached_maps(name, root, tmp_path, require_
     """``backbone=lite0``: the model reads the frozen backbone's cached stride-16 maps (computed
     once into the variant's ``features/`` folder and read again by prediction), and overfits eight
     training questions."""
-    import baselines
+    from orchestration import models as registry
 
     data = tmp_path / "data"
     shutil.copytree(root / "mid", data / "mid")
-    model = baselines.get(name)
+    model = registry.get(name)
     cfg = model.config(str(data / "mid"), "tiny", backbone="lite0", feature_stride=16, image_width=96, image_height=64,
                        max_train_questions=8, batch=8, steps=80, lr=3e-3, warmup=1, eval_every=80, val_questions=0)
     torch.manual_seed(0)

@@ -11,7 +11,6 @@ import pytest
 import torch
 from torch.nn import functional as F
 
-import baselines
 from baselines import common
 from baselines.film_trace import FiLMTraceNet, feature_grid
 from baselines.trace_targets import cell_loss, cell_targets
@@ -22,6 +21,7 @@ from nsvqa.fileio import write_json_atomic
 from nsvqa.generation.annotations import mask_to_rle
 from nsvqa.generation.questions.synthetic import synthetic_scene
 from parsers.question.vocab import Vocabulary, tokenize
+from orchestration import models as registry
 
 ONTO = load_ontology("superclevr")
 H, W, GRID = 48, 64, (6, 8)  # 8-pixel cells
@@ -113,7 +113,7 @@ class _Log:
 
 
 def _setup(root, **overrides):
-    m = baselines.get("film-trace")
+    m = registry.get("film-trace")
     cfg = m.config(str(root / "mid"), "tiny", **overrides)
     records = common.read_qa(root / "mid", "train", ONTO, require_answer=True, require_image=True)
     vocab = Vocabulary.build(tokenize(r.question) for r in records)
@@ -171,7 +171,7 @@ def test_weight_zero_is_film_dense_loss_and_the_cell_heads_learn(root):
 
 
 def test_trains_through_the_engine_and_the_config_round_trips(root, tmp_path):
-    m = baselines.get("film-trace")
+    m = registry.get("film-trace")
     assert m.family == "holistic" and m.config("x", "mini").trace_weight == 1.0
     cfg = m.config(str(root / "mid"), "tiny", steps=4, val_questions=4, trace_blocks="last")
     m.train(cfg, tmp_path / "run", progress=False)

@@ -10,7 +10,6 @@ import shutil
 import pytest
 import torch
 
-import baselines
 from baselines import common, mdetr
 from baselines.mdetr import training as mdetr_training
 from baselines.mdetr import (MDETRNet, answer_groups, collate_grounded, decode_answers, grounding_losses,
@@ -18,6 +17,7 @@ from baselines.mdetr import (MDETRNet, answer_groups, collate_grounded, decode_a
 from executors import load_ontology
 from executors.errors import FormatError
 from nsvqa.training.checkpoint import load_checkpoint
+from orchestration import models as registry
 
 ONTO = load_ontology("superclevr")
 
@@ -76,7 +76,7 @@ def test_positive_token_map_from_character_spans():
 
 
 def test_grounding_targets_of_the_fixture(root):
-    cfg = baselines.get("mdetr").config(str(root / "mid"), "tiny")
+    cfg = registry.get("mdetr").config(str(root / "mid"), "tiny")
     records, data, _ = _data(root, cfg, 40)
     raw = json.loads((root / "mid" / "questions" / "train_questions.json").read_text())["questions"]
     scenes = {s["image_filename"]: s for s in
@@ -103,7 +103,7 @@ def test_bad_obj_map_names_file_question_and_field(root, tmp_path):
     doc = json.loads(path.read_text())
     doc["questions"][3]["obj_map"] = {"99": [[0, 3]]}
     path.write_text(json.dumps(doc))
-    model = baselines.get("mdetr")
+    model = registry.get("mdetr")
     with pytest.raises(FormatError, match=r"train_questions\.json, question 3, field 'obj_map': key '99' is not an "
                                           r"object of the scene"):
         model.train(model.config(str(data), "tiny", steps=1, pretrain_steps=1), tmp_path / "run", progress=False)
@@ -119,8 +119,8 @@ def test_bad_obj_map_names_file_question_and_field(root, tmp_path):
 
 # ---------------------------------------------------------------------------- profiles and network
 def test_profiles_answer_types_and_decoding():
-    model = baselines.get("mdetr")
-    assert "mdetr" in baselines.names()
+    model = registry.get("mdetr")
+    assert "mdetr" in registry.names()
     full = model.config("ROOT/mid", "full")
     assert (full.d_model, full.enc_layers, full.dec_layers, full.num_queries, full.backbone) == (256, 6, 6, 25,
                                                                                                  "lite0-ft")
@@ -144,7 +144,7 @@ def test_profiles_answer_types_and_decoding():
 
 def test_one_step_lowers_the_loss_on_a_repeated_batch(root):
     torch.manual_seed(0)
-    cfg = baselines.get("mdetr").config(str(root / "mid"), "tiny")
+    cfg = registry.get("mdetr").config(str(root / "mid"), "tiny")
     _, data, answers = _data(root, cfg, 16)
     groups = answer_groups(answers)
     net = MDETRNet([len(g) for g in groups], cfg)
@@ -159,7 +159,7 @@ def test_one_step_lowers_the_loss_on_a_repeated_batch(root):
 
 
 def test_minilm_text_encoder_shapes_and_frozen_weights(root):
-    cfg = baselines.get("mdetr").config(str(root / "mid"), "tiny", text_encoder="minilm", freeze_text=True)
+    cfg = registry.get("mdetr").config(str(root / "mid"), "tiny", text_encoder="minilm", freeze_text=True)
     _, data, answers = _data(root, cfg, 2)
     groups = answer_groups(answers)
     net = MDETRNet([len(g) for g in groups], cfg).train()
@@ -188,7 +188,7 @@ OVERFIT_STEPS = 120
 def overfit(root, tmp_path_factory):
     """A run trained on the first 8 training questions only."""
     out = tmp_path_factory.mktemp("mdetr_overfit")
-    model = baselines.get("mdetr")
+    model = registry.get("mdetr")
     model.train(model.config(str(root / "mid"), "tiny", max_train_questions=8, batch=8, pretrain_steps=10,
                              steps=OVERFIT_STEPS, lr=2e-3, warmup=1, eval_every=OVERFIT_STEPS, val_questions=0,
                              finetune_grounding_weight=0.2),
@@ -197,7 +197,7 @@ def overfit(root, tmp_path_factory):
 
 
 def test_overfits_eight_questions(root, overfit):
-    preds = baselines.get("mdetr").predict(overfit, root, "mid", "train")
+    preds = registry.get("mdetr").predict(overfit, root, "mid", "train")
     assert len(preds) == 80
     assert [p.correct for p in preds[:8]] == [True] * 8
     assert all(0.0 <= p.probability <= 1.0 for p in preds)
@@ -207,8 +207,8 @@ def test_overfits_eight_questions(root, overfit):
 
 def test_prediction_needs_no_scenes(root, overfit, tmp_path):
     shutil.copytree(root / "hard", tmp_path / "hard", ignore=shutil.ignore_patterns("scenes", "annotations"))
-    preds = baselines.get("mdetr").predict(overfit, tmp_path, "hard", "test")
-    assert [p.prediction for p in preds] == [p.prediction for p in baselines.get("mdetr").predict(
+    preds = registry.get("mdetr").predict(overfit, tmp_path, "hard", "test")
+    assert [p.prediction for p in preds] == [p.prediction for p in registry.get("mdetr").predict(
         overfit, root, "hard", "test")]
 
 
@@ -252,7 +252,7 @@ def test_learns_on_the_cached_backbone_maps_and_logs_the_grounding_curve(root, t
 
     data = tmp_path / "data"
     shutil.copytree(root / "mid", data / "mid")
-    model = baselines.get("mdetr")
+    model = registry.get("mdetr")
     torch.manual_seed(0)
     cfg = model.config(str(data / "mid"), "tiny", backbone="lite0", feature_stride=16, image_width=96, image_height=64,
                        max_train_questions=8, batch=8, pretrain_steps=10, steps=OVERFIT_STEPS, lr=2e-3, warmup=1,
@@ -273,10 +273,9 @@ def test_learns_on_the_cached_backbone_maps_and_logs_the_grounding_curve(root, t
 def test_a_config_saved_with_the_removed_reference_points_option():
     """``reference_points`` (tried, did not converge faster) was removed: a config saved with it
     off still loads; one that used it cannot, and says why."""
-    import baselines
     from baselines.mdetr import MDETRConfig
 
-    d = baselines.get("mdetr").config("ROOT/mid", "tiny").to_dict()
+    d = registry.get("mdetr").config("ROOT/mid", "tiny").to_dict()
     assert MDETRConfig.from_dict(d | {"reference_points": False}) == MDETRConfig.from_dict(d)
     with pytest.raises(ValueError, match="'reference_points': True, an option that was removed"):
         MDETRConfig.from_dict(d | {"reference_points": True})
@@ -305,7 +304,7 @@ def test_query_selection_proposes_from_the_cells_and_is_scored_densely():
     moved = boxes.clone()
     moved[0, 6] = torch.tensor([0.3, 0.2, 0.1, 0.1])
     assert float(proposal_loss({"logits": good, "boxes": moved, "grid": (h, w)}, targets)) > float(lo) + 0.5
-    cfg = baselines.get("mdetr").config("ROOT/mid", "tiny", query_selection=True, num_queries=4)
+    cfg = registry.get("mdetr").config("ROOT/mid", "tiny", query_selection=True, num_queries=4)
     net = MDETRNet([2, 3, 4], cfg).eval()
     with torch.no_grad():
         out = net(torch.randint(1, 100, (2, 7)), torch.ones(2, 7, dtype=torch.bool),
@@ -325,7 +324,7 @@ def test_qa_text_feeds_the_question_encoding_to_the_answer_heads():
 
     from baselines.mdetr import MDETRNet
 
-    cfg = baselines.get("mdetr").config("ROOT/mid", "tiny", qa_text=True)
+    cfg = registry.get("mdetr").config("ROOT/mid", "tiny", qa_text=True)
     torch.manual_seed(0)
     net = MDETRNet([2, 3, 4], cfg).eval()
     assert net.type_head[0].in_features == 2 * cfg.d_model

@@ -19,15 +19,16 @@ from nsvqa.artifacts.predictions import read_predictions
 from nsvqa.evaluation.image_dependence import image_dependence
 from nsvqa.fileio import write_json_atomic
 from nsvqa.generation.questions.synthetic import synthetic_scene
+from orchestration import models as registry
 
 ONTO = load_ontology("superclevr")
 
 
 def test_objtf_is_registered_holistic_and_asks_only_for_the_scene_parser():
-    m = baselines.get("objtf")
+    m = registry.get("objtf")
     assert isinstance(m, ObjTFBaseline) and m.family == "holistic"
     assert m.needs().scene_parser and not m.needs().question_parser
-    assert baselines.get("film-dense").family == "holistic"
+    assert registry.get("film-dense").family == "holistic"
     cfg = m.config("x", "mini")
     assert cfg.word_dim % cfg.heads == 0 and cfg.extra_questions_per_image > 0
     with pytest.raises(ValueError, match="heads"):
@@ -95,7 +96,7 @@ def test_objtf_learns_from_the_objects_and_depends_on_the_image(tmp_path):
     data = _symbolic_variant(tmp_path / "data")
     run = VariantRun(tmp_path / "runs", "mid")
     run.path.mkdir(parents=True)
-    objtf, lstm = baselines.get("objtf"), baselines.get("lstm")
+    objtf, lstm = registry.get("objtf"), registry.get("lstm")
     objtf.train(objtf.config(str(data), "tiny", steps=300, eval_every=300, val_questions=0, part_tokens=False),
                 run.model_dir("objtf"), progress=False)
     lstm.train(lstm.config(str(data), "tiny", steps=100, val_questions=0), run.model_dir("lstm"), progress=False)
@@ -140,7 +141,7 @@ def test_objtf_predicts_from_a_parse(tmp_path):
     from nsvqa.models import PredictInputs
 
     data = _symbolic_variant(tmp_path / "data", n_train=6, n_val=2, n_test=4)
-    m = baselines.get("objtf")
+    m = registry.get("objtf")
     m.train(m.config(str(data), "tiny", steps=5, val_questions=4), tmp_path / "run", progress=False)
     records = []
     for s in read_scenes(scenes_path(data, "test")):
@@ -179,7 +180,7 @@ def _truth_parse(data, split, path, exist=0.9):
 
 def test_objtf_trains_on_the_runs_parses_of_the_training_splits(tmp_path):
     data = _symbolic_variant(tmp_path / "data", n_train=6, n_val=2, n_test=2)
-    m = baselines.get("objtf")
+    m = registry.get("objtf")
     assert m.needs().train_parses and m.needs().scene_parser
     cfg = m.config(str(data), "tiny", steps=2, val_questions=4, train_tokens="parsed")
     with pytest.raises(ValueError, match="train_tokens='parsed' needs parses"):
@@ -242,7 +243,7 @@ def test_extra_questions_resume_where_they_stopped_with_the_same_bytes(tmp_path,
 
 
 def test_film_dense_trains_on_more_questions(root, tmp_path):
-    m = baselines.get("film-dense")
+    m = registry.get("film-dense")
     cfg = m.config(str(root / "mid"), "tiny", steps=4, val_questions=4)
     assert cfg.extra_questions_per_image == 5
     m.train(cfg, tmp_path / "run", progress=False)
@@ -273,9 +274,9 @@ def test_a_family_outside_the_list_is_refused_by_the_registry(monkeypatch):
 def test_objmac_learns_from_the_objects_and_survives_a_scene_without_objects(tmp_path):
     from baselines.objtf import ObjMACBaseline, ObjTFNet
 
-    m = baselines.get("objmac")
+    m = registry.get("objmac")
     assert isinstance(m, ObjMACBaseline) and m.family == "holistic" and m.needs().train_parses
-    assert m.config("x", "mini").reasoner == "mac" and baselines.get("objtf").config("x", "mini").reasoner == "transformer"
+    assert m.config("x", "mini").reasoner == "mac" and registry.get("objtf").config("x", "mini").reasoner == "transformer"
     with pytest.raises(ValueError, match="reasoner must be one of transformer, mac"):
         m.config("x", "tiny", reasoner="lstm")
     torch.manual_seed(0)

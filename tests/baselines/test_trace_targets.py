@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 import torch
 
-import baselines
 from baselines.objtf import scene_tokens
 from baselines.trace_targets import hop_sets, match_tokens, trace_loss
 from executors import DeterministicExecutor, Program, SceneLikelihoods, SymbolicScene, load_ontology
 from nsvqa.artifacts.questions import Question
 from nsvqa.generation.questions.synthetic import synthetic_scene
+from orchestration import models as registry
 
 from .test_objtf import _symbolic_variant
 
@@ -78,7 +78,7 @@ def test_the_loss_is_lower_for_reads_on_the_target_and_zero_without_targets():
 def test_objmac_trains_with_the_trace_and_its_reads_follow_it(tmp_path):
     torch.manual_seed(0)
     data = _symbolic_variant(tmp_path / "data", n_train=120)
-    m = baselines.get("objmac")
+    m = registry.get("objmac")
     runs = {}
     for w in (0.0, 1.0):
         runs[w] = tmp_path / f"run{w}"
@@ -105,8 +105,8 @@ def test_objmac_trains_with_the_trace_and_its_reads_follow_it(tmp_path):
         target = torch.cat([~members.any(-1, keepdim=True), members], -1).float()
         mass[w] = float((att * target).sum(-1)[:, -1].mean())
     with pytest.raises(ValueError, match="trace_weight"):
-        baselines.get("objtf").config("x", "tiny", trace_weight=1.0)
-    traced = baselines.get("objmac-trace")  # objmac with the trace, registered as a model of its own
+        registry.get("objtf").config("x", "tiny", trace_weight=1.0)
+    traced = registry.get("objmac-trace")  # objmac with the trace, registered as a model of its own
     assert traced.family == "holistic" and traced.config("x", "mini").trace_weight == 1.0
-    assert baselines.get("objmac").config("x", "mini").trace_weight == 0.0
+    assert registry.get("objmac").config("x", "mini").trace_weight == 0.0
     assert mass[1.0] > mass[0.0] + 0.2 and mass[1.0] > 0.6

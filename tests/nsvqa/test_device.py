@@ -11,7 +11,7 @@ from baselines.lstm import LSTMConfig
 from nsvqa.config import AUTO_DEVICE, resolve_device
 from nsvqa.training.question_config import QuestionParserConfig
 from nsvqa.training.scene_config import SceneParserConfig
-from orchestration.experiment import TrainSpec
+from orchestration.train_spec import TrainSpec
 from orchestration.study.launch import LaunchOptions
 
 

@@ -100,7 +100,7 @@ def _oracle_parse(folder, path):
 
 
 def test_a_model_that_reads_the_image_depends_on_it_and_the_lstm_does_not(tiny_root, tmp_path):
-    import baselines
+    from orchestration import models as registry
     from orchestration.experiment import VariantRun, model_specs, write_model_predictions, write_shuffled_predictions
 
     torch.set_num_threads(1)
@@ -108,7 +108,7 @@ def test_a_model_that_reads_the_image_depends_on_it_and_the_lstm_does_not(tiny_r
     run = VariantRun(tmp_path / "runs", "mid")
     run.path.mkdir(parents=True)
     _oracle_parse(data, run.parsed("mid", "likelihoods"))
-    lstm = baselines.get("lstm")
+    lstm = registry.get("lstm")
     lstm.train(lstm.config(str(data), "tiny", steps=20), run.model_dir("lstm"), progress=False)
     specs = model_specs(["pnsvqa+gtprog", "lstm"])
     own = write_model_predictions(run, data, "test", specs)

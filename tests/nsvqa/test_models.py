@@ -150,7 +150,8 @@ def test_a_toy_model_added_in_a_test_runs_through_the_experiment(toy_model, tiny
 
 def test_a_model_that_needs_train_parses_gets_them_before_it_trains(tiny_root, tmp_path, monkeypatch):
     from orchestration import experiment
-    from orchestration.experiment import TrainSpec, VariantRun, model_specs, train_models
+    from orchestration.experiment import VariantRun, model_specs, train_models
+    from orchestration.train_spec import TrainSpec
 
     with pytest.raises(ValueError, match="needs the scene parser"):
         Needs(train_parses=True)
@@ -195,3 +196,37 @@ def test_a_model_that_needs_train_parses_gets_them_before_it_trains(tiny_root, t
     assert calls == [("train", True), ("val", True)]
     assert Path(seen["parses"]) == run.path / "parsed" / "mid"
     assert seen["files"] == ["train_likelihoods.json", "val_likelihoods.json"]
+
+
+def test_a_new_reasoner_is_a_class_and_its_line_and_the_lists_of_executing_models_follow(monkeypatch):
+    """Issue 79: a program-executing model declares its reasoner (and mode) on its class and builds it;
+    the lists of models that execute programs (transfer reports, pretrained sets, the study's executor
+    and part models) are read from those declarations, not written out. The shipped study lists its
+    models in its groups, so a new reasoner joins it by one line there, not by being registered."""
+    from executors import load_ontology
+    from orchestration.explain import MODELS as EXPLAINED
+    from orchestration.study import StudyConfig
+    from orchestration.transfer import TRANSFER_MODELS
+
+    shipped = ("nsvqa", "pnsvqa", "pnsvqa-exact", "nsvqa+gtprog", "pnsvqa+gtprog", "pnsvqa-exact+gtprog")
+    assert models.executors() == TRANSFER_MODELS == shipped
+    assert models.executors(gt_programs=False) == pipeline.REASONERS == shipped[:3]
+    assert EXPLAINED == {"pnsvqa": "threshold", "pnsvqa-exact": "exact"}  # the P-NSVQA reasoners, by mode
+    assert not any(models.get(n).executes_programs for n in baselines.MODELS)  # NSCL trains: not one of them
+
+    class StrictExact(pipeline.PipelineModel):  # the user's one class ...
+        reasoner_cls = pipeline.PNSVQA
+        mode = "exact"
+        threshold = 0.9
+
+    monkeypatch.setitem(pipeline.MODELS, "pnsvqa-strict", StrictExact)  # ... and its one line
+    onto = load_ontology("superclevr")
+    reasoner = models.get("pnsvqa-strict").reasoner(onto)
+    assert isinstance(reasoner, pipeline.PNSVQA) and reasoner.executor.mode == "exact"
+    assert reasoner.executor.threshold == 0.9 == pipeline.make_reasoner("pnsvqa-strict", onto).executor.threshold
+    assert models.executors() == (*shipped[:3], "pnsvqa-strict", *shipped[3:], "pnsvqa-strict+gtprog")
+    modular = StudyConfig().groups["modular"]
+    assert models.executing(modular) == StudyConfig().executor_models == shipped  # the study: as it was
+    assert models.executing((*modular, "pnsvqa-strict")) == (*shipped, "pnsvqa-strict")
+    with pytest.raises(UnknownModel, match="unknown model"):
+        models.executing(["nope"])

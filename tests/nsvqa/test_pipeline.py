@@ -151,3 +151,19 @@ def test_guesses_never_draw_an_answer_no_scene_gives():
     shapes = answer_pool(query_shape, ONTO)
     assert "regular car" not in shapes and "regular car" not in answer_pool(None, ONTO)
     assert len(shapes) == len(ONTO.scene_values("shape")) == 21
+
+
+def test_each_model_builds_the_reasoner_its_class_declares():
+    """No reasoner is chosen by its name (issue 79): each model's class declares its reasoner and mode."""
+    from nsvqa.models.pipeline import MODELS
+
+    for name, cls in MODELS.items():
+        assert type(cls(name).reasoner(ONTO)) is cls.reasoner_cls is type(make_reasoner(name, ONTO))
+        assert make_reasoner(name, ONTO).name == name
+    assert [make_reasoner(n, ONTO).executor.mode for n in ("pnsvqa", "pnsvqa-exact")] == ["threshold", "exact"]
+    assert make_reasoner("pnsvqa", ONTO).executor.threshold == 0.7
+    assert make_reasoner("nsvqa", ONTO, min_exist=0.2).min_exist == 0.2
+    with pytest.raises(ValueError, match="NS-VQA has one mode"):
+        NSVQA.build(ONTO, "exact")
+    with pytest.raises(ValueError, match="P-NSVQA needs its executor's mode"):
+        PNSVQA.build(ONTO)

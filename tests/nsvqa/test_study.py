@@ -398,6 +398,19 @@ def test_the_shipped_results_record_the_shipped_study():
     assert results_config(Path(__file__).resolve().parents[2] / "results" / "study", STUDY) == STUDY
 
 
+def test_the_model_lists_read_from_the_registry_are_those_the_shipped_study_records():
+    """``executor_models`` and ``part_models`` are the default modular group's models that execute
+    programs, read from what their classes declare (issue 79): the labels ``results/study/study.json``
+    records, in its order."""
+    from pathlib import Path
+
+    recorded = json.loads((Path(__file__).resolve().parents[2] / "results" / "study" / "study.json").read_text())
+    executing = ("nsvqa", "pnsvqa", "pnsvqa-exact", "nsvqa+gtprog", "pnsvqa+gtprog", "pnsvqa-exact+gtprog")
+    for cfg in (BASE, STUDY):
+        assert cfg.executor_models == tuple(recorded["executor_models"]) == executing
+        assert cfg.part_models == tuple(recorded["part_models"]) == executing
+
+
 def test_a_stopped_attempt_counts_up_to_its_last_write_before_the_next_start(tmp_path):
     from orchestration.study import attempt_seconds, close_stopped_attempts
 
@@ -684,9 +697,9 @@ def test_a_systematic_pieces_perception_has_its_val_split_as_the_id_reference(tm
     parsed.mkdir(parents=True)
     (parsed / "likelihoods.json").write_text("{}")
     with pytest.raises(StudyError, match=r"val_likelihoods.json: no parse of sys-composition's val split"):
-        write_perception(piece, tmp_path / "data", tmp_path / "runs", tmp_path / "results")
+        write_perception(piece_setup(piece, tmp_path / "data", tmp_path / "runs"), tmp_path / "results")
     (parsed / "val_likelihoods.json").write_text("{}")
-    out = json.loads(write_perception(piece, tmp_path / "data", tmp_path / "runs", tmp_path / "results").read_text())
+    out = json.loads(write_perception(piece_setup(piece, tmp_path / "data", tmp_path / "runs"), tmp_path / "results").read_text())
     assert out["tests"]["sys-composition"] == {"split": "test", "all": {"objects": 30}, "val": {"objects": 40}}
     assert calls[-2:] == [("likelihoods.json", "sys-composition", "test", True),
                           ("val_likelihoods.json", "sys-composition", "val", True)]
@@ -695,7 +708,7 @@ def test_a_systematic_pieces_perception_has_its_val_split_as_the_id_reference(tm
     mid = Piece("mid", 0, "modular", ("nsvqa",), ("mid",))
     (tmp_path / "runs" / "mid" / "parsed" / "mid").mkdir(parents=True)
     (tmp_path / "runs" / "mid" / "parsed" / "mid" / "likelihoods.json").write_text("{}")
-    out = json.loads(write_perception(mid, tmp_path / "data", tmp_path / "runs", tmp_path / "results").read_text())
+    out = json.loads(write_perception(piece_setup(mid, tmp_path / "data", tmp_path / "runs"), tmp_path / "results").read_text())
     assert out["tests"]["mid"] == {"split": "test", "all": {"objects": 30}} and len(calls) == 1
 
 

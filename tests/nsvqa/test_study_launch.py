@@ -10,21 +10,23 @@ import pytest
 
 from orchestration import models as registry
 from orchestration.study import STUDY, StudyConfig, piece_setup, study_pieces, uses_scene_parser
-from orchestration.study.launch import (LaunchOptions, ScriptJob, data_needs, piece_spec, run_folder, scaled_estimate,
-                                time_limit)
+from orchestration.study.launch import (LaunchOptions, ScriptJob, data_needs, run_folder, scaled_estimate, time_limit,
+                                        train_piece_parsers)
 
 REPO = Path(__file__).resolve().parents[2]
 PAPER = REPO / "data" / "study" / "paper.json"
 
 
 def test_the_data_jobs_make_every_split_a_piece_reads():
-    from orchestration.study.run import _data_splits
-
+    by_name = {p.name: p for p in study_pieces(STUDY)}
+    rd = piece_setup(by_name["rd--seed0-modular"], "D", "R", STUDY)  # borrows mid's scene parser
+    assert rd.splits["mid"] == rd.splits["rd-"] == ["train", "val", "test"]
+    assert all(rd.splits[t] == ["test"] for t in by_name["rd--seed0-modular"].tests if t not in ("mid", "rd-"))
     for piece in study_pieces(STUDY):
         setup = piece_setup(piece, "D", "R", STUDY)
         needs = data_needs([piece], "D", STUDY)
-        got = {e["variant"]: set(e["splits"]) for e in needs.values()}
-        assert got == {v: set(s) for v, s in _data_splits(piece, setup).items()}, piece.name
+        got = {e["variant"]: e["splits"] for e in needs.values()}
+        assert got == setup.splits and set(got) == {*piece.tests, piece.variant, setup.scene_variant}, piece.name
         assert all(e["root"] == setup.data for e in needs.values())
     keys = data_needs(study_pieces(STUDY), "D", STUDY)
     assert "mid" in keys and "parts/mid" in keys  # the part extension's data are a dataset of their own
@@ -40,22 +42,24 @@ def test_the_run_folders_and_time_limits():
 
 
 def test_a_parsers_job_trains_with_the_spec_the_piece_trains_with(tmp_path, monkeypatch):
+    import orchestration.experiment as experiment
     import orchestration.study.run as run
 
     got = {}
     monkeypatch.setattr(run, "generate_piece_data", lambda *a, **k: None)
 
     def stop(*a, spec, **k):
-        got["spec"] = spec
+        got["piece"] = spec
         raise KeyboardInterrupt
 
     monkeypatch.setattr(run, "train_variant", stop)
-    piece = next(p for p in study_pieces(STUDY) if p.name == "rd--seed0-modular")  # borrows mid's scene parser
+    monkeypatch.setattr(experiment, "train_parsers", lambda data, r, spec, *a, **k: got.setdefault("parsers", spec))
+    piece = next(p for p in study_pieces(STUDY) if p.name == "mid-seed1-modular")  # trains its own scene parser
     with pytest.raises(KeyboardInterrupt):
         run.run_piece(piece, tmp_path / "data", tmp_path / "runs", tmp_path / "results", STUDY, jobs=1,
                       device="cpu", progress=False, echo=lambda s: None)
-    assert piece_spec(piece, tmp_path / "data", tmp_path / "runs", STUDY, jobs=1, device="cpu",
-                      progress=False) == got["spec"]
+    train_piece_parsers(piece, tmp_path / "data", tmp_path / "runs", STUDY, device="cpu", progress=False)
+    assert got["parsers"] == got["piece"] and got["piece"].scene_variant == "mid" and got["piece"].image_shuffle
 
 
 def test_the_paper_config_has_the_papers_sizes_and_a_gpu_schedule_for_every_network():
@@ -199,7 +203,7 @@ def test_a_job_that_finds_a_folder_in_use_runs_again_and_one_that_fails_otherwis
 def test_a_launchs_code_tree_is_a_worktree_of_head_reused_and_never_swept(tmp_path):
     import subprocess
 
-    from orchestration.study.launch import frozen_tree
+    from orchestration.study.code_tree import frozen_tree
 
     repo = tmp_path / "repo"
     (repo / "scripts").mkdir(parents=True)
@@ -214,19 +218,19 @@ def test_a_launchs_code_tree_is_a_worktree_of_head_reused_and_never_swept(tmp_pa
     runs = tmp_path / "runs"
     (runs / "launch" / "code-000000000000").mkdir(parents=True)  # an earlier launch's tree: its jobs may still run
     (repo / "scripts" / "run_study.py").write_text("print('v2, not committed')\n")
-    where, dirty = frozen_tree(runs, repo)
+    where, dirty = frozen_tree(runs / "launch", repo)
     assert where == (runs / "launch" / f"code-{git('rev-parse', '--short=12', 'HEAD').strip()}").resolve()
     assert (where / "scripts" / "run_study.py").read_text() == "print('v1')\n" and "scripts/run_study.py" in dirty
     assert (runs / "launch" / "code-000000000000").is_dir()
     stamp = (where / "scripts" / "run_study.py").stat().st_mtime_ns
-    assert frozen_tree(runs, repo)[0] == where and (where / "scripts" / "run_study.py").stat().st_mtime_ns == stamp
+    assert frozen_tree(runs / "launch", repo)[0] == where and (where / "scripts" / "run_study.py").stat().st_mtime_ns == stamp
 
 
 def test_a_code_tree_removed_by_hand_leaves_no_stale_worktree_once_the_next_launch_runs(tmp_path):
     import shutil
     import subprocess
 
-    from orchestration.study.launch import frozen_tree
+    from orchestration.study.code_tree import frozen_tree
 
     repo = tmp_path / "repo"
     (repo / "scripts").mkdir(parents=True)
@@ -242,10 +246,10 @@ def test_a_code_tree_removed_by_hand_leaves_no_stale_worktree_once_the_next_laun
     git("init", "-q")
     commit("print('v1')\n")
     runs = tmp_path / "runs"
-    old, _ = frozen_tree(runs, repo)  # a first launch
+    old, _ = frozen_tree(runs / "launch", repo)  # a first launch
     commit("print('v2')\n")
-    new, _ = frozen_tree(runs, repo)  # a launch of a later commit: a second tree
+    new, _ = frozen_tree(runs / "launch", repo)  # a launch of a later commit: a second tree
     shutil.rmtree(old)  # its jobs done, removed as docs/cluster.md says
-    assert frozen_tree(runs, repo)[0] == new  # the next launch, reusing its tree
+    assert frozen_tree(runs / "launch", repo)[0] == new  # the next launch, reusing its tree
     listed = git("worktree", "list", "--porcelain")
     assert str(old) not in listed and "prunable" not in listed and str(new) in listed

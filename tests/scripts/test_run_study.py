@@ -172,24 +172,24 @@ def test_a_borrowed_scene_parser_is_not_trained_again_on_another_cpu_than_its_le
     assert lender_elsewhere(easy, tmp_path / "elsewhere", results) is None
 
 
-def test_frozen_code_is_a_worktree_of_head_reused_and_swept(load_script, tmp_path):
+def test_frozen_code_is_a_worktree_of_head_reused_and_swept(tmp_path):
     import subprocess
 
-    rs = load_script("run_study")
-    repo = Path(rs.__file__).resolve().parents[2]  # orchestration/cli/run_study.py
+    from orchestration.study.code_tree import REPO as repo, frozen_tree
+
     if not (repo / ".git").exists():
         pytest.skip("not a git checkout")
     runs = tmp_path / "runs"
     (runs / "code-000000000000").mkdir(parents=True)  # a stale copy of another commit
     where = None
     try:
-        where, _ = rs.frozen_code(runs)
+        where, _ = frozen_tree(runs, sweep=True)
         head = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True).stdout
         copy = subprocess.run(["git", "-C", str(where), "rev-parse", "HEAD"], capture_output=True, text=True).stdout
         assert copy == head and (where / "scripts" / "run_study.py").is_file()
         assert not (runs / "code-000000000000").exists()
         stamp = (where / "scripts" / "run_study.py").stat().st_mtime_ns
-        again, _ = rs.frozen_code(runs)
+        again, _ = frozen_tree(runs, sweep=True)
         assert again == where and (where / "scripts" / "run_study.py").stat().st_mtime_ns == stamp
     finally:
         if where is not None:
@@ -224,7 +224,7 @@ def test_report_and_check_take_a_study_of_any_groups_the_shipped_tiny_one_includ
 
 def test_a_piece_that_reads_the_detector_alone_trains_it_again_and_its_record_says_whose_it_read(tmp_path):
     from orchestration.study import study_pieces
-    from orchestration.study.plan import reads_detector_only
+    from orchestration.study.plan import piece_setup, reads_detector_only
     from orchestration.study.report import check_shared_scene_parsers
     from orchestration.study.run import detector_read, lender_elsewhere, machine
 
@@ -240,9 +240,9 @@ def test_a_piece_that_reads_the_detector_alone_trains_it_again_and_its_record_sa
                                   "scene_parser_weights": {"detector": "d1", "attributes": "a1"}}))
     assert lender_elsewhere(seeing, runs, results) is not None and lender_elsewhere(own, runs, results) is None
     # its record names the committed pieces whose detector it read, or says it trained its own
-    assert detector_read(own, results, {"detector": "d1", "attributes": "a1"}, False) == {
+    assert detector_read(piece_setup(own, data, runs), results, {"detector": "d1", "attributes": "a1"}, False) == {
         "weights": "d1", "of": ["mid-seed0-modular"], "trained_here": False}
-    assert detector_read(own, results, {"detector": "d2", "attributes": "a2"}, True) == {
+    assert detector_read(piece_setup(own, data, runs), results, {"detector": "d2", "attributes": "a2"}, True) == {
         "weights": "d2", "of": [], "trained_here": True}
     # the one-perception check leaves out a detector-only piece that trained it again, not another piece
     mine = results / "pieces" / own.name

@@ -188,9 +188,9 @@ def test_a_call_for_other_models_keeps_the_summary_of_the_earlier_ones(suite, tr
 def test_nscl_chooses_its_cut_on_the_val_parses_then_answers_test(suite, trained, load_script):
     """A model that tunes on val: the run parses the training variant's val split beside its test
     parses, NSCL picks its detection cut there (``tuned.json``), and its test predictions follow."""
-    import baselines
     from baselines.nscl import MIN_SCORE_CANDIDATES, TUNED
     from nsvqa.models import ModelSpec
+    from orchestration import models as registry
 
     rc = load_script("train_variant").main(["--data", str(suite), "--variant", "mid", "--out", str(trained),
                                             "--tests", "mid", "--models", "nscl", *TINY])
@@ -204,8 +204,8 @@ def test_nscl_chooses_its_cut_on_the_val_parses_then_answers_test(suite, trained
     summary = json.loads((run.path / "summary.json").read_text())
     assert "tune_nscl" in summary["seconds"] and "nscl" in summary["accuracy"]
     preds = read_predictions(run.predictions("nscl", "mid"))
-    again = baselines.get("nscl").predict(run.model_dir("nscl"), suite, "mid", "test",
-                                          inputs=run.inputs("mid", ModelSpec("nscl")), min_score=tuned["min_score"])
+    again = registry.get("nscl").predict(run.model_dir("nscl"), suite, "mid", "test",
+                                         inputs=run.inputs("mid", ModelSpec("nscl")), min_score=tuned["min_score"])
     assert [p.prediction for p in preds] == [p.prediction for p in again]
 
 
@@ -356,7 +356,8 @@ def test_model_overrides_from_the_command_line():
     import argparse
 
     from nsvqa.config import ConfigError
-    from orchestration.experiment_cli import add_training_args, spec_from_args
+    from orchestration.experiment_cli import spec_from_args
+    from orchestration.training_args import add_training_args
 
     p = argparse.ArgumentParser()
     add_training_args(p)
@@ -474,7 +475,8 @@ def test_with_two_jobs_the_question_parser_trains_in_a_second_process(suite, tmp
     """``jobs=2``: the question parser trains in a spawned process (its output in
     RUN/question_parser.log) beside the scene parser; both finish, each with its seconds, and the
     process's thread count is what it was before."""
-    from orchestration.experiment import TrainSpec, train_parsers
+    from orchestration.experiment import train_parsers
+    from orchestration.train_spec import TrainSpec
 
     run = VariantRun(tmp_path, "mid")
     spec = TrainSpec(profile="tiny", scene_overrides={"det_iterations": 2, "attr_epochs": 1},

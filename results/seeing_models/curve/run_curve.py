@@ -4,14 +4,12 @@ parses) of runs/study/mid-seed2 (TrainSpec.scene_runs), image-shuffle scored. Ru
 ``PYTHONPATH=<checkout> python results/seeing_models/curve/run_curve.py MODEL EXTRA`` writes
 runs/seeing-curve/q<10+EXTRA>/mid-seed2."""
 import logging, sys, torch
-from orchestration.experiment import TrainSpec, train_variant
-from orchestration.study import STUDY
+from orchestration.experiment import train_variant
+from orchestration.study import STUDY, study_spec
 logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
 torch.set_num_threads(2)
 model, extra = sys.argv[1], int(sys.argv[2])
-spec = TrainSpec(profile=STUDY.profile, scene_overrides=dict(STUDY.scene_overrides),  # the study's parsers
-                 question_overrides=dict(STUDY.question_overrides),
-                 model_overrides={model: {"extra_questions_per_image": extra}}, jobs=1, progress=False,
-                 parse_min_score=STUDY.parse_min_score, scene_runs="runs/study", image_shuffle=True)
+spec = study_spec(STUDY, model_overrides={model: {"extra_questions_per_image": extra}}, scene_runs="runs/study",
+                  image_shuffle=True, progress=False)  # the study's parsers
 print(train_variant("data/generated/study", "mid", f"runs/seeing-curve/q{10 + extra}", models=[model], spec=spec,
                     seed=2, tests=["mid"]))

@@ -7,7 +7,8 @@ from a frozen worktree: ``PYTHONPATH=<checkout> python results/seeing_models/fil
 WEIGHT [BLOCKS]`` (BLOCKS ``all``, the default, or ``last``) writes
 runs/seeing-film-trace/w<WEIGHT>-<BLOCKS>/mid-seed2."""
 import logging, sys, torch
-from orchestration.experiment import TrainSpec, train_variant
+from orchestration.experiment import train_variant
+from orchestration.train_spec import TrainSpec
 logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
 torch.set_num_threads(2)
 weight = float(sys.argv[1])

@@ -4,14 +4,12 @@ parser (and parses) of runs/study/mid-seed2 (TrainSpec.scene_runs), image-shuffl
 frozen worktree: ``PYTHONPATH=<checkout> python results/seeing_models/objmac-trace/run_trace.py WEIGHT``
 writes runs/seeing-trace/w<WEIGHT>/mid-seed2."""
 import logging, sys, torch
-from orchestration.experiment import TrainSpec, train_variant
-from orchestration.study import STUDY
+from orchestration.experiment import train_variant
+from orchestration.study import STUDY, study_spec
 logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
 torch.set_num_threads(2)
 weight = float(sys.argv[1])
-spec = TrainSpec(profile=STUDY.profile, scene_overrides=dict(STUDY.scene_overrides),  # the study's parsers
-                 question_overrides=dict(STUDY.question_overrides),
-                 model_overrides={"objmac": {"trace_weight": weight}}, jobs=1, progress=False,
-                 parse_min_score=STUDY.parse_min_score, scene_runs="runs/study", image_shuffle=True)
+spec = study_spec(STUDY, model_overrides={"objmac": {"trace_weight": weight}}, scene_runs="runs/study",
+                  image_shuffle=True, progress=False)  # the study's parsers
 print(train_variant("data/generated/study", "mid", f"runs/seeing-trace/w{weight:g}", models=["objmac"], spec=spec,
                     seed=2, tests=["mid"]))

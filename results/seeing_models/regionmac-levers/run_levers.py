@@ -15,8 +15,8 @@ from pathlib import Path
 import torch
 
 from nsvqa.generation.suite import generate_suite
-from orchestration.experiment import TrainSpec, train_variant
-from orchestration.study import STUDY
+from orchestration.experiment import train_variant
+from orchestration.study import STUDY, study_spec
 
 #: lever name -> regionmac-trace config fields (the pilot: roi_size 4, 6,000 steps)
 LEVERS = {
@@ -25,13 +25,6 @@ LEVERS = {
     "r4-12k": dict(steps=12000),
 }
 DATA, SCENE_RUNS = "data/generated/study", "runs/study"
-
-
-def spec(**kw) -> TrainSpec:
-    """The study's declared parsers' settings (results/study/study.json)."""
-    return TrainSpec(profile=STUDY.profile, scene_overrides=dict(STUDY.scene_overrides),
-                     question_overrides=dict(STUDY.question_overrides), jobs=1, progress=False,
-                     parse_min_score=STUDY.parse_min_score, **kw)
 
 
 def main(levers: list[str]) -> None:
@@ -44,11 +37,12 @@ def main(levers: list[str]) -> None:
                    variants=["mid"], splits={"mid": ["train", "val", "test"]}, questions=STUDY.questions,
                    sizes=STUDY.sizes)
     if not (Path(SCENE_RUNS) / "mid" / "scene_parser" / "attributes.pt").is_file():  # trained here once
-        print(train_variant(DATA, "mid", SCENE_RUNS, models=["nsvqa+gtprog"], spec=spec(), seed=0, tests=["mid"]))
+        print(train_variant(DATA, "mid", SCENE_RUNS, models=["nsvqa+gtprog"], spec=study_spec(STUDY, progress=False),
+                            seed=0, tests=["mid"]))
     for lever in levers:
         print(lever, train_variant(DATA, "mid", f"runs/seeing-regionmac/{lever}", models=["regionmac-trace"],
-                                   spec=spec(scene_runs=SCENE_RUNS, image_shuffle=True,
-                                             model_overrides={"regionmac-trace": LEVERS[lever]}),
+                                   spec=study_spec(STUDY, scene_runs=SCENE_RUNS, image_shuffle=True, progress=False,
+                                                  model_overrides={"regionmac-trace": LEVERS[lever]}),
                                    seed=0, tests=["mid"]), flush=True)
 
 
