@@ -614,9 +614,9 @@ def write_json_atomic(path: Path, data: dict) -> None:
 
 
 # ---------------------------------------------------------------------- main
-def main(argv: list[str] | None = None) -> int:
-    parser = get_args_parser()
-    args = parser.parse_args(argv)
+def checked_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> tuple[set[str], int | None, str]:
+    """(the backends of ``--backends``, the core this process is pinned to, the note saying so),
+    once the numeric options are checked; any bad option exits through ``parser.error`` (status 2)."""
     backends = {b.strip() for b in args.backends.split(",") if b.strip()}
     if not backends or backends - set(BACKENDS):
         parser.error(f"--backends: choose from {', '.join(BACKENDS)}")
@@ -626,11 +626,16 @@ def main(argv: list[str] | None = None) -> int:
         core, pin_note = pin_to_one_core(args.cpu)
     except ValueError as e:
         parser.error(str(e))
-    notes: list[str] = [pin_note]
-    load_start = load_average()
-
     if args.e2e_repeat < 1:
         parser.error("need --e2e-repeat >= 1")
+    return backends, core, pin_note
+
+
+def reference_sets(args: argparse.Namespace, notes: list[str]) -> list[tuple[str, Path, Path]]:
+    """The reference sets to measure, as (name, scenes, questions): CLEVR, then (unless
+    ``--no-superclevr``) the Super-CLEVR part questions, each from its own options or else from
+    ``--reference``; a set without both files is left out with a note in ``notes``. When none is
+    left, the notes are printed (after the first, the pinning note) with why nothing is measured."""
     ref = args.reference
     pick = lambda given, rel: given if given is not None else (ref / rel if ref is not None else None)  # noqa: E731
     wanted = [("clevr", pick(args.scenes, CLEVR_FILES[0]), pick(args.questions, CLEVR_FILES[1]))]
@@ -652,24 +657,30 @@ def main(argv: list[str] | None = None) -> int:
             info(f"{PROG}: note: {n}")
         info(f"{PROG}: no reference data, nothing to benchmark (the CLEVR val questions and scenes are "
              f"not part of the repository: pass --reference DIR or set ${REFERENCE_ENV}; see benchmarks/README.md)")
-        return 0
-    primary = present[0][0]
+    return present
 
-    torch_mod = None
-    if backends & {"torch", "cuda"}:
-        try:
-            import torch as torch_mod  # optional heavy dependency: only for --backends torch/cuda
-        except ImportError:
-            notes.append("torch not installed: torch-cpu and cuda skipped")
-        else:
-            torch_mod.set_num_threads(1)
-            try:
-                torch_mod.set_num_interop_threads(1)
-            except RuntimeError:  # already set (torch used earlier in this process)
-                pass
-    cfgs = configs(backends, torch_mod, notes)
-    machine = machine_info(torch_mod)
 
+def load_torch(backends: set[str], notes: list[str]) -> Any:
+    """torch, set to one thread, when ``backends`` include torch or cuda and it is installed; else
+    None (a note in ``notes`` when it was wanted)."""
+    if not backends & {"torch", "cuda"}:
+        return None
+    try:
+        import torch as torch_mod  # optional heavy dependency: only for --backends torch/cuda
+    except ImportError:
+        notes.append("torch not installed: torch-cpu and cuda skipped")
+        return None
+    torch_mod.set_num_threads(1)
+    try:
+        torch_mod.set_num_interop_threads(1)
+    except RuntimeError:  # already set (torch used earlier in this process)
+        pass
+    return torch_mod
+
+
+def print_setting(args: argparse.Namespace, pin_note: str, torch_mod: Any, machine: dict,
+                  load_start: list[float] | None) -> None:
+    """The lines that open the output: the pinning and thread counts, the machine, how rows are timed."""
     info(f"{PROG}: {pin_note}; {', '.join(f'{v}=1' for v in THREAD_ENV)}"
          + (f"; torch threads {torch_mod.get_num_threads()}" if torch_mod is not None else ""))
     info(f"machine: {machine.get('cpu_model') or machine['processor'] or machine['machine']}, "
@@ -679,25 +690,28 @@ def main(argv: list[str] | None = None) -> int:
          "warm-up, then "
          f">= {args.repeat} runs and >= {args.min_time:g} s of execute() runs\n")
 
+
+def end_to_end(reference: tuple[str, Path, Path], engine: Any, official_where: str, official_note: str | None,
+               repeat: int) -> tuple[list[dict], list[str]]:
+    """The end-to-end table on ``reference`` (:func:`run_e2e`, ``repeat`` rounds, beside the
+    official ``engine`` when there is one), printed; returns its rows and failures."""
+    name, s, q = reference
+    rec = read_records(s, q)
+    info(f"end to end, {name}: {len(rec.questions)} questions on {len(rec.scenes)} scenes, one core, "
+         f"{repeat} rounds" + (f"; official engine: {official_where}" if engine else ""))
+    rows, failures = run_e2e(rec, engine, repeat)
+    info("")
+    print_e2e(rows, official_note)
+    info("")
+    return rows, failures
+
+
+def run_configs(present: list[tuple[str, Path, Path]], cfgs: list[Config], args: argparse.Namespace,
+                torch_mod: Any) -> tuple[list[dict], list[dict], dict, list[str]]:
+    """``execute()`` alone per configuration on each reference set, each row printed as it is
+    measured. Returns the sets' descriptions, the rows, the per-rule breakdown per set (of numpy
+    threshold float32) and the failures (answers that differ from the reference or between runs)."""
     datasets, rows, breakdowns, failures = [], [], {}, []
-    e2e_rows: list[dict] = []
-    engine, official_where = load_official(args.official)
-    official_note = None if engine is not None else official_where
-    if engine is None:
-        notes.append(f"x official: skipped, {official_where}")
-    if not args.no_e2e:
-        name, s, q = present[0]
-        rec = read_records(s, q)
-        info(f"end to end, {name}: {len(rec.questions)} questions on {len(rec.scenes)} scenes, one core, "
-             f"{args.e2e_repeat} rounds" + (f"; official engine: {official_where}" if engine else ""))
-        e2e_rows, e2e_failures = run_e2e(rec, engine, args.e2e_repeat)
-        failures += e2e_failures
-        info("")
-        print_e2e(e2e_rows, official_note)
-        info("")
-    official_qps = next((r["qps"] for r in e2e_rows if r["row"] == "official"), None)
-    if args.no_configs:
-        present = []
     for name, s, q in present:
         ds = load_dataset(name, s, q, args.replicate)
         datasets.append({"name": name, "scenes": str(s), "questions": str(q), "n_questions": len(ds.programs),
@@ -721,18 +735,21 @@ def main(argv: list[str] | None = None) -> int:
                 breakdowns[name] = rule_breakdown(ex, prepared, args.min_time / 2, args.repeat)
             del ex, prepared
         info("")
+    return datasets, rows, breakdowns, failures
 
-    load_end = load_average()
-    for r in rows:
-        if r["backend"] != "cuda" and r["cpu_util"] is not None and r["cpu_util"] < 0.9:
-            notes.append(f"{r['dataset']}, {r['executor']} {r['backend']} {r['mode'] or ''} "
-                         f"{r['dtype'] or ''}: CPU time / wall time {r['cpu_util']:.2f} (< 0.9): "
-                         f"the core was shared, figures are noisy")
-    notes.append(f"load average (1, 5, 15 min) at start {load_start}, at end {load_end}")
 
-    for r in rows:
-        if official_qps and r["dataset"] == primary and r["qps_median"]:
-            r["vs_official_engine"] = r["qps_median"] / official_qps
+def noisy_core_notes(rows: list[dict]) -> list[str]:
+    """A note per CPU row whose CPU time was under 0.9 of its wall time (the core was shared)."""
+    return [f"{r['dataset']}, {r['executor']} {r['backend']} {r['mode'] or ''} "
+            f"{r['dtype'] or ''}: CPU time / wall time {r['cpu_util']:.2f} (< 0.9): "
+            f"the core was shared, figures are noisy"
+            for r in rows if r["backend"] != "cuda" and r["cpu_util"] is not None and r["cpu_util"] < 0.9]
+
+
+def print_results(rows: list[dict], breakdowns: dict, e2e_rows: list[dict], official_note: str | None, primary: str,
+                  notes: list[str]) -> None:
+    """The closing output: the execute-only table, each per-rule breakdown, the end-to-end table
+    again, and the notes."""
     if rows:
         info(f"execute() alone per configuration (load and prepare outside; 'x official' = median / the "
              f"official engine's end-to-end rate on {primary}, measured above):")
@@ -746,15 +763,68 @@ def main(argv: list[str] | None = None) -> int:
     for n in notes:
         info(f"  - {n}")
 
-    result = {
+
+def run_settings(args: argparse.Namespace, core: int | None, backends: set[str], torch_mod: Any) -> dict:
+    """The result's ``settings``: the pinned core, the thread settings and the timing options."""
+    return {"pinned_cpu": core, "thread_env": {v: os.environ.get(v) for v in THREAD_ENV},
+            "torch_threads": torch_mod.get_num_threads() if torch_mod is not None else None,
+            "repeat": args.repeat, "min_time_s": args.min_time, "max_repeat": args.max_repeat,
+            "replicate": args.replicate, "max_batch": args.max_batch, "gc_during_timing": True,
+            "backends": sorted(backends), "e2e_repeat": args.e2e_repeat}
+
+
+def exit_status(failures: list[str]) -> int:
+    """1, with the failures on stderr, when a configuration did not reproduce the reference answers; else 0."""
+    if failures:
+        print(f"\n{PROG}: FAILED: {len(failures)} configuration(s) did not reproduce the reference "
+              f"answers:", file=sys.stderr)
+        for f in failures:
+            print(f"  {f}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = get_args_parser()
+    args = parser.parse_args(argv)
+    backends, core, pin_note = checked_args(parser, args)
+    notes: list[str] = [pin_note]
+    load_start = load_average()
+    present = reference_sets(args, notes)
+    if not present:
+        return 0
+    primary = present[0][0]
+    torch_mod = load_torch(backends, notes)
+    cfgs = configs(backends, torch_mod, notes)
+    machine = machine_info(torch_mod)
+    print_setting(args, pin_note, torch_mod, machine, load_start)
+
+    e2e_rows: list[dict] = []
+    failures: list[str] = []
+    engine, official_where = load_official(args.official)
+    official_note = None if engine is not None else official_where
+    if engine is None:
+        notes.append(f"x official: skipped, {official_where}")
+    if not args.no_e2e:
+        e2e_rows, failures = end_to_end(present[0], engine, official_where, official_note, args.e2e_repeat)
+    official_qps = next((r["qps"] for r in e2e_rows if r["row"] == "official"), None)
+    datasets, rows, breakdowns, config_failures = run_configs([] if args.no_configs else present, cfgs, args,
+                                                              torch_mod)
+    failures += config_failures
+
+    load_end = load_average()
+    notes += noisy_core_notes(rows)
+    notes.append(f"load average (1, 5, 15 min) at start {load_start}, at end {load_end}")
+    for r in rows:
+        if official_qps and r["dataset"] == primary and r["qps_median"]:
+            r["vs_official_engine"] = r["qps_median"] / official_qps
+    print_results(rows, breakdowns, e2e_rows, official_note, primary, notes)
+
+    write_json_atomic(args.out, {
         "benchmark": "bench_executor",
         "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "machine": machine,
-        "settings": {"pinned_cpu": core, "thread_env": {v: os.environ.get(v) for v in THREAD_ENV},
-                     "torch_threads": torch_mod.get_num_threads() if torch_mod is not None else None,
-                     "repeat": args.repeat, "min_time_s": args.min_time, "max_repeat": args.max_repeat,
-                     "replicate": args.replicate, "max_batch": args.max_batch, "gc_during_timing": True,
-                     "backends": sorted(backends), "e2e_repeat": args.e2e_repeat},
+        "settings": run_settings(args, core, backends, torch_mod),
         "official_engine": {"source": official_where if engine is not None else None,
                             "qps": official_qps, "note": official_note},
         "end_to_end": e2e_rows,
@@ -765,16 +835,9 @@ def main(argv: list[str] | None = None) -> int:
         "notes": notes,
         "failures": failures,
         "ok": not failures,
-    }
-    write_json_atomic(args.out, result)
+    })
     info(f"\nwrote {args.out}")
-    if failures:
-        print(f"\n{PROG}: FAILED: {len(failures)} configuration(s) did not reproduce the reference "
-              f"answers:", file=sys.stderr)
-        for f in failures:
-            print(f"  {f}", file=sys.stderr)
-        return 1
-    return 0
+    return exit_status(failures)
 
 
 if __name__ == "__main__":

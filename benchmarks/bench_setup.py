@@ -100,6 +100,65 @@ def test_summary(log: Path) -> dict[str, int]:
     return {k if not k.startswith("error") else "errors": int(n) for n, k in SUMMARY.findall(lines[-1])} if lines else {}
 
 
+def measure_step(step: str, repo: Path, sha: str, work: Path, logs: Path, *, warm_cache: bool,
+                 keep: bool) -> dict:
+    """Clone ``repo`` at ``sha`` into ``work/clone-<step>`` (replacing one there), then time ``make
+    venv`` and, when it succeeds, the step's make target there (:data:`STEPS`), both logged to
+    ``logs/setup-<step>.log`` (emptied first); the installer's cache is ``work/uv-cache-<step>``
+    unless ``warm_cache``. Returns the step's row: both timings, their totals, the target and
+    whether it was met, and the demo's accuracies or the test summary. A failure prints the log's
+    last 30 lines to stderr; without ``keep`` the clone and its cache are removed."""
+    target, limit, condition = STEPS[step]
+    clone = work / f"clone-{step}"
+    if clone.exists():
+        shutil.rmtree(clone)
+    log = logs / f"setup-{step}.log"
+    log.write_text("")
+    subprocess.run(["git", "clone", "--quiet", "--no-hardlinks", str(repo), str(clone)], check=True)
+    subprocess.run(["git", "-C", str(clone), "checkout", "--quiet", "--detach", sha], check=True)
+    cache = None if warm_cache else work / f"uv-cache-{step}"
+    env = _env(cache)
+    print(f"{step}: fresh clone of {sha[:12]} in {clone}; make venv, then make {target} "
+          f"(log {log}) ...", flush=True)
+    setup = _timed(["make", "venv"], clone, env, log)
+    run = _timed(["make", target], clone, env, log) if setup["returncode"] == 0 else None
+    ok = run is not None and run["returncode"] == 0
+    total = setup["seconds"] + (run["seconds"] if run else 0.0)
+    row = {"step": f"make {target}", "setup": setup, "run": run, "seconds": round(total, 1),
+           "cpu_seconds": round(setup["cpu_seconds"] + (run["cpu_seconds"] if run else 0.0), 1),
+           "target_seconds": limit, "condition": condition, "ok": ok,
+           "meets_target": ok and total <= limit}
+    if step == "demo":
+        row["accuracy"] = demo_accuracy(clone)
+    else:
+        row["tests"] = test_summary(log)
+    if not ok:
+        print(f"{step}: FAILED; the end of {log}:", file=sys.stderr)
+        print("\n".join(log.read_text(errors="replace").splitlines()[-30:]), file=sys.stderr)
+    if not keep:
+        shutil.rmtree(clone, ignore_errors=True)
+        if cache is not None:
+            shutil.rmtree(cache, ignore_errors=True)
+    return row
+
+
+def print_rows(rows: list[dict], sha: str, warm_cache: bool) -> None:
+    """The results table of :func:`measure_step`'s rows: per step its times against the target and
+    the verdict (PASS, BELOW the target, FAILED), then the demo's accuracies or the test summary."""
+    print(f"\nset-up included, fresh clone of {sha[:12]}, uv cache {'warm' if warm_cache else 'empty'}:")
+    print(f"{'measure':38s} {'set-up s':>9s} {'step s':>8s} {'total s':>8s} {'CPU s':>7s} {'target':>8s}")
+    for r in rows:
+        verdict = "FAILED" if not r["ok"] else "PASS" if r["meets_target"] else "BELOW"
+        print(f"{r['step'] + ' on a fresh clone':38s} {r['setup']['seconds']:9.1f} "
+              f"{(r['run'] or {}).get('seconds', float('nan')):8.1f} {r['seconds']:8.1f} {r['cpu_seconds']:7.1f} "
+              f"{'<= %d s' % r['target_seconds']:>8s}  {verdict}")
+        if "accuracy" in r:
+            for m, acc in r["accuracy"].items():
+                print(f"    {m}: " + " / ".join(f"{t} {100 * a:.1f}" for t, a in acc.items()))
+        if r.get("tests"):
+            print("    " + ", ".join(f"{n} {k}" for k, n in r["tests"].items()))
+
+
 def main(argv: list[str] | None = None) -> int:
     args = get_args_parser().parse_args(argv)
     notes = []
@@ -118,55 +177,15 @@ def main(argv: list[str] | None = None) -> int:
     rows, failed = [], False
     try:
         for step in args.steps:
-            target, limit, condition = STEPS[step]
-            clone = work / f"clone-{step}"
-            if clone.exists():
-                shutil.rmtree(clone)
-            log = args.out.parent / f"setup-{step}.log"
-            log.write_text("")
-            subprocess.run(["git", "clone", "--quiet", "--no-hardlinks", str(args.repo), str(clone)], check=True)
-            subprocess.run(["git", "-C", str(clone), "checkout", "--quiet", "--detach", sha], check=True)
-            cache = None if args.warm_cache else work / f"uv-cache-{step}"
-            env = _env(cache)
-            print(f"{step}: fresh clone of {sha[:12]} in {clone}; make venv, then make {target} "
-                  f"(log {log}) ...", flush=True)
-            setup = _timed(["make", "venv"], clone, env, log)
-            run = _timed(["make", target], clone, env, log) if setup["returncode"] == 0 else None
-            ok = run is not None and run["returncode"] == 0
-            total = setup["seconds"] + (run["seconds"] if run else 0.0)
-            row = {"step": f"make {target}", "setup": setup, "run": run, "seconds": round(total, 1),
-                   "cpu_seconds": round(setup["cpu_seconds"] + (run["cpu_seconds"] if run else 0.0), 1),
-                   "target_seconds": limit, "condition": condition, "ok": ok,
-                   "meets_target": ok and total <= limit}
-            if step == "demo":
-                row["accuracy"] = demo_accuracy(clone)
-            else:
-                row["tests"] = test_summary(log)
+            row = measure_step(step, args.repo, sha, work, args.out.parent, warm_cache=args.warm_cache,
+                               keep=args.keep)
             rows.append(row)
-            if not ok:
-                failed = True
-                print(f"{step}: FAILED; the end of {log}:", file=sys.stderr)
-                print("\n".join(log.read_text(errors="replace").splitlines()[-30:]), file=sys.stderr)
-            if not args.keep:
-                shutil.rmtree(clone, ignore_errors=True)
-                if cache is not None:
-                    shutil.rmtree(cache, ignore_errors=True)
+            failed = failed or not row["ok"]
     finally:
         if not args.keep and args.workdir is None:
             shutil.rmtree(work, ignore_errors=True)
 
-    print(f"\nset-up included, fresh clone of {sha[:12]}, uv cache {'warm' if args.warm_cache else 'empty'}:")
-    print(f"{'measure':38s} {'set-up s':>9s} {'step s':>8s} {'total s':>8s} {'CPU s':>7s} {'target':>8s}")
-    for r in rows:
-        verdict = "FAILED" if not r["ok"] else "PASS" if r["meets_target"] else "BELOW"
-        print(f"{r['step'] + ' on a fresh clone':38s} {r['setup']['seconds']:9.1f} "
-              f"{(r['run'] or {}).get('seconds', float('nan')):8.1f} {r['seconds']:8.1f} {r['cpu_seconds']:7.1f} "
-              f"{'<= %d s' % r['target_seconds']:>8s}  {verdict}")
-        if "accuracy" in r:
-            for m, acc in r["accuracy"].items():
-                print(f"    {m}: " + " / ".join(f"{t} {100 * a:.1f}" for t, a in acc.items()))
-        if r.get("tests"):
-            print("    " + ", ".join(f"{n} {k}" for k, n in r["tests"].items()))
+    print_rows(rows, sha, args.warm_cache)
     for n in notes:
         print(f"note: {n}")
     load = list(os.getloadavg()) if hasattr(os, "getloadavg") else None

@@ -53,7 +53,7 @@ from executors.io import read_json
 from nsvqa.fileio import check_outside_data, check_writable, sha256_file, sha256_folder, temporary_folder
 from nsvqa.generation.suite import SUITE_PROFILES
 from nsvqa.generation.variants import FACTORS, get_factor, load_variant
-from nsvqa.models import ModelSpec, PredictInputs, UnknownModel
+from nsvqa.models import ModelSpec, Needs, PredictInputs, UnknownModel
 from nsvqa.artifacts import (LikelihoodsHeader, ParsedPrograms, ParsedSceneRecord, read_likelihoods, read_scenes,
                              scenes_path, write_likelihoods, write_programs)
 from nsvqa.artifacts.images import check_images
@@ -476,6 +476,139 @@ def check_variant_data(root: Path, variant: str, splits: Sequence[str], *, annot
             check_images(root / variant, split, [s.image_filename for s in scenes], where=str(scenes.path))
 
 
+def _variant_run(root: Path, variant: str, runs: Path, seed: int, spec: TrainSpec, specs: Sequence[ModelSpec],
+                 need: Needs) -> VariantRun:
+    """The :class:`VariantRun` of ``variant`` under ``runs`` with the parsers ``spec`` names (a
+    shipped set, or the scene parser of another variant or of a run under another root), once they
+    are checked to serve ``specs``; without a shipped set, the training data of ``variant`` (and of
+    the scene parser's variant when this run trains that parser) is validated first
+    (:func:`check_variant_data`).
+
+    Raises:
+        ExperimentError: a shipped set with a model that would train, two sources of the scene
+            parser, the scene parser of a variant whose scenes differ, a ``scene_runs`` run with no
+            trained scene parser, or missing or empty training data.
+    """
+    parsers = None
+    if spec.pretrained:
+        parsers = parsers_dir(spec.pretrained)
+        shipped = set(shipped_models(parsers))
+        own = [s.label for s in specs if registry.get(s.name).trainable and s.name not in shipped]
+        if own:
+            raise ExperimentError(f"with pretrained parsers ({spec.pretrained}) only the models the set holds "
+                                  f"({', '.join(sorted(shipped)) or 'none'}) or that need no training; "
+                                  f"{', '.join(own)} would train")
+    else:
+        check_variant_data(root, variant, ["train", "val"], images=need.images, profile=spec.profile)
+    scene_variant = spec.scene_variant if spec.scene_variant != variant else None
+    scene_runs = Path(spec.scene_runs) if spec.scene_runs is not None else None
+    if scene_runs is not None and parsers is not None:
+        raise ExperimentError(f"pretrained parsers ({spec.pretrained}) and the scene parser of a run under "
+                              f"{scene_runs}: choose one")
+    if scene_variant is not None:
+        if parsers is not None:
+            raise ExperimentError(f"pretrained parsers ({spec.pretrained}) and the scene parser of {scene_variant!r}: "
+                                  f"choose one")
+        if not load_variant(variant).same_scenes(load_variant(scene_variant)):
+            raise ExperimentError(f"variant {variant!r} cannot use the scene parser of {scene_variant!r}: their scene "
+                                  f"settings differ (scene, splits or held-out values), so their images do")
+        if need.scene_parser and scene_runs is None:
+            check_variant_data(root, scene_variant, ["train", "val"], profile=spec.profile)
+    run = VariantRun(runs, variant, seed, parsers, scene_variant, scene_runs)
+    if scene_runs is not None and need.scene_parser:
+        have = [run.scene_dir / f for f in ("detector.pt", "attributes.pt")]
+        if not all(p.is_file() for p in have):
+            raise ExperimentError(f"{run.scene_dir}: no trained scene parser ({', '.join(p.name for p in have)}); "
+                                  f"TrainSpec.scene_runs takes a run that trained one")
+    return run
+
+
+def _present_tests(root: Path, tests: Sequence[str], split: str, spec: TrainSpec, need: Needs, skip_missing: bool,
+                   echo: Callable[[str], None]) -> list[str]:
+    """The variants of ``tests``, in order, whose ``split`` data validates
+    (:func:`check_variant_data` without annotations); with ``skip_missing`` one that does not is
+    left out and said through ``echo``.
+
+    Raises:
+        ExperimentError: a missing or empty test variant, without ``skip_missing``.
+        FormatError: a malformed test file.
+    """
+    present = []
+    for t in tests:
+        try:
+            check_variant_data(root, t, [split], annotations=False, images=need.images, profile=spec.profile)
+            present.append(t)
+        except ExperimentError as e:
+            if not skip_missing:
+                raise
+            echo(f"skipping test variant {t}: {e}")
+    return present
+
+
+def _train_all(rd: RunDir, root: Path, run: VariantRun, spec: TrainSpec, specs: Sequence[ModelSpec],
+               need: Needs) -> dict[str, float]:
+    """Train what ``specs`` need on ``root/run.variant``: the run's parsers (none with a shipped
+    set), each trainable model, then the models' cuts on val (none with a shipped set, which comes
+    with its own), each step logged to ``rd``. Returns the seconds each step took."""
+    data = root / run.variant
+    timing: dict[str, float] = {}
+    if (need.scene_parser or need.question_parser) and run.parsers is not None:
+        rd.log(f"parsers of {spec.pretrained} ({run.parsers}), not trained")
+    elif need.scene_parser or need.question_parser:
+        rd.log(f"training parsers on {data} (profile {spec.profile}, seed {run.seed})"
+               + (f"; the scene parser of {run.scene_variant or run.variant} ({run.scene_dir})"
+                  if (run.scene_variant or run.scene_runs) and need.scene_parser else ""))
+        timing |= train_parsers(data, run, spec, need.scene_parser and run.scene_runs is None,
+                                need.question_parser, scene_data=root / (run.scene_variant or run.variant))
+    trained = [s.name for s in specs if registry.get(s.name).trainable and run.parsers is None]
+    if trained:
+        rd.log(f"training models {', '.join(dict.fromkeys(trained))} on {data} "
+               f"(profile {spec.profile}, seed {run.seed})")
+        timing |= train_models(data, run, spec, specs)
+    if run.parsers is None:
+        timing |= tune_models(data, run, spec, specs)
+    return timing
+
+
+def _predict_on(rd: RunDir, run: VariantRun, root: Path, test: str, split: str, spec: TrainSpec,
+                specs: Sequence[ModelSpec], need: Needs) -> tuple[dict[str, Path], dict[str, Path]]:
+    """Parse ``root/test``'s ``split`` with the run's parsers (as ``specs`` need) and write every
+    model's predictions there. Returns the predictions file per model label, and per label the
+    image-shuffled predictions file (:func:`write_shuffled_predictions`; empty without
+    ``spec.image_shuffle``, or when the split has fewer than two images to pair, logged to ``rd``)."""
+    if need.scene_parser:
+        parse_scenes(run, root / test, split, progress=spec.progress, min_score=spec.parse_min_score)
+    if need.question_parser:
+        parse_questions(run, root / test, split)
+    paths = write_model_predictions(run, root / test, split, specs, device=spec.device)
+    shuffled = (write_shuffled_predictions(run, root / test, split, specs, device=spec.device,
+                                           seed=spec.shuffle_seed) if spec.image_shuffle else {})
+    if spec.image_shuffle and not shuffled:
+        rd.log(f"image shuffle on {test}: skipped, its {split} split has fewer than two images to pair")
+    return paths, shuffled
+
+
+def _score(rd: RunDir, test: str, paths: Mapping[str, Path], shuffled: Mapping[str, Path]
+           ) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
+    """Per model label of ``paths`` its accuracy on ``test`` (``Accuracy.to_json()``), and per label
+    of ``shuffled`` its image dependence (:func:`~nsvqa.evaluation.image_dependence.image_dependence`,
+    ``None`` when undefined); each logged to ``rd``."""
+    accuracies: dict[str, dict[str, Any]] = {}
+    dependence: dict[str, Any] = {}
+    for m, p in paths.items():
+        preds = read_predictions(p)
+        acc = accuracy(preds)
+        accuracies[m] = acc.to_json()
+        rd.log(f"{m} on {test}: accuracy {acc.accuracy:.4f} ({acc.n} questions)")
+        if m in shuffled:
+            dep = image_dependence(preds, read_predictions(shuffled[m]))
+            dependence[m] = dep
+            if dep is not None:
+                rd.log(f"{m} on {test}: image dependence {100 * dep['dependence']:+.1f} points (shuffled "
+                       f"accuracy {dep['shuffled_accuracy']:.4f})")
+    return accuracies, dependence
+
+
 def train_variant(root: str | os.PathLike, variant: str, runs: str | os.PathLike, *,
                   models: Sequence[str | ModelSpec] = DEFAULT_MODELS, spec: TrainSpec | None = None, seed: int = 0,
                   factor: str | None = None, tests: Sequence[str] | None = None, split: str = "test",
@@ -505,99 +638,32 @@ def train_variant(root: str | os.PathLike, variant: str, runs: str | os.PathLike
         raise ExperimentError(f"variant {variant!r} has only a test split: models are trained on its factor's "
                               f"other variants")
     tests = list(tests) if tests else variants_to_test(variant, factor)
-    parsers = None
-    if spec.pretrained:
-        parsers = parsers_dir(spec.pretrained)
-        shipped = set(shipped_models(parsers))
-        own = [s.label for s in specs if registry.get(s.name).trainable and s.name not in shipped]
-        if own:
-            raise ExperimentError(f"with pretrained parsers ({spec.pretrained}) only the models the set holds "
-                                  f"({', '.join(sorted(shipped)) or 'none'}) or that need no training; "
-                                  f"{', '.join(own)} would train")
-    else:
-        check_variant_data(root, variant, ["train", "val"], images=need.images, profile=spec.profile)
-    scene_variant = spec.scene_variant if spec.scene_variant != variant else None
-    scene_runs = Path(spec.scene_runs) if spec.scene_runs is not None else None
-    if scene_runs is not None and parsers is not None:
-        raise ExperimentError(f"pretrained parsers ({spec.pretrained}) and the scene parser of a run under "
-                              f"{scene_runs}: choose one")
-    if scene_variant is not None:
-        if parsers is not None:
-            raise ExperimentError(f"pretrained parsers ({spec.pretrained}) and the scene parser of {scene_variant!r}: "
-                                  f"choose one")
-        if not load_variant(variant).same_scenes(load_variant(scene_variant)):
-            raise ExperimentError(f"variant {variant!r} cannot use the scene parser of {scene_variant!r}: their scene "
-                                  f"settings differ (scene, splits or held-out values), so their images do")
-        if need.scene_parser and scene_runs is None:
-            check_variant_data(root, scene_variant, ["train", "val"], profile=spec.profile)
-    run = VariantRun(Path(runs), variant, seed, parsers, scene_variant, scene_runs)
-    if scene_runs is not None and need.scene_parser:
-        have = [run.scene_dir / f for f in ("detector.pt", "attributes.pt")]
-        if not all(p.is_file() for p in have):
-            raise ExperimentError(f"{run.scene_dir}: no trained scene parser ({', '.join(p.name for p in have)}); "
-                                  f"TrainSpec.scene_runs takes a run that trained one")
-    present = []
-    for t in tests:
-        try:
-            check_variant_data(root, t, [split], annotations=False, images=need.images, profile=spec.profile)
-            present.append(t)
-        except ExperimentError as e:
-            if not skip_missing:
-                raise
-            echo(f"skipping test variant {t}: {e}")
+    run = _variant_run(root, variant, Path(runs), seed, spec, specs, need)
+    present = _present_tests(root, tests, split, spec, need, skip_missing, echo)
     read_summary(summary_path(run.path))  # an unreadable one is refused now, not replaced after the work
     run.path.mkdir(parents=True, exist_ok=True)
     labels = [s.label for s in specs]
     rd = RunDir(run.path, {"data": str(root), "variant": variant, "seed": seed, "models": labels,
                            "profile": spec.profile, "tests": present, "split": split,
-                           "pretrained": spec.pretrained, "scene_variant": scene_variant,
-                           "scene_runs": None if scene_runs is None else str(scene_runs),
+                           "pretrained": spec.pretrained, "scene_variant": run.scene_variant,
+                           "scene_runs": None if run.scene_runs is None else str(run.scene_runs),
                            "scene_overrides": spec.scene_overrides, "question_overrides": spec.question_overrides,
                            "model_overrides": spec.model_overrides},
                 resume=True, must_match=("data", "variant", "seed", "profile"))
-    timing: dict[str, float] = {}
     try:
         t0 = time.perf_counter()
-        if (need.scene_parser or need.question_parser) and parsers is not None:
-            rd.log(f"parsers of {spec.pretrained} ({parsers}), not trained")
-        elif need.scene_parser or need.question_parser:
-            rd.log(f"training parsers on {root / variant} (profile {spec.profile}, seed {seed})"
-                   + (f"; the scene parser of {scene_variant or variant} ({run.scene_dir})"
-                      if (scene_variant or scene_runs) and need.scene_parser else ""))
-            timing |= train_parsers(root / variant, run, spec, need.scene_parser and scene_runs is None,
-                                    need.question_parser, scene_data=root / (scene_variant or variant))
-        trained = [s.name for s in specs if registry.get(s.name).trainable and parsers is None]
-        if trained:
-            rd.log(f"training models {', '.join(dict.fromkeys(trained))} on {root / variant} "
-                   f"(profile {spec.profile}, seed {seed})")
-            timing |= train_models(root / variant, run, spec, specs)
-        if parsers is None:  # shipped parsers come with the cuts chosen with them
-            timing |= tune_models(root / variant, run, spec, specs)
+        timing = _train_all(rd, root, run, spec, specs, need)
         results: dict[str, dict[str, Any]] = {}
         dependence: dict[str, dict[str, Any]] = {}
         for t in present:
             t1 = time.perf_counter()
-            if need.scene_parser:
-                parse_scenes(run, root / t, split, progress=spec.progress, min_score=spec.parse_min_score)
-            if need.question_parser:
-                parse_questions(run, root / t, split)
-            paths = write_model_predictions(run, root / t, split, specs, device=spec.device)
-            shuffled = (write_shuffled_predictions(run, root / t, split, specs, device=spec.device,
-                                                   seed=spec.shuffle_seed) if spec.image_shuffle else {})
-            if spec.image_shuffle and not shuffled:
-                rd.log(f"image shuffle on {t}: skipped, its {split} split has fewer than two images to pair")
+            paths, shuffled = _predict_on(rd, run, root, t, split, spec, specs, need)
             timing[f"test_{t}"] = time.perf_counter() - t1
-            for m, p in paths.items():
-                preds = read_predictions(p)
-                acc = accuracy(preds)
-                results.setdefault(m, {})[t] = acc.to_json()
-                rd.log(f"{m} on {t}: accuracy {acc.accuracy:.4f} ({acc.n} questions)")
-                if m in shuffled:
-                    dep = image_dependence(preds, read_predictions(shuffled[m]))
-                    dependence.setdefault(m, {})[t] = dep
-                    if dep is not None:
-                        rd.log(f"{m} on {t}: image dependence {100 * dep['dependence']:+.1f} points (shuffled "
-                               f"accuracy {dep['shuffled_accuracy']:.4f})")
+            accuracies, dependences = _score(rd, t, paths, shuffled)
+            for m, acc in accuracies.items():
+                results.setdefault(m, {})[t] = acc
+            for m, dep in dependences.items():
+                dependence.setdefault(m, {})[t] = dep
         timing["total"] = time.perf_counter() - t0
     finally:
         rd.close()

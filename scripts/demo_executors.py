@@ -136,6 +136,50 @@ def render_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     return "\n".join([line(header), line(["-" * w for w in widths]), *map(line, rows)])
 
 
+def _probabilistic_columns(scenes: Sequence, onto, args: argparse.Namespace) -> list[tuple[str, Any, list]]:
+    """The probabilistic columns of the table, as (title, executor, likelihoods per scene): each of
+    :data:`MODES` at ``args.threshold`` on the one-hot likelihoods of ``scenes``, then on them
+    softened (:func:`soften_likelihoods` with ``args.noise``, ``args.exist``, one generator seeded
+    ``args.seed`` drawn scene after scene)."""
+    prob: list[tuple[str, Any, list]] = []
+    one_hot = [SceneLikelihoods.from_scene(s) for s in scenes]
+    rng = np.random.default_rng(args.seed)
+    soft = [soften_likelihoods(l, args.noise, args.exist, rng) for l in one_hot]
+    for name, liks in (("1-hot", one_hot), ("soft", soft)):
+        for m in MODES:
+            prob.append((f"{m} {name}", ProbabilisticExecutor(onto, mode=m, threshold=args.threshold), liks))
+    return prob
+
+
+def _question_row(i: int, q: dict, where: str, scenes: Sequence, lookup, onto, det: DeterministicExecutor,
+                  prob: Sequence[tuple[str, Any, list]], width: int, notes: list[str]) -> tuple[list[str], list]:
+    """The table row of question ``i`` (``q``, named ``where`` in messages) and the answers of the
+    deterministic executor and of each of ``prob``'s columns (None where one failed; none at all
+    when the question names no scene or its program is malformed, its cells then the error's name).
+    Each failure is added to ``notes``."""
+    row = [str(i), _short(q.get("question", ""), width), _cell(q.get("answer"))]
+    try:
+        k = question_scene(q, lookup, where)
+        program = parse_program(q, onto, where)
+    except (InvalidProgram, FormatError) as e:
+        row += [type(e).__name__] * (1 + len(prob))
+        notes.append(f"[{i}] {type(e).__name__}: {e}")
+        return row, []
+    answers = []
+    try:
+        answers.append(det.run(program, scenes[k], trace=False).answer)
+        row.append(_cell(answers[-1]))
+    except ExecutionError as e:
+        answers.append(None)
+        row.append(type(e).__name__)
+        notes.append(f"[{i}] deterministic: {type(e).__name__}: {e}")
+    for _, ex, liks in prob:
+        text, a = _prob_cell(ex, program, liks[k])
+        answers.append(a)
+        row.append(text)
+    return row, answers
+
+
 def main(argv: list[str] | None = None) -> int:
     args = get_args_parser().parse_args(argv)
     for label, path in (("scenes", args.scenes), ("questions", args.questions)):
@@ -151,13 +195,7 @@ def main(argv: list[str] | None = None) -> int:
 
     det = DeterministicExecutor(onto)
     columns = ["#", "question", "official", "deterministic"]
-    prob: list[tuple[str, Any, list]] = []  # (column title, executor, likelihoods per scene)
-    one_hot = [SceneLikelihoods.from_scene(s) for s in scenes]
-    rng = np.random.default_rng(args.seed)
-    soft = [soften_likelihoods(l, args.noise, args.exist, rng) for l in one_hot]
-    for name, liks in (("1-hot", one_hot), ("soft", soft)):
-        for m in MODES:
-            prob.append((f"{m} {name}", ProbabilisticExecutor(onto, mode=m, threshold=args.threshold), liks))
+    prob = _probabilistic_columns(scenes, onto, args)
     columns += [title for title, _, _ in prob]
 
     lookup = scene_lookup(scenes)
@@ -165,29 +203,9 @@ def main(argv: list[str] | None = None) -> int:
     rows, notes = [], []
     agree = [0] * (1 + len(prob))
     for i, q in enumerate(questions):
-        where = f"{qname}, question {i}"
         gold = q.get("answer")
-        row = [str(i), _short(q.get("question", ""), args.question_width), _cell(gold)]
-        try:
-            k = question_scene(q, lookup, where)
-            program = parse_program(q, onto, where)
-        except (InvalidProgram, FormatError) as e:
-            row += [type(e).__name__] * (1 + len(prob))
-            notes.append(f"[{i}] {type(e).__name__}: {e}")
-            rows.append(row)
-            continue
-        answers = []
-        try:
-            answers.append(det.run(program, scenes[k], trace=False).answer)
-            row.append(_cell(answers[-1]))
-        except ExecutionError as e:
-            answers.append(None)
-            row.append(type(e).__name__)
-            notes.append(f"[{i}] deterministic: {type(e).__name__}: {e}")
-        for _, ex, liks in prob:
-            text, a = _prob_cell(ex, program, liks[k])
-            answers.append(a)
-            row.append(text)
+        row, answers = _question_row(i, q, f"{qname}, question {i}", scenes, lookup, onto, det, prob,
+                                     args.question_width, notes)
         for c, a in enumerate(answers):
             if a is not None and gold is not None and normalize_answer(a) == normalize_answer(gold):
                 agree[c] += 1

@@ -24,7 +24,7 @@ from nsvqa.fileio import OutputFolder, write_atomic, write_json_atomic
 from nsvqa.generation.dataset import image_side, png_bytes
 from nsvqa.generation.official import OfficialFormatError, OfficialRelease, index_scenes
 from nsvqa.generation.renderer import Renderer, RendererUnavailable
-from nsvqa.generation.rerender import colour_gaps, rerender_scene
+from nsvqa.generation.rerender import Rerender, colour_gaps, rerender_scene
 
 PROG = "rerender_official.py"
 
@@ -60,6 +60,20 @@ def markdown(report: dict) -> str:
         lines.append(f"| {key} | {g['objects']} | {g['ours_rgb']} | {g['theirs_rgb']} | {g['ours_brightness']} | "
                      f"{g['theirs_brightness']} | {g['mean_abs_rgb_diff']} |")
     return "\n".join(lines) + "\n"
+
+
+def scene_record(scene: dict, r: Rerender) -> dict:
+    """The report's entry of official ``scene`` re-rendered as ``r``
+    (:func:`~nsvqa.generation.rerender.rerender_scene`): its index and file name, the fitted camera
+    (eye, target, vertical field of view, fit errors in official pixels, the official resolution),
+    and its objects' and ground's colours."""
+    cam = r.fit.camera
+    return {"image_index": scene["image_index"], "image_filename": scene["image_filename"],
+            "camera": {"eye": [round(float(v), 3) for v in cam.eye],
+                       "target": [round(float(v), 3) for v in cam.target],
+                       "fov_y_deg": round(cam.fov_y_deg, 2), "rms_px": round(r.fit.rms_px, 2),
+                       "max_px": round(r.fit.max_px, 2), "resolution": [r.fit.width, r.fit.height]},
+            "objects": r.objects, "ground": r.ground}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -103,13 +117,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{PROG}: {e}", file=sys.stderr)
                 return 2
             rows.append(np.concatenate([r.theirs, r.ours], 1))
-            cam = r.fit.camera
-            records.append({"image_index": s["image_index"], "image_filename": s["image_filename"],
-                            "camera": {"eye": [round(float(v), 3) for v in cam.eye],
-                                       "target": [round(float(v), 3) for v in cam.target],
-                                       "fov_y_deg": round(cam.fov_y_deg, 2), "rms_px": round(r.fit.rms_px, 2),
-                                       "max_px": round(r.fit.max_px, 2), "resolution": [r.fit.width, r.fit.height]},
-                            "objects": r.objects, "ground": r.ground})
+            records.append(scene_record(s, r))
             all_objects += r.objects
             grounds.append(r.ground)
     finally:

@@ -12,7 +12,7 @@ import math
 import os
 import textwrap
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -167,39 +167,46 @@ def draw_explanation(explanation: Mapping[str, Any], image_path: str | os.PathLi
         axs.text(x, 0, t, fontsize=8, fontweight="bold", va="center")
     if not steps:
         axs.text(0, -1, "no program to execute", fontsize=8, va="center", color="firebrick")
-    cell = 0.11
     for r, s in enumerate(steps, start=1):
-        y = -r
-        if r % 2 == 0:
-            axs.add_patch(Rectangle((0, y - 0.5), 1, 1, facecolor="0.95", edgecolor="none", zorder=0))
-        axs.text(0, y, _clip(step_line(s), 38), fontsize=7.5, va="center", family="monospace")
-        p = s["pnsvqa"]
-        if p is None:
-            axs.text(cols[1], y, "(not reached)" if s["type"] else "-", fontsize=7, va="center", color="grey")
-        elif p["kind"] == "error":
-            axs.text(cols[1], y, _clip(p["error"], 85), fontsize=7, va="center", color="firebrick")
-        else:
-            for c, (lab, v) in enumerate(p["top"]):
-                bx = cols[1] + c * cell
-                axs.add_patch(Rectangle((bx, y - 0.38), (cell - 0.006) * min(max(v, 0.0), 1.0), 0.76,
-                                        facecolor="tab:blue", alpha=0.3, edgecolor="none"))
-                axs.add_patch(Rectangle((bx, y - 0.38), cell - 0.006, 0.76, facecolor="none",
-                                        edgecolor="0.7", linewidth=0.4))
-                axs.text(bx + 0.003, y, f"{_clip(lab, 13)} {v:.2f}", fontsize=6.5, va="center")
-            if not p["top"]:
-                axs.text(cols[1], y, "(all 0)", fontsize=7, va="center", color="grey")
-            more = _nonzero(p) - len(p["top"])
-            note = (f"+{more} " if more > 0 else "") + (f"Z={p['confidence']:.2f}" if p["confidence"] is not None
-                                                        else "")
-            if note:
-                axs.text(cols[1] + TOP * cell, y, note, fontsize=6.5, va="center", color="dimgrey")
-        d = s["nsvqa"]
-        if d is None:
-            axs.text(cols[2], y, "(not reached)" if s["type"] else "-", fontsize=7, va="center", color="grey")
-        else:
-            axs.text(cols[2], y, _clip(d["text"], 36), fontsize=7, va="center",
-                     color="firebrick" if d["kind"] == "error" else "black")
+        _draw_step(axs, -r, s, cols, Rectangle, shade=r % 2 == 0)
     return fig
+
+
+def _draw_step(axs, y: float, s: Mapping[str, Any], cols: Sequence[float], Rectangle, shade: bool) -> None:
+    """Row ``y`` of the steps axes for step ``s``: the step at ``cols[0]``; at ``cols[1]`` P-NSVQA's
+    top objects/values as bars (at most :data:`TOP`, then how many more are non-zero and the
+    confidence), its error, or that it was not reached; at ``cols[2]`` NS-VQA's output. ``shade``
+    puts a grey band behind the row; ``Rectangle`` is matplotlib's patch class."""
+    cell = 0.11
+    if shade:
+        axs.add_patch(Rectangle((0, y - 0.5), 1, 1, facecolor="0.95", edgecolor="none", zorder=0))
+    axs.text(0, y, _clip(step_line(s), 38), fontsize=7.5, va="center", family="monospace")
+    p = s["pnsvqa"]
+    if p is None:
+        axs.text(cols[1], y, "(not reached)" if s["type"] else "-", fontsize=7, va="center", color="grey")
+    elif p["kind"] == "error":
+        axs.text(cols[1], y, _clip(p["error"], 85), fontsize=7, va="center", color="firebrick")
+    else:
+        for c, (lab, v) in enumerate(p["top"]):
+            bx = cols[1] + c * cell
+            axs.add_patch(Rectangle((bx, y - 0.38), (cell - 0.006) * min(max(v, 0.0), 1.0), 0.76,
+                                    facecolor="tab:blue", alpha=0.3, edgecolor="none"))
+            axs.add_patch(Rectangle((bx, y - 0.38), cell - 0.006, 0.76, facecolor="none",
+                                    edgecolor="0.7", linewidth=0.4))
+            axs.text(bx + 0.003, y, f"{_clip(lab, 13)} {v:.2f}", fontsize=6.5, va="center")
+        if not p["top"]:
+            axs.text(cols[1], y, "(all 0)", fontsize=7, va="center", color="grey")
+        more = _nonzero(p) - len(p["top"])
+        note = (f"+{more} " if more > 0 else "") + (f"Z={p['confidence']:.2f}" if p["confidence"] is not None
+                                                    else "")
+        if note:
+            axs.text(cols[1] + TOP * cell, y, note, fontsize=6.5, va="center", color="dimgrey")
+    d = s["nsvqa"]
+    if d is None:
+        axs.text(cols[2], y, "(not reached)" if s["type"] else "-", fontsize=7, va="center", color="grey")
+    else:
+        axs.text(cols[2], y, _clip(d["text"], 36), fontsize=7, va="center",
+                 color="firebrick" if d["kind"] == "error" else "black")
 
 
 def _extent(text, renderer):

@@ -73,8 +73,7 @@ def explain(run_dir: str | os.PathLike, data: str | os.PathLike, split: str, ima
     """
     if model not in MODELS:
         raise ExplainError(f"unknown model {model!r}; valid: {', '.join(MODELS)}")
-    from nsvqa.evaluation.scene_parser import load_parsed  # heavy (pycocotools), as is the next (torch): nsvqa-explain's
-    from orchestration.experiment import VariantRun        # parser reads MODELS at once
+    from orchestration.experiment import VariantRun  # heavy (torch): nsvqa-explain's parser reads MODELS at once
 
     run_dir, data = Path(run_dir), Path(data)
     variant = data.name
@@ -88,43 +87,11 @@ def explain(run_dir: str | os.PathLike, data: str | os.PathLike, split: str, ima
     if not qpath.exists():
         raise ExplainError(f"{qpath}: missing (no questions for split {split!r} of {data})")
     onto = load_ontology("superclevr")
-    doc, liks = load_parsed(lik_path, onto)
-    where = [k for k, s in enumerate(doc["scenes"]) if s.get("image_index") == image_index]
-    if not where:
-        have = sorted(s["image_index"] for s in doc["scenes"] if isinstance(s.get("image_index"), int))
-        shown = ", ".join(map(str, have[:10])) + (", ..." if len(have) > 10 else "")
-        raise ExplainError(f"{lik_path}: no parsed scene with image_index {image_index} "
-                           f"({len(have)} scenes: {shown or 'none'})")
-    rec, lik = doc["scenes"][where[0]], liks[where[0]]
-
-    fname = rec.get("image_filename")
+    doc, rec, lik = _parsed_scene(lik_path, image_index, onto)
     questions = load_questions(qpath)
-
-    def about(q: Mapping) -> bool:  # a question names its image by index, else by file name
-        if q.get("image_index") is not None:
-            return q["image_index"] == image_index
-        return fname is not None and q.get("image_filename") == fname
-
-    if question_index is None:
-        first = [i for i, q in enumerate(questions) if about(q)]
-        if not first:
-            raise ExplainError(f"{qpath}: no question about image {image_index}")
-        question_index = first[0]
-    elif not 0 <= question_index < len(questions):
-        raise ExplainError(f"{qpath}: question index {question_index} out of range "
-                           f"(the file has {len(questions)} questions, 0..{len(questions) - 1})")
+    question_index = _question_index(questions, qpath, image_index, question_index, rec.get("image_filename"))
     q = questions[question_index]
-    if not about(q):
-        other = q.get("image_index", q.get("image_filename"))
-        raise ExplainError(f"{qpath}, question {question_index}: is about image {other}, not image {image_index}")
-
-    fname = fname or q.get("image_filename")
-    if not fname:
-        raise ExplainError(f"{lik_path}, scene of image {image_index}: no 'image_filename'")
-    try:
-        check_image_filename(fname, f"{lik_path}, scene of image {image_index}")
-    except FormatError as e:
-        raise ExplainError(str(e)) from None
+    fname = _image_filename(rec, q, lik_path, image_index)
     image_path = data / "images" / split / fname
     if not image_path.exists():
         raise ExplainError(f"{image_path}: missing (the image of scene {image_index})")
@@ -138,34 +105,13 @@ def explain(run_dir: str | os.PathLike, data: str | os.PathLike, split: str, ima
             program_error = f"invalid program: {e}"
 
     keep = [i for i in range(len(lik)) if lik.exist[i] >= min_exist]
-    mode = MODELS[model]
-    steps: list[dict] = []
-    p_ans: dict[str, Any] = {"model": model, "mode": mode, "answer": None, "probability": None,
+    p_ans: dict[str, Any] = {"model": model, "mode": MODELS[model], "answer": None, "probability": None,
                              "distribution": None, "error": program_error, "error_node": None, "correct": None}
     d_ans: dict[str, Any] = {"answer": None, "error": program_error, "error_node": None, "correct": None}
+    steps: list[dict] = []
     if program is not None and types is not None:
-        reasoner = pipeline.MODELS[model].make_reasoner(onto, threshold=threshold)  # the model's own (a PNSVQA)
-        p_trace, p_conf, p_res, p_err = _run_probabilistic(reasoner.executor, program, lik)
-        scene = argmax_scene(lik, min_part=min_part, min_exist=min_exist)
-        d_trace, d_res, d_err = _run_deterministic(DeterministicExecutor(onto), program, scene)
-        gt = normalize_answer(q.get("answer"))
-        if p_err is None:
-            prob = float(p_res.distribution.get(p_res.answer, 0.0)) if p_res.distribution else None
-            p_ans.update(answer=p_res.answer, probability=prob, correct=normalize_answer(p_res.answer) == gt,
-                         distribution=_top_values(p_res.distribution or {}, len(p_res.distribution or {})))
-        else:
-            p_ans.update(error=f"{type(p_err).__name__}: {p_err}", error_node=p_err.node)
-        if d_err is None:
-            d_ans.update(answer=d_res.answer, correct=normalize_answer(d_res.answer) == gt)
-        else:
-            d_ans.update(error=f"{type(d_err).__name__}: {d_err}", error_node=d_err.node)
-        for i, n in enumerate(program.nodes):
-            steps.append({
-                "index": i, "function": n.function, "value": n.value, "inputs": list(n.inputs), "token": n.token(),
-                "type": types[i],
-                "pnsvqa": _prob_step(p_trace, p_conf, i, types[i], p_err, onto),
-                "nsvqa": _det_step(d_trace, i, types[i], d_err, keep, scene, onto),
-            })
+        steps = _execute(program, types, q, lik, keep, onto, model, p_ans, d_ans, threshold=threshold,
+                         min_exist=min_exist, min_part=min_part)
     elif program is not None:  # present but invalid: list its nodes without results
         steps = [{"index": i, "function": n.function, "value": n.value, "inputs": list(n.inputs),
                   "token": n.token(), "type": None, "pnsvqa": None, "nsvqa": None}
@@ -184,6 +130,99 @@ def explain(run_dir: str | os.PathLike, data: str | os.PathLike, split: str, ima
         "answers": {"ground_truth": normalize_answer(q.get("answer")), "pnsvqa": p_ans, "nsvqa": d_ans},
         "settings": {"threshold": threshold, "min_exist": min_exist, "min_part": min_part},
     }
+
+
+def _parsed_scene(lik_path: Path, image_index: int, onto) -> tuple[dict, dict, SceneLikelihoods]:
+    """(the parsed-scenes document of ``lik_path``, the record of the scene of ``image_index`` in it,
+    that scene's likelihoods).
+
+    Raises:
+        ExplainError: no parsed scene of ``image_index`` (the file's indices named).
+    """
+    # heavy (pycocotools): nsvqa-explain's parser reads MODELS at once
+    from nsvqa.evaluation.scene_parser import load_parsed
+
+    doc, liks = load_parsed(lik_path, onto)
+    where = [k for k, s in enumerate(doc["scenes"]) if s.get("image_index") == image_index]
+    if not where:
+        have = sorted(s["image_index"] for s in doc["scenes"] if isinstance(s.get("image_index"), int))
+        shown = ", ".join(map(str, have[:10])) + (", ..." if len(have) > 10 else "")
+        raise ExplainError(f"{lik_path}: no parsed scene with image_index {image_index} "
+                           f"({len(have)} scenes: {shown or 'none'})")
+    return doc, doc["scenes"][where[0]], liks[where[0]]
+
+
+def _question_index(questions: Sequence[Mapping], qpath: Path, image_index: int, question_index: int | None,
+                    fname: str | None) -> int:
+    """``question_index``, checked to be a question of ``qpath`` about image ``image_index`` (named
+    by its index, else by its file name ``fname``); None: the first question about it.
+
+    Raises:
+        ExplainError: no question about the image, an index out of range or about another image.
+    """
+    def about(q: Mapping) -> bool:  # a question names its image by index, else by file name
+        if q.get("image_index") is not None:
+            return q["image_index"] == image_index
+        return fname is not None and q.get("image_filename") == fname
+
+    if question_index is None:
+        first = [i for i, q in enumerate(questions) if about(q)]
+        if not first:
+            raise ExplainError(f"{qpath}: no question about image {image_index}")
+        question_index = first[0]
+    elif not 0 <= question_index < len(questions):
+        raise ExplainError(f"{qpath}: question index {question_index} out of range "
+                           f"(the file has {len(questions)} questions, 0..{len(questions) - 1})")
+    q = questions[question_index]
+    if not about(q):
+        other = q.get("image_index", q.get("image_filename"))
+        raise ExplainError(f"{qpath}, question {question_index}: is about image {other}, not image {image_index}")
+    return question_index
+
+
+def _image_filename(rec: Mapping, q: Mapping, lik_path: Path, image_index: int) -> str:
+    """The image file name of scene ``rec`` (else of question ``q``), checked to be a plain name.
+
+    Raises:
+        ExplainError: neither names one, or the name is not a plain file name.
+    """
+    fname = rec.get("image_filename") or q.get("image_filename")
+    if not fname:
+        raise ExplainError(f"{lik_path}, scene of image {image_index}: no 'image_filename'")
+    try:
+        check_image_filename(fname, f"{lik_path}, scene of image {image_index}")
+    except FormatError as e:
+        raise ExplainError(str(e)) from None
+    return fname
+
+
+def _execute(program: Program, types: Sequence[str], q: Mapping, lik: SceneLikelihoods, keep: Sequence[int], onto,
+             model: str, p_ans: dict[str, Any], d_ans: dict[str, Any], *, threshold: float, min_exist: float,
+             min_part: float) -> list[dict]:
+    """Run the valid ``program`` with ``model``'s P-NSVQA reasoner on ``lik`` and with NS-VQA's
+    deterministic executor on its most likely scene; fill ``p_ans`` and ``d_ans`` (the answer,
+    whether it matches ``q``'s, or the error and its node) and return the steps (see
+    :func:`explain`)."""
+    reasoner = pipeline.MODELS[model].make_reasoner(onto, threshold=threshold)  # the model's own (a PNSVQA)
+    p_trace, p_conf, p_res, p_err = _run_probabilistic(reasoner.executor, program, lik)
+    scene = argmax_scene(lik, min_part=min_part, min_exist=min_exist)
+    d_trace, d_res, d_err = _run_deterministic(DeterministicExecutor(onto), program, scene)
+    gt = normalize_answer(q.get("answer"))
+    if p_err is None:
+        prob = float(p_res.distribution.get(p_res.answer, 0.0)) if p_res.distribution else None
+        p_ans.update(answer=p_res.answer, probability=prob, correct=normalize_answer(p_res.answer) == gt,
+                     distribution=_top_values(p_res.distribution or {}, len(p_res.distribution or {})))
+    else:
+        p_ans.update(error=f"{type(p_err).__name__}: {p_err}", error_node=p_err.node)
+    if d_err is None:
+        d_ans.update(answer=d_res.answer, correct=normalize_answer(d_res.answer) == gt)
+    else:
+        d_ans.update(error=f"{type(d_err).__name__}: {d_err}", error_node=d_err.node)
+    return [{"index": i, "function": n.function, "value": n.value, "inputs": list(n.inputs), "token": n.token(),
+             "type": types[i],
+             "pnsvqa": _prob_step(p_trace, p_conf, i, types[i], p_err, onto),
+             "nsvqa": _det_step(d_trace, i, types[i], d_err, keep, scene, onto)}
+            for i, n in enumerate(program.nodes)]
 
 
 def _program(q: Mapping, qi: int, qpath: Path, prog_path: Path, n_questions: int,
