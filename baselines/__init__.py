@@ -13,8 +13,7 @@
 orchestration (:mod:`orchestration.models`, the floor above, the one place that finds a model by
 name) reads it beside NS-VQA's and P-NSVQA's (:data:`nsvqa.models.pipeline.MODELS`). Code of this
 package that needs a baseline by name reads :data:`MODELS` itself (it cannot import the floor
-above); none does today. :func:`get` / :func:`names` are left for ``nsvqa-train-baseline``
-(``orchestration/cli/train_baseline.py``) until it asks the registry, and go then.
+above); none does today.
 Every baseline is a :class:`~baselines.base.Baseline`: ``config`` resolves its frozen config
 dataclass from a profile (``tiny`` | ``demo`` | ``mini`` | ``full``) and overrides, ``train`` fills a
 run directory (``config.json``, ``train.log``, ``tb/``, the checkpoint ``baseline.pt``; resumable),
@@ -29,9 +28,9 @@ its family and needs on the class, plus its line in :data:`MODELS`.
 """
 from __future__ import annotations
 
-from nsvqa.models import PROFILE_NAMES, check_model
+from nsvqa.models import PROFILE_NAMES
 
-from .base import Baseline, UnknownBaseline
+from .base import Baseline
 from .cnn_lstm import CNNLSTMBaseline
 from .film import FiLMBaseline
 from .film_dense import FiLMDenseBaseline
@@ -61,23 +60,4 @@ MODELS: dict[str, type[Baseline]] = {
 }
 
 
-def names() -> tuple[str, ...]:
-    """The names of the baselines, sorted."""
-    return tuple(sorted(MODELS))
-
-
-def get(name: str) -> Baseline:
-    """A :class:`~baselines.base.Baseline` instance by name (its class checked,
-    :func:`nsvqa.models.check_model`).
-
-    Raises:
-        UnknownBaseline: no baseline of that name (the valid ones listed).
-    """
-    cls = MODELS.get(name)
-    if cls is None:
-        raise UnknownBaseline(f"unknown baseline {name!r}; valid: {', '.join(names())}")
-    check_model(name, cls)
-    return cls(name)
-
-
-__all__ = ["MODELS", "Baseline", "UnknownBaseline", "names", "get", "PROFILE_NAMES"]
+__all__ = ["MODELS", "Baseline", "PROFILE_NAMES"]

@@ -1,15 +1,11 @@
 """What every baseline is: a :class:`nsvqa.models.Model` with a run directory of its own
-(:class:`Baseline`), and the error of a name that is no baseline (:class:`UnknownBaseline`). Each
+(:class:`Baseline`). Each
 baseline module derives its model from :class:`Baseline`; ``baselines.MODELS`` names them."""
 from __future__ import annotations
 
 from typing import ClassVar
 
-from nsvqa.models import Model, UnknownModel
-
-
-class UnknownBaseline(UnknownModel):
-    """A name no baseline is registered under; the message lists the valid names."""
+from nsvqa.models import Model
 
 
 class Baseline(Model):
@@ -23,4 +19,4 @@ class Baseline(Model):
     config_class: ClassVar[type]
 
 
-__all__ = ["Baseline", "UnknownBaseline"]
+__all__ = ["Baseline"]

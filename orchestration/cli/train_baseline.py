@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 from executors.errors import FormatError
 from executors.io import read_json
@@ -35,9 +36,9 @@ PROG = "nsvqa-train-baseline"
 
 def get_args_parser() -> argparse.ArgumentParser:
     p = command_parser(PROG, __doc__.split("\n\n")[0])
-    # not choices: the baselines' table imports torch, which --help does not wait for; an unknown
-    # name is one error line listing the valid ones (baselines.get, after parsing)
-    p.add_argument("--model", required=True, help="baseline name: one of baselines.MODELS (e.g. lstm, film)")
+    # not choices: the registry imports torch, which --help does not wait for; an unknown name is
+    # one error line listing the valid ones (:func:`trainable`, after parsing)
+    p.add_argument("--model", required=True, help="a registered model that trains (e.g. lstm, film)")
     p.add_argument("--data", required=True, help="the training variant folder ROOT/VARIANT")
     p.add_argument("--out", type=OutputFolder, required=True, help="run directory")
     p.add_argument("--profile", choices=PROFILE_NAMES, default="mini", help="the training profile")
@@ -56,20 +57,32 @@ def get_args_parser() -> argparse.ArgumentParser:
     return p
 
 
+def trainable(registry: Any, name: str) -> Any:
+    """The registered model ``name`` (:mod:`orchestration.models`), one that trains.
+
+    Raises:
+        UnknownModel: no model of that name trains (the ones that do listed).
+    """
+    valid = [n for n in registry.names() if registry.get(n).trainable]
+    if name not in valid:
+        raise UnknownModel(f"unknown baseline {name!r}; valid: {', '.join(valid)}")
+    return registry.get(name)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = get_args_parser()
     args = parse_checked(parser, argv, "out")
     check_run_outside_data(parser, args.out, args.data, variant_folder=True)  # a run inside the data: refused
     with needs_extra(PROG):
-        import torch  # heavy, as is the next (the baselines' modules import torch): after parsing
+        import torch  # heavy, as is the next (the registry loads the models, and torch): after parsing
 
-        import baselines
+        from orchestration import models as registry
     if args.threads:
         torch.set_num_threads(args.threads)
 
     def work() -> int:
         try:
-            model = baselines.get(args.model)
+            model = trainable(registry, args.model)
             data = Path(args.data)
             if not args.predict_only:
                 if not data.is_dir():
