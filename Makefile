@@ -101,7 +101,7 @@ demo-picture: venv
 
 # Resumable: rerunning continues where an interrupted run stopped. Trains the parsers at the demo profile,
 # the scene parser the study's for object questions (--study-scene-parser: objects only, no part crops,
-# no stride-4 level; its one home is orchestration.study.STUDY.scene_overrides).
+# no stride-4 level; its one home is orchestration.study.settings.config.STUDY.scene_overrides).
 demo-train: apt venv
 	@start=$$(date +%s); \
 	$(PY) scripts/run_factor.py --factor visual --profile demo --questions object --train-variants mid \

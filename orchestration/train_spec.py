@@ -1,6 +1,6 @@
 """How a variant run trains its parsers and models: :class:`TrainSpec`, a value and nothing else
 (no torch, no file is read), what :func:`orchestration.experiment.train_variant` takes and what the
-study builds once per piece (:func:`orchestration.study.plan.piece_setup`)."""
+study builds once per piece (:func:`orchestration.study.settings.pieces.piece_setup`)."""
 from __future__ import annotations
 
 import os

@@ -58,8 +58,8 @@ def get_args_parser() -> argparse.ArgumentParser:
                    help="RD over the training variants that were run (e.g. only the default one)")
     p.add_argument("--study-scene-parser", action="store_true",
                    help="the study's scene parser for object questions (objects only, no part crops, no stride-4 "
-                        "level: orchestration.study.STUDY.object_scene_parser()), on the profile's detector schedule; "
-                        "--scene-set values go over it")
+                        "level: orchestration.study.settings.config.STUDY.object_scene_parser()), on the profile's "
+                        "detector schedule; --scene-set values go over it")
     add_training_args(p)
     return p
 
@@ -117,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
 
         from orchestration.experiment import ExperimentError, train_variant
         from orchestration.experiment_cli import spec_from_args
-        from orchestration.study.study_config import STUDY
+        from orchestration.study.settings.config import STUDY
     if args.threads:
         torch.set_num_threads(args.threads)
     factors = list(FACTORS) if args.factor == "all" else [args.factor]

@@ -1,45 +1,40 @@
-"""The robustness study, one package in floors; a module imports only the floors below it:
+"""The robustness study, by its jobs: four subpackages in floors. A module imports only the floors
+below it: a lower subpackage, or a lower module of its own (the order below, bottom first).
 
-    study_config  :class:`StudyConfig` and :data:`STUDY`: every setting of the study, and the
-                  results folder's record of them (``study.json``)
-    plan          the pieces in the order they run, the aliases, where a piece's data and runs live,
-                  and what a piece needs (a scene parser), asked of the registry
-                  (:mod:`orchestration.models`) for its models
-    attempts      a piece's ledger of attempts and their seconds
-    scale_record  the redundancy scale check's layout and record
-    perception_record  the perception schedule check's layout, its search's rule and its record
-    cost          the budget: the hours spent and projected against the cap
-                  (these six are data and arithmetic: they import the variant catalogue and the
-                  registry, nothing of training, evaluation or the experiment)
-    systematic  the report's sections on the systematic splits and the fallback toward training
-                frequencies, set against the in-domain generalization paper (over predictions)
-    findings    the paper's findings, each with a status by a fixed rule (over predictions)
-    perception_finding  the perception schedule check's finding and report section (over its predictions)
-    report      the report rebuilt from the committed predictions alone: build, write and check
-    run         running one piece: its data, its models trained and tested through
-                :mod:`orchestration.experiment`, its scene parser's perception, its committed predictions
-    scale       the redundancy scale check, beside run and on top of it
-    perception_schedule  the perception schedule check, beside run and on top of it
+    settings   the study's settings and its plan; data and arithmetic (the variant catalogue and
+               the registry, :mod:`orchestration.models`; nothing of training, evaluation or the
+               experiment)
+        config             :class:`StudyConfig`, :data:`STUDY` (every setting of the study) and the
+                           results folder's record of them (``study.json``)
+        pieces             the pieces in the order they run, the aliases, where a piece's data and runs
+                           live, what a piece needs (asked of the registry for its models), and its
+                           setup, splits and ``TrainSpec`` (:func:`piece_setup`, the one builder)
+        attempts           a piece's ledger of attempts and their seconds
+        scale_record       the redundancy scale check's layout and record
+        perception_record  the perception schedule check's layout, its search's rule and its record
+        budget             the hours spent and projected against the cap
+    running    running the pieces, through :mod:`orchestration.experiment` and :mod:`nsvqa.training`
+        code_tree          the frozen git worktree a run or a launch executes
+        parses             what a piece's executors read, committed, and executed again
+        piece              one piece: its data, its models trained and tested, its scene parser's
+                           perception, its committed predictions and ``piece.json``
+        launch             the pending pieces as jobs, side by side or on SLURM (submitit)
+    report     the report, rebuilt from the committed predictions alone (:mod:`nsvqa.evaluation`)
+        systematic         the systematic splits and the fallback, against the generalization paper
+        findings           the paper's findings, each with a status by a fixed rule
+        seeds              which findings more training seeds would decide
+        perception         the perception schedule check's finding and section
+        build              the report: every file, from the committed predictions
+        publish            the report written out and checked, and the documents that quote it
+        demo               ``make demo``'s table and picture beside the study's predictions
+    checks     the one-off checks, on top of running: a piece's runner is theirs
+        scale              the redundancy scale check
+        perception_schedule  the perception schedule check
 
-``run``, ``scale`` and ``perception_schedule`` use :mod:`orchestration.experiment` and
-:mod:`nsvqa.training`; ``systematic``, ``findings`` and ``report`` use :mod:`nsvqa.evaluation`;
-nothing below this package imports it. A model's facts (its family, what it sees the image
-through, what it needs) come from its class through the registry; the study keeps no list of them.
-The package hands on the names of five data floors (each module's ``__all__``;
-``perception_record``'s are imported by their module), so ``import orchestration.study`` loads
-neither the experiment nor a piece's runner (the registry loads the models, and with them torch);
-the floors above are imported by their module (``from orchestration.study.run import run_piece``,
-``from orchestration.study.report import build_study_report``).
+``running`` and ``report`` stand side by side on ``settings``: neither imports the other. Nothing
+below the study imports it; in the orchestration, only the commands (:mod:`orchestration.cli`) do.
+The package and its subpackages hold their docstrings alone: a name is imported from the module
+that defines it (``from orchestration.study.settings.config import STUDY``), so importing a
+setting loads neither the experiment nor a piece's runner nor the report
+(``tests/nsvqa/test_study_layers.py`` holds the floors).
 """
-import orchestration.study.attempts as _attempts
-import orchestration.study.cost as _cost
-import orchestration.study.plan as _plan
-import orchestration.study.scale_record as _scale_record
-import orchestration.study.study_config as _study_config
-from orchestration.study.attempts import *  # noqa: F401,F403
-from orchestration.study.cost import *  # noqa: F401,F403
-from orchestration.study.plan import *  # noqa: F401,F403
-from orchestration.study.scale_record import *  # noqa: F401,F403
-from orchestration.study.study_config import *  # noqa: F401,F403
-
-__all__ = [*_study_config.__all__, *_plan.__all__, *_attempts.__all__, *_scale_record.__all__, *_cost.__all__]

@@ -12,7 +12,7 @@ from nsvqa.config import AUTO_DEVICE, resolve_device
 from nsvqa.training.question_config import QuestionParserConfig
 from nsvqa.training.scene_config import SceneParserConfig
 from orchestration.train_spec import TrainSpec
-from orchestration.study.launch import LaunchOptions
+from orchestration.study.running.launch import LaunchOptions
 
 
 @pytest.fixture

@@ -46,7 +46,7 @@ def test_a_lost_nodes_lock_is_refused_while_fresh_and_taken_over_once_its_lease_
 
 
 def test_the_lease_outlasts_the_holders_refreshes_and_the_launchers_retries_outlast_the_lease():
-    from orchestration.study.launch import ScriptJob
+    from orchestration.study.running.launch import ScriptJob
 
     job = ScriptJob("x", [], ".")
     assert LEASE_S >= 5 * LEASE_REFRESH_S  # a holder misses several refreshes before it loses the lock

@@ -205,7 +205,7 @@ def test_a_new_reasoner_is_a_class_and_its_line_and_the_lists_of_executing_model
     models in its groups, so a new reasoner joins it by one line there, not by being registered."""
     from executors import load_ontology
     from orchestration.explain import MODELS as EXPLAINED
-    from orchestration.study import StudyConfig
+    from orchestration.study.settings.config import StudyConfig
     from orchestration.transfer import TRANSFER_MODELS
 
     shipped = ("nsvqa", "pnsvqa", "pnsvqa-exact", "nsvqa+gtprog", "pnsvqa+gtprog", "pnsvqa-exact+gtprog")

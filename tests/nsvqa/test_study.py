@@ -9,8 +9,12 @@ import os
 import pytest
 
 from nsvqa.generation.suite import SuiteProfile
-from orchestration.study import (budget_markdown, PART_GROUP, STUDY, Piece, StudyConfig, StudyError, canonical, check_aliases, is_done, pending_pieces, piece_setup, results_config, scene_source, study_pieces, variants_tested, training_variants)
-from orchestration.study.run import run_piece
+from orchestration.study.settings.budget import budget_markdown
+from orchestration.study.settings.config import STUDY, StudyConfig, StudyError, results_config
+from orchestration.study.settings.pieces import (PART_GROUP, Piece, canonical, check_aliases, is_done, pending_pieces,
+                                                 piece_setup, scene_source, study_pieces, training_variants,
+                                                 variants_tested)
+from orchestration.study.running.piece import run_piece
 from nsvqa.artifacts.predictions import find_prediction_files, read_predictions
 
 #: the study without the further seeds it declares (the plan as committed before them)
@@ -120,7 +124,7 @@ def _write_piece(results, name, variant, group, models, preds_by_model, test=Non
 
 def test_the_report_gives_each_systematic_splits_id_and_ood_accuracy(tmp_path):
     from nsvqa.artifacts.predictions import Prediction
-    from orchestration.study.report import build_study_report, study_markdown
+    from orchestration.study.report.build import build_study_report, study_markdown
 
     def p(i, right, ood):
         return Prediction(i, "count", "2", "2" if right else "3", ood=ood)
@@ -160,7 +164,7 @@ def test_the_report_gives_each_systematic_splits_id_and_ood_accuracy(tmp_path):
 
 def test_the_report_shows_where_wrong_answers_land_on_the_tail_test(tmp_path):
     from nsvqa.artifacts.predictions import Prediction
-    from orchestration.study.report import build_study_report, study_markdown
+    from orchestration.study.report.build import build_study_report, study_markdown
 
     def q(i, answer, pred):
         return Prediction(i, "query", answer, pred)
@@ -186,7 +190,7 @@ def test_the_report_shows_where_wrong_answers_land_on_the_tail_test(tmp_path):
 
 def test_table_2_gives_each_models_image_margin_beside_its_rds(tmp_path):
     from nsvqa.artifacts.predictions import Prediction
-    from orchestration.study.report import build_study_report, study_latex, study_markdown
+    from orchestration.study.report.build import build_study_report, study_latex, study_markdown
 
     def right(k):  # k of 4 questions right
         return [Prediction(i, "exist", "yes", "yes" if i < k else "no") for i in range(4)]
@@ -210,7 +214,7 @@ def test_table_2_gives_each_models_image_margin_beside_its_rds(tmp_path):
 
 def test_the_report_scores_the_part_extensions_part_and_object_questions_apart(tmp_path):
     from nsvqa.artifacts.predictions import Prediction
-    from orchestration.study.report import build_study_report, question_kinds
+    from orchestration.study.report.build import build_study_report, question_kinds
 
     kinds = question_kinds()
     part_fam = next(f for f, k in kinds.items() if k == "part")
@@ -240,11 +244,11 @@ def test_the_report_scores_the_part_extensions_part_and_object_questions_apart(t
 def test_a_piece_runs_commits_gzipped_predictions_and_is_then_skipped(tmp_path, require_renderer, monkeypatch):
     import torch
 
-    import orchestration.study.run
+    import orchestration.study.running.piece
 
     torch.manual_seed(0)
     head = ["started"]  # HEAD moves on while the piece runs (at its first message): it records the one it ran
-    monkeypatch.setattr(orchestration.study.run, "_commit", lambda: head[0])
+    monkeypatch.setattr(orchestration.study.running.piece, "_commit", lambda: head[0])
     cfg = StudyConfig(sizes=SuiteProfile(4, 2, 2), image_profile="tiny", profile="tiny",
                       scene_overrides={"mode": "agnostic", "attr_parts": False, "det_iterations": 2,
                                        "attr_epochs": 1},
@@ -276,7 +280,7 @@ def test_a_piece_runs_commits_gzipped_predictions_and_is_then_skipped(tmp_path, 
     assert rec["scene_parser_weights"] == {"detector": weights_digest(scene / "detector.pt"),
                                            "attributes": weights_digest(scene / "attributes.pt")}
     # what the executors read is committed, and executes again to the same answers at this code
-    from orchestration.study.parses import reexecute
+    from orchestration.study.running.parses import reexecute
 
     parses = results / "pieces" / piece.name / "parses"
     assert {p.name for p in (parses / "mid").iterdir()} == {"likelihoods.json.gz", "questions.json.gz",
@@ -292,7 +296,7 @@ def test_a_piece_runs_commits_gzipped_predictions_and_is_then_skipped(tmp_path, 
     assert changed["differ"] and "pnsvqa-exact+gtprog__train-mid__test-" in changed["differ"][0]
     assert ": question " in changed["differ"][0] and "now 'yes'" in changed["differ"][0]
     monkeypatch.undo()
-    monkeypatch.setattr(orchestration.study.run, "_commit", lambda: head[0])
+    monkeypatch.setattr(orchestration.study.running.piece, "_commit", lambda: head[0])
     # the scene parser's perception on each test variant, beside the predictions
     perc = json.loads((results / "pieces" / piece.name / "perception.json").read_text())
     gt = json.loads((tmp_path / "data" / "easy" / "scenes" / "test_scenes.json").read_text())["scenes"]
@@ -312,8 +316,8 @@ def test_a_piece_runs_commits_gzipped_predictions_and_is_then_skipped(tmp_path, 
     # a done piece is not pending any more
     assert piece.name not in [p.name for p in pending_pieces(results, STUDY)]
     # the report rebuilds from the committed predictions alone, and a changed number is caught
-    from orchestration.study.publish import check_study_report, write_study_report
-    from orchestration.study.report import build_study_report
+    from orchestration.study.report.publish import check_study_report, write_study_report
+    from orchestration.study.report.build import build_study_report
 
     write_study_report(results, cfg)
     assert check_study_report(results, cfg) == []
@@ -354,7 +358,7 @@ def test_a_piece_runs_commits_gzipped_predictions_and_is_then_skipped(tmp_path, 
 
 
 def test_a_pieces_ledger_is_read_whole_or_refused_with_its_file_named(tmp_path):
-    from orchestration.study import attempt_starts, read_ledger
+    from orchestration.study.settings.attempts import attempt_starts, read_ledger
 
     assert read_ledger(tmp_path / "study_modular.json") == {"attempts": []}  # a first call
     good = {"attempts": [{"started": 10.0, "stopped": True, "seconds": 5.0}, {"started": 20}]}
@@ -412,7 +416,7 @@ def test_the_model_lists_read_from_the_registry_are_those_the_shipped_study_reco
 
 
 def test_a_stopped_attempt_counts_up_to_its_last_write_before_the_next_start(tmp_path):
-    from orchestration.study import attempt_seconds, close_stopped_attempts
+    from orchestration.study.settings.attempts import attempt_seconds, close_stopped_attempts, stopped_in_training
 
     run, data = tmp_path / "run", tmp_path / "data" / "slt"
     (run / "scene_parser").mkdir(parents=True)
@@ -441,7 +445,6 @@ def test_a_stopped_attempt_counts_up_to_its_last_write_before_the_next_start(tmp
     assert close_stopped_attempts(closed, [run, data]) == closed
     assert close_stopped_attempts({"attempts": [{"started": t + 9000}]}, [run])["attempts"][0]["seconds"] == 0.0
     # one killed in training (its data generated) keeps its generation seconds, and says so
-    from orchestration.study import stopped_in_training
 
     late = close_stopped_attempts({"attempts": [{"started": t + 200, "generate": 30.0}]}, [run],
                                   later=[t + 1500])["attempts"][0]
@@ -450,8 +453,8 @@ def test_a_stopped_attempt_counts_up_to_its_last_write_before_the_next_start(tmp
 
 
 def test_a_call_that_fails_closes_its_attempt_with_the_error(tmp_path, monkeypatch):
-    import orchestration.study.run
-    from orchestration.study import stopped_in_training
+    import orchestration.study.running.piece
+    from orchestration.study.settings.attempts import stopped_in_training
 
     piece = Piece("long", 0, "modular", ("nsvqa",), ("long",))
     ledger = tmp_path / "runs" / "long" / "study_modular.json"
@@ -459,15 +462,15 @@ def test_a_call_that_fails_closes_its_attempt_with_the_error(tmp_path, monkeypat
     def fail(*args, **kwargs):
         raise RuntimeError("could not place 10 objects")
 
-    monkeypatch.setattr(orchestration.study.run, "generate_piece_data", fail)
+    monkeypatch.setattr(orchestration.study.running.piece, "generate_piece_data", fail)
     with pytest.raises(RuntimeError, match="could not place"):
         run_piece(piece, tmp_path / "data", tmp_path / "runs", tmp_path / "results", STUDY, echo=lambda s: None)
     (first,) = json.loads(ledger.read_text())["attempts"]
     assert first["stopped"] and first["error"] == "RuntimeError: could not place 10 objects"
     assert first["seconds"] >= 0 and not stopped_in_training(first)  # no step was cut short
     # a failure in training: the attempt holds its generation seconds and is one stopped in training
-    monkeypatch.setattr(orchestration.study.run, "generate_piece_data", lambda *a, **k: None)
-    monkeypatch.setattr(orchestration.study.run, "train_variant", lambda *a, **k: (_ for _ in ()).throw(KeyboardInterrupt()))
+    monkeypatch.setattr(orchestration.study.running.piece, "generate_piece_data", lambda *a, **k: None)
+    monkeypatch.setattr(orchestration.study.running.piece, "train_variant", lambda *a, **k: (_ for _ in ()).throw(KeyboardInterrupt()))
     with pytest.raises(KeyboardInterrupt):
         run_piece(piece, tmp_path / "data", tmp_path / "runs", tmp_path / "results", STUDY, echo=lambda s: None)
     got = json.loads(ledger.read_text())["attempts"]
@@ -478,7 +481,7 @@ def test_a_call_that_fails_closes_its_attempt_with_the_error(tmp_path, monkeypat
 def test_checkpoint_seconds_reads_what_each_checkpoint_records(tmp_path):
     import torch
 
-    from orchestration.study.run import checkpoint_seconds
+    from orchestration.study.running.piece import checkpoint_seconds
     from nsvqa.training.checkpoint import save_checkpoint
 
     w = {"w": torch.zeros(1)}
@@ -496,7 +499,7 @@ def test_checkpoint_seconds_reads_what_each_checkpoint_records(tmp_path):
 def test_a_part_piece_trains_part_aware_parsers_on_its_own_data(tmp_path, require_renderer):
     import torch
 
-    from orchestration.study.report import build_study_report, question_kinds
+    from orchestration.study.report.build import build_study_report, question_kinds
     from nsvqa.training.checkpoint import load_checkpoint
 
     torch.manual_seed(0)
@@ -527,7 +530,7 @@ def test_a_part_piece_trains_part_aware_parsers_on_its_own_data(tmp_path, requir
 
 def test_the_report_sets_exact_inference_beside_the_threshold_on_each_factor(tmp_path):
     from nsvqa.artifacts.predictions import Prediction
-    from orchestration.study.report import build_study_report, study_markdown
+    from orchestration.study.report.build import build_study_report, study_markdown
 
     # threshold: 1 of 2 right, each said with probability 0.9 (over-confident); exact: 2 of 2 at 1.0
     thr = [Prediction(0, "count", "2", "2", probability=0.9), Prediction(1, "count", "2", "3", probability=0.9)]
@@ -545,7 +548,7 @@ def test_the_report_sets_exact_inference_beside_the_threshold_on_each_factor(tmp
 
 def test_the_reports_rds_have_paired_intervals_and_the_findings_read_them(tmp_path):
     from nsvqa.artifacts.predictions import Prediction, write_predictions
-    from orchestration.study.report import build_study_report, rd_pairs
+    from orchestration.study.report.build import build_study_report, rd_pairs
 
     n, levels = 120, ("rd-", "mid", "rd+")
 
@@ -584,7 +587,7 @@ def test_the_reports_rds_have_paired_intervals_and_the_findings_read_them(tmp_pa
 
 
 def test_the_budget_adds_the_committed_hours_and_projects_each_pending_piece_from_its_groups_steps(tmp_path):
-    from orchestration.study import budget, budget_markdown
+    from orchestration.study.settings.budget import budget, budget_markdown
 
     def commit(name, variant, group, steps, *, parser_of=None, note=None, total=None, stopped=None,
                in_training=True, lost=False):
@@ -660,7 +663,8 @@ def test_the_budget_adds_the_committed_hours_and_projects_each_pending_piece_fro
 
 
 def test_the_budget_counts_the_scale_checks_runs_and_its_other_seconds(tmp_path):
-    from orchestration.study import SCALE_BUDGET_GROUP, budget, budget_markdown
+    from orchestration.study.settings.budget import budget, budget_markdown
+    from orchestration.study.settings.scale_record import SCALE_BUDGET_GROUP
 
     assert SCALE_BUDGET_GROUP not in budget(tmp_path)["spent_hours_by_group"]  # the check has not run
     folder = tmp_path / "redundancy_scale"
@@ -682,8 +686,8 @@ def test_the_budget_counts_the_scale_checks_runs_and_its_other_seconds(tmp_path)
 
 
 def test_a_systematic_pieces_perception_has_its_val_split_as_the_id_reference(tmp_path, monkeypatch):
-    import orchestration.study.run
-    from orchestration.study.run import write_perception
+    import orchestration.study.running.piece
+    from orchestration.study.running.piece import write_perception
 
     calls = []
 
@@ -691,7 +695,7 @@ def test_a_systematic_pieces_perception_has_its_val_split_as_the_id_reference(tm
         calls.append((path.name, folder.name, split, bool(spec and spec.get("ood"))))
         return {"split": split, "all": {"objects": 40 if split == "val" else 30}}
 
-    monkeypatch.setattr(orchestration.study.run, "perception", fake)
+    monkeypatch.setattr(orchestration.study.running.piece, "perception", fake)
     piece = Piece("sys-composition", 0, "modular", ("nsvqa",), ("sys-composition",))
     parsed = tmp_path / "runs" / "sys-composition" / "parsed" / "sys-composition"
     parsed.mkdir(parents=True)
@@ -716,22 +720,22 @@ def test_the_commit_a_piece_records_is_head_when_the_process_first_asked(monkeyp
     """A process running several pieces runs the code it imported: later commits do not move it."""
     import subprocess
 
-    import orchestration.study.run
+    import orchestration.study.running.piece
 
-    orchestration.study.run._commit.cache_clear()
+    orchestration.study.running.piece._commit.cache_clear()
     heads = iter(["a" * 40, "b" * 40])
     monkeypatch.setattr(subprocess, "run", lambda *a, **k: subprocess.CompletedProcess(a, 0, next(heads) + "\n", ""))
     try:
-        assert orchestration.study.run._commit() == "a" * 40
-        assert orchestration.study.run._commit() == "a" * 40  # HEAD moved to b…, the process did not
+        assert orchestration.study.running.piece._commit() == "a" * 40
+        assert orchestration.study.running.piece._commit() == "a" * 40  # HEAD moved to b…, the process did not
     finally:
-        orchestration.study.run._commit.cache_clear()
+        orchestration.study.running.piece._commit.cache_clear()
 
 
 def test_the_in_domain_rows_carry_the_image_shuffle_tests_dependence(tmp_path):
     from nsvqa.artifacts.predictions import Prediction, write_predictions
-    from orchestration.study.publish import in_domain_table, readme_results
-    from orchestration.study.report import build_study_report
+    from orchestration.study.report.publish import in_domain_table, readme_results
+    from orchestration.study.report.build import build_study_report
 
     def right(k, n=8):  # k of n questions right
         return [Prediction(i, "exist", "yes", "yes" if i < k else "no", image_index=i) for i in range(n)]

@@ -7,7 +7,7 @@ import json
 
 
 from nsvqa.artifacts.predictions import Prediction, write_predictions
-from orchestration.study.demo import demo_comparison, demo_table
+from orchestration.study.report.demo import demo_comparison, demo_table
 
 TESTS = ("easy", "mid", "hard")
 

@@ -7,10 +7,10 @@ import dataclasses
 
 import pytest
 
-from orchestration.study import StudyConfig, StudyError, budget, budget_markdown, over_cap, study_pieces
-from orchestration.study.cost import heading_of
-from orchestration.study.plan import design_names, design_only, training_variants
-from orchestration.study.report import design_record, design_sentence
+from orchestration.study.settings.budget import budget, budget_markdown, heading_of, over_cap
+from orchestration.study.settings.config import StudyConfig, StudyError
+from orchestration.study.settings.pieces import design_names, design_only, study_pieces, training_variants
+from orchestration.study.report.build import design_record, design_sentence
 
 BASE = StudyConfig()
 HEADING = "issue 77: the declared design"
@@ -78,8 +78,8 @@ def test_verdicts_are_provisional_while_a_declared_piece_is_pending():
 
 
 def test_a_model_no_piece_has_trained_is_projected_with_its_analogs_training_step():
-    from orchestration.study.cost import _expected_steps
-    from orchestration.study.plan import Piece
+    from orchestration.study.settings.budget import _expected_steps
+    from orchestration.study.settings.pieces import Piece
 
     piece = Piece("easy", 0, "regionmac", ("regionmac-trace",), ("easy", "mid", "hard"))
     measured = ["model_objmac-trace", "model_nscl", "parsers (shared scene parser)", "test"]
@@ -89,8 +89,8 @@ def test_a_model_no_piece_has_trained_is_projected_with_its_analogs_training_ste
 
 
 def test_the_readme_says_whether_every_declared_piece_is_committed_and_the_table_has_a_column_per_group_that_sees():
-    from orchestration.study.findings import seeing_sides
-    from orchestration.study.publish import findings_table, plan_sentence
+    from orchestration.study.report.findings import seeing_sides
+    from orchestration.study.report.publish import findings_table, plan_sentence
 
     few = {"pieces": [{}] * 3, "budget": {"pending": [{"piece": "a"}], "headings": {HEADING: {"pending": [
         {"piece": "b"}]}}}}
@@ -107,7 +107,7 @@ def test_the_readme_says_whether_every_declared_piece_is_committed_and_the_table
 
 
 def test_the_seeds_each_factor_pools_are_generated_from_the_report():
-    from orchestration.study.publish import factor_seeds_lines
+    from orchestration.study.report.publish import factor_seeds_lines
 
     report = {"factors": {"visual": {"models": {"nscl": {"rd": 0.1, "seeds": [0, 1, 2]}, "film": {"rd": 0.1,
                                                                                                    "seeds": [0, 1]},

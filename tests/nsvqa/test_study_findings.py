@@ -1,10 +1,10 @@
-"""orchestration.study.findings: the status rule, and each kind of finding on hand-made inputs."""
+"""orchestration.study.report.findings: the status rule, and each kind of finding on hand-made inputs."""
 from __future__ import annotations
 
 import pytest
 
 from nsvqa.artifacts.predictions import Prediction
-from orchestration.study.findings import decide, findings, level_verdict, qualifiers, verdict
+from orchestration.study.report.findings import decide, findings, level_verdict, qualifiers, verdict
 
 
 def P(i, ok=True, qtype="query", answer="yes", **kw):
@@ -235,7 +235,7 @@ def _scale_cells(rd_by_label, n=500, own=0.8):
     (0.02, "inconclusive", "cannot say at 10x the questions"),
 ])
 def test_the_scale_finding_decides_on_pnsvqas_rd_at_the_largest_scale(rd_10x, status, says):
-    from orchestration.study.findings import scale_finding
+    from orchestration.study.report.findings import scale_finding
 
     cells = _scale_cells({"pnsvqa.1x": 0.15, "pnsvqa.10x": rd_10x, "nsvqa.1x": 0.15, "nsvqa.10x": 0.15})
     f = scale_finding(cells, 0.02, n_boot=200)
@@ -248,7 +248,7 @@ def test_the_scale_finding_decides_on_pnsvqas_rd_at_the_largest_scale(rd_10x, st
 
 
 def test_without_the_scale_check_its_finding_is_pending_and_says_so():
-    from orchestration.study.findings import scale_finding
+    from orchestration.study.report.findings import scale_finding
 
     for cells, says in (({}, "the redundancy scale check (scripts/run_study.py --scale-check; not run yet)"),
                         (_scale_cells({"pnsvqa.1x": 0.15}), "the redundancy scale check above 1x the questions")):
@@ -259,7 +259,7 @@ def test_without_the_scale_check_its_finding_is_pending_and_says_so():
 
 
 def test_each_judged_finding_is_judged_again_against_the_models_that_see():
-    from orchestration.study.findings import findings_markdown, seeing_sides, with_seeing
+    from orchestration.study.report.findings import findings_markdown, seeing_sides, with_seeing
 
     def comp(a, b, lo, hi):
         return {"a": a, "b": b, "diff": (lo + hi) / 2, "ci95": [lo, hi]}
@@ -292,7 +292,8 @@ def test_each_judged_finding_is_judged_again_against_the_models_that_see():
 
 
 def test_each_group_that_sees_is_judged_in_a_column_of_its_own():
-    from orchestration.study.findings import findings_markdown, seeing_groups, seeing_sentence, seeing_sides, with_seeing
+    from orchestration.study.report.findings import (findings_markdown, seeing_groups, seeing_sentence, seeing_sides,
+                                                     with_seeing)
 
     def comp(a, b, lo, hi):
         return {"a": a, "b": b, "diff": (lo + hi) / 2, "ci95": [lo, hi]}
@@ -321,7 +322,7 @@ def test_each_group_that_sees_is_judged_in_a_column_of_its_own():
 
 
 def test_a_finding_the_models_that_see_have_not_run_on_is_pending_on_their_side():
-    from orchestration.study.findings import with_seeing
+    from orchestration.study.report.findings import with_seeing
 
     def comp(a, b, lo, hi):
         return {"a": a, "b": b, "diff": (lo + hi) / 2, "ci95": [lo, hi]}
@@ -372,7 +373,7 @@ def test_the_in_domain_intervals_widen_with_the_spread_of_training_seeds():
 
 
 def test_a_bound_inside_its_monte_carlo_error_decides_nothing():
-    from orchestration.study.findings import deciding
+    from orchestration.study.report.findings import deciding
 
     def comp(a, b, lo, hi, precision):
         return {"a": a, "b": b, "diff": (lo + hi) / 2, "ci95": [lo, hi], "precision": precision}

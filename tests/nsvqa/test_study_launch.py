@@ -1,4 +1,4 @@
-"""orchestration.study.launch without a study run: the jobs' data agree with what a piece reads, a parsers job
+"""orchestration.study.running.launch without a study run: the jobs' data agree with what a piece reads, a parsers job
 trains with the piece's own spec, the paper config's GPU schedules resolve, and a job preempted by
 its scheduler is requeued with the same call."""
 from __future__ import annotations
@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 
 from orchestration import models as registry
-from orchestration.study import STUDY, StudyConfig, piece_setup, study_pieces, uses_scene_parser
-from orchestration.study.launch import (LaunchOptions, ScriptJob, data_needs, run_folder, scaled_estimate, time_limit,
-                                        train_piece_parsers)
+from orchestration.study.settings.config import STUDY, StudyConfig
+from orchestration.study.settings.pieces import piece_setup, study_pieces, uses_scene_parser
+from orchestration.study.running.launch import (LaunchOptions, ScriptJob, data_needs, run_folder, scaled_estimate,
+                                                time_limit, train_piece_parsers)
 
 REPO = Path(__file__).resolve().parents[2]
 PAPER = REPO / "data" / "study" / "paper.json"
@@ -43,7 +44,7 @@ def test_the_run_folders_and_time_limits():
 
 def test_a_parsers_job_trains_with_the_spec_the_piece_trains_with(tmp_path, monkeypatch):
     import orchestration.experiment as experiment
-    import orchestration.study.run as run
+    import orchestration.study.running.piece as run
 
     got = {}
     monkeypatch.setattr(run, "generate_piece_data", lambda *a, **k: None)
@@ -150,8 +151,8 @@ def test_a_job_of_several_tasks_gives_each_its_rank(tmp_path):
 
 
 def test_a_new_folder_at_the_papers_scale_gets_time_limits_from_the_shipped_studys_steps_scaled(tmp_path):
-    from orchestration.study import results_config
-    from orchestration.study.launch import plan_jobs
+    from orchestration.study.settings.config import results_config
+    from orchestration.study.running.launch import plan_jobs
 
     cfg = StudyConfig.from_json(json.loads(PAPER.read_text()), source=str(PAPER))
     shipped = REPO / "results" / "study"
@@ -176,7 +177,7 @@ def test_a_new_folder_at_the_papers_scale_gets_time_limits_from_the_shipped_stud
 
 
 def test_a_job_that_finds_a_folder_in_use_runs_again_and_one_that_fails_otherwise_does_not(tmp_path):
-    from orchestration.study.launch import LaunchError
+    from orchestration.study.running.launch import LaunchError
 
     code = tmp_path / "code"
     (code / "scripts").mkdir(parents=True)
@@ -203,7 +204,7 @@ def test_a_job_that_finds_a_folder_in_use_runs_again_and_one_that_fails_otherwis
 def test_a_launchs_code_tree_is_a_worktree_of_head_reused_and_never_swept(tmp_path):
     import subprocess
 
-    from orchestration.study.code_tree import frozen_tree
+    from orchestration.study.running.code_tree import frozen_tree
 
     repo = tmp_path / "repo"
     (repo / "scripts").mkdir(parents=True)
@@ -230,7 +231,7 @@ def test_a_code_tree_removed_by_hand_leaves_no_stale_worktree_once_the_next_laun
     import shutil
     import subprocess
 
-    from orchestration.study.code_tree import frozen_tree
+    from orchestration.study.running.code_tree import frozen_tree
 
     repo = tmp_path / "repo"
     (repo / "scripts").mkdir(parents=True)

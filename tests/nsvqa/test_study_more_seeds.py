@@ -1,5 +1,5 @@
 """The rule that lists the findings more training seeds would decide, and the pieces it asks for."""
-from orchestration.study.more_seeds import listed, more_seeds, more_seeds_markdown, piece_of
+from orchestration.study.report.seeds import listed, more_seeds, more_seeds_markdown, piece_of
 
 PIECES = [{"name": "easy-seed0-modular", "models": ["nsvqa", "pnsvqa"]},
           {"name": "hard-seed0-modular", "models": ["nsvqa", "pnsvqa"]},

@@ -15,7 +15,9 @@ import baselines
 from nsvqa.artifacts.predictions import find_prediction_files, read_predictions
 from nsvqa.generation.suite import SuiteProfile
 from orchestration import models
-from orchestration.study import Piece, StudyConfig, budget, trains_scene_parser, uses_scene_parser
+from orchestration.study.settings.budget import budget
+from orchestration.study.settings.config import StudyConfig
+from orchestration.study.settings.pieces import Piece, trains_scene_parser, uses_scene_parser
 
 TOY = Path(__file__).resolve().parents[1] / "fixtures" / "toy_model.py"
 
@@ -32,7 +34,7 @@ def load_toy(monkeypatch):
 def test_a_new_model_runs_through_a_tiny_piece_of_a_new_group(tmp_path, require_renderer, monkeypatch):
     import torch
 
-    from orchestration.study.run import run_piece
+    from orchestration.study.running.piece import run_piece
 
     toy = load_toy(monkeypatch)
     monkeypatch.setitem(baselines.MODELS, "object-count", toy.ObjectCount)  # the one registration line

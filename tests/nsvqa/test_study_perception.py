@@ -11,10 +11,10 @@ import pytest
 
 from nsvqa.artifacts.predictions import CellKey, Prediction
 from nsvqa.generation.suite import SuiteProfile
-from orchestration.study import STUDY, StudyConfig, StudyError
-from orchestration.study.perception_record import (flat_tail, parse_perception_label, perception_label,
-                                                   perception_seconds, perception_summary, plateau_text, record_search,
-                                                   schedule_search)
+from orchestration.study.settings.config import STUDY, StudyConfig, StudyError
+from orchestration.study.settings.perception_record import (flat_tail, parse_perception_label, perception_label,
+                                                            perception_seconds, perception_summary, plateau_text,
+                                                            record_search, schedule_search)
 
 
 def test_the_search_doubles_the_schedule_until_no_head_rises():
@@ -100,8 +100,8 @@ def _head(material, seconds=None, shape=0.9, e2e=None, val=None):
 
 
 def test_the_record_states_each_plateau_and_counts_the_checks_hours(tmp_path):
-    from orchestration.study.cost import budget, budget_markdown
-    from orchestration.study.perception_finding import perception_markdown
+    from orchestration.study.settings.budget import budget, budget_markdown
+    from orchestration.study.report.perception import perception_markdown
 
     record = {"metric": "object.material", "rise": 0.005, "base_epochs": 3, "schedules": [6, 12],
               "heads": {"easy": {"3": _head(0.80), "6": _head(0.85, 600), "12": _head(0.852, 1200)},
@@ -171,7 +171,7 @@ def test_a_head_whose_last_schedule_is_flat_per_epoch_is_not_still_rising():
 
 
 def test_the_epoch_metrics_come_from_the_heads_log(tmp_path):
-    from orchestration.study.perception_schedule import epoch_metrics
+    from orchestration.study.checks.perception_schedule import epoch_metrics
 
     log = tmp_path / "train.log"
     log.write_text("2026-12-05 09:29:06,278 attributes epoch 1 val object.material=0.5000 object.shape=0.8000\n"
@@ -198,7 +198,7 @@ def _cells(label, inside, outside, n=300):
 
 
 def test_the_finding_sets_the_two_schedules_side_by_side():
-    from orchestration.study.perception_finding import perception_check, perception_finding, perception_markdown
+    from orchestration.study.report.perception import perception_check, perception_finding, perception_markdown
 
     pending = perception_finding({}, 0.12)
     assert pending["status"] == "pending" and pending["ours"] == (
@@ -250,7 +250,7 @@ def test_the_finding_sets_the_two_schedules_side_by_side():
 
 
 def test_which_models_read_the_attribute_head_is_declared():
-    from orchestration.study.perception_finding import reads_attribute_head
+    from orchestration.study.report.perception import reads_attribute_head
 
     assert [reads_attribute_head(m) for m in ("nsvqa", "pnsvqa", "pnsvqa-exact+gtprog", "nscl", "film", "unknown")] \
         == [True, True, True, False, False, False]
@@ -259,7 +259,7 @@ def test_which_models_read_the_attribute_head_is_declared():
 
 
 def test_non_modular_more_robust_is_judged_against_the_pooled_seeds_as_the_main_finding():
-    from orchestration.study.perception_finding import perception_finding
+    from orchestration.study.report.perception import perception_finding
 
     cells = {}
     for e in (3, 24):  # an RD of about 22% at both schedules
@@ -282,7 +282,7 @@ def test_non_modular_more_robust_is_judged_against_the_pooled_seeds_as_the_main_
 
 
 def test_the_base_runs_are_said_from_the_record_and_the_committed_cells():
-    from orchestration.study.perception_finding import base_runs_text
+    from orchestration.study.report.perception import base_runs_text
 
     record = {"seed": 0, "base_epochs": 3, "runs": {"3": {v: {"threads": 1} for v in ("easy", "mid", "hard")}}}
     pieces = [{"name": f"{v}-seed0-modular", "machine": {"torch_threads": 2}} for v in ("easy", "mid", "hard")]
@@ -313,7 +313,7 @@ def test_the_base_runs_are_said_from_the_record_and_the_committed_cells():
 
 def test_the_report_judges_the_schedule_the_rule_chooses_against_the_pooled_side(tmp_path):
     from nsvqa.artifacts.predictions import write_predictions
-    from orchestration.study.perception_finding import perception_check, perception_markdown
+    from orchestration.study.report.perception import perception_check, perception_markdown
 
     folder = tmp_path / "perception_schedule"
     (folder / "predictions").mkdir(parents=True)
@@ -340,7 +340,7 @@ def test_the_report_judges_the_schedule_the_rule_chooses_against_the_pooled_side
 
 
 def test_heads_are_projected_at_the_slowest_recorded_rate():
-    from orchestration.study.perception_schedule import head_projection
+    from orchestration.study.checks.perception_schedule import head_projection
 
     record = {"heads": {"easy": {"3": {"epochs": 3, "seconds": None}, "6": {"epochs": 6, "seconds": 600.0}},
                         "hard": {"6": {"epochs": 6, "seconds": 720.0}}}}
@@ -355,7 +355,7 @@ def test_heads_are_projected_at_the_slowest_recorded_rate():
 
 
 def test_the_heads_that_fit_are_a_whole_schedule_else_those_that_can_be_executed_in_the_same_call():
-    from orchestration.study.perception_schedule import heads_that_fit
+    from orchestration.study.checks.perception_schedule import heads_that_fit
 
     heads, runs = (lambda k: 100.0 * k), (lambda k: 10.0 * k)
     assert heads_that_fit(3, None, heads, runs) == 3  # no deadline
@@ -374,8 +374,8 @@ def test_the_check_trains_longer_heads_on_the_study_runs_detectors(tmp_path, req
     from nsvqa.artifacts.predictions import read_predictions
     from nsvqa.fileio import sha256_file
     from orchestration.experiment import VariantRun
-    from orchestration.study.perception_finding import perception_cells, perception_finding
-    from orchestration.study.perception_schedule import OutOfTime, run_perception_check
+    from orchestration.study.report.perception import perception_cells, perception_finding
+    from orchestration.study.checks.perception_schedule import OutOfTime, run_perception_check
 
     torch.set_num_threads(1)
     torch.manual_seed(0)
@@ -470,7 +470,7 @@ def test_the_check_trains_longer_heads_on_the_study_runs_detectors(tmp_path, req
         f"the base run of {v}: its scene parser trained again (the runs root lost them)" for v in trains)
     assert again["search"] == search
     # time for one head of a schedule and its run only: that one now, executed, the others in the next call
-    import orchestration.study.perception_schedule as ps
+    import orchestration.study.checks.perception_schedule as ps
 
     saved = json.loads((out / "perception_schedule.json").read_text())
     for v in trains:

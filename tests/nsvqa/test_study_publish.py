@@ -1,8 +1,8 @@
-"""orchestration.study.publish: documents quote the report through generated blocks, and their prose
+"""orchestration.study.report.publish: documents quote the report through generated blocks, and their prose
 carries no number of its own."""
 from __future__ import annotations
 
-from orchestration.study.publish import DOC_BLOCKS, render_doc, stray_numbers
+from orchestration.study.report.publish import DOC_BLOCKS, render_doc, stray_numbers
 
 
 def _report():
@@ -50,7 +50,7 @@ def test_the_repositorys_own_documents_carry_no_number_outside_their_generated_b
     lines) fails the suite, not only the check."""
     from pathlib import Path
 
-    from orchestration.study.publish import doc_paths
+    from orchestration.study.report.publish import doc_paths
 
     repo = Path(__file__).resolve().parents[2]
     docs = doc_paths(repo / "results" / "study", repo)

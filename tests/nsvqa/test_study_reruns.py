@@ -5,9 +5,8 @@ import json
 
 import pytest
 
-from orchestration.study import StudyConfig
-from orchestration.study.cost import RERUN_CAP_HOURS, budget, budget_markdown, rerun_hours
-from orchestration.study.study_config import StudyError
+from orchestration.study.settings.config import StudyConfig, StudyError
+from orchestration.study.settings.budget import RERUN_CAP_HOURS, budget, budget_markdown, rerun_hours
 
 #: the study without the further seeds it declares (those are pending under the reruns)
 BASE = StudyConfig()
@@ -48,7 +47,7 @@ def test_a_piece_that_parsed_otherwise_than_the_scene_parser_it_borrows_is_refus
     import gzip
     import re
 
-    from orchestration.study.report import build_study_report, check_shared_scene_parsers
+    from orchestration.study.report.build import build_study_report, check_shared_scene_parsers
 
     def parses(piece, split, scenes, header):
         path = tmp_path / "pieces" / piece / "parses" / split / "likelihoods.json.gz"

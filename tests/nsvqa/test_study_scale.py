@@ -1,4 +1,4 @@
-"""orchestration.study.scale: the redundancy scale check on tiny data, end to end."""
+"""orchestration.study.checks.scale: the redundancy scale check on tiny data, end to end."""
 from __future__ import annotations
 
 import json
@@ -6,18 +6,19 @@ import json
 import pytest
 
 from nsvqa.generation.suite import SuiteProfile
-from orchestration.study import Piece, StudyConfig, StudyError
+from orchestration.study.settings.config import StudyConfig, StudyError
+from orchestration.study.settings.pieces import Piece
 
 
 def test_the_scale_check_trains_question_parsers_on_more_questions_with_one_scene_parser(tmp_path, require_renderer):
     import torch
 
     from nsvqa.artifacts.predictions import read_predictions
-    from orchestration.study.findings import scale_cells, scale_finding
-    from orchestration.study.report import build_study_report
+    from orchestration.study.report.findings import scale_cells, scale_finding
+    from orchestration.study.report.build import build_study_report
     from orchestration.experiment import VariantRun
-    from orchestration.study.run import run_piece
-    from orchestration.study.scale import run_scale_check
+    from orchestration.study.running.piece import run_piece
+    from orchestration.study.checks.scale import run_scale_check
 
     torch.manual_seed(0)
     cfg = StudyConfig(sizes=SuiteProfile(4, 2, 2), image_profile="tiny", profile="tiny",
@@ -84,7 +85,7 @@ def test_the_scale_check_trains_question_parsers_on_more_questions_with_one_scen
 def test_a_missing_scene_parser_is_trained_when_asked(tmp_path, require_renderer):
     from orchestration.experiment import VariantRun
     from nsvqa.fileio import sha256_file
-    from orchestration.study.scale import run_scale_check
+    from orchestration.study.checks.scale import run_scale_check
 
     cfg = StudyConfig(sizes=SuiteProfile(4, 2, 2), image_profile="tiny", profile="tiny",
                       scene_overrides={"mode": "agnostic", "attr_parts": False, "det_iterations": 2, "attr_epochs": 1},

@@ -10,9 +10,11 @@ import shutil
 import pytest
 
 from nsvqa.artifacts.predictions import CellKey, Prediction
-from orchestration.study import STUDY, StudyConfig, StudyError, budget, budget_markdown, over_cap, study_pieces
-from orchestration.study.findings import findings, qualifiers
-from orchestration.study.launch import past_cap
+from orchestration.study.settings.budget import budget, budget_markdown, over_cap
+from orchestration.study.settings.config import STUDY, StudyConfig, StudyError
+from orchestration.study.settings.pieces import study_pieces
+from orchestration.study.report.findings import findings, qualifiers
+from orchestration.study.running.launch import past_cap
 
 #: the study without the further seeds it declares, the base the tests declare their own on
 BASE = StudyConfig()
@@ -123,7 +125,8 @@ def _commit_piece(results, piece, seconds):
 
 
 def test_a_committed_reduced_piece_named_in_seed_pieces_is_pending_under_the_reruns(tmp_path):
-    from orchestration.study import is_done, is_reduced, pending_pieces, rerun_hours
+    from orchestration.study.settings.budget import rerun_hours
+    from orchestration.study.settings.pieces import is_done, is_reduced, pending_pieces
 
     plan = {p.name: p for p in study_pieces(WIDE)}
     wide, zero = plan["mid-seed1-modular"], plan["mid-seed0-modular"]
@@ -160,7 +163,7 @@ def test_a_committed_reduced_piece_named_in_seed_pieces_is_pending_under_the_rer
 
 
 def test_more_seeds_marks_a_widened_piece_run_once_the_widened_one_is_committed():
-    from orchestration.study.more_seeds import more_seeds
+    from orchestration.study.report.seeds import more_seeds
 
     zero = {"name": "mid-seed0-modular", "models": ["nsvqa", "nscl"], "tests": ["mid", "rd-", "rd+"]}
     row = {"key": "redundancy", "status": "reproduced", "intervals": [[0.001, 0.05]],
@@ -180,7 +183,7 @@ def _cells(model, trains, tests, seeds, n=60):
 
 
 def test_a_factor_reads_the_seeds_every_training_variant_of_a_model_ran():
-    from orchestration.study.report import factor_cells, seeded_factor_cells
+    from orchestration.study.report.build import factor_cells, seeded_factor_cells
 
     visual = ("easy", "mid", "hard")
     cells = {**_cells("nsvqa", visual, visual, (0, 1, 2)),
@@ -200,7 +203,7 @@ def test_a_factor_reads_the_seeds_every_training_variant_of_a_model_ran():
 
 def test_a_finding_on_pooled_seeds_is_no_longer_one_seeds(tmp_path):
     from nsvqa.artifacts.predictions import write_predictions
-    from orchestration.study.report import build_study_report
+    from orchestration.study.report.build import build_study_report
 
     levels, n = ("rd-", "mid", "rd+"), 60
     own = {"film": (0.5, 0.5), "pnsvqa": (0.8, 0.6), "nsvqa": (0.8, 0.6)}

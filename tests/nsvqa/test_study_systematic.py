@@ -1,8 +1,8 @@
-"""orchestration.study.systematic: each point's verdict on hand-made inputs."""
+"""orchestration.study.report.systematic: each point's verdict on hand-made inputs."""
 from __future__ import annotations
 
 from nsvqa.artifacts.predictions import Prediction
-from orchestration.study.systematic import generalization_points
+from orchestration.study.report.systematic import generalization_points
 
 
 def row(acc, n=1000):

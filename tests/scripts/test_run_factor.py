@@ -1,10 +1,10 @@
 """run_factor.py takes the study's scene parser for object questions from its one home
-(``orchestration.study.STUDY.scene_overrides``), as ``make demo-train`` asks for it."""
+(``orchestration.study.settings.config.STUDY.scene_overrides``), as ``make demo-train`` asks for it."""
 from __future__ import annotations
 
 from pathlib import Path
 
-from orchestration.study import SCENE_SCHEDULE, STUDY
+from orchestration.study.settings.config import SCENE_SCHEDULE, STUDY
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestration.study import StudyConfig, StudyError
+from orchestration.study.settings.config import StudyConfig, StudyError
 
 
 def test_the_config_comes_from_the_folder_and_a_different_one_is_refused(tmp_path, load_script, capsys):
@@ -55,7 +55,9 @@ def _one_piece_committed(tmp_path):
 
 
 def test_a_piece_that_would_pass_the_budget_cap_is_not_started(tmp_path, load_script, capsys):
-    from orchestration.study import StudyConfig, over_cap, study_pieces
+    from orchestration.study.settings.budget import over_cap
+    from orchestration.study.settings.config import StudyConfig
+    from orchestration.study.settings.pieces import study_pieces
 
     main = load_script("run_study").main
     results, data, runs = _one_piece_committed(tmp_path)
@@ -76,7 +78,8 @@ def test_a_piece_that_would_pass_the_budget_cap_is_not_started(tmp_path, load_sc
 
 
 def test_a_piece_projected_past_the_time_left_is_not_started(tmp_path, load_script, capsys):
-    from orchestration.study import out_of_time, study_pieces
+    from orchestration.study.settings.budget import out_of_time
+    from orchestration.study.settings.pieces import study_pieces
 
     main = load_script("run_study").main
     results, data, runs = _one_piece_committed(tmp_path)
@@ -94,8 +97,9 @@ def test_a_piece_projected_past_the_time_left_is_not_started(tmp_path, load_scri
 
 def test_a_borrowed_scene_parser_this_machine_lacks_counts_in_the_time_left_and_the_cap(tmp_path, load_script,
                                                                                         capsys):
-    from orchestration.study import (StudyConfig, budget, lender_minutes, lenders, out_of_time, over_cap,
-                                     pending_rows, study_pieces)
+    from orchestration.study.settings.budget import budget, lender_minutes, out_of_time, over_cap, pending_rows
+    from orchestration.study.settings.config import StudyConfig
+    from orchestration.study.settings.pieces import lenders, study_pieces
 
     main = load_script("run_study").main
     results, data, runs = _one_piece_committed(tmp_path)
@@ -129,8 +133,8 @@ def test_a_borrowed_scene_parser_this_machine_lacks_counts_in_the_time_left_and_
 
 def test_a_borrowed_scene_parser_is_not_trained_again_on_another_cpu_than_its_lender(tmp_path, load_script,
                                                                                       capsys):
-    from orchestration.study import study_pieces
-    from orchestration.study.run import lender_elsewhere, machine
+    from orchestration.study.settings.pieces import study_pieces
+    from orchestration.study.running.piece import lender_elsewhere, machine
 
     main = load_script("run_study").main
     results, data, runs = _one_piece_committed(tmp_path)
@@ -143,7 +147,7 @@ def test_a_borrowed_scene_parser_is_not_trained_again_on_another_cpu_than_its_le
     assert f"reads the scene parser mid-seed0-modular lends, which {runs / 'mid'} lacks" in why
     assert f"{lender} ran on another CPU with {here['torch_threads']}" in why
     # the budget's pending tables say so of each piece, from the committed records alone
-    from orchestration.study import budget, budget_markdown
+    from orchestration.study.settings.budget import budget, budget_markdown
     b = budget(results)
     rows = {p["piece"]: p for p in b["pending"]}
     assert rows[rd.name]["scene_parser_from"] == rows["mid-seed0-seeing"]["scene_parser_from"] == [
@@ -175,7 +179,7 @@ def test_a_borrowed_scene_parser_is_not_trained_again_on_another_cpu_than_its_le
 def test_frozen_code_is_a_worktree_of_head_reused_and_swept(tmp_path):
     import subprocess
 
-    from orchestration.study.code_tree import REPO as repo, frozen_tree
+    from orchestration.study.running.code_tree import REPO as repo, frozen_tree
 
     if not (repo / ".git").exists():
         pytest.skip("not a git checkout")
@@ -223,10 +227,9 @@ def test_report_and_check_take_a_study_of_any_groups_the_shipped_tiny_one_includ
 
 
 def test_a_piece_that_reads_the_detector_alone_trains_it_again_and_its_record_says_whose_it_read(tmp_path):
-    from orchestration.study import study_pieces
-    from orchestration.study.plan import piece_setup, reads_detector_only
-    from orchestration.study.report import check_shared_scene_parsers
-    from orchestration.study.run import detector_read, lender_elsewhere, machine
+    from orchestration.study.settings.pieces import piece_setup, reads_detector_only, study_pieces
+    from orchestration.study.report.build import check_shared_scene_parsers
+    from orchestration.study.running.piece import detector_read, lender_elsewhere, machine
 
     results, data, runs = _one_piece_committed(tmp_path)
     lender = results / "pieces" / "mid-seed0-modular" / "piece.json"

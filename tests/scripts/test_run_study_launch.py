@@ -1,4 +1,4 @@
-"""run_study.py --launcher (orchestration.study.launch): pieces as submitit jobs, side by side on this machine
+"""run_study.py --launcher (orchestration.study.running.launch): pieces as submitit jobs, side by side on this machine
 or submitted to SLURM (a fake sbatch on PATH), and what a job killed mid-piece leaves to the next."""
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from orchestration.study import StudyConfig, piece_dir, study_pieces
+from orchestration.study.settings.config import StudyConfig
+from orchestration.study.settings.pieces import piece_dir, study_pieces
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "scripts" / "run_study.py"
@@ -178,7 +179,7 @@ def test_slurm_gets_a_script_per_job_with_its_partition_time_gpus_and_dependenci
 
 def test_two_pieces_side_by_side_predict_what_they_predict_one_after_the_other(sequential, tmp_path):
     pytest.importorskip("submitit")
-    from orchestration.study.launch import LaunchOptions, launch
+    from orchestration.study.running.launch import LaunchOptions, launch
 
     cfg = _tiny_config()
     pieces = [p for p in study_pieces(cfg) if p.name in PIECES]
@@ -215,7 +216,7 @@ def test_a_job_killed_mid_piece_and_launched_again_resumes_to_the_same_predictio
         proc.wait()
     assert ckpt.exists(), proc.stderr.read().decode()[-3000:]
     assert not (tmp_path / "results" / "pieces" / PIECES[0] / "piece.json").exists(), "it ended before the kill"
-    from orchestration.study.launch import LaunchOptions, launch
+    from orchestration.study.running.launch import LaunchOptions, launch
 
     piece = next(p for p in study_pieces(cfg) if p.name == PIECES[0])
     opts = LaunchOptions(launcher="local", threads=1, jobs=1, workers=1, folder=tmp_path / "runs" / "launch" / "jobs")

@@ -5,7 +5,8 @@ parses) of runs/study/mid-seed2 (TrainSpec.scene_runs), image-shuffle scored. Ru
 runs/seeing-curve/q<10+EXTRA>/mid-seed2."""
 import logging, sys, torch
 from orchestration.experiment import train_variant
-from orchestration.study import STUDY, study_spec
+from orchestration.study.settings.config import STUDY
+from orchestration.study.settings.pieces import study_spec
 logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
 torch.set_num_threads(2)
 model, extra = sys.argv[1], int(sys.argv[2])

@@ -2,7 +2,8 @@
 runs/study/mid-seed2 (TrainSpec.scene_runs), image-shuffle scored. Run from a frozen worktree."""
 import logging, sys, torch
 from orchestration.experiment import train_variant
-from orchestration.study import STUDY, study_spec
+from orchestration.study.settings.config import STUDY
+from orchestration.study.settings.pieces import study_spec
 logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
 torch.set_num_threads(2)
 spec = study_spec(STUDY, model_overrides={"objmac": {"steps": int(sys.argv[1]), "eval_every": 2000}},

@@ -5,7 +5,8 @@ frozen worktree: ``PYTHONPATH=<checkout> python results/seeing_models/objmac-tra
 writes runs/seeing-trace/w<WEIGHT>/mid-seed2."""
 import logging, sys, torch
 from orchestration.experiment import train_variant
-from orchestration.study import STUDY, study_spec
+from orchestration.study.settings.config import STUDY
+from orchestration.study.settings.pieces import study_spec
 logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
 torch.set_num_threads(2)
 weight = float(sys.argv[1])

@@ -16,7 +16,8 @@ import torch
 
 from nsvqa.generation.suite import generate_suite
 from orchestration.experiment import train_variant
-from orchestration.study import STUDY, study_spec
+from orchestration.study.settings.config import STUDY
+from orchestration.study.settings.pieces import study_spec
 
 #: lever name -> regionmac-trace config fields (the pilot: roi_size 4, 6,000 steps)
 LEVERS = {

@@ -6,7 +6,8 @@ results/seeing_models/regionmac-trace/run_pilot.py [SEED]`` (default 0, the poin
 mid-seed0-modular) writes runs/seeing-regionmac/mid[-seed<SEED>]."""
 import logging, sys, torch
 from orchestration.experiment import train_variant
-from orchestration.study import STUDY, study_spec
+from orchestration.study.settings.config import STUDY
+from orchestration.study.settings.pieces import study_spec
 logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
 torch.set_num_threads(2)
 seed = int(sys.argv[1]) if len(sys.argv) > 1 else 0

@@ -20,8 +20,8 @@ from pathlib import Path
 from nsvqa.fileio import write_atomic, write_json_atomic
 from nsvqa.models import ModelSpec
 from orchestration.models import get as get_model
-from orchestration.study.plan import canonical
-from orchestration.study.report import build_study_report
+from orchestration.study.settings.pieces import canonical
+from orchestration.study.report.build import build_study_report
 
 HERE = Path(__file__).resolve().parent
 STUDY = HERE.parent

@@ -5,7 +5,7 @@ Each staged piece (with its ``parses/``) is moved with ``git mv``; the piece it 
 with ``git rm`` and stays in the history at the commit ``promoted.json`` names (its top-level
 ``commit`` for the first swap; a piece promoted later records its own ``commit``, the HEAD it was
 promoted from), with its ``seconds.total`` (the study's budget keeps those hours; the rerun's count
-under the reruns' cap: ``orchestration.study.cost``). A seed piece the study config widens
+under the reruns' cap: ``orchestration.study.settings.budget``). A seed piece the study config widens
 (``StudyConfig.seed_pieces``: ``mid-seed1-modular`` with NSCL and every test) replaces its reduced
 namesake the same way; a staged piece without a namesake is moved in and recorded nowhere (a new
 seed piece: its hours count under the reruns' cap by name). Run ``compare.py`` first; rebuild the
@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 
 from nsvqa.fileio import write_json_atomic
-from orchestration.study.cost import PROMOTED, read_promoted
+from orchestration.study.settings.budget import PROMOTED, read_promoted
 
 HERE = Path(__file__).resolve().parent
 STUDY = HERE.parent

@@ -1,4 +1,4 @@
-"""The record of the perception schedule check (:mod:`orchestration.study.perception_schedule` runs
+"""The record of the perception schedule check (:mod:`orchestration.study.checks.perception_schedule` runs
 it): where it lives under the results and runs roots, the labels of its predictions, the rule that
 stops its search for the attribute heads' schedule, and ``perception_schedule.json`` read, counted
 and summed up per training variant. Data and arithmetic, beside the plan: the report and the budget
@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from nsvqa.fileio import read_json_record
-from orchestration.study.scale_record import machine_seconds, sum_seconds
-from orchestration.study.study_config import StudyError
+from orchestration.study.settings.scale_record import machine_seconds, sum_seconds
+from orchestration.study.settings.config import StudyError
 
 #: The factor of the check: its training variants' attribute heads are trained on longer schedules.
 PERCEPTION_FACTOR = "visual"
@@ -54,7 +54,7 @@ FLAT_SHARE = 0.25
 LONG_SCHEDULES = (6, 12, 24, 48)
 #: A rise of the val metric below this (a fraction: 0.5 points) is no rise.
 PLATEAU_RISE = 0.005
-#: ``budget`` row of the check's hours (issue 64's reruns: :func:`orchestration.study.cost.rerun_hours`).
+#: ``budget`` row of the check's hours (issue 64's reruns: :func:`orchestration.study.settings.budget.rerun_hours`).
 PERCEPTION_BUDGET_GROUP = "perception schedule check"
 
 

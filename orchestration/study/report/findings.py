@@ -29,10 +29,10 @@ from nsvqa.evaluation.resampling import N_BOOT, bound_precision, percentile_inte
 from nsvqa.evaluation.degrade import factor_layout, factor_relative_degrade
 from nsvqa.models import ModelSpec
 from orchestration.models import executors, get as get_model
-from orchestration.study.scale_record import SCALE_FACTOR, SCALE_RESULTS, parse_scale_label, scale_label
+from orchestration.study.settings.scale_record import SCALE_FACTOR, SCALE_RESULTS, parse_scale_label, scale_label
 
 #: The paper's figures the findings test, with where each is printed (one cited table).
-PAPER_FILE = Path(__file__).resolve().parents[2] / "data" / "paper" / "super_clevr.json"
+PAPER_FILE = Path(__file__).resolve().parents[3] / "data" / "paper" / "super_clevr.json"
 
 
 def paper_figures(path: str | Path = PAPER_FILE) -> dict[str, float]:
@@ -327,7 +327,6 @@ def findings(report: Mapping[str, Any], cells: Cells, default: str = "mid",
     NON = tuple(non_modular)
     judged = _Side(NON, label)
     side = non_modular_side(report, NON, label)
-    out = []
     # in domain: every training seed of the default variant a model has (a two-level bootstrap)
     dom: dict[str, list[Sequence[Prediction]]] = {}
     dom_seeds: dict[str, list[int]] = {}
@@ -336,6 +335,17 @@ def findings(report: Mapping[str, Any], cells: Cells, default: str = "mid",
             dom.setdefault(m, []).append(p)
             dom_seeds.setdefault(m, []).append(s)
 
+    out = [_in_domain_modular(paper, dom, dom_seeds, default, NON, side),
+           *_in_domain_pnsvqa(report, paper, cells, default, dom_seeds)]
+    out += _rd_findings(report, paper, cells, scale, NON, judged, side)
+    return out
+
+
+def _in_domain_modular(paper: Mapping[str, Any], dom: Mapping[str, list[Sequence[Prediction]]],
+                       dom_seeds: Mapping[str, list[int]], default: str, NON: tuple[str, ...],
+                       side: Mapping[str, Any]) -> dict[str, Any]:
+    """The finding that the modular models beat the non-modular ones ``NON`` in domain (``dom``: each
+    model's predictions on ``default`` per training seed, ``dom_seeds`` those seeds)."""
     def paired(a, b):
         return paired_comparison(dom[a], dom[b]) if a in dom and b in dom else None
 
@@ -344,7 +354,7 @@ def findings(report: Mapping[str, Any], cells: Cells, default: str = "mid",
     acc = {m: sum(accuracy(r).accuracy for r in dom[m]) / len(dom[m]) for m in (*MODULAR, *NON) if m in dom}
     worst = min(comps, key=lambda c: c[2]["diff"], default=None)
     seeds_of = lambda ms: min((len(dom[m]) for m in ms if m in dom), default=1)  # noqa: E731
-    out.append(_finding(
+    return _finding(
         "in_domain_modular", f"modular > non-modular in domain (FiLM {paper['in_domain_film']:g}, "
                              f"mDETR {paper['in_domain_mdetr']:g}, the modular ones higher)",
         [", ".join(f"{m} {_pct(a)}" + (f" (mean of seeds {', '.join(map(str, dom_seeds[m]))})"
@@ -356,7 +366,13 @@ def findings(report: Mapping[str, Any], cells: Cells, default: str = "mid",
                                            "each modular − non-modular accuracy difference",
         rests_on=side, basis={"non_modular": [m for m in NON if m in dom], "seeds": seeds_of((*MODULAR, *NON)),
                               "precision": max((c[2]["precision"] or 0 for c in comps), default=None),
-                              "cells": [[[default, a], [default, b]] for a, b, _ in comps]}))
+                              "cells": [[[default, a], [default, b]] for a, b, _ in comps]})
+
+
+def _in_domain_pnsvqa(report: Mapping[str, Any], paper: Mapping[str, Any], cells: Cells, default: str,
+                      dom_seeds: Mapping[str, list[int]]) -> list[dict[str, Any]]:
+    """The findings that P-NSVQA beats NS-VQA in domain, and by the paper's gap, over the training
+    seeds both have on ``default`` (``dom_seeds``: each model's), with the mechanism seed by seed."""
     seeds = [s for s in dom_seeds.get("pnsvqa", []) if s in dom_seeds.get("nsvqa", [])]
     per_seed = []
     for s in seeds:
@@ -383,7 +399,7 @@ def findings(report: Mapping[str, Any], cells: Cells, default: str = "mid",
                       f"± {100 * sd['pnsvqa']['std']:.2f}, nsvqa {_pct(sd['nsvqa']['mean'])} ± "
                       f"{100 * sd['nsvqa']['std']:.2f} (standard deviation; the paper's ± "
                       f"{paper['in_domain_std_pnsvqa']:.2f} and ± {paper['in_domain_std_nsvqa']:.2f})")
-    out.append(_finding(
+    exact = _finding(
         "in_domain_pnsvqa", f"P-NSVQA > NS-VQA in domain (+{paper['in_domain_pnsvqa_gap']:g}; "
                             f"±{paper['in_domain_std_pnsvqa']:.2f} / ±{paper['in_domain_std_nsvqa']:.2f} over 3 seeds)",
         [*mech,
@@ -396,9 +412,9 @@ def findings(report: Mapping[str, Any], cells: Cells, default: str = "mid",
                                              f"{len(seeds)} seeds; on the questions NS-VQA's programs answer "
                                              f"{mech[0].split('P-NSVQA − NS-VQA ')[-1] if mech else '—'} (seed "
                                              f"{seeds[0] if seeds else '—'})",
-        basis={"seeds": len(per_seed), "precision": None if pooled is None else pooled["precision"]}))
+        basis={"seeds": len(per_seed), "precision": None if pooled is None else pooled["precision"]})
     gap = paper["in_domain_pnsvqa_gap"] / 100
-    out.append(_finding(
+    return [exact, _finding(
         "in_domain_pnsvqa_gap", f"P-NSVQA − NS-VQA in domain ≈ +{paper['in_domain_pnsvqa_gap']:g} points",
         ["" if pooled is None else f"gap {_pct(pooled['diff'], True)}{_ci(pooled['ci95'])} over seeds "
                                    f"{', '.join(map(str, seeds))}; NS-VQA's {guessed} guesses on failed programs "
@@ -406,9 +422,15 @@ def findings(report: Mapping[str, Any], cells: Cells, default: str = "mid",
         [] if pooled is None or pooled["ci95"] is None else
         [[x - gap for x in deciding(pooled["ci95"], pooled["precision"])]], 0,
         f"paired bootstrap of P-NSVQA − NS-VQA over seeds and images against the paper's "
-        f"+{paper['in_domain_pnsvqa_gap']:g}", level=True, basis={"seeds": len(per_seed)}))
+        f"+{paper['in_domain_pnsvqa_gap']:g}", level=True, basis={"seeds": len(per_seed)})]
 
-    # Table 2
+
+def _rd_findings(report: Mapping[str, Any], paper: Mapping[str, Any], cells: Cells,
+                 scale: Mapping[CellKey, Sequence[Sequence[Prediction]]] | None, NON: tuple[str, ...],
+                 judged: _Side, side: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Table 2's findings: each factor's RDs, modular against the non-modular models ``NON``, the
+    scale check's, the tail's, the best of the factors and the systematic splits'."""
+    out = []
     mod_vs = [(a, b) for a in MODULAR for b in NON]
     red = _rd_finding(report, "redundancy", "redundancy: modular RD < 2%, non-modular ≈ 20%", "redundancy",
                       mod_vs, -1, (*MODULAR, *NON), judged=judged)

@@ -2,7 +2,7 @@
 the code), :data:`STUDY` (the study as shipped in ``results/study``), the results folder's record
 of it (``study.json``: :func:`results_config`) and :class:`StudyError`. Data only: it imports the
 variant catalogue (the aliases' default), the suite's sizes and the registry (:mod:`orchestration.models`:
-which models execute programs), nothing of training or evaluation. The plan built from it is :mod:`orchestration.study.plan`.
+which models execute programs), nothing of training or evaluation. The plan built from it is :mod:`orchestration.study.settings.pieces`.
 """
 from __future__ import annotations
 
@@ -70,7 +70,7 @@ class StudyConfig:
         default_only: models run on the default variant only (the simple baselines of Fig. 3).
         aliases: variant -> the variant whose data are the same bytes (its runs are reused); the
             default is the catalogue's (:func:`nsvqa.generation.variants.aliases`); a config that
-            gives its own is checked by :func:`orchestration.study.plan.check_aliases`.
+            gives its own is checked by :func:`orchestration.study.settings.pieces.check_aliases`.
         share_scene_parsers: a training variant with the images of one earlier in the plan uses
             that one's scene parser (:func:`scene_source`) instead of training the same parser on
             the same images again. Pieces that ran before this field existed (``mid-seed0-modular``)
@@ -114,23 +114,23 @@ class StudyConfig:
         seed_pieces: pieces at a training seed other than 0 beyond the default variant's
             :attr:`seeds`, each a seed-0 piece of the plan at another seed (``<variant>-seed<N>-<group>``:
             the same variant, group, models and tests; its own parsers trained at seed N, a borrowed
-            scene parser the same seed's). :func:`~orchestration.study.plan.study_pieces` appends them
+            scene parser the same seed's). :func:`~orchestration.study.settings.pieces.study_pieces` appends them
             last, in this order; their hours count under issue 64's reruns' cap
-            (:func:`~orchestration.study.cost.rerun_hours`), not :attr:`budget_hours`. A name the
+            (:func:`~orchestration.study.settings.budget.rerun_hours`), not :attr:`budget_hours`. A name the
             plan already holds with fewer models or tests than its seed-0 piece (the default
             variant's further seeds, tested on it alone) widens that piece in its place to the
             seed-0 piece's models and tests. Left out of :meth:`to_json` while empty.
         design: the declared final design (docs/study.md, "The declared design"): group ->
             ``{"seeds": [...], "variants": [...]}`` (without ``variants``: every training variant of
-            :attr:`factors`, :func:`~orchestration.study.plan.training_variants`). Every (group, variant, seed) it names is a piece of the plan; those the
+            :attr:`factors`, :func:`~orchestration.study.settings.pieces.training_variants`). Every (group, variant, seed) it names is a piece of the plan; those the
             rest lacks (or holds with fewer models or tests than their seed-0 piece) come after
             :attr:`seed_pieces`, seed by seed, then in the design's group order, then in the
-            training variants' order (:func:`~orchestration.study.plan.design_names`). Set by a
+            training variants' order (:func:`~orchestration.study.settings.pieces.design_names`). Set by a
             rule before its pieces run, never from an interval. Left out of :meth:`to_json` while empty.
         headings: later issues' compute caps, each a heading of ``--budget``: name -> ``{"cap_hours":
             H, "groups": [...]}`` (the pieces of those groups) or ``{"cap_hours": H, "design": true}``
             (the pieces only :attr:`design` adds). A piece counts under the first heading that claims
-            it (:func:`~orchestration.study.cost.heading_of`), else under issue 64's reruns (a name of
+            it (:func:`~orchestration.study.settings.budget.heading_of`), else under issue 64's reruns (a name of
             :attr:`seed_pieces`), else under :attr:`budget_hours`. Left out of :meth:`to_json` while empty.
     """
 

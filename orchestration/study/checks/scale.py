@@ -1,9 +1,9 @@
 """The redundancy scale check: is P-NSVQA's Relative Degrade on question redundancy an effect of how
 few questions its question parser learned from? A floor of the study beside
-:mod:`orchestration.study.run` (it uses :mod:`orchestration.experiment` and :mod:`nsvqa.training`; nothing in the
+:mod:`orchestration.study.running.piece` (it uses :mod:`orchestration.experiment` and :mod:`nsvqa.training`; nothing in the
 package imports it).
 
-For each scale ``k`` and each training variant of the factor (:data:`orchestration.study.scale_record.SCALE_FACTOR`),
+For each scale ``k`` and each training variant of the factor (:data:`orchestration.study.settings.scale_record.SCALE_FACTOR`),
 one variant run under ``RUNS/redundancy-scale/<k>x/`` trains a question parser on the variant's
 training questions and ``(k - 1)`` times as many more of the same training scenes
 (``extra_questions_per_image``: nothing rendered), with its own number of steps, and tests the
@@ -12,13 +12,13 @@ the study's default-variant run with the same seed (``RUNS/<default>-seed<S>``;
 :attr:`orchestration.train_spec.TrainSpec.scene_runs`), so the scales differ in the question parser alone.
 
 Under ``RESULTS/redundancy_scale/`` it writes the predictions, gzipped, labelled with their scale
-(:func:`orchestration.study.scale_record.scale_label`: ``pnsvqa.10x``), and ``scale.json``: per scale the parser's steps
+(:func:`orchestration.study.settings.scale_record.scale_label`: ``pnsvqa.10x``), and ``scale.json``: per scale the parser's steps
 and per training variant the questions per training image, the parser's val exact match, its
 seconds per step and the wall seconds of the run; the scene parser used; the commit of each run;
 under ``other_seconds`` the time of work outside the runs (a scene parser trained here). A
 (scale, variant) whose predictions are all there is skipped, so a stopped call resumes where it
 stopped (a stopped run resumes from its checkpoints). The report reads the predictions alone
-(:func:`orchestration.study.findings.scale_finding`).
+(:func:`orchestration.study.report.findings.scale_finding`).
 """
 from __future__ import annotations
 
@@ -34,11 +34,11 @@ from nsvqa.artifacts.scenes import read_scenes, scenes_path
 from orchestration.experiment import VariantRun, train_parsers, train_variant
 from nsvqa.fileio import sha256_file, write_json_atomic
 from nsvqa.generation.variants import FACTORS, load_variant
-import orchestration.study.run as study_run
-from orchestration.study.plan import Piece, canonical, piece_setup, scene_source, study_spec
-from orchestration.study.scale_record import (SCALE_FACTOR, SCALE_RESULTS, SCALE_RUNS, read_scale_record, scale_label,
-                                      scale_record_path)
-from orchestration.study.study_config import STUDY, STUDY_FILE, StudyConfig, StudyError, results_config
+import orchestration.study.running.piece as study_run
+from orchestration.study.settings.pieces import Piece, canonical, piece_setup, scene_source, study_spec
+from orchestration.study.settings.scale_record import (SCALE_FACTOR, SCALE_RESULTS, SCALE_RUNS, read_scale_record,
+                                                       scale_label, scale_record_path)
+from orchestration.study.settings.config import STUDY, STUDY_FILE, StudyConfig, StudyError, results_config
 from nsvqa.training.checkpoint import CheckpointError, load_checkpoint
 from nsvqa.training.loading import DETECTOR_CHECKPOINT, HEAD_CHECKPOINT, QUESTION_CHECKPOINT
 from nsvqa.training.more_questions import EXTRA_QUESTIONS
@@ -55,7 +55,7 @@ STEPS_AT_10X = 4800
 
 
 def scale_variants(cfg: StudyConfig = STUDY) -> tuple[list[str], list[str]]:
-    """(training variants, test variants) of :data:`~orchestration.study.scale_record.SCALE_FACTOR`, aliases resolved."""
+    """(training variants, test variants) of :data:`~orchestration.study.settings.scale_record.SCALE_FACTOR`, aliases resolved."""
     variants = FACTORS[SCALE_FACTOR]
     trains = [canonical(v, cfg) for v in variants if not load_variant(v).test_only]
     return list(dict.fromkeys(trains)), list(dict.fromkeys(canonical(v, cfg) for v in variants))
@@ -114,7 +114,7 @@ def run_scale_check(data: str | os.PathLike, runs: str | os.PathLike, results: s
 
     Args:
         data, runs, results: the study's data, runs and results roots (``results`` must record
-            ``cfg``, :func:`orchestration.study.study_config.results_config`).
+            ``cfg``, :func:`orchestration.study.settings.config.results_config`).
         seed: the seed of every run, and of the default-variant run whose scene parser they use.
         scales: how many times the training questions each question parser learns from (1: the
             train file's alone).

@@ -1,8 +1,8 @@
 """The robustness study's compute: the hours its committed pieces took (every attempt of each
 ``piece.json``, and the redundancy scale check's record; the reruns of issue 64, the further
-training seeds of :attr:`~orchestration.study.study_config.StudyConfig.seed_pieces` and the
+training seeds of :attr:`~orchestration.study.settings.config.StudyConfig.seed_pieces` and the
 perception schedule check apart, under issue 64's cap) and a projection of each pending piece
-in plan order against :attr:`~orchestration.study.study_config.StudyConfig.budget_hours`, from the medians
+in plan order against :attr:`~orchestration.study.settings.config.StudyConfig.budget_hours`, from the medians
 of the committed pieces' steps; whether a piece fits the cap or a session's time left; the table
 ``run_study.py --budget`` prints. Data and arithmetic over the plan and the records.
 """
@@ -15,14 +15,15 @@ from typing import Any, Mapping, Sequence
 
 from executors.io import read_json
 from nsvqa.generation.variants import FACTORS
-from orchestration.study.attempts import stopped_in_training
-from orchestration.study.perception_record import (PERCEPTION_BUDGET_GROUP, perception_record_path,
-                                                   perception_seconds, read_perception_record)
-from orchestration.study.plan import (PART_GROUP, Piece, design_only, is_reduced, lenders, piece_dir, record_holds,
-                                     scene_parser_folder, scene_parser_trainers, sharers, study_pieces,
-                                     trains_scene_parser, uses_scene_parser)
-from orchestration.study.scale_record import SCALE_BUDGET_GROUP, read_scale_record, scale_record_path, scale_seconds
-from orchestration.study.study_config import STUDY, StudyConfig, StudyError
+from orchestration.study.settings.attempts import stopped_in_training
+from orchestration.study.settings.perception_record import (PERCEPTION_BUDGET_GROUP, perception_record_path,
+                                                            perception_seconds, read_perception_record)
+from orchestration.study.settings.pieces import (PART_GROUP, Piece, design_only, is_reduced, lenders, piece_dir,
+                                                 record_holds, scene_parser_folder, scene_parser_trainers, sharers,
+                                                 study_pieces, trains_scene_parser, uses_scene_parser)
+from orchestration.study.settings.scale_record import (SCALE_BUDGET_GROUP, read_scale_record, scale_record_path,
+                                                       scale_seconds)
+from orchestration.study.settings.config import STUDY, StudyConfig, StudyError
 
 
 #: Groups never run yet are projected with the steps of the group named here (the part extension
@@ -36,7 +37,7 @@ MODEL_ANALOG = {"regionmac-trace": "objmac-trace"}
 def heading_of(piece: Piece, cfg: StudyConfig = STUDY, design: Sequence[str] | None = None) -> str:
     """The cap a piece's hours count under: the first of :attr:`StudyConfig.headings` that claims it
     (its ``groups`` hold the piece's group, or it is ``design`` and the piece is one only
-    :attr:`StudyConfig.design` adds: ``design``, :func:`~orchestration.study.plan.design_only`'s,
+    :attr:`StudyConfig.design` adds: ``design``, :func:`~orchestration.study.settings.pieces.design_only`'s,
     when the caller holds it), else ``"reruns"`` (issue 64's: a name of
     :attr:`StudyConfig.seed_pieces`), else ``"study"`` (:attr:`StudyConfig.budget_hours`)."""
     for name, h in cfg.headings.items():
@@ -170,24 +171,8 @@ def budget(results: str | os.PathLike, cfg: StudyConfig = STUDY) -> dict[str, An
             spent += study_total
             group = budget_group(piece)
             by_group[group] = by_group.get(group, 0.0) + study_total
-        attempts = rec["seconds"].get("attempts", [])
-        lost = [i for i, a in enumerate(attempts) if a.get("lost")]
-        attempts = attempts[lost[-1] + 1:] if lost else attempts  # its run folder gone: the next call began anew
-        if rec.get("note") or any(stopped_in_training(a) for a in attempts):
-            continue  # a stopped attempt's steps are not known, and the step the next one resumed is partial
-        own = uses_scene_parser(piece) and rec.get("scene_parser_of", piece.variant) == piece.variant
-        totals: dict[str, float] = {}  # step -> seconds over every attempt
-        for attempt in attempts:
-            steps = attempt.get("steps", {})
-            if any(k in steps for k in PARSER_STEPS):
-                totals["parsers"] = totals.get("parsers", 0.0) + _parser_phase(steps)
-            for key, sec in steps.items():
-                if key not in PARSER_STEPS:
-                    totals[key] = totals.get(key, 0.0) + float(sec)
-        for key, sec in totals.items():
-            kind = _step_kind(key, own)
-            if kind is not None:  # each test variant one sample of its kind
-                seen.setdefault(piece.group, {}).setdefault(kind, []).append(sec)
+        for kind, sec in _step_samples(rec, piece):
+            seen.setdefault(piece.group, {}).setdefault(kind, []).append(sec)
     scale = scale_seconds(read_scale_record(results), str(scale_record_path(results)))
     if scale:
         spent += scale
@@ -196,10 +181,53 @@ def budget(results: str | os.PathLike, cfg: StudyConfig = STUDY) -> dict[str, An
     reruns = rerun_hours(results, cfg)
     projected = {"study": ([], spent, cfg.budget_hours), "reruns": ([], reruns["spent_hours"] * 3600, RERUN_CAP_HOURS),
                  **{h: ([], sum(headed[h].values()), float(cfg.headings[h]["cap_hours"])) for h in cfg.headings}}
+    _project_pending([p for p in plan if p.name not in done], heading, medians, projected, results, cfg, machines)
+    out = {"cap_hours": cfg.budget_hours, "done": counted, "spent_hours": round(spent / 3600, 2),
+           "spent_hours_by_group": {g: round(v / 3600, 2) for g, v in sorted(by_group.items())},
+           "step_minutes": {g: {k: round(v / 60, 1) for k, v in ks.items()} for g, ks in medians.items()},
+           "pending": projected["study"][0]}
+    if seeded:
+        reruns["pending"] = projected["reruns"][0]
+    if reruns["pieces"] or reruns.get("checks") or seeded:
+        out["reruns"] = reruns
+    if cfg.headings:
+        out["headings"] = {h: {"cap_hours": float(cfg.headings[h]["cap_hours"]),
+                               "spent_hours": round(sum(headed[h].values()) / 3600, 2),
+                               "pieces": {n: round(v / 3600, 2) for n, v in headed[h].items()},
+                               "pending": projected[h][0]} for h in cfg.headings}
+    return out
+
+
+def _step_samples(rec: Mapping[str, Any], piece: Piece) -> list[tuple[str, float]]:
+    """(step kind, seconds) of each step a committed piece's record ``rec`` measured, over its
+    attempts after the last ``lost`` one (each test variant one sample of its kind); none where the
+    record has a ``note`` or an attempt stopped in training."""
+    attempts = rec["seconds"].get("attempts", [])
+    lost = [i for i, a in enumerate(attempts) if a.get("lost")]
+    attempts = attempts[lost[-1] + 1:] if lost else attempts  # its run folder gone: the next call began anew
+    if rec.get("note") or any(stopped_in_training(a) for a in attempts):
+        return []  # a stopped attempt's steps are not known, and the step the next one resumed is partial
+    own = uses_scene_parser(piece) and rec.get("scene_parser_of", piece.variant) == piece.variant
+    totals: dict[str, float] = {}  # step -> seconds over every attempt
+    for attempt in attempts:
+        steps = attempt.get("steps", {})
+        if any(k in steps for k in PARSER_STEPS):
+            totals["parsers"] = totals.get("parsers", 0.0) + _parser_phase(steps)
+        for key, sec in steps.items():
+            if key not in PARSER_STEPS:
+                totals[key] = totals.get(key, 0.0) + float(sec)
+    return [(kind, sec) for kind, sec in ((_step_kind(key, own), sec) for key, sec in totals.items())
+            if kind is not None]
+
+
+def _project_pending(pending: Sequence[Piece], heading: Mapping[str, str], medians: Mapping[str, Mapping[str, float]],
+                     projected: dict[str, tuple[list[dict[str, Any]], float, float]], results: str | os.PathLike,
+                     cfg: StudyConfig, machines: Mapping[str, Mapping[str, Any]]) -> None:
+    """Each pending piece, in plan order, projected from its group's step ``medians`` (its analog's
+    where its group never ran) and appended to the rows of its heading in ``projected`` (heading ->
+    (rows, cumulative seconds, cap hours)), with the machines its scene parser was trained on."""
     trainers = scene_parser_trainers(cfg)
-    for piece in plan:
-        if piece.name in done:
-            continue
+    for piece in pending:
         rows, cumulative, cap = projected[heading[piece.name]]
         basis = piece.group if piece.group in medians else BUDGET_ANALOG.get(piece.group)
         steps = medians.get(basis, {}) if basis else {}
@@ -216,20 +244,6 @@ def budget(results: str | os.PathLike, cfg: StudyConfig = STUDY) -> dict[str, An
                      "cumulative_hours": round(cumulative / 3600, 2) if seconds is not None else None,
                      "within_cap": None if seconds is None else cumulative <= cap * 3600})
         projected[heading[piece.name]] = (rows, cumulative, cap)
-    out = {"cap_hours": cfg.budget_hours, "done": counted, "spent_hours": round(spent / 3600, 2),
-           "spent_hours_by_group": {g: round(v / 3600, 2) for g, v in sorted(by_group.items())},
-           "step_minutes": {g: {k: round(v / 60, 1) for k, v in ks.items()} for g, ks in medians.items()},
-           "pending": projected["study"][0]}
-    if seeded:
-        reruns["pending"] = projected["reruns"][0]
-    if reruns["pieces"] or reruns.get("checks") or seeded:
-        out["reruns"] = reruns
-    if cfg.headings:
-        out["headings"] = {h: {"cap_hours": float(cfg.headings[h]["cap_hours"]),
-                               "spent_hours": round(sum(headed[h].values()) / 3600, 2),
-                               "pieces": {n: round(v / 3600, 2) for n, v in headed[h].items()},
-                               "pending": projected[h][0]} for h in cfg.headings}
-    return out
 
 
 def _staged_whole(results: str | os.PathLike, piece: Piece) -> bool:
@@ -284,9 +298,9 @@ def rerun_hours(results: str | os.PathLike, cfg: StudyConfig = STUDY) -> dict[st
     ``RESULTS/pieces/``) and each committed piece of ``cfg``'s :attr:`StudyConfig.seed_pieces` (a
     further training seed, under ``RESULTS/pieces/``; one the config widens counts once its widened
     run is staged or promoted, never the reduced piece committed before it, whose hours are the
-    study's: :func:`~orchestration.study.plan.is_reduced`), one row each, and the perception schedule
+    study's: :func:`~orchestration.study.settings.pieces.is_reduced`), one row each, and the perception schedule
     check's (its record,
-    :func:`~orchestration.study.perception_record.perception_seconds`), against
+    :func:`~orchestration.study.settings.perception_record.perception_seconds`), against
     :data:`RERUN_CAP_HOURS`: ``{"cap_hours", "spent_hours", "pieces": {piece: hours}}``, and
     ``"checks": {PERCEPTION_BUDGET_GROUP: hours, pilot: hours}`` once the check has spent any, and
     each of :data:`RERUN_PILOTS` whose record is there.
@@ -324,7 +338,7 @@ SCENE_PARSER_FILES = ("detector.pt", "attributes.pt")
 
 
 def borrowed_and_missing(piece: Piece, runs: str | os.PathLike, cfg: StudyConfig = STUDY) -> Path | None:
-    """The run folder of the scene parser ``piece`` borrows (:func:`~orchestration.study.plan.lenders`)
+    """The run folder of the scene parser ``piece`` borrows (:func:`~orchestration.study.settings.pieces.lenders`)
     where ``runs`` lacks it (:data:`SCENE_PARSER_FILES`), so that the piece trains it again first;
     None where it holds it, or the piece trains its own or uses none."""
     if not lenders(piece, cfg):
@@ -342,10 +356,10 @@ def sharer_machines(piece: Piece, results: str | os.PathLike, cfg: StudyConfig =
                     trainers: Mapping[Path, Sequence[Piece]] | None = None,
                     machines: Mapping[str, Mapping[str, Any]] | None = None) -> list[tuple[Piece, Path, dict[str, Any]]]:
     """The committed pieces that train into the run folder ``piece`` reads its scene parser from
-    (:func:`~orchestration.study.plan.sharers`), each with its ``piece.json`` and the ``machine`` it
+    (:func:`~orchestration.study.settings.pieces.sharers`), each with its ``piece.json`` and the ``machine`` it
     records (empty where it records none): where that folder's scene parser was trained, in plan
     order. Empty where no such piece is committed. A caller that asks of many pieces passes what it
-    holds already: ``trainers`` (:func:`~orchestration.study.plan.scene_parser_trainers`) and
+    holds already: ``trainers`` (:func:`~orchestration.study.settings.pieces.scene_parser_trainers`) and
     ``machines`` (committed piece -> its ``machine``, read from its ``piece.json``).
 
     Raises:

@@ -2,17 +2,17 @@
 SLURM cluster (``slurm``), through submitit (the ``cluster`` extra: ``pip install ".[cluster]"``,
 imported only by :func:`launch` and the job wrapper). The sequential launcher (one piece after
 another in the calling process) stays in ``scripts/run_study.py``; this module is the floor above
-:mod:`orchestration.study.run` (docs/cluster.md; why it is built this way: docs/decisions.md, 2026-12-05).
+:mod:`orchestration.study.running.piece` (docs/cluster.md; why it is built this way: docs/decisions.md, 2026-12-05).
 
 A launch is a list of :class:`Job` (:func:`plan_jobs`), each a call of ``scripts/run_study.py``
-from one code tree (a frozen git worktree of HEAD, :func:`orchestration.study.code_tree.frozen_tree`) with absolute data, runs and
+from one code tree (a frozen git worktree of HEAD, :func:`orchestration.study.running.code_tree.frozen_tree`) with absolute data, runs and
 results folders, so that every job writes where the submitting checkout reads:
 
     data-<variant>        generate the splits the launched pieces read of one variant (once, before
                           them; a variant whose splits are complete gets no job)
     parsers-<piece>       (``nodes * gpus_per_node`` > 1) train the piece's parsers data-parallel,
                           one process per GPU, into its run folder
-    <piece>               run the piece (:func:`orchestration.study.run.run_piece`; it resumes from its run
+    <piece>               run the piece (:func:`orchestration.study.running.piece.run_piece`; it resumes from its run
                           folder's checkpoints and finds its data and parsers there)
 
 and its dependencies, read from the plan:
@@ -21,7 +21,7 @@ and its dependencies, read from the plan:
     - the jobs of one run folder ``RUNS/<variant>[-seed<N>]`` (its groups read, merge and rewrite
       the same ``summary.json``) run one after another in plan order (``afterany``: a failed piece
       frees the folder);
-    - the pieces that use one scene parser (:func:`orchestration.study.plan.scene_source`) wait for the
+    - the pieces that use one scene parser (:func:`orchestration.study.settings.pieces.scene_source`) wait for the
       first of them in plan order, the one that trains it (``afterok``).
 """
 from __future__ import annotations
@@ -48,11 +48,11 @@ from nsvqa.generation.variants import load_variant
 from nsvqa.training.question_config import QuestionParserConfig
 from nsvqa.training.scene_config import SceneParserConfig
 from orchestration.models import needs as model_needs, parse_specs
-from orchestration.study.cost import BUDGET_ANALOG, budget, pending_rows
-from orchestration.study.code_tree import SCRIPT
-from orchestration.study.plan import (Piece, PieceSetup, piece_setup, run_folder, scene_parser_folder, study_pieces,
-                                     trains_scene_parser, uses_scene_parser)
-from orchestration.study.study_config import STUDY, STUDY_FILE, StudyConfig, StudyError, results_config
+from orchestration.study.settings.budget import BUDGET_ANALOG, budget, pending_rows
+from orchestration.study.running.code_tree import SCRIPT
+from orchestration.study.settings.pieces import (Piece, PieceSetup, piece_setup, run_folder, scene_parser_folder,
+                                                 study_pieces, trains_scene_parser, uses_scene_parser)
+from orchestration.study.settings.config import STUDY, STUDY_FILE, StudyConfig, StudyError, results_config
 
 #: The launchers ``run_study.py --launcher`` offers; ``sequential`` runs in the calling process.
 LAUNCHERS = ("sequential", "local", "slurm")
@@ -151,7 +151,7 @@ def data_needs(pieces: Sequence[Piece], data: str | os.PathLike,
     """The data the pieces read, by variant folder relative to ``data`` (``mid``, ``parts/mid``):
     ``{"root", "variant", "questions", "splits"}`` each: the train, val and test splits of a piece's
     own variant and of its scene parser's, the test split of each test variant (what
-    :func:`orchestration.study.run.generate_piece_data` generates or finds)."""
+    :func:`orchestration.study.running.piece.generate_piece_data` generates or finds)."""
     out: dict[str, dict[str, Any]] = {}
     for piece in pieces:
         setup = piece_setup(piece, data, ".", cfg)
@@ -193,7 +193,7 @@ def plan_jobs(todo: Sequence[Piece], data: str | os.PathLike, runs: str | os.Pat
     module's docstring), in an order where each job comes after those it waits for.
 
     Args:
-        projected: piece name -> its projected minutes (default: :func:`orchestration.study.cost.budget`'s).
+        projected: piece name -> its projected minutes (default: :func:`orchestration.study.settings.budget.budget`'s).
     """
     if projected is None:
         projected = {p["piece"]: p["minutes"] for p in pending_rows(budget(results, cfg))}
@@ -274,7 +274,7 @@ def train_piece_parsers(piece: Piece, data: str | os.PathLike, runs: str | os.Pa
                         *, device: str = "cpu", progress: bool = True) -> dict[str, float]:
     """A parsers job: train (or resume, or find finished) the scene parser the piece owns and its
     question parser into its run folder, one after the other, with the piece's own
-    :attr:`~orchestration.study.plan.PieceSetup.spec` (so its piece job resumes them); under
+    :attr:`~orchestration.study.settings.pieces.PieceSetup.spec` (so its piece job resumes them); under
     ``WORLD_SIZE`` > 1 (set by the job from submitit's task environment) every process calls this
     and they train data-parallel (:mod:`nsvqa.training.distributed`; rank 0 writes). Returns seconds
     per parser."""
@@ -539,7 +539,7 @@ def launch(todo: Sequence[Piece], data: str | os.PathLike, runs: str | os.PathLi
 def past_cap(todo: Sequence[Piece], results: str | os.PathLike, cfg: StudyConfig) -> str | None:
     """Why launching ``todo`` would take the study past :attr:`StudyConfig.budget_hours` (None when
     it would not): the committed pieces reach the cap, or one of ``todo`` is projected past it
-    (:func:`orchestration.study.cost.budget`, the pending pieces in plan order). The pieces of
+    (:func:`orchestration.study.settings.budget.budget`, the pending pieces in plan order). The pieces of
     :attr:`StudyConfig.seed_pieces` are held to the reruns' cap the same way, never to the study's."""
     b = budget(results, cfg)
     names = {t.name for t in todo}
@@ -559,7 +559,7 @@ def past_cap(todo: Sequence[Piece], results: str | os.PathLike, cfg: StudyConfig
 
 
 # ---------------------------------------------------------------------------- a study at another scale
-#: The step kinds of :func:`orchestration.study.cost.budget` and the work each scales with.
+#: The step kinds of :func:`orchestration.study.settings.budget.budget` and the work each scales with.
 _SCALES = {"parsers": "scene", "parsers (shared scene parser)": "question", "test": "test",
            "test (own parser)": "test"}
 
@@ -568,7 +568,7 @@ def scaled_estimate(measured: str | os.PathLike, measured_cfg: StudyConfig, targ
                     gpu_speedup: float) -> dict[str, Any]:
     """An estimate (not a measurement) of the compute of ``target``'s plan from the steps the
     pieces committed under ``measured`` took (run under ``measured_cfg``): each target piece's
-    steps are the medians :func:`orchestration.study.cost.budget` projects pending pieces from (its
+    steps are the medians :func:`orchestration.study.settings.budget.budget` projects pending pieces from (its
     group's, or its analog's), each times the work ratio of its step kind:
 
         own scene parser (``parsers``)     detector iterations x batch x pixels

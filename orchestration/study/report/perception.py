@@ -1,7 +1,7 @@
 """The perception schedule check's finding and its section of the report, from what the check
-committed (:mod:`orchestration.study.perception_schedule` runs it): its predictions
+committed (:mod:`orchestration.study.checks.perception_schedule` runs it): its predictions
 (``RESULTS/perception_schedule/predictions/``, labels ``<model>.<E>ep``) and its record. Beside
-:mod:`orchestration.study.findings`, whose rules and intervals it uses; the report adds its row to
+:mod:`orchestration.study.report.findings`, whose rules and intervals it uses; the report adds its row to
 the findings (:func:`perception_check`).
 
 The comparison of the heads judges the modular models that read the attribute head
@@ -10,7 +10,7 @@ from the detections, reads none, so its difference between two schedules is retr
 is left out of both verdicts and shown as a control. "Non-modular more robust" is judged against
 the non-modular models pooled over the training seeds the study's visual factor pools for them
 (its report's ``factors.visual.models.<model>.seeds``), by the main finding's rule
-(:func:`~orchestration.study.findings.verdict` on each modular − non-modular RD difference).
+(:func:`~orchestration.study.report.findings.verdict` on each modular − non-modular RD difference).
 """
 from __future__ import annotations
 
@@ -22,11 +22,12 @@ from nsvqa.evaluation.accuracies import accuracy
 from nsvqa.evaluation.comparison import rd_bootstrap
 from nsvqa.evaluation.degrade import factor_layout, factor_relative_degrade
 from nsvqa.evaluation.resampling import N_BOOT, bound_precision, percentile_interval
-from orchestration.study.findings import (MODULAR, NON_MODULAR, _ci, _declared, _finding, _pct, deciding,
-                                          level_verdict, paper_figures, verdict)
-from orchestration.study.perception_record import (PERCEPTION_FACTOR, PERCEPTION_RESULTS, parse_perception_label,
-                                                   perception_label, perception_summary, read_perception_record)
-from orchestration.study.plan import Piece
+from orchestration.study.report.findings import (MODULAR, NON_MODULAR, _ci, _declared, _finding, _pct, deciding,
+                                                 level_verdict, paper_figures, verdict)
+from orchestration.study.settings.perception_record import (PERCEPTION_FACTOR, PERCEPTION_RESULTS,
+                                                            parse_perception_label, perception_label,
+                                                            perception_summary, read_perception_record)
+from orchestration.study.settings.pieces import Piece
 
 #: The models whose RDs the finding reports: the paper's modular ones decide, exact inference beside them.
 REPORTED = (*MODULAR, "pnsvqa-exact")
@@ -248,11 +249,11 @@ def perception_check(report: dict[str, Any], results: str | Path,
                      rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """``rows`` (the findings) with the check's finding (:func:`perception_finding` on ``results``'
     predictions at the schedule the rule chooses,
-    :func:`~orchestration.study.perception_record.record_search`, the study's ``study``, each
+    :func:`~orchestration.study.settings.perception_record.record_search`, the study's ``study``, each
     non-modular model pooled over the seeds ``report``'s visual factor pools for it) after the
     visual modular level's row (else last); where the check has a record, also its summary in
     ``report["perception_schedule"]``
-    (:func:`~orchestration.study.perception_record.perception_summary`, with ``base_runs``:
+    (:func:`~orchestration.study.settings.perception_record.perception_summary`, with ``base_runs``:
     :func:`base_runs_text` against ``report["pieces"]``)."""
     record = read_perception_record(results)
     summary = perception_summary(record)

@@ -1,7 +1,7 @@
 """A piece's records of its attempts: the ledger ``RUN/study_<group>.json`` (one entry per call,
 open while the call runs), the seconds each attempt took, an attempt a kill stopped closed from
 the files it wrote, and the format version of the ``piece.json`` a finished piece commits
-(docs/formats.md, "piece.json"). Data only: :mod:`orchestration.study.run` writes them, the budget reads them.
+(docs/formats.md, "piece.json"). Data only: :mod:`orchestration.study.running.piece` writes them, the budget reads them.
 """
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from nsvqa.fileio import read_json_record
-from orchestration.study.study_config import StudyError
+from orchestration.study.settings.config import StudyError
 
 #: Format version of ``piece.json``.
 PIECE_FORMAT = 1

@@ -1,4 +1,4 @@
-"""The record of the redundancy scale check (:mod:`orchestration.study.scale` runs it): where it lives under
+"""The record of the redundancy scale check (:mod:`orchestration.study.checks.scale` runs it): where it lives under
 the results and runs roots, ``scale.json`` read and counted, and the labels of its predictions.
 Data only, beside the plan: the report and the budget read it without loading the check.
 """
@@ -9,11 +9,11 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from nsvqa.fileio import read_json_record
-from orchestration.study.study_config import StudyError
+from orchestration.study.settings.config import StudyError
 
 
 #: The factor of the scale check: its training variants' question parsers are trained again on more
-#: questions of the same training scenes (:mod:`orchestration.study.scale`).
+#: questions of the same training scenes (:mod:`orchestration.study.checks.scale`).
 SCALE_FACTOR = "redundancy"
 #: ``RESULTS/<SCALE_RESULTS>/``: the scale check's gzipped predictions (``predictions/``, labels
 #: :func:`scale_label`) and ``scale.json``.
@@ -26,7 +26,7 @@ SCALE_BUDGET_GROUP = "redundancy scale check"
 
 
 def scale_record_path(results: str | os.PathLike) -> Path:
-    """``RESULTS/<SCALE_RESULTS>/scale.json``: the scale check's record (:mod:`orchestration.study.scale`)."""
+    """``RESULTS/<SCALE_RESULTS>/scale.json``: the scale check's record (:mod:`orchestration.study.checks.scale`)."""
     return Path(results) / SCALE_RESULTS / "scale.json"
 
 

@@ -1,6 +1,6 @@
 """The robustness study's plan: its pieces, in the order they run (data and arithmetic over
-:data:`~orchestration.study.study_config.STUDY`; running a piece is :mod:`orchestration.study.run`, the floor
-above, its budget :mod:`orchestration.study.cost`, and the report :mod:`orchestration.study.report`).
+:data:`~orchestration.study.settings.config.STUDY`; running a piece is :mod:`orchestration.study.running.piece`, the floor
+above, its budget :mod:`orchestration.study.settings.budget`, and the report :mod:`orchestration.study.report.build`).
 What a piece needs follows from its models, as the registry (:mod:`orchestration.models`) answers for
 them (:func:`uses_scene_parser`, :func:`trains_scene_parser`), never from the name of its group.
 
@@ -8,12 +8,12 @@ The study trains every model on every training variant of the four domain-shift 
 systematic splits), tests each on its factor's variants, and reports accuracy matrices (the paper's
 Table 1) and Relative Degrade (Table 2). It is far too long for one process on a CPU, so it is a
 list of *pieces*: one (training variant, seed, group of models) each, run by
-:func:`orchestration.study.run.run_piece`
+:func:`orchestration.study.running.piece.run_piece`
 through :func:`orchestration.experiment.train_variant`. A finished piece leaves, under ``RESULTS/pieces/<piece>/``:
 
     predictions/<model>__train-<variant>__test-<variant>.jsonl.gz   every prediction, gzipped
     perception.json  the scene parser on each test variant (pieces whose models use one:
-                   :func:`orchestration.study.run.write_perception`)
+                   :func:`orchestration.study.running.piece.write_perception`)
     piece.json     what ran (the study config, the piece, the commit, the machine, the variant
                    whose run trained the scene parser), per-step and total seconds (a shared scene
                    parser's are its first piece's), accuracy per (model, test variant); written
@@ -25,10 +25,10 @@ checkpoints in its run folder (outside git) when they are still there, else it s
 piece committed with fewer models or tests than the plan now gives it (a seed piece widened by
 :attr:`StudyConfig.seed_pieces`: :func:`is_reduced`) is never run into the same folder: its
 widened run goes to a results folder of its own and is promoted in its place (docs/study.md).
-:func:`orchestration.study.report.build_study_report` rebuilds every table from the committed predictions alone.
+:func:`orchestration.study.report.build.build_study_report` rebuilds every table from the committed predictions alone.
 
-Every size and schedule of the study is in :data:`~orchestration.study.study_config.STUDY` (one
-:class:`~orchestration.study.study_config.StudyConfig`); nothing is in shell scripts. Variants whose data
+Every size and schedule of the study is in :data:`~orchestration.study.settings.config.STUDY` (one
+:class:`~orchestration.study.settings.config.StudyConfig`); nothing is in shell scripts. Variants whose data
 are the same bytes are trained once: ``co-0`` is ``mid`` and ``bal`` is ``hard`` (the catalogue's
 aliases, :attr:`StudyConfig.aliases`, checked against the catalogue by :func:`check_aliases`); the report reads ``mid``'s predictions as ``co-0``'s in the compositionality
 table, and ``hard``'s as ``bal``'s in the distribution table. Training variants whose images are
@@ -52,7 +52,7 @@ from typing import Any, Mapping, Sequence
 from executors.io import read_json
 from nsvqa.generation.variants import FACTORS, SCENE_KEYS, load_variant
 from orchestration import models as registry
-from orchestration.study.study_config import STUDY, StudyConfig, StudyError
+from orchestration.study.settings.config import STUDY, StudyConfig, StudyError
 from orchestration.train_spec import TrainSpec
 
 
@@ -261,7 +261,7 @@ def seed_pieces(base: Sequence[Piece], cfg: StudyConfig = STUDY,
 class PieceSetup:
     """Everything about how one piece runs, computed once (:func:`piece_setup`): where its data and
     runs live, the data it reads, the run folders it trains into and reads from, and the
-    :class:`~orchestration.train_spec.TrainSpec` it trains with. Running (:mod:`orchestration.study.run`),
+    :class:`~orchestration.train_spec.TrainSpec` it trains with. Running (:mod:`orchestration.study.running.piece`),
     the launcher and the one-off checks read it; none builds its own."""
 
     piece: Piece
@@ -414,7 +414,7 @@ def lenders(piece: Piece, cfg: StudyConfig = STUDY,
     return [] if trains_scene_parser(piece, cfg) else sharers(piece, cfg, trainers)
 
 
-#: A piece's committed parses, under its results folder (``orchestration.study.parses``).
+#: A piece's committed parses, under its results folder (``orchestration.study.running.parses``).
 PARSES = "parses"
 
 
@@ -440,7 +440,7 @@ def is_reduced(results: str | os.PathLike, piece: Piece) -> bool:
     """Whether ``piece`` is committed under ``results`` with fewer models or tests than the plan
     gives it (:func:`record_holds`): a seed piece :attr:`StudyConfig.seed_pieces` widens, its
     widened run not promoted in its place yet. The runner skips it (:func:`is_done`); the budget
-    projects it (:func:`~orchestration.study.cost.budget`).
+    projects it (:func:`~orchestration.study.settings.budget.budget`).
 
     Raises:
         StudyError: its ``piece.json`` is not JSON (the file named).

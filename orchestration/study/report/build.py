@@ -22,7 +22,7 @@
     parts/heatmaps/<model>.png           its part-question matrix per model
 
 The systematic splits' and the fallback's sections (JSON, Markdown, plot) and the comparison with
-the in-domain generalization paper come from :mod:`orchestration.study.systematic`.
+the in-domain generalization paper come from :mod:`orchestration.study.report.systematic`.
 
 Tables 1-2 use seed 0 of every model, as the paper does, except where a model ran further
 training seeds on every training variant of a factor (:attr:`StudyConfig.seed_pieces`): that
@@ -56,16 +56,18 @@ from nsvqa.generation.questions.templates import load_templates
 from nsvqa.generation.variants import FACTORS, get_factor, load_variant
 from nsvqa.models import ModelSpec
 from orchestration.models import get as get_model
-from orchestration.study.cost import budget, budget_markdown, machine_label, pending_rows
-from orchestration.study.plan import (PARSES, PART_GROUP, canonical, design_only, lenders, piece_dir,
-                                      reads_detector_only, scene_parser_folder, scene_parser_trainers, study_pieces)
-from orchestration.study.study_config import STUDY, StudyConfig, StudyError
-from orchestration.study.more_seeds import more_seeds, more_seeds_markdown
-from orchestration.study.perception_finding import perception_check, perception_markdown
-from orchestration.study.findings import (decide_all, findings, findings_markdown, perception_of, scale_cells,
-                                  seeing_sentence, seeing_sides)
-from orchestration.study.systematic import (fallback_figure, fallback_markdown, fallback_section, generalization_markdown,
-                                    generalization_points, systematic_markdown, systematic_section)
+from orchestration.study.settings.budget import budget, budget_markdown, machine_label, pending_rows
+from orchestration.study.settings.pieces import (PARSES, PART_GROUP, canonical, design_only, lenders, piece_dir,
+                                                 reads_detector_only, scene_parser_folder, scene_parser_trainers,
+                                                 study_pieces)
+from orchestration.study.settings.config import STUDY, StudyConfig, StudyError
+from orchestration.study.report.seeds import more_seeds, more_seeds_markdown
+from orchestration.study.report.perception import perception_check, perception_markdown
+from orchestration.study.report.findings import (decide_all, findings, findings_markdown, perception_of, scale_cells,
+                                                 seeing_sentence, seeing_sides)
+from orchestration.study.report.systematic import (fallback_figure, fallback_markdown, fallback_section,
+                                                   generalization_markdown, generalization_points, systematic_markdown,
+                                                   systematic_section)
 
 TEXT_SUFFIXES = (".json", ".md", ".tex")
 
@@ -83,9 +85,9 @@ def _parsed_scenes(path: Path) -> list:
 
 def check_shared_scene_parsers(results: str | os.PathLike, cfg: StudyConfig = STUDY) -> int:
     """That the committed pieces reading one run folder's scene parser read one perception: every
-    borrower (:func:`~orchestration.study.plan.lenders`) parsed each test split exactly as its
+    borrower (:func:`~orchestration.study.settings.pieces.lenders`) parsed each test split exactly as its
     committed lender did (their ``parses/<test>/likelihoods.json.gz``' scenes), and every two pieces
-    that read the same folder (:func:`~orchestration.study.plan.scene_parser_folder`: a lender and
+    that read the same folder (:func:`~orchestration.study.settings.pieces.scene_parser_folder`: a lender and
     its borrowers, the groups of one variant and seed) and whose ``piece.json`` records the weights
     of that scene parser (``scene_parser_weights``, written since 2026-12-06) record the same
     weights. A factor's RD reads a borrower's and its lender's rows as one perception; the seeing
@@ -131,12 +133,16 @@ def check_shared_scene_parsers(results: str | os.PathLike, cfg: StudyConfig = ST
     return compared
 
 
+#: a committed cell's key: (model, training variant, test variant, training seed)
+Cell = tuple[str, str, str, int]
+
+
 def collect(results: str | os.PathLike, *, parts: bool = False,
             done: Sequence[tuple[Path, Mapping[str, Any]]] | None = None
             ) -> tuple[dict[tuple[str, str, str, int], list[Prediction]], list[dict]]:
     """Every committed prediction, keyed (model, train, test, seed), and each piece's record
     (``piece.json`` without its study config), in piece-name order. The predictions are those of
-    the part-question extension's pieces (group :data:`~orchestration.study.plan.PART_GROUP`) when ``parts``,
+    the part-question extension's pieces (group :data:`~orchestration.study.settings.pieces.PART_GROUP`) when ``parts``,
     of every other piece otherwise; the records are every piece's. ``done``: :func:`done_pieces`
     of ``results`` already read."""
     cells: dict[tuple[str, str, str, int], list[Prediction]] = {}
@@ -327,9 +333,33 @@ def build_study_report(results: str | os.PathLike, cfg: StudyConfig = STUDY, *, 
     if not pieces:
         raise FileNotFoundError(f"{results}: no finished piece (pieces/<piece>/piece.json)")
     files: dict[str, bytes] = {}
-    modular = set(cfg.groups.get("modular", ()))
+    factors = _factor_sections(cells, cfg, files, plots)  # Table 1 / Table 2, one evaluation per factor
+    parts = _part_section(results, collect(results, parts=True, done=done)[0], cfg, files, plots)
+    perception = _perception_section(done)
+    systematic = systematic_section(cells, perception)
+    fallback = fallback_section(factor_cells(cells, "distribution", cfg))
+    if plots and fallback["tests"]:
+        files["distribution/fallback.png"] = _png(lambda plt: fallback_figure(plt, fallback))
+    in_domain, question_only = _in_domain_section(cells, done, cfg.default_variant, files, plots)
+    seeds = _default_seeds(cells, cfg.default_variant, set(cfg.groups.get("modular", ())))
+    report = {"format_version": 1, "study": cfg.to_json(), "pieces": pieces, "question_only": question_only,
+              "seeing": seeing_sides(cfg.groups),
+              "in_domain": in_domain, "seeds": seeds, "factors": factors, "parts": parts,
+              "perception": perception, "perception_min_exist": MIN_EXIST, "systematic": systematic,
+              "fallback": fallback}
+    report["budget"] = budget(results, cfg)
+    _decide_findings(report, results, cells, cfg)
+    report["generalization"] = generalization_points(report, cells)
+    files["report.json"] = (json.dumps(report, indent=1) + "\n").encode()
+    files["report.md"] = (study_markdown(report) + "\n").encode()
+    files["report.tex"] = (study_latex(report) + "\n").encode()
+    return files
 
-    # Table 1 / Table 2, one evaluation per factor
+
+def _factor_sections(cells: Mapping[Cell, list[Prediction]], cfg: StudyConfig, files: dict[str, bytes],
+                     plots: bool) -> dict[str, Any]:
+    """Table 1 / Table 2: per factor of ``cfg`` with cells, its evaluation's files (``<factor>/report.*``,
+    and its heatmaps with ``plots``) added to ``files``, and its section of ``report.json``."""
     factors: dict[str, Any] = {}
     for f in cfg.factors:
         fc, seeds_of = seeded_factor_cells(cells, f, cfg)
@@ -367,16 +397,14 @@ def build_study_report(results: str | os.PathLike, cfg: StudyConfig = STUDY, *, 
                                      # the training seeds pooled, where more than seed 0
                                      **({"seeds": seeds_of[m]} if len(seeds_of.get(m, [0])) > 1 else {})}
                                  for m, v in rep["factors"][f]["models"].items()}}
+    return factors
 
-    parts = _part_section(results, collect(results, parts=True, done=done)[0], cfg, files, plots)
-    perception = _perception_section(done)
-    systematic = systematic_section(cells, perception)
-    fallback = fallback_section(factor_cells(cells, "distribution", cfg))
-    if plots and fallback["tests"]:
-        files["distribution/fallback.png"] = _png(lambda plt: fallback_figure(plt, fallback))
 
-    # Fig. 3: in domain on the default variant, seed 0; the image margin against the question-only model
-    d = cfg.default_variant
+def _in_domain_section(cells: Mapping[Cell, list[Prediction]], done: Sequence[tuple[Path, Mapping[str, Any]]], d: str,
+                       files: dict[str, bytes], plots: bool) -> tuple[list[dict[str, Any]], str | None]:
+    """Fig. 3: in domain on the default variant ``d``, seed 0; the image margin against the
+    question-only model and the image dependence. Its rows (reliability and in-domain plots added to
+    ``files`` with ``plots``) and the question-only model."""
     in_domain = []
     for (model, train, test, seed), preds in sorted(cells.items()):
         if train == test == d and seed == 0:
@@ -403,8 +431,12 @@ def build_study_report(results: str | os.PathLike, cfg: StudyConfig = STUDY, *, 
     in_domain.sort(key=lambda r: (r["kind"] == "modular", r["accuracy"]))
     if plots and in_domain:
         files["in_domain.png"] = _in_domain_plot(in_domain)
+    return in_domain, question_only
 
-    # the default variant's seeds (modular models)
+
+def _default_seeds(cells: Mapping[Cell, list[Prediction]], d: str, modular: set[str]) -> dict[str, dict[str, Any]]:
+    """The default variant ``d``'s in-domain accuracy per training seed of each ``modular`` model,
+    with their mean and standard deviation."""
     seeds: dict[str, dict[str, Any]] = {}
     for (model, train, test, seed), preds in sorted(cells.items()):
         if train == test == d and model in modular:
@@ -413,13 +445,15 @@ def build_study_report(results: str | os.PathLike, cfg: StudyConfig = STUDY, *, 
         v = list(s["per_seed"].values())
         s["mean"] = statistics.fmean(v)
         s["std"] = statistics.stdev(v) if len(v) > 1 else None
+    return seeds
 
-    report = {"format_version": 1, "study": cfg.to_json(), "pieces": pieces, "question_only": question_only,
-              "seeing": seeing_sides(cfg.groups),
-              "in_domain": in_domain, "seeds": seeds, "factors": factors, "parts": parts,
-              "perception": perception, "perception_min_exist": MIN_EXIST, "systematic": systematic,
-              "fallback": fallback}
-    report["budget"] = budget(results, cfg)
+
+def _decide_findings(report: dict[str, Any], results: Path, cells: Mapping[Cell, list[Prediction]],
+                     cfg: StudyConfig) -> None:
+    """The report's ``findings`` (each against the non-modular side and again against each group that
+    sees, the perception check's row with them, decided together), its ``design`` (a verdict is
+    provisional until the declared design is complete) and ``more_seeds``."""
+    d, factors = cfg.default_variant, report["factors"]
     scale = scale_cells(results)
     rows = perception_check(report, results, cells, findings(report, cells, d, scale=scale))
     seeing = {side["group"]: findings(report, cells, d, scale=None, non_modular=side["models"], label=side["group"])
@@ -435,11 +469,6 @@ def build_study_report(results: str | os.PathLike, cfg: StudyConfig = STUDY, *, 
                 r["qualifier"] = "; ".join(x for x in ("provisional", r.get("qualifier")) if x)
     k = max((r.get("correction", {}).get("k", 1) for r in report["findings"]), default=1)
     report["more_seeds"] = more_seeds(rows, seeing, report["pieces"], k)
-    report["generalization"] = generalization_points(report, cells)
-    files["report.json"] = (json.dumps(report, indent=1) + "\n").encode()
-    files["report.md"] = (study_markdown(report) + "\n").encode()
-    files["report.tex"] = (study_latex(report) + "\n").encode()
-    return files
 
 
 def design_record(b: Mapping[str, Any], cfg: StudyConfig) -> dict[str, Any]:
@@ -565,6 +594,20 @@ def study_markdown(report: Mapping[str, Any]) -> str:
     lines = ["# The Super-CLEVR robustness study (object questions)", "",
              f"Question set `{report['study']['questions']}`; split sizes {report['study']['sizes']}; "
              f"profile `{report['study']['profile']}`; one seed per cell (seed 0) unless said.", ""]
+    for section in (_findings_md, _in_domain_md, _factors_md, _exact_md, _parts_md, _perception_md):
+        lines += section(report)
+    lines += perception_markdown(report)
+    if (report.get("fallback") or {}).get("tests"):
+        lines += fallback_markdown(report["fallback"])
+    if report.get("systematic"):
+        lines += systematic_markdown(report["systematic"])
+    lines += _closing_md(report)
+    return "\n".join(lines)
+
+
+def _findings_md(report: Mapping[str, Any]) -> list[str]:
+    """The findings, the paper's and ours beside them (none before any is decided)."""
+    lines: list[str] = []
     if report.get("findings"):
         lines += _section("Findings: the paper's, ours beside them",
                           "Each status follows from the intervals named (docs/evaluation.md, \"Findings\"). A "
@@ -580,6 +623,12 @@ def study_markdown(report: Mapping[str, Any]) -> str:
                           + (" " + seeing_sentence(report.get("seeing", ())) if report.get("seeing") else "")
                           + (" " + design_sentence(report) if report.get("design") else ""),
                           findings_markdown(report["findings"], report.get("seeing", ())))
+    return lines
+
+
+def _in_domain_md(report: Mapping[str, Any]) -> list[str]:
+    """Fig. 3: in domain on the default variant, with the image margin and dependence."""
+    lines: list[str] = []
     if report["in_domain"]:
         lines += ["## In domain (Fig. 3): train and test `" + report["study"]["default_variant"] + "`", "",
                   f"Image margin: in-domain accuracy minus the question-only `{report['question_only']}`'s "
@@ -605,6 +654,12 @@ def study_markdown(report: Mapping[str, Any]) -> str:
         rel = [f"[{r['model']}]({r['reliability']})" for r in report["in_domain"] if r.get("reliability")]
         if rel:
             lines += ["Reliability diagrams in domain (accuracy per confidence bin): " + ", ".join(rel) + ".", ""]
+    return lines
+
+
+def _factors_md(report: Mapping[str, Any]) -> list[str]:
+    """Table 2 (the RDs, the RD differences the findings turn on) and Table 1 (the matrices)."""
+    lines: list[str] = []
     if report["factors"]:
         models = _models_in_order(report)
         seeded = any(m.get("seeds") for fac in report["factors"].values() for m in fac["models"].values())
@@ -644,6 +699,12 @@ def study_markdown(report: Mapping[str, Any]) -> str:
                                                                                  fac["models"][m]["matrix"])])
                 lines.append("")
             lines += [f"Full evaluation (per question type, calibration, paired tests): [{f}/report.md]({f}/report.md)", ""]
+    return lines
+
+
+def _exact_md(report: Mapping[str, Any]) -> list[str]:
+    """P-NSVQA at the paper's threshold beside exact inference, per factor."""
+    lines: list[str] = []
     pairs = [(a, b) for a, b in (("pnsvqa", "pnsvqa-exact"), ("pnsvqa+gtprog", "pnsvqa-exact+gtprog"))]
     exact_rows = []
     for f, fac in report["factors"].items():
@@ -660,6 +721,12 @@ def study_markdown(report: Mapping[str, Any]) -> str:
                           "P-NSVQA at the paper's threshold / with exact inference, per factor: mean accuracy and "
                           "mean ECE over the matrix cells that exist, and RD.",
                           _table(["factor", "models", "cells", "mean accuracy %", "RD %", "mean ECE %"], exact_rows))
+    return lines
+
+
+def _parts_md(report: Mapping[str, Any]) -> list[str]:
+    """The part-question extension's RDs and matrices, where it ran."""
+    lines: list[str] = []
     parts = report.get("parts")
     if parts and parts["kinds"].get("part"):
         f = parts["factor"]
@@ -681,6 +748,12 @@ def study_markdown(report: Mapping[str, Any]) -> str:
             lines.append("")
         lines += ["Full evaluations: [part questions](parts/part/report.md), "
                   "[object questions](parts/object/report.md)", ""]
+    return lines
+
+
+def _perception_md(report: Mapping[str, Any]) -> list[str]:
+    """Each scene parser's perception on each test variant, and its recall by shape category."""
+    lines: list[str] = []
     if report.get("perception"):
         lines += ["## Perception: each scene parser on each test variant", "",
                   "Test split, every ground-truth object: recall (matched one-to-one at mask IoU ≥ 0.5 among "
@@ -708,11 +781,13 @@ def study_markdown(report: Mapping[str, Any]) -> str:
                             [[parser, t, *("—" if c not in r else f"{pct(r[c]['recall'])} ({r[c]['objects']})"
                                            for c in cats)] for parser, t, r in by_cat])
             lines.append("")
-    lines += perception_markdown(report)
-    if (report.get("fallback") or {}).get("tests"):
-        lines += fallback_markdown(report["fallback"])
-    if report.get("systematic"):
-        lines += systematic_markdown(report["systematic"])
+    return lines
+
+
+def _closing_md(report: Mapping[str, Any]) -> list[str]:
+    """The generalization paper's points, the default variant's seeds, the findings more seeds would
+    decide, the budget and the pieces."""
+    lines: list[str] = []
     if report.get("generalization"):
         lines += _section("The systematic splits against the in-domain generalization paper",
                           "That paper (Schott et al., ICLR 2022) regresses generative factors (R²) rather than "
@@ -745,7 +820,7 @@ def study_markdown(report: Mapping[str, Any]) -> str:
                     [[p["name"], f"{p['minutes']:.1f}", (p["commit"] or "—")[:10],
                       machine_label(p["machine"] or {})]
                      for p in report["pieces"]])
-    return "\n".join(lines)
+    return lines
 
 
 def _margins(report: Mapping[str, Any]) -> dict[str, str]:

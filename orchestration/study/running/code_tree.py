@@ -8,12 +8,12 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from orchestration.study.study_config import StudyError
+from orchestration.study.settings.config import StudyError
 
 #: the file whose presence says a code tree is whole
 SCRIPT = Path("scripts") / "run_study.py"
 #: this checkout
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def run_git(repo: str | os.PathLike, *args: str, needs: str) -> str:

@@ -3,7 +3,7 @@
 A finding is listed when its status rests on one training seed and either an interval that
 decides it has a bound within :data:`NEAR_ZERO` of 0 (a knife edge: another seed could move it
 across), or it holds at 95% but not after the multiple-comparison correction. For each listed
-interval its cells (``basis["cells"]`` of :func:`orchestration.study.findings.findings`: the
+interval its cells (``basis["cells"]`` of :func:`orchestration.study.report.findings.findings`: the
 [training variant, model] pairs it is computed from) name the committed seed-0 pieces they come
 from; the pieces to run are those pieces at the seeds :data:`MORE_SEEDS`. Pieces are ordered most
 decisive first: by how many listed intervals rest on them, then by name. Findings judged against
@@ -69,7 +69,7 @@ def more_seeds(rows: Sequence[Mapping[str, Any]], seeing: Mapping[str, Sequence[
                pieces: Sequence[Mapping[str, Any]], k: int) -> dict[str, Any]:
     """The listed findings (``rows``: judged against the paper-recipe models; ``seeing``: group ->
     the findings judged against that group of models that see; both before
-    :func:`~orchestration.study.findings.decide_all` merges them) and the pieces to run, seed by seed (every listed piece at the first further seed before any at
+    :func:`~orchestration.study.report.findings.decide_all` merges them) and the pieces to run, seed by seed (every listed piece at the first further seed before any at
     the next: a factor pools a seed only once each of its training variants has it), within a seed
     the pieces most listed intervals rest on first: ``{"near_zero", "seeds", "findings": [...],
     "pieces": [{"piece", "seed_0", "intervals", "findings", "done"}]}`` (``done``: ``run``, the

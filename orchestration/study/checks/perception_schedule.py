@@ -1,15 +1,15 @@
 """The perception schedule check: is the modular models' visual Relative Degrade an effect of how
-short their attribute heads trained? A floor of the study beside :mod:`orchestration.study.run`
+short their attribute heads trained? A floor of the study beside :mod:`orchestration.study.running.piece`
 (it uses :mod:`orchestration.experiment` and :mod:`nsvqa.training`; nothing in the package imports it).
 
-For each training variant of :data:`~orchestration.study.perception_record.PERCEPTION_FACTOR`, the
+For each training variant of :data:`~orchestration.study.settings.perception_record.PERCEPTION_FACTOR`, the
 *base run* is the study's run of that variant and seed under the runs root (``RUNS/<variant>``, the
 folder the study's modular piece trains): its detector, attribute head (the study's schedule, the
 base), question parser and NSCL. It is the committed piece's run only while the runs root holds
 the weights that piece learned; one trained again (``train_base``, or with other torch threads)
 learns other weights, so the check's arm at the study's schedule then answers otherwise than the
 committed cells, which the report says from the record
-(:func:`orchestration.study.perception_finding.base_runs_text`). The check
+(:func:`orchestration.study.report.perception.base_runs_text`). The check
 
 1. executes the study's modular models (:attr:`StudyConfig.groups` ``"modular"``) in the base run
    again (:func:`orchestration.experiment.train_variant` with the study's settings: everything it
@@ -19,9 +19,9 @@ committed cells, which the report says from the record
    run's detector (``SceneParserConfig.detector``; stage ``attributes``, the study's scene-parser
    settings otherwise, the same seed) and the base run's crop caches (linked, never rebuilt), into
    ``RUNS/perception-schedule/heads/<E>ep/<run>/scene_parser/``, in the order and until the rule of
-   :func:`~orchestration.study.perception_record.schedule_search` stops (on the val metric; the
+   :func:`~orchestration.study.settings.perception_record.schedule_search` stops (on the val metric; the
    schedule chosen among those tried is the one of the highest end-to-end val accuracy,
-   :data:`~orchestration.study.perception_record.SELECT_METRIC`, which the heads log after each
+   :data:`~orchestration.study.settings.perception_record.SELECT_METRIC`, which the heads log after each
    epoch: the study's scene settings must give ``e2e_eval_images`` above 0); with
    ``jobs`` 2, every head of a schedule at once, each in a process of one torch thread;
 3. executes the models with a schedule's heads: before each longer schedule, those of the schedule
@@ -37,7 +37,7 @@ committed cells, which the report says from the record
 
 So the two schedules' predictions differ in the attribute head alone. Under
 ``RESULTS/perception_schedule/`` it writes the predictions, gzipped, labelled with their schedule
-(:func:`~orchestration.study.perception_record.perception_label`: ``pnsvqa.3ep``, ``pnsvqa.24ep``),
+(:func:`~orchestration.study.settings.perception_record.perception_label`: ``pnsvqa.3ep``, ``pnsvqa.24ep``),
 and ``perception_schedule.json`` (docs/formats.md): per scene parser the heads of every schedule
 tried (per-epoch val metrics from the head's log, the final ones from its checkpoint, its weights
 digest, its seconds), the search, per schedule and training variant the run executed (its commit,
@@ -52,7 +52,7 @@ scene parser before heads, the question parser before the chosen schedule execut
 in ``other_seconds``) with the torch threads the record gives, and the check goes on only if it
 learned the weights the record holds (:func:`nsvqa.training.checkpoint.weights_digest`); a chosen
 head trained again must match its record the same way. The report reads the predictions
-(:func:`orchestration.study.perception_finding.perception_finding`) and the record.
+(:func:`orchestration.study.report.perception.perception_finding`) and the record.
 """
 from __future__ import annotations
 
@@ -76,14 +76,15 @@ from nsvqa.training.loading import DETECTOR_CHECKPOINT, HEAD_CHECKPOINT, HEAD_KI
 from nsvqa.training.scene_config import SceneParserConfig
 from orchestration.experiment import VariantRun, train_parsers, train_variant
 from orchestration.train_spec import TrainSpec
-import orchestration.study.run as study_run
-from orchestration.study.perception_record import (LONG_SCHEDULES, PERCEPTION_FACTOR, PERCEPTION_METRIC,
-                                                   PERCEPTION_RESULTS, PERCEPTION_RUNS, PLATEAU_RISE, SELECT_METRIC,
-                                                   check_schedules, perception_label, perception_record_path,
-                                                   read_perception_record, schedule_search)
-from orchestration.study.cost import PARSER_STEPS
-from orchestration.study.plan import Piece, canonical, piece_dir, piece_setup, scene_source, study_spec
-from orchestration.study.study_config import STUDY, STUDY_FILE, StudyConfig, StudyError, results_config
+import orchestration.study.running.piece as study_run
+from orchestration.study.settings.perception_record import (LONG_SCHEDULES, PERCEPTION_FACTOR, PERCEPTION_METRIC,
+                                                            PERCEPTION_RESULTS, PERCEPTION_RUNS, PLATEAU_RISE,
+                                                            SELECT_METRIC, check_schedules, perception_label,
+                                                            perception_record_path, read_perception_record,
+                                                            schedule_search)
+from orchestration.study.settings.budget import PARSER_STEPS
+from orchestration.study.settings.pieces import Piece, canonical, piece_dir, piece_setup, scene_source, study_spec
+from orchestration.study.settings.config import STUDY, STUDY_FILE, StudyConfig, StudyError, results_config
 
 #: Format version of ``perception_schedule.json``.
 PERCEPTION_FORMAT = 1
@@ -321,7 +322,7 @@ def weights(run: VariantRun) -> dict[str, str]:
 
 def _spec(cfg: StudyConfig, variant: str, *, jobs: int, device: str, progress: bool,
           scene_runs: Path | None = None) -> TrainSpec:
-    """The study's settings for a modular run of ``variant`` (as :func:`orchestration.study.run.run_piece`
+    """The study's settings for a modular run of ``variant`` (as :func:`orchestration.study.running.piece.run_piece`
     gives them), its scene parser under ``scene_runs`` when given."""
     return study_spec(cfg, scene_variant=scene_source(variant, cfg), scene_runs=scene_runs, jobs=jobs, device=device,
                       progress=progress)
@@ -347,10 +348,10 @@ def run_perception_check(data: str | os.PathLike, runs: str | os.PathLike, resul
 
     Args:
         data, runs, results: the study's data, runs and results roots (``results`` must record
-            ``cfg``, :func:`orchestration.study.study_config.results_config`).
+            ``cfg``, :func:`orchestration.study.settings.config.results_config`).
         seed: the seed of the base runs and of every head and run of the check.
         schedules, rise: the longer schedules tried and the smallest rise of the val metric that
-            counts (:func:`~orchestration.study.perception_record.schedule_search`).
+            counts (:func:`~orchestration.study.settings.perception_record.schedule_search`).
         models: the models executed (default: the study's modular group).
         train_base: train what a base run lacks (its scene parser, question parser, NSCL) here,
             with the study's settings, as its modular piece would; without it a base run without
@@ -369,77 +370,120 @@ def run_perception_check(data: str | os.PathLike, runs: str | os.PathLike, resul
             than the record's, or one to be trained again with other torch threads;
             :class:`OutOfTime` before heads that would end after ``deadline``.
     """
-    cfg = results_config(results, cfg)
-    data, runs, results = Path(data), Path(runs), Path(results)
-    models = tuple(cfg.groups["modular"] if models is None else models)
-    base_epochs = study_epochs(cfg)
-    schedules = [int(e) for e in schedules]
-    try:
-        check_schedules(base_epochs, schedules)
-    except ValueError as e:
-        raise StudyError(f"the perception check's {e}") from None
-    trains, tests = perception_variants(cfg)
-    sources = {v: scene_source(v, cfg) for v in trains}
-    base = {v: VariantRun(runs, v, seed, scene_variant=sources[v] if sources[v] != v else None) for v in trains}
-    record_path = perception_record_path(results)
-    old = read_perception_record(results)
-    if SELECT_METRIC.startswith("e2e.") and SceneParserConfig.from_profile(
-            ".", cfg.profile, **dict(cfg.scene_overrides)).e2e_eval_images < 1:
-        raise StudyError(f"the perception check chooses its schedule on {SELECT_METRIC} (end-to-end val accuracy "
-                         f"after each head epoch), which the study's scene-parser settings do not measure "
-                         f"(e2e_eval_images 0 in profile {cfg.profile!r}); give e2e_eval_images in its scene overrides")
-    rule = {"seed": seed, "metric": PERCEPTION_METRIC, "select": SELECT_METRIC, "rise": rise, "schedules": schedules,
-            "base_epochs": base_epochs, "models": list(models)}
-    differ = [k for k, v in rule.items() if k in old and old[k] != v]
-    if differ:
-        raise StudyError(f"{record_path}: the check there ran with another {', '.join(differ)} "
-                         f"({'; '.join(f'{k} {old[k]!r}, now {rule[k]!r}' for k in differ)}); give another results "
-                         f"folder")
-    out = results / PERCEPTION_RESULTS / "predictions"
-    check_root = runs / PERCEPTION_RUNS
-    heads = lambda e: check_root / "heads" / f"{e}ep"  # noqa: E731  a runs root of scene parsers
+    check = _Check(data, runs, results, cfg, seed=seed, schedules=schedules, rise=rise, models=models,
+                   train_base=train_base, jobs=jobs, device=device, progress=progress, deadline=deadline, echo=echo)
+    check.refuse()
+    check.start()
+    for v in check.trains:  # the factor's data with the study's sizes
+        setup = piece_setup(Piece(v, seed, "modular", check.models, tuple(check.tests)), check.data, check.runs,
+                            check.cfg)
+        study_run.generate_piece_data(setup, check.cfg, workers=workers, progress=progress, echo=echo)
+    check.run_base()  # 1. the study's schedule, in the base runs
+    search = check.search()  # 2. the longer heads, until the rule stops
+    # 3. the chosen schedule: the base runs' detector and question parser, the chosen head
+    check.run_schedule(search["chosen"], required=True)
+    return check.record
 
-    def wanted(epochs: int, v: str) -> dict[tuple[str, str], Path]:
-        return {(m, t): out / (CellKey(perception_label(m, epochs), v, t).filename() + ".gz")
-                for m in models for t in tests}
 
-    def done(epochs: int, v: str) -> bool:
-        ran = (old.get("runs") or {}).get(str(epochs), {})
-        return v in ran and all(p.is_file() for p in wanted(epochs, v).values())
+class _Check:
+    """One call of :func:`run_perception_check` (its arguments, as it names them): the check's
+    settings, the record it writes as each step ends, and its steps."""
 
-    todo = [v for v in trains if not done(base_epochs, v)]
-    missing = [(v, p) for v in todo for p in (base[v].scene_dir / DETECTOR_CHECKPOINT, base[v].scene_dir /
-                                              HEAD_CHECKPOINT, base[v].question_dir / QUESTION_CHECKPOINT)
-               if not p.is_file()]
-    if missing and not train_base:
-        v, path = missing[0]
-        raise StudyError(f"{path}: the perception check executes the study's run of {v} seed {seed}, whose "
-                         f"parsers are not trained there; train them with scripts/run_study.py --only "
-                         f"{v}-seed{seed}-modular (where that piece is committed, into another results folder: "
-                         f"--results <folder> --config {results / STUDY_FILE}), or add --perception-base to train "
-                         f"them here with the study's settings")
-    for v in trains:
-        path = base[v].scene_dir / HEAD_CHECKPOINT
-        got = int(load_checkpoint(path, kind=HEAD_KIND)["config"]["attr_epochs"]) if path.is_file() else base_epochs
-        if got != base_epochs:
-            raise StudyError(f"{path}: a head of {got} epochs; the study's schedule, the check's base, is "
-                             f"{base_epochs}")
-    if not (results / STUDY_FILE).exists():
-        write_json_atomic(results / STUDY_FILE, cfg.to_json(), indent=1)
-    record = {"format": PERCEPTION_FORMAT, "factor": PERCEPTION_FACTOR, "study": cfg.to_json(), **rule,
-              "trains": trains, "tests": tests, "heads": dict(old.get("heads") or {}),
-              "search": dict(old.get("search") or {}), "runs": dict(old.get("runs") or {}),
-              "other_seconds": list(old.get("other_seconds") or [])}
-    save = lambda: write_json_atomic(record_path, record, indent=1)  # noqa: E731  after every step
+    def __init__(self, data: str | os.PathLike, runs: str | os.PathLike, results: str | os.PathLike,
+                 cfg: StudyConfig, *, seed: int, schedules: Sequence[int], rise: float, models: Sequence[str] | None,
+                 train_base: bool, jobs: int, device: str, progress: bool, deadline: float | None,
+                 echo: Callable[[str], None]) -> None:
+        self.cfg = cfg = results_config(results, cfg)
+        self.data, self.runs, self.results = Path(data), Path(runs), Path(results)
+        self.models = tuple(cfg.groups["modular"] if models is None else models)
+        self.base_epochs = study_epochs(cfg)
+        self.schedules = [int(e) for e in schedules]
+        self.seed, self.rise, self.train_base, self.jobs, self.device = seed, rise, train_base, jobs, device
+        self.progress, self.deadline, self.echo = progress, deadline, echo
+        try:
+            check_schedules(self.base_epochs, self.schedules)
+        except ValueError as e:
+            raise StudyError(f"the perception check's {e}") from None
+        self.trains, self.tests = perception_variants(cfg)
+        self.sources = {v: scene_source(v, cfg) for v in self.trains}
+        self.base = {v: VariantRun(self.runs, v, seed, scene_variant=self.sources[v] if self.sources[v] != v else None)
+                     for v in self.trains}
+        self.record_path = perception_record_path(self.results)
+        self.old = read_perception_record(self.results)
+        self.out = self.results / PERCEPTION_RESULTS / "predictions"
+        self.check_root = self.runs / PERCEPTION_RUNS
+        self.rule = {"seed": seed, "metric": PERCEPTION_METRIC, "select": SELECT_METRIC, "rise": rise,
+                     "schedules": self.schedules, "base_epochs": self.base_epochs, "models": list(self.models)}
+        self.record: dict[str, Any] = {}
 
-    def restore(vs: Sequence[str], question: bool) -> None:
-        """The base runs of ``vs`` complete (their scene parsers; their question parsers too with
-        ``question``): what the runs root lost trained again with the study's settings where
-        ``train_base`` (all at once with ``jobs`` 2, :func:`in_processes`), and their weights checked
-        against the digests the record holds (those it lacks recorded from what is there)."""
+    def heads(self, e: int) -> Path:
+        """The runs root of the scene parsers whose heads train ``e`` epochs."""
+        return self.check_root / "heads" / f"{e}ep"
+
+    def wanted(self, epochs: int, v: str) -> dict[tuple[str, str], Path]:
+        return {(m, t): self.out / (CellKey(perception_label(m, epochs), v, t).filename() + ".gz")
+                for m in self.models for t in self.tests}
+
+    def done(self, epochs: int, v: str) -> bool:
+        ran = (self.old.get("runs") or {}).get(str(epochs), {})
+        return v in ran and all(p.is_file() for p in self.wanted(epochs, v).values())
+
+    def save(self) -> None:
+        """The record written (after every step)."""
+        write_json_atomic(self.record_path, self.record, indent=1)
+
+    def refuse(self) -> None:
+        """Every refusal before any work (:func:`run_perception_check`'s first ``Raises``)."""
+        cfg, old, rule, base, seed = self.cfg, self.old, self.rule, self.base, self.seed
+        if SELECT_METRIC.startswith("e2e.") and SceneParserConfig.from_profile(
+                ".", cfg.profile, **dict(cfg.scene_overrides)).e2e_eval_images < 1:
+            raise StudyError(f"the perception check chooses its schedule on {SELECT_METRIC} (end-to-end val accuracy "
+                             f"after each head epoch), which the study's scene-parser settings do not measure "
+                             f"(e2e_eval_images 0 in profile {cfg.profile!r}); give e2e_eval_images in its scene "
+                             f"overrides")
+        differ = [k for k, v in rule.items() if k in old and old[k] != v]
+        if differ:
+            raise StudyError(f"{self.record_path}: the check there ran with another {', '.join(differ)} "
+                             f"({'; '.join(f'{k} {old[k]!r}, now {rule[k]!r}' for k in differ)}); give another "
+                             f"results folder")
+        todo = [v for v in self.trains if not self.done(self.base_epochs, v)]
+        missing = [(v, p) for v in todo for p in (base[v].scene_dir / DETECTOR_CHECKPOINT, base[v].scene_dir /
+                                                  HEAD_CHECKPOINT, base[v].question_dir / QUESTION_CHECKPOINT)
+                   if not p.is_file()]
+        if missing and not self.train_base:
+            v, path = missing[0]
+            raise StudyError(f"{path}: the perception check executes the study's run of {v} seed {seed}, whose "
+                             f"parsers are not trained there; train them with scripts/run_study.py --only "
+                             f"{v}-seed{seed}-modular (where that piece is committed, into another results folder: "
+                             f"--results <folder> --config {self.results / STUDY_FILE}), or add --perception-base "
+                             f"to train them here with the study's settings")
+        for v in self.trains:
+            path = base[v].scene_dir / HEAD_CHECKPOINT
+            got = (int(load_checkpoint(path, kind=HEAD_KIND)["config"]["attr_epochs"]) if path.is_file()
+                   else self.base_epochs)
+            if got != self.base_epochs:
+                raise StudyError(f"{path}: a head of {got} epochs; the study's schedule, the check's base, is "
+                                 f"{self.base_epochs}")
+
+    def start(self) -> None:
+        """The results folder's ``study.json`` where it lacks one, and the record, from the one there."""
+        old = self.old
+        if not (self.results / STUDY_FILE).exists():
+            write_json_atomic(self.results / STUDY_FILE, self.cfg.to_json(), indent=1)
+        self.record = {"format": PERCEPTION_FORMAT, "factor": PERCEPTION_FACTOR, "study": self.cfg.to_json(),
+                       **self.rule, "trains": self.trains, "tests": self.tests, "heads": dict(old.get("heads") or {}),
+                       "search": dict(old.get("search") or {}), "runs": dict(old.get("runs") or {}),
+                       "other_seconds": list(old.get("other_seconds") or [])}
+
+    def spec(self, v: str, jobs: int, scene_runs: Path | None = None) -> TrainSpec:
+        return _spec(self.cfg, v, jobs=jobs, device=self.device, progress=self.progress, scene_runs=scene_runs)
+
+    def lost_parts(self, vs: Sequence[str], question: bool) -> dict[str, list[str]]:
+        """What the base runs of ``vs`` lost (``scene parser``, and ``question parser`` with
+        ``question``), those that lost something; every refusal to train it again first."""
         lost = {}
         for v in vs:  # every refusal before any work
-            entry, run = record["runs"][str(base_epochs)][v], base[v]
+            entry, run = self.record["runs"][str(self.base_epochs)][v], self.base[v]
             parts = [p for p, gone in (("scene parser", not all((run.scene_dir / n).is_file() for n in
                                                                 (DETECTOR_CHECKPOINT, HEAD_CHECKPOINT))),
                                        ("question parser", question and not (run.question_dir / QUESTION_CHECKPOINT)
@@ -447,40 +491,50 @@ def run_perception_check(data: str | os.PathLike, runs: str | os.PathLike, resul
             if not parts:
                 continue
             what = " and ".join(parts)
-            if not train_base:
+            if not self.train_base:
                 raise StudyError(f"{run.path}: the base run of {v} lacks its {what}; run the check where the study's "
                                  f"runs are, or add --perception-base to train them again here (their weights are "
                                  f"checked against the record's)")
             if not entry.get("weights"):
-                raise StudyError(f"{record_path}: runs.{base_epochs}.{v} records no weights digests, so its {what} "
-                                 f"trained again could not be checked against the one the check ran on; train the "
-                                 f"run again by hand (scripts/run_study.py --only {v}-seed{seed}-modular --results "
-                                 f"<folder> --config {results / STUDY_FILE}), compare its predictions with the check's "
-                                 f"{base_epochs}-epoch ones, then run the check again")
+                raise StudyError(f"{self.record_path}: runs.{self.base_epochs}.{v} records no weights digests, so its "
+                                 f"{what} trained again could not be checked against the one the check ran on; train "
+                                 f"the run again by hand (scripts/run_study.py --only {v}-seed{self.seed}-modular "
+                                 f"--results <folder> --config {self.results / STUDY_FILE}), compare its predictions "
+                                 f"with the check's {self.base_epochs}-epoch ones, then run the check again")
             if entry.get("threads") not in (None, _threads()):
-                raise StudyError(f"{record_path}: runs.{base_epochs}.{v} trained with {entry['threads']} torch "
-                                 f"threads, this process has {_threads()}: give --threads {entry['threads']} (another "
-                                 f"count learns other weights)")
+                raise StudyError(f"{self.record_path}: runs.{self.base_epochs}.{v} trained with {entry['threads']} "
+                                 f"torch threads, this process has {_threads()}: give --threads {entry['threads']} "
+                                 f"(another count learns other weights)")
             lost[v] = parts
+        return lost
+
+    def restore(self, vs: Sequence[str], question: bool) -> None:
+        """The base runs of ``vs`` complete (their scene parsers; their question parsers too with
+        ``question``): what the runs root lost trained again with the study's settings where
+        ``train_base`` (all at once with ``jobs`` 2, :func:`in_processes`), and their weights checked
+        against the digests the record holds (those it lacks recorded from what is there)."""
+        lost, base, jobs = self.lost_parts(vs, question), self.base, self.jobs
         order = list(lost)
         for v in order:
-            echo(f"perception check: the base run of {v} seed {seed} lost its {' and '.join(lost[v])}; trained again "
-                 f"in {base[v].path}")
-        calls = [(_train_base, (data / v, base[v], _spec(cfg, v, jobs=1 if len(order) > 1 else jobs, device=device,
-                                                          progress=progress and len(order) == 1),
-                                "scene parser" in lost[v], "question parser" in lost[v], data / sources[v]),
+            self.echo(f"perception check: the base run of {v} seed {self.seed} lost its {' and '.join(lost[v])}; "
+                      f"trained again in {base[v].path}")
+        calls = [(_train_base, (self.data / v, base[v], _spec(self.cfg, v, jobs=1 if len(order) > 1 else jobs,
+                                                               device=self.device,
+                                                               progress=self.progress and len(order) == 1),
+                                "scene parser" in lost[v], "question parser" in lost[v], self.data / self.sources[v]),
                   base[v].path / "perception_restore.log") for v in order]
 
         def ended(i: int, seconds: float) -> None:
-            record["other_seconds"].append({"what": f"the base run of {order[i]}: its {' and '.join(lost[order[i]])} "
-                                                    f"trained again (the runs root lost them)",
-                                            "commit": study_run._commit(), "seconds": seconds,
-                                            "at_once": len(order) if jobs > 1 else 1})
-            save()
+            self.record["other_seconds"].append({"what": f"the base run of {order[i]}: its "
+                                                         f"{' and '.join(lost[order[i]])} trained again (the runs "
+                                                         f"root lost them)",
+                                                 "commit": study_run._commit(), "seconds": seconds,
+                                                 "at_once": len(order) if jobs > 1 else 1})
+            self.save()
 
         in_processes(calls, parallel=jobs > 1, done=ended, what="base runs trained again")
         for v in vs:
-            entry, run = record["runs"][str(base_epochs)][v], base[v]
+            entry, run = self.record["runs"][str(self.base_epochs)][v], base[v]
             got, want = weights(run), dict(entry.get("weights") or {})
             differ = [k for k in want if k in got and got[k] != want[k]]
             if differ:
@@ -489,169 +543,182 @@ def run_perception_check(data: str | os.PathLike, runs: str | os.PathLike, resul
                                  f"): trained on another CPU or with other threads; the check cannot go on with it "
                                  f"(another results folder starts it over)")
             entry["weights"] = {**got, **want}
-        save()
+        self.save()
 
-    def execute(epochs: int, vs: Sequence[str], root: Callable[[str], Path],
+    def execute(self, epochs: int, vs: Sequence[str], root: Callable[[str], Path],
                 spec: Callable[[str, int], TrainSpec]) -> None:
         """The models of the runs of ``vs`` (under ``root(v)``, settings ``spec(v, jobs)``), their
         predictions labelled ``epochs``: all at once with ``jobs`` 2 (:func:`in_processes`; each
         run's output in ``RUNS/perception-schedule/logs/``)."""
+        jobs, models, tests, seed = self.jobs, self.models, self.tests, self.seed
         parallel = jobs > 1 and len(vs) > 1
         for v in vs:
-            echo(f"perception check {epochs}ep {v}: {', '.join(models)} in {root(v)}")
-        calls = [(_execute_job, (data, v, root(v), models, spec(v, 1 if parallel else jobs), seed, tests),
-                  check_root / "logs" / f"{epochs}ep_{v}.log") for v in vs]
+            self.echo(f"perception check {epochs}ep {v}: {', '.join(models)} in {root(v)}")
+        calls = [(_execute_job, (self.data, v, root(v), models, spec(v, 1 if parallel else jobs), seed, tests),
+                  self.check_root / "logs" / f"{epochs}ep_{v}.log") for v in vs]
 
         def ended(i: int, result: tuple[dict[str, Any], float]) -> None:
             v, (summary, seconds) = vs[i], result
             sp = spec(v, jobs)
             run = VariantRun(root(v), v, seed, scene_variant=sp.scene_variant if sp.scene_variant != v else None,
                              scene_runs=None if sp.scene_runs is None else Path(sp.scene_runs))
-            for (m, t), path in wanted(epochs, v).items():
+            for (m, t), path in self.wanted(epochs, v).items():
                 write_predictions(path, read_predictions(run.predictions(m, t)))
-            record["runs"].setdefault(str(epochs), {})[v] = {**_run_entry(run, summary, models, tests, seconds),
-                                                             "steps": dict(summary.get("seconds") or {}),
-                                                             "at_once": len(vs) if parallel else 1, "cores": jobs}
-            save()
+            self.record["runs"].setdefault(str(epochs), {})[v] = {
+                **_run_entry(run, summary, models, tests, seconds), "steps": dict(summary.get("seconds") or {}),
+                "at_once": len(vs) if parallel else 1, "cores": jobs}
+            self.save()
 
         in_processes(calls, parallel=parallel, done=ended, what=f"runs of {epochs} epochs")
 
-    def run_schedule(e: int, required: bool, only: Sequence[str] | None = None) -> None:
+    def run_schedule(self, e: int, required: bool, only: Sequence[str] | None = None) -> None:
         """Step 3 for the heads of ``e`` epochs: the models executed with them for the training
         variants not done at ``e``, on the base runs' detectors and question parsers (trained again
         where lost), the heads trained again where lost. Not started where projected to end after
         the deadline: :class:`OutOfTime` when ``required``, else said and skipped. ``only``: those
         training variants alone."""
-        left = [v for v in trains if not done(e, v) and (only is None or v in only)]
+        trains, deadline, seed = self.trains, self.deadline, self.seed
+        left = [v for v in trains if not self.done(e, v) and (only is None or v in only)]
         for v in trains:
-            if done(e, v):
-                echo(f"perception check {e}ep {v}: done, skipped")
+            if self.done(e, v):
+                self.echo(f"perception check {e}ep {v}: done, skipped")
         if not left:
             return
-        need = execution_projection(record, results, left, tests, seed, jobs)
+        need = execution_projection(self.record, self.results, left, self.tests, seed, self.jobs)
         if deadline is not None and need is not None and time.monotonic() + need > deadline:
             why = (f"the models with the heads of {e} epochs on {', '.join(left)} not executed: projected "
                    f"{need / 60:.0f} min, {max(0.0, deadline - time.monotonic()) / 60:.0f} min left")
             if required:
-                raise OutOfTime(f"{why}; what is done is in {record_path}")
-            echo(f"perception check: {why}; they run when the search has chosen them")
+                raise OutOfTime(f"{why}; what is done is in {self.record_path}")
+            self.echo(f"perception check: {why}; they run when the search has chosen them")
             return
-        restore(left, question=True)
-        lost = list(dict.fromkeys(sources[v] for v in left if not _finished(
-            VariantRun(heads(e), sources[v], seed).scene_dir / HEAD_CHECKPOINT, e)))
+        self.restore(left, question=True)
+        lost = list(dict.fromkeys(self.sources[v] for v in left if not _finished(
+            VariantRun(self.heads(e), self.sources[v], seed).scene_dir / HEAD_CHECKPOINT, e)))
         if lost:  # their folders gone since they were recorded
-            train(e, lost)
+            self.train(e, lost)
         for v in left:
-            run = VariantRun(check_root / f"{e}ep", v, seed)
-            _link(base[v].question_dir / QUESTION_CHECKPOINT, run.question_dir / QUESTION_CHECKPOINT)
-        execute(e, left, lambda v: check_root / f"{e}ep",
-                lambda v, j: _spec(cfg, v, jobs=j, device=device, progress=progress, scene_runs=heads(e)))
+            run = VariantRun(self.check_root / f"{e}ep", v, seed)
+            _link(self.base[v].question_dir / QUESTION_CHECKPOINT, run.question_dir / QUESTION_CHECKPOINT)
+        self.execute(e, left, lambda v: self.check_root / f"{e}ep",
+                     lambda v, j: self.spec(v, j, scene_runs=self.heads(e)))
 
-    def train(epochs: int, srcs: Sequence[str]) -> list[str]:
+    def train(self, epochs: int, srcs: Sequence[str]) -> list[str]:
         """The heads of ``srcs`` of ``epochs`` epochs trained (or found finished) and recorded, ``jobs``
         at a time; a head that was recorded before and is trained again must learn the weights the
         record holds. Where the deadline leaves time for some of them only, the first that fit
         (:func:`heads_that_fit`); returns those trained. :class:`OutOfTime` where none fits."""
         if not srcs:
             return []
+        record, jobs, seed, deadline = self.record, self.jobs, self.seed, self.deadline
         left = None if deadline is None else deadline - time.monotonic()
         k = heads_that_fit(len(srcs), left, lambda k: head_projection(record, epochs, k, jobs),
-                           lambda k: execution_projection(record, results, [v for v in trains if sources[v] in srcs[:k]],
-                                                          tests, seed, jobs))
+                           lambda k: execution_projection(record, self.results, [v for v in self.trains
+                                                                                 if self.sources[v] in srcs[:k]],
+                                                          self.tests, seed, jobs))
         if k == 0:
             need = head_projection(record, epochs, len(srcs), jobs) or 0.0
             raise OutOfTime(f"the heads of {epochs} epochs of {', '.join(srcs)} not started: projected "
                             f"{need / 60:.0f} min, {max(0.0, left or 0.0) / 60:.0f} min left; "
-                            f"what is done is in {record_path}")
+                            f"what is done is in {self.record_path}")
         if k < len(srcs):
-            echo(f"perception check: the heads of {epochs} epochs of {', '.join(srcs[:k])} now, of "
-                 f"{', '.join(srcs[k:])} in a later call: all of them are projected to end after the time left")
+            self.echo(f"perception check: the heads of {epochs} epochs of {', '.join(srcs[:k])} now, of "
+                      f"{', '.join(srcs[k:])} in a later call: all of them are projected to end after the time left")
         srcs = list(srcs[:k])
         for src in srcs:
-            echo(f"perception check: the attribute head of {src} seed {seed}, {epochs} epochs, in "
-                 f"{VariantRun(heads(epochs), src, seed).scene_dir}")
-        todo = [(data / src, base[src].scene_dir, VariantRun(heads(epochs), src, seed).scene_dir) for src in srcs]
+            self.echo(f"perception check: the attribute head of {src} seed {seed}, {epochs} epochs, in "
+                      f"{VariantRun(self.heads(epochs), src, seed).scene_dir}")
+        todo = [(self.data / src, self.base[src].scene_dir, VariantRun(self.heads(epochs), src, seed).scene_dir)
+                for src in srcs]
         at_once = {"at_once": len(todo) if jobs > 1 else 1, "cores": jobs}  # the machine time and rate they had
-
-        def ended(i: int, trained: bool) -> None:
-            src, scene = srcs[i], todo[i][2]
-            old = record["heads"].setdefault(src, {}).get(str(epochs), {})
-            got = _head(scene) | (at_once if trained else {})
-            if old.get("attributes_weights") not in (None, got["attributes_weights"]):
-                raise StudyError(f"{scene}: the head of {src} of {epochs} epochs trained again learned other weights "
-                                 f"than the record's ({got['attributes_weights'][:12]}, recorded "
-                                 f"{old['attributes_weights'][:12]}): the check cannot go on with it")
-            if old and trained:  # trained again where its folder was lost: its seconds count beside the first's
-                record["other_seconds"].append({"what": f"the head of {src} of {epochs} epochs trained again (the "
-                                                        f"runs root lost it)", "commit": study_run._commit(),
-                                                "seconds": got["seconds"], "at_once": at_once["at_once"]})
-                got["seconds"] = old.get("seconds", got["seconds"])
-                for k in at_once:  # the first training's, with its seconds
-                    got.pop(k, None)
-            record["heads"][src][str(epochs)] = {**old, **got} | ({"commit": study_run._commit()}
-                                                                 if trained and not old else {})
-            save()
-
-        train_heads(todo, epochs, cfg, seed=seed, jobs=jobs, device=device, progress=progress, done=ended)
+        train_heads(todo, epochs, self.cfg, seed=seed, jobs=jobs, device=self.device, progress=self.progress,
+                    done=lambda i, trained: self.head_ended(srcs[i], todo[i][2], epochs, trained, at_once))
         return srcs
 
-    for v in trains:  # the factor's data with the study's sizes
-        study_run.generate_piece_data(piece_setup(Piece(v, seed, "modular", models, tuple(tests)), data, runs, cfg), cfg,
-                                      workers=workers, progress=progress, echo=echo)
-    # 1. the study's schedule, in the base runs (what they lack trained with the study's settings)
-    for v in trains:
-        if done(base_epochs, v):
-            echo(f"perception check {base_epochs}ep {v}: done, skipped")
-    firsts = [v for v in trains if not done(base_epochs, v)]
-    execute(base_epochs, firsts, lambda v: runs, lambda v, j: _spec(cfg, v, jobs=j, device=device, progress=progress))
-    for v in firsts:
-        record["heads"].setdefault(sources[v], {})[str(base_epochs)] = _head(base[v].scene_dir, seconds=False)
-    save()
-    # 2. the longer heads, schedule after schedule, until the rule stops (every head of a schedule
-    # first); a head recorded is not trained again for its value
-    values: dict[int, dict[str, float]] = {}
-    selects: dict[int, dict[str, float | None]] = {}  # the metric the schedule is chosen on
-    for src, hs in record["heads"].items():
-        for e, h in hs.items():
-            values.setdefault(int(e), {})[src] = h["final"][PERCEPTION_METRIC]
-            selects.setdefault(int(e), {})[src] = h["final"].get(SELECT_METRIC)
-    srcs = list(dict.fromkeys(sources.values()))
+    def head_ended(self, src: str, scene: Path, epochs: int, trained: bool, at_once: dict[str, int]) -> None:
+        """The head of ``src`` of ``epochs`` epochs in ``scene`` recorded as it ends (``trained``:
+        trained in this call, ``at_once`` beside others): one trained again where its folder was lost
+        must have learned the weights the record holds, and its seconds count beside the first's."""
+        record = self.record
+        old = record["heads"].setdefault(src, {}).get(str(epochs), {})
+        got = _head(scene) | (at_once if trained else {})
+        if old.get("attributes_weights") not in (None, got["attributes_weights"]):
+            raise StudyError(f"{scene}: the head of {src} of {epochs} epochs trained again learned other weights "
+                             f"than the record's ({got['attributes_weights'][:12]}, recorded "
+                             f"{old['attributes_weights'][:12]}): the check cannot go on with it")
+        if old and trained:  # trained again where its folder was lost: its seconds count beside the first's
+            record["other_seconds"].append({"what": f"the head of {src} of {epochs} epochs trained again (the "
+                                                    f"runs root lost it)", "commit": study_run._commit(),
+                                            "seconds": got["seconds"], "at_once": at_once["at_once"]})
+            got["seconds"] = old.get("seconds", got["seconds"])
+            for k in at_once:  # the first training's, with its seconds
+                got.pop(k, None)
+        record["heads"][src][str(epochs)] = {**old, **got} | ({"commit": study_run._commit()}
+                                                             if trained and not old else {})
+        self.save()
 
-    def search_now() -> dict[str, Any]:
-        kept = {e: vs for e, vs in values.items() if e in (base_epochs, *schedules) and all(s in vs for s in srcs)}
+    def run_base(self) -> None:
+        """Step 1: the study's schedule, in the base runs (what they lack trained with the study's
+        settings); their heads recorded."""
+        for v in self.trains:
+            if self.done(self.base_epochs, v):
+                self.echo(f"perception check {self.base_epochs}ep {v}: done, skipped")
+        firsts = [v for v in self.trains if not self.done(self.base_epochs, v)]
+        self.execute(self.base_epochs, firsts, lambda v: self.runs, lambda v, j: self.spec(v, j))
+        for v in firsts:
+            self.record["heads"].setdefault(self.sources[v], {})[str(self.base_epochs)] = _head(
+                self.base[v].scene_dir, seconds=False)
+        self.save()
+
+    def search(self) -> dict[str, Any]:
+        """Step 2: the longer heads, schedule after schedule, until the rule stops (every head of a
+        schedule first; a head recorded is not trained again for its value), the schedule the search
+        would choose so far executed before each; the search recorded and returned."""
+        record, trains, sources, seed = self.record, self.trains, self.sources, self.seed
+        values: dict[int, dict[str, float]] = {}
+        selects: dict[int, dict[str, float | None]] = {}  # the metric the schedule is chosen on
+        for src, hs in record["heads"].items():
+            for e, h in hs.items():
+                values.setdefault(int(e), {})[src] = h["final"][PERCEPTION_METRIC]
+                selects.setdefault(int(e), {})[src] = h["final"].get(SELECT_METRIC)
+        srcs = list(dict.fromkeys(sources.values()))
+        while (search := self.search_now(values, selects, srcs))["next"] is not None:
+            e, lead = search["next"], search["leader"]
+            if lead is not None:  # the schedule the search would choose now, executed while its heads are here
+                self.run_schedule(lead, required=False, only=[v for v in trains if _finished(
+                    VariantRun(self.heads(lead), sources[v], seed).scene_dir / HEAD_CHECKPOINT, lead)])
+            self.restore(srcs, question=False)
+            trained = self.train(e, [src for src in srcs if src not in values.get(e, {})])
+            values[e] = {src: record["heads"][src][str(e)]["final"][PERCEPTION_METRIC] for src in srcs
+                         if str(e) in record["heads"].get(src, {})}
+            selects[e] = {src: record["heads"][src][str(e)]["final"].get(SELECT_METRIC) for src in values[e]}
+            rest = [src for src in srcs if src not in values[e]]
+            if rest:
+                if trained:  # part of a schedule, executed while this call has its heads
+                    self.run_schedule(e, required=False, only=[v for v in trains if sources[v] in trained])
+                raise OutOfTime(f"the heads of {e} epochs of {', '.join(rest)} not started: no time left for them "
+                                f"after those of {', '.join(trained)}; what is done is in {self.record_path}")
+        record["search"] = {**{k: search[k] for k in ("tried", "stopped", "chosen")},
+                            "mean": {str(e): m for e, m in search["mean"].items()},
+                            "select_mean": {str(e): m for e, m in search["select_mean"].items()}}
+        self.save()
+        chosen, base_epochs = search["chosen"], self.base_epochs
+        self.echo(f"perception check: {search['stopped']} after {', '.join(map(str, search['tried']))} epochs; the "
+                  f"heads of {chosen} epochs (mean val {SELECT_METRIC} {100 * search['select_mean'][chosen]:.1f}%, "
+                  f"{100 * search['select_mean'][base_epochs]:.1f}% at {base_epochs}; val {PERCEPTION_METRIC} "
+                  f"{100 * search['mean'][chosen]:.1f}%, {100 * search['mean'][base_epochs]:.1f}%)")
+        return search
+
+    def search_now(self, values: Mapping[int, Mapping[str, float]], selects: Mapping[int, Mapping[str, float | None]],
+                   srcs: Sequence[str]) -> dict[str, Any]:
+        """The rule (:func:`schedule_search`) on the heads of every scene parser in ``srcs`` so far."""
+        kept = {e: vs for e, vs in values.items() if e in (self.base_epochs, *self.schedules)
+                and all(s in vs for s in srcs)}
         try:
-            return schedule_search(kept, base_epochs, schedules, rise, select={e: selects[e] for e in kept})
+            return schedule_search(kept, self.base_epochs, self.schedules, self.rise,
+                                   select={e: selects[e] for e in kept})
         except ValueError as e:
-            raise StudyError(f"{record_path}: {e} ({SELECT_METRIC}: the heads' end-to-end val accuracy)") from None
-
-    while (search := search_now())["next"] is not None:
-        e, lead = search["next"], search["leader"]
-        if lead is not None:  # the schedule the search would choose now, executed while its heads are here
-            run_schedule(lead, required=False, only=[v for v in trains if _finished(
-                VariantRun(heads(lead), sources[v], seed).scene_dir / HEAD_CHECKPOINT, lead)])
-        restore(srcs, question=False)
-        trained = train(e, [src for src in srcs if src not in values.get(e, {})])
-        values[e] = {src: record["heads"][src][str(e)]["final"][PERCEPTION_METRIC] for src in srcs
-                     if str(e) in record["heads"].get(src, {})}
-        selects[e] = {src: record["heads"][src][str(e)]["final"].get(SELECT_METRIC) for src in values[e]}
-        rest = [src for src in srcs if src not in values[e]]
-        if rest:
-            if trained:  # part of a schedule, executed while this call has its heads
-                run_schedule(e, required=False, only=[v for v in trains if sources[v] in trained])
-            raise OutOfTime(f"the heads of {e} epochs of {', '.join(rest)} not started: no time left for them "
-                            f"after those of {', '.join(trained)}; what is done is in {record_path}")
-    record["search"] = {**{k: search[k] for k in ("tried", "stopped", "chosen")},
-                        "mean": {str(e): m for e, m in search["mean"].items()},
-                        "select_mean": {str(e): m for e, m in search["select_mean"].items()}}
-    save()
-    chosen = search["chosen"]
-    echo(f"perception check: {search['stopped']} after {', '.join(map(str, search['tried']))} epochs; the heads of "
-         f"{chosen} epochs (mean val {SELECT_METRIC} {100 * search['select_mean'][chosen]:.1f}%, "
-         f"{100 * search['select_mean'][base_epochs]:.1f}% at {base_epochs}; val {PERCEPTION_METRIC} "
-         f"{100 * search['mean'][chosen]:.1f}%, {100 * search['mean'][base_epochs]:.1f}%)")
-    # 3. the chosen schedule: the base runs' detector and question parser, the chosen head
-    run_schedule(chosen, required=True)
-    return record
+            raise StudyError(f"{self.record_path}: {e} ({SELECT_METRIC}: the heads' end-to-end val accuracy)") from None
 
 
 __all__ = ["CROP_CACHES", "PERCEPTION_FORMAT", "OutOfTime", "epoch_metrics", "execution_projection", "head_projection",

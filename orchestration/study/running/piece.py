@@ -1,4 +1,4 @@
-"""Running a piece of the robustness study: the floor above the plan (:mod:`orchestration.study.plan`, pieces
+"""Running a piece of the robustness study: the floor above the plan (:mod:`orchestration.study.settings.pieces`, pieces
 and budget, data and arithmetic) that generates a piece's data, trains and tests its models through
 :mod:`orchestration.experiment`, measures its scene parser's perception and commits its predictions and
 ``piece.json`` under ``RESULTS/pieces/<piece>/``. Nothing in the package imports it."""
@@ -23,11 +23,12 @@ from orchestration.experiment import VariantRun, train_variant
 from nsvqa.fileio import write_json_atomic
 from nsvqa.generation.suite import generate_suite
 from nsvqa.generation.variants import load_variant
-from orchestration.study.attempts import PIECE_FORMAT, attempt_seconds, attempt_starts, close_stopped_attempts, read_ledger
-from orchestration.study.cost import lacks_scene_parser, sharer_machines
-from orchestration.study.plan import (Piece, PieceSetup, lenders, piece_dir, piece_setup, sharers)
-from orchestration.study.study_config import STUDY, STUDY_FILE, StudyConfig, StudyError, results_config
-from orchestration.study.parses import export_parses
+from orchestration.study.settings.attempts import (PIECE_FORMAT, attempt_seconds, attempt_starts,
+                                                   close_stopped_attempts, read_ledger)
+from orchestration.study.settings.budget import lacks_scene_parser, sharer_machines
+from orchestration.study.settings.pieces import (Piece, PieceSetup, lenders, piece_dir, piece_setup, sharers)
+from orchestration.study.settings.config import STUDY, STUDY_FILE, StudyConfig, StudyError, results_config
+from orchestration.study.running.parses import export_parses
 from nsvqa.training.checkpoint import CheckpointError, load_checkpoint, weights_digest
 from nsvqa.training.loading import (DETECTOR_CHECKPOINT, DETECTOR_KIND, HEAD_CHECKPOINT, HEAD_KIND, QUESTION_CHECKPOINT,
                                     QUESTION_KIND)
@@ -107,9 +108,9 @@ def detector_read(setup: PieceSetup, results: str | os.PathLike, weights: Mappin
 def lender_elsewhere(piece: Piece, runs: str | os.PathLike, results: str | os.PathLike,
                      cfg: StudyConfig = STUDY) -> str | None:
     """Why ``piece`` should not run on this machine: the run folder whose scene parser it reads
-    (:func:`~orchestration.study.plan.scene_parser_folder`: a lender's, or its own, shared with the
+    (:func:`~orchestration.study.settings.pieces.scene_parser_folder`: a lender's, or its own, shared with the
     other groups of its variant and seed) lacks it here, so the piece would train it first, and a
-    committed piece that trains into that folder (:func:`~orchestration.study.plan.sharers`) ran on
+    committed piece that trains into that folder (:func:`~orchestration.study.settings.pieces.sharers`) ran on
     another CPU or torch thread count (its ``piece.json``'s ``machine``), where training learns other
     weights: the two pieces would read two perceptions, and a factor's RD (or a comparison of a
     seeing model with the modular ones) would mix them. None where ``runs`` holds the scene parser,

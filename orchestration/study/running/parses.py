@@ -26,7 +26,7 @@ from orchestration.experiment import VariantRun
 from nsvqa.fileio import write_atomic
 from nsvqa.models import TUNED, ModelSpec, PredictInputs
 from orchestration.models import get as get_model
-from orchestration.study.plan import PARSES, Piece, PieceSetup, piece_dir
+from orchestration.study.settings.pieces import PARSES, Piece, PieceSetup, piece_dir
 
 
 def executor_labels(piece: Piece) -> list[str]:

@@ -28,8 +28,8 @@ from nsvqa.evaluation.degrade import factor_relative_degrade
 from nsvqa.evaluation.report import md_table, pyplot
 from nsvqa.models import ModelSpec
 from orchestration.models import get as get_model
-from orchestration.study.plan import PART_GROUP
-from orchestration.study.publish import splice
+from orchestration.study.settings.pieces import PART_GROUP
+from orchestration.study.report.publish import splice
 
 
 def _committed(results: Path, train: str, seed: int = 0) -> dict[tuple[str, str], Path]:

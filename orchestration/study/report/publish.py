@@ -1,6 +1,6 @@
 """The study's report written out, and every document that prints its numbers kept to it.
 
-:func:`write_study_report` writes the report's files (:func:`~orchestration.study.report.build_study_report`)
+:func:`write_study_report` writes the report's files (:func:`~orchestration.study.report.build.build_study_report`)
 and the generated blocks of the documents that quote it: the README's results table, and the
 blocks of ``docs/study.md`` and ``results/study/README.md`` (:data:`DOC_BLOCKS`), each between
 ``<!-- generated:NAME:begin -->`` and ``<!-- generated:NAME:end -->`` lines. :func:`check_study_report`
@@ -18,10 +18,11 @@ from typing import Any, Callable, Mapping, Sequence
 
 from nsvqa.evaluation.report import pct
 from nsvqa.fileio import write_atomic
-from orchestration.study.study_config import STUDY, StudyConfig
-from orchestration.study.cost import pending_rows
-from orchestration.study.findings import correction_line, findings_markdown, seeing_cell, seeing_header, seeing_sentence
-from orchestration.study.report import TEXT_SUFFIXES, build_study_report, dependence_seeds, seeds_table
+from orchestration.study.settings.config import STUDY, StudyConfig
+from orchestration.study.settings.budget import pending_rows
+from orchestration.study.report.findings import (correction_line, findings_markdown, seeing_cell, seeing_header,
+                                                 seeing_sentence)
+from orchestration.study.report.build import TEXT_SUFFIXES, build_study_report, dependence_seeds, seeds_table
 
 #: The lines between which the README holds the generated results table (:func:`readme_results`).
 README_BEGIN, README_END = "<!-- results-table:begin -->", "<!-- results-table:end -->"
@@ -82,7 +83,7 @@ def readme_results(report: Mapping[str, Any]) -> str:
 
 
 def _design_brief(report: Mapping[str, Any]) -> str:
-    """The README's short form of :func:`~orchestration.study.report.design_sentence` (report.md has it whole)."""
+    """The README's short form of :func:`~orchestration.study.report.build.design_sentence` (report.md has it whole)."""
     d = report.get("design")
     if not d:
         return ""
