@@ -15,7 +15,6 @@ Writes the metrics as JSON (atomically) and prints them as a table.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 

@@ -42,13 +42,9 @@ from pathlib import Path
 from executors.io import read_json
 from nsvqa.cli import command_parser, needs_extra
 from nsvqa.config import resolve_device
+from orchestration.cli.study_command import PROG
+from orchestration.study.running.code_tree import FROZEN_ENV
 
-PROG = "nsvqa-run-study"
-#: set in the environment of a run from a frozen copy (--frozen): the copy's folder
-FROZEN = "NSVQA_FROZEN_CODE"
-#: the committed pieces whose steps, scaled, estimate a study at another scale (--estimate, and the
-#: time limits of a launch into a folder without committed pieces of its own)
-ESTIMATE_FROM = Path(__file__).resolve().parents[2] / "results" / "study"
 
 
 def get_args_parser() -> argparse.ArgumentParser:
@@ -188,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"argument --launcher: invalid choice: {args.launcher!r} (choose from {', '.join(LAUNCHERS)})")
     if args.launcher != "slurm":  # slurm: LaunchOptions resolves "auto" from --gpus-per-node (the jobs' nodes)
         args.device = resolve_device(args.device)
-    if args.frozen and os.environ.get(FROZEN) is None:
+    if args.frozen and os.environ.get(FROZEN_ENV) is None:
         return study_run.run_frozen(args, argv)
     args.docs_root = None  # the repository whose docs quote the study: the default results' own
     if args.results == parser.get_default("results"):

@@ -8,7 +8,7 @@ import argparse
 import sys
 import time
 
-from orchestration.cli.run_study import PROG
+from orchestration.cli.study_command import PROG
 from orchestration.study.checks.perception_schedule import OutOfTime, run_perception_check
 from orchestration.study.checks.scale import run_scale_check
 from orchestration.study.settings.config import StudyConfig

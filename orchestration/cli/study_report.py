@@ -13,7 +13,7 @@ import time
 
 from executors.io import read_json
 from nsvqa.fileio import write_atomic, write_json_atomic
-from orchestration.cli.run_study import ESTIMATE_FROM, PROG
+from orchestration.cli.study_command import ESTIMATE_FROM, PROG
 from orchestration.study.checks.scale import scale_variants
 from orchestration.study.report.demo import (DEMO_BLOCK, DEMO_PICTURE, demo_block_reproduces, demo_comparison,
                                              demo_figure, demo_table, write_demo_block)

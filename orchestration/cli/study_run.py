@@ -11,7 +11,8 @@ import sys
 import time
 from pathlib import Path
 
-from orchestration.cli.run_study import ESTIMATE_FROM, FROZEN, PROG
+from orchestration.cli.study_command import ESTIMATE_FROM, PROG
+from orchestration.study.running.code_tree import FROZEN_ENV
 from orchestration.study.running.code_tree import frozen_tree
 from orchestration.study.running.launch import (LaunchOptions, generate_data, launch, past_cap, require_submitit,
                                                 train_piece_parsers)
@@ -31,7 +32,7 @@ def run_frozen(args: argparse.Namespace, argv: list[str]) -> int:
         return 2
     if dirty:
         print(f"{PROG}: running the committed code of {where}; left out, uncommitted:\n{dirty}", file=sys.stderr)
-    env = {**os.environ, FROZEN: str(where),
+    env = {**os.environ, FROZEN_ENV: str(where),
            "PYTHONPATH": os.pathsep.join([str(where), *filter(None, [os.environ.get("PYTHONPATH")])])}
     os.execve(sys.executable, [sys.executable, str(where / "scripts" / "run_study.py"),
                                *(a for a in argv if a != "--frozen")], env)

@@ -20,7 +20,8 @@ STUDY = ORCHESTRATION / "study"
 PACKAGE_FLOORS = {"settings": 0, "running": 1, "report": 1, "checks": 2}
 #: inside a subpackage, a module may import its modules of a lower floor only
 FLOORS = {
-    "settings": {"config": 0, "pieces": 1, "attempts": 1, "scale_record": 1, "perception_record": 2, "budget": 3},
+    "settings": {"errors": 0, "config": 1, "pieces": 2, "attempts": 2, "scale_record": 2, "perception_record": 3,
+                 "budget": 4},
     "running": {"code_tree": 0, "parses": 0, "piece": 1, "launch": 2},
     "report": {"systematic": 0, "findings": 0, "seeds": 0, "perception": 1, "build": 2, "publish": 3, "demo": 4},
     "checks": {"scale": 0, "perception_schedule": 0},

@@ -792,14 +792,14 @@ def _closing_md(report: Mapping[str, Any]) -> list[str]:
         lines += _section("The systematic splits against the in-domain generalization paper",
                           "That paper (Schott et al., ICLR 2022) regresses generative factors (R²) rather than "
                           "answering questions; its pattern, point by point, against ours (each verdict by the rule "
-                          "in `orchestration/study/systematic.py`: 95% intervals, \"cannot say\" with why).",
+                          "in `orchestration/study/report/systematic.py`: 95% intervals, \"cannot say\" with why).",
                           generalization_markdown(report["generalization"]))
     if report["seeds"]:
         lines += ["## Seeds on the default variant", "", *seeds_table(report), ""]
     if report.get("more_seeds"):
         ms = report["more_seeds"]
         lines += _section("Findings more training seeds would decide",
-                          f"Listed by one rule (`orchestration/study/more_seeds.py`): a finding that rests on one "
+                          f"Listed by one rule (`orchestration/study/report/seeds.py`): a finding that rests on one "
                           f"training seed with a deciding interval whose bound lies within "
                           f"{100 * ms['near_zero']:g} points of 0, or that holds at 95% but not after the "
                           f"correction. Each interval's pieces run again at seeds "

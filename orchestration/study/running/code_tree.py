@@ -1,6 +1,6 @@
 """The frozen code tree a study run executes: a git worktree of HEAD, made once per commit and
 reused, so that commits made while pieces run change nothing they run (``run_study.py --frozen``
-and every job of a launch). Standard library and :class:`StudyError` only."""
+and every job of a launch). Standard library and :class:`~orchestration.study.settings.errors.StudyError` only."""
 from __future__ import annotations
 
 import os
@@ -8,8 +8,11 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from orchestration.study.settings.config import StudyError
+from orchestration.study.settings.errors import StudyError
 
+#: Set in the environment of a run from a frozen tree (``run_study.py --frozen``, a launch's jobs):
+#: the tree's folder; a run that finds it runs that tree as it is.
+FROZEN_ENV = "NSVQA_FROZEN_CODE"
 #: the file whose presence says a code tree is whole
 SCRIPT = Path("scripts") / "run_study.py"
 #: this checkout
@@ -61,4 +64,4 @@ def frozen_tree(folder: str | os.PathLike, repo: str | os.PathLike | None = None
     return where, git("status", "--porcelain", "--untracked-files=no")
 
 
-__all__ = ["SCRIPT", "run_git", "frozen_tree"]
+__all__ = ["FROZEN_ENV", "SCRIPT", "run_git", "frozen_tree"]

@@ -49,7 +49,7 @@ from nsvqa.training.question_config import QuestionParserConfig
 from nsvqa.training.scene_config import SceneParserConfig
 from orchestration.models import needs as model_needs, parse_specs
 from orchestration.study.settings.budget import BUDGET_ANALOG, budget, pending_rows
-from orchestration.study.running.code_tree import SCRIPT
+from orchestration.study.running.code_tree import FROZEN_ENV, SCRIPT
 from orchestration.study.settings.pieces import (Piece, PieceSetup, piece_setup, run_folder, scene_parser_folder,
                                                  study_pieces, trains_scene_parser, uses_scene_parser)
 from orchestration.study.settings.config import STUDY, STUDY_FILE, StudyConfig, StudyError, results_config
@@ -61,8 +61,6 @@ LAUNCHERS = ("sequential", "local", "slurm")
 NEEDS_EXTRA = ('the {launcher} launcher needs submitit, the "cluster" extra: pip install ".[cluster]" '
                '(or .venv/bin/python -m pip install submitit)')
 
-#: Set in a job's environment: the code tree it runs (``run_study.py --frozen`` then runs it as is).
-FROZEN_ENV = "NSVQA_FROZEN_CODE"
 
 
 #: What a child's stderr says when it stopped on a folder another process holds (FolderInUse).

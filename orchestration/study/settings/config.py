@@ -16,6 +16,7 @@ from executors.io import loads_json
 from nsvqa.generation.suite import SuiteProfile
 from nsvqa.generation.variants import aliases as catalogue_aliases
 from orchestration import models as registry
+from orchestration.study.settings.errors import StudyError
 
 
 #: The fields of :attr:`StudyConfig.scene_overrides` that set how long its detector trains (sized for
@@ -27,10 +28,6 @@ SCENE_SCHEDULE = ("det_iterations", "det_eval_every")
 #: while it is empty, so the records written before it (``study.json``, ``report.json``) stay those of
 #: the same config; :meth:`StudyConfig.from_json` reads a missing one as its default.
 LATER_FIELDS = ("seed_pieces", "design", "headings")
-
-
-class StudyError(RuntimeError):
-    """A study that cannot go on as asked (the message says what and where)."""
 
 
 @dataclass(frozen=True)
