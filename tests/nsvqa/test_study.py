@@ -378,8 +378,12 @@ def test_a_pieces_ledger_is_read_whole_or_refused_with_its_file_named(tmp_path):
 
 def test_a_study_config_reads_from_json_over_the_defaults_and_names_a_bad_field(tmp_path):
     assert StudyConfig.from_json(STUDY.to_json()) == STUDY  # lists read back as the defaults' tuples
+    # the shipped mini schedule's scene overrides do not resolve at the full profile: refused when read
+    with pytest.raises(StudyError, match=r"field 'scene_overrides': det_eval_every"):
+        StudyConfig.from_json({"profile": "full"})
     big = StudyConfig.from_json({"sizes": {"train": 20000, "val": 5000, "test": 5000}, "profile": "full",
-                                 "seeds": [0, 1], "groups": {"modular": ["nsvqa", "pnsvqa"]}})
+                                 "seeds": [0, 1], "groups": {"modular": ["nsvqa", "pnsvqa"]}, "scene_overrides": {},
+                                 "part_scene_overrides": {}})
     assert big.sizes == SuiteProfile(20000, 5000, 5000) and big.profile == "full" and big.seeds == (0, 1)
     assert big.groups == {"modular": ("nsvqa", "pnsvqa")} and big.image_profile == STUDY.image_profile
     for bad, match in [({"size": {}}, r"my.json: unknown field\(s\) \['size'\]"),
@@ -768,3 +772,14 @@ def test_the_in_domain_rows_carry_the_image_shuffle_tests_dependence(tmp_path):
     assert film["accuracy"] == 5 / 8  # the row itself stays seed 0's
     assert "| film | holistic | +12.5 | 62.5 [" in "\n".join(in_domain_table(report))
     assert "| +25.0 (mean of seeds 1, 2) |" in "\n".join(in_domain_table(report))
+
+
+@pytest.mark.parametrize("field,value,message", [
+    ("scene_overrides", {"attr_epochs": 3, "atr_lr": 1e-3}, "field 'scene_overrides'"),
+    ("question_overrides", {"steps": -1}, "field 'question_overrides'"),
+    ("model_overrides", {"film": {"stpes": 10}}, "field 'model_overrides', model 'film'"),
+    ("model_overrides", {"no-such-model": {}}, "field 'model_overrides', model 'no-such-model'"),
+])
+def test_a_misspelt_or_out_of_range_setting_fails_when_the_config_is_read(field, value, message):
+    with pytest.raises(StudyError, match=message):
+        StudyConfig.from_json({field: value}, source="my.json")

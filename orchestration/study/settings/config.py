@@ -15,6 +15,8 @@ from typing import Any, Mapping
 from executors.io import loads_json
 from nsvqa.generation.suite import SuiteProfile
 from nsvqa.generation.variants import aliases as catalogue_aliases
+from nsvqa.training.question_config import QuestionParserConfig
+from nsvqa.training.scene_config import SceneParserConfig
 from orchestration import models as registry
 from orchestration.study.settings.errors import StudyError
 
@@ -226,7 +228,32 @@ class StudyConfig:
                 raise StudyError(f"{source}: field {name!r} must be like its default {json.dumps(was, default=list)}, "
                                  f"not {value!r}")
             kw[name] = _tuples(value)
-        return replace(default, **kw)
+        cfg = replace(default, **kw)
+        check_settings(cfg, source)
+        return cfg
+
+
+def check_settings(cfg: StudyConfig, source: str = "study config") -> None:
+    """Resolve every override map of ``cfg`` into its typed config at the study's profile, as
+    training will (the parsers' configs, each model's), so that a misspelt or out-of-range setting
+    fails when the config is read, before any data is generated.
+
+    Raises:
+        StudyError: a setting no config takes, or a value out of range (``source``, the field, the
+            model where it is one, and the config's message).
+    """
+    parsers = (("scene_overrides", SceneParserConfig), ("part_scene_overrides", SceneParserConfig),
+               ("question_overrides", QuestionParserConfig), ("part_question_overrides", QuestionParserConfig))
+    for name, config in parsers:
+        try:
+            config.from_profile(".", cfg.profile, **dict(getattr(cfg, name)))
+        except (TypeError, ValueError, KeyError) as e:
+            raise StudyError(f"{source}: field {name!r}: {e}") from None
+    for model, over in cfg.model_overrides.items():
+        try:
+            registry.get(model).config(".", cfg.profile, **dict(over))
+        except (TypeError, ValueError, KeyError) as e:  # UnknownModel is a KeyError
+            raise StudyError(f"{source}: field 'model_overrides', model {model!r}: {e}") from None
 
 
 def _tuples(v: Any) -> Any:
@@ -290,4 +317,4 @@ def results_config(results: str | os.PathLike, cfg: StudyConfig | None = None) -
     return recorded
 
 
-__all__ = ["StudyError", "StudyConfig", "STUDY", "STUDY_FILE", "SCENE_SCHEDULE", "LATER_FIELDS", "results_config"]
+__all__ = ["StudyError", "StudyConfig", "STUDY", "STUDY_FILE", "SCENE_SCHEDULE", "LATER_FIELDS", "results_config", "check_settings"]
