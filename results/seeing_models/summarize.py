@@ -9,7 +9,7 @@ the run's parsers are NS-VQA's and P-NSVQA's), and whether it clears the study's
 RUNS/mid-seed2 is a ``scripts/train_variant.py`` run with ``--image-shuffle`` (its ``summary.json``,
 ``predictions/`` and each model's ``train.log``). ``--lstm``: the question-only reference's
 predictions on the same test split (default: the study's committed ``mid`` LSTM, seed 0).
-Writes OUT_DIR/mid.json and OUT_DIR/mid.md.
+Writes OUT_DIR/mid.json and OUT_DIR/mid.md (and, with ``--predictions``, the run's predictions gzipped).
 """
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ import json
 import re
 from pathlib import Path
 
-from nsvqa.artifacts.predictions import QUESTION_TYPE_NAMES, predictions_path, read_predictions
+from nsvqa.artifacts.predictions import QUESTION_TYPE_NAMES, predictions_path, read_predictions, write_predictions
 from nsvqa.evaluation import accuracy, accuracy_by_type, paired_comparison
 from nsvqa.fileio import write_atomic, write_json_atomic
 
@@ -92,11 +92,18 @@ def main(argv=None) -> int:
     ap.add_argument("run", type=Path)
     ap.add_argument("out", type=Path)
     ap.add_argument("--lstm", type=Path, default=Path(LSTM), help=f"question-only predictions (default: {LSTM})")
+    ap.add_argument("--predictions", action="store_true",
+                    help="also copy the run's test and image-shuffled predictions, gzipped, to OUT_DIR/predictions/ "
+                         "and OUT_DIR/shuffled/ (what margin and dependence re-derive from)")
     args = ap.parse_args(argv)
     doc = summarize(args.run, args.lstm)
     args.out.mkdir(parents=True, exist_ok=True)
     write_json_atomic(args.out / "mid.json", doc)
     write_atomic(args.out / "mid.md", markdown(doc))
+    if args.predictions:
+        for sub, src in (("predictions", args.run / "predictions"), ("shuffled", args.run / "shuffled" / "predictions")):
+            for f in sorted(src.glob("*.jsonl")):
+                write_predictions(args.out / sub / (f.name + ".gz"), read_predictions(f))
     print(markdown(doc))
     return 0
 
