@@ -145,13 +145,14 @@ def test_a_borrowed_scene_parser_is_not_trained_again_on_another_cpu_than_its_le
     lender.write_text(json.dumps({**record, "machine": {**here, "cpu": "another CPU"}}))
     why = lender_elsewhere(rd, runs, results)
     assert f"reads the scene parser mid-seed0-modular lends, which {runs / 'mid'} lacks" in why
-    assert f"{lender} ran on another CPU with {here['torch_threads']}" in why
+    assert f"{lender} ran on another CPU with {here['torch_threads']}, native bf16 {here['native_bf16']}" in why
     # the budget's pending tables say so of each piece, from the committed records alone
     from orchestration.study.settings.budget import budget, budget_markdown
     b = budget(results)
     rows = {p["piece"]: p for p in b["pending"]}
     assert rows[rd.name]["scene_parser_from"] == rows["mid-seed0-seeing"]["scene_parser_from"] == [
-        f"another CPU ({here['torch_threads']} torch thread{'' if here['torch_threads'] == 1 else 's'})"]
+        f"another CPU ({here['torch_threads']} torch thread{'' if here['torch_threads'] == 1 else 's'}, "
+        f"{'native bf16' if here['native_bf16'] else 'no native bf16'})"]
     assert rows["easy-seed0-modular"]["scene_parser_from"] == []
     assert f"| {rows[rd.name]['scene_parser_from'][0]} |" in budget_markdown(b)
     assert main(["--results", str(results), "--data", str(data), "--runs", str(runs), "--only", rd.name]) == 5
@@ -258,3 +259,13 @@ def test_a_piece_that_reads_the_detector_alone_trains_it_again_and_its_record_sa
     (mine / "piece.json").write_text(json.dumps(rec))
     with pytest.raises(StudyError, match="with other weights"):
         check_shared_scene_parsers(results)
+
+
+def test_machines_are_alike_only_with_the_same_cpu_threads_and_native_bf16():
+    from orchestration.study.running.piece import alike
+
+    here = {"cpu": "Intel(R) Xeon(R) Processor", "torch_threads": 1, "native_bf16": False}
+    assert alike(here, dict(here))
+    assert not alike(here, {**here, "native_bf16": True})  # one CPU name, another precision
+    assert not alike(here, {**here, "torch_threads": 2}) and not alike(here, {**here, "cpu": "AMD EPYC"})
+    assert alike(here, {"cpu": "Intel(R) Xeon(R) Processor", "torch_threads": 1})  # the oldest records

@@ -111,7 +111,7 @@ def lender_elsewhere(piece: Piece, runs: str | os.PathLike, results: str | os.Pa
     (:func:`~orchestration.study.settings.pieces.scene_parser_folder`: a lender's, or its own, shared with the
     other groups of its variant and seed) lacks it here, so the piece would train it first, and a
     committed piece that trains into that folder (:func:`~orchestration.study.settings.pieces.sharers`) ran on
-    another CPU or torch thread count (its ``piece.json``'s ``machine``), where training learns other
+    a machine not :func:`alike` this one (its ``piece.json``'s ``machine``), where training learns other
     weights: the two pieces would read two perceptions, and a factor's RD (or a comparison of a
     seeing model with the modular ones) would mix them. None where ``runs`` holds the scene parser,
     no such piece is committed, or they ran here alike."""
@@ -121,13 +121,22 @@ def lender_elsewhere(piece: Piece, runs: str | os.PathLike, results: str | os.Pa
         return None  # a detector-only piece trains the detector again and records whose it read
     here, lent = machine(), lenders(piece, cfg)
     for other, path, there in sharer_machines(piece, results, cfg):
-        if (there.get("cpu"), there.get("torch_threads")) != (here["cpu"], here["torch_threads"]):
+        if not alike(here, there):
             return (f"it reads the scene parser {other.name} {'lends' if other in lent else 'shares'}, "
                     f"which {folder} lacks, so it would train it again here ({here['cpu']}, "
-                    f"{here['torch_threads']} torch thread(s)); {path} ran on {there.get('cpu')} with "
-                    f"{there.get('torch_threads')}, where training learns other weights, so the two pieces would "
-                    f"not read one perception")
+                    f"{here['torch_threads']} torch thread(s), native bf16 {here['native_bf16']}); {path} ran on "
+                    f"{there.get('cpu')} with {there.get('torch_threads')}, native bf16 {there.get('native_bf16')}, "
+                    f"where training learns other weights, so the two pieces would not read one perception")
     return None
+
+
+def alike(here: Mapping[str, Any], there: Mapping[str, Any]) -> bool:
+    """Whether training on machine ``there`` (a ``piece.json``'s ``machine``) computes what it
+    computes ``here``: the same CPU, torch thread count and native bf16 (which decides the
+    detector's precision: one CPU name covers models with and without it). A record without
+    ``native_bf16`` (the oldest pieces) is judged on the other two."""
+    keys = ("cpu", "torch_threads") + (("native_bf16",) if "native_bf16" in there else ())
+    return all(there.get(k) == here.get(k) for k in keys)
 
 
 def checkpoint_seconds(run: str | os.PathLike) -> dict[str, dict[str, float]]:
@@ -266,5 +275,5 @@ def run_piece(piece: Piece, data: str | os.PathLike, runs: str | os.PathLike, re
     return record
 
 
-__all__ = ["checkpoint_seconds", "detector_read", "generate_piece_data", "lender_elsewhere", "machine", "parser_weights", "run_piece",
+__all__ = ["alike", "checkpoint_seconds", "detector_read", "generate_piece_data", "lender_elsewhere", "machine", "parser_weights", "run_piece",
            "scene_parser_weights", "write_perception"]

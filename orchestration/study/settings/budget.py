@@ -380,10 +380,12 @@ def sharer_machines(piece: Piece, results: str | os.PathLike, cfg: StudyConfig =
 
 
 def machine_label(m: Mapping[str, Any]) -> str:
-    """A ``machine`` record's CPU and torch thread count, as the tables print them."""
-    n = m.get("torch_threads")
-    threads = "" if n is None else f" ({n} torch thread{'' if n == 1 else 's'})"
-    return f"{m.get('cpu') or 'an unrecorded CPU'}{threads}"
+    """A ``machine`` record's CPU, torch thread count and native bf16 (where recorded), as the
+    tables print them: what :func:`orchestration.study.running.piece.alike` compares."""
+    n, bf16 = m.get("torch_threads"), m.get("native_bf16")
+    said = ([] if n is None else [f"{n} torch thread{'' if n == 1 else 's'}"]) + \
+        ([] if bf16 is None else ["native bf16" if bf16 else "no native bf16"])
+    return f"{m.get('cpu') or 'an unrecorded CPU'}" + (f" ({', '.join(said)})" if said else "")
 
 
 def lender_minutes(results: str | os.PathLike, piece: Piece, runs: str | os.PathLike, cfg: StudyConfig = STUDY,
