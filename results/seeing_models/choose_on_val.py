@@ -4,17 +4,21 @@ validation checkpoints, the one with the highest val accuracy; test accuracy is 
 never read by the choice.
 
     .venv/bin/python results/seeing_models/choose_on_val.py   # writes choice.json and choice.md here
+    .venv/bin/python results/seeing_models/choose_on_val.py --model regionmac-trace   # its variants alone:
+                                                              # choice-regionmac-trace.json and .md
 """
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 
 from nsvqa.fileio import write_atomic, write_json_atomic
+from orchestration.models import executors
 
 HERE = Path(__file__).resolve().parent
 #: the models that are not candidates: the modular ones a summary lists beside the seeing ones
-MODULAR = {"nsvqa", "pnsvqa", "pnsvqa-exact", "nsvqa+gtprog", "pnsvqa+gtprog", "pnsvqa-exact+gtprog"}
+MODULAR = set(executors())
 
 
 def candidates() -> list[dict]:
@@ -34,14 +38,21 @@ def candidates() -> list[dict]:
     return out
 
 
-def main() -> int:
-    rows = candidates()
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--model", help="choose among this model's variants alone (writes choice-MODEL.json/.md)")
+    args = ap.parse_args(argv)
+    rows = [r for r in candidates() if args.model is None or r["model"] == args.model]
+    if not rows:
+        raise SystemExit(f"no summary here holds model {args.model!r}")
+    stem = "choice" if args.model is None else f"choice-{args.model}"
     chosen = max(rows, key=lambda r: r["val_best"])
     record = {"rule": "the highest val accuracy over every variant and every validation checkpoint (test unread)",
               "chosen": chosen, "candidates": rows,
               "kept_checkpoint_is_val_best": chosen["val_best_step"] == chosen["last_step"]}
-    write_json_atomic(HERE / "choice.json", record, indent=1)
-    lines = ["# The seeing model chosen on val", "", f"Rule: {record['rule']}. Written by `choose_on_val.py`.", "",
+    write_json_atomic(HERE / f"{stem}.json", record, indent=1)
+    title = "The seeing model chosen on val" if args.model is None else f"The {args.model} variant chosen on val"
+    lines = [f"# {title}", "", f"Rule: {record['rule']}. Written by `choose_on_val.py`.", "",
              "| variant (run folder, model) | val best (step) | val last (step) | test, kept checkpoint | clears the floor |",
              "|---|---|---|---|---|"]
     for r in sorted(rows, key=lambda r: -r["val_best"]):
@@ -51,7 +62,7 @@ def main() -> int:
     lines += ["", f"Chosen: `{chosen['variant']}`, val {100 * chosen['val_best']:.1f} at step "
                   f"{chosen['val_best_step']}; the checkpoint the study runs is "
                   f"{'that one (its last)' if record['kept_checkpoint_is_val_best'] else 'its last, not the val-best'}."]
-    write_atomic(HERE / "choice.md", "\n".join(lines) + "\n")
+    write_atomic(HERE / f"{stem}.md", "\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0
 
