@@ -24,6 +24,8 @@ LEVERS = {
     "r7": dict(roi_size=7),
     "r7-12k": dict(roi_size=7, steps=12000),
     "r4-12k": dict(steps=12000),
+    "r7-18k": dict(roi_size=7, steps=18000),  # r7-12k's val still rose over its last 2,000 steps
+    "r7-12k-q100": dict(roi_size=7, steps=12000, extra_questions_per_image=100),  # more questions per image
 }
 DATA, SCENE_RUNS = "data/generated/study", "runs/study"
 
