@@ -330,11 +330,10 @@ def piece_setup(piece: Piece, data: str | os.PathLike, runs: str | os.PathLike, 
     for v in (scene_variant, piece.variant):
         want[v] = {"train", "val", "test"}
     splits = {v: [s for s in load_variant(v).available_splits if s in got] for v, got in want.items()}
-    uses = uses_scene_parser(piece)
+    uses, detector_only = _scene_parser_use(piece)
     return PieceSetup(piece, root, run_root, cfg.part_questions if parts else cfg.questions, scene_overrides,
                       question_overrides, scene_variant, splits, _run_path(run_root, piece.variant, piece.seed),
-                      _run_path(run_root, scene_variant, piece.seed) if uses else None,
-                      uses and reads_detector_only(piece),
+                      _run_path(run_root, scene_variant, piece.seed) if uses else None, detector_only,
                       study_spec(cfg, scene_overrides=scene_overrides, question_overrides=question_overrides,
                                  scene_variant=scene_variant, image_shuffle=True, jobs=jobs, device=device,
                                  progress=progress))
@@ -347,7 +346,14 @@ def uses_scene_parser(piece: Piece) -> bool:
     Raises:
         UnknownModel: a model of the piece that is not registered (the valid names listed).
     """
-    return registry.needs(registry.parse_specs(list(piece.models))).scene_parser
+    return _scene_parser_use(piece)[0]
+
+
+def _scene_parser_use(piece: Piece) -> tuple[bool, bool]:
+    """(:func:`uses_scene_parser`, :func:`reads_detector_only`) of the piece, its models looked up once."""
+    specs = registry.parse_specs(list(piece.models))
+    uses = registry.needs(specs).scene_parser
+    return uses, uses and not any(registry.get(s.name).reads_attribute_head for s in specs)
 
 
 def reads_detector_only(piece: Piece) -> bool:
@@ -355,8 +361,7 @@ def reads_detector_only(piece: Piece) -> bool:
     (as each model's class declares, :attr:`nsvqa.models.Model.reads_attribute_head`): such a piece
     trains the detector it reads again where its run folder lacks it, and its record says whose
     detector it read (issue 76, point 4)."""
-    return uses_scene_parser(piece) and not any(registry.get(s.name).reads_attribute_head
-                                                for s in registry.parse_specs(list(piece.models)))
+    return _scene_parser_use(piece)[1]
 
 
 def trains_scene_parser(piece: Piece, cfg: StudyConfig = STUDY) -> bool:
