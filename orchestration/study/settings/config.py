@@ -284,8 +284,9 @@ STUDY = StudyConfig(
     headings={"issue 77: the declared design": {"cap_hours": 12.0, "design": True},
               "issue 76: regionmac-trace": {"cap_hours": 18.0, "groups": ("regionmac",)}},
     # issue 76: the non-modular model that sees with a perception of its own, on every training
-    # variant at seed 0 (its settings: regionmac-trace's mini profile until chosen on val)
-    groups={**StudyConfig().groups, "regionmac": ("regionmac-trace",)})
+    # variant at seed 0, with the lever chosen on val (results/seeing_models/choice-regionmac-trace.md)
+    groups={**StudyConfig().groups, "regionmac": ("regionmac-trace",)},
+    model_overrides={"regionmac-trace": {"roi_size": 7, "steps": 12000}})
 
 #: The file of a results folder that holds the config its pieces were run under.
 STUDY_FILE = "study.json"
