@@ -29,8 +29,11 @@ HEAD_DEPTHS = (18, 34)
 #: whole crop and, beside it, under the crop's mask (``mean+mask``): a part cut on its object's box
 #: fills a few per cent of the crop, its colour and material are averaged away by a global mean
 HEAD_POOLS = ("mean", "mean+mask")
+#: the Lite0 trunk's maps the head may pool (strides; the default reads 16 and 32): stride 8 keeps
+#: more of a crop's small highlights, at the cost of more features
+HEAD_STRIDES = (8, 16, 32)
 #: the box a part's crop is cut from: the part's own, or its object's (the mask channel is the part's)
 PART_CROPS = ("part", "object")
 
 __all__ = ["TAP_STRIDES", "MIN_STRIDES", "BACKBONES", "TORCHVISION_BOX_HEAD", "TORCHVISION_MASK_CHANNELS",
-           "HEAD_BACKBONES", "HEAD_DEPTHS", "HEAD_POOLS", "PART_CROPS"]
+           "HEAD_BACKBONES", "HEAD_DEPTHS", "HEAD_POOLS", "HEAD_STRIDES", "PART_CROPS"]

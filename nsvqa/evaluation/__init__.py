@@ -31,7 +31,7 @@ from nsvqa.evaluation.degrade import (DISTRIBUTION_RD_VARIANTS, RelativeDegrade,
 from nsvqa.evaluation.evaluator import evaluate, evaluate_cell, shared_questions
 from nsvqa.evaluation.resampling import N_BOOT, bound_precision, percentile_interval, widen
 from nsvqa.evaluation.reliability import (Calibration, ReliabilityBin, calibration, expected_calibration_error,
-                                          reliability_bins)
+                                          fit_temperature, reliability_bins, top_label_ece)
 
 __all__ = [
     # accuracies
@@ -40,6 +40,7 @@ __all__ = [
     "fallback_share",
     # reliability
     "ReliabilityBin", "reliability_bins", "expected_calibration_error", "Calibration", "calibration",
+    "top_label_ece", "fit_temperature",
     # degrade
     "DISTRIBUTION_RD_VARIANTS", "accuracy_matrix", "RelativeDegrade", "relative_degrade",
     "distribution_relative_degrade", "factor_relative_degrade", "factor_layout",

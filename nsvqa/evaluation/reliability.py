@@ -1,11 +1,15 @@
 """Calibration of the predictions that carry a probability: equal-width reliability bins over
 [0, 1], the expected calibration error over them (Naeini et al., AAAI 2015; Guo et al., ICML 2017)
-and :class:`Calibration`, both together for one set of predictions.
+and :class:`Calibration`, both together for one set of predictions; for a classifier's logits, the
+top-label ECE (:func:`top_label_ece`) and the temperature that minimises the negative log-likelihood
+(:func:`fit_temperature`; temperature scaling, Guo et al., ICML 2017).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Sequence
+
+import numpy as np
 
 from nsvqa.artifacts.predictions import Prediction
 
@@ -95,3 +99,46 @@ def calibration(predictions: Sequence[Prediction], n_bins: int = 10) -> Calibrat
         return None
     bins = reliability_bins([p.probability for p in with_p], [p.correct for p in with_p], n_bins)
     return Calibration(len(with_p), len(with_p) / len(predictions), expected_calibration_error(bins), tuple(bins))
+
+
+# ---------------------------------------------------------------------------- a classifier's logits
+def softmax(logits: np.ndarray, temperature: float = 1.0) -> np.ndarray:
+    """(N, K) row-wise softmax of ``logits / temperature`` (float64)."""
+    z = np.asarray(logits, dtype=np.float64) / temperature
+    z = z - z.max(axis=1, keepdims=True)
+    e = np.exp(z)
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def top_label_ece(probs: np.ndarray, labels: np.ndarray, n_bins: int = 15) -> float | None:
+    """ECE of the most likely class: ``probs`` (N, K) rows of a distribution, ``labels`` (N,) the
+    true class; ``n_bins`` equal-width bins (None when N is 0)."""
+    probs, labels = np.asarray(probs), np.asarray(labels)
+    if probs.ndim != 2 or labels.shape != (probs.shape[0],):
+        raise ValueError(f"probs must be (N, K) and labels (N,), got {probs.shape} and {labels.shape}")
+    top = probs.argmax(axis=1)
+    conf = np.clip(probs[np.arange(len(top)), top], 0.0, 1.0)
+    return expected_calibration_error(reliability_bins(conf.tolist(), (top == labels).tolist(), n_bins))
+
+
+def fit_temperature(logits: np.ndarray, labels: np.ndarray, bounds: tuple[float, float] = (0.05, 20.0)) -> float:
+    """The temperature T in ``bounds`` minimising the mean negative log-likelihood of ``labels``
+    (N,) under ``softmax(logits / T)`` (``logits`` (N, K)): a bounded scalar search over log T
+    (scipy). 1.0 when N is 0."""
+    from scipy.optimize import minimize_scalar  # the [eval] extra: only here
+
+    logits, labels = np.asarray(logits, dtype=np.float64), np.asarray(labels, dtype=np.int64)
+    if len(labels) == 0:
+        return 1.0
+    if logits.ndim != 2 or labels.shape != (logits.shape[0],):
+        raise ValueError(f"logits must be (N, K) and labels (N,), got {logits.shape} and {labels.shape}")
+    rows = np.arange(len(labels))
+
+    def nll(log_t: float) -> float:
+        z = logits / np.exp(log_t)
+        z = z - z.max(axis=1, keepdims=True)
+        return float(np.mean(np.log(np.exp(z).sum(axis=1)) - z[rows, labels]))
+
+    res = minimize_scalar(nll, bounds=(np.log(bounds[0]), np.log(bounds[1])), method="bounded",
+                          options={"xatol": 1e-4})
+    return float(np.exp(res.x))

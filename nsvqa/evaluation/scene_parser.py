@@ -34,6 +34,7 @@ from nsvqa.artifacts.likelihoods import read_likelihoods
 from nsvqa.artifacts.predictions import question_meta
 from nsvqa.artifacts.scenes import read_scenes, scenes_path
 from nsvqa.evaluation.comparison import paired_comparison
+from nsvqa.evaluation.reliability import expected_calibration_error, reliability_bins
 from nsvqa.generation.annotations import coco_rle, mask_to_rle
 from nsvqa.models.pipeline import REASONERS, make_reasoner, predict
 
@@ -254,7 +255,8 @@ def _true_value(obj: dict, attribute: str) -> str:
 
 def attribute_accuracy(doc: dict, liks: Sequence[SceneLikelihoods], gt_scenes: dict[int, dict],
                        min_iou: float = 0.5) -> dict[str, Any]:
-    """Matched-object metrics: per-attribute argmax accuracy over matched objects, detection
+    """Matched-object metrics: per-attribute argmax accuracy over matched objects and its
+    top-label expected calibration error (``object.<a>.ece``, 15 bins; None without matches), detection
     precision / recall at the parser's score cut, position RMSE; and for the parts the scenes list:
 
     Objects match detections by mask IoU >= ``min_iou``; a scene whose objects have no masks (the
@@ -274,6 +276,8 @@ def attribute_accuracy(doc: dict, liks: Sequence[SceneLikelihoods], gt_scenes: d
 
     onto = liks[0].ontology if liks else load_ontology("superclevr")
     correct = {a: 0 for a in OBJECT_HEADS}
+    confidence: dict[str, list[float]] = {a: [] for a in OBJECT_HEADS}  # the argmax's probability
+    hits: dict[str, list[bool]] = {a: [] for a in OBJECT_HEADS}
     part_correct: dict[str, int] = {}
     n_det = n_gt = n_match = 0
     part_listed = part_found = part_all = part_masked = part_named = 0
@@ -301,8 +305,11 @@ def attribute_accuracy(doc: dict, liks: Sequence[SceneLikelihoods], gt_scenes: d
                 part_named += sum(classes.get(str(own[r]["label"])) == listed[c] for r, c in found)
             o = objs[j]
             for a in OBJECT_HEADS:
-                pred = onto.values(a)[int(np.argmax(lik.attributes[a][i]))]
-                correct[a] += pred == _true_value(o, a)
+                top = int(np.argmax(lik.attributes[a][i]))
+                right = onto.values(a)[top] == _true_value(o, a)
+                correct[a] += right
+                confidence[a].append(min(1.0, max(0.0, float(lik.attributes[a][i][top]))))
+                hits[a].append(bool(right))
             sq += float(np.sum((lik.positions[i, :2] - np.asarray(o["3d_coords"][:2])) ** 2))
             if lik.part_exist is not None:
                 for name, pa in o.get("parts", {}).items():
@@ -317,6 +324,9 @@ def attribute_accuracy(doc: dict, liks: Sequence[SceneLikelihoods], gt_scenes: d
                            "precision": n_match / n_det if n_det else 0.0, "recall": n_match / n_gt if n_gt else 0.0,
                            "matched_by": " / ".join(sorted(matched_by))}
     res.update({f"object.{a}": correct[a] / n_match if n_match else 0.0 for a in OBJECT_HEADS})
+    # the calibration the probabilistic executor multiplies: top-label ECE, 15 equal-width bins
+    res.update({f"object.{a}.ece": expected_calibration_error(reliability_bins(confidence[a], hits[a], 15))
+                for a in OBJECT_HEADS})
     res["object.position_rmse"] = float(np.sqrt(sq / n_match)) if n_match else None
     if part_all:
         res["parts_listed"] = part_all

@@ -42,7 +42,7 @@ from tqdm import tqdm
 
 from nsvqa.training import RunDir, check_finite, seed_everything
 from nsvqa.training.distributed import (DistInfo, barrier, check_global_batch, cleanup, init_from_env, mean_over_ranks,
-                                       open_run, seed_rank)
+                                       open_run, run_on_main, seed_rank)
 
 log = logging.getLogger(__name__)
 
@@ -280,7 +280,8 @@ def train_steps(step_fn: Callable[[int], StepResult | tuple], optimizer: torch.o
                 eval_every: int | None = None, on_checkpoint: Callable[[Progress], None] | None = None,
                 checkpoint_path: str | Path | None = None, dist: DistInfo | None = None,
                 rank_seed: int | None = None, seconds_before: float = 0.0, progress: bool = True,
-                desc: str | None = None, postfix: Callable[[Progress], Mapping[str, Any]] | None = None) -> Progress:
+                desc: str | None = None, postfix: Callable[[Progress], Mapping[str, Any]] | None = None,
+                stop: Callable[[Progress], bool] | None = None) -> Progress:
     """Run steps ``start .. total - 1`` of a training run (see the module docstring).
 
     Args:
@@ -310,6 +311,9 @@ def train_steps(step_fn: Callable[[int], StepResult | tuple], optimizer: torch.o
         seconds_before: training seconds of the run before ``start`` (see :class:`Stopwatch`).
         progress: show a tqdm bar (rank 0 only) with description ``desc`` (default: the phase)
             and ``postfix(progress)`` (default: the smoothed ``loss``).
+        stop: ``Progress -> bool``, asked on rank 0 after each ``on_checkpoint`` call (every rank
+            gets its answer): True ends the run there, early (the callback has written what the
+            run keeps). None: the run does every step.
 
     Returns:
         The :class:`Progress` after the last step.
@@ -374,6 +378,12 @@ def train_steps(step_fn: Callable[[int], StepResult | tuple], optimizer: torch.o
                 if main and on_checkpoint is not None and ((eval_every and done % eval_every == 0) or last_of_phase):
                     on_checkpoint(state)
                     checkpointed = True
+                if stop is not None and not state.final and (
+                        (eval_every and done % eval_every == 0) or last_of_phase):
+                    halt = (run_on_main(dist, lambda s=state: bool(stop(s)), share=True) if dist is not None
+                            else bool(stop(state)))
+                    if halt:
+                        break
                 if caught:  # Ctrl-C or SIGTERM during this step: keep what was done, then stop
                     if main and on_checkpoint is not None and not checkpointed:
                         on_checkpoint(state)

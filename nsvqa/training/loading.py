@@ -152,7 +152,8 @@ def scene_parser_from(detector: nn.Module, detector_vocabulary: Mapping[str, Any
     return SceneParser(detector, head, onto, head_vocabularies["directions"], cfg.crop_size,
                        cfg.min_score if min_score is None else min_score, parts, detector_classes=classes,
                        shape_label_ids=shape_ids, part_label_ids=part_ids, detector_path=detector_path,
-                       head_values=head_vocabularies["attributes"], part_crop=cfg.part_crop)
+                       head_values=head_vocabularies["attributes"], part_crop=cfg.part_crop,
+                       temperatures=head_vocabularies.get("temperatures"))
 
 
 def parse_split(parser, data: str | Path, split: str, *, batch: int = 4, limit: int | None = None,

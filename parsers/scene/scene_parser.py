@@ -99,6 +99,9 @@ class SceneParser(nn.Module):
         head_values: attribute -> the values the attribute head's outputs stand for, in output order
             (a checkpoint's ``vocabularies["attributes"]``); None, or an attribute missing: the
             ontology's values or its scene values, whichever the output width matches.
+        temperatures: attribute -> T > 0: the head's logits of that attribute are divided by T
+            before the softmax (temperature scaling, fitted on val: a checkpoint's
+            ``vocabularies["temperatures"]``); None, or an attribute missing: 1.
 
     Raises:
         ValueError: ``head_values`` naming a value the ontology lacks, or lacking one a scene can
@@ -112,7 +115,8 @@ class SceneParser(nn.Module):
                  merge_iou: float | None = 0.7, *, detector_classes: dict[str, str] | None = None,
                  shape_label_ids: Sequence[int] | np.ndarray | None = None,
                  part_label_ids: Sequence[int] | np.ndarray | None = None, detector_path: str | None = None,
-                 head_values: Mapping[str, Sequence[str]] | None = None, part_crop: str = "part"):
+                 head_values: Mapping[str, Sequence[str]] | None = None, part_crop: str = "part",
+                 temperatures: Mapping[str, float] | None = None):
         super().__init__()
         self.detector, self.attribute_head = detector, attribute_head
         self.ontology, self.crop_size, self.min_score = ontology, int(crop_size), float(min_score)
@@ -151,6 +155,10 @@ class SceneParser(nn.Module):
             if heads is not None and a in heads and getattr(heads[a], "out_features", len(names)) != len(names):
                 raise ValueError(f"attribute head {a!r}: {heads[a].out_features} outputs but {len(names)} "
                                  f"head_values {list(names)}")
+        self.temperatures = {a: float(t) for a, t in (temperatures or {}).items()}
+        bad = {a: t for a, t in self.temperatures.items() if not (np.isfinite(t) and t > 0)}
+        if bad:
+            raise ValueError(f"temperatures must be finite and > 0, got {bad}")
         self.detector_path = detector_path
         check_part_crop(part_crop)
         self.part_crop = part_crop
@@ -183,6 +191,8 @@ class SceneParser(nn.Module):
             geometry = [box_geometry([float(b[0]), float(b[1]), float(b[2] - b[0]), float(b[3] - b[1])], h, w)
                         for b in boxes]
             heads = self.attribute_head(torch.stack(crops), torch.stack(geometry)) if crops else None
+            if heads is not None and self.temperatures:  # calibrated logits: every distribution below reads them
+                heads = {k: v / self.temperatures[k] if k in self.temperatures else v for k, v in heads.items()}
             name_probs = self._part_names(labels[prt], _rows(heads, prt))
             lik = self._likelihoods(scores[obj], _rows(heads, obj), scores[prt], name_probs, _rows(heads, prt), owner)
             obj_labels, part_labels = labels[obj].numpy(), labels[prt].numpy()

@@ -107,6 +107,22 @@ def test_the_checkpoint_callback_runs_every_eval_every_steps_and_at_the_last():
     assert calls == [(8, False, True), (10, True, True)]
 
 
+def test_stop_ends_the_run_after_the_checkpoint_it_answers_true_at():
+    model, x, y = toy()
+    calls: list[int] = []
+    asked: list[int] = []
+    state = train_steps(step_fn_of(model, x, y), torch.optim.SGD(model.parameters(), lr=0.1), FakeRun(), start=0,
+                        total=20, eval_every=4, on_checkpoint=lambda p: calls.append(p.step),
+                        stop=lambda p: asked.append(p.step) or p.step >= 8, progress=False)
+    assert calls == [4, 8] and asked == [4, 8] and state.step == 8
+    calls.clear()  # never true: every step, and not asked after the last one
+    asked.clear()
+    train_steps(step_fn_of(model, x, y), torch.optim.SGD(model.parameters(), lr=0.1), FakeRun(), start=0, total=10,
+                eval_every=4, on_checkpoint=lambda p: calls.append(p.step), stop=lambda p: asked.append(p.step) or False,
+                progress=False)
+    assert calls == [4, 8, 10] and asked == [4, 8]
+
+
 def test_zero_steps_still_ask_for_a_checkpoint_unless_one_exists(tmp_path):
     model, x, y = toy()
     calls: list[Progress] = []

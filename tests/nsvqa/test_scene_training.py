@@ -189,6 +189,7 @@ def test_a_perfect_parse_scores_perfectly(data):
     acc = attribute_accuracy(doc, liks, {s["image_index"]: s for s in _scenes(data, "val")})
     assert acc["recall"] == acc["precision"] == 1.0
     assert all(acc[f"object.{a}"] == 1.0 for a in ("shape", "color", "material", "size", "texture"))
+    assert all(acc[f"object.{a}.ece"] == pytest.approx(0.0) for a in ("shape", "color", "material"))  # certain, right
     assert acc["object.position_rmse"] == pytest.approx(0.0, abs=1e-6)
     assert acc["part.recall"] == 1.0 and acc["part.color"] == 1.0
     assert acc["parts_listed"] > 0 and acc["part.recall_mask"] == 1.0 and acc["part.partname"] == 1.0
@@ -220,6 +221,7 @@ def test_a_wrong_parse_scores_lower(data):
         lik.attributes["color"] = np.roll(lik.attributes["color"], 1, axis=1)
     acc = attribute_accuracy(doc, liks, {s["image_index"]: s for s in _scenes(data, "val")})
     assert acc["object.color"] == 0.0 and acc["object.shape"] == 1.0
+    assert acc["object.color.ece"] == pytest.approx(1.0)  # certain and always wrong
     # parts: found by their masks but named wrong, or owned by another object
     for s in doc["scenes"]:
         for p in s["parts"]:
@@ -489,3 +491,71 @@ def test_head_epochs_log_end_to_end_accuracy(run, data, tmp_path, load_script):
                                             "--set", "e2e_eval_images=2", *TINY])
     rows = learning_curves(out)["end_to_end"]
     assert [r["step"] for r in rows] == [1] and 0.0 <= rows[0]["nsvqa.all"] <= 1.0 and "pnsvqa-exact.all" in rows[0]
+
+
+def _scripted_e2e(monkeypatch, values):
+    """executor_accuracy as the head's epochs see it: P-NSVQA-exact on object questions = ``values``
+    in turn (the test decides which epoch is best)."""
+    it = iter(values)
+
+    def fake(liks, questions, ontology, *a, **k):
+        v = next(it)
+        return {"questions": {"all": 4, "objects": 4, "parts": 0}, "pnsvqa-exact": {"all": v, "objects": v},
+                "paired": {}}
+
+    monkeypatch.setattr(scene_training, "executor_accuracy", fake)
+
+
+def test_the_head_kept_is_the_best_end_to_end_epoch_and_patience_stops_the_run(run, data, tmp_path, load_script,
+                                                                             monkeypatch):
+    """attr_select e2e: the run keeps the epoch with the best end-to-end val accuracy; with
+    attr_patience it stops after that many epochs without a better one, and a resume trains nothing."""
+    _scripted_e2e(monkeypatch, [0.5, 0.8, 0.6, 0.7, 0.9, 0.9])
+    out = tmp_path / "select"
+    args = ["--data", str(data), "--out", str(out), "--stage", "attributes", "--detector", str(run / "detector.pt"),
+            "--min-score", "0.0", "--profile", "tiny", "--attr-epochs", "6", "--threads", "1", "--no-progress",
+            "--set", "e2e_eval_images=1", "--set", "attr_select=e2e", "--set", "attr_patience=2"]
+    load_script("train_scene_parser").main(args)
+    ck = load_checkpoint(out / "attributes.pt", kind="attributes")
+    assert ck["extra"]["best"] == {"epoch": 2, "value": 0.8}
+    assert ck["extra"]["val"]["e2e.pnsvqa-exact.objects"] == 0.8  # the kept head's metrics
+    assert ck["extra"]["last_val"]["e2e.pnsvqa-exact.objects"] == 0.7 and ck["extra"]["epochs_run"] == 4
+    assert ck["train_state"]["finished"] is True and ck["train_state"]["stopped_early"] is True
+    assert not (out / "attributes_best.pt").exists()
+    assert "stopping early" in (out / "train.log").read_text()
+    before = (out / "attributes.pt").read_bytes()
+    load_script("train_scene_parser").main(args + ["--resume"])
+    assert (out / "attributes.pt").read_bytes() == before
+
+
+def test_choosing_end_to_end_without_a_detector_is_refused_before_training(data, tmp_path, load_script, capsys):
+    out = tmp_path / "nodet"
+    code = load_script("train_scene_parser").main(
+        ["--data", str(data), "--out", str(out), "--stage", "attributes", "--profile", "tiny", "--threads", "1",
+         "--no-progress", "--set", "e2e_eval_images=1", "--set", "attr_select=e2e"])
+    assert code == 2 and "detector.pt: missing" in capsys.readouterr().err
+    assert not (out / "attributes.pt").exists()
+
+
+def test_calibration_stores_temperatures_that_the_parser_applies(run, data, tmp_path, load_script):
+    out = tmp_path / "calibrated"
+    load_script("train_scene_parser").main(
+        ["--data", str(data), "--out", str(out), "--stage", "attributes", "--detector", str(run / "detector.pt"),
+         "--min-score", "0.0", *TINY[:2], "--attr-epochs", "1", "--threads", "1", "--no-progress", "--set",
+         "calibrate=true", "--set", "attr_augment=shift", "--set", "attr_clip=1.0"])
+    ck = load_checkpoint(out / "attributes.pt", kind="attributes")
+    temps = ck["vocabularies"]["temperatures"]
+    assert set(temps) >= {"shape", "color", "material", "size"} and all(t > 0 for t in temps.values())
+    ece = ck["extra"]["calibration"]["ece"]
+    assert set(ece) >= {"object.shape", "object.material"}
+    assert all(0.0 <= e["before"] <= 1.0 and 0.0 <= e["after"] <= 1.0 for e in ece.values())
+    parser = load_scene_parser(out, min_score=0.0)
+    assert parser.temperatures == pytest.approx(temps)
+    torch.manual_seed(1)
+    image = torch.rand(3, 48, 64)
+    hot = parser.parse([image])[0].likelihoods.attributes["color"]
+    parser.temperatures = {a: 1e3 for a in temps}  # far above 1: every distribution near uniform
+    flat = parser.parse([image])[0].likelihoods.attributes["color"]
+    if len(hot):
+        placed = [ONTO.values("color").index(v) for v in ONTO.scene_values("color")]
+        assert np.allclose(flat[:, placed], 1 / len(placed), atol=1e-3) and flat.max() < hot.max()

@@ -169,3 +169,36 @@ def test_channels_last_trunk_matches_the_contiguous_computation():
         torch.testing.assert_close(got[k], ref[k], rtol=1e-4, atol=1e-5)
     out = net.trunk(x)
     torch.testing.assert_close(out, torch.cat([ref["1"].mean((2, 3)), ref["2"].mean((2, 3))], 1), rtol=1e-4, atol=1e-5)
+
+
+def test_the_head_reads_the_trunk_maps_it_is_given():
+    """``strides``: the finer stride-8 map joins the pooled feature (40 more channels per pool)."""
+    torch.manual_seed(0)
+    three = AttributeHead(NUM, 18, 64, "lite0_scratch", pool="mean+mask", strides=(8, 16, 32)).eval()
+    assert three.trunk.out_features == 2 * (40 + 112 + 320)
+    with torch.no_grad():
+        out = three(torch.rand((2, 4, 64, 64)))
+    assert out["material"].shape == (2, 2)
+    cfg = SceneParserConfig.from_profile("d", "mini", head_strides=(8, 16, 32))
+    assert AttributeHead.from_config(cfg, NUM, pretrained=False).trunk.out_features == 2 * (40 + 112 + 320)
+    with pytest.raises(ValueError, match="strides must be distinct values of"):
+        AttributeHead(NUM, 18, 64, "lite0_scratch", pool="mean", strides=(4, 16))
+    with pytest.raises(ValueError, match="head_strides must be distinct"):
+        SceneParserConfig.from_profile("d", "mini", head_strides=(16, 16))
+
+
+def test_shifted_crops_move_the_mask_with_the_pixels_and_keep_their_colours():
+    from parsers.scene.crops import shift_crops
+
+    x = torch.zeros((3, 4, 32, 32))
+    x[:, :3, 12:20, 12:20] = torch.tensor([0.9, 0.2, 0.1]).view(1, 3, 1, 1)  # a red square, its mask
+    x[:, 3, 12:20, 12:20] = 1.0
+    a = shift_crops(x, torch.Generator().manual_seed(3))
+    b = shift_crops(x, torch.Generator().manual_seed(3))
+    assert torch.equal(a, b) and not torch.equal(a, x)  # seeded, and it moves
+    inside = a[:, 3] > 0.99  # where the warped mask is whole, the colour is the square's, untouched
+    assert inside.any()
+    for c, v in enumerate((0.9, 0.2, 0.1)):
+        torch.testing.assert_close(a[:, c][inside], torch.full_like(a[:, c][inside], v), atol=1e-4, rtol=0)
+    same = shift_crops(x, torch.Generator().manual_seed(3), max_shift=0.0, scale=(1.0, 1.0))
+    torch.testing.assert_close(same, x, atol=1e-5, rtol=0)
