@@ -1,0 +1,139 @@
+"""The scene parser's levers at the ``mini`` profile on held-out ``mid`` data (issue 81).
+
+    PYTHONPATH=. python results/perception_levers/run_levers.py DATA_ROOT RUNS LEVER [LEVER ...]
+    PYTHONPATH=. python results/perception_levers/run_levers.py DATA_ROOT RUNS --table
+
+``DATA_ROOT/mid`` holds 2,000 train / 300 val / 300 test images of ``mid`` at generation seed 11
+(the study's data use seed 0), generated first when missing. A lever is config fields over the
+``mini`` profile (:data:`LEVERS`). A head lever trains only the attribute head on the detector of
+its ``detector`` lever (``--stage attributes --detector``), so every head lever reads one detector. A
+detector lever trains a detector and the ``mini`` head. Each lever's run goes to ``RUNS/<lever>``;
+``--resume`` continues a stopped one. Then it parses val and test (detections scoring >= 0.05, as
+the study parses) and evaluates both (``evaluate_scene_parser``: COCO AP, matched-object accuracy
+and ECE, NS-VQA / P-NSVQA on ground-truth programs). ``--table`` writes ``levers.json`` and
+``levers.md`` beside this script from every finished lever: the val figures and the minutes. Test
+figures are given for the lever chosen on val only (the highest val P-NSVQA-exact on object
+questions).
+"""
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+SEED = 11  # generation seed of the held-out data (the study's: 0)
+SIZES = {"train": 2000, "val": 300, "test": 300}
+HEAD = {"attr_epochs": 12, "attr_select": "e2e", "attr_patience": 3, "attr_clip": 5.0}
+#: lever -> (its detector lever, or None for a detector lever; config fields over the mini profile)
+LEVERS: dict[str, tuple[str | None, dict]] = {
+    "det": (None, {}),                                            # the mini profile as it is
+    "det-2x": (None, {"det_iterations": 2600}),                   # masks and parts: twice the iterations
+    "head-3": ("det", {}),                                        # the mini head: 3 epochs, the last kept
+    "head-e2e": ("det", HEAD),                                    # up to 12 epochs, chosen end to end, clipped
+    "head-e2e-crop96": ("det", HEAD | {"crop_size": 96}),         # larger crops from the 320x240 image
+    "head-e2e-s8": ("det", HEAD | {"head_strides": "8,16,32"}),   # the stride-8 map too
+    "head-e2e-shift": ("det", HEAD | {"attr_augment": "shift"}),  # shifted and scaled crops, colours kept
+    "head-e2e-cal": ("det", HEAD | {"calibrate": True}),          # temperatures fitted on val
+}
+
+
+def _data(root: Path) -> Path:
+    from orchestration.cli import generate_dataset
+
+    for split, n in SIZES.items():
+        if not (root / "mid" / "scenes" / f"{split}_scenes.json").is_file():
+            generate_dataset.main(["--out", str(root), "--variant", "mid", "--split", split, "--num-images", str(n),
+                                   "--seed", str(SEED), "--profile", "mini", "--workers", "2", "--no-progress"])
+    return root / "mid"
+
+
+def _sets(fields: dict) -> list[str]:
+    return [a for k, v in fields.items() for a in ("--set", f"{k}={str(v).lower() if isinstance(v, bool) else v}")]
+
+
+def run(lever: str, root: Path, runs: Path) -> None:
+    from orchestration.cli import evaluate_scene_parser, parse_scenes, train_scene_parser
+
+    det, fields = LEVERS[lever]
+    data, out = _data(root), runs / lever
+    args = ["--data", str(data), "--out", str(out), "--profile", "mini", "--threads", "2", "--resume", "--no-progress"]
+    if det is not None:
+        args += ["--stage", "attributes", "--detector", str(runs / det / "detector.pt")]
+        if not (runs / det / "detector.pt").is_file():
+            run(det, root, runs)
+    t0 = time.time()
+    if train_scene_parser.main(args + _sets(fields)) != 0:
+        raise SystemExit(f"{lever}: training failed")
+    (out / "wall_seconds.json").write_text(json.dumps({"train": time.time() - t0}) + "\n")
+    for split in ("val", "test"):
+        parsed = out / f"parsed_{split}.json"
+        parse_scenes.main(["--checkpoint", str(out), "--data", str(data), "--split", split, "--out", str(parsed),
+                           "--threads", "2", "--no-progress", "--min-score", "0.05"])
+        evaluate_scene_parser.main(["--parsed", str(parsed), "--data", str(data), "--split", split,
+                                    "--out", str(out / f"metrics_{split}.json")])
+
+
+def _row(lever: str, runs: Path, split: str) -> dict | None:
+    from nsvqa.training.checkpoint import load_checkpoint
+
+    path = runs / lever / f"metrics_{split}.json"
+    if not path.is_file():
+        return None
+    m = json.loads(path.read_text())
+    a, ex = m["attributes"], m["executors"]
+    det, _ = LEVERS[lever]
+    head = load_checkpoint(runs / lever / "attributes.pt", kind="attributes")
+    det_ck = load_checkpoint(runs / (det or lever) / "detector.pt", kind="detector")
+    minutes = {"detector": (det_ck["extra"].get("seconds", 0) - det_ck["extra"].get("eval_seconds", 0)) / 60,
+               "head": (head["extra"].get("seconds", 0) - head["extra"].get("eval_seconds", 0)) / 60}
+    return {"lever": lever, "detector": det or lever, "fields": LEVERS[lever][1],
+            **{k: a.get(f"object.{k}") for k in ("material", "shape", "color", "size")},
+            **{f"ece.{k}": a.get(f"object.{k}.ece") for k in ("material", "shape", "color", "size")},
+            "mask_ap50": m["coco_objects"]["segm_agnostic"]["AP50"], "box_ap50": m["coco_objects"]["bbox_agnostic"]["AP50"],
+            "part_recall": a.get("part.recall_mask"),
+            "pnsvqa_exact_objects": ex["pnsvqa-exact"]["objects"], "nsvqa_objects": ex["nsvqa"]["objects"],
+            "kept_epoch": (head["extra"].get("best") or {}).get("epoch"), "epochs_run": head["extra"].get("epochs_run"),
+            "minutes": minutes}
+
+
+def table(runs: Path) -> None:
+    val = [r for r in (_row(x, runs, "val") for x in LEVERS) if r is not None]
+    if not val:
+        raise SystemExit(f"{runs}: no finished lever")
+    chosen = max(val, key=lambda r: r["pnsvqa_exact_objects"])
+    test = _row(chosen["lever"], runs, "test")
+    (HERE / "levers.json").write_text(json.dumps({"seed": SEED, "sizes": SIZES, "val": val, "chosen": chosen["lever"],
+                                                  "test_of_chosen": test}, indent=1) + "\n")
+    def pct(v: float | None) -> str:
+        return "—" if v is None else f"{100 * v:.1f}"
+
+    def num(v: float | None, digits: int) -> str:
+        return "—" if v is None else f"{v:.{digits}f}"
+
+    lines = [("| lever | material | shape | color | size | mask AP50 | part recall | P-NSVQA-exact obj. | NS-VQA obj. "
+              "| ECE material | kept epoch / run | minutes (det + head) |"), "|" + "---|" * 12]
+    for r in val:
+        lines.append(f"| {r['lever']} | {pct(r['material'])} | {pct(r['shape'])} | {pct(r['color'])} | {pct(r['size'])} "
+                     f"| {num(r['mask_ap50'], 3)} | {num(r['part_recall'], 2)} | {pct(r['pnsvqa_exact_objects'])} "
+                     f"| {pct(r['nsvqa_objects'])} | {num(r['ece.material'], 3)} "
+                     f"| {r['kept_epoch'] or '—'} / {r['epochs_run'] or '—'} "
+                     f"| {r['minutes']['detector']:.0f} + {r['minutes']['head']:.0f} |")
+    (HERE / "levers.md").write_text("# The scene parser's levers on held-out mid (val; written by run_levers.py --table)\n\n"
+                                    + "\n".join(lines) + f"\n\nChosen on val: `{chosen['lever']}`.\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 4:
+        raise SystemExit(__doc__)
+    root, runs = Path(sys.argv[1]), Path(sys.argv[2])
+    if sys.argv[3] == "--table":
+        table(runs)
+    else:
+        unknown = [x for x in sys.argv[3:] if x not in LEVERS]
+        if unknown:
+            raise SystemExit(f"unknown lever(s) {unknown}; valid: {', '.join(LEVERS)}")
+        for lever in sys.argv[3:]:
+            run(lever, root, runs)
