@@ -95,6 +95,7 @@ class SceneParserConfig(Config):
     det_min_stride: int = 4            # lite0: the finest FPN level (4 adds stage 2's map)
     det_box_head_size: int = TORCHVISION_BOX_HEAD          # the box head's MLP width
     det_mask_head_channels: int = TORCHVISION_MASK_CHANNELS  # the mask head's four convolutions
+    det_mask_roi: int = 14             # the mask head's RoIAlign side (torchvision's); its masks are twice that
     head_depth: int = 18               # ResNet depth: 18 or 34 (head_backbone "resnet" only)
     head_width: int = 32               # channels of the ResNet's first stage (head_backbone "resnet" only)
     head_backbone: str = "lite0"
@@ -134,11 +135,11 @@ class SceneParserConfig(Config):
     # nor the head sizes below torchvision's (the tiny profile's smaller heads)
     ABSENT: ClassVar = {"head_backbone": "resnet", "part_crop": "part", "det_min_stride": 8, "head_pool": "mean",
                         "det_box_head_size": TORCHVISION_BOX_HEAD, "det_mask_head_channels": TORCHVISION_MASK_CHANNELS,
-                        "head_strides": (16, 32), "attr_select": "last", "attr_patience": 0, "attr_clip": 0.0,
-                        "attr_augment": "none", "calibrate": False}
+                        "det_mask_roi": 14, "head_strides": (16, 32), "attr_select": "last", "attr_patience": 0,
+                        "attr_clip": 0.0, "attr_augment": "none", "calibrate": False}
     MUST_MATCH: ClassVar[tuple[str, ...]] = ("data", "profile", "mode", "seed", "crop_size", "det_backbone",
                                              "det_trainable_layers", "det_min_stride", "det_box_head_size",
-                                             "det_mask_head_channels", "head_depth", "head_width", "head_backbone",
+                                             "det_mask_head_channels", "det_mask_roi", "head_depth", "head_width", "head_backbone",
                                              "part_crop", "head_pool", "head_strides")
     CHOICES: ClassVar = {"mode": MODES, "stage": STAGES, "det_backbone": BACKBONES, "head_depth": HEAD_DEPTHS, "det_min_stride": MIN_STRIDES,
                "head_backbone": HEAD_BACKBONES, "part_crop": PART_CROPS, "head_pool": HEAD_POOLS,
@@ -155,6 +156,8 @@ class SceneParserConfig(Config):
         "det_anchor_sizes": "anchor sizes in pixels, e.g. 8,16,32",
         "det_box_head_size": "width of the detector's two-layer box head (torchvision's: 1024)",
         "det_mask_head_channels": "channels of the detector's four mask-head convolutions (torchvision's: 256)",
+        "det_mask_roi": "side of the RoIAlign grid the mask head reads (torchvision's: 14); the masks it predicts are "
+                        "twice that (28 x 28), so 28 gives 56 x 56 masks: finer outlines of small objects",
         "part_crop": "the box a part's crop is cut from (its mask is the 4th channel either way): 'object' shows "
                      "the head the whole object, so that it can tell a left door from a right one; 'part' crops "
                      "the part alone",
@@ -187,7 +190,8 @@ class SceneParserConfig(Config):
             if getattr(self, k) < 0:
                 raise ValueError(f"{k} must be >= 0, got {getattr(self, k)}")
         for k in ("det_batch", "attr_batch", "checkpoint_every", "crop_size", "head_width", "det_rpn_post_nms_train",
-                  "det_rpn_post_nms_test", "det_rois_per_image", "det_box_head_size", "det_mask_head_channels"):
+                  "det_rpn_post_nms_test", "det_rois_per_image", "det_box_head_size", "det_mask_head_channels",
+                  "det_mask_roi"):
             if getattr(self, k) < 1:
                 raise ValueError(f"{k} must be >= 1, got {getattr(self, k)}")
         if self.det_eval_every % self.checkpoint_every:

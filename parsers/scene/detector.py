@@ -89,7 +89,8 @@ def _roi_heads(out_channels: int, num_classes: int, box_head_size: int, mask_hea
 def build_detector(num_classes: int, height: int, width: int, *, backbone: str, anchor_sizes: Sequence[int],
                    trainable_layers: int = 6, rpn_post_nms_train: int = 2000, rpn_post_nms_test: int = 1000,
                    rois_per_image: int = 512, min_stride: int = 8, box_head_size: int = TORCHVISION_BOX_HEAD,
-                   mask_head_channels: int = TORCHVISION_MASK_CHANNELS, detections_per_image: int = 100,
+                   mask_head_channels: int = TORCHVISION_MASK_CHANNELS, mask_roi: int = 14,
+                   detections_per_image: int = 100,
                    score_thresh: float = 0.05, weights: str | None = "imagenet") -> nn.Module:
     """A Mask R-CNN for ``num_classes`` classes (background included) on ``height x width`` images.
 
@@ -101,6 +102,8 @@ def build_detector(num_classes: int, height: int, width: int, *, backbone: str, 
             profile's values: the ``det_*`` fields of
             :class:`nsvqa.training.scene_config.SceneParserConfig`, :func:`detector_args`);
             ``resnet50`` takes torchvision's head sizes only.
+        mask_roi: the side of the RoIAlign grid the mask head reads (torchvision's: 14); its masks
+            are twice that side (28), so 28 predicts 56 x 56 masks. ``resnet50`` takes 14 only.
         detections_per_image, score_thresh: what the model returns at test time.
         weights: ``lite0`` only: ``"imagenet"`` loads the pretrained backbone, None builds the same
             network (frozen BatchNorm included) with random weights: for a checkpoint's state dict
@@ -121,10 +124,13 @@ def build_detector(num_classes: int, height: int, width: int, *, backbone: str, 
         raise ValueError(f"unknown detector backbone {backbone!r}; valid: {list(BACKBONES)}")
     if not anchor_sizes:
         raise ValueError("anchor_sizes: at least one anchor size is needed")
-    if backbone == "resnet50" and (box_head_size, mask_head_channels) != (TORCHVISION_BOX_HEAD,
-                                                                         TORCHVISION_MASK_CHANNELS):
-        raise ValueError(f"resnet50: box_head_size {box_head_size} and mask_head_channels {mask_head_channels}; this "
-                         f"backbone takes torchvision's heads ({TORCHVISION_BOX_HEAD}, {TORCHVISION_MASK_CHANNELS})")
+    if mask_roi < 1:
+        raise ValueError(f"mask_roi must be >= 1, got {mask_roi}")
+    if backbone == "resnet50" and (box_head_size, mask_head_channels, mask_roi) != (TORCHVISION_BOX_HEAD,
+                                                                                   TORCHVISION_MASK_CHANNELS, 14):
+        raise ValueError(f"resnet50: box_head_size {box_head_size}, mask_head_channels {mask_head_channels} and mask_roi "
+                         f"{mask_roi}; this backbone takes torchvision's heads ({TORCHVISION_BOX_HEAD}, "
+                         f"{TORCHVISION_MASK_CHANNELS}, 14)")
     size = dict(min_size=min(height, width), max_size=max(height, width),
                 box_detections_per_img=detections_per_image, box_score_thresh=score_thresh,
                 rpn_pre_nms_top_n_train=2 * rpn_post_nms_train, rpn_post_nms_top_n_train=rpn_post_nms_train,
@@ -140,7 +146,7 @@ def build_detector(num_classes: int, height: int, width: int, *, backbone: str, 
         names = [str(i) for i in range(n_maps - 1)]
         return box_math_in_float32(MaskRCNN(
             BackboneWithFPN(body, LITE0_FPN_CHANNELS), rpn_anchor_generator=anchors,
-            box_roi_pool=MultiScaleRoIAlign(names, 7, 2), mask_roi_pool=MultiScaleRoIAlign(names, 14, 2),
+            box_roi_pool=MultiScaleRoIAlign(names, 7, 2), mask_roi_pool=MultiScaleRoIAlign(names, mask_roi, 2),
             image_mean=list(IMAGE_MEAN), image_std=list(IMAGE_STD), **size,
             **_roi_heads(LITE0_FPN_CHANNELS, num_classes, box_head_size, mask_head_channels)))
     if backbone == "resnet50":
@@ -155,7 +161,7 @@ def build_detector(num_classes: int, height: int, width: int, *, backbone: str, 
     anchors = AnchorGenerator(sizes=(tuple(anchor_sizes),) * n_maps, aspect_ratios=((0.5, 1.0, 2.0),) * n_maps)
     names = ["0", "1"]
     return box_math_in_float32(MaskRCNN(net, rpn_anchor_generator=anchors, box_roi_pool=MultiScaleRoIAlign(names, 7, 2),
-                                        mask_roi_pool=MultiScaleRoIAlign(names, 14, 2), **size,
+                                        mask_roi_pool=MultiScaleRoIAlign(names, mask_roi, 2), **size,
                                         **_roi_heads(net.out_channels, num_classes, box_head_size,
                                                      mask_head_channels)))
 
@@ -168,7 +174,7 @@ def detector_args(cfg: Any) -> dict[str, Any]:
             "trainable_layers": cfg.det_trainable_layers, "rpn_post_nms_train": cfg.det_rpn_post_nms_train,
             "rpn_post_nms_test": cfg.det_rpn_post_nms_test, "rois_per_image": cfg.det_rois_per_image,
             "min_stride": cfg.det_min_stride, "box_head_size": cfg.det_box_head_size,
-            "mask_head_channels": cfg.det_mask_head_channels}
+            "mask_head_channels": cfg.det_mask_head_channels, "mask_roi": cfg.det_mask_roi}
 
 
 def from_config(cfg: Any, num_classes: int, height: int, width: int, pretrained: bool = True) -> nn.Module:

@@ -78,9 +78,32 @@ def test_head_sizes_reach_the_model_and_keep_the_tiny_detector_small():
         assert (cfg.det_box_head_size, cfg.det_mask_head_channels) == (1024, 256)
     full = build_detector(22, 48, 64, **(TINY | {"box_head_size": 1024, "mask_head_channels": 256}))
     assert full.roi_heads.box_head.fc6.in_features == 256 * 7 * 7 and full.roi_heads.box_head.fc7.out_features == 1024
-    with pytest.raises(ValueError, match=r"resnet50: box_head_size 128 and mask_head_channels 64; this backbone "
-                                         r"takes torchvision's heads \(1024, 256\)"):
+    with pytest.raises(ValueError, match=r"resnet50: box_head_size 128, mask_head_channels 64 and mask_roi 14; this "
+                                         r"backbone takes torchvision's heads \(1024, 256, 14\)"):
         build_detector(3, 48, 64, **(TINY | {"backbone": "resnet50"}))
+
+
+def test_a_finer_mask_grid_predicts_finer_masks_that_train():
+    """mask_roi 28: the mask head reads a 28 x 28 grid and predicts 56 x 56 masks (the targets
+    follow the logits' size), with the same weights' shapes as at 14."""
+    torch.manual_seed(0)
+    fine = build_detector(3, 48, 64, **(TINY | {"mask_roi": 28}))
+    assert fine.roi_heads.mask_roi_pool.output_size == (28, 28)
+    coarse = build_detector(3, 48, 64, **TINY)
+    assert {k: v.shape for k, v in fine.state_dict().items()} == {k: v.shape for k, v in coarse.state_dict().items()}
+    fine.train()
+    mask = torch.zeros((1, 48, 64), dtype=torch.uint8)
+    mask[0, 10:30, 20:40] = 1
+    target = [{"boxes": torch.tensor([[20.0, 10.0, 40.0, 30.0]]), "labels": torch.tensor([1]), "masks": mask}]
+    losses = fine([torch.rand(3, 48, 64)], target)
+    assert torch.isfinite(losses["loss_mask"])
+    fine.eval()
+    with torch.no_grad():
+        feats = fine.backbone(fine.transform([torch.rand(3, 48, 64)])[0].tensors)
+        grid = fine.roi_heads.mask_roi_pool(feats, [torch.tensor([[20.0, 10.0, 40.0, 30.0]])], [(48, 64)])
+        assert fine.roi_heads.mask_predictor(fine.roi_heads.mask_head(grid)).shape[-2:] == (56, 56)
+    with pytest.raises(ValueError, match="mask_roi must be >= 1"):
+        build_detector(3, 48, 64, **(TINY | {"mask_roi": 0}))
 
 
 def test_full_profile_is_lite0_fpn_at_the_real_size():
