@@ -31,6 +31,7 @@ LEVERS: dict[str, tuple[str | None, dict]] = {
     "det": (None, {}),                                            # the mini profile as it is
     "det-2x": (None, {"det_iterations": 2600}),                   # masks and parts: twice the iterations
     "det-mask28": (None, {"det_mask_roi": 28}),                   # a finer mask grid: 56 x 56 masks
+    "det-x1.5": (None, {"det_image_scale": 1.5}),                 # small parts under bigger anchors (~2.3x compute)
     "head-3": ("det", {}),                                        # the mini head: 3 epochs, the last kept
     "head-e2e": ("det", HEAD),                                    # up to 12 epochs, chosen end to end, clipped
     "head-e2e-crop96": ("det", HEAD | {"crop_size": 96}),         # larger crops from the 320x240 image

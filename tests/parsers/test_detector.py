@@ -106,6 +106,23 @@ def test_a_finer_mask_grid_predicts_finer_masks_that_train():
         build_detector(3, 48, 64, **(TINY | {"mask_roi": 0}))
 
 
+def test_an_image_scale_resizes_inside_the_model_and_maps_detections_back():
+    torch.manual_seed(0)
+    big = build_detector(3, 48, 64, **(TINY | {"image_scale": 2.0})).eval()
+    assert (big.transform.min_size, big.transform.max_size) == ((96,), 128)
+    with torch.no_grad():
+        images, _ = big.transform([torch.rand(3, 48, 64)])
+        assert tuple(images.tensors.shape[-2:]) >= (96, 128)
+        big.roi_heads.score_thresh = 0.0  # an untrained model: keep what it finds
+        out = big([torch.rand(3, 48, 64)])[0]
+    assert out["masks"].shape[-2:] == (48, 64)  # the image's own size
+    if len(out["boxes"]):
+        assert float(out["boxes"][:, 2].max()) <= 64 and float(out["boxes"][:, 3].max()) <= 48
+    with pytest.raises(ValueError, match="image_scale must be > 0"):
+        build_detector(3, 48, 64, **(TINY | {"image_scale": 0.0}))
+    assert SceneParserConfig.from_profile("d", "mini", det_image_scale=2.0).det_image_scale == 2.0
+
+
 def test_full_profile_is_lite0_fpn_at_the_real_size():
     model = build_detector(num_classes=22, height=480, width=640, **detector_args(SceneParserConfig.from_profile("d", "full")),
                            weights=None)
