@@ -598,6 +598,8 @@ def train_attributes(cfg: SceneParserConfig, run: RunDir, *, resume: bool = Fals
             kept = load_checkpoint(best_path, kind="attributes")
             kept_state, kept_metrics = kept["state_dict"], kept["extra"]["val"]
             head.load_state_dict(kept_state)
+        if ending and cfg.calibrate and val_set is None:
+            run.log(f"attributes: calibrate asked, but {cfg.data} has no val split: no temperatures fitted")
         if ending and cfg.calibrate and val_set is not None:
             fitted = fit_temperatures(head, val_set)
             vocab_out = vocabularies | {"temperatures": fitted["temperatures"]}
