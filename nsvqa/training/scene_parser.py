@@ -428,6 +428,47 @@ def _crop_cache(run: RunDir, name: str, build, progress: bool, dist: DistInfo | 
     return CropSet.from_state(load_checkpoint(path, kind="crops")["state_dict"])
 
 
+class HeadSelection:
+    """Which epoch's head a run keeps (``cfg.attr_select``) and when it stops (``cfg.attr_patience``).
+
+    With ``"e2e"`` it tracks ``best`` (``{"epoch", "value"}`` of :data:`SELECT_METRIC`; ties keep the
+    earlier epoch) and writes that epoch's head to ``path`` until the run ends; ``stopping`` turns
+    true after ``attr_patience`` epochs without a better one. With ``"last"`` it keeps every
+    epoch's head as it is and never stops a run."""
+
+    def __init__(self, cfg: SceneParserConfig, path: Path, best: dict | None = None):
+        self.cfg, self.path, self.best, self.stopping = cfg, path, dict(best or {}), False
+
+    def after_epoch(self, epoch: int, e2e: dict[str, float], metrics: dict[str, float], head: AttributeHead,
+                    vocabularies: dict, *, final: bool, log) -> dict[str, Any]:
+        """Take epoch ``epoch``'s end-to-end figures ``e2e`` (and its head, when best); returns
+        what the checkpoint's ``extra`` records of the selection."""
+        if self.cfg.attr_select != "e2e":
+            return {}
+        value = e2e.get(SELECT_METRIC)
+        if value is None:
+            raise RuntimeError(f"attributes epoch {epoch}: no end-to-end val {SELECT_METRIC} to choose on "
+                               f"(no val object question on the first {self.cfg.e2e_eval_images} val images?)")
+        if not self.best or value > self.best["value"]:
+            self.best = {"epoch": epoch, "value": value}
+            save_checkpoint(self.path, kind="attributes", config=asdict(self.cfg), state_dict=head.state_dict(),
+                            vocabularies=vocabularies, extra={"val": metrics}, finished=True)
+        patience = self.cfg.attr_patience
+        self.stopping = bool(patience) and epoch - self.best["epoch"] >= patience and not final
+        log(f"attributes epoch {epoch}: {SELECT_METRIC} {value:.4f}, best {self.best['value']:.4f} at epoch "
+            f"{self.best['epoch']}" + ("; stopping early" if self.stopping else ""))
+        return {"best": self.best}
+
+    def keep(self, head: AttributeHead, epoch: int, metrics: dict[str, float]) -> dict[str, float]:
+        """At the run's end: load the kept epoch's weights into ``head`` (the best one, unless it is
+        ``epoch``'s, already there) and return its val metrics."""
+        if self.cfg.attr_select != "e2e" or self.best["epoch"] == epoch:
+            return metrics
+        kept = load_checkpoint(self.path, kind="attributes")
+        head.load_state_dict(kept["state_dict"])
+        return kept["extra"]["val"]
+
+
 def check_selection(cfg: SceneParserConfig, detector: Path) -> None:
     """:class:`~executors.errors.FormatError` (a ValueError) naming what is missing when
     ``cfg.attr_select`` is ``"e2e"`` and the head could not be chosen end to end: the detector
@@ -556,14 +597,10 @@ def train_attributes(cfg: SceneParserConfig, run: RunDir, *, resume: bool = Fals
         eval_seconds += time.time() - t0
         return out
 
-    # attr_select "e2e": the best epoch so far ({"epoch", "value"} of SELECT_METRIC) and its head,
-    # kept in best_path until the run ends; the run stops after attr_patience epochs without a better one
-    best = dict(before.get("best") or {})
-    best_path = run.path / "attributes_best.pt"
-    stopping = [False]
+    keeper = HeadSelection(cfg, run.path / "attributes_best.pt", before.get("best"))
 
     def checkpoint(p: Progress) -> None:  # rank 0 only, at the end of each epoch
-        nonlocal metrics, best
+        nonlocal metrics
         if not p.trained:  # zero epochs requested
             save_checkpoint(path, kind="attributes", config=asdict(cfg), state_dict=head.state_dict(),
                             vocabularies=vocabularies, train_state={"epoch": 0})
@@ -579,42 +616,28 @@ def train_attributes(cfg: SceneParserConfig, run: RunDir, *, resume: bool = Fals
             run.log(f"attributes epoch {epoch} end-to-end val ({cfg.e2e_eval_images} images, ground-truth programs) "
                     + " ".join(f"{k}={v:.4f}" for k, v in e2e.items()))
             metrics = metrics | {f"e2e.{k}": v for k, v in e2e.items()}
-        kept_state, kept_metrics, vocab_out, extra = head.state_dict(), metrics, vocabularies, {}
-        if cfg.attr_select == "e2e":
-            value = e2e.get(SELECT_METRIC)
-            if value is None:
-                raise RuntimeError(f"attributes epoch {epoch}: no end-to-end val {SELECT_METRIC} to choose on "
-                                   f"(no val object question on the first {cfg.e2e_eval_images} val images?)")
-            if not best or value > best["value"]:
-                best = {"epoch": epoch, "value": value}
-                save_checkpoint(best_path, kind="attributes", config=asdict(cfg), state_dict=head.state_dict(),
-                                vocabularies=vocabularies, extra={"val": metrics}, finished=True)
-            stopping[0] = bool(cfg.attr_patience) and epoch - best["epoch"] >= cfg.attr_patience and not p.final
-            run.log(f"attributes epoch {epoch}: {SELECT_METRIC} {value:.4f}, best {best['value']:.4f} at epoch "
-                    f"{best['epoch']}" + ("; stopping early" if stopping[0] else ""))
-            extra["best"] = best
-        ending = p.final or stopping[0]
-        if ending and cfg.attr_select == "e2e" and best["epoch"] != epoch:  # the run keeps its best epoch's head
-            kept = load_checkpoint(best_path, kind="attributes")
-            kept_state, kept_metrics = kept["state_dict"], kept["extra"]["val"]
-            head.load_state_dict(kept_state)
-        if ending and cfg.calibrate and val_set is None:
-            run.log(f"attributes: calibrate asked, but {cfg.data} has no val split: no temperatures fitted")
-        if ending and cfg.calibrate and val_set is not None:
-            fitted = fit_temperatures(head, val_set)
-            vocab_out = vocabularies | {"temperatures": fitted["temperatures"]}
-            extra["calibration"] = fitted
-            run.log("attributes: temperatures " + " ".join(f"{a}={t:.3f}" for a, t in fitted["temperatures"].items())
-                    + "; val ECE before -> after " + " ".join(
-                        f"{k}={v['before']:.3f}->{v['after']:.3f}" for k, v in fitted["ece"].items()))
-        save_checkpoint(path, kind="attributes", config=asdict(cfg), state_dict=kept_state, vocabularies=vocab_out,
+        extra = keeper.after_epoch(epoch, e2e, metrics, head, vocabularies, final=p.final, log=run.log)
+        ending = p.final or keeper.stopping
+        kept_metrics = keeper.keep(head, epoch, metrics) if ending else metrics  # the kept head, in `head`
+        vocab_out = vocabularies
+        if ending and cfg.calibrate:
+            if val_set is None:
+                run.log(f"attributes: calibrate asked, but {cfg.data} has no val split: no temperatures fitted")
+            else:
+                fitted = fit_temperatures(head, val_set)
+                vocab_out = vocabularies | {"temperatures": fitted["temperatures"]}
+                extra["calibration"] = fitted
+                run.log("attributes: temperatures " + " ".join(f"{a}={t:.3f}" for a, t in fitted["temperatures"].items())
+                        + "; val ECE before -> after " + " ".join(
+                            f"{k}={v['before']:.3f}->{v['after']:.3f}" for k, v in fitted["ece"].items()))
+        save_checkpoint(path, kind="attributes", config=asdict(cfg), state_dict=head.state_dict(), vocabularies=vocab_out,
                         extra={"val": kept_metrics, "seconds": p.seconds, "eval_seconds": eval_seconds,
                                **({"last_val": metrics, "epochs_run": epoch} if ending else {}), **extra},
                         train_state={"optimizer": opt.state_dict(), "scheduler": sched.state_dict(), "epoch": epoch,
-                                     **({"stopped_early": True} if stopping[0] else {})},
+                                     **({"stopped_early": True} if keeper.stopping else {})},
                         finished=ending)
         if ending:
-            best_path.unlink(missing_ok=True)
+            keeper.path.unlink(missing_ok=True)
 
     clip = [] if not cfg.attr_clip else list(head.parameters())
     train_steps(step_fn, opt, run, start=start_epoch * steps_per_epoch, total=total, scheduler=sched,
@@ -624,7 +647,7 @@ def train_attributes(cfg: SceneParserConfig, run: RunDir, *, resume: bool = Fals
                 progress=progress, desc="attributes",
                 postfix=lambda p: {"epoch": f"{(p.step - 1) // steps_per_epoch + 1}/{cfg.attr_epochs}",
                                    "loss": f"{p.values['total']:.3f}"},
-                stop=(lambda _p: stopping[0]) if cfg.attr_patience else None)
+                stop=(lambda _p: keeper.stopping) if cfg.attr_patience else None)
     return path
 
 
@@ -660,4 +683,4 @@ def train_scene_parser(cfg: SceneParserConfig, out: str | Path, *, resume: bool 
 
 
 __all__ = ["CropSet", "collate_crops", "train_scene_parser", "train_detector", "train_attributes", "gt_crops",
-           "detector_crops", "crop_logits", "crop_accuracy", "fit_temperatures", "attribute_vocabulary", "mean_directions"]
+           "detector_crops", "crop_logits", "crop_accuracy", "HeadSelection", "check_selection", "fit_temperatures", "attribute_vocabulary", "mean_directions"]
