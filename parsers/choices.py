@@ -32,8 +32,16 @@ HEAD_POOLS = ("mean", "mean+mask")
 #: the Lite0 trunk's maps the head may pool (strides; the default reads 16 and 32): stride 8 keeps
 #: more of a crop's small highlights, at the cost of more features
 HEAD_STRIDES = (8, 16, 32)
+
+
+def check_head_strides(strides) -> None:
+    """ValueError unless ``strides`` are one or more distinct values of :data:`HEAD_STRIDES`."""
+    if not strides or len(set(strides)) != len(strides) or any(s not in HEAD_STRIDES for s in strides):
+        raise ValueError(f"head_strides must be distinct values of {list(HEAD_STRIDES)}, got {list(strides)}")
+
+
 #: the box a part's crop is cut from: the part's own, or its object's (the mask channel is the part's)
 PART_CROPS = ("part", "object")
 
 __all__ = ["TAP_STRIDES", "MIN_STRIDES", "BACKBONES", "TORCHVISION_BOX_HEAD", "TORCHVISION_MASK_CHANNELS",
-           "HEAD_BACKBONES", "HEAD_DEPTHS", "HEAD_POOLS", "HEAD_STRIDES", "PART_CROPS"]
+           "HEAD_BACKBONES", "HEAD_DEPTHS", "HEAD_POOLS", "HEAD_STRIDES", "PART_CROPS", "check_head_strides"]

@@ -102,14 +102,6 @@ def calibration(predictions: Sequence[Prediction], n_bins: int = 10) -> Calibrat
 
 
 # ---------------------------------------------------------------------------- a classifier's logits
-def softmax(logits: np.ndarray, temperature: float = 1.0) -> np.ndarray:
-    """(N, K) row-wise softmax of ``logits / temperature`` (float64)."""
-    z = np.asarray(logits, dtype=np.float64) / temperature
-    z = z - z.max(axis=1, keepdims=True)
-    e = np.exp(z)
-    return e / e.sum(axis=1, keepdims=True)
-
-
 def top_label_ece(probs: np.ndarray, labels: np.ndarray, n_bins: int = 15) -> float | None:
     """ECE of the most likely class: ``probs`` (N, K) rows of a distribution, ``labels`` (N,) the
     true class; ``n_bins`` equal-width bins (None when N is 0)."""
@@ -126,6 +118,7 @@ def fit_temperature(logits: np.ndarray, labels: np.ndarray, bounds: tuple[float,
     (N,) under ``softmax(logits / T)`` (``logits`` (N, K)): a bounded scalar search over log T
     (scipy). 1.0 when N is 0."""
     from scipy.optimize import minimize_scalar  # the [eval] extra: only here
+    from scipy.special import log_softmax
 
     logits, labels = np.asarray(logits, dtype=np.float64), np.asarray(labels, dtype=np.int64)
     if len(labels) == 0:
@@ -135,9 +128,7 @@ def fit_temperature(logits: np.ndarray, labels: np.ndarray, bounds: tuple[float,
     rows = np.arange(len(labels))
 
     def nll(log_t: float) -> float:
-        z = logits / np.exp(log_t)
-        z = z - z.max(axis=1, keepdims=True)
-        return float(np.mean(np.log(np.exp(z).sum(axis=1)) - z[rows, labels]))
+        return -float(np.mean(log_softmax(logits / np.exp(log_t), axis=1)[rows, labels]))
 
     res = minimize_scalar(nll, bounds=(np.log(bounds[0]), np.log(bounds[1])), method="bounded",
                           options={"xatol": 1e-4})

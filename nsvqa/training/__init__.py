@@ -88,15 +88,6 @@ def data_digest(path: str | os.PathLike) -> dict[str, str]:
     return out
 
 
-def _as_json(v: Any) -> Any:
-    """``v`` as ``config.json`` reads back: tuples as lists (inside mappings and lists too)."""
-    if isinstance(v, (tuple, list)):
-        return [_as_json(x) for x in v]
-    if isinstance(v, dict):
-        return {k: _as_json(x) for k, x in v.items()}
-    return v
-
-
 class RunDir:
     """A training run's folder: config, log file, tensorboard writer.
 
@@ -137,8 +128,9 @@ class RunDir:
         record = read_json(cfg_path, allow_nan=True) if cfg_path.exists() else {}  # FormatError naming it
         if resume and cfg_path.exists():
             old = record.get("config", {})
+            written = json.loads(json.dumps(cfg))  # as config.json holds it: tuples are lists there
             for k in must_match:
-                if k in old and old[k] != _as_json(cfg.get(k)):  # config.json holds a tuple as a list
+                if k in old and old[k] != written.get(k):
                     made = record.get("data_digest") if isinstance(record.get("data_digest"), dict) else {}
                     if k == "data" and made and all(digest.get(split) == d for split, d in made.items()):
                         continue  # the data it was made with, moved (more splits beside them are fine)

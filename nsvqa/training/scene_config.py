@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Mapping
 
 from nsvqa.config import Config
-from parsers.choices import (BACKBONES, HEAD_BACKBONES, HEAD_DEPTHS, HEAD_POOLS, HEAD_STRIDES, MIN_STRIDES, PART_CROPS,
-                             TORCHVISION_BOX_HEAD, TORCHVISION_MASK_CHANNELS)
+from parsers.choices import (BACKBONES, HEAD_BACKBONES, HEAD_DEPTHS, HEAD_POOLS, MIN_STRIDES, PART_CROPS,
+                             TORCHVISION_BOX_HEAD, TORCHVISION_MASK_CHANNELS, check_head_strides)
 
 STAGES = ("detector", "attributes", "all")
 #: the attribute head a run keeps: the last epoch's, or the epoch with the best end-to-end val
@@ -205,9 +205,7 @@ class SceneParserConfig(Config):
             raise ValueError(f"det_eval_images must be >= 1, got {self.det_eval_images}")
         if not self.det_anchor_sizes or min(self.det_anchor_sizes) < 1:
             raise ValueError(f"det_anchor_sizes must be one or more sizes >= 1, got {self.det_anchor_sizes}")
-        if not self.head_strides or len(set(self.head_strides)) != len(self.head_strides) or any(
-                v not in HEAD_STRIDES for v in self.head_strides):
-            raise ValueError(f"head_strides must be distinct values of {list(HEAD_STRIDES)}, got {list(self.head_strides)}")
+        check_head_strides(self.head_strides)
         if not self.det_image_scale > 0:
             raise ValueError(f"det_image_scale must be > 0, got {self.det_image_scale}")
         if self.attr_patience < 0 or self.attr_clip < 0:

@@ -34,7 +34,7 @@ from executors.io import load_questions
 from nsvqa.artifacts.images import check_split_images, read_image
 from nsvqa.artifacts.likelihoods import PARSE_MIN_SCORE
 from nsvqa.artifacts.scenes import read_scenes, scenes_path
-from nsvqa.evaluation.reliability import fit_temperature, softmax, top_label_ece
+from nsvqa.evaluation.reliability import fit_temperature, top_label_ece
 from nsvqa.evaluation.scene_parser import detector_ap, executor_accuracy, match_objects
 from nsvqa.generation.annotations import mask_to_rle, rle_to_mask
 from nsvqa.training.checkpoint import load_checkpoint, save_checkpoint
@@ -401,7 +401,10 @@ def fit_temperatures(head: AttributeHead, crops: CropSet, batch: int = 256) -> d
         if keys:
             temps[a] = fit_temperature(np.concatenate([logits[k][0] for k in keys]),
                                        np.concatenate([logits[k][1] for k in keys]))
-    ece = {k: {"before": top_label_ece(softmax(out), lab), "after": top_label_ece(softmax(out, temps[k.split(".")[1]]), lab)}
+    from scipy.special import softmax  # the [eval] extra, as fit_temperature's
+
+    ece = {k: {"before": top_label_ece(softmax(out, axis=1), lab),
+               "after": top_label_ece(softmax(out / temps[k.split(".")[1]], axis=1), lab)}
            for k, (out, lab) in logits.items() if k != "object.position"}
     return {"temperatures": temps, "ece": ece}
 
@@ -639,9 +642,8 @@ def train_attributes(cfg: SceneParserConfig, run: RunDir, *, resume: bool = Fals
         if ending:
             keeper.path.unlink(missing_ok=True)
 
-    clip = [] if not cfg.attr_clip else list(head.parameters())
     train_steps(step_fn, opt, run, start=start_epoch * steps_per_epoch, total=total, scheduler=sched,
-                clip_params=clip or None, clip_norm=cfg.attr_clip or None,
+                clip_params=head.parameters(), clip_norm=cfg.attr_clip or None,
                 phase="attributes", log_every=10, eval_every=steps_per_epoch, on_checkpoint=checkpoint,
                 checkpoint_path=path, dist=dist, rank_seed=cfg.seed, seconds_before=float(before.get("seconds", 0.0)),
                 progress=progress, desc="attributes",

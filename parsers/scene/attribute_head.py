@@ -29,7 +29,7 @@ from torch import nn
 from torchvision.models.resnet import BasicBlock, ResNet
 
 from parsers.backbones import EfficientNetLite0
-from parsers.choices import HEAD_BACKBONES, HEAD_POOLS, HEAD_STRIDES
+from parsers.choices import HEAD_BACKBONES, HEAD_POOLS, check_head_strides
 
 OBJECT_HEADS = ("shape", "color", "material", "size", "texture")
 PART_HEADS = ("partname", "color", "material")
@@ -69,8 +69,7 @@ class _Lite0Trunk(nn.Module):
 
         if pool not in HEAD_POOLS:
             raise ValueError(f"unknown attribute-head pool {pool!r}; valid: {list(HEAD_POOLS)}")
-        if not strides or len(set(strides)) != len(strides) or any(s not in HEAD_STRIDES for s in strides):
-            raise ValueError(f"attribute-head strides must be distinct values of {list(HEAD_STRIDES)}, got {list(strides)}")
+        check_head_strides(strides)
         self.body = EfficientNetLite0(weights=weights if pretrained else None, frozen_bn=pretrained, in_channels=4)
         self.pool = pool
         self.keys = [str(self.body.strides.index(s)) for s in sorted(strides)]
