@@ -107,7 +107,7 @@ with open(out, "a") as f:
                                                        "NSVQA_FROZEN_CODE")}) + "\\n")
 if len(runs) == 0:
     try:
-        time.sleep(60)
+        time.sleep(120)
     except KeyboardInterrupt:
         with open(out + ".interrupted", "w") as f:
             f.write("stopped")
@@ -122,10 +122,11 @@ def test_a_job_near_its_time_limit_is_interrupted_and_requeued_with_the_same_cal
     (code / "scripts" / "run_study.py").write_text(FAKE_SCRIPT)
     out = tmp_path / "calls.jsonl"
     ex = submitit.LocalExecutor(folder=tmp_path / "jobs" / "%j", max_num_timeout=3)
-    # the warning signal (USR2, as SLURM sends before the time limit or a preemption) 25 s into the
-    # job: later than the job's own start-up (unpickling imports the package) takes on a loaded
-    # machine, where a signal before submitit's handler is installed ends the job with no result
-    ex.update_parameters(timeout_min=1, signal_delay_s=35)
+    # the warning signal (USR2, as SLURM sends before the time limit or a preemption) 45 s into the
+    # job: later than the job's own start-up (unpickling imports the package) takes on a machine
+    # loaded by a training run (25 s was not), where a signal before submitit's handler is installed
+    # ends the job with no result; the fake job sleeps past it
+    ex.update_parameters(timeout_min=1, signal_delay_s=15)
     job = ex.submit(ScriptJob("fake", [str(out)], code))
     assert job.result() == 0
     calls = [json.loads(line) for line in out.read_text().splitlines()]
