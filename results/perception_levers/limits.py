@@ -106,10 +106,11 @@ def parts(doc: dict, gt: dict[int, dict]) -> dict:
         for j, o in enumerate(objs):
             for name in o.get("parts", {}):
                 g = o["part_masks"][name]
-                row = {"area": float(mask_utils.area(coco_rle(g["mask"]))), "matched": float(j in det_of),
+                rle = coco_rle(g["mask"])
+                row = {"area": float(mask_utils.area(rle)), "matched": float(j in det_of),
                        "box": 0.0, "mask": 0.0, "own": 0.0}
                 if found:
-                    m = np.asarray(mask_utils.iou(masks, [coco_rle(g["mask"])], [0])).ravel()
+                    m = np.asarray(mask_utils.iou(masks, [rle], [0])).ravel()
                     row["box"] = float(np.asarray(mask_utils.iou(boxes, [g["bbox"]], [0])).max())
                     row["mask"] = float(m.max())
                     own = [m[k] for k, p in enumerate(found) if j in det_of and p.get("object") == det_of[j]]
