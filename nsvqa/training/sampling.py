@@ -94,25 +94,45 @@ class PermutationBatches:
             True: epoch by epoch, ``steps_per_epoch = max(1, n // batch)`` batches of each epoch's
             permutation, the incomplete last one dropped (when ``n < batch`` the one step takes all
             ``n`` items).
+        thinned, share: with ``drop_last``, each epoch keeps ``round(share * len(thinned))`` of the
+            items ``thinned`` (indices), drawn afresh each epoch by the same generator after its
+            permutation, and every other item; the epoch's order is the permutation's with the
+            dropped items left out, so every epoch has as many items and ``steps_per_epoch`` counts
+            them. ``share`` 1 (or no ``thinned``) draws nothing more: the batches above.
 
     Raises:
-        ValueError: ``n`` or ``batch`` < 1.
+        ValueError: ``n`` or ``batch`` < 1; ``share`` outside (0, 1]; ``thinned`` without ``drop_last``.
     """
 
-    def __init__(self, n: int, batch: int, seed: int, *, stride: int, drop_last: bool):
+    def __init__(self, n: int, batch: int, seed: int, *, stride: int, drop_last: bool,
+                 thinned: torch.Tensor | None = None, share: float = 1.0):
         if n < 1 or batch < 1:
             raise ValueError(f"need n >= 1 and batch >= 1, got n={n}, batch={batch}")
+        if not 0.0 < share <= 1.0:
+            raise ValueError(f"share must be in (0, 1], got {share}")
         self.n, self.batch, self.seed, self.stride, self.drop_last = n, batch, seed, stride, drop_last
-        self.steps_per_epoch = max(1, n // batch) if drop_last else math.ceil(n / batch)
+        self.thinned = (None if thinned is None or share >= 1.0 or len(thinned) == 0
+                        else torch.as_tensor(thinned, dtype=torch.int64))
+        if self.thinned is not None and not drop_last:
+            raise ValueError("thinned epochs need drop_last=True (epoch by epoch)")
+        self.kept = 0 if self.thinned is None else int(round(share * len(self.thinned)))
+        per_epoch = n if self.thinned is None else n - len(self.thinned) + self.kept
+        self.steps_per_epoch = max(1, per_epoch // batch) if drop_last else math.ceil(n / batch)
         self._cache: dict[int, torch.Tensor] = {}
 
     def permutation(self, epoch: int) -> torch.Tensor:
-        """(n,) int64: the permutation of epoch ``epoch``."""
+        """int64: the items of epoch ``epoch`` in order (all ``n``, permuted, unless thinned)."""
         if epoch not in self._cache:
             if len(self._cache) >= 4:
                 self._cache.clear()
             g = torch.Generator().manual_seed(self.seed * self.stride + epoch)
-            self._cache[epoch] = torch.randperm(self.n, generator=g)
+            perm = torch.randperm(self.n, generator=g)
+            if self.thinned is not None:
+                keep = torch.ones(self.n, dtype=torch.bool)
+                keep[self.thinned] = False
+                keep[self.thinned[torch.randperm(len(self.thinned), generator=g)[:self.kept]]] = True
+                perm = perm[keep[perm]]
+            self._cache[epoch] = perm
         return self._cache[epoch]
 
     def __call__(self, step: int) -> torch.Tensor:

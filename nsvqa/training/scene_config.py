@@ -111,6 +111,7 @@ class SceneParserConfig(Config):
     attr_patience: int = 0             # attr_select "e2e": stop after this many epochs without a better head
     attr_clip: float = 0.0             # gradient norm clip of the head's steps (0: none)
     attr_augment: str = "none"         # crops as cut, or shifted and scaled a little ("shift": colours untouched)
+    attr_part_share: float = 1.0       # the share of the part crops each head epoch draws afresh (1: all of them)
     calibrate: bool = False            # fit a temperature per attribute on the val crops, applied when parsing
 
     PROFILES: ClassVar[Mapping[str, Mapping[str, Any]]] = {
@@ -137,7 +138,7 @@ class SceneParserConfig(Config):
     ABSENT: ClassVar = {"head_backbone": "resnet", "part_crop": "part", "det_min_stride": 8, "head_pool": "mean",
                         "det_box_head_size": TORCHVISION_BOX_HEAD, "det_mask_head_channels": TORCHVISION_MASK_CHANNELS,
                         "det_mask_roi": 14, "det_image_scale": 1.0, "head_strides": (16, 32), "attr_select": "last", "attr_patience": 0,
-                        "attr_clip": 0.0, "attr_augment": "none", "calibrate": False}
+                        "attr_clip": 0.0, "attr_augment": "none", "attr_part_share": 1.0, "calibrate": False}
     MUST_MATCH: ClassVar[tuple[str, ...]] = ("data", "profile", "mode", "seed", "crop_size", "det_backbone",
                                              "det_trainable_layers", "det_min_stride", "det_box_head_size",
                                              "det_mask_head_channels", "det_mask_roi", "det_image_scale", "head_depth", "head_width", "head_backbone",
@@ -180,6 +181,8 @@ class SceneParserConfig(Config):
         "attr_clip": "clip the attribute head's gradients to this total norm (0: no clipping)",
         "attr_augment": "crop augmentation: none, or a random shift (up to 8 per cent of the side) and scale (0.9-1.1) of "
                         "each training crop, its colours untouched",
+        "attr_part_share": "the share of the part crops each attribute-head epoch trains on, drawn afresh each epoch "
+                           "(object crops: all of them every epoch); below 1, more epochs fit in the same minutes",
         "calibrate": "after training, fit one temperature per attribute on the val crops (the NLL's minimum); "
                      "stored with the head and applied when scenes are parsed",
         "e2e_eval_images": "val images parsed after each attribute-head epoch (this run's detector, the head as it "
@@ -208,6 +211,8 @@ class SceneParserConfig(Config):
         check_head_strides(self.head_strides)
         if not self.det_image_scale > 0:
             raise ValueError(f"det_image_scale must be > 0, got {self.det_image_scale}")
+        if not 0.0 < self.attr_part_share <= 1.0:
+            raise ValueError(f"attr_part_share must be in (0, 1], got {self.attr_part_share}")
         if self.attr_patience < 0 or self.attr_clip < 0:
             raise ValueError(f"attr_patience and attr_clip must be >= 0, got {self.attr_patience}, {self.attr_clip}")
         if self.attr_select == "e2e" and self.e2e_eval_images < 1:

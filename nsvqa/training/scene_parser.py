@@ -531,7 +531,9 @@ def train_attributes(cfg: SceneParserConfig, run: RunDir, *, resume: bool = Fals
     head = AttributeHead.from_config(cfg, {a: len(v) for a, v in vocab.items()}).to(dev)
     opt = torch.optim.AdamW(head.parameters(), lr=cfg.attr_lr, weight_decay=1e-4)
     # the incomplete last batch is dropped (a batch of one breaks BatchNorm); every epoch reshuffles
-    sampler = PermutationBatches(len(train_set), cfg.attr_batch, cfg.seed, stride=ATTRIBUTE_STRIDE, drop_last=True)
+    # and, with attr_part_share < 1, draws its share of the part crops afresh
+    sampler = PermutationBatches(len(train_set), cfg.attr_batch, cfg.seed, stride=ATTRIBUTE_STRIDE, drop_last=True,
+                                 thinned=(train_set.kind == 1).nonzero().flatten(), share=cfg.attr_part_share)
     steps_per_epoch = sampler.steps_per_epoch
     total = cfg.attr_epochs * steps_per_epoch
     sched = torch.optim.lr_scheduler.LambdaLR(opt, warmup_cosine(total, max(1, steps_per_epoch // 2)))

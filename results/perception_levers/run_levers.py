@@ -39,6 +39,7 @@ LEVERS: dict[str, tuple[str | None, dict]] = {
     "head-e2e-shift": ("det", HEAD | {"attr_augment": "shift"}),  # shifted and scaled crops, colours kept
     "head-e2e-cal": ("det", HEAD | {"calibrate": True}),          # temperatures fitted on val
     "head-e2e-x0": ("det", HEAD | {"extra_parts": 0}),            # listed parts only: ~25% fewer crops per epoch
+    "head-e2e-p3": ("det", HEAD | {"attr_part_share": 0.33}),     # a third of the part crops each epoch, drawn afresh
 }
 
 

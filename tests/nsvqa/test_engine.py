@@ -351,6 +351,29 @@ def test_permutation_batches_are_the_per_epoch_permutations_of_seed_times_stride
     assert PermutationBatches(2, 16, 0, stride=7919, drop_last=True)(0).tolist() == perm(0, 7919, 0, 2)  # n < batch
 
 
+def test_thinned_permutation_batches_keep_every_other_item_and_a_fresh_share_of_the_thinned_each_epoch():
+    thinned = torch.arange(4, 20)  # 16 of 20 items thinned to a quarter: 4 + 4 items an epoch
+    sampler = PermutationBatches(20, 3, 5, stride=7919, drop_last=True, thinned=thinned, share=0.25)
+    assert sampler.steps_per_epoch == 2
+    epochs = [sampler.permutation(e).tolist() for e in range(3)]
+    for items in epochs:
+        assert len(items) == 8 and {0, 1, 2, 3} <= set(items) and len(set(items) - {0, 1, 2, 3}) == 4
+    assert len({tuple(sorted(x)) for x in epochs}) == 3  # each epoch draws its parts afresh
+    # the order is the epoch's permutation with the dropped items left out; a resumed run sees the same
+    full = torch.randperm(20, generator=torch.Generator().manual_seed(5 * 7919 + 1)).tolist()
+    assert epochs[1] == [i for i in full if i in set(epochs[1])]
+    again = PermutationBatches(20, 3, 5, stride=7919, drop_last=True, thinned=thinned, share=0.25)
+    assert again(3).tolist() == sampler(3).tolist() == epochs[1][3:6]
+    # share 1 draws nothing more: the plain batches
+    plain = PermutationBatches(20, 3, 5, stride=7919, drop_last=True)
+    whole = PermutationBatches(20, 3, 5, stride=7919, drop_last=True, thinned=thinned, share=1.0)
+    assert [whole(s).tolist() for s in range(12)] == [plain(s).tolist() for s in range(12)]
+    with pytest.raises(ValueError, match="share"):
+        PermutationBatches(20, 3, 5, stride=7919, drop_last=True, thinned=thinned, share=0.0)
+    with pytest.raises(ValueError, match="drop_last"):
+        PermutationBatches(20, 3, 5, stride=7919, drop_last=False, thinned=thinned, share=0.5)
+
+
 def test_group_batches_follow_the_stages_and_depend_on_seed_and_step_only():
     easy = {0: np.array([0, 1]), 1: np.array([2])}
     hard = {0: np.array([0, 1, 3]), 1: np.array([2, 4, 5]), 2: np.array([6, 7])}

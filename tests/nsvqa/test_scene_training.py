@@ -559,3 +559,34 @@ def test_calibration_stores_temperatures_that_the_parser_applies(run, data, tmp_
     if len(hot):
         placed = [ONTO.values("color").index(v) for v in ONTO.scene_values("color")]
         assert np.allclose(flat[:, placed], 1 / len(placed), atol=1e-3) and flat.max() < hot.max()
+
+
+def test_a_part_share_trains_each_epoch_on_every_object_crop_and_that_share_of_the_part_crops(run, data, tmp_path,
+                                                                                             load_script):
+    steps = {}
+    for share in (1.0, 0.25):
+        out = tmp_path / f"share{share}"
+        load_script("train_scene_parser").main(
+            ["--data", str(data), "--out", str(out), "--stage", "attributes", "--detector", str(run / "detector.pt"),
+             "--min-score", "0.0", "--profile", "tiny", "--attr-epochs", "2", "--threads", "1", "--no-progress",
+             "--set", "attr_batch=4", "--set", f"attr_part_share={share}"])
+        crops = [scene_training.CropSet.from_state(load_checkpoint(out / f"{n}.pt", kind="crops")["state_dict"])
+                 for n in ("crops_train_gt", "crops_train_det") if (out / f"{n}.pt").exists()]
+        kind = torch.cat([c.kind for c in crops])
+        parts = int((kind == 1).sum())
+        assert parts > 4  # the fixture's objects have listed parts
+        per_epoch = int((kind == 0).sum()) + round(share * parts)
+        ck = load_checkpoint(out / "attributes.pt", kind="attributes")
+        steps[share] = ck["train_state"]["scheduler"]["last_epoch"]
+        assert steps[share] == 2 * (per_epoch // 4)
+    assert steps[0.25] < steps[1.0]
+
+
+@pytest.mark.parametrize("fields, message", [({"attr_part_share": 0.0}, "attr_part_share must be in"),
+                                             ({"attr_part_share": 1.5}, "attr_part_share must be in"),
+                                             ({"attr_patience": 2}, "needs attr_select 'e2e'"),
+                                             ({"attr_select": "e2e", "e2e_eval_images": 0}, "e2e_eval_images must be")])
+def test_the_head_schedule_fields_are_checked(fields, message):
+    SceneParserConfig(data="d").check()
+    with pytest.raises(ValueError, match=message):
+        SceneParserConfig(data="d", **fields).check()
