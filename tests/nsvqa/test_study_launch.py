@@ -122,11 +122,12 @@ def test_a_job_near_its_time_limit_is_interrupted_and_requeued_with_the_same_cal
     (code / "scripts" / "run_study.py").write_text(FAKE_SCRIPT)
     out = tmp_path / "calls.jsonl"
     ex = submitit.LocalExecutor(folder=tmp_path / "jobs" / "%j", max_num_timeout=3)
-    # the warning signal (USR2, as SLURM sends before the time limit or a preemption) 45 s into the
+    # the warning signal (USR2, as SLURM sends before the time limit or a preemption) 60 s into the
     # job: later than the job's own start-up (unpickling imports the package) takes on a machine
     # loaded by a training run (25 s was not), where a signal before submitit's handler is installed
-    # ends the job with no result; the fake job sleeps past it
-    ex.update_parameters(timeout_min=1, signal_delay_s=15)
+    # ends the job with no result; then 60 s to stop and requeue before the limit kills it (15 s were
+    # not enough beside a training run and the rest of the suite); the fake job sleeps past the signal
+    ex.update_parameters(timeout_min=2, signal_delay_s=60)
     job = ex.submit(ScriptJob("fake", [str(out)], code))
     assert job.result() == 0
     calls = [json.loads(line) for line in out.read_text().splitlines()]
