@@ -115,7 +115,7 @@ class PermutationBatches:
                         else torch.as_tensor(thinned, dtype=torch.int64))
         if self.thinned is not None and not drop_last:
             raise ValueError("thinned epochs need drop_last=True (epoch by epoch)")
-        self.kept = 0 if self.thinned is None else int(round(share * len(self.thinned)))
+        self.kept = 0 if self.thinned is None else round(share * len(self.thinned))
         per_epoch = n if self.thinned is None else n - len(self.thinned) + self.kept
         self.steps_per_epoch = max(1, per_epoch // batch) if drop_last else math.ceil(n / batch)
         self._cache: dict[int, torch.Tensor] = {}
