@@ -28,6 +28,7 @@ HERE = Path(__file__).resolve().parent
 SEED = 11  # generation seed of the held-out data (the study's: 0)
 SIZES = {"train": 2000, "val": 300, "test": 300}
 HEAD = {"attr_epochs": 12, "attr_select": "e2e", "attr_patience": 3, "attr_clip": 5.0}
+P3 = HEAD | {"attr_part_share": 0.33}
 #: the fields that change a head's crops (the others reuse the crops of their detector lever's run)
 CROP_FIELDS = {"crop_size", "extra_parts", "attr_parts", "part_crop", "seed", "det_crop_images", "min_score", "match_iou"}
 #: lever -> (its detector lever, or None for a detector lever; config fields over the mini profile)
@@ -37,12 +38,13 @@ LEVERS: dict[str, tuple[str | None, dict]] = {
     "det-mask28": (None, {"det_mask_roi": 28}),                   # a finer mask grid: 56 x 56 masks
     "det-x1.5": (None, {"det_image_scale": 1.5}),                 # small parts under bigger anchors (~2.3x compute)
     "head-e2e": ("det", HEAD),                                    # up to 12 epochs, chosen end to end, clipped
-    "head-e2e-crop96": ("det", HEAD | {"crop_size": 96}),         # larger crops from the 320x240 image
-    "head-e2e-s8": ("det", HEAD | {"head_strides": "8,16,32"}),   # the stride-8 map too
-    "head-e2e-shift": ("det", HEAD | {"attr_augment": "shift"}),  # shifted and scaled crops, colours kept
-    "head-e2e-cal": ("det", HEAD | {"calibrate": True}),          # temperatures fitted on val
-    "head-e2e-x0": ("det", HEAD | {"extra_parts": 0}),            # listed parts only: ~25% fewer crops per epoch
-    "head-e2e-p3": ("det", HEAD | {"attr_part_share": 0.33}),     # a third of the part crops each epoch, drawn afresh
+    "head-e2e-p3": ("det", P3),                                   # a third of the part crops each epoch, drawn afresh
+    # each over head-e2e-p3 (twice as many epochs in the same minutes)
+    "head-e2e-p3-crop96": ("det", P3 | {"crop_size": 96}),        # larger crops from the 320x240 image
+    "head-e2e-p3-s8": ("det", P3 | {"head_strides": "8,16,32"}),  # the stride-8 map too
+    "head-e2e-p3-shift": ("det", P3 | {"attr_augment": "shift"}), # shifted and scaled crops, colours kept
+    "head-e2e-p3-sel150": ("det", P3 | {"e2e_eval_images": 150}), # the end-to-end selector on 150 val images, not 60
+    "head-e2e-p3-cal": ("det", P3 | {"calibrate": True}),         # temperatures fitted on val
 }
 
 
