@@ -58,13 +58,14 @@ def objects(doc: dict, gt: dict[int, dict]) -> dict:
     rows = []
     for s in doc["scenes"]:
         dets = [d for d in s["detections"] if d["score"] >= 0.5]
+        boxes, masks = [_xywh(d["box"]) for d in dets], [coco_rle(d["mask"]) for d in dets]  # once per scene
         for o in gt[int(s["image_index"])]["objects"]:
             g = coco_rle(o["mask"])
             area, (_, _, w, h) = float(mask_utils.area(g)), o["bbox"]
             if dets:
-                box = np.asarray(mask_utils.iou([_xywh(d["box"]) for d in dets], [o["bbox"]], [0])).ravel()
+                box = np.asarray(mask_utils.iou(boxes, [o["bbox"]], [0])).ravel()
                 j = int(box.argmax())
-                mask = float(np.asarray(mask_utils.iou([coco_rle(dets[j]["mask"])], [g], [0])).ravel()[0])
+                mask = float(np.asarray(mask_utils.iou([masks[j]], [g], [0])).ravel()[0])
                 box_iou = float(box[j])
             else:
                 mask = box_iou = 0.0

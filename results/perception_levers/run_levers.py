@@ -30,7 +30,8 @@ SIZES = {"train": 2000, "val": 300, "test": 300}
 HEAD = {"attr_epochs": 12, "attr_select": "e2e", "attr_patience": 3, "attr_clip": 5.0}
 P3 = HEAD | {"attr_part_share": 0.33}
 #: the fields that change a head's crops (the others reuse the crops of their detector lever's run)
-CROP_FIELDS = {"crop_size", "extra_parts", "attr_parts", "part_crop", "seed", "det_crop_images", "min_score", "match_iou"}
+CROP_FIELDS = {"crop_size", "extra_parts", "attr_parts", "part_crop", "seed", "max_train_images", "det_crop_images",
+               "min_score", "match_iou"}
 #: lever -> (its detector lever, or None for a detector lever; config fields over the mini profile)
 LEVERS: dict[str, tuple[str | None, dict]] = {
     "det": (None, {}),                                            # the mini profile as it is
