@@ -37,7 +37,7 @@ from nsvqa.artifacts.scenes import read_scenes, scenes_path
 from nsvqa.evaluation.reliability import fit_temperature, top_label_ece
 from nsvqa.evaluation.scene_parser import detector_ap, executor_accuracy, match_objects
 from nsvqa.generation.annotations import mask_to_rle, rle_to_mask
-from nsvqa.training.checkpoint import load_checkpoint, save_checkpoint
+from nsvqa.training.checkpoint import checkpoint_sha256, load_checkpoint, save_checkpoint
 from nsvqa.training import RunDir, warmup_cosine
 from nsvqa.training.data import StepLoader
 from nsvqa.training.datasets import (OBJECT_ATTRIBUTES, PART_ATTRIBUTES, AttributeCropDataset, CropItem,
@@ -409,18 +409,26 @@ def fit_temperatures(head: AttributeHead, crops: CropSet, batch: int = 256) -> d
     return {"temperatures": temps, "ece": ece}
 
 
-def _crop_cache(run: RunDir, name: str, build, progress: bool, dist: DistInfo | None = None,
-                everywhere: bool = True) -> CropSet | None:
-    """A crop set cached in the run directory (built once, reused on resume). In a data-parallel
-    job rank 0 builds and writes it while the others wait, then they read it (every rank trains on
-    the same set), or get None without ``everywhere``."""
+def _crop_cache(run: RunDir, name: str, build, made_from: dict[str, Any], progress: bool,
+                dist: DistInfo | None = None, everywhere: bool = True) -> CropSet | None:
+    """A crop set cached in the run directory (built once, reused on resume). ``made_from`` (plain
+    values: the config fields that define the crops, and the detector's sha256 for detector crops)
+    is stored with it; a cache made from anything else is cut again, never reused. In a
+    data-parallel job rank 0 builds and writes it while the others wait, then they read it (every
+    rank trains on the same set), or get None without ``everywhere``."""
     path = run.path / f"{name}.pt"
 
     def make() -> CropSet:
         if path.exists():
-            return CropSet.from_state(load_checkpoint(path, kind="crops")["state_dict"])
+            ck = load_checkpoint(path, kind="crops")
+            had = ck["extra"].get("made_from")
+            if had == made_from:
+                return CropSet.from_state(ck["state_dict"])
+            differ = sorted(k for k in set(made_from) | set(had or {}) if (had or {}).get(k) != made_from.get(k))
+            run.log(f"{path.name}: cut with other {', '.join(differ)}; cutting again")
         crops = build()
-        save_checkpoint(path, kind="crops", config=dict(run.config), state_dict=crops.state(), vocabularies={})
+        save_checkpoint(path, kind="crops", config=dict(run.config), state_dict=crops.state(), vocabularies={},
+                        extra={"made_from": made_from})
         return crops
 
     if dist is None or not dist.enabled:
@@ -429,6 +437,11 @@ def _crop_cache(run: RunDir, name: str, build, progress: bool, dist: DistInfo | 
     if dist.is_main or not everywhere:
         return crops
     return CropSet.from_state(load_checkpoint(path, kind="crops")["state_dict"])
+
+
+def _crop_fields(cfg: SceneParserConfig, *names: str) -> dict[str, Any]:
+    """``cfg``'s fields ``names`` as plain values (what a crop cache's ``made_from`` compares)."""
+    return {n: (list(v) if isinstance(v := getattr(cfg, n), tuple) else v) for n in names}
 
 
 class HeadSelection:
@@ -498,9 +511,11 @@ def train_attributes(cfg: SceneParserConfig, run: RunDir, *, resume: bool = Fals
     progress = progress and dist.is_main
     vocab = attribute_vocabulary()
     directions = mean_directions(cfg.data, "train")
+    gt_fields = ("crop_size", "attr_parts", "extra_parts", "part_crop", "seed")
     train = [_crop_cache(run, "crops_train_gt", lambda: gt_crops(cfg.data, "train", cfg.crop_size, cfg.attr_parts,
                                                                   cfg.max_train_images, progress, cfg.extra_parts,
-                                                                  cfg.seed, cfg.part_crop), progress, dist)]
+                                                                  cfg.seed, cfg.part_crop),
+                         _crop_fields(cfg, *gt_fields, "max_train_images"), progress, dist)]
     val_root = Path(cfg.data) / "scenes" / "val_scenes.json"
     # rank 0 decides what every rank builds (each crop cache is a collective step)
     have_det, have_val = run_on_main(dist, lambda: (det_path.exists(), val_root.exists()), share=True)
@@ -510,17 +525,19 @@ def train_attributes(cfg: SceneParserConfig, run: RunDir, *, resume: bool = Fals
         ck = load_checkpoint(det_path, kind="detector")
         det = detector_from_checkpoint(ck, str(det_path))
     if cfg.det_crop_images > 0 and have_det:
+        det_from = _crop_fields(cfg, "crop_size", "attr_parts", "part_crop", "det_crop_images", "min_score",
+                                "match_iou") | {"detector_sha256": checkpoint_sha256(det_path)}
         train.append(_crop_cache(run, "crops_train_det", lambda: detector_crops(
             det, ck["vocabularies"], cfg.data, "train", cfg.crop_size, cfg.det_crop_images, cfg.min_score,
             cfg.match_iou, cfg.attr_parts and bool(ck["vocabularies"].get("part_class_ids")), progress,
-            cfg.part_crop), progress, dist))
+            cfg.part_crop), det_from, progress, dist))
     elif cfg.det_crop_images > 0:
         run.log(f"attributes: no {det_path}; training on ground-truth crops only")
     train_set = CropSet.concat(train)
     val_set = (_crop_cache(run, "crops_val_gt", lambda: gt_crops(cfg.data, "val", cfg.crop_size, cfg.attr_parts,
                                                                   None, progress, cfg.extra_parts, cfg.seed + 1,
                                                                   cfg.part_crop),
-                           progress, dist, everywhere=False)  # validation runs on rank 0
+                           _crop_fields(cfg, *gt_fields), progress, dist, everywhere=False)  # validation: rank 0
                if have_val else None)
     if len(train_set) == 0:
         raise ValueError(f"{cfg.data}: no training crops (empty train split?)")

@@ -29,9 +29,6 @@ SEED = 11  # generation seed of the held-out data (the study's: 0)
 SIZES = {"train": 2000, "val": 300, "test": 300}
 HEAD = {"attr_epochs": 12, "attr_select": "e2e", "attr_patience": 3, "attr_clip": 5.0}
 P3 = HEAD | {"attr_part_share": 0.33}
-#: the fields that change a head's crops (the others reuse the crops of their detector lever's run)
-CROP_FIELDS = {"crop_size", "extra_parts", "attr_parts", "part_crop", "seed", "max_train_images", "det_crop_images",
-               "min_score", "match_iou"}
 #: lever -> (its detector lever, or None for a detector lever; config fields over the mini profile)
 LEVERS: dict[str, tuple[str | None, dict]] = {
     "det": (None, {}),                                            # the mini profile as it is
@@ -73,11 +70,10 @@ def run(lever: str, root: Path, runs: Path) -> None:
         args += ["--stage", "attributes", "--detector", str(runs / det / "detector.pt")]
         if not (runs / det / "detector.pt").is_file():
             run(det, root, runs)
-        if not set(fields) & CROP_FIELDS:  # the same crops as its detector lever's run: read them, not cut again
-            out.mkdir(parents=True, exist_ok=True)
-            for cache in (runs / det).glob("crops_*.pt*"):
-                if not (out / cache.name).exists():
-                    shutil.copyfile(cache, out / cache.name)
+        out.mkdir(parents=True, exist_ok=True)
+        for cache in (runs / det).glob("crops_*.pt*"):  # its detector lever's crops: reused where they were cut
+            if not (out / cache.name).exists():         # with the same settings, else cut again
+                shutil.copyfile(cache, out / cache.name)
     t0 = time.time()
     if train_scene_parser.main(args + _sets(fields)) != 0:
         raise SystemExit(f"{lever}: training failed")

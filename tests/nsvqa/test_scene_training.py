@@ -17,6 +17,7 @@ from nsvqa.training.scene_config import SceneParserConfig
 from nsvqa.evaluation.scene_parser import (attribute_accuracy, coco_ap, coco_results, executor_accuracy, load_parsed,
                                            match_objects, stack_likelihoods)
 from nsvqa.training import NonFiniteLoss
+from nsvqa.fileio import sha256_file
 
 ONTO = load_ontology("superclevr")
 TINY = ["--profile", "tiny", "--det-iterations", "2", "--attr-epochs", "1", "--det-crop-images", "2",
@@ -322,6 +323,31 @@ def test_a_head_trained_for_another_runs_detector(run, data, tmp_path, load_scri
     load_script("parse_scenes").main(["--checkpoint", str(head_dir), "--data", str(data), "--split", "val",
                                       "--out", str(tmp_path / "p.json"), "--no-progress"])
     assert json.loads((tmp_path / "p.json").read_text())["detector"] == str(run / "detector.pt")
+
+
+def test_a_crop_cache_made_with_other_crop_settings_is_cut_again_not_reused(run, data, tmp_path, load_script):
+    args = ["--data", str(data), "--stage", "attributes", "--detector", str(run / "detector.pt"), "--min-score",
+            "0.0", *TINY]
+    first = tmp_path / "first"
+    load_script("train_scene_parser").main(["--out", str(first), *args])
+    names = ("crops_train_gt.pt", "crops_train_det.pt", "crops_val_gt.pt")
+    tiny = load_checkpoint(first / names[0], kind="crops")["extra"]["made_from"]["crop_size"]
+    for out, extra in ((tmp_path / "same", []), (tmp_path / "other", ["--set", f"crop_size={tiny + 8}"])):
+        out.mkdir()
+        for n in names:  # a run handed another run's caches, as a lever sweep does
+            for f in (n, f"{n}.sha256"):
+                shutil.copyfile(first / f, out / f)
+        load_script("train_scene_parser").main(["--out", str(out), *args, *extra])
+        side = tiny + 8 if extra else tiny
+        for n in names:
+            ck = load_checkpoint(out / n, kind="crops")
+            assert ck["state_dict"]["x"].shape[-1] == side
+            assert ck["extra"]["made_from"]["crop_size"] == side
+            assert ((out / n).read_bytes() == (first / n).read_bytes()) == (not extra)
+        log = (out / "train.log").read_text()
+        assert ("cut with other crop_size; cutting again" in log) == bool(extra)
+    det = load_checkpoint(first / "crops_train_det.pt", kind="crops")["extra"]["made_from"]
+    assert det["detector_sha256"] == sha256_file(run / "detector.pt")
 
 
 def test_detector_crops_carry_the_labels_of_the_ground_truth_they_match(data):
