@@ -421,10 +421,10 @@ def _crop_cache(run: RunDir, name: str, build, made_from: dict[str, Any], progre
     def make() -> CropSet:
         if path.exists():
             ck = load_checkpoint(path, kind="crops")
-            had = ck["extra"].get("made_from")
+            had = ck["extra"].get("made_from") or {}
             if had == made_from:
                 return CropSet.from_state(ck["state_dict"])
-            differ = sorted(k for k in set(made_from) | set(had or {}) if (had or {}).get(k) != made_from.get(k))
+            differ = sorted(k for k in set(made_from) | set(had) if had.get(k) != made_from.get(k))
             run.log(f"{path.name}: cut with other {', '.join(differ)}; cutting again")
         crops = build()
         save_checkpoint(path, kind="crops", config=dict(run.config), state_dict=crops.state(), vocabularies={},
@@ -440,8 +440,8 @@ def _crop_cache(run: RunDir, name: str, build, made_from: dict[str, Any], progre
 
 
 def _crop_fields(cfg: SceneParserConfig, *names: str) -> dict[str, Any]:
-    """``cfg``'s fields ``names`` as plain values (what a crop cache's ``made_from`` compares)."""
-    return {n: (list(v) if isinstance(v := getattr(cfg, n), tuple) else v) for n in names}
+    """``cfg``'s fields ``names`` (plain scalars: what a crop cache's ``made_from`` compares)."""
+    return {n: getattr(cfg, n) for n in names}
 
 
 class HeadSelection:
