@@ -87,7 +87,7 @@ def run(lever: str, root: Path, runs: Path) -> None:
 
 
 def _row(lever: str, runs: Path, split: str) -> dict | None:
-    from nsvqa.training.checkpoint import load_checkpoint
+    from nsvqa.training.checkpoint import checkpoint_sha256, load_checkpoint
 
     path = runs / lever / f"metrics_{split}.json"
     if not path.is_file():
@@ -100,6 +100,7 @@ def _row(lever: str, runs: Path, split: str) -> dict | None:
     minutes = {"detector": (det_ck["extra"].get("seconds", 0) - det_ck["extra"].get("eval_seconds", 0)) / 60,
                "head": (head["extra"].get("seconds", 0) - head["extra"].get("eval_seconds", 0)) / 60}
     return {"lever": lever, "detector": det or lever, "fields": LEVERS[lever][1],
+            "detector_sha256": checkpoint_sha256(runs / (det or lever) / "detector.pt"),
             **{k: a.get(f"object.{k}") for k in ("material", "shape", "color", "size")},
             **{f"ece.{k}": a.get(f"object.{k}.ece") for k in ("material", "shape", "color", "size")},
             "mask_ap50": m["coco_objects"]["segm_agnostic"]["AP50"], "box_ap50": m["coco_objects"]["bbox_agnostic"]["AP50"],
@@ -109,12 +110,34 @@ def _row(lever: str, runs: Path, split: str) -> dict | None:
             "minutes": minutes}
 
 
+def _committed(val: list[dict]) -> tuple[list[dict], dict | None]:
+    """The committed rows whose lever has no finished run here but whose detector a run here read
+    (same sha256), and the committed test row; the rows left out are named."""
+    path = HERE / "levers.json"
+    if not path.is_file():
+        return [], None
+    old = json.loads(path.read_text())
+    here, have = {r["detector_sha256"] for r in val}, {r["lever"] for r in val}
+    kept = []
+    for r in old["val"]:
+        if r["lever"] in have:
+            continue
+        if r.get("detector_sha256") in here:
+            kept.append(r)
+        else:
+            print(f"levers.json: row {r['lever']!r} dropped: no run here read its detector "
+                  f"(sha256 {r.get('detector_sha256') or 'not recorded'})")
+    return kept, old.get("test_of_chosen")
+
+
 def table(runs: Path) -> None:
     val = [r for r in (_row(x, runs, "val") for x in LEVERS) if r is not None]
     if not val:
         raise SystemExit(f"{runs}: no finished lever")
+    kept, old_test = _committed(val)
+    val = sorted(val + kept, key=lambda r: list(LEVERS).index(r["lever"]))
     chosen = max(val, key=lambda r: r["pnsvqa_exact_objects"])
-    test = _row(chosen["lever"], runs, "test")
+    test = _row(chosen["lever"], runs, "test") or (old_test if old_test and old_test["lever"] == chosen["lever"] else None)
     (HERE / "levers.json").write_text(json.dumps({"seed": SEED, "sizes": SIZES, "val": val, "chosen": chosen["lever"],
                                                   "test_of_chosen": test}, indent=1) + "\n")
     def pct(v: float | None) -> str:
