@@ -12,8 +12,9 @@ detector lever trains a detector and the ``mini`` head (3 epochs, the last kept:
 ``--resume`` continues a stopped one. Then it parses val and test (detections scoring >= 0.05, as
 the study parses) and evaluates both (``evaluate_scene_parser``: COCO AP, matched-object accuracy
 and ECE, NS-VQA / P-NSVQA on ground-truth programs). ``--table`` writes ``levers.json`` and
-``levers.md`` beside this script from every finished lever: the val figures and the minutes. Test
-figures are given for the lever chosen on val only (the highest val P-NSVQA-exact on object
+``levers.md`` beside this script, and the block between :data:`DOC_MARKERS` in docs/perception.md,
+from every finished lever: the val figures and the minutes. Test figures are given for the lever
+chosen on val only (the highest val P-NSVQA-exact on object
 questions).
 """
 from __future__ import annotations
@@ -24,7 +25,12 @@ import sys
 import time
 from pathlib import Path
 
+from nsvqa.fileio import write_atomic, write_json_atomic
+from orchestration.study.report.publish import splice
+
 HERE = Path(__file__).resolve().parent
+DOCS = HERE.parents[1] / "docs"
+DOC_MARKERS = ("<!-- generated:levers:begin -->", "<!-- generated:levers:end -->")
 SEED = 11  # generation seed of the held-out data (the study's: 0)
 SIZES = {"train": 2000, "val": 300, "test": 300}
 HEAD = {"attr_epochs": 12, "attr_select": "e2e", "attr_patience": 3, "attr_clip": 5.0}
@@ -107,7 +113,18 @@ def _row(lever: str, runs: Path, split: str) -> dict | None:
             "part_recall": a.get("part.recall_mask"),
             "pnsvqa_exact_objects": ex["pnsvqa-exact"]["objects"], "nsvqa_objects": ex["nsvqa"]["objects"],
             "kept_epoch": (head["extra"].get("best") or {}).get("epoch"), "epochs_run": head["extra"].get("epochs_run"),
-            "minutes": minutes}
+            "minutes": minutes, "machine": _machine()}
+
+
+def _machine() -> str:
+    """The CPU this table is built on (the lever runs under ``RUNS`` ran on it: their minutes)."""
+    import torch
+
+    from orchestration.study.running.piece import machine
+    from orchestration.study.settings.budget import machine_label
+
+    torch.set_num_threads(2)  # as the levers train (run(): --threads 2)
+    return machine_label(machine())
 
 
 def _committed(val: list[dict]) -> tuple[list[dict], dict | None]:
@@ -138,25 +155,43 @@ def table(runs: Path) -> None:
     val = sorted(val + kept, key=lambda r: list(LEVERS).index(r["lever"]))
     chosen = max(val, key=lambda r: r["pnsvqa_exact_objects"])
     test = _row(chosen["lever"], runs, "test") or (old_test if old_test and old_test["lever"] == chosen["lever"] else None)
-    (HERE / "levers.json").write_text(json.dumps({"seed": SEED, "sizes": SIZES, "val": val, "chosen": chosen["lever"],
-                                                  "test_of_chosen": test}, indent=1) + "\n")
+    record = {"seed": SEED, "sizes": SIZES, "val": val, "chosen": chosen["lever"], "test_of_chosen": test}
+    lines = markdown(record)
+    doc = DOCS / "perception.md"
+    text = splice(doc.read_text(), *DOC_MARKERS, "\n".join(lines), str(doc))  # a missing marker fails first
+    write_json_atomic(HERE / "levers.json", record, indent=1)
+    write_atomic(HERE / "levers.md", "# The scene parser's levers on held-out mid (val; written by run_levers.py "
+                 "--table)\n\n" + "\n".join(lines) + "\n")
+    write_atomic(doc, text)
+    print("\n".join(lines))
+
+
+def markdown(record: dict) -> list[str]:
+    """The lever table of ``record`` (``levers.json``): each lever's val row, the lever chosen on
+    val and its test row. What ``levers.md`` and docs/perception.md's generated block hold."""
     def pct(v: float | None) -> str:
         return "—" if v is None else f"{100 * v:.1f}"
 
     def num(v: float | None, digits: int) -> str:
         return "—" if v is None else f"{v:.{digits}f}"
 
+    def row(r: dict, name: str) -> str:
+        return (f"| {name} | {pct(r['material'])} | {pct(r['shape'])} | {pct(r['color'])} | {pct(r['size'])} "
+                f"| {num(r['mask_ap50'], 3)} | {num(r['part_recall'], 2)} | {pct(r['pnsvqa_exact_objects'])} "
+                f"| {pct(r['nsvqa_objects'])} | {num(r['ece.material'], 3)} "
+                f"| {r['kept_epoch'] or '—'} / {r['epochs_run'] or '—'} "
+                f"| {r['minutes']['detector']:.0f} + {r['minutes']['head']:.0f} |")
+
     lines = [("| lever | material | shape | color | size | mask AP50 | part recall | P-NSVQA-exact obj. | NS-VQA obj. "
               "| ECE material | kept epoch / run | minutes (det + head) |"), "|" + "---|" * 12]
-    for r in val:
-        lines.append(f"| {r['lever']} | {pct(r['material'])} | {pct(r['shape'])} | {pct(r['color'])} | {pct(r['size'])} "
-                     f"| {num(r['mask_ap50'], 3)} | {num(r['part_recall'], 2)} | {pct(r['pnsvqa_exact_objects'])} "
-                     f"| {pct(r['nsvqa_objects'])} | {num(r['ece.material'], 3)} "
-                     f"| {r['kept_epoch'] or '—'} / {r['epochs_run'] or '—'} "
-                     f"| {r['minutes']['detector']:.0f} + {r['minutes']['head']:.0f} |")
-    (HERE / "levers.md").write_text("# The scene parser's levers on held-out mid (val; written by run_levers.py --table)\n\n"
-                                    + "\n".join(lines) + f"\n\nChosen on val: `{chosen['lever']}`.\n")
-    print("\n".join(lines))
+    lines += [row(r, r["lever"]) for r in record["val"]]
+    machines = sorted({r.get("machine") or "an unrecorded CPU" for r in record["val"]})
+    lines += ["", f"Minutes on {'; '.join(machines)}."]
+    lines += ["", f"Chosen on val (the highest P-NSVQA-exact on object questions): `{record['chosen']}`."]
+    test = record.get("test_of_chosen")
+    if test:
+        lines += ["", "Its test row:", "", *lines[:2], row(test, f"{test['lever']} (test)")]
+    return lines
 
 
 if __name__ == "__main__":
