@@ -19,6 +19,7 @@ questions).
 """
 from __future__ import annotations
 
+import functools
 import json
 import shutil
 import sys
@@ -93,7 +94,7 @@ def run(lever: str, root: Path, runs: Path) -> None:
 
 
 def _row(lever: str, runs: Path, split: str) -> dict | None:
-    from nsvqa.training.checkpoint import checkpoint_sha256, load_checkpoint
+    from nsvqa.training.checkpoint import load_checkpoint
 
     path = runs / lever / f"metrics_{split}.json"
     if not path.is_file():
@@ -106,7 +107,7 @@ def _row(lever: str, runs: Path, split: str) -> dict | None:
     minutes = {"detector": (det_ck["extra"].get("seconds", 0) - det_ck["extra"].get("eval_seconds", 0)) / 60,
                "head": (head["extra"].get("seconds", 0) - head["extra"].get("eval_seconds", 0)) / 60}
     return {"lever": lever, "detector": det or lever, "fields": LEVERS[lever][1],
-            "detector_sha256": checkpoint_sha256(runs / (det or lever) / "detector.pt"),
+            "detector_sha256": _detector_sha256(runs / (det or lever) / "detector.pt"),
             **{k: a.get(f"object.{k}") for k in ("material", "shape", "color", "size")},
             **{f"ece.{k}": a.get(f"object.{k}.ece") for k in ("material", "shape", "color", "size")},
             "mask_ap50": m["coco_objects"]["segm_agnostic"]["AP50"], "box_ap50": m["coco_objects"]["bbox_agnostic"]["AP50"],
@@ -116,6 +117,15 @@ def _row(lever: str, runs: Path, split: str) -> dict | None:
             "minutes": minutes, "machine": _machine()}
 
 
+@functools.cache
+def _detector_sha256(path: Path) -> str:
+    """The detector file's sha256, read once however many levers read that detector."""
+    from nsvqa.training.checkpoint import checkpoint_sha256
+
+    return checkpoint_sha256(path)
+
+
+@functools.cache
 def _machine() -> str:
     """The CPU this table is built on (the lever runs under ``RUNS`` ran on it: their minutes)."""
     import torch
